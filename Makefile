@@ -1,0 +1,42 @@
+# gangweb: `make run` sets up and runs everything on a laptop; `make test` sets up and runs the whole suite.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.requirements-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
+PYTEST_ARGS ?=
+
+.PHONY: run test setup venv migrate localcluster-build lint bench clean-state
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@rm -f $(VENV)/.requirements-* && touch $(STAMP)
+
+venv: $(STAMP)
+
+localcluster-build:
+	bash localcluster/build.sh
+
+migrate: venv
+	@mkdir -p var
+	DEBUG=1 $(PYTHON) manage.py migrate --noinput
+
+setup: venv migrate
+
+run: setup
+	@bash localcluster/build.sh || echo "make run: local cluster build failed; starting without it"
+	DEBUG=1 $(PYTHON) manage.py runstack
+
+test: venv localcluster-build
+	bash scripts/ensure-test-deps.sh
+	GANGWEB_TESTING=1 $(PYTHON) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(PYTHON) -m ruff check .
+
+bench: venv localcluster-build
+	$(PYTHON) -m bench.run_all
+
+clean-state:
+	rm -rf var

@@ -1,0 +1,10 @@
+"""The Celery app. Broker: Redis when REDIS_URL is set, else kombu's filesystem transport (no server)."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
+
+app = Celery("gangweb")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Build the local control plane from the Go module proxy into a cache outside the repo, keyed by version.
+#
+#   localcluster/build.sh            build what is missing (a warm cache returns in about a second)
+#   localcluster/build.sh --regen    rewrite the wrapper go.mod files from upstream (k8s staging list
+#                                    read from k8s.io/kubernetes' own go.mod), then build
+#
+# Binaries land in $GANGWEB_CACHE/localcluster/{k8s-vX,etcd-vY,kwok-vZ}/bin. Build logs sit beside them.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=/dev/null
+. "$here/versions.env"
+CACHE=${GANGWEB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangweb}/localcluster
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
+regen=0; [ "${1:-}" = "--regen" ] && regen=1
+
+command -v go >/dev/null || { echo "localcluster: Go is required (go >= 1.26)" >&2; exit 1; }
+
+k8s_regen() {
+  local d=$here/go/k8s staging=v0.${K8S_VERSION#1.} gomod
+  (cd "$d" && rm -f go.mod go.sum && go mod init gangweb.invalid/localcluster/k8s >/dev/null 2>&1 &&
+    go mod edit -go=1.26 -require="k8s.io/kubernetes@v$K8S_VERSION" &&
+    gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])') &&
+    for m in $(sed -n 's|^[[:space:]]*\(k8s.io/[A-Za-z0-9._-]*\) => ./staging/src/k8s.io/.*|\1|p' "$gomod"); do
+      go mod edit "-replace=$m=$m@$staging"
+    done &&
+    go get "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" \
+           "k8s.io/kubernetes/cmd/kube-scheduler@v$K8S_VERSION" \
+           "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S_VERSION" && go mod tidy)
+}
+etcd_regen() {
+  (cd "$here/go/etcd" && rm -f go.mod go.sum && go mod init gangweb.invalid/localcluster/etcd >/dev/null 2>&1 &&
+    go mod edit -go=1.26 && go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" && go mod tidy)
+}
+kwok_regen() {
+  (cd "$here/go/kwok" && rm -f go.mod go.sum && go mod init gangweb.invalid/localcluster/kwok >/dev/null 2>&1 &&
+    go mod edit -go=1.26 && go get "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" && go mod tidy)
+}
+
+build_k8s() {
+  local out=$CACHE/k8s-v$K8S_VERSION/bin v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version
+  local minor=${K8S_VERSION#1.}; minor=${minor%%.*}
+  [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-scheduler" ] && [ -x "$out/kube-controller-manager" ] && return 0
+  mkdir -p "$out"
+  local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ) ldf="-s -w"
+  for p in $v $cv; do
+    ldf+=" -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitVersion=v$K8S_VERSION -X $p.gitTreeState=clean -X $p.buildDate=$date"
+  done
+  echo "localcluster: building kube-apiserver, kube-scheduler, kube-controller-manager v$K8S_VERSION (cold: ~20-40 min on 2 cores)"
+  (cd "$here/go/k8s" && go build -trimpath -ldflags "$ldf" -o "$out/.tmp/" \
+     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager) \
+     >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
+  mv "$out"/.tmp/* "$out/" && rmdir "$out/.tmp"
+}
+build_etcd() {
+  local out=$CACHE/etcd-v$ETCD_VERSION/bin
+  [ -x "$out/etcd" ] && return 0
+  mkdir -p "$out"; echo "localcluster: building etcd v$ETCD_VERSION"
+  (cd "$here/go/etcd" && go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3) \
+    >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
+  mv "$out/etcd.tmp" "$out/etcd"
+}
+build_kwok() {
+  local out=$CACHE/kwok-v$KWOK_VERSION/bin
+  [ -x "$out/kwok" ] && return 0
+  mkdir -p "$out"; echo "localcluster: building kwok v$KWOK_VERSION"
+  (cd "$here/go/kwok" && go build -trimpath -ldflags "-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok) \
+    >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
+  mv "$out/kwok.tmp" "$out/kwok"
+}
+
+if [ $regen = 1 ]; then k8s_regen; etcd_regen; kwok_regen; fi
+build_etcd
+build_kwok
+build_k8s
+"$CACHE/k8s-v$K8S_VERSION/bin/kube-apiserver" --version
+"$CACHE/etcd-v$ETCD_VERSION/bin/etcd" --version | head -1
+echo "localcluster: binaries in $CACHE"

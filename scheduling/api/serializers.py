@@ -1,0 +1,143 @@
+"""API serializers. Write paths validate through scheduling.services, so the API and forms say the same."""
+from rest_framework import serializers
+
+from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from ..services import timeline
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    """A cluster. `kubeconfig` is write-only: it is never returned after upload."""
+
+    kubeconfig = serializers.CharField(write_only=True, required=False, allow_blank=True,
+                                       style={"base_template": "textarea.html"})
+    has_credentials = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Cluster
+        fields = ["id", "name", "description", "kubeconfig", "context", "in_cluster", "has_credentials", "health",
+                  "health_message", "last_probe_at", "server_version", "served_apis", "available_backends",
+                  "created_at", "updated_at"]
+        read_only_fields = ["health", "health_message", "last_probe_at", "server_version", "served_apis",
+                            "available_backends", "created_at", "updated_at"]
+
+    def get_has_credentials(self, obj) -> bool:
+        return bool(obj.kubeconfig) or obj.in_cluster
+
+
+class QueuePolicySerializer(serializers.ModelSerializer):
+    """A KAI queue policy. GPUs in devices, CPU in millicores, memory in megabytes (10^6 bytes); -1 = unlimited."""
+
+    parent = serializers.SlugRelatedField(slug_field="name", queryset=QueuePolicy.objects.all(), allow_null=True,
+                                          required=False)
+    clusters = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all(), many=True,
+                                            required=False)
+
+    class Meta:
+        model = QueuePolicy
+        fields = ["id", "name", "display_name", "parent", "priority", "gpu_quota", "gpu_limit",
+                  "gpu_over_quota_weight", "cpu_quota", "cpu_limit", "cpu_over_quota_weight", "memory_quota",
+                  "memory_limit", "memory_over_quota_weight", "preempt_min_runtime", "reclaim_min_runtime",
+                  "clusters", "allowed_namespaces", "managed", "created_at", "updated_at"]
+        read_only_fields = ["managed", "created_at", "updated_at"]
+
+
+class TemplateVersionSerializer(serializers.ModelSerializer):
+    """One immutable template version."""
+
+    class Meta:
+        model = RuntimeTemplateVersion
+        fields = ["version", "spec", "created_at"]
+
+
+class RuntimeTemplateSerializer(serializers.ModelSerializer):
+    """A runtime template. Writing `spec` stores a new version; jobs already submitted keep theirs."""
+
+    spec = serializers.JSONField(write_only=True, help_text="template spec; see the README for its shape")
+    latest_version = serializers.SerializerMethodField()
+    latest_spec = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RuntimeTemplate
+        fields = ["id", "name", "description", "spec", "latest_version", "latest_spec", "created_at"]
+        read_only_fields = ["created_at"]
+
+    def get_latest_version(self, obj) -> int | None:
+        latest = obj.latest
+        return latest.version if latest else None
+
+    def get_latest_spec(self, obj) -> dict | None:
+        latest = obj.latest
+        return latest.spec if latest else None
+
+
+class PhaseTransitionSerializer(serializers.ModelSerializer):
+    """One timeline entry."""
+
+    class Meta:
+        model = PhaseTransition
+        fields = ["phase", "at", "recorded_at", "source", "reason", "message"]
+
+
+class GangJobSerializer(serializers.ModelSerializer):
+    """A gang job as the API returns it (list form)."""
+
+    template = serializers.CharField(source="template_version.template.name", read_only=True)
+    template_version = serializers.IntegerField(source="template_version.version", read_only=True)
+    queue = serializers.CharField(source="queue.name", read_only=True)
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+    submitted_by = serializers.CharField(source="submitted_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = GangJob
+        fields = ["id", "uid", "name", "namespace", "template", "template_version", "queue", "cluster",
+                  "priority_class_name", "overrides", "desired_state", "phase", "phase_reason", "phase_message",
+                  "phase_changed_at", "why_pending", "backend_plugin", "submitted_by", "created_at", "updated_at",
+                  "finished_at"]
+        read_only_fields = fields
+
+
+class GangJobDetailSerializer(GangJobSerializer):
+    """A gang job with its resolved spec, timeline (in order) and derived durations (seconds)."""
+
+    timeline = serializers.SerializerMethodField()
+    durations = serializers.SerializerMethodField()
+
+    class Meta(GangJobSerializer.Meta):
+        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations"]
+        read_only_fields = fields
+
+    def _transitions(self, obj):
+        return timeline.ordered(obj.transitions.all())
+
+    def get_timeline(self, obj) -> list[dict]:
+        return PhaseTransitionSerializer(self._transitions(obj), many=True).data
+
+    def get_durations(self, obj) -> dict:
+        return timeline.durations(self._transitions(obj))
+
+
+class JobSubmitSerializer(serializers.Serializer):
+    """Submit body (documentation; validation is strict and lives in scheduling.services.jobs)."""
+
+    name = serializers.CharField(help_text="DNS-1123 label, at most 63 characters")
+    namespace = serializers.CharField(default="default")
+    template = serializers.CharField(help_text="runtime template name")
+    template_version = serializers.IntegerField(required=False, help_text="default: latest")
+    queue = serializers.CharField()
+    cluster = serializers.CharField()
+    priority_class_name = serializers.CharField(required=False, allow_blank=True)
+    overrides = serializers.JSONField(required=False, help_text="fields the template allows, e.g. "
+                                      '{"podSets": {"worker": {"replicas": 4, "resources": {"nvidia.com/gpu": "1"}}}}')
+
+
+class BulkSubmitSerializer(serializers.Serializer):
+    """Bulk submit body: all jobs are created, or none."""
+
+    jobs = JobSubmitSerializer(many=True)
+
+
+class JobUpdateSerializer(serializers.Serializer):
+    """PATCH body: the fields of a running job that may change."""
+
+    queue = serializers.CharField(required=False)
+    priority_class_name = serializers.CharField(required=False, allow_blank=True)

@@ -1,0 +1,12 @@
+"""API routes under /api/v1/."""
+from rest_framework.routers import DefaultRouter
+
+from . import views
+
+router = DefaultRouter()
+router.register("clusters", views.ClusterViewSet, basename="cluster")
+router.register("queues", views.QueuePolicyViewSet, basename="queue")
+router.register("templates", views.RuntimeTemplateViewSet, basename="template")
+router.register("jobs", views.GangJobViewSet, basename="job")
+
+urlpatterns = router.urls

@@ -1,0 +1,135 @@
+"""API viewsets, mounted at /api/v1/. Each write calls a scheduling.services function."""
+from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from ..filtersets import ClusterFilterSet, GangJobFilterSet, QueuePolicyFilterSet, RuntimeTemplateFilterSet
+from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from ..services import access
+from ..services import jobs as job_service
+from ..services import templates as template_service
+from . import serializers as s
+
+IDEMPOTENCY_HEADER = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                                      description="repeat a submit safely: the same key returns the first job")
+
+
+class ClusterViewSet(viewsets.ModelViewSet):
+    """Clusters gangweb reconciles into. Credentials are write-only."""
+
+    queryset = Cluster.objects.all()
+    serializer_class = s.ClusterSerializer
+    filterset_class = ClusterFilterSet
+    lookup_field = "name"
+
+
+class QueuePolicyViewSet(viewsets.ModelViewSet):
+    """KAI queue policies, kept in sync with every cluster they target."""
+
+    queryset = QueuePolicy.objects.select_related("parent").prefetch_related("clusters")
+    serializer_class = s.QueuePolicySerializer
+    filterset_class = QueuePolicyFilterSet
+    lookup_field = "name"
+
+
+class RuntimeTemplateViewSet(viewsets.ModelViewSet):
+    """Runtime templates. Writing a spec stores a new version."""
+
+    queryset = RuntimeTemplate.objects.prefetch_related("versions")
+    serializer_class = s.RuntimeTemplateSerializer
+    filterset_class = RuntimeTemplateFilterSet
+    lookup_field = "name"
+
+    def create(self, request, *args, **kwargs):
+        data = request.data
+        version = template_service.create_template(request.user, data.get("name"), data.get("description", ""),
+                                                   data.get("spec"))
+        template = self.get_queryset().get(pk=version.template_id)
+        return Response(self.get_serializer(template).data, status=status.HTTP_201_CREATED)
+
+    def update(self, request, *args, **kwargs):
+        template = self.get_object()
+        if "spec" in request.data:
+            template_service.add_version(request.user, template, request.data["spec"],
+                                         request.data.get("description"))
+        elif "description" in request.data:
+            template.description = str(request.data["description"])[:300]
+            template.save(update_fields=["description"])
+        template = self.get_queryset().get(pk=template.pk)
+        return Response(self.get_serializer(template).data)
+
+    @extend_schema(responses=s.TemplateVersionSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def versions(self, request, name=None):
+        """Every version of the template, newest first."""
+        template = self.get_object()
+        versions = RuntimeTemplateVersion.objects.filter(template=template).order_by("-version")
+        return Response(s.TemplateVersionSerializer(versions, many=True).data)
+
+
+class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Gang jobs: submit, bulk submit, list, retrieve (with timeline), update queue/priority, cancel, resubmit."""
+
+    filterset_class = GangJobFilterSet
+    ordering_fields = ["created_at", "phase_changed_at", "name", "phase"]
+    search_fields = ["name", "namespace"]
+
+    def get_queryset(self):
+        qs = GangJob.objects.select_related("template_version__template", "queue", "cluster", "submitted_by")
+        if self.action == "retrieve":
+            qs = qs.prefetch_related(Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
+        return access.visible_jobs(self.request.user, qs)
+
+    def get_serializer_class(self):
+        return s.GangJobDetailSerializer if self.action != "list" else s.GangJobSerializer
+
+    def _detail(self, job, code):
+        job = self.get_queryset().prefetch_related("transitions").get(pk=job.pk)
+        return Response(s.GangJobDetailSerializer(job).data, status=code)
+
+    @extend_schema(request=s.JobSubmitSerializer, responses={201: s.GangJobDetailSerializer},
+                   parameters=[IDEMPOTENCY_HEADER])
+    def create(self, request):
+        """Submit a job. With an Idempotency-Key that repeats, returns the first job with 200."""
+        job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key", ""))
+        return self._detail(job, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(request=s.JobUpdateSerializer, responses=s.GangJobDetailSerializer)
+    def partial_update(self, request, pk=None):
+        """Change a job's queue or priority class; the gang object follows."""
+        job = job_service.update(request.user, self.get_object(), request.data)
+        return self._detail(job, status.HTTP_200_OK)
+
+    @extend_schema(request=s.BulkSubmitSerializer, responses={201: s.GangJobSerializer(many=True)})
+    @action(detail=False, methods=["post"])
+    def bulk(self, request):
+        """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field)."""
+        body = request.data
+        items = body.get("jobs") if isinstance(body, dict) else None
+        created = job_service.submit_many(request.user, items)
+        jobs = self.get_queryset().filter(pk__in=[j.pk for j in created]).order_by("id")
+        return Response({"count": len(created), "jobs": s.GangJobSerializer(jobs, many=True).data},
+                        status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=s.GangJobDetailSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Cancel: delete the job's cluster objects; the job ends Cancelled."""
+        job = job_service.cancel(request.user, self.get_object())
+        return self._detail(job, status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={201: s.GangJobDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def resubmit(self, request, pk=None):
+        """Submit a finished job again, as a new job with the same inputs."""
+        job = job_service.resubmit(request.user, self.get_object())
+        return self._detail(job, status.HTTP_201_CREATED)
+
+    @extend_schema(responses=s.PhaseTransitionSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def timeline(self, request, pk=None):
+        """The job's phase history, in order."""
+        job = self.get_object()
+        return Response(s.PhaseTransitionSerializer(job.transitions.order_by("at", "id"), many=True).data)

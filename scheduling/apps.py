@@ -1,0 +1,14 @@
+"""The scheduling app: clusters, queue policies, runtime templates, gang jobs and their reconcile."""
+from django.apps import AppConfig
+
+
+class SchedulingConfig(AppConfig):
+    """App config; checks the backend registry at start-up (an unknown backend name is an error)."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "scheduling"
+
+    def ready(self):
+        from .backends import registry
+
+        registry.check_registry()

@@ -1,0 +1,38 @@
+"""Label, annotation and finalizer keys, event reasons and other named constants.
+
+Sources: KAI Scheduler `pkg/common/constants/constants.go`; Kubernetes KEP-4671 (scheduling.k8s.io/v1alpha2);
+scheduler-plugins coscheduling; Volcano. See shared/reference/ for the facts.
+"""
+
+# Labels gangweb puts on every object it creates: which job, which gangweb install.
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "gangweb"
+LABEL_INSTANCE = "gangweb.io/instance"
+LABEL_JOB = "gangweb.io/job"  # the job's name (truncated to a valid label value)
+LABEL_JOB_UID = "gangweb.io/job-uid"  # the job's UUID: the owner check before any update or delete
+LABEL_POD_SET = "gangweb.io/pod-set"
+ANNOTATION_SPEC_HASH = "gangweb.io/spec-hash"
+
+# KAI Scheduler (scheduling.run.ai).
+KAI_SCHEDULER_NAME = "kai-scheduler"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+KAI_SKIP_PODGROUPER_LABEL = "kai.scheduler/skip-podgrouper"
+
+# Kubernetes workload-aware scheduling (scheduling.k8s.io/v1alpha2).
+K8S_PODGROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
+
+# scheduler-plugins coscheduling.
+COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+COSCHEDULING_SCHEDULER_NAME = "scheduler-plugins-scheduler"
+
+# Volcano.
+VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_SCHEDULER_NAME = "volcano"
+
+# Kubernetes limits.
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+
+GPU_RESOURCE = "nvidia.com/gpu"

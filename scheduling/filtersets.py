@@ -1,0 +1,54 @@
+"""One FilterSet per model, shared by the API viewsets and the dashboard lists."""
+import django_filters
+
+from .choices import GangPhase
+from .models import Cluster, GangJob, QueuePolicy, RuntimeTemplate
+
+
+class GangJobFilterSet(django_filters.FilterSet):
+    """Jobs by queue, phase, cluster, submitter, namespace, name search and created time (ISO 8601)."""
+
+    queue = django_filters.CharFilter(field_name="queue__name")
+    phase = django_filters.MultipleChoiceFilter(choices=GangPhase.choices)
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    submitter = django_filters.CharFilter(field_name="submitted_by__username")
+    namespace = django_filters.CharFilter()
+    template = django_filters.CharFilter(field_name="template_version__template__name")
+    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Name contains")
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+
+    class Meta:
+        model = GangJob
+        fields = ["queue", "phase", "cluster", "submitter", "namespace", "template", "q", "created_after",
+                  "created_before"]
+
+
+class QueuePolicyFilterSet(django_filters.FilterSet):
+    """Queues by parent name, cluster and managed flag."""
+
+    parent = django_filters.CharFilter(field_name="parent__name")
+    cluster = django_filters.CharFilter(field_name="clusters__name")
+    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+
+    class Meta:
+        model = QueuePolicy
+        fields = ["parent", "cluster", "managed", "q"]
+
+
+class RuntimeTemplateFilterSet(django_filters.FilterSet):
+    """Templates by name search."""
+
+    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+
+    class Meta:
+        model = RuntimeTemplate
+        fields = ["q"]
+
+
+class ClusterFilterSet(django_filters.FilterSet):
+    """Clusters by health."""
+
+    class Meta:
+        model = Cluster
+        fields = ["health"]

@@ -1,0 +1,64 @@
+"""Run web, Celery worker and Celery beat together for a laptop (what `make run` starts)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    """`manage.py runstack [--port 8000] [--no-cluster]`: bootstrap the admin, start (and register) the local
+    control plane when its binaries are built, then run web, worker and beat until Ctrl-C stops them all."""
+
+    help = "Run web, worker and beat (and the local cluster) in the foreground."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--no-cluster", action="store_true", help="do not start the local control plane")
+
+    def handle(self, *args, **options):
+        settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("bootstrap_admin")
+        if not options["no_cluster"]:
+            self._local_cluster()
+        py = sys.executable
+        port = options["port"]
+        procs = [
+            subprocess.Popen([py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]),
+            subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
+                              "--without-gossip", "--without-mingle", "-n", "gangweb-worker@%h"]),
+            subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"]),
+        ]
+        self.stdout.write(self.style.SUCCESS(
+            f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
+            "Log in with the admin user above. Ctrl-C stops web, worker and beat.\n"))
+        stop = []
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+        try:
+            while not stop and all(p.poll() is None for p in procs):
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    def _local_cluster(self):
+        """Start the local control plane and register it as cluster "local" (skipped when not built)."""
+        try:
+            from scheduling.services import local_cluster
+        except ImportError:
+            return
+        try:
+            local_cluster.start_and_register(self.stdout)
+        except Exception as exc:  # the dashboard still runs; the cluster is optional on a laptop
+            self.stderr.write(f"local cluster not started: {exc}")

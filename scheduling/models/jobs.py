@@ -1,0 +1,110 @@
+"""Gang jobs and their append-only phase history."""
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from ..choices import TERMINAL_PHASES, DesiredState, GangPhase
+
+
+class GangJob(models.Model):
+    """A gang job: a runtime template version plus overrides, targeted at a queue and a cluster.
+
+    - `resolved_spec` is the template spec with overrides applied, frozen at submit: the job never changes when
+      its template does. Same shape as `RuntimeTemplateVersion.spec`, without `overridable`.
+    - `desired_state` is what the user asked for (Run / Cancel); `phase` is what gangweb last observed.
+    - `why_pending` is the structured explanation while Queued/Dispatched (see services/why_pending), or null.
+    - `gang_generation` grows each time an immutable gang object must be replaced; it feeds the name hash, so a
+      replacement never reuses a previous object's name.
+    """
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=63)
+    namespace = models.CharField(max_length=63, default="default")
+    template_version = models.ForeignKey(
+        "scheduling.RuntimeTemplateVersion", on_delete=models.PROTECT, related_name="jobs"
+    )
+    overrides = models.JSONField(default=dict, blank=True)
+    queue = models.ForeignKey("scheduling.QueuePolicy", on_delete=models.PROTECT, related_name="jobs")
+    cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.PROTECT, related_name="jobs")
+    priority_class_name = models.CharField(max_length=253, blank=True)
+    resolved_spec = models.JSONField()
+    desired_state = models.CharField(max_length=8, choices=DesiredState.choices, default=DesiredState.RUN)
+    phase = models.CharField(max_length=16, choices=GangPhase.choices, default=GangPhase.SUBMITTED)
+    phase_reason = models.CharField(max_length=128, blank=True)
+    phase_message = models.TextField(blank=True)
+    phase_changed_at = models.DateTimeField(null=True, blank=True)
+    why_pending = models.JSONField(null=True, blank=True)
+    observed = models.JSONField(default=dict, blank=True, help_text="last observed objects and pods summary")
+    backend_plugin = models.CharField(max_length=64, blank=True, help_text="registry name chosen at dispatch")
+    gang_generation = models.PositiveIntegerField(default=0)
+    spec_revision = models.PositiveIntegerField(default=1, help_text="bumped when queue or priority changes")
+    idempotency_key = models.CharField(max_length=255, blank=True)
+    request_hash = models.CharField(max_length=64, blank=True)
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    resubmitted_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cleaned_up_at = models.DateTimeField(null=True, blank=True, help_text="cluster objects deleted")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submitted_by", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="uniq_job_idempotency_key_per_submitter",
+            ),
+            models.UniqueConstraint(
+                fields=["cluster", "namespace", "name"],
+                condition=~Q(phase__in=[p.value for p in TERMINAL_PHASES]),
+                name="uniq_active_job_name",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["phase", "queue"]),
+            models.Index(fields=["cluster", "phase"]),
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the job reached Succeeded, Failed or Cancelled."""
+        return self.phase in TERMINAL_PHASES
+
+
+class PhaseTransitionQuerySet(models.QuerySet):
+    def update(self, **kwargs):  # noqa: D102 - history is append-only
+        raise TypeError("phase history is append-only")
+
+
+class PhaseTransition(models.Model):
+    """One entry of a job's timeline: the job entered `phase` at `at`.
+
+    `at` comes from the cluster's own timestamps where they exist (condition lastTransitionTime, pod
+    scheduled time, container startedAt/finishedAt); `recorded_at` is when gangweb learned of it. `source`
+    names the object, e.g. "PodGroup default/train-1a2b3c" or "gangweb". Rows are never updated.
+    """
+
+    job = models.ForeignKey(GangJob, on_delete=models.CASCADE, related_name="transitions")
+    phase = models.CharField(max_length=16, choices=GangPhase.choices)
+    at = models.DateTimeField()
+    recorded_at = models.DateTimeField(auto_now_add=True)
+    source = models.CharField(max_length=300, blank=True)
+    reason = models.CharField(max_length=128, blank=True)
+    message = models.TextField(blank=True)
+
+    objects = PhaseTransitionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["job_id", "at", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "phase"], name="uniq_phase_per_job")]
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise TypeError("phase history is append-only")
+        super().save(*args, **kwargs)

@@ -1,0 +1,5 @@
+"""Cluster probe (placeholder)."""
+
+
+def probe_all() -> None:
+    """Probe every cluster; not implemented yet."""

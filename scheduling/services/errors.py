@@ -1,0 +1,33 @@
+"""Service-level errors that both the API (as HTTP statuses) and the dashboard (as messages) understand.
+
+Validation problems are Django's `ValidationError` with a dict {field: message} (400). The classes below
+carry the same dict shape for the other 4xx answers.
+"""
+
+
+class ServiceError(Exception):
+    """Base: `errors` is {field: message}; `status` is the HTTP status the API answers with."""
+
+    status = 400
+
+    def __init__(self, errors: dict[str, str] | str):
+        self.errors = errors if isinstance(errors, dict) else {"detail": errors}
+        super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+
+
+class Conflict(ServiceError):
+    """The request conflicts with the current state (a name in use, a job already finished): 409."""
+
+    status = 409
+
+
+class IdempotencyMismatch(ServiceError):
+    """An Idempotency-Key was reused with a different request body: 422."""
+
+    status = 422
+
+
+class PermissionDenied(ServiceError):
+    """The user or token may not do this to this queue or cluster: 403."""
+
+    status = 403

@@ -1,0 +1,259 @@
+"""Submit, bulk-submit, update, cancel and resubmit gang jobs: the logic both the API and the dashboard call.
+
+Input is the decoded JSON body (types checked strictly here, so the API and the forms give the same messages)::
+
+    {"name": "train-1", "namespace": "default", "template": "llm", "template_version": 3 (optional: latest),
+     "queue": "team-a", "cluster": "local", "priority_class_name": "" (optional), "overrides": {...}}
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
+from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from . import access, dispatch, policy
+from . import templates as template_service
+from . import validation as v
+from .errors import Conflict, IdempotencyMismatch
+
+SUBMIT_FIELDS = ("name", "namespace", "template", "template_version", "queue", "cluster", "priority_class_name",
+                 "overrides")
+MAX_BULK = 5000
+
+
+def request_hash(data: dict) -> str:
+    """SHA-256 of the canonical JSON of a submit body: what an Idempotency-Key is compared against."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass
+class Lookups:
+    """Templates, queues and clusters by name, loaded once per request (bulk submit does one query each)."""
+
+    templates: dict[str, RuntimeTemplate] = field(default_factory=dict)
+    versions: dict[tuple[str, int], RuntimeTemplateVersion] = field(default_factory=dict)
+    latest: dict[str, RuntimeTemplateVersion] = field(default_factory=dict)
+    queues: dict[str, QueuePolicy] = field(default_factory=dict)
+    parents: set[int] = field(default_factory=set)
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    queue_clusters: dict[int, set[int]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, items: list[dict]) -> Lookups:
+        """Load everything the submit bodies name, in a fixed number of queries."""
+        def names(key):
+            return {i.get(key) for i in items if isinstance(i, dict) and isinstance(i.get(key), str)}
+
+        lk = cls()
+        for ver in RuntimeTemplateVersion.objects.filter(template__name__in=names("template")).select_related(
+                "template"):
+            lk.versions[(ver.template.name, ver.version)] = ver
+            if ver.template.name not in lk.latest or ver.version > lk.latest[ver.template.name].version:
+                lk.latest[ver.template.name] = ver
+        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue"))}
+        lk.parents = set(QueuePolicy.objects.filter(parent__in=lk.queues.values()).values_list("parent_id", flat=True))
+        lk.clusters = {c.name: c for c in Cluster.objects.filter(name__in=names("cluster"))}
+        for qid, cid in QueuePolicy.clusters.through.objects.filter(
+                queuepolicy_id__in=[q.id for q in lk.queues.values()]).values_list("queuepolicy_id", "cluster_id"):
+            lk.queue_clusters.setdefault(qid, set()).add(cid)
+        return lk
+
+
+def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ValidationError({unknown[0]: f"unknown field; allowed fields are {', '.join(allowed)}"})
+
+
+def build_job(user, data, lookups: Lookups) -> GangJob:
+    """Validate one submit body and return an unsaved GangJob with its resolved spec.
+
+    Raises ValidationError({field: message}) for bad input and PermissionDenied for a queue the user may not use.
+    """
+    v.mapping(data, "body")
+    _check_keys(data, SUBMIT_FIELDS)
+    name = v.dns_label(data.get("name"), "name")
+    namespace = v.dns_label(data.get("namespace", "default"), "namespace")
+    template_name = v.string(data.get("template"), "template", max_length=63)
+    version_no = data.get("template_version")
+    if version_no is None:
+        version = lookups.latest.get(template_name)
+        if version is None:
+            raise ValidationError({"template": f"no runtime template named '{template_name}'"})
+    else:
+        v.integer(version_no, "template_version", minimum=1)
+        version = lookups.versions.get((template_name, version_no))
+        if version is None:
+            if template_name not in lookups.latest:
+                raise ValidationError({"template": f"no runtime template named '{template_name}'"})
+            raise ValidationError({"template_version": f"template '{template_name}' has no version {version_no}"})
+    queue_name = v.string(data.get("queue"), "queue", max_length=63)
+    queue = lookups.queues.get(queue_name)
+    if queue is None:
+        raise ValidationError({"queue": f"no queue named '{queue_name}'"})
+    if queue.id in lookups.parents:
+        raise ValidationError({"queue": f"queue '{queue_name}' has child queues; only leaf queues take jobs"})
+    cluster_name = v.string(data.get("cluster"), "cluster", max_length=63)
+    cluster = lookups.clusters.get(cluster_name)
+    if cluster is None:
+        raise ValidationError({"cluster": f"no cluster named '{cluster_name}'"})
+    targets = lookups.queue_clusters.get(queue.id)
+    if targets and cluster.id not in targets:
+        raise ValidationError({"cluster": f"queue '{queue_name}' is not synced to cluster '{cluster_name}'"})
+    if queue.allowed_namespaces and namespace not in queue.allowed_namespaces:
+        raise ValidationError({"namespace": f"queue '{queue_name}' allows namespaces "
+                                            f"{', '.join(queue.allowed_namespaces)}, not '{namespace}'"})
+    priority = data.get("priority_class_name") or ""
+    if priority:
+        v.dns_subdomain(priority, "priority_class_name")
+    access.check_submit(user, queue)
+    resolved = template_service.render(version.spec, data.get("overrides", {}))
+    policy.check_job_spec(resolved, version.spec)
+    return GangJob(
+        name=name, namespace=namespace, template_version=version, overrides=data.get("overrides", {}), queue=queue,
+        cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
+        resolved_spec=resolved, submitted_by=user if user and user.is_authenticated else None,
+    )
+
+
+def _persist(jobs: list[GangJob], message: str) -> list[GangJob]:
+    now = timezone.now()
+    for job in jobs:
+        job.phase_changed_at = now
+    try:
+        with transaction.atomic():
+            created = GangJob.objects.bulk_create(jobs)
+            PhaseTransition.objects.bulk_create([
+                PhaseTransition(job=j, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
+                                message=message) for j in created
+            ])
+            dispatch.reconcile_jobs_on_commit([j.id for j in created])
+    except IntegrityError as exc:
+        raise Conflict({"name": "a job with this name is already active in that cluster and namespace"}) from exc
+    return created
+
+
+def _check_names(jobs: list[GangJob]) -> None:
+    seen = set()
+    for i, job in enumerate(jobs):
+        key = (job.cluster_id, job.namespace, job.name)
+        if key in seen:
+            raise Conflict({f"jobs[{i}].name": f"'{job.name}' appears twice in this request"})
+        seen.add(key)
+    clashes = GangJob.objects.filter(phase__in=list(ACTIVE_PHASES), name__in=[j.name for j in jobs]).values_list(
+        "cluster_id", "namespace", "name")
+    for key in clashes:
+        if key in seen:
+            raise Conflict({"name": f"an active job '{key[2]}' already exists in namespace '{key[1]}' of that cluster"})
+
+
+def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
+    """Submit one job. Returns (job, created); created is False when an Idempotency-Key repeats.
+
+    Raises ValidationError (400), Conflict (409: name in use), IdempotencyMismatch (422: same key, other body),
+    PermissionDenied (403).
+    """
+    digest = request_hash(data) if isinstance(data, dict) else ""
+    if idempotency_key:
+        v.string(idempotency_key, "Idempotency-Key", max_length=255)
+        existing = GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            if existing.request_hash != digest:
+                raise IdempotencyMismatch({"Idempotency-Key": "was already used with a different request body"})
+            return existing, False
+    job = build_job(user, data, Lookups.load([data] if isinstance(data, dict) else []))
+    job.idempotency_key, job.request_hash = idempotency_key, digest
+    _check_names([job])
+    try:
+        return _persist([job], f"by {user}")[0], True
+    except Conflict:
+        if idempotency_key:  # a concurrent request with the same key won the race
+            existing = GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
+            if existing is not None and existing.request_hash == digest:
+                return existing, False
+        raise
+
+
+def submit_many(user, items) -> list[GangJob]:
+    """Submit many jobs, all or nothing. Errors are keyed "jobs[i].<field>" so each names its item.
+
+    Raises ValidationError, Conflict or PermissionDenied; nothing is created when any item fails.
+    """
+    if not isinstance(items, list) or not items:
+        raise ValidationError({"jobs": "must be a non-empty list of job submissions"})
+    if len(items) > MAX_BULK:
+        raise ValidationError({"jobs": f"at most {MAX_BULK} jobs per request, got {len(items)}"})
+    lookups = Lookups.load(items)
+    jobs = []
+    for i, item in enumerate(items):
+        try:
+            jobs.append(build_job(user, item, lookups))
+        except ValidationError as exc:
+            raise ValidationError({f"jobs[{i}].{k}": msgs for k, msgs in exc.message_dict.items()}) from None
+    _check_names(jobs)
+    return _persist(jobs, f"by {user} (bulk)")
+
+
+def update(user, job: GangJob, data) -> GangJob:
+    """Change a job's queue and/or priority_class_name; the reconciler propagates them to the gang object.
+
+    Raises ValidationError for unknown fields or values, Conflict when the job is already finished.
+    """
+    v.mapping(data, "body")
+    _check_keys(data, ("queue", "priority_class_name"))
+    if job.is_terminal:
+        raise Conflict({"phase": f"job is {job.phase}; finished jobs cannot change"})
+    if "queue" in data:
+        lookups = Lookups.load([{"queue": data["queue"], "cluster": job.cluster.name}])
+        queue = lookups.queues.get(v.string(data["queue"], "queue", max_length=63))
+        if queue is None:
+            raise ValidationError({"queue": f"no queue named '{data['queue']}'"})
+        if queue.id in lookups.parents:
+            raise ValidationError({"queue": f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
+        access.check_submit(user, queue)
+        job.queue = queue
+    if "priority_class_name" in data:
+        value = data["priority_class_name"]
+        job.priority_class_name = v.dns_subdomain(value, "priority_class_name") if value else ""
+    job.spec_revision += 1
+    job.save(update_fields=["queue", "priority_class_name", "spec_revision", "updated_at"])
+    dispatch.reconcile_jobs_on_commit([job.id])
+    return job
+
+
+def cancel(user, job: GangJob) -> GangJob:
+    """Ask for a job to be cancelled: its cluster objects are deleted and it ends Cancelled.
+
+    Cancelling an already-cancelling job is a no-op. Raises Conflict when it already finished.
+    """
+    access.check_cancel(user, job)
+    if job.is_terminal:
+        raise Conflict({"phase": f"job already finished as {job.phase}"})
+    if job.desired_state != DesiredState.CANCEL:
+        job.desired_state = DesiredState.CANCEL
+        job.save(update_fields=["desired_state", "updated_at"])
+        dispatch.reconcile_jobs_on_commit([job.id])
+    return job
+
+
+def resubmit(user, job: GangJob) -> GangJob:
+    """Submit a finished job again: same template version, overrides, queue, cluster and priority, same name.
+
+    Raises Conflict while the original is still active (cancel it first).
+    """
+    if not job.is_terminal:
+        raise Conflict({"phase": f"job is {job.phase}; cancel it or wait for it to finish before resubmitting"})
+    access.check_submit(user, job.queue)
+    new = GangJob(
+        name=job.name, namespace=job.namespace, template_version=job.template_version, overrides=job.overrides,
+        queue=job.queue, cluster=job.cluster, priority_class_name=job.priority_class_name,
+        resolved_spec=job.resolved_spec, submitted_by=user, resubmitted_from=job,
+    )
+    _check_names([new])
+    return _persist([new], f"by {user}, resubmitting job {job.uid}")[0]

@@ -1,0 +1,295 @@
+"""Runtime template validation, override rules and rendering of a job's resolved spec.
+
+Template spec shape: see `scheduling.models.templates.RuntimeTemplateVersion`. Overrides shape::
+
+    {"podSets": {"<pod set>": {"replicas": int, "image": str, "command": [str], "args": [str],
+                               "env": {"NAME": "value"}, "resources": {"cpu": "4", "nvidia.com/gpu": "1"},
+                               "nodeSelector": {"k": "v"}, "container": "<container name, default: first>"}},
+     "minMember": int, "scheduleTimeoutSeconds": int, "priorityClassName": str}
+
+A job may set an override only when one of the template's `overridable` patterns covers its path. Patterns
+are dotted paths where `*` matches one segment and a pattern also covers everything below it, e.g.
+"podSets.*.resources", "podSets.worker", "minMember".
+"""
+from __future__ import annotations
+
+import copy
+
+from django.core.exceptions import ValidationError
+
+from ..backends import registry
+from ..kube import quantities
+from . import validation as v
+
+POD_SET_OVERRIDE_FIELDS = ("replicas", "image", "command", "args", "env", "resources", "nodeSelector", "container")
+TOP_OVERRIDE_FIELDS = ("podSets", "minMember", "scheduleTimeoutSeconds", "priorityClassName")
+PREEMPTIBILITY = ("", "preemptible", "non-preemptible")
+DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # scheduler-plugins PodGroup scheduleTimeoutSeconds default
+MAX_REPLICAS = 10_000
+
+
+def _container(c, field: str, names: set) -> None:
+    v.mapping(c, field)
+    name = v.dns_label(c.get("name"), f"{field}.name")
+    if name in names:
+        raise ValidationError({f"{field}.name": f"duplicate container name '{name}'"})
+    names.add(name)
+    v.string(c.get("image"), f"{field}.image", max_length=1024)
+    for key in ("command", "args"):
+        if key in c:
+            v.string_list(c[key], f"{field}.{key}")
+    if "env" in c:
+        if not isinstance(c["env"], list):
+            raise ValidationError({f"{field}.env": "must be a list of {name, value} objects"})
+        for i, e in enumerate(c["env"]):
+            v.mapping(e, f"{field}.env[{i}]")
+            name = v.string(e.get("name"), f"{field}.env[{i}].name", max_length=253)
+            if not v.ENV_NAME.match(name):
+                raise ValidationError({f"{field}.env[{i}].name": f"'{name}' is not a valid environment variable name"})
+            if "value" in e:
+                v.string(e["value"], f"{field}.env[{i}].value", allow_empty=True, max_length=65536)
+    resources = c.get("resources", {})
+    v.mapping(resources, f"{field}.resources")
+    for part in ("requests", "limits"):
+        for rname, qty in v.mapping(resources.get(part, {}), f"{field}.resources.{part}").items():
+            quantities.parse(qty, f"{field}.resources.{part}.{rname}")
+
+
+def validate_pod_template(template, field: str) -> None:
+    """Validate a core/v1 PodTemplateSpec dict: at least one container, names, images, env and quantities.
+
+    Raises ValidationError({"<field>.spec.containers[0].image": "must not be empty"}) and similar.
+    """
+    v.mapping(template, field)
+    spec = v.mapping(template.get("spec"), f"{field}.spec")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ValidationError({f"{field}.spec.containers": "at least one container is required"})
+    names: set[str] = set()
+    for i, c in enumerate(containers):
+        _container(c, f"{field}.spec.containers[{i}]", names)
+    for i, c in enumerate(spec.get("initContainers") or []):
+        _container(c, f"{field}.spec.initContainers[{i}]", names)
+    if "nodeSelector" in spec:
+        v.label_map(spec["nodeSelector"], f"{field}.spec.nodeSelector")
+    if "tolerations" in spec and not isinstance(spec["tolerations"], list):
+        raise ValidationError({f"{field}.spec.tolerations": "must be a list"})
+    if spec.get("priorityClassName"):
+        v.dns_subdomain(spec["priorityClassName"], f"{field}.spec.priorityClassName")
+    for rname, qty in v.mapping(spec.get("overhead", {}), f"{field}.spec.overhead").items():
+        quantities.parse(qty, f"{field}.spec.overhead.{rname}")
+    meta = v.mapping(template.get("metadata", {}), f"{field}.metadata")
+    if "labels" in meta:
+        v.label_map(meta["labels"], f"{field}.metadata.labels")
+
+
+def validate_template_spec(spec, field: str = "spec") -> dict:
+    """Validate a runtime template spec and return it with defaults filled in (a new dict).
+
+    Raises ValidationError naming the field, e.g. {"spec.podSets[1].name": "duplicate pod set name 'worker'"}.
+    """
+    v.mapping(spec, field)
+    spec = copy.deepcopy(spec)
+    backend = spec.get("backend")
+    if backend not in registry.family_names():
+        raise ValidationError({f"{field}.backend": f"'{backend}' is not a backend; choose one of "
+                                                   f"{', '.join(registry.family_names())}"})
+    pod_sets = spec.get("podSets")
+    if not isinstance(pod_sets, list) or not pod_sets:
+        raise ValidationError({f"{field}.podSets": "at least one pod set is required"})
+    names: set[str] = set()
+    for i, ps in enumerate(pod_sets):
+        f = f"{field}.podSets[{i}]"
+        v.mapping(ps, f)
+        name = v.dns_label(ps.get("name"), f"{f}.name", max_length=20)
+        if name in names:
+            raise ValidationError({f"{f}.name": f"duplicate pod set name '{name}'"})
+        names.add(name)
+        replicas = v.integer(ps.get("replicas"), f"{f}.replicas", minimum=1, maximum=MAX_REPLICAS)
+        if ps.get("minMember") is not None:
+            v.integer(ps["minMember"], f"{f}.minMember", minimum=1, maximum=replicas)
+        validate_pod_template(ps.get("template"), f"{f}.template")
+    gang = v.mapping(spec.setdefault("gang", {}), f"{field}.gang")
+    total = sum(ps["replicas"] for ps in pod_sets)
+    if gang.get("minMember") is not None:
+        v.integer(gang["minMember"], f"{field}.gang.minMember", minimum=1, maximum=total)
+    gang.setdefault("scheduleTimeoutSeconds", DEFAULT_SCHEDULE_TIMEOUT_SECONDS)
+    v.integer(gang["scheduleTimeoutSeconds"], f"{field}.gang.scheduleTimeoutSeconds", minimum=1, maximum=86400 * 7)
+    if spec.get("priorityClassName"):
+        v.dns_subdomain(spec["priorityClassName"], f"{field}.priorityClassName")
+    if spec.setdefault("preemptibility", "") not in PREEMPTIBILITY:
+        raise ValidationError({f"{field}.preemptibility": "must be '', 'preemptible' or 'non-preemptible'"})
+    if spec.get("topologyConstraint") is not None:
+        v.mapping(spec["topologyConstraint"], f"{field}.topologyConstraint")
+    overridable = spec.setdefault("overridable", [])
+    v.string_list(overridable, f"{field}.overridable")
+    for i, pattern in enumerate(overridable):
+        _check_pattern(pattern, f"{field}.overridable[{i}]", names)
+    return spec
+
+
+def _check_pattern(pattern: str, field: str, pod_sets: set[str]) -> None:
+    parts = pattern.split(".")
+    if parts[0] not in TOP_OVERRIDE_FIELDS or (parts[0] != "podSets" and len(parts) > 1):
+        raise ValidationError({field: f"'{pattern}' is not an overridable path; top-level fields are "
+                                      f"{', '.join(TOP_OVERRIDE_FIELDS)}"})
+    if parts[0] == "podSets" and len(parts) > 1:
+        if parts[1] != "*" and parts[1] not in pod_sets:
+            raise ValidationError({field: f"'{pattern}' names an unknown pod set '{parts[1]}'"})
+        if len(parts) > 2 and (len(parts) > 3 or parts[2] not in POD_SET_OVERRIDE_FIELDS):
+            raise ValidationError({field: f"'{pattern}': pod set fields are {', '.join(POD_SET_OVERRIDE_FIELDS)}"})
+
+
+def _allowed(path: list[str], patterns: list[str]) -> bool:
+    for pattern in patterns:
+        parts = pattern.split(".")
+        if len(parts) <= len(path) and all(p in ("*", s) for p, s in zip(parts, path, strict=False)):
+            return True
+    return False
+
+
+def _override_paths(overrides: dict) -> list[list[str]]:
+    """Leaf paths the job sets, at the granularity that patterns name (pod-set fields are leaves)."""
+    paths = []
+    for key, value in overrides.items():
+        if key == "podSets" and isinstance(value, dict):
+            for ps, fields in value.items():
+                if isinstance(fields, dict):
+                    paths.extend(["podSets", ps, f] for f in fields)
+                else:
+                    paths.append(["podSets", ps])
+        else:
+            paths.append([key])
+    return paths
+
+
+def render(spec: dict, overrides, field: str = "overrides") -> dict:
+    """Apply a job's overrides to a validated template spec and return the resolved spec (a new dict).
+
+    The template spec is never mutated. Raises ValidationError naming the override, e.g.
+    {"overrides.podSets.worker.image": "is not overridable in this template (allowed: podSets.*.replicas)"}.
+    """
+    v.mapping(overrides, field)
+    allowed = spec.get("overridable", [])
+    pod_set_names = [ps["name"] for ps in spec["podSets"]]
+    for path in _override_paths(overrides):
+        dotted = ".".join([field, *path])
+        if path[0] not in TOP_OVERRIDE_FIELDS:
+            raise ValidationError({dotted: "is not a field that can be overridden"})
+        if path[0] == "podSets":
+            if not isinstance(overrides["podSets"], dict):
+                raise ValidationError({f"{field}.podSets": "must be an object keyed by pod set name"})
+            if path[1] not in pod_set_names:
+                raise ValidationError({f"{field}.podSets.{path[1]}":
+                                       f"unknown pod set '{path[1]}' (template has {', '.join(pod_set_names)})"})
+            if len(path) < 3:
+                raise ValidationError({dotted: "must be an object of pod set fields"})
+            if path[2] not in POD_SET_OVERRIDE_FIELDS:
+                raise ValidationError({dotted: "unknown field; pod set fields are "
+                                               + ", ".join(POD_SET_OVERRIDE_FIELDS)})
+        if path[-1] != "container" and not _allowed(path, allowed):
+            raise ValidationError({dotted: "is not overridable in this template (allowed: "
+                                           f"{', '.join(allowed) or 'nothing'})"})
+
+    resolved = copy.deepcopy(spec)
+    resolved.pop("overridable", None)
+    gang = resolved["gang"]
+    if "minMember" in overrides:
+        gang["minMember"] = v.integer(overrides["minMember"], f"{field}.minMember", minimum=1)
+    if "scheduleTimeoutSeconds" in overrides:
+        gang["scheduleTimeoutSeconds"] = v.integer(overrides["scheduleTimeoutSeconds"],
+                                                   f"{field}.scheduleTimeoutSeconds", minimum=1, maximum=86400 * 7)
+    if "priorityClassName" in overrides:
+        resolved["priorityClassName"] = v.dns_subdomain(overrides["priorityClassName"], f"{field}.priorityClassName")
+    for ps in resolved["podSets"]:
+        fields = overrides.get("podSets", {}).get(ps["name"])
+        if fields:
+            _apply_pod_set(ps, fields, f"{field}.podSets.{ps['name']}")
+    total = sum(ps["replicas"] for ps in resolved["podSets"])
+    if gang.get("minMember") is not None and gang["minMember"] > total:
+        raise ValidationError({f"{field}.minMember": f"gang minMember {gang['minMember']} exceeds the {total} "
+                                                     "replicas of the job"})
+    for ps in resolved["podSets"]:
+        if ps.get("minMember") is not None and ps["minMember"] > ps["replicas"]:
+            ps["minMember"] = ps["replicas"]
+    return resolved
+
+
+def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
+    spec = ps["template"]["spec"]
+    containers = spec["containers"]
+    target = containers[0]
+    if "container" in fields:
+        by_name = {c["name"]: c for c in containers}
+        if fields["container"] not in by_name:
+            raise ValidationError({f"{field}.container": f"unknown container '{fields['container']}'"})
+        target = by_name[fields["container"]]
+    if "replicas" in fields:
+        ps["replicas"] = v.integer(fields["replicas"], f"{field}.replicas", minimum=1, maximum=MAX_REPLICAS)
+    if "image" in fields:
+        target["image"] = v.string(fields["image"], f"{field}.image", max_length=1024)
+    for key in ("command", "args"):
+        if key in fields:
+            target[key] = v.string_list(fields[key], f"{field}.{key}")
+    if "env" in fields:
+        env = {e["name"]: e for e in target.get("env", [])}
+        for name, value in v.mapping(fields["env"], f"{field}.env").items():
+            if not v.ENV_NAME.match(name):
+                raise ValidationError({f"{field}.env.{name[:80]}": "is not a valid environment variable name"})
+            env[name] = {"name": name, "value": v.string(value, f"{field}.env.{name}", allow_empty=True)}
+        target["env"] = list(env.values())
+    if "resources" in fields:
+        resources = target.setdefault("resources", {})
+        requests = resources.setdefault("requests", {})
+        limits = resources.get("limits", {})
+        for rname, qty in v.mapping(fields["resources"], f"{field}.resources").items():
+            quantities.parse(qty, f"{field}.resources.{rname}")
+            requests[rname] = str(qty)
+            # Extended resources (GPUs) must have limit == request; a lower template limit would be invalid.
+            if "/" in rname or rname in limits:
+                resources.setdefault("limits", limits)[rname] = str(qty)
+    if "nodeSelector" in fields:
+        spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **v.label_map(fields["nodeSelector"],
+                                                                               f"{field}.nodeSelector")}
+
+
+def create_template(user, name, description, spec):
+    """Create a template and its version 1. Returns the RuntimeTemplateVersion.
+
+    Raises ValidationError for a bad name or spec; Conflict when the name is taken.
+    """
+    from django.db import transaction
+
+    from ..models import RuntimeTemplate, RuntimeTemplateVersion
+    from .errors import Conflict
+
+    v.dns_label(name, "name")
+    v.string(description or "", "description", allow_empty=True, max_length=300)
+    spec = validate_template_spec(spec)
+    if RuntimeTemplate.objects.filter(name=name).exists():
+        raise Conflict({"name": f"a runtime template named '{name}' already exists"})
+    with transaction.atomic():
+        template = RuntimeTemplate.objects.create(name=name, description=description or "")
+        return RuntimeTemplateVersion.objects.create(template=template, version=1, spec=spec, created_by=user)
+
+
+def add_version(user, template, spec, description=None):
+    """Store `spec` as the next version of `template`; jobs already submitted keep theirs.
+
+    Returns the new RuntimeTemplateVersion, or the latest one unchanged when `spec` equals it.
+    Raises ValidationError for a bad spec.
+    """
+    from django.db import transaction
+
+    from ..models import RuntimeTemplateVersion
+
+    spec = validate_template_spec(spec)
+    with transaction.atomic():
+        if description is not None:
+            template.description = v.string(description, "description", allow_empty=True, max_length=300)
+            template.save(update_fields=["description"])
+        latest = template.versions.select_for_update().order_by("-version").first()
+        if latest is not None and latest.spec == spec:
+            return latest
+        return RuntimeTemplateVersion.objects.create(
+            template=template, version=(latest.version + 1) if latest else 1, spec=spec, created_by=user)

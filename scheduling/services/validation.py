@@ -1,0 +1,82 @@
+"""Small validators shared by templates, jobs and queues. Each raises ValidationError({field: message})."""
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+
+def dns_label(value, field: str, max_length: int = 63) -> str:
+    """A DNS-1123 label (RFC 1123: lower-case alphanumerics and '-', at most `max_length` characters)."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError({field: "is required and must be a string"})
+    if len(value) > max_length:
+        raise ValidationError({field: f"'{value[:80]}' is {len(value)} characters; at most {max_length} allowed"})
+    if not DNS1123_LABEL.match(value):
+        raise ValidationError({field: f"'{value[:80]}' is not a DNS-1123 label (lower-case letters, digits and '-', "
+                                      "starting and ending with a letter or digit)"})
+    return value
+
+
+def dns_subdomain(value, field: str, max_length: int = 253) -> str:
+    """A DNS-1123 subdomain (dot-separated labels, at most 253 characters)."""
+    if not isinstance(value, str) or not value or len(value) > max_length or not DNS1123_SUBDOMAIN.match(value):
+        raise ValidationError({field: f"'{str(value)[:80]}' is not a DNS-1123 subdomain"})
+    return value
+
+
+def integer(value, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """A JSON integer (not a bool, not a float) within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError({field: f"must be an integer, got {type(value).__name__}"})
+    if minimum is not None and value < minimum:
+        raise ValidationError({field: f"must be at least {minimum}, got {value}"})
+    if maximum is not None and value > maximum:
+        raise ValidationError({field: f"must be at most {maximum}, got {value}"})
+    return value
+
+
+def string(value, field: str, *, allow_empty: bool = False, max_length: int = 4096) -> str:
+    """A JSON string; empty only when `allow_empty`."""
+    if not isinstance(value, str):
+        raise ValidationError({field: f"must be a string, got {type(value).__name__}"})
+    if not allow_empty and not value.strip():
+        raise ValidationError({field: "must not be empty"})
+    if len(value) > max_length:
+        raise ValidationError({field: f"is {len(value)} characters; at most {max_length} allowed"})
+    return value
+
+
+def string_list(value, field: str) -> list[str]:
+    """A JSON list of strings (command, args)."""
+    if not isinstance(value, list):
+        raise ValidationError({field: f"must be a list of strings, got {type(value).__name__}"})
+    for i, item in enumerate(value):
+        string(item, f"{field}[{i}]", allow_empty=True)
+    return value
+
+
+def mapping(value, field: str) -> dict:
+    """A JSON object."""
+    if not isinstance(value, dict):
+        raise ValidationError({field: f"must be an object, got {type(value).__name__}"})
+    return value
+
+
+def label_map(value, field: str) -> dict[str, str]:
+    """Kubernetes labels or a nodeSelector: qualified-name keys, label-value values (at most 63 characters)."""
+    mapping(value, field)
+    for key, val in value.items():
+        prefix, _, name = key.rpartition("/")
+        bad_prefix = prefix and not DNS1123_SUBDOMAIN.match(prefix)
+        if not name or len(name) > 63 or not LABEL_VALUE.match(name) or bad_prefix:
+            raise ValidationError({f"{field}.{key[:80]}": "is not a valid label key"})
+        if not isinstance(val, str) or len(val) > 63 or not LABEL_VALUE.match(val):
+            raise ValidationError({f"{field}.{key[:80]}": f"'{str(val)[:80]}' is not a valid label value (<= 63 "
+                                                          "alphanumerics, '-', '_' or '.')"})
+    return value

@@ -1,0 +1,10 @@
+"""Dashboard routes."""
+from django.urls import path
+
+from . import views
+
+app_name = "scheduling"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+]

@@ -1,0 +1,15 @@
+"""Dashboard views (server-rendered, htmx for live parts)."""
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.shortcuts import render
+
+from .models import Cluster, GangJob
+
+
+@login_required
+def overview(request):
+    """Cluster health, jobs by phase."""
+    return render(request, "scheduling/overview.html", {
+        "clusters": Cluster.objects.all(),
+        "phases": GangJob.objects.values("phase").annotate(n=Count("id")).order_by("phase"),
+    })

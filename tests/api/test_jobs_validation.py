@@ -1,0 +1,95 @@
+"""Bad submissions: a 400 naming the field, and nothing created anywhere."""
+import pytest
+from django.apps import apps
+
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+
+def row_counts():
+    return {m._meta.label: m.objects.count() for m in apps.get_app_config("scheduling").get_models()}
+
+
+def body(setup, **changes):
+    b = builders.submit_body(*setup, name="ok-name")
+    for key, value in changes.items():
+        if value is None:
+            b.pop(key, None)
+        else:
+            b[key] = value
+    return b
+
+
+def worker(**fields):
+    return {"podSets": {"worker": fields}}
+
+
+CASES = [
+    # (case, body changes, field named in the error)
+    ("replicas zero", {"overrides": worker(replicas=0)}, "overrides.podSets.worker.replicas"),
+    ("replicas negative", {"overrides": worker(replicas=-3)}, "overrides.podSets.worker.replicas"),
+    ("unknown template", {"template": "nope"}, "template"),
+    ("unknown template version", {"template_version": 7}, "template_version"),
+    ("override not allowed", {"overrides": worker(image="evil:latest")}, "overrides.podSets.worker.image"),
+    ("override unknown pod set", {"overrides": {"podSets": {"ghost": {"replicas": 1}}}}, "overrides.podSets.ghost"),
+    ("quantity two dots", {"overrides": worker(resources={"memory": "1.5.3Gi"})},
+     "overrides.podSets.worker.resources.memory"),
+    ("quantity negative", {"overrides": worker(resources={"cpu": "-2"})}, "overrides.podSets.worker.resources.cpu"),
+    ("quantity huge", {"overrides": worker(resources={"cpu": "1e999"})}, "overrides.podSets.worker.resources.cpu"),
+    ("name not dns", {"name": "Train_Job"}, "name"),
+    ("name too long", {"name": "a" * 64}, "name"),
+    ("namespace not dns", {"namespace": "Default!"}, "namespace"),
+    ("unknown queue", {"queue": "nobody"}, "queue"),
+    ("unknown cluster", {"cluster": "mars"}, "cluster"),
+    ("name missing", {"name": None}, "name"),
+    ("name wrong type", {"name": 12}, "name"),
+    ("replicas wrong type", {"overrides": worker(replicas="3")}, "overrides.podSets.worker.replicas"),
+    ("overrides wrong type", {"overrides": ["replicas", 3]}, "overrides"),
+    ("template version wrong type", {"template_version": "1"}, "template_version"),
+    ("unknown field", {"gpus": 8}, "gpus"),
+]
+
+
+@pytest.mark.parametrize("case,changes,field", CASES, ids=[c[0] for c in CASES])
+def test_bad_submit_is_400_naming_the_field_and_changes_nothing(api, setup, case, changes, field):
+    before = row_counts()
+    r = api.post("/api/v1/jobs/", body(setup, **changes), format="json")
+    assert r.status_code == 400, r.data
+    assert field in r.data, r.data
+    assert row_counts() == before
+
+
+def test_a_non_object_body_is_400(api, setup):
+    r = api.post("/api/v1/jobs/", [1, 2], format="json")
+    assert r.status_code == 400
+
+
+def test_parent_queue_takes_no_jobs(api, setup):
+    template, queue, cluster = setup
+    builders.make_queue("child", parent=queue)
+    r = api.post("/api/v1/jobs/", builders.submit_body(template, queue, cluster), format="json")
+    assert r.status_code == 400
+    assert "only leaf queues" in r.data["queue"][0]
+
+
+TEMPLATE_CASES = [
+    ("duplicate pod sets", {"podSets": [builders.pod_set("w"), builders.pod_set("w")]}, "spec.podSets[1].name"),
+    ("empty image", {"podSets": [builders.pod_set(containers=[builders.container(image="")])]},
+     "spec.podSets[0].template.spec.containers[0].image"),
+    ("replicas zero", {"podSets": [builders.pod_set(replicas=0)]}, "spec.podSets[0].replicas"),
+    ("unknown backend", {"backend": "yarn"}, "spec.backend"),
+    ("bad quantity", {"podSets": [builders.pod_set(containers=[builders.container(memory="1.5.3Gi")])]},
+     "spec.podSets[0].template.spec.containers[0].resources.requests.memory"),
+    ("bad overridable", {"overridable": ["podSets.*.securityContext"]}, "spec.overridable[0]"),
+]
+
+
+@pytest.mark.parametrize("case,changes,field", TEMPLATE_CASES, ids=[c[0] for c in TEMPLATE_CASES])
+def test_bad_template_is_400_naming_the_field_and_changes_nothing(api, case, changes, field):
+    before = row_counts()
+    spec = builders.template_spec(**changes)
+    r = api.post("/api/v1/templates/", {"name": "t1", "spec": spec}, format="json")
+    assert r.status_code == 400, r.data
+    assert field in r.data, r.data
+    assert row_counts() == before

@@ -1,0 +1,66 @@
+"""Test builders: small functions that make valid objects, with keyword overrides for what a test varies."""
+from __future__ import annotations
+
+import copy
+import itertools
+
+from scheduling.models import Cluster, QueuePolicy
+from scheduling.services import templates as template_service
+
+_seq = itertools.count(1)
+
+
+def container(name="main", image="registry.example/train:1", cpu="1", memory="1Gi", gpu=None, **extra) -> dict:
+    """A container dict with requests; `gpu` adds nvidia.com/gpu to requests and limits."""
+    requests = {"cpu": cpu, "memory": memory}
+    limits = {}
+    if gpu is not None:
+        requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = str(gpu)
+    c = {"name": name, "image": image, "resources": {"requests": requests}}
+    if limits:
+        c["resources"]["limits"] = limits
+    c.update(extra)
+    return c
+
+
+def pod_set(name="worker", replicas=2, containers=None, **extra) -> dict:
+    """A pod set with one container by default."""
+    ps = {"name": name, "replicas": replicas,
+          "template": {"metadata": {}, "spec": {"containers": containers or [container()]}}}
+    ps.update(extra)
+    return ps
+
+
+def template_spec(backend="k8s-workload", pod_sets=None, overridable=None, **extra) -> dict:
+    """A valid runtime template spec."""
+    spec = {"backend": backend, "gang": {"scheduleTimeoutSeconds": 60},
+            "podSets": pod_sets or [pod_set()],
+            "overridable": overridable if overridable is not None else ["podSets.*.replicas", "podSets.*.resources"]}
+    spec.update(extra)
+    return copy.deepcopy(spec)
+
+
+def make_template(name=None, user=None, **spec_kwargs):
+    """Create a runtime template (version 1) and return the RuntimeTemplateVersion."""
+    return template_service.create_template(user, name or f"tmpl-{next(_seq)}", "", template_spec(**spec_kwargs))
+
+
+def make_cluster(name=None, **fields) -> Cluster:
+    """A registered cluster without credentials (API tests never reach it)."""
+    return Cluster.objects.create(name=name or f"cluster-{next(_seq)}", **fields)
+
+
+def make_queue(name=None, parent=None, clusters=(), **fields) -> QueuePolicy:
+    """A leaf queue with unlimited limits."""
+    queue = QueuePolicy.objects.create(name=name or f"queue-{next(_seq)}", parent=parent, **fields)
+    if clusters:
+        queue.clusters.set(clusters)
+    return queue
+
+
+def submit_body(template, queue, cluster, name=None, **extra) -> dict:
+    """A valid submit body for the API."""
+    body = {"name": name or f"job-{next(_seq)}", "namespace": "default", "template": template.template.name,
+            "queue": queue.name, "cluster": cluster.name}
+    body.update(extra)
+    return body
