@@ -11,8 +11,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
 . "$here/versions.env"
 CACHE=${GANGWEB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangweb}/localcluster
-export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
 regen=0; [ "${1:-}" = "--regen" ] && regen=1
+# Regenerating may rewrite go.mod/go.sum; a plain build must build exactly what is committed.
+[ $regen = 1 ] && export GOFLAGS="-mod=mod -buildvcs=false"
 
 command -v go >/dev/null || { echo "localcluster: Go is required (go >= 1.26)" >&2; exit 1; }
 
