@@ -1,0 +1,216 @@
+"""Command lines and health endpoints of the five control-plane components.
+
+The flags merge controller-runtime envtest (``pkg/internal/testing/controlplane``) and kwokctl's binary runtime
+(``pkg/kwokctl/components``), see ``shared/reference/local-k8s.md`` sections 2, 3 and 5. Everything listens on
+127.0.0.1 only. kube-controller-manager runs, so the ServiceAccount admission plugin stays on (unlike envtest): the
+``default`` ServiceAccount, namespace deletion, garbage collection and the Job controller all work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .binaries import Binaries
+from .pki import PKIPaths
+from .processes import free_port
+
+# Component names, in start order. `down` stops them in reverse.
+ETCD = "etcd"
+APISERVER = "kube-apiserver"
+CONTROLLER_MANAGER = "kube-controller-manager"
+SCHEDULER = "kube-scheduler"
+KWOK = "kwok"
+START_ORDER = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, KWOK)
+
+# Workload-aware scheduling (KEP-4671 / KEP-5832): alpha and off by default in 1.36, needed on every component.
+FEATURE_GATES = {"GenericWorkload": True, "GangScheduling": True}
+# kube-scheduler only. With SchedulerPopFromBackoffQ on (beta, the default since 1.33), a 1.36.3 scheduler retries an
+# unschedulable PodGroup in a tight loop whenever its queue is otherwise empty: measured 1,000-2,000 PodGroup cycles
+# per second and one full CPU core for as long as a gang cannot fit. Off, the group's pods wait out the usual
+# 1-10 s backoff between attempts. The API server is unaffected; only the retry timing differs from a default
+# scheduler. ClusterConfig.scheduler_feature_gates restores the upstream default. See docs/local-cluster.md.
+SCHEDULER_FEATURE_GATES = {"SchedulerPopFromBackoffQ": False}
+# Alpha API groups are not served unless asked for; v1alpha2 is the 1.36 Workload/PodGroup API.
+RUNTIME_CONFIG = {"scheduling.k8s.io/v1alpha2": "true"}
+
+SERVICE_CIDR = "10.96.0.0/16"
+SERVICE_IP = "10.96.0.1"  # first address of SERVICE_CIDR: the in-cluster `kubernetes` Service
+POD_CIDR = "10.244.0.0/16"  # kwok hands pod IPs out of this range
+NODE_IP = "10.240.0.1"  # InternalIP kwok gives nodes that have none
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+# KWOK manages only nodes that carry this annotation (see nodes.py); other nodes are left alone.
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_NODE_ANNOTATION_VALUE = "fake"
+
+
+@dataclass
+class Ports:
+    """The TCP ports of one cluster, all on 127.0.0.1."""
+
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+
+    @classmethod
+    def allocate(cls) -> Ports:
+        """Pick a free port for each listener. Distinct ports are guaranteed; freeness only at the moment of asking."""
+        chosen: set[int] = set()
+        values = []
+        for _ in range(6):
+            port = free_port()
+            while port in chosen:
+                port = free_port()
+            chosen.add(port)
+            values.append(port)
+        return cls(*values)
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict (for the state file)."""
+        return asdict(self)
+
+
+def _gates(extra: dict[str, bool] | None = None) -> str:
+    gates = {**FEATURE_GATES, **(extra or {})}
+    return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
+
+
+def etcd_args(binaries: Binaries, data_dir: Path, ports: Ports) -> list[str]:
+    """etcd 3.6: single member, data in ``data_dir``, no fsync (test data, speed matters more than durability)."""
+    client = f"http://127.0.0.1:{ports.etcd_client}"
+    peer = f"http://127.0.0.1:{ports.etcd_peer}"
+    return [
+        str(binaries.etcd),
+        "--name=gangweb",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=gangweb={peer}",
+        "--unsafe-no-fsync=true",
+        "--auto-compaction-retention=1",
+        "--quota-backend-bytes=8589934592",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_args(
+    binaries: Binaries, pki: PKIPaths, ports: Ports, feature_gates: dict[str, bool] | None = None
+) -> list[str]:
+    """kube-apiserver: client-certificate auth against our CA, RBAC, SA key pair, v1alpha2 scheduling API on."""
+    return [
+        str(binaries.kube_apiserver),
+        f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={ports.apiserver}",
+        f"--tls-cert-file={pki.apiserver_cert}",
+        f"--tls-private-key-file={pki.apiserver_key}",
+        f"--client-ca-file={pki.ca_cert}",
+        "--authorization-mode=RBAC",
+        f"--service-account-issuer={SA_ISSUER}",
+        f"--service-account-key-file={pki.sa_pub}",
+        f"--service-account-signing-key-file={pki.sa_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        # No real endpoints: do not publish 127.0.0.1 as the `kubernetes` Service endpoint (kwokctl does the same).
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+        f"--feature-gates={_gates(feature_gates)}",
+        "--runtime-config=" + ",".join(f"{k}={v}" for k, v in RUNTIME_CONFIG.items()),
+    ]
+
+
+def _kube_component_common(kubeconfig: Path, port: int, cert_dir: Path, feature_gates) -> list[str]:
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={cert_dir}",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        # Nothing calls these components with client certificates; skipping the lookup of the front-proxy CA
+        # (which this cluster does not configure) avoids a stream of "missing content for CA bundle" errors.
+        "--authentication-skip-lookup=true",
+        f"--feature-gates={_gates(feature_gates)}",
+    ]
+
+
+def controller_manager_args(
+    binaries: Binaries,
+    kubeconfig: Path,
+    pki: PKIPaths,
+    ports: Ports,
+    cert_dir: Path,
+    feature_gates: dict[str, bool] | None = None,
+) -> list[str]:
+    """kube-controller-manager: all default controllers, signing SA tokens, publishing the root CA."""
+    return [
+        str(binaries.kube_controller_manager),
+        *_kube_component_common(kubeconfig, ports.controller_manager, cert_dir, feature_gates),
+        f"--service-account-private-key-file={pki.sa_key}",
+        f"--root-ca-file={pki.ca_cert}",
+        f"--cluster-signing-cert-file={pki.ca_cert}",
+        f"--cluster-signing-key-file={pki.ca_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        # Fake nodes heartbeat through leases (kwok); notice a removed or stuck node within seconds.
+        "--node-monitor-period=5s",
+        "--node-monitor-grace-period=40s",
+        # The defaults (20 qps) make namespace deletion and GC crawl when tests create many objects.
+        "--kube-api-qps=500",
+        "--kube-api-burst=1000",
+    ]
+
+
+def scheduler_args(
+    binaries: Binaries,
+    kubeconfig: Path,
+    ports: Ports,
+    cert_dir: Path,
+    feature_gates: dict[str, bool] | None = None,
+    scheduler_feature_gates: dict[str, bool] | None = None,
+) -> list[str]:
+    """kube-scheduler with the default profile; the GangScheduling gate adds the gang plugin by itself.
+
+    ``scheduler_feature_gates`` (default `SCHEDULER_FEATURE_GATES`) apply to the scheduler only, on top of
+    ``feature_gates``.
+    """
+    gates = {**(feature_gates or {}),
+             **(SCHEDULER_FEATURE_GATES if scheduler_feature_gates is None else scheduler_feature_gates)}
+    return [
+        str(binaries.kube_scheduler),
+        *_kube_component_common(kubeconfig, ports.scheduler, cert_dir, gates),
+        "--v=2",  # one line per scheduling decision: what a failing gang test needs to explain itself
+    ]
+
+
+def kwok_args(binaries: Binaries, kubeconfig: Path, stages_file: Path, ports: Ports) -> list[str]:
+    """kwok: simulate nodes carrying the kwok annotation and the pods bound to them, using our Stage file."""
+    return [
+        str(binaries.kwok),
+        f"--kubeconfig={kubeconfig}",
+        f"--config={stages_file}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}={KWOK_NODE_ANNOTATION_VALUE}",
+        "--node-lease-duration-seconds=40",
+        f"--cidr={POD_CIDR}",
+        f"--node-ip={NODE_IP}",
+        f"--server-address=127.0.0.1:{ports.kwok}",
+    ]
+
+
+def health_url(name: str, ports: Ports) -> str:
+    """Return the URL whose 200 answer means ``name`` is serving."""
+    return {
+        ETCD: f"http://127.0.0.1:{ports.etcd_client}/health",
+        APISERVER: f"https://127.0.0.1:{ports.apiserver}/readyz",
+        CONTROLLER_MANAGER: f"https://127.0.0.1:{ports.controller_manager}/healthz",
+        SCHEDULER: f"https://127.0.0.1:{ports.scheduler}/healthz",
+        KWOK: f"http://127.0.0.1:{ports.kwok}/healthz",
+    }[name]

@@ -1,0 +1,41 @@
+"""The kwok Stage objects that simulate node and pod lifecycles, shipped as YAML in ``localcluster/stages/``.
+
+The standalone ``kwok`` binary has no built-in stages (it exits with "no stages found"), so `up` writes them into
+one multi-document config file and passes it with ``--config``. Four come unchanged from kwok v0.8.0's ``fast``
+stages (node-initialize, node-heartbeat-with-lease, pod-ready, pod-delete); ``pod-finish.yaml`` is ours. Lifecycle:
+
+- a Node with the kwok annotation becomes Ready, keeping the capacity it was created with, and renews its Lease;
+- a Pod bound to such a node becomes Running and Ready at once (pod-ready);
+- a Running Pod finishes only on demand, through `SIM_EXIT_ANNOTATION` and/or `SIM_DURATION_ANNOTATION`
+  (pod-finish; kwok's own pod-complete, which completes every Job-owned pod at once, is left out on purpose);
+- a Pod with a deletionTimestamp is removed (pod-delete), as a kubelet would after the grace period.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+STAGES_DIR = Path(__file__).resolve().parent / "stages"
+
+SIM_EXIT_ANNOTATION = "gangweb.io/sim-exit"
+"""Pod annotation: finish with this exit code ("0" → Succeeded, other integers → Failed)."""
+
+SIM_DURATION_ANNOTATION = "gangweb.io/sim-duration"
+"""Pod annotation: run this long before finishing (Go duration such as "30s", or an RFC 3339 time)."""
+
+
+def load_stages(directory: Path = STAGES_DIR) -> list[dict]:
+    """Return every Stage object of ``directory/*.yaml``, in file-name order."""
+    stages: list[dict] = []
+    for path in sorted(directory.glob("*.yaml")):
+        stages.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return stages
+
+
+def write_stage_config(path: Path, stages: list[dict] | None = None) -> Path:
+    """Write the Stage objects as one multi-document YAML file for ``kwok --config``; return the path."""
+    docs = stages if stages is not None else load_stages()
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path
