@@ -1,0 +1,69 @@
+"""A real Kubernetes 1.36 control plane on this machine, as plain processes: gangweb's test and default cluster.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler are built from the Go module proxy by
+``localcluster/build.sh``; kwok simulates GPU nodes and the pods bound to them. See ``docs/local-cluster.md``.
+
+    >>> cluster = up(ClusterConfig(nodes=4, gpus_per_node=8))   # returns once ready
+    >>> cluster.kubeconfig
+    >>> cluster.add_node("extra-0", gpus=2, labels={"topology.kubernetes.io/rack": "rack-9"})
+    >>> down()
+
+Command line: ``python -m localcluster up|down|status|build`` or ``python manage.py localcluster ...``.
+"""
+
+from .binaries import Binaries, BinariesMissing, find_binaries, require_binaries
+from .cluster import (
+    ClusterConfig,
+    ClusterStartError,
+    ClusterStatus,
+    ComponentStatus,
+    LocalCluster,
+    attach,
+    down,
+    status,
+    up,
+)
+from .components import FEATURE_GATES, RUNTIME_CONFIG
+from .nodes import (
+    BLOCK_LABEL,
+    FAKE_NODE_LABEL,
+    GPU_COUNT_LABEL,
+    GPU_PRODUCT_LABEL,
+    GPU_RESOURCE,
+    RACK_LABEL,
+    NodeSpec,
+    add_node,
+    remove_node,
+)
+from .stages import SIM_DURATION_ANNOTATION, SIM_EXIT_ANNOTATION
+from .state import default_state_dir
+
+__all__ = [
+    "BLOCK_LABEL",
+    "FAKE_NODE_LABEL",
+    "FEATURE_GATES",
+    "GPU_COUNT_LABEL",
+    "GPU_PRODUCT_LABEL",
+    "GPU_RESOURCE",
+    "RACK_LABEL",
+    "RUNTIME_CONFIG",
+    "SIM_DURATION_ANNOTATION",
+    "SIM_EXIT_ANNOTATION",
+    "Binaries",
+    "BinariesMissing",
+    "ClusterConfig",
+    "ClusterStartError",
+    "ClusterStatus",
+    "ComponentStatus",
+    "LocalCluster",
+    "NodeSpec",
+    "add_node",
+    "attach",
+    "default_state_dir",
+    "down",
+    "find_binaries",
+    "remove_node",
+    "require_binaries",
+    "status",
+    "up",
+]
