@@ -1,0 +1,108 @@
+"""Fixtures for tests against a real Kubernetes 1.36 control plane (the ``localcluster`` package).
+
+- ``kube_cluster`` (session): starts one control plane per pytest run in a temporary state directory and stops it
+  at the end, also when tests fail. With ``GANGWEB_TEST_KUBECONFIG`` set, that cluster is used instead and nothing
+  is started or stopped. If the binaries are not built the fixture fails (never skips) and says how to build them.
+- ``kube_api`` (session): a kubernetes ``ApiClient`` for that cluster.
+- ``kube_namespace`` (function): a fresh namespace per test, whose ``default`` ServiceAccount exists (pods can be
+  created at once); deleted after the test without waiting.
+
+Tests that need the cluster carry ``@pytest.mark.cluster``. When such a test fails, the tails of the component logs
+are added to its report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+import localcluster
+from localcluster.processes import wait_until
+
+_LOG_TAIL_LINES = 40
+_started: list[localcluster.LocalCluster] = []
+
+
+def pytest_configure(config):
+    """Register the ``cluster`` marker."""
+    config.addinivalue_line(
+        "markers", "cluster: needs the real local Kubernetes control plane (localcluster; make localcluster-build)"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failed cluster test, append the component log tails to the test's report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and "kube_cluster" in getattr(item, "fixturenames", ()) and _started:
+        report.sections.append(("localcluster component logs", _started[0].log_tails(_LOG_TAIL_LINES)))
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory) -> localcluster.LocalCluster:
+    """The session's control plane: `localcluster.LocalCluster` (kubeconfig, api_client(), add_node, remove_node)."""
+    external = os.environ.get("GANGWEB_TEST_KUBECONFIG")
+    if external:
+        yield localcluster.attach(external)
+        return
+    try:
+        localcluster.require_binaries()
+    except localcluster.BinariesMissing as e:
+        pytest.fail(str(e), pytrace=False)
+    state_dir = Path(os.environ.get("GANGWEB_TEST_STATE_DIR") or tmp_path_factory.mktemp("localcluster"))
+    config = localcluster.ClusterConfig(state_dir=state_dir, die_with_parent=True)
+    try:
+        cluster = localcluster.up(config)
+    except localcluster.ClusterStartError as e:
+        pytest.fail(f"local control plane did not start: {e}", pytrace=False)
+    _started.append(cluster)
+    try:
+        yield cluster
+    finally:
+        _started.remove(cluster)
+        localcluster.down(state_dir)
+
+
+@pytest.fixture(scope="session")
+def kube_api(kube_cluster) -> client.ApiClient:
+    """A kubernetes `ApiClient` for the session's cluster (admin, cluster-wide)."""
+    api = kube_cluster.api_client()
+    yield api
+    api.close()
+
+
+def _namespace_name(nodeid: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", nodeid.split("::")[-1].lower()).strip("-")[:40].strip("-")
+    return f"t-{slug}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def kube_namespace(kube_api, request) -> str:
+    """A new namespace for this test (its name); the ``default`` ServiceAccount exists before the test runs."""
+    core = client.CoreV1Api(kube_api)
+    name = _namespace_name(request.node.nodeid)
+    core.create_namespace({"metadata": {"name": name, "labels": {"gangweb.io/test": "true"}}})
+
+    def has_default_sa() -> bool:
+        try:
+            core.read_namespaced_service_account("default", name)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+
+    wait_until(has_default_sa, 30, f"ServiceAccount {name}/default")
+    yield name
+    try:
+        core.delete_namespace(name)
+    except ApiException as e:
+        if e.status != 404:
+            raise
