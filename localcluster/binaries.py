@@ -88,6 +88,6 @@ def require_binaries() -> Binaries:
         raise BinariesMissing(
             f"local control-plane binaries are missing:\n  {listing}\n"
             f"Build them with `make localcluster-build` (runs {BUILD_SCRIPT.relative_to(REPO_DIR)}; "
-            "a cold build takes tens of minutes, a warm one seconds)."
+            "about 10 minutes cold on 2 cores, under a second warm)."
         )
     return binaries

@@ -6,6 +6,7 @@
 - ``kube_api`` (session): a kubernetes ``ApiClient`` for that cluster.
 - ``kube_namespace`` (function): a fresh namespace per test, whose ``default`` ServiceAccount exists (pods can be
   created at once); deleted after the test without waiting.
+- ``local_binaries`` (session): the built binaries, for tests that start clusters of their own.
 
 Tests that need the cluster carry ``@pytest.mark.cluster``. When such a test fails, the tails of the component logs
 are added to its report.
@@ -45,6 +46,24 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("localcluster component logs", _started[0].log_tails(_LOG_TAIL_LINES)))
 
 
+def _missing_binaries() -> str | None:
+    """The BinariesMissing message, or None when everything is built."""
+    try:
+        localcluster.require_binaries()
+    except localcluster.BinariesMissing as e:
+        return str(e)
+    return None
+
+
+@pytest.fixture(scope="session")
+def local_binaries() -> localcluster.Binaries:
+    """The built control-plane binaries; fails (never skips) with how to build them."""
+    missing = _missing_binaries()
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    return localcluster.find_binaries()
+
+
 @pytest.fixture(scope="session")
 def kube_cluster(tmp_path_factory) -> localcluster.LocalCluster:
     """The session's control plane: `localcluster.LocalCluster` (kubeconfig, api_client(), add_node, remove_node)."""
@@ -52,16 +71,19 @@ def kube_cluster(tmp_path_factory) -> localcluster.LocalCluster:
     if external:
         yield localcluster.attach(external)
         return
-    try:
-        localcluster.require_binaries()
-    except localcluster.BinariesMissing as e:
-        pytest.fail(str(e), pytrace=False)
+    missing = _missing_binaries()
+    if missing:
+        pytest.fail(missing, pytrace=False)
     state_dir = Path(os.environ.get("GANGWEB_TEST_STATE_DIR") or tmp_path_factory.mktemp("localcluster"))
     config = localcluster.ClusterConfig(state_dir=state_dir, die_with_parent=True)
     try:
         cluster = localcluster.up(config)
     except localcluster.ClusterStartError as e:
-        pytest.fail(f"local control plane did not start: {e}", pytrace=False)
+        failure = f"local control plane did not start: {e}"
+    else:
+        failure = None
+    if failure:
+        pytest.fail(failure, pytrace=False)
     _started.append(cluster)
     try:
         yield cluster

@@ -19,7 +19,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 import localcluster
-from localcluster.binaries import REPO_DIR, find_binaries
+from localcluster.binaries import REPO_DIR
 from localcluster.processes import is_running, wait_until
 from localcluster.state import load_state
 
@@ -410,15 +410,6 @@ def _small_config(tmp_path: Path, **overrides) -> localcluster.ClusterConfig:
                                       die_with_parent=True, timeout=120, **overrides)
 
 
-@pytest.fixture
-def local_binaries():
-    """The built binaries; fails (never skips) with how to build them."""
-    try:
-        return localcluster.require_binaries()
-    except localcluster.BinariesMissing as e:
-        pytest.fail(str(e), pytrace=False)
-
-
 def _assert_all_stopped(records, temp_dirs=()):
     """No recorded PID still names the process we started (a zombie or a reused PID does not count)."""
     assert records, "no process was recorded"
@@ -470,7 +461,7 @@ def test_up_that_fails_half_way_stops_what_it_started(tmp_path, local_binaries):
     crashing_kwok = tmp_path / "kwok"
     crashing_kwok.write_text("#!/bin/sh\necho 'kwok: simulated crash' >&2\nexit 3\n")
     crashing_kwok.chmod(crashing_kwok.stat().st_mode | stat.S_IEXEC)
-    real = find_binaries()
+    real = local_binaries
     binaries = localcluster.Binaries(real.etcd, real.kube_apiserver, real.kube_controller_manager,
                                      real.kube_scheduler, crashing_kwok)
 
