@@ -95,8 +95,10 @@ def display(resource: str, amount) -> str:
         amount = int(amount)
         return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
     amount = int(amount)
+    if amount == 0:
+        return "0"
     size = amount * 10**6
-    if amount and size % GIB == 0:
+    if size % GIB == 0:
         return f"{size // GIB}Gi"
     if amount % 1000 == 0:
         return f"{amount // 1000}G"
