@@ -469,11 +469,14 @@ def _sync(cluster: Cluster, api, observed: dict[str, dict], result: Pass) -> Non
                 allocated_memory=a["memory"], requested_gpu=r["gpu"], requested_cpu=r["cpu"],
                 requested_memory=r["memory"]))
     with transaction.atomic():
-        QueueClusterState.objects.bulk_create([s for s in touched.values() if s.pk is None])
+        fields = ["state", "message", "last_synced_at", "resource_version", "last_drift", "last_drift_at", "status",
+                  "status_at"]
+        # Upsert: a concurrent pass over the same cluster (beat and a policy change) may have created the row.
+        QueueClusterState.objects.bulk_create([s for s in touched.values() if s.pk is None], update_conflicts=True,
+                                              unique_fields=["policy", "cluster"], update_fields=fields)
         existing = [s for s in touched.values() if s.pk is not None]
         if existing:
-            QueueClusterState.objects.bulk_update(existing, ["state", "message", "last_synced_at", "resource_version",
-                                                             "last_drift", "last_drift_at", "status", "status_at"])
+            QueueClusterState.objects.bulk_update(existing, fields)
         QueueUsageSample.objects.bulk_create(samples)
         QueueUsageSample.objects.filter(
             cluster=cluster, at__lt=now - timedelta(days=settings.GANGWEB_QUEUE_USAGE_RETENTION_DAYS)).delete()
