@@ -65,10 +65,15 @@ def _over(resource: str, a, b) -> bool:
 
 
 def _fmt(resource: str, amount) -> str:
-    unit = {"gpu": " GPUs", "cpu": "", "memory": ""}[resource]
+    """An amount for messages: "4 GPUs", "4000 millicores (4 cores)", "68720 MB", "unlimited"."""
+    if unlimited(amount):
+        return "unlimited"
     shown = display(resource, amount)
-    return f"{shown}{unit}" if resource == "gpu" else f"{shown} ({amount} {UNITS[resource]})" if amount != -1 \
-        else shown
+    if resource == "gpu":
+        return f"{shown} GPUs"
+    if resource == "cpu":
+        return f"{int(amount)} millicores ({shown} cores)" if not shown.endswith("m") else f"{int(amount)} millicores"
+    return f"{int(amount)} MB" + (f" ({shown})" if shown.endswith(("G", "Gi")) else "")
 
 
 @dataclass
