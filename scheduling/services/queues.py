@@ -127,7 +127,7 @@ def _children_sum_warning(resource: str, parent: QueuePolicy, kids: list[QueuePo
     quotas = [getattr(k, f"{resource}_quota") for k in kids]
     unlimited_kids = [k.name for k, q in zip(kids, quotas, strict=True) if unlimited(q)]
     if unlimited_kids:
-        total = "unlimited (" + ", ".join(unlimited_kids) + " -1)"
+        total = "unlimited (" + ", ".join(unlimited_kids) + " has quota -1)"
     elif _over(resource, sum(quotas), pquota):
         total = _fmt(resource, sum(quotas))
     else:
@@ -135,7 +135,7 @@ def _children_sum_warning(resource: str, parent: QueuePolicy, kids: list[QueuePo
     names = ", ".join(k.name for k in kids)
     return {"code": QueueWarning.CHILDREN_OVER_PARENT, "field": f"{resource}_quota",
             "message": f"the {resource} quotas of {names} (children of '{parent.name}') add up to {total}, more "
-                       f"than '{parent.name}' has ({_fmt(resource, pquota)}); {on}"}
+                       f"than the {_fmt(resource, pquota)} quota of '{parent.name}'; {on}"}
 
 
 def warnings_for(policy: QueuePolicy, tree: QueueTree) -> list[dict]:

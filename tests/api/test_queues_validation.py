@@ -181,8 +181,7 @@ def test_warning_messages_carry_the_numbers(client):
     data = make(client, "b", parent="dept", gpu_quota=2)
     messages = {w["code"]: w["message"] for w in data["warnings"]}
     assert "add up to 5 GPUs" in messages[QueueWarning.CHILDREN_OVER_PARENT]
-    assert "'dept' has (4 GPUs)" in messages[QueueWarning.CHILDREN_OVER_PARENT] or \
-        "than 'dept' has (4 GPUs)" in messages[QueueWarning.CHILDREN_OVER_PARENT]
+    assert "more than the 4 GPUs quota of 'dept'" in messages[QueueWarning.CHILDREN_OVER_PARENT]
     assert "at most 6 GPUs" in messages[QueueWarning.UNLIMITED_UNDER_FINITE]
 
 
