@@ -423,6 +423,9 @@ def _sync(cluster: Cluster, api, observed: dict[str, dict], result: Pass) -> Non
                 st.state = SyncState.ERROR
                 st.message = f"a Queue named '{name}' exists in the cluster, not managed by this gangweb"
             continue
+        if len(name) > QueuePolicy._meta.get_field("name").max_length:
+            result.errors.append(f"{name[:80]}: not imported, the name is longer than gangweb's 63 characters")
+            continue
         fields = _import_fields(observed[name].get("spec"))
         parent_name = (observed[name].get("spec") or {}).get("parentQueue") or ""
         fields["parent"] = tree.by_name.get(parent_name)

@@ -65,3 +65,14 @@ def test_status_quantities_become_kai_units(raw, expected):
 ])
 def test_display_strings(resource, amount, shown):
     assert display(resource, amount) == shown
+
+
+@pytest.mark.parametrize("resource,amount", [
+    ("gpu", 0.5), ("gpu", 4.0), ("gpu", 0.125), ("cpu", 4000), ("cpu", 1500), ("cpu", 1), ("memory", 68720),
+    ("memory", 8000), ("memory", 1), ("memory", 0), ("memory", 1024 * 1024 * 1024 // 1000), ("cpu", -1),
+])
+def test_display_strings_convert_back_to_the_same_amount(resource, amount):
+    """Forms show `display` strings and send them back as typed: the round trip must be exact."""
+    from scheduling.kube.kai_units import to_kai
+
+    assert to_kai(resource, display(resource, amount), "field") == amount
