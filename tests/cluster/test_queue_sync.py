@@ -217,3 +217,23 @@ def test_deleted_policies_are_deleted_in_each_cluster_children_first(api, cluste
         "delete Queue qs-proj", "delete Queue qs-team-a"]
     names = {q["metadata"]["name"] for q in apis["east"].list_cluster_custom_object(G, V, P)["items"]}
     assert {"qs-dept", "qs-team-b"} <= names and not {"qs-team-a", "qs-proj"} & names
+
+
+def test_a_policy_write_is_reconciled_into_its_clusters_and_removed_from_dropped_ones(api, clusters):
+    from scheduling import tasks
+
+    rows, apis = clusters
+    make_tree(api)
+    team_b = api.get("/api/v1/queues/qs-team-b/").data["id"]
+    tasks.reconcile_queue(team_b)  # what the on-commit hook queues after a write
+    for name in ("east", "west"):
+        assert queue(apis, name, "qs-team-b")["spec"]["resources"]["gpu"]["quota"] == 4
+        assert queue(apis, name, "qs-dept")["spec"]["displayName"] == "Research"  # its parent came along
+    assert api.patch("/api/v1/queues/qs-team-b/", {"clusters": ["east"]}, format="json").status_code == 200
+    tasks.reconcile_queue(team_b, [rows["east"].id, rows["west"].id])
+    assert queue(apis, "east", "qs-team-b")["metadata"]["name"] == "qs-team-b"
+    with pytest.raises(client.ApiException) as gone:
+        queue(apis, "west", "qs-team-b")
+    assert gone.value.status == 404
+    west = QueueClusterState.objects.get(policy__name="qs-team-b", cluster=rows["west"])
+    assert west.state == SyncState.DELETED
