@@ -227,6 +227,7 @@ def update(user, job: GangJob, data) -> GangJob:
         if queue.id in lookups.parents:
             raise ValidationError({"queue": f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
         access.check_submit(user, queue)
+        queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
         job.queue = queue
     if "priority_class_name" in data:
         value = data["priority_class_name"]

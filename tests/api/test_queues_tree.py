@@ -163,3 +163,12 @@ def test_a_job_within_limits_has_no_warnings(api, setup):
     r = api.post("/api/v1/jobs/", gpu_job(setup, replicas=2, gpu=1), format="json")
     assert r.status_code == 201
     assert r.data["warnings"] == []
+
+
+def test_moving_a_job_to_a_queue_whose_limit_it_exceeds_is_refused(api, setup):
+    r = api.post("/api/v1/jobs/", gpu_job(setup, replicas=2, gpu=2), format="json")
+    small = builders.make_queue("small", gpu_limit=2)
+    r = api.patch(f"/api/v1/jobs/{r.data['id']}/", {"queue": small.name}, format="json")
+    assert r.status_code == 400
+    assert "job requests 4 GPUs; queue 'small' has gpu_limit 2 GPUs" in r.data["queue"][0]
+    assert GangJob.objects.get().queue.name == "team-a"
