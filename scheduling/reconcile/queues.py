@@ -437,7 +437,8 @@ def _sync(cluster: Cluster, api, observed: dict[str, dict], result: Pass) -> Non
             for k, v in fields.items():
                 setattr(policy, k, v)
             policy.save()
-        policy.clusters.add(cluster)
+        if cluster.id not in targets.get(policy.id, set()):
+            policy.clusters.add(cluster)
         imported_ids.add(policy.id)
         st = state_of(policy)
         st.state, st.last_synced_at = SyncState.IMPORTED, now
