@@ -50,6 +50,8 @@ DEFAULT_PRIORITY = 100  # KAI DefaultQueuePriority (pkg/common/constants/constan
 OPTIONAL_STRINGS = ("displayName", "parentQueue", "preemptMinRuntime", "reclaimMinRuntime")
 RESOURCE_KEYS = {"quota": "quota", "limit": "limit", "overQuotaWeight": "over_quota_weight"}
 REQUEST_TIMEOUT = (5, 30)
+# Drift entry for a Queue deleted by hand (and created again by the sync).
+DELETED_BY_HAND = {"field": "(the Queue)", "expected": "present", "found": "deleted"}
 
 
 class TransientSyncError(Exception):
@@ -339,8 +341,14 @@ def _sync(cluster: Cluster, api, observed: dict[str, dict], result: Pass) -> Non
             created = write(policy, "create", api.create_cluster_custom_object, _body_for(spec, None, policy.name))
             if created is not None:
                 observed[policy.name] = created
-                result.actions.append(f"create Queue {policy.name}")
-                st.state, st.message = SyncState.IN_SYNC, ""
+                # It was there at the last pass and gangweb did not delete it: someone deleted it by hand.
+                if st.pk is not None and st.resource_version and st.state in (SyncState.IN_SYNC, SyncState.DRIFTED):
+                    st.state, st.last_drift, st.last_drift_at = SyncState.DRIFTED, [DELETED_BY_HAND], now
+                    st.message = "deleted in the cluster; created again"
+                    result.actions.append(f"recreate Queue {policy.name} (deleted in the cluster)")
+                else:
+                    st.state, st.message = SyncState.IN_SYNC, ""
+                    result.actions.append(f"create Queue {policy.name}")
                 st.resource_version = created["metadata"].get("resourceVersion", "")
             continue
         if not is_ours(obj):

@@ -237,3 +237,14 @@ def test_a_policy_write_is_reconciled_into_its_clusters_and_removed_from_dropped
     assert gone.value.status == 404
     west = QueueClusterState.objects.get(policy__name="qs-team-b", cluster=rows["west"])
     assert west.state == SyncState.DELETED
+
+
+def test_a_queue_deleted_by_hand_is_created_again_and_recorded_as_drift(api, clusters):
+    rows, apis = clusters
+    make_tree(api)
+    sync.sync_cluster(rows["west"])
+    apis["west"].delete_cluster_custom_object(G, V, P, "qs-proj")
+    sync.sync_cluster(rows["west"])
+    assert queue(apis, "west", "qs-proj")["spec"] == EXPECTED_SPECS["qs-proj"]
+    state = QueueClusterState.objects.get(policy__name="qs-proj", cluster=rows["west"])
+    assert (state.state, state.last_drift) == (SyncState.DRIFTED, [sync.DELETED_BY_HAND])
