@@ -45,6 +45,11 @@ GANGWEB_INSTANCE = os.environ.get("GANGWEB_INSTANCE", "gangweb")
 GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", "900"))
 # Periodic resync of every cluster (seconds); watches deliver changes in between.
 GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
+# KAI queue sync: how often every cluster's Queues are put in line (seconds); usage samples are written when the
+# numbers change and at least every GANGWEB_QUEUE_SAMPLE_SECONDS; samples older than the retention are dropped.
+GANGWEB_QUEUE_SYNC_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SYNC_SECONDS", "60"))
+GANGWEB_QUEUE_SAMPLE_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SAMPLE_SECONDS", "300"))
+GANGWEB_QUEUE_USAGE_RETENTION_DAYS = int(os.environ.get("GANGWEB_QUEUE_USAGE_RETENTION_DAYS", "30"))
 # Largest request body the API accepts (bytes); bulk submit of thousands of jobs fits well inside.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GANGWEB_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
 
@@ -172,6 +177,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(STATE_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "resync-clusters": {"task": "scheduling.resync_all_clusters", "schedule": float(GANGWEB_RESYNC_SECONDS)},
     "probe-clusters": {"task": "scheduling.probe_all_clusters", "schedule": 60.0},
+    "sync-queues": {"task": "scheduling.sync_queues", "schedule": float(GANGWEB_QUEUE_SYNC_SECONDS)},
 }
 
 LOGGING = {

@@ -49,10 +49,22 @@ class ReconcileOutcome(models.TextChoices):
 
 
 class SyncState(models.TextChoices):
-    """Sync state of a queue policy in one cluster."""
+    """Sync state of a queue policy in one cluster (see QueueClusterState)."""
 
     PENDING = "Pending"
     IN_SYNC = "InSync"
     DRIFTED = "Drifted"
     ERROR = "Error"
     DELETED = "Deleted"
+    IMPORTED = "Imported"  # a cluster queue gangweb did not create: shown, never changed or deleted
+
+
+class QueueWarning(models.TextChoices):
+    """Why a queue policy is accepted but probably not what the admin meant (KAI semantics, reference/kai.md §1)."""
+
+    ZERO_LIMIT = "ZeroLimit"  # limit 0: nothing of that resource can be allocated
+    QUOTA_OVER_LIMIT = "QuotaOverLimit"  # the queue can never use its whole quota
+    NO_SURPLUS_SHARE = "NoSurplusShare"  # overQuotaWeight 0: no share of unused resources
+    CHILDREN_OVER_PARENT = "ChildrenQuotaOverParent"  # children's quotas add up to more than the parent's
+    UNLIMITED_UNDER_FINITE = "UnlimitedUnderFiniteParent"  # limit -1 but an ancestor's limit caps it
+    LIMIT_OVER_ANCESTOR = "LimitOverAncestorLimit"  # a finite limit above an ancestor's limit

@@ -42,3 +42,18 @@ def setup(db):
     queue = builders.make_queue("team-a", clusters=[cluster])
     template = builders.make_template("llm")
     return template, queue, cluster
+
+
+@pytest.fixture
+def queue_syncs(monkeypatch):
+    """Record queue sync tasks instead of sending them: ("reconcile_queue", policy_id) / ("sync_queues", id)."""
+    from types import SimpleNamespace
+
+    from scheduling import tasks
+    from scheduling.services import dispatch
+
+    calls = []
+    monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None: fn()))
+    monkeypatch.setattr(tasks.reconcile_queue, "delay", lambda pid, extra=None: calls.append(("reconcile_queue", pid)))
+    monkeypatch.setattr(tasks.sync_queues, "delay", lambda cid=None: calls.append(("sync_queues", cid)))
+    return calls

@@ -1,7 +1,16 @@
 """API serializers. Write paths validate through scheduling.services, so the API and forms say the same."""
 from rest_framework import serializers
 
-from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from ..models import (
+    Cluster,
+    GangJob,
+    PhaseTransition,
+    QueuePolicy,
+    QueueUsageSample,
+    RuntimeTemplate,
+    RuntimeTemplateVersion,
+)
+from ..services import queues as queue_service
 from ..services import timeline
 
 
@@ -24,21 +33,95 @@ class ClusterSerializer(serializers.ModelSerializer):
         return bool(obj.kubeconfig) or obj.in_cluster
 
 
-class QueuePolicySerializer(serializers.ModelSerializer):
-    """A KAI queue policy. GPUs in devices, CPU in millicores, memory in megabytes (10^6 bytes); -1 = unlimited."""
+QUANTITY_HELP = {
+    "gpu": "GPU devices, fractions allowed (KAI unit). A number is devices; a string is a quantity ('4', '0.5', "
+           "'500m' = 0.5). -1 or 'unlimited' = unlimited.",
+    "cpu": "CPU in millicores (KAI unit). A number is millicores (4000 = 4 cores); a string is a quantity "
+           "('4' = 4000, '500m' = 500). -1 or 'unlimited' = unlimited.",
+    "memory": "Memory in decimal megabytes, 10^6 bytes (KAI unit). A number is MB; a string is a quantity "
+              "('8G' = 8000, '64Gi' = 68720, rounded up). -1 or 'unlimited' = unlimited.",
+}
+LIMIT_HELP = " Default -1 (unlimited); 0 means nothing of this resource can be allocated (KAI)."
+QUOTA_HELP = " Default 0 (no guarantee)."
+WEIGHT_HELP = "Share of unused resources among siblings; 0 = no share of the surplus. Default 1."
 
-    parent = serializers.SlugRelatedField(slug_field="name", queryset=QueuePolicy.objects.all(), allow_null=True,
-                                          required=False)
-    clusters = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all(), many=True,
-                                            required=False)
+
+class QueuePolicySerializer(serializers.ModelSerializer):
+    """A KAI queue policy. GPUs in devices, CPU in millicores, memory in megabytes (10^6 bytes); -1 = unlimited.
+
+    `warnings` lists accepted but doubtful settings (zero limit, quota over limit, children's quotas over the
+    parent's, ...); `quantities` repeats the amounts per resource as display strings ("64Gi", "unlimited").
+    """
+
+    parent = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    clusters = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    warnings = serializers.SerializerMethodField()
+    quantities = serializers.SerializerMethodField()
 
     class Meta:
         model = QueuePolicy
         fields = ["id", "name", "display_name", "parent", "priority", "gpu_quota", "gpu_limit",
                   "gpu_over_quota_weight", "cpu_quota", "cpu_limit", "cpu_over_quota_weight", "memory_quota",
                   "memory_limit", "memory_over_quota_weight", "preempt_min_runtime", "reclaim_min_runtime",
-                  "clusters", "allowed_namespaces", "managed", "created_at", "updated_at"]
-        read_only_fields = ["managed", "created_at", "updated_at"]
+                  "clusters", "allowed_namespaces", "managed", "warnings", "quantities", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_warnings(self, obj) -> list[dict]:
+        tree = self.context.get("tree") or queue_service.QueueTree.load()
+        return queue_service.warnings_for(tree.by_id.get(obj.id, obj), tree)
+
+    def get_quantities(self, obj) -> dict:
+        return queue_service.policy_payload(obj)
+
+
+class QueuePolicyDetailSerializer(QueuePolicySerializer):
+    """A queue policy with its state in every cluster: sync state, last drift (field, expected, found) and the
+    latest `status` KAI wrote (allocated / requested in KAI units, child queues)."""
+
+    sync = serializers.SerializerMethodField()
+
+    class Meta(QueuePolicySerializer.Meta):
+        fields = QueuePolicySerializer.Meta.fields + ["sync"]
+        read_only_fields = fields
+
+    def get_sync(self, obj) -> list[dict]:
+        return [queue_service.sync_payload(s) for s in obj.cluster_states.all()]
+
+
+class QueuePolicyWriteSerializer(serializers.Serializer):
+    """Create / update body (documentation; validation lives in scheduling.services.queues). On update every
+    field is optional and fields not sent keep their value; `name` cannot change."""
+
+    name = serializers.CharField(help_text="DNS-1123 label; the KAI Queue's name")
+    display_name = serializers.CharField(required=False, allow_blank=True)
+    parent = serializers.CharField(required=False, allow_null=True, help_text="parent queue name; null = top level")
+    priority = serializers.IntegerField(required=False, default=100)
+    gpu_quota = serializers.JSONField(required=False, help_text=QUANTITY_HELP["gpu"] + QUOTA_HELP)
+    gpu_limit = serializers.JSONField(required=False, help_text=QUANTITY_HELP["gpu"] + LIMIT_HELP)
+    gpu_over_quota_weight = serializers.FloatField(required=False, help_text=WEIGHT_HELP)
+    cpu_quota = serializers.JSONField(required=False, help_text=QUANTITY_HELP["cpu"] + QUOTA_HELP)
+    cpu_limit = serializers.JSONField(required=False, help_text=QUANTITY_HELP["cpu"] + LIMIT_HELP)
+    cpu_over_quota_weight = serializers.FloatField(required=False, help_text=WEIGHT_HELP)
+    memory_quota = serializers.JSONField(required=False, help_text=QUANTITY_HELP["memory"] + QUOTA_HELP)
+    memory_limit = serializers.JSONField(required=False, help_text=QUANTITY_HELP["memory"] + LIMIT_HELP)
+    memory_over_quota_weight = serializers.FloatField(required=False, help_text=WEIGHT_HELP)
+    preempt_min_runtime = serializers.CharField(required=False, allow_blank=True, help_text="Go duration, e.g. 10m")
+    reclaim_min_runtime = serializers.CharField(required=False, allow_blank=True, help_text="Go duration, e.g. 30m")
+    clusters = serializers.ListField(child=serializers.CharField(), required=False,
+                                     help_text="cluster names; empty = every cluster")
+    allowed_namespaces = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class QueueUsageSampleSerializer(serializers.ModelSerializer):
+    """One usage reading (KAI units: GPU devices, CPU millicores, memory MB)."""
+
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+
+    class Meta:
+        model = QueueUsageSample
+        fields = ["cluster", "at", "allocated_gpu", "allocated_cpu", "allocated_memory", "requested_gpu",
+                  "requested_cpu", "requested_memory"]
+        read_only_fields = fields
 
 
 class TemplateVersionSerializer(serializers.ModelSerializer):

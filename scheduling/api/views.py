@@ -1,15 +1,29 @@
 """API viewsets, mounted at /api/v1/. Each write calls a scheduling.services function."""
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from ..filtersets import ClusterFilterSet, GangJobFilterSet, QueuePolicyFilterSet, RuntimeTemplateFilterSet
-from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access
+from ..kube.kai_units import UNITS
+from ..models import (
+    Cluster,
+    GangJob,
+    PhaseTransition,
+    QueueClusterState,
+    QueuePolicy,
+    QueueUsageSample,
+    RuntimeTemplate,
+    RuntimeTemplateVersion,
+)
+from ..services import access, dispatch
 from ..services import jobs as job_service
+from ..services import queues as queue_service
 from ..services import templates as template_service
+from ..services.errors import PermissionDenied
 from . import serializers as s
 
 IDEMPOTENCY_HEADER = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
@@ -26,12 +40,91 @@ class ClusterViewSet(viewsets.ModelViewSet):
 
 
 class QueuePolicyViewSet(viewsets.ModelViewSet):
-    """KAI queue policies, kept in sync with every cluster they target."""
+    """KAI queue policies, kept in sync with every cluster they target.
 
-    queryset = QueuePolicy.objects.select_related("parent").prefetch_related("clusters")
+    Amounts are KAI units (GPU devices, CPU millicores, memory MB = 10^6 bytes; -1 unlimited); writes also take
+    quantity strings ("4", "500m", "64Gi"), see scheduling.kube.kai_units. Writes answer with the queue and its
+    `warnings`; delete answers 409 while the queue has children or jobs.
+    """
+
     serializer_class = s.QueuePolicySerializer
     filterset_class = QueuePolicyFilterSet
     lookup_field = "name"
+
+    def get_queryset(self):
+        qs = QueuePolicy.objects.select_related("parent").prefetch_related("clusters")
+        if self.action == "retrieve":
+            qs = qs.prefetch_related(Prefetch("cluster_states",
+                                              queryset=QueueClusterState.objects.select_related("cluster")
+                                              .order_by("cluster__name")))
+        return qs
+
+    def get_serializer_class(self):
+        return s.QueuePolicyDetailSerializer if self.action == "retrieve" else s.QueuePolicySerializer
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["tree"] = queue_service.QueueTree.load()
+        return context
+
+    def _detail(self, policy, code):
+        policy = self.get_queryset().prefetch_related(Prefetch(
+            "cluster_states", queryset=QueueClusterState.objects.select_related("cluster").order_by("cluster__name"))
+        ).get(pk=policy.pk)
+        return Response(s.QueuePolicyDetailSerializer(policy, context=self.get_serializer_context()).data, status=code)
+
+    @extend_schema(request=s.QueuePolicyWriteSerializer, responses={201: s.QueuePolicyDetailSerializer})
+    def create(self, request, *args, **kwargs):
+        """Create a queue; limits not given are -1 (unlimited). Answers with the queue and its warnings."""
+        policy, _ = queue_service.create_queue(request.user, request.data)
+        return self._detail(policy, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.QueuePolicyWriteSerializer, responses=s.QueuePolicyDetailSerializer)
+    def update(self, request, *args, **kwargs):
+        """Change a queue (PUT and PATCH both merge: fields not sent keep their value)."""
+        policy, _ = queue_service.update_queue(request.user, self.get_object(), request.data)
+        return self._detail(policy, status.HTTP_200_OK)
+
+    def destroy(self, request, *args, **kwargs):
+        """Delete a queue; 409, changing nothing, while it has child queues or jobs."""
+        queue_service.delete_queue(request.user, self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(parameters=[OpenApiParameter("cluster", str, description="usage of this cluster only")],
+                   responses={200: dict})
+    @action(detail=False, methods=["get"])
+    def tree(self, request):
+        """The hierarchy with quota, limit, allocated and requested per resource, warnings and sync state."""
+        return Response({"units": UNITS, "roots": queue_service.queue_tree(request.query_params.get("cluster"))})
+
+    @extend_schema(parameters=[OpenApiParameter("cluster", str), OpenApiParameter("since", str, description="ISO 8601"),
+                               OpenApiParameter("until", str, description="ISO 8601")],
+                   responses=s.QueueUsageSampleSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def usage(self, request, name=None):
+        """Usage history read back from the Queue CR status (oldest first, at most 5000 samples)."""
+        policy = self.get_object()
+        samples = QueueUsageSample.objects.filter(policy=policy).select_related("cluster")
+        params = request.query_params
+        if params.get("cluster"):
+            samples = samples.filter(cluster__name=params["cluster"])
+        for key, lookup in (("since", "at__gte"), ("until", "at__lt")):
+            if params.get(key):
+                when = parse_datetime(params[key])
+                if when is None:
+                    raise DjangoValidationError({key: f"'{params[key][:40]}' is not an ISO 8601 date-time"})
+                samples = samples.filter(**{lookup: when})
+        rows = list(samples.order_by("-at")[:5000])[::-1]
+        return Response({"units": UNITS, "samples": s.QueueUsageSampleSerializer(rows, many=True).data})
+
+    @extend_schema(request=None, responses={202: dict})
+    @action(detail=False, methods=["post"])
+    def sync(self, request):
+        """Queue a sync of every cluster's Queues now (platform admins)."""
+        if not access.is_platform_admin(request.user):
+            raise PermissionDenied({"detail": "only platform admins may start a queue sync"})
+        dispatch.sync_queue_clusters_on_commit(None)
+        return Response({"detail": "queue sync queued for every cluster"}, status=status.HTTP_202_ACCEPTED)
 
 
 class RuntimeTemplateViewSet(viewsets.ModelViewSet):
@@ -94,7 +187,10 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def create(self, request):
         """Submit a job. With an Idempotency-Key that repeats, returns the first job with 200."""
         job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key", ""))
-        return self._detail(job, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        response = self._detail(job, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        # Queue-limit warnings from submit (services.queues.check_job_limits), e.g. the queue is full for now.
+        response.data["warnings"] = getattr(job, "submit_warnings", [])
+        return response
 
     @extend_schema(request=s.JobUpdateSerializer, responses=s.GangJobDetailSerializer)
     def partial_update(self, request, pk=None):

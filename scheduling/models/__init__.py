@@ -1,7 +1,7 @@
 """gangweb's data model, one module per domain."""
 from .clusters import Cluster
 from .jobs import GangJob, PhaseTransition
-from .queues import QueuePolicy
+from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
 from .runs import ReconcileAttempt
 from .templates import RuntimeTemplate, RuntimeTemplateVersion
 
@@ -9,7 +9,9 @@ __all__ = [
     "Cluster",
     "GangJob",
     "PhaseTransition",
+    "QueueClusterState",
     "QueuePolicy",
+    "QueueUsageSample",
     "ReconcileAttempt",
     "RuntimeTemplate",
     "RuntimeTemplateVersion",

@@ -5,6 +5,8 @@ millicores, memory in decimal megabytes (10^6 bytes). `-1` means unlimited for q
 """
 from django.db import models
 
+from ..choices import SyncState
+
 UNLIMITED = -1
 
 
@@ -43,3 +45,58 @@ class QueuePolicy(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class QueueClusterState(models.Model):
+    """How one queue policy stands in one cluster, written by the queue sync (scheduling.reconcile.queues).
+
+    - `state`: SyncState. Pending until the first pass; InSync; Drifted for the pass that found a hand edit and
+      put it back; Error with `message`; Imported for a cluster queue gangweb does not manage; Deleted once the
+      Queue CR is gone from the cluster.
+    - `last_drift`: the hand edits found by the last pass that saw drift, a list of
+      ``{"field": "resources.gpu.quota", "expected": 4, "found": 6}`` (expected = gangweb's value, put back;
+      found = what the cluster had). Kept after the revert, with `last_drift_at`, so it can be shown.
+    - `status`: the Queue CR's `status` as last read, in KAI units:
+      ``{"allocated": {"gpu": 2.0, "cpu": 4000, "memory": 8000}, "requested": {...}, "child_queues": ["a"]}``
+      (GPUs in devices, CPU in millicores, memory in decimal MB), with `status_at`.
+    """
+
+    policy = models.ForeignKey(QueuePolicy, on_delete=models.CASCADE, related_name="cluster_states")
+    cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.CASCADE, related_name="queue_states")
+    state = models.CharField(max_length=16, choices=SyncState.choices, default=SyncState.PENDING)
+    message = models.TextField(blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    resource_version = models.CharField(max_length=64, blank=True, help_text="of the Queue CR as last seen")
+    last_drift = models.JSONField(default=list, blank=True)
+    last_drift_at = models.DateTimeField(null=True, blank=True)
+    status = models.JSONField(default=dict, blank=True)
+    status_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["policy_id", "cluster_id"]
+        constraints = [models.UniqueConstraint(fields=["policy", "cluster"], name="uniq_queue_state_per_cluster")]
+
+    def __str__(self):
+        return f"{self.policy_id}@{self.cluster_id}: {self.state}"
+
+
+class QueueUsageSample(models.Model):
+    """One reading of a Queue CR's `status.allocated` / `status.requested` in one cluster, for usage plots.
+
+    Units are KAI's: GPUs in devices (fractions allowed), CPU in millicores, memory in decimal MB (10^6 bytes).
+    A sample is written when the numbers change, and at least every GANGWEB_QUEUE_SAMPLE_SECONDS otherwise.
+    """
+
+    policy = models.ForeignKey(QueuePolicy, on_delete=models.CASCADE, related_name="usage_samples")
+    cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.CASCADE, related_name="queue_usage_samples")
+    at = models.DateTimeField(db_index=True)
+    allocated_gpu = models.FloatField(default=0)
+    allocated_cpu = models.BigIntegerField(default=0, help_text="millicores")
+    allocated_memory = models.BigIntegerField(default=0, help_text="megabytes (10^6 bytes)")
+    requested_gpu = models.FloatField(default=0)
+    requested_cpu = models.BigIntegerField(default=0, help_text="millicores")
+    requested_memory = models.BigIntegerField(default=0, help_text="megabytes (10^6 bytes)")
+
+    class Meta:
+        ordering = ["policy_id", "cluster_id", "at"]
+        indexes = [models.Index(fields=["policy", "cluster", "at"])]

@@ -18,3 +18,21 @@ def reconcile_jobs_on_commit(job_ids: list[int]) -> None:
         return
     chunks = [job_ids[i:i + BATCH] for i in range(0, len(job_ids), BATCH)]
     transaction.on_commit(lambda: [tasks.reconcile_jobs.delay(chunk) for chunk in chunks])
+
+
+def reconcile_queue_on_commit(policy_id: int, extra_cluster_ids: list[int] | None = None) -> None:
+    """Queue the sync of one queue policy once the transaction commits. `extra_cluster_ids` are clusters it
+    targeted before the change (so a dropped cluster gets its Queue CR deleted)."""
+    from .. import tasks
+
+    transaction.on_commit(lambda: tasks.reconcile_queue.delay(policy_id, extra_cluster_ids or []))
+
+
+def sync_queue_clusters_on_commit(cluster_ids: list[int] | None) -> None:
+    """Queue a queue sync of these clusters (None: every cluster) once the transaction commits."""
+    from .. import tasks
+
+    if cluster_ids is None:
+        transaction.on_commit(lambda: tasks.sync_queues.delay())
+        return
+    transaction.on_commit(lambda: [tasks.sync_queues.delay(cid) for cid in cluster_ids])

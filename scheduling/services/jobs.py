@@ -18,6 +18,7 @@ from django.utils import timezone
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
 from . import access, dispatch, policy
+from . import queues as queue_service
 from . import templates as template_service
 from . import validation as v
 from .errors import Conflict, IdempotencyMismatch
@@ -43,6 +44,8 @@ class Lookups:
     parents: set[int] = field(default_factory=set)
     clusters: dict[str, Cluster] = field(default_factory=dict)
     queue_clusters: dict[int, set[int]] = field(default_factory=dict)
+    tree: queue_service.QueueTree | None = None  # every queue, for the limit check of a queue and its ancestors
+    usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
 
     @classmethod
     def load(cls, items: list[dict]) -> Lookups:
@@ -62,6 +65,9 @@ class Lookups:
         for qid, cid in QueuePolicy.clusters.through.objects.filter(
                 queuepolicy_id__in=[q.id for q in lk.queues.values()]).values_list("queuepolicy_id", "cluster_id"):
             lk.queue_clusters.setdefault(qid, set()).add(cid)
+        lk.tree = queue_service.QueueTree.load()
+        chain_ids = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]}
+        lk.usage = queue_service.load_usage(chain_ids, [c.id for c in lk.clusters.values()])
         return lk
 
 
@@ -115,11 +121,15 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     access.check_submit(user, queue)
     resolved = template_service.render(version.spec, data.get("overrides", {}))
     policy.check_job_spec(resolved, version.spec)
-    return GangJob(
+    # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
+    limit_warnings = queue_service.check_job_limits(queue, cluster, resolved, lookups.tree, lookups.usage)
+    job = GangJob(
         name=name, namespace=namespace, template_version=version, overrides=data.get("overrides", {}), queue=queue,
         cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
         resolved_spec=resolved, submitted_by=user if user and user.is_authenticated else None,
     )
+    job.submit_warnings = limit_warnings  # not stored: returned with the submit response
+    return job
 
 
 def _persist(jobs: list[GangJob], message: str) -> list[GangJob]:
@@ -217,6 +227,7 @@ def update(user, job: GangJob, data) -> GangJob:
         if queue.id in lookups.parents:
             raise ValidationError({"queue": f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
         access.check_submit(user, queue)
+        queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
         job.queue = queue
     if "priority_class_name" in data:
         value = data["priority_class_name"]

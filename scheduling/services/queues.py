@@ -1,0 +1,485 @@
+"""Create, update and delete KAI queue policies, with the checks and warnings the API and the dashboard share.
+
+Semantics are KAI's (`QueueSpec` / `QueueResource`, shared/reference/kai.md §1):
+
+- quota and limit per resource (gpu devices, cpu millicores, memory decimal MB; see scheduling.kube.kai_units for
+  what users may type); ``-1`` is unlimited; quota 0 is no guarantee; an omitted limit is 0 in KAI and blocks
+  allocation, so gangweb always stores and sends limits and defaults them to ``-1``;
+- overQuotaWeight 0 gets no share of the surplus; the limit is checked for the queue **and every ancestor**;
+- only leaf queues take jobs; a parent must exist; no cycles.
+
+Refusals raise ValidationError({field: message}) (400), Conflict (409: name taken, queue in use, imported queue)
+or PermissionDenied (403: not a platform admin). Everything is validated before anything is written, so a refused
+request changes nothing. Accepted but doubtful input gives warnings (``[{"code", "field", "message"}]``) which
+the API returns on the queue and the dashboard shows.
+
+Write body (JSON; every field optional on update, which merges)::
+
+    {"name": "team-a", "display_name": "Team A", "parent": "research" | null, "priority": 100,
+     "gpu_quota": 4 | "4", "gpu_limit": 8 | -1, "gpu_over_quota_weight": 1,
+     "cpu_quota": 16000 | "16", "cpu_limit": "unlimited", "cpu_over_quota_weight": 1,
+     "memory_quota": 64000 | "64G" | "64Gi", "memory_limit": -1, "memory_over_quota_weight": 1,
+     "preempt_min_runtime": "10m", "reclaim_min_runtime": "30m",
+     "clusters": ["local"], "allowed_namespaces": ["team-a"]}
+
+`clusters` empty means every registered cluster (as job submit already treats it).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from kubernetes.utils import parse_quantity
+
+from ..choices import ACTIVE_PHASES, QueueWarning
+from ..kube.kai_units import RESOURCES, STATUS_RESOURCE_NAMES, UNITS, UNLIMITED, display, from_quantity, to_kai
+from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
+from . import access, dispatch
+from . import validation as v
+from .errors import Conflict, PermissionDenied
+
+# Sums and comparisons of fractional GPUs (0.1 + 0.2 vs 0.3) must not warn on float rounding.
+TOLERANCE = {"gpu": 1e-6, "cpu": 0, "memory": 0}
+QUOTA_FIELDS = tuple(f"{r}_{k}" for r in RESOURCES for k in ("quota", "limit"))
+WEIGHT_FIELDS = tuple(f"{r}_over_quota_weight" for r in RESOURCES)
+WRITABLE = ("name", "display_name", "parent", "priority", *QUOTA_FIELDS, *WEIGHT_FIELDS, "preempt_min_runtime",
+            "reclaim_min_runtime", "clusters", "allowed_namespaces")
+# Fields the API returns; a client that PUTs back what it read is not refused for them.
+READ_ONLY = ("id", "managed", "created_at", "updated_at", "warnings", "quantities", "sync", "units")
+# Go `time.ParseDuration` as metav1.Duration accepts it: "0", "20s", "1h30m", "1.5h".
+GO_DURATION = re.compile(r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$")
+INT32 = (-(2**31), 2**31 - 1)
+
+
+def unlimited(value) -> bool:
+    """True for KAI's -1 (unlimited quota or limit)."""
+    return value is not None and value == UNLIMITED
+
+
+def _over(resource: str, a, b) -> bool:
+    """a > b for finite KAI amounts, with the GPU tolerance."""
+    return a > b + TOLERANCE[resource]
+
+
+def _fmt(resource: str, amount) -> str:
+    """An amount for messages: "4 GPUs", "4000 millicores (4 cores)", "68720 MB", "unlimited"."""
+    if unlimited(amount):
+        return "unlimited"
+    shown = display(resource, amount)
+    if resource == "gpu":
+        return f"{shown} GPUs"
+    if resource == "cpu":
+        return f"{int(amount)} millicores ({shown} cores)" if not shown.endswith("m") else f"{int(amount)} millicores"
+    return f"{int(amount)} MB" + (f" ({shown})" if shown.endswith(("G", "Gi")) else "")
+
+
+@dataclass
+class QueueTree:
+    """Every queue policy, loaded in one query, with parent/children links for checks that span the tree."""
+
+    by_id: dict[int, QueuePolicy] = field(default_factory=dict)
+    by_name: dict[str, QueuePolicy] = field(default_factory=dict)
+    children: dict[int | None, list[QueuePolicy]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, policies=None) -> QueueTree:
+        """Build from `policies` (default: every QueuePolicy, one query)."""
+        tree = cls()
+        for p in (policies if policies is not None else QueuePolicy.objects.all()):
+            tree.by_id[p.id] = p
+            tree.by_name[p.name] = p
+        for p in tree.by_id.values():
+            tree.children.setdefault(p.parent_id, []).append(p)
+        for kids in tree.children.values():
+            kids.sort(key=lambda q: q.name)
+        return tree
+
+    def ancestors(self, policy: QueuePolicy) -> list[QueuePolicy]:
+        """Parent, grandparent, ... (stops at a missing id or a cycle)."""
+        out, seen, pid = [], {policy.id}, policy.parent_id
+        while pid is not None and pid in self.by_id and pid not in seen:
+            seen.add(pid)
+            out.append(self.by_id[pid])
+            pid = self.by_id[pid].parent_id
+        return out
+
+    def descendants(self, policy: QueuePolicy) -> list[QueuePolicy]:
+        """Children, grandchildren, ... (breadth first)."""
+        out, todo = [], list(self.children.get(policy.id, []))
+        while todo:
+            q = todo.pop(0)
+            out.append(q)
+            todo.extend(self.children.get(q.id, []))
+        return out
+
+    def roots(self) -> list[QueuePolicy]:
+        """Top-level queues, by name."""
+        return self.children.get(None, [])
+
+
+def _children_sum_warning(resource: str, parent: QueuePolicy, kids: list[QueuePolicy], on: str) -> dict | None:
+    pquota = getattr(parent, f"{resource}_quota")
+    if unlimited(pquota) or not kids:
+        return None
+    quotas = [getattr(k, f"{resource}_quota") for k in kids]
+    unlimited_kids = [k.name for k, q in zip(kids, quotas, strict=True) if unlimited(q)]
+    if unlimited_kids:
+        total = "unlimited (" + ", ".join(unlimited_kids) + " has quota -1)"
+    elif _over(resource, sum(quotas), pquota):
+        total = _fmt(resource, sum(quotas))
+    else:
+        return None
+    names = ", ".join(k.name for k in kids)
+    return {"code": QueueWarning.CHILDREN_OVER_PARENT, "field": f"{resource}_quota",
+            "message": f"the {resource} quotas of {names} (children of '{parent.name}') add up to {total}, more "
+                       f"than the {_fmt(resource, pquota)} quota of '{parent.name}'; {on}"}
+
+
+def warnings_for(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
+    """Warnings for one queue (as it is in memory) against the others in `tree`: a list of
+    ``{"code": QueueWarning, "field": "gpu_limit", "message": "..."}``. Pure: no queries."""
+    out = []
+    parent = tree.by_id.get(policy.parent_id) if policy.parent_id else None
+    ancestors = ([parent] + tree.ancestors(parent)) if parent else []
+    kids = [k for k in tree.children.get(policy.id, []) if k.id != policy.id] if policy.id else []
+    for r in RESOURCES:
+        quota, limit = getattr(policy, f"{r}_quota"), getattr(policy, f"{r}_limit")
+        weight = getattr(policy, f"{r}_over_quota_weight")
+        if limit == 0:
+            out.append({"code": QueueWarning.ZERO_LIMIT, "field": f"{r}_limit",
+                        "message": f"{r}_limit is 0: KAI allocates no {r} at all in this queue or its children; "
+                                   "send -1 for no limit"})
+        elif not unlimited(limit) and (unlimited(quota) or _over(r, quota, limit)):
+            out.append({"code": QueueWarning.QUOTA_OVER_LIMIT, "field": f"{r}_quota",
+                        "message": f"{r}_quota {_fmt(r, quota)} is above {r}_limit {_fmt(r, limit)}: the queue can "
+                                   "never use its whole quota"})
+        if weight == 0:
+            out.append({"code": QueueWarning.NO_SURPLUS_SHARE, "field": f"{r}_over_quota_weight",
+                        "message": f"{r}_over_quota_weight is 0: the queue gets no share of unused {r} beyond its "
+                                   "quota"})
+        capping = [a for a in ancestors if not unlimited(getattr(a, f"{r}_limit"))]
+        if capping:
+            cap = min(capping, key=lambda a: getattr(a, f"{r}_limit"))
+            cap_limit = getattr(cap, f"{r}_limit")
+            if unlimited(limit):
+                out.append({"code": QueueWarning.UNLIMITED_UNDER_FINITE, "field": f"{r}_limit",
+                            "message": f"{r}_limit is unlimited, but ancestor '{cap.name}' has {r}_limit "
+                                       f"{_fmt(r, cap_limit)}; KAI checks every ancestor's limit, so at most "
+                                       f"{_fmt(r, cap_limit)} can be allocated here"})
+            elif _over(r, limit, cap_limit):
+                out.append({"code": QueueWarning.LIMIT_OVER_ANCESTOR, "field": f"{r}_limit",
+                            "message": f"{r}_limit {_fmt(r, limit)} is above ancestor '{cap.name}'s "
+                                       f"{_fmt(r, cap_limit)}; at most {_fmt(r, cap_limit)} can be allocated here"})
+        if parent is not None:
+            siblings = [s for s in tree.children.get(parent.id, []) if s.id != policy.id] + [policy]
+            siblings.sort(key=lambda q: q.name)
+            w = _children_sum_warning(r, parent, siblings, "their guarantees cannot all be met")
+            if w:
+                out.append(w)
+        w = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
+        if w:
+            out.append(w)
+    return out
+
+
+def _check_admin(user) -> None:
+    if not access.is_platform_admin(user):
+        raise PermissionDenied({"detail": "only platform admins may change queue policies"})
+
+
+def _duration(value, field_name: str) -> str:
+    if value in (None, ""):
+        return ""
+    if not isinstance(value, str) or not GO_DURATION.match(value.strip()):
+        raise ValidationError({field_name: f"'{str(value)[:40]}' is not a duration such as '20s', '10m' or '1h30m'"})
+    return value.strip()
+
+
+def _apply(policy: QueuePolicy, data: dict, tree: QueueTree) -> tuple[list[Cluster] | None, bool]:
+    """Validate `data` and set it on the unsaved/in-memory `policy`. Returns (clusters or None, parent changed)."""
+    v.mapping(data, "body")
+    unknown = sorted(set(data) - set(WRITABLE) - set(READ_ONLY))
+    if unknown:
+        raise ValidationError({unknown[0]: f"unknown field; writable fields are {', '.join(WRITABLE)}"})
+    if "display_name" in data:
+        policy.display_name = v.string(data["display_name"] or "", "display_name", allow_empty=True, max_length=200)
+    if "priority" in data:
+        policy.priority = v.integer(data["priority"], "priority", minimum=INT32[0], maximum=INT32[1])
+    for name in QUOTA_FIELDS:
+        if name in data:
+            setattr(policy, name, to_kai(name.split("_")[0], data[name], name))
+    for name in WEIGHT_FIELDS:
+        if name in data:
+            value = data[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+                    or value > 1e9:
+                raise ValidationError({name: f"must be a number of at least 0 (0 = no share of the surplus), "
+                                             f"got {str(value)[:40]}"})
+            setattr(policy, name, float(value))
+    for name in ("preempt_min_runtime", "reclaim_min_runtime"):
+        if name in data:
+            setattr(policy, name, _duration(data[name], name))
+    if "allowed_namespaces" in data:
+        namespaces = data["allowed_namespaces"] or []
+        if not isinstance(namespaces, list):
+            raise ValidationError({"allowed_namespaces": "must be a list of namespace names"})
+        for i, ns in enumerate(namespaces):
+            v.dns_label(ns, f"allowed_namespaces[{i}]")
+        policy.allowed_namespaces = list(dict.fromkeys(namespaces))
+    clusters = None
+    if "clusters" in data:
+        names = data["clusters"] or []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValidationError({"clusters": "must be a list of cluster names"})
+        found = {c.name: c for c in Cluster.objects.filter(name__in=names)}
+        missing = [n for n in names if n not in found]
+        if missing:
+            raise ValidationError({"clusters": f"no cluster named '{missing[0][:63]}'"})
+        clusters = [found[n] for n in dict.fromkeys(names)]
+    parent_changed = False
+    if "parent" in data:
+        pname = data["parent"]
+        if pname in (None, ""):
+            parent = None
+        else:
+            v.string(pname, "parent", max_length=63)
+            parent = tree.by_name.get(pname)
+            if parent is None:
+                raise ValidationError({"parent": f"no queue named '{pname[:63]}'"})
+            if policy.id is not None and (parent.id == policy.id or policy in tree.ancestors(parent)):
+                between = []
+                for a in tree.ancestors(parent):
+                    if a.id == policy.id:
+                        break
+                    between.append(a.name)
+                path = [policy.name, *reversed(between), parent.name] if parent.id != policy.id else [policy.name]
+                raise ValidationError({"parent": f"'{pname}' is this queue or one of its descendants; the hierarchy "
+                                                 f"would loop ({' → '.join([*path, policy.name])})"})
+        parent_changed = (parent.id if parent else None) != policy.parent_id
+        if parent_changed and parent is not None:
+            active = GangJob.objects.filter(queue=parent, phase__in=list(ACTIVE_PHASES)).count()
+            if active:
+                raise ValidationError({"parent": f"queue '{parent.name}' has {active} active jobs; only leaf queues "
+                                                 "take jobs, so it cannot get child queues until they finish"})
+        policy.parent = parent
+    return clusters, parent_changed
+
+
+def _reflect(tree: QueueTree, policy: QueuePolicy) -> QueueTree:
+    """`tree` with `policy`'s in-memory values in place of its stored row (for warnings before saving)."""
+    policies = [p for p in tree.by_id.values() if p.id != policy.id] + [policy]
+    return QueueTree.load(policies)
+
+
+def create_queue(user, data) -> tuple[QueuePolicy, list[dict]]:
+    """Create a managed queue policy and queue its sync to its clusters. Returns (policy, warnings).
+
+    Limits not given are stored as -1 (unlimited), never left to KAI's default of 0.
+    Raises ValidationError (400), Conflict (409: name taken), PermissionDenied (403).
+    """
+    _check_admin(user)
+    v.mapping(data, "body")
+    name = v.dns_label(data.get("name"), "name")
+    tree = QueueTree.load()
+    if name in tree.by_name:
+        raise Conflict({"name": f"a queue named '{name}' already exists"})
+    policy = QueuePolicy(name=name, managed=True, gpu_limit=UNLIMITED, cpu_limit=UNLIMITED, memory_limit=UNLIMITED)
+    clusters, _ = _apply(policy, data, tree)
+    with transaction.atomic():
+        policy.save()
+        if clusters:
+            policy.clusters.set(clusters)
+        dispatch.reconcile_queue_on_commit(policy.id)
+    return policy, warnings_for(policy, _reflect(tree, policy))
+
+
+def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dict]]:
+    """Change a managed queue policy (fields not given keep their value) and queue its sync.
+
+    Clusters dropped from `clusters` get the Queue CR deleted there by the next sync. Returns (policy, warnings).
+    Raises ValidationError (400: bad value, missing parent, cycle, name change), Conflict (409: imported queue),
+    PermissionDenied (403).
+    """
+    _check_admin(user)
+    v.mapping(data, "body")
+    if not policy.managed:
+        raise Conflict({"managed": f"queue '{policy.name}' was imported from a cluster; gangweb shows it but does "
+                                   "not change it"})
+    if "name" in data and data["name"] != policy.name:
+        raise ValidationError({"name": "cannot be changed; KAI queues are referenced by name: create a new queue"})
+    tree = QueueTree.load()
+    policy = tree.by_id[policy.id]
+    before = set(policy.clusters.values_list("id", flat=True))
+    clusters, _ = _apply(policy, data, tree)
+    with transaction.atomic():
+        policy.save()
+        if clusters is not None:
+            policy.clusters.set(clusters)
+        dispatch.reconcile_queue_on_commit(policy.id, extra_cluster_ids=sorted(before))
+    return policy, warnings_for(policy, _reflect(tree, policy))
+
+
+def delete_queue(user, policy: QueuePolicy) -> None:
+    """Delete a managed queue policy; the next sync deletes its Queue CR in every cluster (children first).
+
+    Refused with Conflict (409), changing nothing, while the queue has child queues or active jobs, while
+    finished jobs still reference it (their history would be lost), or when it was imported from a cluster.
+    """
+    _check_admin(user)
+    if not policy.managed:
+        raise Conflict({"managed": f"queue '{policy.name}' was imported from a cluster; delete it there"})
+    children = list(QueuePolicy.objects.filter(parent=policy).values_list("name", flat=True))
+    if children:
+        raise Conflict({"children": f"queue '{policy.name}' has child queues ({', '.join(children)}); delete or "
+                                    "move them first"})
+    jobs = GangJob.objects.filter(queue=policy)
+    active = jobs.filter(phase__in=list(ACTIVE_PHASES)).count()
+    if active:
+        raise Conflict({"jobs": f"queue '{policy.name}' has {active} active jobs; cancel them or wait for them "
+                                "to finish"})
+    finished = jobs.count()
+    if finished:
+        raise Conflict({"jobs": f"{finished} finished jobs keep queue '{policy.name}' in their history; "
+                                "it cannot be deleted"})
+    cluster_ids = sorted(set(policy.clusters.values_list("id", flat=True)) | set(
+        QueueClusterState.objects.filter(policy=policy).values_list("cluster_id", flat=True)))
+    with transaction.atomic():
+        policy.delete()
+        dispatch.sync_queue_clusters_on_commit(cluster_ids or None)
+
+
+def policy_payload(policy: QueuePolicy) -> dict:
+    """Per resource: quota, limit and weight in KAI units plus the same as display strings (``"64Gi"``)."""
+    out = {}
+    for r in RESOURCES:
+        q, lim = getattr(policy, f"{r}_quota"), getattr(policy, f"{r}_limit")
+        out[r] = {"unit": UNITS[r], "quota": q, "limit": lim,
+                  "over_quota_weight": getattr(policy, f"{r}_over_quota_weight"),
+                  "quota_display": display(r, q), "limit_display": display(r, lim)}
+    return out
+
+
+def _usage_sum(states: list[QueueClusterState], key: str) -> dict | None:
+    readings = [s.status.get(key) for s in states if s.status and s.status.get(key)]
+    if not readings:
+        return None
+    return {r: sum(x.get(r, 0) for x in readings) for r in RESOURCES}
+
+
+def queue_tree(cluster: str | None = None) -> list[dict]:
+    """The queue hierarchy for the tree page and `GET /api/v1/queues/tree/`, in four queries whatever its size.
+
+    Returns root nodes (by name), each::
+
+        {"id", "name", "display_name", "managed", "priority", "parent": name | None, "depth": 0, "leaf": bool,
+         "clusters": ["local"],                      # names it targets; [] = every cluster
+         "resources": {"gpu": {"unit": "devices", "quota": 8.0, "limit": -1, "over_quota_weight": 1.0,
+                               "quota_display": "8", "limit_display": "unlimited",
+                               "allocated": 2.0 | None, "requested": 3.0 | None}, "cpu": {...}, "memory": {...}},
+         "warnings": [{"code", "field", "message"}],
+         "sync": [{"cluster", "state", "message", "last_synced_at", "last_drift", "last_drift_at", "status_at"}],
+         "children": [...]}
+
+    `allocated` / `requested` come from the Queue CR status KAI writes (KAI units; GPU devices, CPU millicores,
+    memory MB): for `cluster` when given (a cluster name), else summed over the clusters that reported; None when
+    no cluster has reported yet.
+    """
+    tree = QueueTree.load()
+    names: dict[int, list[str]] = {}
+    for pid, cname in QueuePolicy.clusters.through.objects.values_list("queuepolicy_id", "cluster__name"):
+        names.setdefault(pid, []).append(cname)
+    states_qs = QueueClusterState.objects.select_related("cluster").order_by("cluster__name")
+    if cluster:
+        states_qs = states_qs.filter(cluster__name=cluster)
+    states: dict[int, list[QueueClusterState]] = {}
+    for st in states_qs:
+        states.setdefault(st.policy_id, []).append(st)
+
+    def node(policy: QueuePolicy, depth: int) -> dict:
+        mine = states.get(policy.id, [])
+        allocated, requested = _usage_sum(mine, "allocated"), _usage_sum(mine, "requested")
+        resources = policy_payload(policy)
+        for r in RESOURCES:
+            resources[r]["allocated"] = allocated[r] if allocated else None
+            resources[r]["requested"] = requested[r] if requested else None
+        kids = tree.children.get(policy.id, [])
+        parent = tree.by_id.get(policy.parent_id)
+        return {"id": policy.id, "name": policy.name, "display_name": policy.display_name, "managed": policy.managed,
+                "priority": policy.priority, "parent": parent.name if parent else None, "depth": depth,
+                "leaf": not kids, "clusters": sorted(names.get(policy.id, [])), "resources": resources,
+                "warnings": warnings_for(policy, tree), "sync": [sync_payload(s) for s in mine],
+                "children": [node(k, depth + 1) for k in kids]}
+
+    return [node(p, 0) for p in tree.roots()]
+
+
+def sync_payload(state: QueueClusterState) -> dict:
+    """One cluster's sync state of a queue, as the API and the pages show it (status in KAI units)."""
+    return {"cluster": state.cluster.name, "state": state.state, "message": state.message,
+            "last_synced_at": state.last_synced_at, "last_drift": state.last_drift,
+            "last_drift_at": state.last_drift_at, "status": state.status, "status_at": state.status_at}
+
+
+def _requests(container: dict) -> dict[str, Decimal]:
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    return {n: parse_quantity(requests[n] if n in requests else limits[n]) for n in {*requests, *limits}}
+
+
+def job_request(resolved_spec: dict) -> dict[str, float | int]:
+    """What a job asks of its queue in KAI units (``{"gpu": 8.0, "cpu": 16000, "memory": 64000}``): per pod the
+    sum of its containers' requests (a missing request falls back to the limit, as the API server defaults it),
+    or its largest init container if bigger, times the pod set's replicas, summed over pod sets."""
+    total = {name: Decimal(0) for name in STATUS_RESOURCE_NAMES.values()}
+    for ps in resolved_spec.get("podSets") or []:
+        spec = (ps.get("template") or {}).get("spec") or {}
+        for name in total:
+            main = sum((_requests(c).get(name, Decimal(0)) for c in spec.get("containers") or []), Decimal(0))
+            init = max((_requests(c).get(name, Decimal(0)) for c in spec.get("initContainers") or []),
+                       default=Decimal(0))
+            total[name] += max(main, init) * int(ps.get("replicas") or 0)
+    return {r: from_quantity(r, total[name]) for r, name in STATUS_RESOURCE_NAMES.items()}
+
+
+def load_usage(queue_ids, cluster_ids) -> dict[tuple[int, int], dict]:
+    """{(policy id, cluster id): last read Queue status} for the given queues and clusters (one query)."""
+    return {(pid, cid): status for pid, cid, status in QueueClusterState.objects.filter(
+        policy_id__in=list(queue_ids), cluster_id__in=list(cluster_ids)).values_list("policy_id", "cluster_id",
+                                                                                      "status")}
+
+
+def check_job_limits(queue: QueuePolicy, cluster: Cluster, resolved_spec: dict, tree: QueueTree,
+                     usage: dict[tuple[int, int], dict]) -> list[dict]:
+    """Check a job's request against the finite limits of its queue and every ancestor (KAI checks them all,
+    `max_allowed_check.go`), in the target cluster.
+
+    - The job alone is over a limit (including a limit of 0): it could never be scheduled, so this raises
+      ValidationError({"queue": "job requests 8 GPUs; queue 'team-a' has gpu_limit 4 GPUs ..."}) (400).
+    - It fits the limit but not next to what KAI reports allocated in that cluster: it would wait, so this returns
+      a warning ``{"code": "OverQueueLimit", "queue", "resource", "limit", "allocated", "requested", "message"}``.
+    Returns the warnings (empty when the job fits).
+    """
+    request = job_request(resolved_spec)
+    chain = [tree.by_id.get(queue.id, queue), *tree.ancestors(tree.by_id.get(queue.id, queue))]
+    out = []
+    for q in chain:
+        allocated = (usage.get((q.id, cluster.id)) or {}).get("allocated") or {}
+        for r in RESOURCES:
+            limit, want = getattr(q, f"{r}_limit"), request[r]
+            if unlimited(limit) or not want:
+                continue
+            role = "queue" if q.id == queue.id else "ancestor queue"
+            if _over(r, want, limit):
+                raise ValidationError({"queue": f"job requests {_fmt(r, want)}; {role} '{q.name}' has {r}_limit "
+                                                f"{_fmt(r, limit)}, so KAI can never schedule it (OverLimit)"})
+            have = allocated.get(r, 0)
+            if _over(r, have + want, limit):
+                out.append({"code": "OverQueueLimit", "queue": q.name, "resource": r, "limit": limit,
+                            "allocated": have, "requested": want,
+                            "message": f"{role} '{q.name}' in cluster '{cluster.name}' has {_fmt(r, have)} of "
+                                       f"{r} allocated and a {r}_limit of {_fmt(r, limit)}; this job's "
+                                       f"{_fmt(r, want)} waits until enough is freed"})
+    return out
