@@ -24,7 +24,7 @@ POD = ObjectRef("v1", "Pod", "pods")
 
 
 class RequestCounter:
-    """Thread-safe counts of API requests by "VERB plural", e.g. {"LIST podgroups": 1}."""
+    """Thread-safe counts of API requests by "VERB group/plural", e.g. {"LIST scheduling.run.ai/podgroups": 1}."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -33,7 +33,7 @@ class RequestCounter:
     def add(self, verb: str, ref: ObjectRef) -> None:
         """Count one request."""
         with self._lock:
-            self.counts[f"{verb} {ref.plural}"] += 1
+            self.counts[f"{verb} {ref.group or 'core'}/{ref.plural}"] += 1
 
     def total(self) -> int:
         """All requests counted so far."""

@@ -285,15 +285,20 @@ class JobReconciler:
         return self.read_ours(ref, name)
 
     # ---- deletion ----------------------------------------------------------------------------------------------
-    def delete(self, ref: ObjectRef, obj: dict) -> None:
-        """Delete one of our objects with a UID precondition (a 409 means it was already replaced: leave it)."""
+    def delete(self, ref: ObjectRef, obj: dict) -> dict | None:
+        """Delete one of our objects with a UID precondition (a 409 means it was already replaced: leave it).
+        Returns the object when the server kept it terminating (finalizers pending), else None."""
         meta = obj["metadata"]
         try:
-            objects.delete(self.api, ref, self.ns, meta["name"], uid=meta.get("uid"))
-            self.actions.append(f"delete {ref.kind} {self.ns}/{meta['name']}")
+            left = objects.delete(self.api, ref, self.ns, meta["name"], uid=meta.get("uid"))
         except ApiException as exc:
             if exc.status != 409:
                 raise
+            return None
+        self.actions.append(f"delete {ref.kind} {self.ns}/{meta['name']}")
+        if isinstance(left, dict) and left.get("kind") == ref.kind and is_terminating(left):
+            return left
+        return None
 
     def live_pods_of(self, gang_name: str) -> list[dict]:
         """The job's pods not yet Succeeded/Failed (terminating ones included) that name `gang_name` as their group
@@ -326,10 +331,10 @@ class JobReconciler:
             for name, obj in list(self.observed.gang_of(ref).items()):
                 if (kind_key(ref), name) in keep:
                     continue
-                if is_terminating(obj):
+                if not is_terminating(obj):
+                    obj = self.delete(ref, obj)
+                if obj is not None:
                     self.release_finalizers(ref, obj)
-                else:
-                    self.delete(ref, obj)
 
     def delete_stale(self, wanted: list[dict], owners: list[dict], svc: dict) -> None:
         """Delete objects of the job from earlier generations (Jobs first, so their pods go before the gang)."""
