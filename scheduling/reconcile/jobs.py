@@ -479,25 +479,49 @@ def reconcile_job_task(task, job_id: int) -> PassResult | None:
     return result
 
 
+def _record_not_attempted(job: GangJob, err: KubeError) -> None:
+    before = _status_snapshot(job)
+    job.phase_reason, job.phase_message = err.reason, err.message
+    save_status(job, before)
+    ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
+                                    outcome=ReconcileOutcome.TRANSIENT_ERROR if isinstance(err, TransientKubeError)
+                                    else ReconcileOutcome.TERMINAL_ERROR, reason=err.reason,
+                                    message=f"not attempted: {err.message}"[:2000])
+
+
 def reconcile_many(job_ids: list[int]) -> dict[str, int]:
-    """Reconcile a batch of jobs (bulk submit), one pass each. A job's error is recorded on it and does not
-    stop the batch; once a cluster is found unreachable its remaining jobs get the same error without another
-    connection attempt (the resync retries them). Returns counts {"ok", "failed", "requeued"}."""
+    """Reconcile a batch of jobs (bulk submit), one pass each, oldest first.
+
+    Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does) feeds
+    every job's pass, so a batch of N new jobs costs a constant number of reads plus the creates. A job's error
+    is recorded on it and does not stop the batch; when a cluster cannot be reached its jobs get that error
+    without more connection attempts (the periodic resync retries them). Returns counts {"ok", "failed",
+    "requeued"}.
+    """
+    from .resync import snapshot
+
     counts = {"ok": 0, "failed": 0, "requeued": 0}
-    down: dict[int, TransientKubeError] = {}
-    for job in _load(job_ids):
+    snapshots: dict[int, object] = {}
+    down: dict[int, KubeError] = {}
+    for job in _load(job_ids).order_by("pk"):
         if job.cluster_id in down:
-            err = down[job.cluster_id]
-            before = _status_snapshot(job)
-            job.phase_reason, job.phase_message = err.reason, err.message
-            save_status(job, before)
-            ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
-                                            outcome=ReconcileOutcome.TRANSIENT_ERROR, reason=err.reason,
-                                            message=f"not attempted: {err.message}"[:2000])
+            _record_not_attempted(job, down[job.cluster_id])
             counts["failed"] += 1
             continue
         try:
-            result = run_pass(job)
+            api = kube_client.api_client(job.cluster)
+            if job.cluster_id not in snapshots:
+                snapshots[job.cluster_id] = snapshot(api, set(job.cluster.served_apis or [])
+                                                     or discovery.served_versions(api))
+            observed = snapshots[job.cluster_id].for_job(str(job.uid), backend_for(job, api))
+        except KubeError as exc:
+            if isinstance(exc, TransientKubeError) or exc.reason == "InvalidKubeconfig":
+                down[job.cluster_id] = exc
+            _record_not_attempted(job, exc)
+            counts["failed"] += 1
+            continue
+        try:
+            result = run_pass(job, api=api, observed=observed)
         except TransientKubeError as exc:
             counts["failed"] += 1
             if exc.reason == CLUSTER_UNREACHABLE:

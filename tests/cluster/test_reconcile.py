@@ -240,3 +240,29 @@ def test_resync_lists_each_kind_once_whatever_the_number_of_jobs(world):
         assert all(verb.startswith("LIST ") and n == 1 for verb, n in objects.requests.counts.items())
         counts.append((stats["jobs"], objects.requests.total()))
     assert counts == [(3, kinds), (6, kinds)]
+
+
+def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, kube_namespace, admin_user, enqueued):
+    from scheduling.services import local_cluster
+
+    cluster = local_cluster.register(kube_cluster.kubeconfig)
+    assert cluster.health == "Healthy" and "k8s-workload-v1alpha2" in cluster.available_backends
+    job, _ = job_service.submit(admin_user, {"name": "first", "namespace": kube_namespace,
+                                             "template": "sample-gang", "queue": "default", "cluster": "local"})
+    result = resync.job_reconcile.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk))
+    assert result.error is None, result.message
+    job.refresh_from_db()
+    assert job.phase == GangPhase.DISPATCHED and job.backend_plugin == "k8s-workload-v1alpha2"
+
+
+def test_a_bulk_batch_shares_one_snapshot_and_then_only_creates(world):
+    batch = [world.submit(backend="kai", replicas=1) for _ in range(5)]
+    objects.requests.reset()
+    counts = resync.job_reconcile.reconcile_many([j.pk for j in batch])
+    assert counts == {"ok": 5, "failed": 0, "requeued": 0}
+    lists = sum(n for verb, n in objects.requests.counts.items() if verb.startswith("LIST "))
+    creates = sum(n for verb, n in objects.requests.counts.items() if verb.startswith("CREATE "))
+    assert lists == len(resync.gang_kinds(set(world.cluster.served_apis))) + 3
+    assert creates == 5 * 3  # PodGroup, Indexed Job, Service per job
+    assert set(GangJob.objects.filter(pk__in=[j.pk for j in batch]).values_list("phase", flat=True)) == {
+        GangPhase.DISPATCHED}
