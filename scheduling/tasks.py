@@ -16,11 +16,12 @@ log = logging.getLogger(__name__)
 @shared_task(name="scheduling.reconcile_job", bind=True, acks_late=True, ignore_result=True,
              autoretry_for=(TransientKubeError,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
-def reconcile_job(self, job_id: int) -> None:
-    """Reconcile one job into its cluster (see scheduling.reconcile.jobs)."""
+def reconcile_job(self, job_id: int, waits: int = 0) -> None:
+    """Reconcile one job into its cluster (see scheduling.reconcile.jobs). `waits` counts the countdowns already
+    spent waiting on the cluster (objects being deleted), so waiting stays bounded."""
     from .reconcile import jobs
 
-    jobs.reconcile_job_task(self, job_id)
+    jobs.reconcile_job_task(self, job_id, waits)
 
 
 @shared_task(name="scheduling.reconcile_jobs", acks_late=True, ignore_result=True, soft_time_limit=900,

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 3
 WAIT_SECONDS = 5  # countdown while the world catches up (an object terminating, pods going away)
+MAX_WAITS = 6  # countdowns in a row (5 s doubling: about 5 minutes in all); then the resync takes over
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 LIVE_POD_PHASES = ("Pending", "Running", "Unknown")
 NAME_CONFLICT = "NameConflict"
@@ -72,6 +73,10 @@ class Requeue(Exception):
     def __init__(self, countdown: int, reason: str, message: str):
         super().__init__(message)
         self.countdown, self.reason, self.message = countdown, reason, message
+
+
+class _Done(Exception):
+    """The pass finished early without needing the cluster."""
 
 
 @dataclass
@@ -121,6 +126,9 @@ def backend_for(job: GangJob, api) -> SchedulerBackend:
         raise TerminalKubeError(BACKEND_UNAVAILABLE,
                                 f"cluster {job.cluster.name} serves no API of backend '{family}' (needs {wanted})")
     job.backend_plugin = cls.name
+    # Recorded at once, before anything is created: a cancel must know which kinds to clean up even if this
+    # pass dies half-way.
+    GangJob.objects.filter(pk=job.pk, backend_plugin="").update(backend_plugin=cls.name)
     return cls()
 
 
@@ -419,10 +427,18 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     result = PassResult()
     reconciler = None
     try:
+        if job.desired_state == DesiredState.CANCEL and not job.backend_plugin:
+            # Never dispatched: nothing of it can be in the cluster, so no request is needed (works offline too).
+            status.record_phase(job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
+                                "cancelled before it was dispatched")
+            job.cleaned_up_at = job.cleaned_up_at or timezone.now()
+            raise _Done
         api = api or kube_client.api_client(job.cluster)
         reconciler = JobReconciler(job, api, observed)
         reconciler.run()
         _clear_error(job)
+    except _Done:
+        pass
     except Requeue as exc:
         result.reason, result.message, result.requeue_after = exc.reason, exc.message, exc.countdown
     except KubeError as exc:
@@ -451,12 +467,13 @@ def _load(job_ids):
     return GangJob.objects.select_related("cluster", "queue").filter(pk__in=job_ids)
 
 
-def reconcile_job_task(task, job_id: int) -> PassResult | None:
+def reconcile_job_task(task, job_id: int, waits: int = 0) -> PassResult | None:
     """Body of the `scheduling.reconcile_job` Celery task: one pass over one job.
 
     A missing job is logged and ignored. A transient error is re-raised for the task's autoretry, except on the
     last allowed retry, where it is only recorded (the periodic resync keeps converging the job). A requeue
-    enqueues the job again after its countdown.
+    (waiting on the cluster) enqueues the job again after its countdown, doubling per wait up to 5 minutes and at
+    most MAX_WAITS times; the periodic resync covers anything longer.
     """
     from .. import tasks
 
@@ -474,8 +491,9 @@ def reconcile_job_task(task, job_id: int) -> PassResult | None:
                         job_id, retries)
             return None
         raise
-    if result.requeue_after is not None:
-        tasks.reconcile_job.apply_async((job_id,), countdown=result.requeue_after)
+    if result.requeue_after is not None and waits < MAX_WAITS:
+        countdown = min(result.requeue_after * 2 ** waits, 300)
+        tasks.reconcile_job.apply_async((job_id,), {"waits": waits + 1}, countdown=countdown)
     return result
 
 
