@@ -58,8 +58,9 @@ def jobs_to_resync(cluster: Cluster):
 
 
 def resync_cluster(cluster: Cluster) -> dict:
-    """One resync pass over `cluster`. Returns {"jobs", "acted", "failed", "requests", "seconds"}; records a
-    ReconcileAttempt of kind "resync" (and one per job that was acted on or failed)."""
+    """One resync pass over `cluster`. Returns {"jobs", "acted", "failed", "orphaned_jobs", "requests",
+    "seconds"}; records a ReconcileAttempt of kind "resync" (and one per job that was acted on or failed).
+    `orphaned_jobs` counts job UIDs that have objects labelled with this instance but no job row here."""
     started = time.monotonic()
     before = objects.requests.total()
     stats = {"jobs": 0, "acted": 0, "failed": 0}
@@ -72,6 +73,10 @@ def resync_cluster(cluster: Cluster) -> dict:
 
             served = set(probe.probe_cluster(cluster).served_apis or [])
         snap = snapshot(api, served)
+        known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
+                 .values_list("uid", flat=True)}
+        # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
+        stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
         for job in jobs_to_resync(cluster):
             stats["jobs"] += 1
             try:
