@@ -149,26 +149,34 @@ def test_a_60_character_job_name_gives_valid_objects_and_label_values(world):
         assert obj["metadata"]["labels"]["gangweb.io/job"] == name
 
 
-def test_after_the_pods_succeed_the_gang_object_is_gone_within_one_resync(world):
-    job = world.submit(backend="k8s-workload", replicas=2, annotations={"gangweb.io/sim-exit": "0"})
+@pytest.mark.parametrize("exit_code, phase, condition", [("0", GangPhase.SUCCEEDED, "Complete"),
+                                                         ("1", GangPhase.FAILED, "Failed")])
+def test_after_the_pods_finish_the_gang_object_is_gone_within_one_resync(world, exit_code, phase, condition):
+    job = world.submit(backend="k8s-workload", replicas=2, annotations={"gangweb.io/sim-exit": exit_code})
     world.reconcile(job)
     spec = world.names(job)
-    wait_for(lambda: all(any(c["type"] == "Complete" and c["status"] == "True"
-                             for c in (o.get("status") or {}).get("conditions") or [])
-                         for o in world.gang(job, JOB)), 90, "the Indexed Job to complete")
+
+    def owner_finished():
+        return all(any(c["type"] == condition and c["status"] == "True"
+                       for c in (o.get("status") or {}).get("conditions") or []) for o in world.gang(job, JOB))
+
+    wait_for(owner_finished, 90, f"the Indexed Job to be {condition}")
+    wait_for(lambda: all(p["status"].get("phase") in ("Succeeded", "Failed") for p in world.gang(job, POD)),
+             60, "no live pod")
 
     stats = resync.resync_cluster(world.cluster)
 
     job.refresh_from_db()
-    assert job.phase == GangPhase.SUCCEEDED and job.finished_at is not None
+    assert job.phase == phase and job.finished_at is not None
     assert world.get(V1A2_POD_GROUP, spec.gang_name) is None
     assert world.get(V1A2_WORKLOAD, spec.gang_name) is None
     assert world.gang(job, SERVICE) == []
+    assert len(world.gang(job, JOB)) == 1  # the Indexed Job stays for inspection; it holds no quota
     assert stats["failed"] == 0
     resync.resync_cluster(world.cluster)
     job.refresh_from_db()
     assert job.cleaned_up_at is not None
-    assert list(job.transitions.values_list("phase", flat=True))[-1] == GangPhase.SUCCEEDED
+    assert list(job.transitions.values_list("phase", flat=True))[-1] == phase
 
 
 @pytest.mark.parametrize("family", ["k8s-workload", "volcano"])
