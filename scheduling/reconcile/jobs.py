@@ -211,9 +211,14 @@ class JobReconciler:
             self.delete(JOB, owner)
         self.observed.owners = {}
         for ref in reversed(self.backend.gang_kinds):
-            for obj in list(self.observed.gang_of(ref).values()):
+            kind = self.observed.gang_of(ref)
+            for name, obj in list(kind.items()):
                 if not is_terminating(obj):
-                    self.delete(ref, obj)
+                    left = self.delete(ref, obj)  # still terminating (finalizer): the stale sweep looks again
+                    if left is None:
+                        kind.pop(name)
+                    else:
+                        kind[name] = left
         old = self.job.gang_generation
         if not GangJob.objects.filter(pk=self.job.pk, gang_generation=old).update(gang_generation=old + 1):
             raise Requeue(1, "Conflict", "another reconcile pass replaced the gang first")
