@@ -409,13 +409,21 @@ def _clear_error(job: GangJob) -> None:
 
 
 def save_status(job: GangJob, before: dict) -> list[str]:
-    """Write the status fields that changed, once; conditional on the phase read at the start, so a slower
-    concurrent pass never overwrites a newer phase. Returns the fields written."""
-    changed = [f for f in STATUS_FIELDS if getattr(job, f) != before[f]]
+    """Write, once, the status fields this pass changed in memory that the row does not already hold (a status
+    writer such as `apply_observation` may have saved some itself). A phase change is conditional on the phase
+    read at the start, so a slower concurrent pass never overwrites a newer phase. Returns the fields written."""
+    touched = [f for f in STATUS_FIELDS if getattr(job, f) != before[f]]
+    if not touched:
+        return []
+    current = GangJob.objects.filter(pk=job.pk).values(*touched).first() or {}
+    changed = [f for f in touched if current.get(f) != getattr(job, f)]
     if changed:
         values = {f: getattr(job, f) for f in changed}
         values["updated_at"] = timezone.now()
-        GangJob.objects.filter(pk=job.pk, phase=before["phase"]).update(**values)
+        rows = GangJob.objects.filter(pk=job.pk)
+        if "phase" in changed:
+            rows = rows.filter(phase=before["phase"])
+        rows.update(**values)
     return changed
 
 
