@@ -25,6 +25,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--backend", default="k8s-workload",
                         choices=["k8s-workload", "kai", "coscheduling", "volcano"])
     parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--single", action="store_true",
+                        help="one reconcile_job task body per job (per-job LISTs) instead of one bulk batch")
     args = parser.parse_args(argv)
 
     state = tempfile.mkdtemp(prefix="gangweb-bench-")
@@ -60,7 +62,12 @@ def main(argv=None) -> dict:
 
     objects.requests.reset()
     start = time.monotonic()
-    counts = jobs.reconcile_many([j.pk for j in created])
+    if args.single:
+        for job in created:
+            jobs.reconcile_job_task(None, job.pk)
+        counts = {"ok": GangJob.objects.exclude(backend_plugin="").count()}
+    else:
+        counts = jobs.reconcile_many([j.pk for j in created])
     took = time.monotonic() - start
     reconcile_requests = objects.requests.total()
 
@@ -73,7 +80,8 @@ def main(argv=None) -> dict:
     phases = sorted({j.phase for j in GangJob.objects.all()})
     client.CoreV1Api(api).delete_namespace(namespace)
     result = {
-        "backend": args.backend, "jobs": args.jobs, "replicas": args.replicas, "outcome": counts,
+        "backend": args.backend, "mode": "single" if args.single else "bulk", "jobs": args.jobs,
+        "replicas": args.replicas, "outcome": counts,
         "reconcile_seconds": round(took, 2), "jobs_per_second": round(args.jobs / took, 1),
         "requests_per_job": round(reconcile_requests / args.jobs, 1), "resyncs": resyncs, "phases": phases,
     }
