@@ -459,7 +459,7 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
         result.outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
                           else ReconcileOutcome.TERMINAL_ERROR)
         result.reason, result.message = exc.reason, exc.message
-        job.phase_reason, job.phase_message = exc.reason, exc.message
+        status.record_error(job, exc.reason, exc.message, exc.status)
     if reconciler is not None:
         result.actions = reconciler.actions
     with transaction.atomic():
@@ -512,7 +512,7 @@ def reconcile_job_task(task, job_id: int, waits: int = 0) -> PassResult | None:
 
 def _record_not_attempted(job: GangJob, err: KubeError) -> None:
     before = _status_snapshot(job)
-    job.phase_reason, job.phase_message = err.reason, err.message
+    status.record_error(job, err.reason, f"not attempted: {err.message}", err.status)
     save_status(job, before)
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
                                     outcome=ReconcileOutcome.TRANSIENT_ERROR if isinstance(err, TransientKubeError)

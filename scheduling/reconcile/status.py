@@ -97,3 +97,10 @@ def apply_observation(job, backend: SchedulerBackend, gang_objects: list[dict], 
     found = derive(gang_objects, pods, owners, expected)
     if found is not None:
         record_phase(job, *found)
+
+
+def record_error(job, reason: str, message: str, status: int | None = None) -> None:
+    """Record on `job` (in memory; the pass saves it) that the cluster could not be reached or refused: the phase
+    stays, `phase_reason` / `phase_message` say why (e.g. "ClusterUnreachable", "Forbidden"). `status` is the HTTP
+    code when there was one. Cleared by the next successful pass."""
+    job.phase_reason, job.phase_message = reason[:128], message
