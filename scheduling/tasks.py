@@ -5,28 +5,35 @@ import logging
 
 from celery import shared_task
 
+from .kube.errors import TransientKubeError
 from .reconcile.queues import TransientSyncError
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="scheduling.reconcile_job", acks_late=True, ignore_result=True)
-def reconcile_job(job_id: int) -> None:
-    """Reconcile one job into its cluster (see scheduling.reconcile.jobs)."""
+# Only named transient failures (cluster unreachable, 401/403, 429, 5xx) are retried: exponential backoff from
+# 2 s capped at 5 min, with jitter, at most 8 times (~15 min); after that the periodic resync keeps converging.
+@shared_task(name="scheduling.reconcile_job", bind=True, acks_late=True, ignore_result=True,
+             autoretry_for=(TransientKubeError,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
+             max_retries=8, soft_time_limit=120, time_limit=180)
+def reconcile_job(self, job_id: int, waits: int = 0) -> None:
+    """Reconcile one job into its cluster (see scheduling.reconcile.jobs). `waits` counts the countdowns already
+    spent waiting on the cluster (objects being deleted), so waiting stays bounded."""
     from .reconcile import jobs
 
-    jobs.reconcile_job_task(reconcile_job, job_id)
+    jobs.reconcile_job_task(self, job_id, waits)
 
 
-@shared_task(name="scheduling.reconcile_jobs", acks_late=True, ignore_result=True)
+@shared_task(name="scheduling.reconcile_jobs", acks_late=True, ignore_result=True, soft_time_limit=900,
+             time_limit=960)
 def reconcile_jobs(job_ids: list[int]) -> None:
-    """Reconcile a batch of jobs (bulk submit)."""
+    """Reconcile a batch of jobs (bulk submit); errors are recorded per job and left to the resync."""
     from .reconcile import jobs
 
     jobs.reconcile_many(job_ids)
 
 
-@shared_task(name="scheduling.resync_all_clusters", ignore_result=True)
+@shared_task(name="scheduling.resync_all_clusters", ignore_result=True, soft_time_limit=600, time_limit=660)
 def resync_all_clusters() -> None:
     """Beat: LIST-based resync of every cluster."""
     from .reconcile import resync

@@ -9,8 +9,12 @@ scheduler package and Kubeflow Trainer's runtime plugins are the models).
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from django.utils.dateparse import parse_datetime
+from kubernetes.utils import parse_quantity
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,101 @@ class GangStatus:
     conditions: list[dict] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PodSetSpec:
+    """One pod set of a job as the backends see it.
+
+    `template` is the resolved core/v1 PodTemplateSpec dict (never mutated); `owner_name` the Indexed Job's name;
+    `min_member` the pod set's own gang minimum (defaults to `replicas`).
+    """
+
+    name: str
+    replicas: int
+    min_member: int
+    template: dict
+    owner_name: str
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    """Everything a backend needs to build a job's gang objects, computed from the job by reconcile/desired.py.
+
+    - `gang_name`: name of the gang object(s), at most 63 characters (see reconcile/names.py);
+    - `min_member`: gang minimum over all pod sets (template `gang.minMember`, else the sum of replicas);
+    - `min_resources`: ResourceList of the whole gang ({"cpu": "8", "nvidia.com/gpu": "2"}), see kube/resources.py;
+    - `labels`: the labels every object of this job carries (job, job UID, instance, managed-by);
+    - `topology`: the template's `topologyConstraint` dict or None; `preemptibility`: "", "preemptible" or
+      "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds.
+    """
+
+    job_name: str
+    namespace: str
+    uid: str
+    generation: int
+    gang_name: str
+    service_name: str
+    queue: str
+    priority_class_name: str
+    preemptibility: str
+    topology: dict | None
+    min_member: int
+    schedule_timeout_seconds: int
+    min_resources: dict
+    pod_sets: tuple[PodSetSpec, ...]
+    labels: dict
+
+    @property
+    def total_replicas(self) -> int:
+        """Pods of the whole job."""
+        return sum(ps.replicas for ps in self.pod_sets)
+
+
+@dataclass
+class Drift:
+    """How an observed gang object differs from the desired one.
+
+    - `fields`: the spec fields that differ (empty: in sync);
+    - `patch`: a JSON merge patch that fixes them in place (mutable fields only), or None;
+    - `replace`: True when a differing field cannot be updated, so the object must be replaced under a new name.
+    """
+
+    fields: list[str] = field(default_factory=list)
+    patch: dict | None = None
+    replace: bool = False
+
+    @property
+    def in_sync(self) -> bool:
+        """True when nothing differs."""
+        return not self.fields
+
+
+def is_subset(desired, observed, quantities: bool = False) -> bool:
+    """True when every value set in `desired` is equal in `observed` (server-side defaults in `observed` are
+    ignored). With `quantities`, leaf values compare as Kubernetes quantities ("1000m" == "1" == 1)."""
+    if isinstance(desired, dict):
+        return isinstance(observed, dict) and all(is_subset(v, observed.get(k), quantities) for k, v in desired.items())
+    if isinstance(desired, list):
+        return (isinstance(observed, list) and len(desired) == len(observed)
+                and all(is_subset(d, o, quantities) for d, o in zip(desired, observed, strict=True)))
+    if quantities and desired is not None and observed is not None:
+        try:
+            return parse_quantity(desired) == parse_quantity(observed)
+        except (ValueError, TypeError, ArithmeticError):
+            return desired == observed
+    return desired == observed
+
+
+def parse_time(value) -> datetime | None:
+    """An RFC 3339 timestamp from the API ("2026-11-29T14:00:00Z") as an aware datetime, or None."""
+    return parse_datetime(value) if isinstance(value, str) and value else None
+
+
+def object_source(obj: dict) -> str:
+    """"Kind namespace/name" of an object dict, for GangStatus.source and messages."""
+    meta = obj.get("metadata", {})
+    return f"{obj.get('kind', '?')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
 class SchedulerBackend:
     """Base class of a backend plugin. Subclasses set the class attributes and implement the hooks.
 
@@ -74,7 +173,78 @@ class SchedulerBackend:
     gang_kinds: tuple[ObjectRef, ...] = ()
     immutable_spec: bool = False
 
+    # Spec fields a merge patch may change in place; any other differing field means replace.
+    mutable_fields: tuple[str, ...] = ()
+    # Spec fields whose values are ResourceLists (compared as quantities).
+    quantity_fields: tuple[str, ...] = ("minResources",)
+    # Finalizers gangweb may release on its own objects once no live pod needs them.
+    releasable_finalizers: tuple[str, ...] = ()
+
     @classmethod
     def available(cls, served: set[str]) -> bool:
         """True when the cluster serves `api_version` (served: {"group/version", ...} from discovery)."""
         return cls.api_version in served
+
+    # ---- hooks ------------------------------------------------------------------------------------------------
+    def build_gang_objects(self, spec: GangSpec) -> list[dict]:
+        """The desired gang objects (full dicts with apiVersion, kind, metadata, spec), in creation order."""
+        raise NotImplementedError
+
+    def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
+        """A copy of the pod template with what the scheduler needs to group the pod (schedulerName, labels,
+        annotations, `spec.schedulingGroup`). The base sets `schedulerName` when the backend names one."""
+        out = copy.deepcopy(template)
+        if self.scheduler_name:
+            out.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+        return out
+
+    def owner_metadata(self, spec: GangSpec) -> dict:
+        """Extra {"labels": {...}, "annotations": {...}} for the pods' owners (the Indexed Jobs)."""
+        return {"labels": {}, "annotations": {}}
+
+    def read_status(self, objects: list[dict]) -> GangStatus:
+        """Read the observed gang objects of one job into a GangStatus (empty list: GangStatus())."""
+        raise NotImplementedError
+
+    def diff(self, desired: dict, observed: dict) -> Drift:
+        """Compare one desired gang object with the observed one of the same kind and name.
+
+        Compares the spec fields the desired object sets plus `mutable_fields` (so a field gangweb stopped
+        setting, e.g. a cleared priorityClassName, is removed). Values set only by the server are ignored.
+        Fields in `mutable_fields` are patched in place unless `immutable_spec`; anything else is a replace.
+        """
+        want, have = desired.get("spec") or {}, observed.get("spec") or {}
+        changed = []
+        for key in sorted({*want, *self.mutable_fields}):
+            if key not in want:
+                if have.get(key) not in (None, "", {}, []):
+                    changed.append(key)
+            elif not is_subset(want[key], have.get(key), quantities=key in self.quantity_fields):
+                changed.append(key)
+            elif key in self.quantity_fields and set(want[key] or {}) != set(have.get(key) or {}):
+                changed.append(key)
+        if not changed:
+            return Drift()
+        if self.immutable_spec or any(key not in self.mutable_fields for key in changed):
+            return Drift(fields=changed, replace=True)
+        patch = {}
+        for key in changed:
+            value = want.get(key)
+            if isinstance(value, dict) and isinstance(have.get(key), dict):
+                # A merge patch merges maps: name the keys to drop explicitly.
+                value = {**{k: None for k in have[key] if k not in value}, **value}
+            patch[key] = value
+        return Drift(fields=changed, patch={"spec": patch})
+
+    # ---- helpers for subclasses ---------------------------------------------------------------------------------
+    def metadata(self, spec: GangSpec, name: str, annotations: dict | None = None) -> dict:
+        """metadata of a gang object: name, namespace and the job's labels."""
+        meta = {"name": name, "namespace": spec.namespace, "labels": dict(spec.labels)}
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        return meta
+
+    def gang_object(self, ref: ObjectRef, objects: list[dict]) -> dict | None:
+        """The first of `objects` of kind `ref` (by apiVersion and kind), or None."""
+        return next((o for o in objects if o.get("kind") == ref.kind and o.get("apiVersion") == ref.api_version),
+                    None)

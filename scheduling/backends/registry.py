@@ -11,10 +11,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 # Family -> plugin classes' dotted paths, highest API version first. A new version is one more line.
 FAMILIES: dict[str, list[str]] = {
-    "kai": [],
-    "k8s-workload": [],
-    "coscheduling": [],
-    "volcano": [],
+    "kai": ["scheduling.backends.kai_v2alpha2.KaiV2alpha2"],
+    "k8s-workload": ["scheduling.backends.k8s_workload_v1alpha2.K8sWorkloadV1alpha2"],
+    "coscheduling": ["scheduling.backends.coscheduling_v1alpha1.CoschedulingV1alpha1"],
+    "volcano": ["scheduling.backends.volcano_v1beta1.VolcanoV1beta1"],
 }
 
 
@@ -49,6 +49,14 @@ def select(family: str, served: Iterable[str]):
         if cls.api_version in served:
             return cls
     return None
+
+
+def by_name(name: str):
+    """The plugin class registered under `name` (e.g. "kai-v2alpha2"). Raises KeyError when none is."""
+    for cls in all_plugins():
+        if cls.name == name:
+            return cls
+    raise KeyError(name)
 
 
 def check_registry() -> None:

@@ -1,9 +1,567 @@
-"""Job reconcile (placeholder until the backends land)."""
+"""Reconcile one gang job into its cluster: read what is there, compute what should be, diff, act.
+
+Level-triggered and idempotent (controller-runtime style): the input is a job id; a pass reads the job's
+objects (one LIST per kind by the job-UID label, or a slice of the resync's cluster-wide LISTs), builds the
+desired objects from the job row (reconcile/desired.py), and then:
+
+- creates what is missing, in dependency order: gang object(s) -> Indexed Jobs -> headless Service. A 409
+  AlreadyExists is never taken as success: the object is read and compared, and adopted only when its
+  `gangweb.io/job-uid` label names this job and it is not terminating (else NameConflict / a countdown);
+- updates drifted mutable fields in place with a merge patch carrying the read `resourceVersion`; on 409 it
+  reads again and retries (MAX_CONFLICT_RETRIES);
+- replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2): deletes the
+  Indexed Jobs, then the gang objects in reverse creation order, bumps `gang_generation` (so every name
+  changes) and creates the new objects in order;
+- deletes the job's objects that are no longer desired (earlier generations), each with a UID precondition,
+  and releases the backend's protection finalizer (v1alpha2 `podgroup-protection`) on its own terminating
+  objects once no live pod references them;
+- on cancel deletes every object of the job and ends it Cancelled; when the job has finished (Succeeded or
+  Failed) and none of its pods is alive, deletes its gang objects and Service so they stop holding quota.
+
+Status is derived by `reconcile.status.apply_observation` and written once per pass, only if it changed.
+Every pass leaves a ReconcileAttempt row. Unreachable cluster, 401/403, 429 and 5xx raise TransientKubeError
+after being recorded on the job (phase_reason "ClusterUnreachable", "Forbidden", ...); the Celery task retries
+those with backoff. 400/422 and name conflicts are terminal: recorded, not retried.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+from kubernetes.client.rest import ApiException
+
+from ..backends import discovery, registry
+from ..backends.base import ObjectRef, SchedulerBackend, object_source
+from ..choices import DesiredState, GangPhase, ReconcileOutcome
+from ..constants import LABEL_JOB_UID
+from ..kube import client as kube_client
+from ..kube import objects
+from ..kube.errors import (
+    CLUSTER_UNREACHABLE,
+    KubeError,
+    TerminalKubeError,
+    TransientKubeError,
+)
+from ..kube.objects import JOB, SERVICE
+from ..models import GangJob, PhaseTransition, ReconcileAttempt
+from . import desired as desired_mod
+from . import status
+from .observed import Observed, kind_key, obj_key, read
+
+log = logging.getLogger(__name__)
+
+MAX_CONFLICT_RETRIES = 3
+WAIT_SECONDS = 5  # countdown while the world catches up (an object terminating, pods going away)
+MAX_WAITS = 6  # countdowns in a row (5 s doubling: about 5 minutes in all); then the resync takes over
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
+LIVE_POD_PHASES = ("Pending", "Running", "Unknown")
+NAME_CONFLICT = "NameConflict"
+BACKEND_UNAVAILABLE = "BackendUnavailable"
+WAITING = "WaitingForDeletion"
+ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
+                           "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict"})
+STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
+                 "observed", "backend_plugin")
 
 
-def reconcile_job_task(task, job_id: int) -> None:
-    """Reconcile one job; not implemented yet."""
+class Requeue(Exception):
+    """Stop this pass and come back after `countdown` seconds (the world has to move first)."""
+
+    def __init__(self, countdown: int, reason: str, message: str):
+        super().__init__(message)
+        self.countdown, self.reason, self.message = countdown, reason, message
 
 
-def reconcile_many(job_ids: list[int]) -> None:
-    """Reconcile several jobs; not implemented yet."""
+class _Done(Exception):
+    """The pass finished early without needing the cluster."""
+
+
+@dataclass
+class PassResult:
+    """How a pass ended: what it did (`actions`), outcome, reason/message, and a countdown to come back."""
+
+    actions: list[str] = field(default_factory=list)
+    outcome: str = ReconcileOutcome.OK
+    reason: str = ""
+    message: str = ""
+    requeue_after: int | None = None
+    error: KubeError | None = None
+
+
+def is_terminating(obj: dict) -> bool:
+    """True once the object has a deletionTimestamp."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def owner_uid_label(obj: dict) -> str | None:
+    """The `gangweb.io/job-uid` label of an object, or None."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB_UID)
+
+
+def ref_of(backend: SchedulerBackend, obj: dict) -> ObjectRef:
+    """The backend's ObjectRef of a gang object dict."""
+    return next(ref for ref in backend.gang_kinds if kind_key(ref) == obj_key(obj))
+
+
+def backend_for(job: GangJob, api) -> SchedulerBackend:
+    """The job's backend plugin: the one recorded at dispatch, else the highest version of the template's family
+    the cluster serves (its probed `served_apis`, or live discovery). Raises TerminalKubeError
+    BackendUnavailable when the cluster serves none."""
+    if job.backend_plugin:
+        try:
+            return registry.by_name(job.backend_plugin)()
+        except KeyError:
+            raise TerminalKubeError(BACKEND_UNAVAILABLE, f"backend '{job.backend_plugin}' is not registered") from None
+    family = job.resolved_spec.get("backend", "")
+    served = set(job.cluster.served_apis or []) or discovery.served_versions(api)
+    try:
+        cls = registry.select(family, served)
+    except KeyError:
+        cls = None
+    if cls is None:
+        wanted = ", ".join(p.api_version for p in registry.plugins(family)) if family in registry.FAMILIES else "?"
+        raise TerminalKubeError(BACKEND_UNAVAILABLE,
+                                f"cluster {job.cluster.name} serves no API of backend '{family}' (needs {wanted})")
+    job.backend_plugin = cls.name
+    # Recorded at once, before anything is created: a cancel must know which kinds to clean up even if this
+    # pass dies half-way.
+    GangJob.objects.filter(pk=job.pk, backend_plugin="").update(backend_plugin=cls.name)
+    return cls()
+
+
+class JobReconciler:
+    """One pass over one job. Create with the job (cluster and queue loaded), an ApiClient and optionally the
+    Observed slice from a resync; call `run()`."""
+
+    def __init__(self, job: GangJob, api, observed: Observed | None = None):
+        self.job = job
+        self.api = api
+        self.backend = backend_for(job, api)
+        self.uid = str(job.uid)
+        self.ns = job.namespace
+        self.observed = observed if observed is not None else read(api, self.backend, self.ns, self.uid)
+        self.actions: list[str] = []
+
+    # ---- entry -------------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Act according to the job's desired state and phase."""
+        job = self.job
+        if job.desired_state == DesiredState.CANCEL or job.phase == GangPhase.CANCELLED:
+            self.cancel()
+        elif job.is_terminal:
+            self.clean_up_finished()
+        else:
+            self.ensure()
+
+    # ---- the running job ---------------------------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Make the cluster hold exactly the desired objects of the current generation, then derive status."""
+        spec = desired_mod.gang_spec(self.job)
+        wanted = self.backend.build_gang_objects(spec)
+        patches, replace_fields = [], []
+        for want in wanted:
+            ref = ref_of(self.backend, want)
+            have = self.observed.gang_of(ref).get(want["metadata"]["name"])
+            if have is None:
+                continue
+            if is_terminating(have):
+                raise Requeue(WAIT_SECONDS, WAITING, f"{object_source(have)} is being deleted")
+            drift = self.backend.diff(want, have)
+            if drift.replace:
+                replace_fields += [f"{ref.kind}.spec.{f}" for f in drift.fields]
+            elif drift.patch:
+                patches.append((ref, want, have, drift))
+        if replace_fields:
+            self.replace(replace_fields)
+            spec = desired_mod.gang_spec(self.job)
+            wanted, patches = self.backend.build_gang_objects(spec), []
+        for ref, want, have, drift in patches:
+            self.patch(ref, want, have, drift)
+        for want in wanted:
+            ref = ref_of(self.backend, want)
+            if want["metadata"]["name"] not in self.observed.gang_of(ref):
+                self.create_gang(ref, want)
+        owners = desired_mod.owners(self.backend, spec)
+        for want in owners:
+            if want["metadata"]["name"] not in self.observed.owners:
+                self.observed.owners[want["metadata"]["name"]] = self.create_plain(JOB, want)
+        svc = desired_mod.service(spec)
+        if svc["metadata"]["name"] not in self.observed.services:
+            self.observed.services[svc["metadata"]["name"]] = self.create_plain(SERVICE, svc)
+        self.delete_stale(wanted, owners, svc)
+
+        owner_names = {o["metadata"]["name"] for o in owners}
+        pods = [p for p in self.observed.pods
+                if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in owner_names]
+        gang_now = [self.observed.gang_of(ref_of(self.backend, w))[w["metadata"]["name"]] for w in wanted]
+        owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
+        status.apply_observation(self.job, self.backend, gang_now, pods, owners_now)
+        if self.job.is_terminal:
+            self.clean_up_finished()
+
+    def replace(self, fields: list[str]) -> None:
+        """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
+        objects in reverse creation order, then bump `gang_generation` (conditionally: a concurrent pass that
+        already bumped it wins and this pass requeues)."""
+        self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
+        for owner in list(self.observed.owners.values()):
+            self.delete(JOB, owner)
+        self.observed.owners = {}
+        for ref in reversed(self.backend.gang_kinds):
+            kind = self.observed.gang_of(ref)
+            for name, obj in list(kind.items()):
+                if not is_terminating(obj):
+                    left = self.delete(ref, obj)  # still terminating (finalizer): the stale sweep looks again
+                    if left is None:
+                        kind.pop(name)
+                    else:
+                        kind[name] = left
+        old = self.job.gang_generation
+        if not GangJob.objects.filter(pk=self.job.pk, gang_generation=old).update(gang_generation=old + 1):
+            raise Requeue(1, "Conflict", "another reconcile pass replaced the gang first")
+        self.job.gang_generation = old + 1
+
+    def patch(self, ref: ObjectRef, want: dict, have: dict, drift) -> None:
+        """Merge-patch drifted mutable fields with the read resourceVersion; on 409 read again and retry."""
+        name = want["metadata"]["name"]
+        for _ in range(MAX_CONFLICT_RETRIES):
+            try:
+                obj = objects.merge_patch(self.api, ref, self.ns, name, drift.patch,
+                                          have["metadata"].get("resourceVersion"))
+                self.actions.append(f"update {ref.kind} {self.ns}/{name}: {', '.join(drift.fields)}")
+                self.observed.gang_of(ref)[name] = obj
+                return
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} vanished during update") from None
+                if exc.status != 409:
+                    raise
+            have = self.read_ours(ref, name)
+            drift = self.backend.diff(want, have)
+            if drift.in_sync:
+                self.observed.gang_of(ref)[name] = have
+                return
+            if drift.replace:
+                raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
+        raise TransientKubeError("Conflict", f"{ref.kind} {self.ns}/{name} kept changing; will retry")
+
+    def read_ours(self, ref: ObjectRef, name: str) -> dict:
+        """GET an object that should be this job's; NameConflict if it is someone else's, a countdown if it is
+        terminating or gone."""
+        try:
+            have = objects.get(self.api, ref, self.ns, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} was deleted meanwhile") from None
+            raise
+        other = owner_uid_label(have)
+        if other != self.uid:
+            whose = f"gangweb job {other}" if other else "something other than gangweb"
+            raise TerminalKubeError(NAME_CONFLICT, f"{ref.kind} {self.ns}/{name} already exists and belongs to "
+                                                   f"{whose}; it is not adopted. Delete it or rename the job.")
+        if is_terminating(have):
+            raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
+        return have
+
+    def create_gang(self, ref: ObjectRef, want: dict) -> None:
+        """Create a gang object; on AlreadyExists read it, check it is ours, compare and fix drift."""
+        name = want["metadata"]["name"]
+        try:
+            self.observed.gang_of(ref)[name] = objects.create(self.api, ref, want)
+            self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            return
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        have = self.read_ours(ref, name)
+        drift = self.backend.diff(want, have)
+        if drift.replace:
+            raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} appeared with immutable drift "
+                                         f"({', '.join(drift.fields)})")
+        self.observed.gang_of(ref)[name] = have
+        if drift.patch:
+            self.patch(ref, want, have, drift)
+
+    def create_plain(self, ref: ObjectRef, want: dict) -> dict:
+        """Create an Indexed Job or Service; on AlreadyExists accept it only when it is ours and alive."""
+        name = want["metadata"]["name"]
+        try:
+            obj = objects.create(self.api, ref, want)
+            self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            return obj
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        return self.read_ours(ref, name)
+
+    # ---- deletion ----------------------------------------------------------------------------------------------
+    def delete(self, ref: ObjectRef, obj: dict) -> dict | None:
+        """Delete one of our objects with a UID precondition (a 409 means it was already replaced: leave it).
+        Returns the object when the server kept it terminating (finalizers pending), else None."""
+        meta = obj["metadata"]
+        try:
+            left = objects.delete(self.api, ref, self.ns, meta["name"], uid=meta.get("uid"))
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            return None
+        self.actions.append(f"delete {ref.kind} {self.ns}/{meta['name']}")
+        if isinstance(left, dict) and left.get("kind") == ref.kind and is_terminating(left):
+            return left
+        return None
+
+    def live_pods_of(self, gang_name: str) -> list[dict]:
+        """The job's pods not yet Succeeded/Failed (terminating ones included) that name `gang_name` as their group
+        (v1alpha2 schedulingGroup) or, for other backends, any live pod of the job."""
+        live = [p for p in self.observed.pods if (p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES]
+        if not self.backend.releasable_finalizers:
+            return live
+        return [p for p in live if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+                == gang_name]
+
+    def release_finalizers(self, ref: ObjectRef, obj: dict) -> None:
+        """Drop the backend's protection finalizer from our terminating object once no live pod references it."""
+        meta = obj["metadata"]
+        finalizers = meta.get("finalizers") or []
+        keep = [f for f in finalizers if f not in self.backend.releasable_finalizers]
+        if keep == finalizers or self.live_pods_of(meta["name"]):
+            return
+        try:
+            objects.merge_patch(self.api, ref, self.ns, meta["name"], {"metadata": {"finalizers": keep or None}},
+                                meta.get("resourceVersion"))
+            self.actions.append(f"release finalizers of {ref.kind} {self.ns}/{meta['name']}")
+        except ApiException as exc:
+            if exc.status not in (404, 409):  # gone already, or changed: the next pass looks again
+                raise
+
+    def delete_gang(self, keep: set[tuple[str, str]] = frozenset()) -> None:
+        """Delete the job's gang objects (reverse creation order) except `keep` {(kind_key, name)}; release the
+        protection finalizer of terminating ones."""
+        for ref in reversed(self.backend.gang_kinds):
+            for name, obj in list(self.observed.gang_of(ref).items()):
+                if (kind_key(ref), name) in keep:
+                    continue
+                if not is_terminating(obj):
+                    obj = self.delete(ref, obj)
+                if obj is not None:
+                    self.release_finalizers(ref, obj)
+
+    def delete_stale(self, wanted: list[dict], owners: list[dict], svc: dict) -> None:
+        """Delete objects of the job from earlier generations (Jobs first, so their pods go before the gang)."""
+        owner_names = {o["metadata"]["name"] for o in owners}
+        for name, owner in list(self.observed.owners.items()):
+            if name not in owner_names and not is_terminating(owner):
+                self.delete(JOB, owner)
+        for name, obj in list(self.observed.services.items()):
+            if name != svc["metadata"]["name"] and not is_terminating(obj):
+                self.delete(SERVICE, obj)
+        self.delete_gang(keep={(obj_key(w), w["metadata"]["name"]) for w in wanted})
+
+    def cancel(self) -> None:
+        """Delete every object of the job (Jobs with their pods, Service, gang objects) and end it Cancelled.
+        `cleaned_up_at` is set once a pass finds nothing left; until then it comes back after WAIT_SECONDS."""
+        nothing_left = self.observed.is_empty()
+        for owner in self.observed.owners.values():
+            if not is_terminating(owner):
+                self.delete(JOB, owner)
+        for svc in self.observed.services.values():
+            if not is_terminating(svc):
+                self.delete(SERVICE, svc)
+        self.delete_gang()
+        if self.job.phase != GangPhase.CANCELLED:
+            status.record_phase(self.job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
+                                "cancelled; the job's cluster objects are deleted")
+        if nothing_left:
+            self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
+        else:
+            raise Requeue(WAIT_SECONDS, "CleaningUp", "waiting for the job's objects to be deleted")
+
+    def clean_up_finished(self) -> None:
+        """After Succeeded/Failed: once none of the job's pods is alive, delete its gang objects and Service (the
+        Indexed Jobs and finished pods stay for inspection; they hold no quota)."""
+        if self.job.cleaned_up_at:
+            return
+        if any((p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES for p in self.observed.pods):
+            return
+        if not any(self.observed.gang.values()) and not self.observed.services:
+            self.job.cleaned_up_at = timezone.now()
+            return
+        for svc in self.observed.services.values():
+            if not is_terminating(svc):
+                self.delete(SERVICE, svc)
+        self.delete_gang()
+
+
+# ---- a pass with its bookkeeping ---------------------------------------------------------------------------------
+def _status_snapshot(job: GangJob) -> dict:
+    return {f: getattr(job, f) for f in STATUS_FIELDS}
+
+
+def _clear_error(job: GangJob) -> None:
+    """After a successful pass, put back the reason of the current phase in place of a recorded error."""
+    if job.phase_reason in ERROR_REASONS:
+        last = PhaseTransition.objects.filter(job=job, phase=job.phase).first()
+        job.phase_reason = last.reason if last else ""
+        job.phase_message = last.message if last else ""
+
+
+def save_status(job: GangJob, before: dict) -> list[str]:
+    """Write, once, the status fields this pass changed in memory that the row does not already hold (a status
+    writer such as `apply_observation` may have saved some itself). A phase change is conditional on the phase
+    read at the start, so a slower concurrent pass never overwrites a newer phase. Returns the fields written."""
+    touched = [f for f in STATUS_FIELDS if getattr(job, f) != before[f]]
+    if not touched:
+        return []
+    current = GangJob.objects.filter(pk=job.pk).values(*touched).first() or {}
+    changed = [f for f in touched if current.get(f) != getattr(job, f)]
+    if changed:
+        values = {f: getattr(job, f) for f in changed}
+        values["updated_at"] = timezone.now()
+        rows = GangJob.objects.filter(pk=job.pk)
+        if "phase" in changed:
+            rows = rows.filter(phase=before["phase"])
+        rows.update(**values)
+    return changed
+
+
+def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_id: str = "", retry: int = 0,
+             record_idle: bool = True) -> PassResult:
+    """Reconcile `job` once: act, derive status, write it if changed, record a ReconcileAttempt.
+
+    `observed` comes from a resync snapshot (no reads then); `record_idle=False` skips the attempt row for a
+    pass that neither acted nor changed anything (resync of an in-sync job). Raises TransientKubeError after
+    recording it, so the caller can retry; terminal errors are recorded and returned in the result.
+    """
+    started = time.monotonic()
+    before = _status_snapshot(job)
+    result = PassResult()
+    reconciler = None
+    try:
+        if job.desired_state == DesiredState.CANCEL and not job.backend_plugin:
+            # Never dispatched: nothing of it can be in the cluster, so no request is needed (works offline too).
+            status.record_phase(job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
+                                "cancelled before it was dispatched")
+            job.cleaned_up_at = job.cleaned_up_at or timezone.now()
+            raise _Done
+        api = api or kube_client.api_client(job.cluster)
+        reconciler = JobReconciler(job, api, observed)
+        reconciler.run()
+        _clear_error(job)
+    except _Done:
+        pass
+    except Requeue as exc:
+        result.reason, result.message, result.requeue_after = exc.reason, exc.message, exc.countdown
+    except KubeError as exc:
+        result.error = exc
+        result.outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
+                          else ReconcileOutcome.TERMINAL_ERROR)
+        result.reason, result.message = exc.reason, exc.message
+        status.record_error(job, exc.reason, exc.message, exc.status)
+    if reconciler is not None:
+        result.actions = reconciler.actions
+    with transaction.atomic():
+        changed = save_status(job, before)
+        if record_idle or result.actions or changed or result.outcome != ReconcileOutcome.OK:
+            ReconcileAttempt.objects.create(
+                kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id, task_id=task_id or "",
+                retry=retry, duration_ms=int((time.monotonic() - started) * 1000), outcome=result.outcome,
+                reason=result.reason, message=result.message[:2000], actions=result.actions)
+    if result.actions:
+        log.info("reconciled job %s (%s): %s", job.pk, job, "; ".join(result.actions))
+    if isinstance(result.error, TransientKubeError):
+        raise result.error
+    return result
+
+
+def _load(job_ids):
+    return GangJob.objects.select_related("cluster", "queue").filter(pk__in=job_ids)
+
+
+def reconcile_job_task(task, job_id: int, waits: int = 0) -> PassResult | None:
+    """Body of the `scheduling.reconcile_job` Celery task: one pass over one job.
+
+    A missing job is logged and ignored. A transient error is re-raised for the task's autoretry, except on the
+    last allowed retry, where it is only recorded (the periodic resync keeps converging the job). A requeue
+    (waiting on the cluster) enqueues the job again after its countdown, doubling per wait up to 5 minutes and at
+    most MAX_WAITS times; the periodic resync covers anything longer.
+    """
+    from .. import tasks
+
+    job = _load([job_id]).first()
+    if job is None:
+        log.info("reconcile_job: job %s no longer exists", job_id)
+        return None
+    request = getattr(task, "request", None)
+    retries = getattr(request, "retries", 0) or 0
+    try:
+        result = run_pass(job, task_id=getattr(request, "id", "") or "", retry=retries)
+    except TransientKubeError:
+        if task is not None and retries >= (task.max_retries or 0):
+            log.warning("reconcile_job: job %s still failing after %s retries; leaving it to the resync",
+                        job_id, retries)
+            return None
+        raise
+    if result.requeue_after is not None and waits < MAX_WAITS:
+        countdown = min(result.requeue_after * 2 ** waits, 300)
+        tasks.reconcile_job.apply_async((job_id,), {"waits": waits + 1}, countdown=countdown)
+    return result
+
+
+def _record_not_attempted(job: GangJob, err: KubeError) -> None:
+    before = _status_snapshot(job)
+    status.record_error(job, err.reason, f"not attempted: {err.message}", err.status)
+    save_status(job, before)
+    ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
+                                    outcome=ReconcileOutcome.TRANSIENT_ERROR if isinstance(err, TransientKubeError)
+                                    else ReconcileOutcome.TERMINAL_ERROR, reason=err.reason,
+                                    message=f"not attempted: {err.message}"[:2000])
+
+
+def reconcile_many(job_ids: list[int]) -> dict[str, int]:
+    """Reconcile a batch of jobs (bulk submit), one pass each, oldest first.
+
+    Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does) feeds
+    every job's pass, so a batch of N new jobs costs a constant number of reads plus the creates. A job's error
+    is recorded on it and does not stop the batch; when a cluster cannot be reached its jobs get that error
+    without more connection attempts (the periodic resync retries them). Returns counts {"ok", "failed",
+    "requeued"}.
+    """
+    from .resync import snapshot
+
+    counts = {"ok": 0, "failed": 0, "requeued": 0}
+    snapshots: dict[int, object] = {}
+    down: dict[int, KubeError] = {}
+    for job in _load(job_ids).order_by("pk"):
+        if job.cluster_id in down:
+            _record_not_attempted(job, down[job.cluster_id])
+            counts["failed"] += 1
+            continue
+        try:
+            api = kube_client.api_client(job.cluster)
+            if job.cluster_id not in snapshots:
+                snapshots[job.cluster_id] = snapshot(api, set(job.cluster.served_apis or [])
+                                                     or discovery.served_versions(api))
+            observed = snapshots[job.cluster_id].for_job(str(job.uid), backend_for(job, api))
+        except KubeError as exc:
+            if isinstance(exc, TransientKubeError) or exc.reason == "InvalidKubeconfig":
+                down[job.cluster_id] = exc
+            _record_not_attempted(job, exc)
+            counts["failed"] += 1
+            continue
+        try:
+            result = run_pass(job, api=api, observed=observed)
+        except TransientKubeError as exc:
+            counts["failed"] += 1
+            if exc.reason == CLUSTER_UNREACHABLE:
+                down[job.cluster_id] = exc
+            continue
+        if result.error is not None:
+            counts["failed"] += 1
+        elif result.requeue_after is not None:
+            counts["requeued"] += 1
+        else:
+            counts["ok"] += 1
+    return counts

@@ -1,5 +1,114 @@
-"""Cluster resync (placeholder until the backends land)."""
+"""Periodic resync of a cluster: LIST each kind once, reconcile only the jobs whose objects differ.
+
+Per cluster and pass: one LIST per gang kind the cluster serves (of the registered backends), plus Jobs,
+Services and Pods, all across namespaces and selected by `gangweb.io/instance=<this install>`. So the number
+of reads is a constant (at most 8 with today's four backends) whatever the number of jobs; writes are made
+only for jobs whose objects differ from the desired state, and job rows are written only when their status
+changed. Each job's pass is the same `run_pass` as the per-job task, fed with its slice of the snapshot.
+
+Jobs covered: every job of the cluster that is not finished, plus finished jobs whose objects were not yet
+cleaned up. A job that fails transiently here is recorded and simply looked at again on the next resync.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from django.db.models import Q
+from django.utils import timezone
+
+from ..backends import registry
+from ..choices import ACTIVE_PHASES, ClusterHealth, ReconcileOutcome
+from ..constants import LABEL_INSTANCE
+from ..kube import client as kube_client
+from ..kube import objects
+from ..kube.errors import KubeError, TransientKubeError
+from ..kube.objects import JOB, POD, SERVICE
+from ..models import Cluster, GangJob, ReconcileAttempt
+from . import jobs as job_reconcile
+from .desired import instance_label
+from .observed import Snapshot
+
+log = logging.getLogger(__name__)
 
 
-def resync_all() -> None:
-    """Resync every cluster; not implemented yet."""
+def gang_kinds(served: set[str]) -> list:
+    """Distinct gang ObjectRefs of every registered plugin the cluster serves."""
+    refs = []
+    for cls in registry.all_plugins():
+        if cls.available(served):
+            refs += [ref for ref in cls.gang_kinds if ref not in refs]
+    return refs
+
+
+def snapshot(api, served: set[str]) -> Snapshot:
+    """LIST every kind gangweb creates, once each, across namespaces, by the instance label."""
+    selector = f"{LABEL_INSTANCE}={instance_label()}"
+    snap = Snapshot()
+    for ref in [*gang_kinds(served), JOB, SERVICE, POD]:
+        snap.add(objects.list_objects(api, ref, None, selector), ref)
+    return snap
+
+
+def jobs_to_resync(cluster: Cluster):
+    """Jobs of `cluster` that need looking at: unfinished ones, and finished ones not yet cleaned up."""
+    return (GangJob.objects.filter(cluster=cluster)
+            .filter(Q(phase__in=list(ACTIVE_PHASES)) | Q(cleaned_up_at__isnull=True))
+            .select_related("cluster", "queue"))
+
+
+def resync_cluster(cluster: Cluster) -> dict:
+    """One resync pass over `cluster`. Returns {"jobs", "acted", "failed", "orphaned_jobs", "requests",
+    "seconds"}; records a ReconcileAttempt of kind "resync" (and one per job that was acted on or failed).
+    `orphaned_jobs` counts job UIDs that have objects labelled with this instance but no job row here."""
+    started = time.monotonic()
+    before = objects.requests.total()
+    stats = {"jobs": 0, "acted": 0, "failed": 0}
+    outcome, reason, message = ReconcileOutcome.OK, "", ""
+    try:
+        api = kube_client.api_client(cluster)
+        served = set(cluster.served_apis or [])
+        if not served:
+            from . import probe
+
+            served = set(probe.probe_cluster(cluster).served_apis or [])
+        snap = snapshot(api, served)
+        known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
+                 .values_list("uid", flat=True)}
+        # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
+        stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
+        for job in jobs_to_resync(cluster):
+            stats["jobs"] += 1
+            try:
+                backend = job_reconcile.backend_for(job, api)
+                result = job_reconcile.run_pass(job, api=api, observed=snap.for_job(str(job.uid), backend),
+                                                record_idle=False)
+            except TransientKubeError:
+                stats["failed"] += 1
+                continue
+            except KubeError as exc:  # backend unavailable: record on the job like a pass would
+                job_reconcile.run_pass(job, api=api)  # records the terminal error and the attempt
+                log.info("resync: job %s: %s", job.pk, exc)
+                stats["failed"] += 1
+                continue
+            stats["acted"] += bool(result.actions)
+            stats["failed"] += result.error is not None
+    except KubeError as exc:
+        outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
+                   else ReconcileOutcome.TERMINAL_ERROR)
+        reason, message = exc.reason, exc.message
+        Cluster.objects.filter(pk=cluster.pk).update(
+            health=ClusterHealth.FORBIDDEN if exc.reason == "Forbidden" else ClusterHealth.UNREACHABLE,
+            health_message=exc.message[:2000], last_probe_at=timezone.now())
+    stats["requests"] = objects.requests.total() - before
+    stats["seconds"] = round(time.monotonic() - started, 3)
+    ReconcileAttempt.objects.create(
+        kind=ReconcileAttempt.KIND_RESYNC, cluster=cluster, duration_ms=int(stats["seconds"] * 1000),
+        outcome=outcome, reason=reason, message=message[:2000],
+        actions=[f"{k}={v}" for k, v in stats.items()])
+    return stats
+
+
+def resync_all() -> dict[str, dict]:
+    """Resync every cluster; one cluster's failure never stops the others. Returns stats per cluster name."""
+    return {cluster.name: resync_cluster(cluster) for cluster in Cluster.objects.all()}

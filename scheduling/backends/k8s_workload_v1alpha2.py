@@ -1,0 +1,87 @@
+"""Kubernetes workload-aware scheduling, `scheduling.k8s.io/v1alpha2` (Kubernetes 1.36, KEP-4671 / KEP-5832).
+
+Per job: one Workload with a single pod-group template ("gang", policy `gang.minCount`) and one PodGroup made
+from it (`spec.podGroupTemplateRef.workload`, the same policy copied in). Pods carry
+`spec.schedulingGroup.podGroupName` and keep the default scheduler. Creation order is Workload -> PodGroup ->
+pods. Both specs are immutable in 1.36, so any drift means replacing both under a new name (the job's
+`gang_generation` grows). A PodGroup may carry the `scheduling.k8s.io/podgroup-protection` finalizer while pods
+still reference it; gangweb releases it on its own PodGroups once none of the job's pods is alive.
+
+Source: shared/reference/k8s-gang-apis.md §1.3-1.8 (client docs V1alpha2PodGroupSpec/Status, website
+podgroup-api/lifecycle.md). Fields behind gates the local cluster does not enable (schedulingConstraints,
+priorityClassName, disruptionMode) are not set: the API server would drop them silently.
+"""
+from __future__ import annotations
+
+from ..constants import K8S_PODGROUP_PROTECTION_FINALIZER
+from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+
+WORKLOAD = ObjectRef("scheduling.k8s.io/v1alpha2", "Workload", "workloads")
+POD_GROUP = ObjectRef("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
+TEMPLATE_NAME = "gang"
+SCHEDULED = "PodGroupScheduled"
+DISRUPTION_TARGET = "DisruptionTarget"
+
+
+class K8sWorkloadV1alpha2(SchedulerBackend):
+    """Workload + PodGroup v1alpha2 with kube-scheduler's GangScheduling plugin; immutable, replaced on change."""
+
+    family = "k8s-workload"
+    name = "k8s-workload-v1alpha2"
+    api_version = "scheduling.k8s.io/v1alpha2"
+    scheduler_name = ""
+    gang_kinds = (WORKLOAD, POD_GROUP)
+    immutable_spec = True
+    releasable_finalizers = (K8S_PODGROUP_PROTECTION_FINALIZER,)
+
+    @staticmethod
+    def policy(spec: GangSpec) -> dict:
+        """The gang policy: all-or-nothing for `min_member` pods."""
+        return {"gang": {"minCount": spec.min_member}}
+
+    def build_gang_objects(self, spec: GangSpec) -> list[dict]:
+        """[Workload, PodGroup], both named `spec.gang_name`, in creation order."""
+        workload = {
+            "apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind,
+            "metadata": self.metadata(spec, spec.gang_name),
+            "spec": {"podGroupTemplates": [{"name": TEMPLATE_NAME, "schedulingPolicy": self.policy(spec)}]},
+        }
+        pod_group = {
+            "apiVersion": POD_GROUP.api_version, "kind": POD_GROUP.kind,
+            "metadata": self.metadata(spec, spec.gang_name),
+            "spec": {
+                "podGroupTemplateRef": {"workload": {"workloadName": spec.gang_name,
+                                                     "podGroupTemplateName": TEMPLATE_NAME}},
+                "schedulingPolicy": self.policy(spec),
+            },
+        }
+        return [workload, pod_group]
+
+    def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
+        """`spec.schedulingGroup.podGroupName`; the default scheduler (GangScheduling plugin) handles the rest."""
+        out = super().stamp_pod_template(template, spec, pod_set)
+        out.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": spec.gang_name}
+        return out
+
+    def read_status(self, objects: list[dict]) -> GangStatus:
+        """PodGroup conditions written by kube-scheduler: PodGroupScheduled True/Scheduled (admitted),
+        False/Unschedulable or SchedulerError (not admitted); DisruptionTarget True (PreemptionByScheduler)
+        takes precedence in reason and message."""
+        pg = self.gang_object(POD_GROUP, objects)
+        if pg is None:
+            return GangStatus()
+        conditions = (pg.get("status") or {}).get("conditions") or []
+        by_type = {c.get("type"): c for c in conditions}
+        result = GangStatus(source=object_source(pg), conditions=conditions)
+        scheduled = by_type.get(SCHEDULED)
+        if scheduled is not None:
+            result.admitted = {"True": True, "False": False}.get(scheduled.get("status"))
+            result.reason = scheduled.get("reason", "")
+            result.message = scheduled.get("message", "")
+            result.at = parse_time(scheduled.get("lastTransitionTime"))
+        disrupted = by_type.get(DISRUPTION_TARGET)
+        if disrupted is not None and disrupted.get("status") == "True":
+            result.reason = disrupted.get("reason") or DISRUPTION_TARGET
+            result.message = disrupted.get("message", "")
+            result.at = parse_time(disrupted.get("lastTransitionTime"))
+        return result

@@ -1,0 +1,93 @@
+"""KAI Scheduler, PodGroup `scheduling.run.ai/v2alpha2`.
+
+One PodGroup per job: minMember, queue, priorityClassName, preemptibility, one subGroup per pod set (its own
+minMember) and a topologyConstraint when the template asks for one. Pods: `schedulerName: kai-scheduler`,
+annotation `pod-group-name`, labels `kai.scheduler/queue` and `kai.scheduler/subgroup-name`. The pods' owners
+carry `kai.scheduler/skip-podgrouper: "true"` so KAI's podgrouper leaves the grouping alone (KAI v0.15.0+).
+
+Source: shared/reference/kai.md §2-3 (KAI `pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
+`examples/batch/external-podgroup-job.yaml`). KAI has no `minResources` on its PodGroup; its status carries no
+phase (removed in v0.17.0), only `schedulingConditions` and `resourcesStatus`.
+"""
+from __future__ import annotations
+
+from ..constants import (
+    KAI_POD_GROUP_ANNOTATION,
+    KAI_QUEUE_LABEL,
+    KAI_SCHEDULER_NAME,
+    KAI_SKIP_PODGROUPER_LABEL,
+    KAI_SUBGROUP_LABEL,
+)
+from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+
+POD_GROUP = ObjectRef("scheduling.run.ai/v2alpha2", "PodGroup", "podgroups")
+
+
+class KaiV2alpha2(SchedulerBackend):
+    """KAI Scheduler PodGroup v2alpha2: queue, priority, preemptibility and sizes are updated in place."""
+
+    family = "kai"
+    name = "kai-v2alpha2"
+    api_version = POD_GROUP.api_version
+    scheduler_name = KAI_SCHEDULER_NAME
+    gang_kinds = (POD_GROUP,)
+    immutable_spec = False
+    mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint")
+
+    def build_gang_objects(self, spec: GangSpec) -> list[dict]:
+        """One PodGroup named `spec.gang_name`."""
+        body = {
+            "minMember": spec.min_member,
+            "queue": spec.queue,
+            "subGroups": [{"name": ps.name, "minMember": ps.min_member} for ps in spec.pod_sets],
+        }
+        if spec.priority_class_name:
+            body["priorityClassName"] = spec.priority_class_name
+        if spec.preemptibility:
+            body["preemptibility"] = spec.preemptibility
+        if spec.topology:
+            body["topologyConstraint"] = dict(spec.topology)
+        return [{"apiVersion": POD_GROUP.api_version, "kind": POD_GROUP.kind,
+                 "metadata": self.metadata(spec, spec.gang_name), "spec": body}]
+
+    def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
+        """schedulerName kai-scheduler, annotation pod-group-name, labels queue and subgroup-name."""
+        out = super().stamp_pod_template(template, spec, pod_set)
+        meta = out.setdefault("metadata", {})
+        meta.setdefault("annotations", {})[KAI_POD_GROUP_ANNOTATION] = spec.gang_name
+        labels = meta.setdefault("labels", {})
+        labels[KAI_QUEUE_LABEL] = spec.queue
+        labels[KAI_SUBGROUP_LABEL] = pod_set.name
+        return out
+
+    def owner_metadata(self, spec: GangSpec) -> dict:
+        """`kai.scheduler/skip-podgrouper: "true"`: KAI reads it as an annotation (kai.md §3.1); it is also set
+        as a label so owners can be selected by it."""
+        return {"labels": {KAI_SKIP_PODGROUPER_LABEL: "true"}, "annotations": {KAI_SKIP_PODGROUPER_LABEL: "true"}}
+
+    def read_status(self, objects: list[dict]) -> GangStatus:
+        """The latest `status.schedulingConditions[]` entry: its `reasons[]` (first reason and message, plus
+        `details.queueDetails`) say why the gang waits. No condition and some `resourcesStatus.allocated`
+        means admitted; neither means KAI said nothing yet (admitted None)."""
+        pg = self.gang_object(POD_GROUP, objects)
+        if pg is None:
+            return GangStatus()
+        status = pg.get("status") or {}
+        conditions = status.get("schedulingConditions") or []
+        source = object_source(pg)
+        if conditions:
+            latest = max(conditions, key=lambda c: c.get("lastTransitionTime") or "")
+            reasons = latest.get("reasons") or []
+            first = reasons[0] if reasons else {}
+            details = next(((r.get("details") or {}).get("queueDetails") for r in reasons
+                            if (r.get("details") or {}).get("queueDetails")), None)
+            return GangStatus(
+                admitted=False,
+                reason=first.get("reason") or latest.get("reason") or "Unschedulable",
+                message=first.get("message") or latest.get("message") or "",
+                at=parse_time(latest.get("lastTransitionTime")), source=source, queue_details=details,
+                conditions=conditions)
+        allocated = (status.get("resourcesStatus") or {}).get("allocated") or {}
+        if allocated:
+            return GangStatus(admitted=True, reason="Allocated", source=source)
+        return GangStatus(source=source)

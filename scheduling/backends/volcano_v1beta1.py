@@ -1,0 +1,75 @@
+"""Volcano, PodGroup `scheduling.volcano.sh/v1beta1`.
+
+One PodGroup per job with minMember, minTaskMember (one entry per pod set), queue, priorityClassName and
+minResources, all updated in place. Pods carry the annotation `scheduling.k8s.io/group-name` and
+`schedulerName: volcano`; the task name (`volcano.sh/task-spec` annotation) is the pod set, matching
+minTaskMember. Status: `phase` (Pending, Inqueue, Running, Completed, Unknown) and `conditions`
+(Unschedulable / Scheduled with reasons such as NotEnoughResources).
+
+Source: shared/reference/k8s-gang-apis.md §4 (volcano-sh/apis `pkg/apis/scheduling/v1beta1/types.go`). The
+Volcano PodGroup CRD has no status subresource, so gangweb patches only `spec` (a merge patch), never the whole
+object, to leave Volcano's status alone.
+"""
+from __future__ import annotations
+
+from ..constants import VOLCANO_GROUP_NAME_ANNOTATION, VOLCANO_SCHEDULER_NAME
+from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+
+POD_GROUP = ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
+ADMITTED_PHASES = {"Running", "Completed"}
+
+
+class VolcanoV1beta1(SchedulerBackend):
+    """Volcano PodGroup v1beta1."""
+
+    family = "volcano"
+    name = "volcano-v1beta1"
+    api_version = POD_GROUP.api_version
+    scheduler_name = VOLCANO_SCHEDULER_NAME
+    gang_kinds = (POD_GROUP,)
+    mutable_fields = ("minMember", "minTaskMember", "queue", "priorityClassName", "minResources")
+
+    def build_gang_objects(self, spec: GangSpec) -> list[dict]:
+        """One PodGroup named `spec.gang_name`."""
+        body = {
+            "minMember": spec.min_member,
+            "minTaskMember": {ps.name: ps.min_member for ps in spec.pod_sets},
+            "queue": spec.queue,
+        }
+        if spec.priority_class_name:
+            body["priorityClassName"] = spec.priority_class_name
+        if spec.min_resources:
+            body["minResources"] = dict(spec.min_resources)
+        return [{"apiVersion": POD_GROUP.api_version, "kind": POD_GROUP.kind,
+                 "metadata": self.metadata(spec, spec.gang_name), "spec": body}]
+
+    def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
+        """schedulerName volcano, annotations group-name and task-spec."""
+        out = super().stamp_pod_template(template, spec, pod_set)
+        annotations = out.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[VOLCANO_GROUP_NAME_ANNOTATION] = spec.gang_name
+        annotations[TASK_SPEC_ANNOTATION] = pod_set.name
+        return out
+
+    def read_status(self, objects: list[dict]) -> GangStatus:
+        """A True Unschedulable condition means not admitted (its reason, e.g. NotEnoughResources); a True
+        Scheduled condition or phase Running/Completed means admitted; Pending/Inqueue say nothing yet."""
+        pg = self.gang_object(POD_GROUP, objects)
+        if pg is None:
+            return GangStatus()
+        status = pg.get("status") or {}
+        conditions = status.get("conditions") or []
+        phase = status.get("phase") or ""
+        result = GangStatus(source=object_source(pg), conditions=conditions, reason=phase)
+        live = [c for c in conditions if c.get("status") == "True"]
+        latest = max(live, key=lambda c: c.get("lastTransitionTime") or "") if live else None
+        if phase in ADMITTED_PHASES or (latest and latest.get("type") == "Scheduled"):
+            result.admitted = True
+        elif latest and latest.get("type") == "Unschedulable":
+            result.admitted = False
+        if latest is not None:
+            result.reason = latest.get("reason") or latest.get("type", "")
+            result.message = latest.get("message", "")
+            result.at = parse_time(latest.get("lastTransitionTime"))
+        return result

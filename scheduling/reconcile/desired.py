@@ -1,0 +1,99 @@
+"""The desired cluster objects of a job, computed from the job row alone (pure: no API calls, no writes).
+
+- `gang_spec(job)`: the GangSpec a backend builds its gang objects from;
+- `owners(backend, spec)`: one `batch/v1` Indexed Job per pod set (completions = parallelism = replicas) with the
+  backend-stamped pod template, and the headless rendezvous Service (pods resolve each other as
+  `<job>-<index>.<service>`, the Indexed Job hostname convention);
+- `job_labels(job)`: the labels every object of the job carries.
+"""
+from __future__ import annotations
+
+import copy
+
+from django.conf import settings
+
+from ..backends.base import GangSpec, PodSetSpec, SchedulerBackend
+from ..constants import LABEL_INSTANCE, LABEL_JOB, LABEL_JOB_UID, LABEL_MANAGED_BY, LABEL_POD_SET, MANAGED_BY_VALUE
+from ..kube import resources
+from ..kube.objects import JOB, SERVICE
+from ..services.templates import DEFAULT_SCHEDULE_TIMEOUT_SECONDS
+from . import names
+
+
+def instance_label() -> str:
+    """This gangweb install's `gangweb.io/instance` value."""
+    return names.label_value(settings.GANGWEB_INSTANCE) or "gangweb"
+
+
+def job_labels(job) -> dict:
+    """{managed-by: gangweb, instance, job name (as a label value), job UID}."""
+    return job_labels_from(job.name, str(job.uid))
+
+
+def gang_spec(job) -> GangSpec:
+    """The GangSpec of `job` at its current `gang_generation` (names change with the generation)."""
+    resolved = job.resolved_spec
+    uid, gen = str(job.uid), job.gang_generation
+    pod_sets = tuple(
+        PodSetSpec(name=ps["name"], replicas=ps["replicas"], min_member=ps.get("minMember") or ps["replicas"],
+                   template=ps["template"], owner_name=names.owner_name(job.name, ps["name"], uid, gen))
+        for ps in resolved["podSets"])
+    gang = resolved.get("gang") or {}
+    total = sum(ps.replicas for ps in pod_sets)
+    return GangSpec(
+        job_name=job.name, namespace=job.namespace, uid=uid, generation=gen,
+        gang_name=names.gang_name(job.name, uid, gen), service_name=names.service_name(job.name, uid, gen),
+        queue=job.queue.name, priority_class_name=job.priority_class_name or "",
+        preemptibility=resolved.get("preemptibility") or "", topology=resolved.get("topologyConstraint") or None,
+        min_member=gang.get("minMember") or total,
+        schedule_timeout_seconds=gang.get("scheduleTimeoutSeconds") or DEFAULT_SCHEDULE_TIMEOUT_SECONDS,
+        min_resources=resources.as_resource_list(resources.gang_requests(resolved["podSets"])),
+        pod_sets=pod_sets, labels=job_labels_from(job.name, uid),
+    )
+
+
+def job_labels_from(job_name: str, uid: str) -> dict:
+    """job_labels for a name and UID (GangSpec is built without touching other job fields)."""
+    return {LABEL_MANAGED_BY: MANAGED_BY_VALUE, LABEL_INSTANCE: instance_label(),
+            LABEL_JOB: names.label_value(job_name), LABEL_JOB_UID: uid}
+
+
+def pod_template(backend: SchedulerBackend, spec: GangSpec, pod_set: PodSetSpec) -> dict:
+    """The pod template of one pod set: the job's labels, the rendezvous subdomain, restartPolicy Never unless
+    the template says OnFailure, then the backend's stamp (scheduler, group link)."""
+    template = copy.deepcopy(pod_set.template)
+    meta = template.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), **spec.labels, LABEL_POD_SET: pod_set.name}
+    pod = template.setdefault("spec", {})
+    pod["subdomain"] = spec.service_name
+    if pod.get("restartPolicy") not in ("Never", "OnFailure"):
+        pod["restartPolicy"] = "Never"
+    if spec.priority_class_name:
+        pod["priorityClassName"] = spec.priority_class_name
+    return backend.stamp_pod_template(template, spec, pod_set)
+
+
+def owners(backend: SchedulerBackend, spec: GangSpec) -> list[dict]:
+    """One Indexed Job per pod set, in pod-set order. backoffLimit 0: a gang with a failed member has failed."""
+    extra = backend.owner_metadata(spec)
+    jobs = []
+    for ps in spec.pod_sets:
+        meta = {"name": ps.owner_name, "namespace": spec.namespace,
+                "labels": {**spec.labels, LABEL_POD_SET: ps.name, **extra.get("labels", {})}}
+        if extra.get("annotations"):
+            meta["annotations"] = dict(extra["annotations"])
+        jobs.append({
+            "apiVersion": JOB.api_version, "kind": JOB.kind, "metadata": meta,
+            "spec": {"completionMode": "Indexed", "completions": ps.replicas, "parallelism": ps.replicas,
+                     "backoffLimit": 0, "template": pod_template(backend, spec, ps)},
+        })
+    return jobs
+
+
+def service(spec: GangSpec) -> dict:
+    """The headless Service selecting every pod of the job (also before they are ready: rendezvous)."""
+    return {
+        "apiVersion": SERVICE.api_version, "kind": SERVICE.kind,
+        "metadata": {"name": spec.service_name, "namespace": spec.namespace, "labels": dict(spec.labels)},
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {LABEL_JOB_UID: spec.uid}},
+    }

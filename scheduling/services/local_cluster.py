@@ -1,0 +1,70 @@
+"""Start the local control plane and register it, so a newcomer can submit a job right after `make run`.
+
+`start_and_register(stdout)` starts (or reuses) the `localcluster` control plane in the default state directory,
+then `register(kubeconfig_path)` creates or updates Cluster "local" with its kubeconfig, probes it, and makes sure
+a leaf queue "default" and a sample runtime template "sample-gang" exist. The cluster keeps running after
+`runstack` stops; `python manage.py localcluster down` stops it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db import transaction
+
+from ..kube import client as kube_client
+from ..models import Cluster, QueuePolicy, RuntimeTemplate
+from ..reconcile import probe
+from . import templates as template_service
+
+LOCAL_CLUSTER = "local"
+DEFAULT_QUEUE = "default"
+SAMPLE_TEMPLATE = "sample-gang"
+# A 2-pod gang for the k8s-workload backend (kube-scheduler's GangScheduling plugin runs locally); kwok finishes
+# each pod 120 s after it starts (localcluster's gangweb.io/sim-duration stage).
+SAMPLE_SPEC = {
+    "backend": "k8s-workload",
+    "gang": {"scheduleTimeoutSeconds": 60},
+    "podSets": [{
+        "name": "worker", "replicas": 2,
+        "template": {"metadata": {"annotations": {"gangweb.io/sim-duration": "120s"}},
+                     "spec": {"containers": [{"name": "main", "image": "registry.example/train:1",
+                                              "command": ["python", "train.py"],
+                                              "resources": {"requests": {"cpu": "1", "memory": "1Gi",
+                                                                         "nvidia.com/gpu": "1"},
+                                                            "limits": {"nvidia.com/gpu": "1"}}}]}},
+    }],
+    "overridable": ["podSets.*.replicas", "podSets.*.resources", "podSets.*.env", "priorityClassName"],
+}
+
+
+def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
+    """Create or update Cluster "local" from a kubeconfig file, probe it, and ensure queue "default" (synced to
+    it) and template "sample-gang" exist. Returns the probed Cluster."""
+    text = Path(kubeconfig_path).read_text()
+    with transaction.atomic():
+        cluster, _ = Cluster.objects.update_or_create(
+            name=LOCAL_CLUSTER, defaults={"kubeconfig": text, "context": "", "in_cluster": False,
+                                          "description": "local control plane (localcluster, kwok nodes)"})
+        queue, _ = QueuePolicy.objects.get_or_create(name=DEFAULT_QUEUE, defaults={"display_name": "Default"})
+        queue.clusters.add(cluster)
+        if not RuntimeTemplate.objects.filter(name=SAMPLE_TEMPLATE).exists():
+            template_service.create_template(None, SAMPLE_TEMPLATE, "2-pod gang that runs for 2 minutes",
+                                             SAMPLE_SPEC)
+    kube_client.forget(cluster.pk)
+    cluster = probe.probe_cluster(cluster)
+    if stdout is not None:
+        stdout.write(f"local cluster: registered as '{LOCAL_CLUSTER}' ({cluster.health}, {cluster.server_version}, "
+                     f"backends {', '.join(cluster.available_backends) or 'none'})\n")
+    return cluster
+
+
+def start_and_register(stdout) -> Cluster:
+    """Start the local control plane (reusing a running one) and register it. Raises localcluster's
+    BinariesMissing / ClusterStartError when it cannot start; runstack reports that and carries on."""
+    import localcluster
+
+    def progress(message: str) -> None:
+        stdout.write(f"local cluster: {message}\n")
+
+    cluster = localcluster.up(localcluster.ClusterConfig(), progress=progress)
+    return register(cluster.kubeconfig, stdout)

@@ -1,0 +1,80 @@
+"""Error classification (transient vs terminal), the per-cluster client factory and the task retry policy."""
+import json
+
+import pytest
+import urllib3
+import yaml
+from kubernetes.client.rest import ApiException
+
+from scheduling import tasks
+from scheduling.kube import client as kube_client
+from scheduling.kube import errors
+from scheduling.models import Cluster
+
+
+def api_error(status, message="boom"):
+    exc = ApiException(status=status, reason="Reason")
+    exc.body = json.dumps({"message": message})
+    return exc
+
+
+@pytest.mark.parametrize("exc, kind, reason", [
+    (urllib3.exceptions.MaxRetryError(None, "/", "refused"), errors.TransientKubeError, "ClusterUnreachable"),
+    (ConnectionRefusedError(111, "refused"), errors.TransientKubeError, "ClusterUnreachable"),
+    (api_error(429), errors.TransientKubeError, "Throttled"),
+    (api_error(500), errors.TransientKubeError, "ServerError"),
+    (api_error(503), errors.TransientKubeError, "ServerError"),
+    (api_error(403), errors.TransientKubeError, "Forbidden"),
+    (api_error(401), errors.TransientKubeError, "Unauthorized"),
+    (api_error(422, "spec.minMember: Invalid value"), errors.TerminalKubeError, "Invalid"),
+    (api_error(400), errors.TerminalKubeError, "Invalid"),
+    (api_error(405), errors.TerminalKubeError, "Rejected"),
+])
+def test_failures_are_classified(exc, kind, reason):
+    classified = errors.classify(exc)
+    assert type(classified) is kind and classified.reason == reason
+    assert errors.classify(ValueError("not an API failure")) is None
+
+
+def test_call_passes_404_and_409_through_as_answers():
+    def raise_(exc):
+        raise exc
+
+    for status in (404, 409):
+        with pytest.raises(ApiException):
+            errors.call(raise_, api_error(status))
+    with pytest.raises(errors.TerminalKubeError, match="spec.minMember"):
+        errors.call(raise_, api_error(422, "spec.minMember: Invalid value"))
+
+
+KUBECONFIG = {
+    "apiVersion": "v1", "kind": "Config", "current-context": "a",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}},
+                 {"name": "d", "cluster": {"server": "https://127.0.0.2:2"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}},
+                 {"name": "b", "context": {"cluster": "d", "user": "u"}}],
+}
+
+
+@pytest.mark.django_db
+def test_clients_are_cached_per_cluster_and_rebuilt_when_the_kubeconfig_changes():
+    cluster = Cluster.objects.create(name="x", kubeconfig=yaml.safe_dump(KUBECONFIG))
+    first = kube_client.api_client(cluster)
+    assert first.configuration.host == "https://127.0.0.1:1" and first.configuration.retries == 1
+    assert kube_client.api_client(cluster) is first
+    cluster.context = "b"
+    second = kube_client.api_client(cluster)
+    assert second is not first and second.configuration.host == "https://127.0.0.2:2"
+    cluster.kubeconfig = "not: [a, kubeconfig"
+    with pytest.raises(errors.TerminalKubeError, match="InvalidKubeconfig"):
+        kube_client.api_client(cluster)
+    kube_client.forget(cluster.pk)
+
+
+def test_reconcile_task_retries_only_transient_errors_with_backoff_and_a_cap():
+    task = tasks.reconcile_job
+    assert task.name == "scheduling.reconcile_job"
+    assert tuple(task.autoretry_for) == (errors.TransientKubeError,)
+    assert task.retry_backoff and task.retry_jitter and task.max_retries == 8 and task.retry_backoff_max == 300
+    assert task.time_limit and task.soft_time_limit

@@ -1,0 +1,64 @@
+"""Reconcile passes that need no working cluster: cancel before dispatch, an unreachable cluster, a bulk batch
+against an unreachable cluster. The unreachable cluster is a real closed port (127.0.0.1:1), not a mock."""
+import pytest
+import yaml
+
+from scheduling.choices import GangPhase, ReconcileOutcome
+from scheduling.kube import errors
+from scheduling.models import GangJob
+from scheduling.reconcile import jobs
+from scheduling.services import jobs as job_service
+from tests import builders
+
+DEAD = yaml.safe_dump({
+    "apiVersion": "v1", "kind": "Config", "current-context": "dead",
+    "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "u"}}],
+})
+
+
+@pytest.fixture
+def dead_cluster(setup):
+    template, queue, cluster = setup
+    cluster.kubeconfig = DEAD
+    cluster.served_apis = ["v1", "scheduling.k8s.io/v1alpha2"]
+    cluster.save()
+    return template, queue, cluster
+
+
+def submit(api, template, queue, cluster, name):
+    response = api.post("/api/v1/jobs/", builders.submit_body(template, queue, cluster, name=name), format="json")
+    assert response.status_code == 201, response.content
+    return GangJob.objects.select_related("cluster", "queue").get(pk=response.json()["id"])
+
+
+def test_a_job_cancelled_before_dispatch_ends_cancelled_without_touching_the_cluster(api, admin_user, dead_cluster):
+    job = submit(api, *dead_cluster, "early")
+    job_service.cancel(admin_user, job)
+    result = jobs.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk))
+    job.refresh_from_db()
+    assert result.error is None
+    assert job.phase == GangPhase.CANCELLED and job.cleaned_up_at is not None
+    assert list(job.transitions.values_list("phase", flat=True)) == [GangPhase.SUBMITTED, GangPhase.CANCELLED]
+    assert job.attempts.get().outcome == ReconcileOutcome.OK
+
+
+def test_an_unreachable_cluster_is_recorded_on_the_job_and_raised_for_retry(api, dead_cluster):
+    job = submit(api, *dead_cluster, "down")
+    with pytest.raises(errors.TransientKubeError) as failure:
+        jobs.run_pass(job)
+    assert failure.value.reason == "ClusterUnreachable"
+    job.refresh_from_db()
+    assert (job.phase, job.phase_reason) == (GangPhase.SUBMITTED, "ClusterUnreachable")
+    attempt = job.attempts.get()
+    assert (attempt.outcome, attempt.reason) == (ReconcileOutcome.TRANSIENT_ERROR, "ClusterUnreachable")
+
+
+def test_a_bulk_batch_against_an_unreachable_cluster_tries_once_and_records_every_job(api, dead_cluster):
+    batch = [submit(api, *dead_cluster, f"bulk-{i}") for i in range(4)]
+    counts = jobs.reconcile_many([j.pk for j in batch])
+    assert counts == {"ok": 0, "failed": 4, "requeued": 0}
+    for job in GangJob.objects.filter(pk__in=[j.pk for j in batch]):
+        assert job.phase_reason == "ClusterUnreachable"
+        assert job.attempts.get().outcome == ReconcileOutcome.TRANSIENT_ERROR
