@@ -77,6 +77,23 @@ def queue_numbers(details: dict | None) -> tuple[dict | None, dict]:
     return {"name": details.get("name", ""), "resources": resources}, job
 
 
+def job_requests(resolved_spec: dict) -> dict:
+    """What the whole job asks per resource, in base units: replicas x container requests summed over pod sets
+    (a container's limit counts when it sets no request, as the API server defaults requests to limits)."""
+    total: dict[str, Decimal] = {}
+    for ps in resolved_spec.get("podSets") or []:
+        replicas = ps.get("replicas") or 0
+        for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
+            res = c.get("resources") or {}
+            merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+            for name, qty in merged.items():
+                try:
+                    total[name] = total.get(name, Decimal(0)) + parse_quantity(qty) * replicas
+                except (ValueError, TypeError, InvalidOperation):
+                    continue
+    return {name: number(amount) for name, amount in sorted(total.items())}
+
+
 def _kai_reasons(gang: GangStatus) -> list[dict]:
     """Every {reason, message, details} the latest KAI scheduling condition carries (KAI only; else [])."""
     scheduling = [c for c in gang.conditions if isinstance(c, dict) and "reasons" in c]
