@@ -50,6 +50,8 @@ GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
 GANGWEB_QUEUE_SYNC_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SYNC_SECONDS", "60"))
 GANGWEB_QUEUE_SAMPLE_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SAMPLE_SECONDS", "300"))
 GANGWEB_QUEUE_USAGE_RETENTION_DAYS = int(os.environ.get("GANGWEB_QUEUE_USAGE_RETENTION_DAYS", "30"))
+# Bearer token a Prometheus scrape of /metrics must send; empty leaves /metrics open (scraped inside the cluster).
+GANGWEB_METRICS_TOKEN = os.environ.get("GANGWEB_METRICS_TOKEN", "")
 # Largest request body the API accepts (bytes); bulk submit of thousands of jobs fits well inside.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GANGWEB_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
 

@@ -8,8 +8,8 @@ Series:
 - `gangweb_job_time_to_running_seconds{cluster, queue}` (histogram): Submitted -> Running, observed when the
   Running entry is recorded.
 - `gangweb_reconcile_duration_seconds{cluster, backend}` (histogram) and
-  `gangweb_reconcile_errors_total{cluster, backend, reason}` (counter): one observation per reconcile pass, via
-  `reconcile_timer`.
+  `gangweb_reconcile_errors_total{cluster, backend, reason}` (counter): one observation per job reconcile pass,
+  fed from its ReconcileAttempt row (`observe.signals`).
 - `gangweb_watch_restarts_total{cluster, resource, reason}` (counter): a watch was lost (410 Gone, connection
   dropped, API error) and resumed with a fresh list. `gangweb_watch_events_total{cluster, resource, type}` counts
   the events delivered.
@@ -24,8 +24,6 @@ The jobs gauge never depends on this: it is read from the database.
 from __future__ import annotations
 
 import os
-import time
-from contextlib import contextmanager
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
@@ -58,20 +56,6 @@ def observe_durations(cluster: str, queue: str, new_phases: set[str], spans: dic
         TIME_IN_QUEUE.labels(cluster, queue).observe(max(spans["time_in_queue"], 0.0))
     if GangPhase.RUNNING in new_phases and spans.get("time_to_running") is not None:
         TIME_TO_RUNNING.labels(cluster, queue).observe(max(spans["time_to_running"], 0.0))
-
-
-@contextmanager
-def reconcile_timer(cluster: str, backend: str):
-    """Time one reconcile pass; an exception escaping the block is counted as an error (reason: its `reason`
-    attribute, else its class name) and re-raised."""
-    start = time.perf_counter()
-    try:
-        yield
-    except Exception as exc:
-        RECONCILE_ERRORS.labels(cluster, backend or "none", getattr(exc, "reason", "") or type(exc).__name__).inc()
-        raise
-    finally:
-        RECONCILE_DURATION.labels(cluster, backend or "none").observe(time.perf_counter() - start)
 
 
 class JobsCollector:

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..backends.base import GangStatus
-from ..choices import TERMINAL_PHASES, DesiredState
+from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState
 from ..models import GangJob, PhaseTransition
 from ..observe import metrics, phases, why_pending
 from ..observe import objects as o
@@ -145,6 +145,31 @@ def record_error(job: GangJob, reason: str, message: str, status: int | None = N
                 setattr(locked, name, changes[name])
             locked.save(update_fields=[*changed, "updated_at"])
         _refresh(job, locked)
+
+
+def record_phase(job: GangJob, phase: str, at, source: str, reason: str = "", message: str = "") -> bool:
+    """Move `job` forward to `phase` by gangweb's own decision (e.g. Cancelled once its objects are deleted) and
+    append the timeline entry. Never moves backwards or out of a terminal phase; `at` None means now. The job's
+    fields change in memory (the caller saves them); the entry is written at once. Returns True when it moved.
+    """
+    if job.phase in TERMINAL_PHASES or PHASE_ORDER[phase] <= PHASE_ORDER.get(job.phase, 0):
+        return False
+    at = at or timezone.now()
+    last = job.transitions.order_by("-at").values_list("at", flat=True).first()
+    at = max(at, last) if last else at
+    job.phase, job.phase_reason, job.phase_message, job.phase_changed_at = phase, reason[:REASON_MAX], message, at
+    if phase in TERMINAL_PHASES:
+        job.finished_at = at
+        if job.why_pending is not None:  # not among the caller's status fields: cleared here at once
+            job.why_pending = None
+            GangJob.objects.filter(pk=job.pk).update(why_pending=None)
+    _, created = PhaseTransition.objects.get_or_create(
+        job=job, phase=phase, defaults={"at": at, "source": source[:300], "reason": reason[:REASON_MAX],
+                                        "message": message})
+    if created:
+        spans = timeline.durations(job.transitions.all())
+        metrics.observe_durations(job.cluster.name, job.queue.name, {phase}, spans)
+    return True
 
 
 def _refresh(job: GangJob, fresh: GangJob) -> None:
