@@ -161,6 +161,28 @@ class PhaseTransitionSerializer(serializers.ModelSerializer):
         fields = ["phase", "at", "recorded_at", "source", "reason", "message"]
 
 
+class JobEventSerializer(serializers.Serializer):
+    """One Kubernetes Event about one of the job's objects (see scheduling.observe.events)."""
+
+    type = serializers.CharField()
+    reason = serializers.CharField()
+    message = serializers.CharField()
+    object = serializers.CharField(help_text='"Kind namespace/name"')
+    kind = serializers.CharField()
+    count = serializers.IntegerField()
+    first_at = serializers.DateTimeField(allow_null=True)
+    last_at = serializers.DateTimeField(allow_null=True)
+    component = serializers.CharField()
+
+
+class JobEventsSerializer(serializers.Serializer):
+    """The events of a job, read live from its cluster; `error` says why they could not be read."""
+
+    cluster = serializers.CharField()
+    events = JobEventSerializer(many=True)
+    error = serializers.CharField(allow_null=True)
+
+
 class GangJobSerializer(serializers.ModelSerializer):
     """A gang job as the API returns it (list form)."""
 

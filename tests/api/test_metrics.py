@@ -43,3 +43,10 @@ def test_a_configured_token_is_required(settings):
     assert Client().get("/metrics").status_code == 401
     assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     assert "gangweb_jobs" in Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret").content.decode()
+
+
+def test_events_of_a_job_whose_cluster_cannot_be_asked_are_a_502_naming_it(api, setup):
+    job_id = api.post("/api/v1/jobs/", builders.submit_body(*setup, name="ev"), format="json").data["id"]
+    r = api.get(f"/api/v1/jobs/{job_id}/events/")
+    assert r.status_code == 502
+    assert r.data["cluster"] == "local" and r.data["events"] == [] and r.data["error"]

@@ -1,0 +1,83 @@
+"""Glue between the cluster watches and the jobs: what to watch in a cluster, and what to do on a change.
+
+`observe_job` is the watcher's `on_change`: it records the job's phase from the watch cache at once (no API call,
+`status.apply_observation`), and when one of the job's gang objects or Jobs was deleted under a running job it
+enqueues `scheduling.reconcile_job`, which recreates what is missing. Acting stays with the reconciler; the watch
+only observes.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from ..backends import registry
+from ..choices import TERMINAL_PHASES, DesiredState
+from ..kube.watches import ClusterWatcher, JobObjects
+from ..models import Cluster, GangJob
+from . import status
+
+log = logging.getLogger(__name__)
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # the Job controller labels its pods with their Job's name
+
+
+def gang_kinds(cluster: Cluster) -> list:
+    """Gang kinds of every registered backend the cluster serves (all of them when it was never probed)."""
+    served = set(cluster.served_apis or [])
+    kinds, seen = [], set()
+    for cls in registry.all_plugins():
+        if served and cls.api_version not in served:
+            continue
+        for ref in cls.gang_kinds:
+            key = (ref.api_version, ref.kind)
+            if key not in seen:
+                seen.add(key)
+                kinds.append(ref)
+    return kinds
+
+
+def backend_of(job: GangJob):
+    """The job's backend plugin instance (by the name recorded at dispatch), or None."""
+    if not job.backend_plugin:
+        return None
+    for cls in registry.all_plugins():
+        if cls.name == job.backend_plugin:
+            return cls()
+    return None
+
+
+def select(job_objects: JobObjects, backend) -> tuple[list[dict], list[dict], list[dict]]:
+    """(gang objects of the job's backend kinds, owner Jobs, pods of those Jobs), as the reconciler passes them."""
+    kinds = {(r.api_version, r.kind) for r in getattr(backend, "gang_kinds", ())}
+    gang = [g for g in job_objects.gang if (g.get("apiVersion"), g.get("kind")) in kinds]
+    owners = job_objects.owners
+    names = {(w.get("metadata") or {}).get("name") for w in owners}
+    pods = [p for p in job_objects.pods
+            if not owners or ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in names]
+    return gang, owners, pods
+
+
+def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
+    """Record what the watch cache holds of one job; enqueue a reconcile when its objects were deleted."""
+    close_old_connections()
+    job = GangJob.objects.select_related("cluster", "queue").filter(uid=job_uid).first()
+    if job is None or job.phase in TERMINAL_PHASES:
+        return
+    backend = backend_of(job)
+    gang, owners, pods = select(job_objects, backend)
+    status.apply_observation(job, backend, gang, pods, owners)
+    if deleted or job.desired_state == DesiredState.CANCEL:
+        from .. import tasks
+
+        tasks.reconcile_job.delay(job.pk)
+
+
+def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWatcher:
+    """A (not yet started) ClusterWatcher of `cluster` that observes jobs on every change."""
+    if api is None:
+        from ..kube.client import api_client
+
+        api = api_client(cluster)
+    return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change)
