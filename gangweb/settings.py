@@ -106,6 +106,13 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Web, worker and beat share one SQLite file on a laptop: wait for locks rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+if TESTING and DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Threads in tests (the cluster watcher, live servers) need SQLite's real file locking, which waits up to the
+    # timeout above; an in-memory shared-cache database fails at once with "database table is locked" instead.
+    # One file per test process, in the temp directory, removed by Django when the run ends.
+    import tempfile
+
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"gangweb-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -60,6 +60,11 @@ def _key(ref: ObjectRef) -> str:
     return f"{ref.api_version}/{ref.kind}"
 
 
+def resource_label(ref: ObjectRef) -> str:
+    """The metric label of a kind: "pods", "jobs.batch", "podgroups.scheduling.run.ai"."""
+    return f"{ref.plural}.{ref.group}" if ref.group else ref.plural
+
+
 class _Lost(Exception):
     """The watch was lost; `reason` labels the restart metric."""
 
@@ -158,21 +163,21 @@ class ClusterWatcher:
                 if self._stop.is_set():
                     return
                 self.restarts += 1
-                metrics.WATCH_RESTARTS.labels(self.name, ref.plural, lost.reason).inc()
-                log.info("watch %s %s lost (%s); listing again", self.name, ref.plural, lost.reason)
+                metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), lost.reason).inc()
+                log.info("watch %s %s lost (%s); listing again", self.name, resource_label(ref), lost.reason)
             except ApiException as exc:
                 if exc.status == 404:  # the cluster does not serve this kind: nothing to watch
                     log.info("watch %s: %s not served; not watched", self.name, _key(ref))
                     self.synced[_key(ref)].set()
                     return
                 self.restarts += 1
-                metrics.WATCH_RESTARTS.labels(self.name, ref.plural, f"Http{exc.status}").inc()
+                metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), f"Http{exc.status}").inc()
             except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 if self._stop.is_set():
                     return
                 self.restarts += 1
-                metrics.WATCH_RESTARTS.labels(self.name, ref.plural, type(exc).__name__).inc()
-                log.info("watch %s %s: %s", self.name, ref.plural, exc)
+                metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), type(exc).__name__).inc()
+                log.info("watch %s %s: %s", self.name, resource_label(ref), exc)
             self._stop.wait(BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)])
             attempt += 1
 
@@ -216,7 +221,7 @@ class ClusterWatcher:
                     rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                     if etype == "BOOKMARK":
                         continue
-                    metrics.WATCH_EVENTS.labels(self.name, ref.plural, etype or "").inc()
+                    metrics.WATCH_EVENTS.labels(self.name, resource_label(ref), etype or "").inc()
                     uid = (obj.get("metadata") or {}).get("uid")
                     if not uid:
                         continue

@@ -102,6 +102,9 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
             "why_pending": why,
             "observed": _observed(gang, gang_objects, owners, obs),
         }
+        if job.backend_plugin and not locked.backend_plugin:
+            # Chosen by the reconcile pass that called us; written here so it is saved together with the phase.
+            changes["backend_plugin"] = job.backend_plugin
         if obs.entries:
             changes["phase_changed_at"] = obs.entries[-1].at
             if obs.phase in TERMINAL_PHASES:

@@ -8,9 +8,10 @@ only observes.
 from __future__ import annotations
 
 import logging
+import time
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import OperationalError, close_old_connections
 
 from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
@@ -20,6 +21,7 @@ from . import status
 
 log = logging.getLogger(__name__)
 
+LOCK_RETRIES = 8
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # the Job controller labels its pods with their Job's name
 
 
@@ -39,13 +41,18 @@ def gang_kinds(cluster: Cluster) -> list:
 
 
 def backend_of(job: GangJob):
-    """The job's backend plugin instance (by the name recorded at dispatch), or None."""
-    if not job.backend_plugin:
-        return None
+    """The job's backend plugin instance: by the name recorded at dispatch, else the highest version of the
+    template's family the cluster serves (a watch event can arrive before the first pass saved the name)."""
     for cls in registry.all_plugins():
-        if cls.name == job.backend_plugin:
+        if job.backend_plugin and cls.name == job.backend_plugin:
             return cls()
-    return None
+    if job.backend_plugin:
+        return None
+    try:
+        cls = registry.select(job.resolved_spec.get("backend", ""), job.cluster.served_apis or [])
+    except KeyError:
+        return None
+    return cls() if cls is not None else None
 
 
 def select(job_objects: JobObjects, backend) -> tuple[list[dict], list[dict], list[dict]]:
@@ -62,16 +69,30 @@ def select(job_objects: JobObjects, backend) -> tuple[list[dict], list[dict], li
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
     """Record what the watch cache holds of one job; enqueue a reconcile when its objects were deleted."""
     close_old_connections()
-    job = GangJob.objects.select_related("cluster", "queue").filter(uid=job_uid).first()
-    if job is None or job.phase in TERMINAL_PHASES:
-        return
-    backend = backend_of(job)
-    gang, owners, pods = select(job_objects, backend)
-    status.apply_observation(job, backend, gang, pods, owners)
-    if deleted or job.desired_state == DesiredState.CANCEL:
+    for attempt in range(LOCK_RETRIES):
+        try:
+            job = _observe(job_uid, job_objects)
+            break
+        except OperationalError:
+            # SQLite (a laptop, or the in-memory test database shared between threads) reports a concurrent
+            # writer as an error instead of waiting; the observation is idempotent, so try again shortly.
+            if attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    if job is not None and (deleted or job.desired_state == DesiredState.CANCEL):
         from .. import tasks
 
         tasks.reconcile_job.delay(job.pk)
+
+
+def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
+    job = GangJob.objects.select_related("cluster", "queue").filter(uid=job_uid).first()
+    if job is None or job.phase in TERMINAL_PHASES:
+        return None
+    backend = backend_of(job)
+    gang, owners, pods = select(job_objects, backend)
+    status.apply_observation(job, backend, gang, pods, owners)
+    return job
 
 
 def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWatcher:
