@@ -46,18 +46,41 @@ def read_gang_status(backend, gang_objects: list[dict]) -> GangStatus:
     return reader.read_status(gang_objects)
 
 
-def _object_summary(obj: dict) -> dict:
+MAX_PODS_LISTED = 200  # pods kept in `observed["pods"]`; counts always cover all of them
+
+
+def _object_body(obj: dict) -> dict:
+    """An object as sent to and kept by the cluster, without its runtime status and server bookkeeping."""
     m = o.meta(obj)
-    return {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "namespace": m.get("namespace", ""),
-            "name": m.get("name", ""), "uid": m.get("uid", "")}
+    meta = {k: m[k] for k in ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp") if k in m}
+    return {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "metadata": meta,
+            "spec": obj.get("spec") or {}}
 
 
-def _observed(gang: GangStatus, gang_objects, owners, obs: phases.Observation) -> dict:
-    """The `GangJob.observed` summary: the job's objects (for events), pod counts, the gang's own words."""
+def _pod_row(pod: dict, facts) -> dict:
+    reason = facts.waiting_reason
+    for cs in o.status(pod).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        reason = reason or (state.get("waiting") or {}).get("reason") or (state.get("terminated") or {}).get("reason")
+    return {"name": facts.name, "node": facts.node_name, "phase": facts.phase, "reason": reason or ""}
+
+
+def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phases.Observation) -> dict:
+    """The `GangJob.observed` summary the job page and the events API read::
+
+        {"objects": [<gang objects and owner Jobs: apiVersion, kind, metadata (name, namespace, uid, labels,
+                      annotations, creationTimestamp), spec>],
+         "pods": [{"name", "node", "phase", "reason"}] (first MAX_PODS_LISTED by name),
+         "pod_counts": {"created", "bound", "running", "succeeded", "failed"},
+         "gang": {"admitted", "reason", "message", "source", "at"}}
+    """
+    rows = sorted((_pod_row(p, f) for p, f in zip(pods, pod_list, strict=True) if not f.terminating),
+                  key=lambda r: r["name"])
     return {
-        "objects": [_object_summary(x) for x in [*gang_objects, *owners]],
-        "pods": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
-                 "failed": obs.failed},
+        "objects": [_object_body(x) for x in [*gang_objects, *owners]],
+        "pods": rows[:MAX_PODS_LISTED],
+        "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
+                       "failed": obs.failed},
         "gang": {"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source,
                  "at": gang.at.isoformat() if gang.at else None},
     }
@@ -100,7 +123,7 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
             "phase_reason": obs.reason[:REASON_MAX],
             "phase_message": obs.message,
             "why_pending": why,
-            "observed": _observed(gang, gang_objects, owners, obs),
+            "observed": _observed(gang, gang_objects, owners, pods, pod_list, obs),
         }
         if job.backend_plugin and not locked.backend_plugin:
             # Chosen by the reconcile pass that called us; written here so it is saved together with the phase.

@@ -35,7 +35,7 @@ def job_events(job: GangJob, api: client.ApiClient | None = None) -> list[dict]:
 
         api = api_client(job.cluster)
     core = client.CoreV1Api(api)
-    uids = {o.get("uid") for o in (job.observed or {}).get("objects") or [] if o.get("uid")}
+    uids = {(o.get("metadata") or {}).get("uid") for o in (job.observed or {}).get("objects") or []} - {None}
     pods = json.loads(core.list_namespaced_pod(job.namespace, label_selector=f"{LABEL_JOB_UID}={job.uid}",
                                                _preload_content=False, _request_timeout=(5, 30)).data)
     uids |= {p["metadata"]["uid"] for p in pods.get("items") or []}

@@ -18,7 +18,7 @@ pytest.importorskip("scheduling.kube.objects")
 
 from scheduling.backends import kai_v2alpha2  # noqa: E402
 from scheduling.choices import GangPhase as P  # noqa: E402
-from scheduling.kube.objects import POD  # noqa: E402
+from scheduling.kube.watches import POD  # noqa: E402
 from scheduling.models import GangJob  # noqa: E402
 from scheduling.reconcile import watching  # noqa: E402
 from tests import builders  # noqa: E402

@@ -53,8 +53,11 @@ def test_an_unschedulable_gang_is_recorded_queued_with_0_of_3_bound(job):
         (P.SUBMITTED, T0, "Submitted"), (P.DISPATCHED, t(1), "ObjectsCreated"), (P.QUEUED, t(2), "Unschedulable")]
     assert job.why_pending["pods"] == {"bound": 0, "required": 3, "total": 3, "created": 3}
     assert job.why_pending["job_requests"]["nvidia.com/gpu"] == 24
-    assert job.observed["objects"][0] == {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
-                                          "namespace": "default", "name": "j-pg", "uid": "uid-j-pg"}
+    pg = job.observed["objects"][0]
+    assert (pg["kind"], pg["metadata"]["name"], pg["metadata"]["uid"]) == ("PodGroup", "j-pg", "uid-j-pg")
+    assert pg["spec"] == {"schedulingPolicy": {"gang": {"minCount": 3}}} and "status" not in pg
+    assert job.observed["pods"][0] == {"name": "p-0", "node": "", "phase": "Pending", "reason": "Unschedulable"}
+    assert job.observed["pod_counts"] == {"created": 3, "bound": 0, "running": 0, "succeeded": 0, "failed": 0}
 
 
 def test_observing_the_same_world_twice_changes_nothing(job):
