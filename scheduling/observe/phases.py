@@ -43,6 +43,7 @@ REASON_CANCELLING = "Cancelling"
 REASON_CANCELLED = "Cancelled"
 REASON_COMPLETED = "Completed"
 REASON_POD_FAILED = "PodFailed"
+DISRUPTION_TARGET = "DisruptionTarget"  # v1alpha2 PodGroup condition set while the scheduler preempts the gang
 GATED = "SchedulingGated"  # PodScheduled=False reason the API server sets on pods with scheduling gates
 
 
@@ -242,6 +243,11 @@ def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str
     live_pods = [p for p in pods if not p.terminating]
     if shape.cancelling:
         return REASON_CANCELLING, "deleting the job's cluster objects"
+    disrupted = next((c for c in gang.conditions if isinstance(c, dict) and c.get("type") == DISRUPTION_TARGET
+                      and c.get("status") == "True"), None)
+    if disrupted is not None and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+        # v1alpha2 DisruptionTarget: the scheduler is preempting the gang; say so while the pods still run.
+        return disrupted.get("reason") or DISRUPTION_TARGET, disrupted.get("message", "")
     if phase == GangPhase.RUNNING:
         return REASON_RUNNING, f"{obs.running} of {shape.total} pods running"
     if phase == GangPhase.SCHEDULED:

@@ -131,3 +131,13 @@ def test_pods_that_vanish_while_queued_say_objects_missing():
     obs = run(GangStatus(), [], owners=[], gang_objects=[], current=P.QUEUED,
               recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)})
     assert (obs.phase, obs.reason) == (P.QUEUED, "ObjectsMissing")
+
+
+def test_a_running_gang_being_preempted_says_so():
+    disrupted = GangStatus(admitted=True, at=t(5), reason="PreemptionByScheduler", conditions=[
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+         "message": "preempted by default/big-job"}])
+    pods = [pod(name=f"p-{i}", bound=5, started=6) for i in range(3)]
+    obs = run(disrupted, pods, current=P.RUNNING,
+              recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5), P.RUNNING: t(6)})
+    assert (obs.phase, obs.reason, obs.message) == (P.RUNNING, "PreemptionByScheduler", "preempted by default/big-job")
