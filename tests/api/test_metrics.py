@@ -17,6 +17,13 @@ def scrape(client=None, **headers) -> dict:
             for family in text_string_to_metric_families(r.content.decode()) for s in family.samples}
 
 
+def test_a_scrape_makes_one_query_whatever_the_number_of_jobs(api, setup, django_assert_num_queries):
+    for name in ("q1", "q2", "q3"):
+        api.post("/api/v1/jobs/", builders.submit_body(*setup, name=name), format="json")
+    with django_assert_num_queries(1):
+        assert Client().get("/metrics").status_code == 200
+
+
 def test_jobs_are_counted_by_phase_and_queue(api, setup):
     for name in ("a", "b"):
         api.post("/api/v1/jobs/", builders.submit_body(*setup, name=name), format="json")
