@@ -91,6 +91,8 @@ class ClusterWatcher:
         self.selector = f"{LABEL_INSTANCE}={instance}"
         self.on_change = on_change
         self.cache: dict[str, dict[str, dict]] = {_key(k): {} for k in self.kinds}
+        # job UID -> {(kind key, object UID)}: a job's objects without scanning the whole cache.
+        self._by_job: dict[str, set[tuple[str, str]]] = {}
         self.restarts = 0
         self.synced = {_key(k): threading.Event() for k in self.kinds}
         self._lock = threading.Lock()
@@ -196,6 +198,10 @@ class ClusterWatcher:
             old = self.cache[key]
             self.cache[key] = fresh
             for uid, obj in old.items():
+                self._unindex(key, uid, obj)
+            for uid, obj in fresh.items():
+                self._index(key, uid, obj)
+            for uid, obj in old.items():
                 if uid not in fresh:  # deleted while nobody watched
                     self._mark(obj, ref != POD)
             for uid, obj in fresh.items():
@@ -228,10 +234,12 @@ class ClusterWatcher:
                     obj.setdefault("apiVersion", ref.api_version)
                     obj.setdefault("kind", ref.kind)
                     with self._lock:
-                        if etype == "DELETED":
-                            self.cache[key].pop(uid, None)
-                        else:
+                        previous = self.cache[key].pop(uid, None)
+                        if previous is not None:
+                            self._unindex(key, uid, previous)
+                        if etype != "DELETED":
                             self.cache[key][uid] = obj
+                            self._index(key, uid, obj)
                         self._mark(obj, etype == "DELETED" and ref != POD)
             except ApiException as exc:
                 if self._stop.is_set():
@@ -253,18 +261,31 @@ class ClusterWatcher:
             self._dirty[uid] = self._dirty.get(uid, False) or deleted
             self._wake.notify()
 
+    def _index(self, key: str, uid: str, obj: dict) -> None:
+        job = job_uid_of(obj)
+        if job:
+            self._by_job.setdefault(job, set()).add((key, uid))
+
+    def _unindex(self, key: str, uid: str, obj: dict) -> None:
+        job = job_uid_of(obj)
+        refs = self._by_job.get(job) if job else None
+        if refs is not None:
+            refs.discard((key, uid))
+            if not refs:
+                del self._by_job[job]
+
     def objects_of(self, job_uid: str) -> JobObjects:
-        """The job's objects in the cache (copies of the lists, not of the dicts)."""
+        """The job's objects in the cache (new lists of the cached dicts), pods and Jobs by name."""
         out = JobObjects()
+        pod_key, job_key = _key(POD), _key(JOB)
         with self._lock:
-            for key, objs in self.cache.items():
-                mine = [o for o in objs.values() if job_uid_of(o) == job_uid]
-                if key == _key(POD):
-                    out.pods = mine
-                elif key == _key(JOB):
-                    out.owners = mine
-                else:
-                    out.gang.extend(mine)
+            for key, uid in self._by_job.get(job_uid, ()):
+                obj = self.cache[key].get(uid)
+                if obj is None:
+                    continue
+                (out.pods if key == pod_key else out.owners if key == job_key else out.gang).append(obj)
+        for items in (out.pods, out.owners, out.gang):
+            items.sort(key=lambda o: (o.get("kind", ""), (o.get("metadata") or {}).get("name", "")))
         return out
 
     def _dispatch(self) -> None:
