@@ -4,6 +4,8 @@ import pytest
 
 kai_v2alpha2 = pytest.importorskip("scheduling.backends.kai_v2alpha2")  # the backends land separately
 k8s_workload = pytest.importorskip("scheduling.backends.k8s_workload_v1alpha2")
+coscheduling = pytest.importorskip("scheduling.backends.coscheduling_v1alpha1")
+volcano = pytest.importorskip("scheduling.backends.volcano_v1beta1")
 
 from scheduling.choices import GangPhase as P  # noqa: E402
 from scheduling.observe import phases, why_pending  # noqa: E402
@@ -11,6 +13,19 @@ from scheduling.observe.pods import pod_facts  # noqa: E402
 from tests.kube_objects import T0, kai_over_limit, kai_podgroup, pod, t, v1alpha2_podgroup  # noqa: E402
 
 GANG3 = phases.JobShape(min_member=3, total=3)
+
+
+def podgroup(api_version: str, status: dict) -> dict:
+    """A scheduler-plugins or Volcano PodGroup with the given status."""
+    return {"apiVersion": api_version, "kind": "PodGroup", "status": status,
+            "metadata": {"name": "j-pg", "namespace": "default", "creationTimestamp": "2026-11-29T14:00:01Z"}}
+
+
+VOLCANO_NOT_ENOUGH = podgroup("scheduling.volcano.sh/v1beta1", {"phase": "Inqueue", "conditions": [
+    {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+     "message": "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable",
+     "lastTransitionTime": "2026-11-29T14:00:03Z"}]})
+COSCHEDULING_PENDING = podgroup("scheduling.x-k8s.io/v1alpha1", {"phase": "Pending"})
 
 
 def pods(**kw):
@@ -24,6 +39,10 @@ def pods(**kw):
     (k8s_workload.K8sWorkloadV1alpha2,
      v1alpha2_podgroup(scheduled=("False", "Unschedulable", "0/4 nodes are available", 3)),
      {"unschedulable": "0/4 nodes are available"}, "Unschedulable", None),
+    (volcano.VolcanoV1beta1, VOLCANO_NOT_ENOUGH, {}, "NotEnoughResources", None),
+    # Coscheduling's Pending phase says nothing either way: the pods' own PodScheduled=False messages speak.
+    (coscheduling.CoschedulingV1alpha1, COSCHEDULING_PENDING,
+     {"unschedulable": "rejected by Coscheduling: 3 of 3 pods pending"}, "Unschedulable", None),
 ])
 def test_what_each_backend_reads_becomes_why_pending(backend, gang_object, pod_kw, reason, numbers):
     gang = backend().read_status([gang_object])
