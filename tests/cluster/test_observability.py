@@ -195,3 +195,13 @@ def test_kai_over_limit_reaches_why_pending_within_2s_and_clears_when_the_gang_b
         fresh.stop()
     assert P.SCHEDULED in [e["phase"] for e in data["timeline"]]
     assert GangJob.objects.get(pk=job.pk).transitions.filter(phase=P.QUEUED).get().reason == "OverLimit"
+
+
+def test_the_watch_clusters_command_watches_every_registered_cluster(world):
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("watch_clusters", "--once", stdout=out)
+    assert "watching cluster local" in out.getvalue()
