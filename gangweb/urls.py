@@ -1,8 +1,10 @@
-"""Top-level routes: dashboard, API, schema and docs, auth, admin."""
+"""Top-level routes: dashboard, API, schema and docs, auth, admin, Prometheus metrics."""
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from scheduling.api.metrics import metrics_view
 
 urlpatterns = [
     path("", include("scheduling.urls")),
@@ -12,4 +14,5 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),
 ]

@@ -10,5 +10,6 @@ class SchedulingConfig(AppConfig):
 
     def ready(self):
         from .backends import registry
+        from .observe import signals  # noqa: F401 - connects the reconcile metrics receiver
 
         registry.check_registry()

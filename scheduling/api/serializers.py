@@ -1,4 +1,5 @@
 """API serializers. Write paths validate through scheduling.services, so the API and forms say the same."""
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import (
@@ -161,8 +162,67 @@ class PhaseTransitionSerializer(serializers.ModelSerializer):
         fields = ["phase", "at", "recorded_at", "source", "reason", "message"]
 
 
+class JobEventSerializer(serializers.Serializer):
+    """One Kubernetes Event about one of the job's objects (see scheduling.observe.events)."""
+
+    type = serializers.CharField()
+    reason = serializers.CharField()
+    message = serializers.CharField()
+    object = serializers.CharField(help_text='"Kind namespace/name"')
+    kind = serializers.CharField()
+    count = serializers.IntegerField()
+    first_at = serializers.DateTimeField(allow_null=True)
+    last_at = serializers.DateTimeField(allow_null=True)
+    component = serializers.CharField()
+
+
+class JobEventsSerializer(serializers.Serializer):
+    """The events of a job, read live from its cluster; `error` says why they could not be read."""
+
+    cluster = serializers.CharField()
+    events = JobEventSerializer(many=True)
+    error = serializers.CharField(allow_null=True)
+
+
+class WhyPendingPodsSerializer(serializers.Serializer):
+    """Pods of the gang: bound of required (minMember), all the job has, and how many exist."""
+
+    bound = serializers.IntegerField()
+    required = serializers.IntegerField()
+    total = serializers.IntegerField()
+    created = serializers.IntegerField()
+
+
+class WhyPendingSerializer(serializers.Serializer):
+    """Why a job waits (see scheduling.observe.why_pending). Numbers are in base units: GPUs, CPU cores, bytes."""
+
+    reason = serializers.CharField(help_text="code: the scheduler's reason (OverLimit, Unschedulable, ...) or "
+                                             "gangweb's (WaitingForPods, WaitingForScheduler, ClusterUnreachable)")
+    message = serializers.CharField(help_text="the scheduler's own words")
+    summary = serializers.CharField(help_text="the explanation in plain words")
+    source = serializers.CharField(help_text='"Kind namespace/name" that said it')
+    since = serializers.DateTimeField(allow_null=True)
+    pods = WhyPendingPodsSerializer(allow_null=True)
+    queue = serializers.JSONField(allow_null=True, help_text='{"name", "resources": {"nvidia.com/gpu": {"quota", '
+                                                             '"limit", "allocated", "allocated_non_preemptible", '
+                                                             '"requested"}}} when the scheduler gives them (KAI)')
+    job_requests = serializers.DictField(child=serializers.FloatField(), help_text="what the job asks, per resource")
+    reasons = serializers.ListField(child=serializers.DictField(), help_text="every explanation the scheduler gave")
+    pod_conditions = serializers.ListField(child=serializers.DictField(),
+                                           help_text="pods' PodScheduled=False reasons and messages, with counts")
+    http_status = serializers.IntegerField(required=False, allow_null=True,
+                                           help_text="for cluster errors: the HTTP status the cluster answered")
+
+
+@extend_schema_field(WhyPendingSerializer(allow_null=True))
+class WhyPendingField(serializers.JSONField):
+    """`GangJob.why_pending` as stored (documented in the schema by WhyPendingSerializer)."""
+
+
 class GangJobSerializer(serializers.ModelSerializer):
     """A gang job as the API returns it (list form)."""
+
+    why_pending = WhyPendingField(read_only=True, allow_null=True)
 
     template = serializers.CharField(source="template_version.template.name", read_only=True)
     template_version = serializers.IntegerField(source="template_version.version", read_only=True)

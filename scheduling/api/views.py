@@ -20,6 +20,7 @@ from ..models import (
     RuntimeTemplateVersion,
 )
 from ..services import access, dispatch
+from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services import queues as queue_service
 from ..services import templates as template_service
@@ -229,3 +230,17 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """The job's phase history, in order."""
         job = self.get_object()
         return Response(s.PhaseTransitionSerializer(job.transitions.order_by("at", "id"), many=True).data)
+
+    @extend_schema(responses={200: s.JobEventsSerializer, 502: s.JobEventsSerializer})
+    @action(detail=True, methods=["get"])
+    def events(self, request, pk=None):
+        """The Kubernetes Events of the job's gang objects, Jobs and pods, read live from its cluster (oldest
+        first). 502 with `error` when the cluster cannot be asked."""
+        job = self.get_object()
+        try:
+            rows = event_service.job_events(job)
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is reported, not raised
+            reason = getattr(exc, "reason", "") or type(exc).__name__
+            return Response({"cluster": job.cluster.name, "events": [], "error": f"{reason}: {exc}"[:1000]},
+                            status=status.HTTP_502_BAD_GATEWAY)
+        return Response({"cluster": job.cluster.name, "events": rows, "error": None})

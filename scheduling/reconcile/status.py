@@ -1,106 +1,205 @@
-"""Derive a job's phase from what the cluster shows: the seam between reconcile and observability.
+"""Write what was observed of a job into its row and timeline: phase, reason, why-pending, appended transitions.
 
-`apply_observation(job, backend, gang_objects, pods, owners)` is called once per reconcile pass, after acting.
-It changes the job in memory (phase, phase_reason, phase_message, phase_changed_at, finished_at, observed) and
-appends PhaseTransition rows with the cluster's own timestamps; the caller saves the job once.
+Called by the job reconcile after it acted (`apply_observation`), by the cluster watcher on every relevant event
+(`scheduling.kube.watches`), and by the reconcile's error path (`record_error`). The logic is pure and lives in
+`scheduling.observe`; this module only reads the job's recorded timeline, calls it, and writes once per pass,
+only when something changed (house rule 7). Phase history is append-only: one entry per phase, in order.
 
-This first version knows Dispatched (gang objects and owners exist; at = the gang object's creationTimestamp),
-Running (every pod of the current generation Running; at = the latest container start), Succeeded (every
-Indexed Job Complete; at = the latest completionTime) and Failed (an Indexed Job Failed; at = that condition's
-lastTransitionTime). The observability engineer replaces the internals (Queued/Scheduled, why_pending), keeping
-the signature.
+Concurrency: the watcher and a Celery worker may observe the same job at once. Both run inside a transaction that
+locks the job row (`select_for_update`; on SQLite the IMMEDIATE transaction mode serializes writers), re-read the
+recorded phases under the lock, and append only what is still missing, so no phase is recorded twice.
 """
 from __future__ import annotations
 
-from datetime import datetime
+import logging
 
+from django.db import transaction
 from django.utils import timezone
 
-from ..backends.base import SchedulerBackend, object_source, parse_time
-from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
-from ..models import PhaseTransition
+from ..backends.base import GangStatus
+from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState
+from ..models import GangJob, PhaseTransition
+from ..observe import metrics, phases, why_pending
+from ..observe import objects as o
+from ..observe.pods import owner_facts, pod_facts
+from ..services import timeline
+
+log = logging.getLogger(__name__)
+
+REASON_MAX = 128
 
 
-def _condition(obj: dict, ctype: str) -> dict | None:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == ctype and cond.get("status") == "True":
-            return cond
-    return None
+def job_shape(job: GangJob) -> phases.JobShape:
+    """minMember (template `gang.minMember`, else the sum of replicas) and total pods, from the resolved spec."""
+    spec = job.resolved_spec or {}
+    total = sum(int(ps.get("replicas") or 0) for ps in spec.get("podSets") or [])
+    min_member = (spec.get("gang") or {}).get("minMember") or total
+    return phases.JobShape(min_member=int(min_member), total=total,
+                           cancelling=job.desired_state == DesiredState.CANCEL)
 
 
-def _started_at(pod: dict) -> datetime | None:
-    status = pod.get("status") or {}
-    starts = [parse_time(((cs.get("state") or {}).get("running") or {}).get("startedAt"))
-              for cs in status.get("containerStatuses") or []]
-    starts = [s for s in starts if s]
-    return max(starts) if starts else parse_time(status.get("startTime"))
+def read_gang_status(backend, gang_objects: list[dict]) -> GangStatus:
+    """The backend's reading of its gang objects (`read_status`), or an empty GangStatus without a backend."""
+    if backend is None or not gang_objects or not hasattr(backend, "read_status"):
+        return GangStatus()
+    reader = backend() if isinstance(backend, type) else backend
+    return reader.read_status(gang_objects)
 
 
-def pod_counts(pods: list[dict]) -> dict[str, int]:
-    """Pods by status.phase, e.g. {"Pending": 1, "Running": 2}."""
-    counts: dict[str, int] = {}
-    for pod in pods:
-        phase = (pod.get("status") or {}).get("phase") or "Pending"
-        counts[phase] = counts.get(phase, 0) + 1
-    return counts
+MAX_PODS_LISTED = 200  # pods kept in `observed["pods"]`; counts always cover all of them
 
 
-def derive(gang_objects: list[dict], pods: list[dict], owners: list[dict], expected_pods: int):
-    """(phase, at, source, reason, message) the objects show, or None when they show nothing new."""
-    failed = [(o, c) for o in owners if (c := _condition(o, "Failed"))]
-    if failed:
-        owner, cond = failed[0]
-        return (GangPhase.FAILED, parse_time(cond.get("lastTransitionTime")), object_source(owner),
-                cond.get("reason", "Failed"), cond.get("message", ""))
-    if owners and all(_condition(o, "Complete") for o in owners):
-        times = [parse_time((o.get("status") or {}).get("completionTime")) for o in owners]
-        times = [t for t in times if t]
-        return (GangPhase.SUCCEEDED, max(times) if times else None, object_source(owners[0]), "Completed", "")
-    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-    if expected_pods and len(running) >= expected_pods:
-        starts = [s for p in running if (s := _started_at(p))]
-        return (GangPhase.RUNNING, max(starts) if starts else None, f"{len(running)} pods", "AllPodsRunning", "")
-    if gang_objects and owners:
-        gang = gang_objects[-1]
-        return (GangPhase.DISPATCHED, parse_time(gang["metadata"].get("creationTimestamp")), object_source(gang),
-                "Created", "")
-    return None
+def _object_body(obj: dict) -> dict:
+    """An object as sent to and kept by the cluster, without its runtime status and server bookkeeping."""
+    m = o.meta(obj)
+    meta = {k: m[k] for k in ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp") if k in m}
+    return {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "metadata": meta,
+            "spec": obj.get("spec") or {}}
 
 
-def record_phase(job, phase: str, at: datetime | None, source: str, reason: str = "", message: str = "") -> bool:
-    """Move `job` forward to `phase` (never backwards, never out of a terminal phase) and append its timeline
-    entry. Returns True when the phase changed. The job is changed in memory only."""
-    if job.phase in TERMINAL_PHASES or PHASE_ORDER[phase] <= PHASE_ORDER[job.phase]:
+def _pod_row(pod: dict, facts) -> dict:
+    reason = facts.waiting_reason
+    for cs in o.status(pod).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        reason = reason or (state.get("waiting") or {}).get("reason") or (state.get("terminated") or {}).get("reason")
+    return {"name": facts.name, "node": facts.node_name, "phase": facts.phase, "reason": reason or ""}
+
+
+def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phases.Observation) -> dict:
+    """The `GangJob.observed` summary the job page and the events API read::
+
+        {"objects": [<gang objects and owner Jobs: apiVersion, kind, metadata (name, namespace, uid, labels,
+                      annotations, creationTimestamp), spec>],
+         "pods": [{"name", "node", "phase", "reason"}] (first MAX_PODS_LISTED by name),
+         "pod_counts": {"created", "bound", "running", "succeeded", "failed"},
+         "gang": {"admitted", "reason", "message", "source", "at"}}
+    """
+    rows = sorted((_pod_row(p, f) for p, f in zip(pods, pod_list, strict=True) if not f.terminating),
+                  key=lambda r: r["name"])
+    return {
+        "objects": [_object_body(x) for x in [*gang_objects, *owners]],
+        "pods": rows[:MAX_PODS_LISTED],
+        "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
+                       "failed": obs.failed},
+        "gang": {"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source,
+                 "at": gang.at.isoformat() if gang.at else None},
+    }
+
+
+def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: list[dict], owners: list[dict]) -> None:
+    """Record what the cluster says about `job` now.
+
+    - `backend`: the job's SchedulerBackend (class or instance; None when the job has none yet);
+    - `gang_objects`, `pods`, `owners`: the job's gang objects, pods and owner Jobs as camelCase dicts (the API
+      server's JSON or `ApiClient.sanitize_for_serialization`); pass every object of the job that exists.
+
+    Appends the new timeline entries (cluster timestamps), sets phase / phase_reason / phase_message /
+    phase_changed_at / why_pending / observed / finished_at when they changed, and observes the duration
+    histograms for the phases just recorded. A finished job is left alone. Raises nothing for odd objects.
+    """
+    gang = read_gang_status(backend, gang_objects)
+    pod_list = [pod_facts(p) for p in pods]
+    owner_list = [owner_facts(w) for w in owners]
+    scheduler = getattr(backend, "scheduler_name", "") or "default-scheduler"
+    new_phases: set[str] = set()
+    with transaction.atomic():
+        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+        if locked.phase in TERMINAL_PHASES:
+            _refresh(job, locked)
+            return
+        recorded = dict(locked.transitions.values_list("phase", "at"))
+        shape = job_shape(locked)
+        now = timezone.now()
+        obs = phases.observe(shape, locked.phase, recorded, gang, gang_objects, pod_list, owner_list, now)
+        why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(locked.resolved_spec),
+                                  scheduler)
+        if obs.entries:
+            PhaseTransition.objects.bulk_create([
+                PhaseTransition(job=locked, phase=e.phase, at=e.at, source=e.source[:300],
+                                reason=e.reason[:REASON_MAX], message=e.message) for e in obs.entries])
+            new_phases = {e.phase for e in obs.entries}
+        changes = {
+            "phase": obs.phase,
+            "phase_reason": obs.reason[:REASON_MAX],
+            "phase_message": obs.message,
+            "why_pending": why,
+            "observed": _observed(gang, gang_objects, owners, pods, pod_list, obs),
+        }
+        if job.backend_plugin and not locked.backend_plugin:
+            # Chosen by the reconcile pass that called us; written here so it is saved together with the phase.
+            changes["backend_plugin"] = job.backend_plugin
+        if obs.entries:
+            changes["phase_changed_at"] = obs.entries[-1].at
+            if obs.phase in TERMINAL_PHASES:
+                changes["finished_at"] = obs.entries[-1].at
+        changed = [name for name, value in changes.items() if getattr(locked, name) != value]
+        if changed:
+            for name in changed:
+                setattr(locked, name, changes[name])
+            locked.save(update_fields=[*changed, "updated_at"])
+        _refresh(job, locked)
+    if new_phases:
+        spans = timeline.durations(locked.transitions.all())
+        metrics.observe_durations(locked.cluster.name, locked.queue.name, new_phases, spans)
+        log.info("job %s: %s", locked.pk, " -> ".join(e.phase for e in obs.entries))
+
+
+def record_error(job: GangJob, reason: str, message: str, status: int | None = None) -> None:
+    """Record that the cluster could not be reached or answered an error (4xx/5xx) while reconciling `job`.
+
+    The phase stays (the job did not move); `phase_reason` / `phase_message` say what went wrong, and while the job
+    is pending its why-pending becomes {"reason": <reason>, "message": ..., "http_status": ...}. Examples of
+    `reason`: "ClusterUnreachable", "Forbidden", "ApiError". Cleared by the next successful observation.
+    """
+    with transaction.atomic():
+        locked = GangJob.objects.select_for_update().get(pk=job.pk)
+        if locked.phase in TERMINAL_PHASES:
+            return
+        changes = {"phase_reason": reason[:REASON_MAX], "phase_message": message}
+        if locked.phase in why_pending.PENDING_PHASES:
+            before = locked.why_pending or {}
+            same = before.get("reason") == reason and before.get("since")
+            changes["why_pending"] = {
+                "reason": reason, "message": message, "http_status": status, "source": locked.cluster.name,
+                "since": before["since"] if same else timezone.now().isoformat(), "pods": before.get("pods"),
+                "queue": None, "job_requests": {}, "reasons": [], "pod_conditions": [],
+                "summary": f"gangweb cannot reach cluster {locked.cluster.name} or it refused: {message}",
+            }
+        changed = [name for name, value in changes.items() if getattr(locked, name) != value]
+        if changed:
+            for name in changed:
+                setattr(locked, name, changes[name])
+            locked.save(update_fields=[*changed, "updated_at"])
+        _refresh(job, locked)
+
+
+def record_phase(job: GangJob, phase: str, at, source: str, reason: str = "", message: str = "") -> bool:
+    """Move `job` forward to `phase` by gangweb's own decision (e.g. Cancelled once its objects are deleted) and
+    append the timeline entry. Never moves backwards or out of a terminal phase; `at` None means now. The job's
+    fields change in memory (the caller saves them); the entry is written at once. Returns True when it moved.
+    """
+    if job.phase in TERMINAL_PHASES or PHASE_ORDER[phase] <= PHASE_ORDER.get(job.phase, 0):
         return False
     at = at or timezone.now()
-    job.phase, job.phase_reason, job.phase_message, job.phase_changed_at = phase, reason, message, at
+    last = job.transitions.order_by("-at").values_list("at", flat=True).first()
+    at = max(at, last) if last else at
+    job.phase, job.phase_reason, job.phase_message, job.phase_changed_at = phase, reason[:REASON_MAX], message, at
     if phase in TERMINAL_PHASES:
         job.finished_at = at
-    if not PhaseTransition.objects.filter(job=job, phase=phase).exists():
-        PhaseTransition.objects.create(job=job, phase=phase, at=at, source=source, reason=reason, message=message)
+        if job.why_pending is not None:  # not among the caller's status fields: cleared here at once
+            job.why_pending = None
+            GangJob.objects.filter(pk=job.pk).update(why_pending=None)
+    _, created = PhaseTransition.objects.get_or_create(
+        job=job, phase=phase, defaults={"at": at, "source": source[:300], "reason": reason[:REASON_MAX],
+                                        "message": message})
+    if created:
+        spans = timeline.durations(job.transitions.all())
+        metrics.observe_durations(job.cluster.name, job.queue.name, {phase}, spans)
     return True
 
 
-def apply_observation(job, backend: SchedulerBackend, gang_objects: list[dict], pods: list[dict],
-                      owners: list[dict]) -> None:
-    """Derive phase changes of `job` from its gang objects, its current pods and its Indexed Jobs (dicts as the
-    API returns them). Updates `job.observed` with a summary: gang status, pod counts by phase, owner names."""
-    expected = sum(ps["replicas"] for ps in job.resolved_spec.get("podSets", []))
-    gang = backend.read_status(gang_objects) if gang_objects else None
-    job.observed = {
-        "gang": ({"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source}
-                 if gang else None),
-        "gang_objects": [object_source(o) for o in gang_objects],
-        "owners": [o["metadata"]["name"] for o in owners],
-        "pods": pod_counts(pods),
-    }
-    found = derive(gang_objects, pods, owners, expected)
-    if found is not None:
-        record_phase(job, *found)
-
-
-def record_error(job, reason: str, message: str, status: int | None = None) -> None:
-    """Record on `job` (in memory; the pass saves it) that the cluster could not be reached or refused: the phase
-    stays, `phase_reason` / `phase_message` say why (e.g. "ClusterUnreachable", "Forbidden"). `status` is the HTTP
-    code when there was one. Cleared by the next successful pass."""
-    job.phase_reason, job.phase_message = reason[:128], message
+def _refresh(job: GangJob, fresh: GangJob) -> None:
+    """Copy the written fields back onto the caller's instance, so it sees what was recorded."""
+    for name in ("phase", "phase_reason", "phase_message", "phase_changed_at", "why_pending", "observed",
+                 "finished_at", "updated_at"):
+        setattr(job, name, getattr(fresh, name))

@@ -96,7 +96,7 @@ def test_apiserver_stopped_mid_reconcile_is_recorded_and_the_job_converges_after
     result = world.reconcile(job)
     assert result.error is None, result.message
     job.refresh_from_db()
-    assert job.phase == "Dispatched" and job.phase_reason == "Created"
+    assert job.phase == "Dispatched" and job.phase_reason == "WaitingForPods"
     assert len(world.gang(job, k8s_workload_v1alpha2.WORKLOAD)) == 1
     [pg] = world.gang(job, k8s_workload_v1alpha2.POD_GROUP)
     assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}

@@ -220,8 +220,9 @@ def test_a_3_pod_gang_with_room_for_2_stays_pending_until_capacity_is_added(worl
         assert len(pods) == 3 and not any(p["spec"].get("nodeName") for p in pods)  # wholly pending
         world.reconcile(job)
         job.refresh_from_db()
-        assert job.phase == GangPhase.DISPATCHED and job.observed["gang"]["admitted"] is False
-        assert job.observed["pods"] == {"Pending": 3}
+        assert job.phase == GangPhase.QUEUED and job.phase_reason == "Unschedulable"
+        assert job.observed["gang"]["admitted"] is False
+        assert (job.observed["pod_counts"]["created"], job.observed["pod_counts"]["bound"]) == (3, 0)
 
         kube_cluster.add_node(nodes[2], gpus=8, labels={"gangweb.io/test-pool": pool})
         wait_for(lambda: [(p.get("status") or {}).get("phase") for p in world.gang(job, POD)] == ["Running"] * 3,
@@ -229,7 +230,7 @@ def test_a_3_pod_gang_with_room_for_2_stays_pending_until_capacity_is_added(worl
         world.reconcile(job)
         job.refresh_from_db()
         assert job.phase == GangPhase.RUNNING
-        assert job.observed["pods"] == {"Running": 3} and job.observed["gang"]["admitted"] is True
+        assert job.observed["pod_counts"]["running"] == 3 and job.observed["gang"]["admitted"] is True
         assert len({p["spec"]["nodeName"] for p in world.gang(job, POD)}) == 3
     finally:
         for node in nodes:

@@ -1,5 +1,6 @@
 """Run web, Celery worker and Celery beat together for a laptop (what `make run` starts)."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from django.core.management.base import BaseCommand
 
 class Command(BaseCommand):
     """`manage.py runstack [--port 8000] [--no-cluster]`: bootstrap the admin, start (and register) the local
-    control plane when its binaries are built, then run web, worker and beat until Ctrl-C stops them all."""
+    control plane when its binaries are built, then run web, worker, beat and the cluster watcher until Ctrl-C
+    stops them all."""
 
     help = "Run web, worker and beat (and the local cluster) in the foreground."
 
@@ -25,6 +27,7 @@ class Command(BaseCommand):
         call_command("bootstrap_admin")
         if not options["no_cluster"]:
             self._local_cluster()
+        self._metrics_dir()
         py = sys.executable
         port = options["port"]
         procs = [
@@ -32,6 +35,7 @@ class Command(BaseCommand):
             subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
                               "--without-gossip", "--without-mingle", "-n", "gangweb-worker@%h"]),
             subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"]),
+            subprocess.Popen([py, "manage.py", "watch_clusters"]),
         ]
         self.stdout.write(self.style.SUCCESS(
             f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
@@ -51,6 +55,14 @@ class Command(BaseCommand):
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+    def _metrics_dir(self):
+        """Prometheus multiprocess mode: every child process writes its samples under one fresh directory and
+        /metrics merges them (see scheduling.observe.metrics)."""
+        path = settings.STATE_DIR / "prometheus"
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
 
     def _local_cluster(self):
         """Start the local control plane and register it as cluster "local" (skipped when not built)."""

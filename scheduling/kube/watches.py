@@ -1,0 +1,305 @@
+"""List-then-watch of one cluster's gangweb objects, so a change in the cluster reaches a job within a second.
+
+One `ClusterWatcher` per cluster runs one thread per watched kind (pods, batch Jobs, and every gang kind the
+backends serve), each doing the informer loop of client-go in miniature:
+
+1. LIST the kind across all namespaces by label selector `gangweb.io/instance=<instance>` and replace the cache
+   of that kind with the result (objects that vanished meanwhile count as changed: nothing missed is lost);
+2. WATCH from the list's resourceVersion (`allow_watch_bookmarks`, server timeout `WATCH_SECONDS`), applying each
+   ADDED / MODIFIED / DELETED to the cache; when the server ends the watch normally, watch again from the last
+   resourceVersion seen;
+3. when the watch is lost (410 Gone: the resourceVersion is too old; a dropped connection; any API error), count a
+   restart (`gangweb_watch_restarts_total{cluster, resource, reason}`) and go back to 1 after a short backoff.
+
+Every change marks the owning job (label `gangweb.io/job-uid`) dirty; a dispatcher thread coalesces bursts
+(`DEBOUNCE_SECONDS`) and calls `on_change(job_uid, JobObjects, deleted)` once per dirty job with that job's
+objects from the cache, so observing a job costs no API call. Objects are camelCase dicts (the API's JSON).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import urllib3
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from ..backends.base import ObjectRef
+from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
+from ..observe import metrics
+
+log = logging.getLogger(__name__)
+
+POD = ObjectRef("v1", "Pod", "pods")
+JOB = ObjectRef("batch/v1", "Job", "jobs")
+WATCH_SECONDS = 240  # server-side watch timeout; the watch is then resumed from the last resourceVersion
+DEBOUNCE_SECONDS = 0.05
+BACKOFF_SECONDS = (0.2, 0.5, 1, 2, 5, 10)
+GONE = 410
+
+
+@dataclass
+class JobObjects:
+    """One job's objects as the cache holds them."""
+
+    gang: list[dict] = field(default_factory=list)
+    owners: list[dict] = field(default_factory=list)
+    pods: list[dict] = field(default_factory=list)
+
+
+def job_uid_of(obj: dict) -> str | None:
+    """The `gangweb.io/job-uid` label of an object, or None."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB_UID)
+
+
+def _key(ref: ObjectRef) -> str:
+    return f"{ref.api_version}/{ref.kind}"
+
+
+def resource_label(ref: ObjectRef) -> str:
+    """The metric label of a kind: "pods", "jobs.batch", "podgroups.scheduling.run.ai"."""
+    return f"{ref.plural}.{ref.group}" if ref.group else ref.plural
+
+
+class _Lost(Exception):
+    """The watch was lost; `reason` labels the restart metric."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ClusterWatcher:
+    """Watches one cluster. `start()` returns at once; `stop()` ends every thread within about a second.
+
+    - `name`: the cluster's name (metric label); `api`: a kubernetes ApiClient for it;
+    - `kinds`: gang kinds to watch besides pods and batch Jobs (kinds the cluster does not serve are skipped
+      after their LIST answers 404);
+    - `on_change(job_uid, objects, deleted)`: called from the dispatcher thread; `deleted` is True when one of
+      the job's gang objects or Jobs was deleted since the last call (the reconciler may need to recreate it).
+    """
+
+    def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
+                 on_change: Callable[[str, JobObjects, bool], None]):
+        self.name = name
+        self.api = api
+        self.kinds = [POD, JOB, *[k for k in kinds if _key(k) not in (_key(POD), _key(JOB))]]
+        self.selector = f"{LABEL_INSTANCE}={instance}"
+        self.on_change = on_change
+        self.cache: dict[str, dict[str, dict]] = {_key(k): {} for k in self.kinds}
+        # job UID -> {(kind key, object UID)}: a job's objects without scanning the whole cache.
+        self._by_job: dict[str, set[tuple[str, str]]] = {}
+        self.restarts = 0
+        self.synced = {_key(k): threading.Event() for k in self.kinds}
+        self._lock = threading.Lock()
+        self._dirty: dict[str, bool] = {}
+        self._wake = threading.Condition(self._lock)
+        self._stop = threading.Event()
+        self._watches: set[watch.Watch] = set()
+        self._threads: list[threading.Thread] = []
+
+    # ---- life cycle --------------------------------------------------------------------------------------------
+    def start(self) -> ClusterWatcher:
+        """Start one thread per kind and the dispatcher."""
+        for ref in self.kinds:
+            t = threading.Thread(target=self._run_kind, args=(ref,), name=f"watch-{self.name}-{ref.plural}",
+                                 daemon=True)
+            t.start()
+            self._threads.append(t)
+        t = threading.Thread(target=self._dispatch, name=f"watch-{self.name}-dispatch", daemon=True)
+        t.start()
+        self._threads.append(t)
+        return self
+
+    def wait_synced(self, timeout: float = 30) -> bool:
+        """True once every kind has been listed once (within `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        return all(ev.wait(max(deadline - time.monotonic(), 0)) for ev in self.synced.values())
+
+    def stop(self, timeout: float = 5) -> None:
+        """Stop the watches and threads."""
+        self._stop.set()
+        with self._lock:
+            self._wake.notify_all()
+            watches = list(self._watches)
+        for w in watches:
+            w.stop()
+        for t in self._threads:
+            t.join(timeout)
+
+    def interrupt(self) -> None:
+        """Drop every open watch connection as a network failure would (tests use it to prove recovery)."""
+        with self._lock:
+            watches = list(self._watches)
+        for w in watches:
+            resp = getattr(w, "_resp", None)
+            sock = getattr(getattr(resp, "connection", None), "sock", None)
+            if sock is not None:
+                try:
+                    import socket
+
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    # ---- list and watch one kind -------------------------------------------------------------------------------
+    def _list_call(self, ref: ObjectRef):
+        if ref == POD:
+            return client.CoreV1Api(self.api).list_pod_for_all_namespaces, ()
+        if ref == JOB:
+            return client.BatchV1Api(self.api).list_job_for_all_namespaces, ()
+        return client.CustomObjectsApi(self.api).list_cluster_custom_object, (ref.group, ref.version, ref.plural)
+
+    def _run_kind(self, ref: ObjectRef) -> None:
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                rv = self._list(ref)
+                attempt = 0
+                self._watch(ref, rv)
+            except _Lost as lost:
+                if self._stop.is_set():
+                    return
+                self.restarts += 1
+                metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), lost.reason).inc()
+                log.info("watch %s %s lost (%s); listing again", self.name, resource_label(ref), lost.reason)
+            except ApiException as exc:
+                if exc.status == 404:  # the cluster does not serve this kind: nothing to watch
+                    log.info("watch %s: %s not served; not watched", self.name, _key(ref))
+                    self.synced[_key(ref)].set()
+                    return
+                self.restarts += 1
+                metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), f"Http{exc.status}").inc()
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                if self._stop.is_set():
+                    return
+                self.restarts += 1
+                metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), type(exc).__name__).inc()
+                log.info("watch %s %s: %s", self.name, resource_label(ref), exc)
+            self._stop.wait(BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)])
+            attempt += 1
+
+    def _list(self, ref: ObjectRef) -> str:
+        """LIST the kind, replace its cache, mark every job whose objects changed; returns the resourceVersion."""
+        fn, args = self._list_call(ref)
+        resp = fn(*args, label_selector=self.selector, _preload_content=False, _request_timeout=(5, 60))
+        body = json.loads(resp.data)
+        fresh = {}
+        for item in body.get("items") or []:
+            item.setdefault("apiVersion", ref.api_version)
+            item.setdefault("kind", ref.kind)
+            fresh[item["metadata"]["uid"]] = item
+        key = _key(ref)
+        with self._lock:
+            old = self.cache[key]
+            self.cache[key] = fresh
+            for uid, obj in old.items():
+                self._unindex(key, uid, obj)
+            for uid, obj in fresh.items():
+                self._index(key, uid, obj)
+            for uid, obj in old.items():
+                if uid not in fresh:  # deleted while nobody watched
+                    self._mark(obj, ref != POD)
+            for uid, obj in fresh.items():
+                if (old.get(uid) or {}).get("metadata", {}).get("resourceVersion") != obj["metadata"].get(
+                        "resourceVersion"):
+                    self._mark(obj, False)
+        self.synced[key].set()
+        return (body.get("metadata") or {}).get("resourceVersion", "")
+
+    def _watch(self, ref: ObjectRef, rv: str) -> None:
+        """Watch from `rv` until stopped; resumes after normal server timeouts. Raises _Lost when lost."""
+        key = _key(ref)
+        fn, args = self._list_call(ref)
+        while not self._stop.is_set():
+            w = watch.Watch()
+            with self._lock:
+                self._watches.add(w)
+            try:
+                for event in w.stream(fn, *args, label_selector=self.selector, resource_version=rv,
+                                      allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS, deserialize=False,
+                                      _request_timeout=(5, WATCH_SECONDS + 30)):
+                    etype, obj = event.get("type"), event.get("object") or {}
+                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                    if etype == "BOOKMARK":
+                        continue
+                    metrics.WATCH_EVENTS.labels(self.name, resource_label(ref), etype or "").inc()
+                    uid = (obj.get("metadata") or {}).get("uid")
+                    if not uid:
+                        continue
+                    obj.setdefault("apiVersion", ref.api_version)
+                    obj.setdefault("kind", ref.kind)
+                    with self._lock:
+                        previous = self.cache[key].pop(uid, None)
+                        if previous is not None:
+                            self._unindex(key, uid, previous)
+                        if etype != "DELETED":
+                            self.cache[key][uid] = obj
+                            self._index(key, uid, obj)
+                        self._mark(obj, etype == "DELETED" and ref != POD)
+            except ApiException as exc:
+                if self._stop.is_set():
+                    return
+                raise _Lost("Gone" if exc.status == GONE else f"Http{exc.status}") from exc
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                if self._stop.is_set():
+                    return
+                raise _Lost(type(exc).__name__) from exc
+            finally:
+                with self._lock:
+                    self._watches.discard(w)
+
+    # ---- dispatch ----------------------------------------------------------------------------------------------
+    def _mark(self, obj: dict, deleted: bool) -> None:
+        """Mark the object's job dirty (caller holds the lock)."""
+        uid = job_uid_of(obj)
+        if uid:
+            self._dirty[uid] = self._dirty.get(uid, False) or deleted
+            self._wake.notify()
+
+    def _index(self, key: str, uid: str, obj: dict) -> None:
+        job = job_uid_of(obj)
+        if job:
+            self._by_job.setdefault(job, set()).add((key, uid))
+
+    def _unindex(self, key: str, uid: str, obj: dict) -> None:
+        job = job_uid_of(obj)
+        refs = self._by_job.get(job) if job else None
+        if refs is not None:
+            refs.discard((key, uid))
+            if not refs:
+                del self._by_job[job]
+
+    def objects_of(self, job_uid: str) -> JobObjects:
+        """The job's objects in the cache (new lists of the cached dicts), pods and Jobs by name."""
+        out = JobObjects()
+        pod_key, job_key = _key(POD), _key(JOB)
+        with self._lock:
+            for key, uid in self._by_job.get(job_uid, ()):
+                obj = self.cache[key].get(uid)
+                if obj is None:
+                    continue
+                (out.pods if key == pod_key else out.owners if key == job_key else out.gang).append(obj)
+        for items in (out.pods, out.owners, out.gang):
+            items.sort(key=lambda o: (o.get("kind", ""), (o.get("metadata") or {}).get("name", "")))
+        return out
+
+    def _dispatch(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                while not self._dirty and not self._stop.is_set():
+                    self._wake.wait(1)
+            if self._stop.is_set():
+                return
+            time.sleep(DEBOUNCE_SECONDS)  # let a burst (3 pods bound at once) arrive: one observation for all
+            with self._lock:
+                batch, self._dirty = self._dirty, {}
+            for job_uid, deleted in batch.items():
+                try:
+                    self.on_change(job_uid, self.objects_of(job_uid), deleted)
+                except Exception:  # one job's failure must not stop the others' observations
+                    log.exception("watch %s: observing job %s failed", self.name, job_uid)

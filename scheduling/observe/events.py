@@ -1,0 +1,52 @@
+"""Kubernetes Events of a job's objects, reduced to rows the API and the dashboard show.
+
+Input: core/v1 Event dicts (camelCase). Events written through events.k8s.io/v1 (kube-scheduler, KAI) appear in
+core/v1 with `eventTime` and `series` instead of `firstTimestamp` / `lastTimestamp` / `count`; both forms are read.
+
+Row shape::
+
+    {"type": "Warning", "reason": "FailedScheduling", "message": "0/4 nodes are available: ...",
+     "object": "Pod ns/train-worker-0-abcde", "kind": "Pod", "count": 3,
+     "first_at": "2026-11-29T14:00:02+00:00", "last_at": "2026-11-29T14:00:09+00:00", "component": "default-scheduler"}
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from . import objects as o
+
+
+def _time(value) -> datetime | None:
+    return o.parse_time(value)
+
+
+def row(event: dict) -> dict:
+    """One Event as a row (see the module docstring)."""
+    inv = event.get("involvedObject") or event.get("regarding") or {}
+    series = event.get("series") or {}
+    first = _time(event.get("firstTimestamp")) or _time(event.get("eventTime")) or o.created_at(event)
+    last = (_time(event.get("lastTimestamp")) or _time(series.get("lastObservedTime")) or _time(event.get("eventTime"))
+            or first)
+    name = f"{inv.get('namespace')}/{inv.get('name', '')}" if inv.get("namespace") else inv.get("name", "")
+    return {
+        "type": event.get("type") or "Normal",
+        "reason": event.get("reason") or "",
+        "message": event.get("message") or event.get("note") or "",
+        "object": f"{inv.get('kind', '')} {name}".strip(),
+        "kind": inv.get("kind", ""),
+        "count": int(event.get("count") or series.get("count") or 1),
+        "first_at": first.isoformat() if first else None,
+        "last_at": last.isoformat() if last else None,
+        "component": (event.get("source") or {}).get("component") or event.get("reportingComponent")
+        or event.get("reportingController") or "",
+    }
+
+
+def select(events: list[dict], uids: set[str]) -> list[dict]:
+    """Rows of the events whose involved object's UID is in `uids`, oldest last-seen first (ties by first seen)."""
+    rows = []
+    for event in events:
+        inv = event.get("involvedObject") or event.get("regarding") or {}
+        if inv.get("uid") in uids:
+            rows.append(row(event))
+    return sorted(rows, key=lambda r: (r["last_at"] or "", r["first_at"] or ""))

@@ -1,0 +1,118 @@
+"""What a job's pods and owner Jobs say, reduced to the facts the phase and "why pending" logic needs.
+
+Sources of semantics (core/v1 Pod, batch/v1 Job):
+- a pod is *bound* once `spec.nodeName` is set; the scheduler (or a Binding) also sets the `PodScheduled=True`
+  condition, whose lastTransitionTime is the bind time;
+- a pending pod the scheduler could not place carries `PodScheduled=False` with reason `Unschedulable` (or
+  `SchedulerError`, `BindingError`) and the scheduler's message;
+- container start and end times are `status.containerStatuses[].state.running.startedAt` /
+  `state.terminated.startedAt|finishedAt`;
+- a batch Job is finished when its `Complete` or `Failed` condition is True (`status.completionTime` is set on
+  success).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from . import objects as o
+
+POD_SUCCEEDED = "Succeeded"
+POD_FAILED = "Failed"
+POD_RUNNING = "Running"
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    """One pod, reduced. Times are aware UTC datetimes or None when the cluster has not said."""
+
+    ref: str  # "Pod namespace/name"
+    name: str
+    phase: str  # Pending | Running | Succeeded | Failed | Unknown
+    node_name: str
+    created_at: datetime | None
+    scheduled_at: datetime | None  # PodScheduled=True lastTransitionTime
+    started_at: datetime | None  # latest container start (the pod counts as running from then)
+    finished_at: datetime | None  # latest container finish
+    waiting_reason: str  # PodScheduled=False reason, e.g. "Unschedulable"
+    waiting_message: str
+    waiting_since: datetime | None
+    terminating: bool
+
+    @property
+    def bound(self) -> bool:
+        """True once the pod has a node (or the scheduler said PodScheduled=True)."""
+        return bool(self.node_name) or self.scheduled_at is not None
+
+    @property
+    def started(self) -> bool:
+        """True when the pod is running or has run (Running, Succeeded, Failed with a start time)."""
+        return self.phase == POD_RUNNING or (self.phase in (POD_SUCCEEDED, POD_FAILED) and self.started_at is not None)
+
+
+def pod_facts(pod: dict) -> PodFacts:
+    """Reduce a Pod dict to `PodFacts`."""
+    st = o.status(pod)
+    sched = o.condition(pod, "PodScheduled")
+    scheduled_at = waiting_since = None
+    waiting_reason = waiting_message = ""
+    if sched is not None and sched.get("status") == "True":
+        scheduled_at = o.parse_time(sched.get("lastTransitionTime")) or o.parse_time(st.get("startTime"))
+    elif sched is not None and sched.get("status") == "False":
+        waiting_reason = sched.get("reason") or "Unschedulable"
+        waiting_message = sched.get("message") or ""
+        waiting_since = o.parse_time(sched.get("lastTransitionTime"))
+    node = (pod.get("spec") or {}).get("nodeName") or ""
+    if node and scheduled_at is None:
+        # Bound without a condition time (e.g. a Binding written by a test or an external binder).
+        scheduled_at = o.parse_time(st.get("startTime")) or o.created_at(pod)
+    starts, ends = [], []
+    for cs in (st.get("containerStatuses") or []):
+        state = cs.get("state") or {}
+        if state.get("running"):
+            starts.append(o.parse_time(state["running"].get("startedAt")))
+        if state.get("terminated"):
+            starts.append(o.parse_time(state["terminated"].get("startedAt")))
+            ends.append(o.parse_time(state["terminated"].get("finishedAt")))
+    starts = [t for t in starts if t is not None]
+    ends = [t for t in ends if t is not None]
+    started_at = max(starts) if starts else None
+    if started_at is None and st.get("phase") == POD_RUNNING:
+        ready = o.condition_true(pod, "Ready")
+        started_at = o.parse_time(st.get("startTime")) or (o.parse_time(ready.get("lastTransitionTime"))
+                                                           if ready else None)
+    return PodFacts(
+        ref=o.ref(pod, "Pod"), name=o.meta(pod).get("name", ""), phase=st.get("phase") or "Pending",
+        node_name=node, created_at=o.created_at(pod), scheduled_at=scheduled_at, started_at=started_at,
+        finished_at=max(ends) if ends else None, waiting_reason=waiting_reason, waiting_message=waiting_message,
+        waiting_since=waiting_since, terminating=o.is_terminating(pod),
+    )
+
+
+@dataclass(frozen=True)
+class OwnerFacts:
+    """A batch Job (or other owner), reduced: whether it finished, how and when."""
+
+    ref: str
+    created_at: datetime | None
+    complete_at: datetime | None
+    failed_at: datetime | None
+    failed_reason: str
+    failed_message: str
+    terminating: bool
+
+
+def owner_facts(owner: dict) -> OwnerFacts:
+    """Reduce an owner (batch/v1 Job dict) to `OwnerFacts`. Owners of other kinds never finish by themselves."""
+    complete = o.condition_true(owner, "Complete")
+    failed = o.condition_true(owner, "Failed")
+    complete_at = None
+    if complete is not None:
+        complete_at = o.parse_time(o.status(owner).get("completionTime")) or o.parse_time(
+            complete.get("lastTransitionTime"))
+    return OwnerFacts(
+        ref=o.ref(owner, "Job"), created_at=o.created_at(owner), complete_at=complete_at,
+        failed_at=o.parse_time(failed.get("lastTransitionTime")) if failed else None,
+        failed_reason=(failed or {}).get("reason", ""), failed_message=(failed or {}).get("message", ""),
+        terminating=o.is_terminating(owner),
+    )

@@ -1,0 +1,210 @@
+""""Why is my job pending?": a structured answer built from the gang object, the pods and the job's own asks.
+
+Shape (JSON, stored in `GangJob.why_pending`, None once the gang is scheduled)::
+
+    {"reason": "OverLimit",                     # code: the scheduler's reason, or gangweb's WaitingFor... codes
+     "message": "team-a quota has reached ...",  # the scheduler's own words ("" when it said nothing)
+     "summary": "Queue team-a has reached its GPU limit: 6 of 8 GPUs allocated; this job asks for 4 more.",
+     "source": "PodGroup ns/name", "since": "2026-11-29T14:00:00+00:00" | None,
+     "pods": {"bound": 0, "required": 3, "total": 3, "created": 3},
+     "queue": {"name": "team-a", "resources": {"nvidia.com/gpu": {"quota": 4, "limit": 8, "allocated": 6,
+               "allocated_non_preemptible": 0, "requested": 10}}} | None,
+     "job_requests": {"nvidia.com/gpu": 4, "cpu": 12, "memory": 103079215104},
+     "reasons": [{"reason": "OverLimit", "message": "..."}],       # every explanation the scheduler gave
+     "pod_conditions": [{"reason": "Unschedulable", "message": "0/4 nodes are available: ...", "pods": 3,
+                         "example": "train-worker-0-abcde"}]}
+
+Units: GPUs in devices, CPU in cores, memory in bytes, other resources as their quantity's base value; numbers are
+ints when whole. Sources: KAI PodGroup `status.schedulingConditions[].reasons[]` with `details.queueDetails`
+(QuotaDetails: queueDeservedResources = quota, queueResourceLimits, queueAllocatedResources,
+queueAllocatedNonPreemptibleResources, queueRequestedResources, podGroupRequestedResources; KAI
+`pkg/apis/scheduling/v2alpha2/podgroup_types.go`); v1alpha2 PodGroup `PodGroupScheduled` condition; pods'
+`PodScheduled=False` conditions. A KAI condition that KAI clears once the gang schedules disappears here too,
+because the answer is rebuilt from the current objects on every observation.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from kubernetes.utils import parse_quantity
+
+from ..backends.base import GangStatus
+from ..choices import GangPhase
+from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, JobShape, bound_of
+from .pods import PodFacts
+
+PENDING_PHASES = frozenset({GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED})
+MAX_POD_CONDITIONS = 5
+
+# QuotaDetails field -> our key (per resource).
+QUEUE_FIELDS = {
+    "queueDeservedResources": "quota",
+    "queueResourceLimits": "limit",
+    "queueAllocatedResources": "allocated",
+    "queueAllocatedNonPreemptibleResources": "allocated_non_preemptible",
+    "queueRequestedResources": "requested",
+}
+JOB_FIELD = "podGroupRequestedResources"
+JOB_NON_PREEMPTIBLE_FIELD = "podGroupRequestedNonPreemptibleResources"
+
+# Reasons meaning "no room for the gang now" (kube-scheduler, Volcano, KAI's free-text reasons).
+GANG_UNSCHEDULABLE = frozenset({"Unschedulable", "NotEnoughResources", "Not enough resources for the workload",
+                                "Unable to schedule podgroup"})
+NOUNS = {"nvidia.com/gpu": "GPU", "gpu": "GPU", "cpu": "CPU", "memory": "memory"}
+UNITS = {"nvidia.com/gpu": "GPUs", "gpu": "GPUs", "cpu": "CPU cores", "memory": "bytes of memory"}
+
+
+def number(value) -> int | float | None:
+    """A quantity ("8", "1500m", 2.5, "64Gi") as a JSON number in base units; None when it does not parse."""
+    if value is None:
+        return None
+    try:
+        amount = parse_quantity(value) if not isinstance(value, Decimal) else value
+    except (ValueError, TypeError, InvalidOperation):
+        return None
+    return int(amount) if amount == amount.to_integral_value() else float(amount)
+
+
+def queue_numbers(details: dict | None) -> tuple[dict | None, dict]:
+    """Normalize KAI QuotaDetails into ({"name", "resources": {res: {quota, limit, ...}}} | None, job_requests)."""
+    if not details:
+        return None, {}
+    resources: dict[str, dict] = {}
+    for field, key in QUEUE_FIELDS.items():
+        for res, qty in (details.get(field) or {}).items():
+            resources.setdefault(res, {})[key] = number(qty)
+    job = {res: number(qty) for res, qty in (details.get(JOB_FIELD) or {}).items()}
+    return {"name": details.get("name", ""), "resources": resources}, job
+
+
+def job_requests(resolved_spec: dict) -> dict:
+    """What the whole job asks per resource, in base units: replicas x container requests summed over pod sets
+    (a container's limit counts when it sets no request, as the API server defaults requests to limits)."""
+    total: dict[str, Decimal] = {}
+    for ps in resolved_spec.get("podSets") or []:
+        replicas = ps.get("replicas") or 0
+        for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
+            res = c.get("resources") or {}
+            merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+            for name, qty in merged.items():
+                try:
+                    total[name] = total.get(name, Decimal(0)) + parse_quantity(qty) * replicas
+                except (ValueError, TypeError, InvalidOperation):
+                    continue
+    return {name: number(amount) for name, amount in sorted(total.items())}
+
+
+def _kai_reasons(gang: GangStatus) -> list[dict]:
+    """Every {reason, message, details} the latest KAI scheduling condition carries (KAI only; else [])."""
+    scheduling = [c for c in gang.conditions if isinstance(c, dict) and "reasons" in c]
+    if not scheduling:
+        return []
+    latest = max(scheduling, key=lambda c: c.get("lastTransitionTime") or "")
+    return [r for r in latest.get("reasons") or [] if isinstance(r, dict)]
+
+
+def _unit(resource: str) -> str:
+    return UNITS.get(resource, resource)
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "?"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def summary(why: dict, scheduler_name: str = "") -> str:
+    """The explanation in words a user understands (the UI shows it; the API returns it as `summary`)."""
+    reason, pods, queue = why["reason"], why["pods"], why.get("queue") or {}
+    qname = queue.get("name") or "the queue"
+    bound = bound_of(pods["bound"], pods["required"])
+    if reason in ("OverLimit", "NonPreemptibleOverQuota") and queue.get("resources"):
+        res, nums = _limiting(queue["resources"], why.get("job_requests") or {}, reason)
+        ask = _fmt((why.get("job_requests") or {}).get(res))
+        if reason == "OverLimit":
+            return (f"Queue {qname} has reached its {NOUNS.get(res, res)} limit: {_fmt(nums.get('allocated'))} of "
+                    f"{_fmt(nums.get('limit'))} {_unit(res)} allocated; this job asks for {ask} more.")
+        in_use = _fmt(nums.get("allocated_non_preemptible"))
+        return (f"Non-preemptible jobs may only use queue {qname}'s quota: {in_use}"
+                f" of {_fmt(nums.get('quota'))} {_unit(res)} in use; this job asks for {ask}. "
+                "A preemptible job may go over quota.")
+    if reason == "QueueDoesNotExist":
+        return f"Queue {qname} does not exist in the cluster, so the scheduler will not consider this job."
+    if reason == REASON_WAITING_FOR_PODS:
+        return f"Waiting for the job's pods to be created: {pods['created']} of {pods['total']} exist."
+    if reason == REASON_WAITING_FOR_SCHEDULER:
+        who = f"scheduler '{scheduler_name}'" if scheduler_name else "the scheduler"
+        return f"{pods['created']} pods are waiting for {who} to look at them; it has not said anything yet."
+    if reason == GATED:
+        return f"The pods are held back by scheduling gates ({bound})."
+    if reason in GANG_UNSCHEDULABLE:
+        said = f" The scheduler says: {why['message']}" if why.get("message") else ""
+        return (f"Not enough room for the whole gang: {bound} (all {pods['required']} must fit at once)."
+                f"{said}")
+    said = f": {why['message']}" if why.get("message") else ""
+    return f"{reason}{said} ({bound})."
+
+
+def _limiting(resources: dict, job: dict, reason: str) -> tuple[str, dict]:
+    """The resource that blocks: the first whose allocated + asked exceeds its limit (or quota), GPUs first."""
+    order = sorted(resources, key=lambda r: (r not in ("nvidia.com/gpu", "gpu"), r))
+    cap_key, used_key = ("limit", "allocated") if reason == "OverLimit" else ("quota", "allocated_non_preemptible")
+    for res in order:
+        nums = resources[res]
+        cap, used, ask = nums.get(cap_key), nums.get(used_key), job.get(res)
+        if cap is not None and cap >= 0 and used is not None and ask is not None and used + ask > cap:
+            return res, nums
+    return order[0], resources[order[0]]
+
+
+def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
+    groups: dict[tuple[str, str], dict] = {}
+    for p in pods:
+        if not p.waiting_reason or p.terminating:
+            continue
+        g = groups.setdefault((p.waiting_reason, p.waiting_message), {
+            "reason": p.waiting_reason, "message": p.waiting_message, "pods": 0, "example": p.name})
+        g["pods"] += 1
+    return sorted(groups.values(), key=lambda g: -g["pods"])[:MAX_POD_CONDITIONS]
+
+
+def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
+            job_requests: dict | None = None, scheduler_name: str = "") -> dict | None:
+    """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
+    least minMember pods bound).
+
+    - `gang`: the backend's reading of the gang object; `pods`: the job's pods; `shape`: minMember and total.
+    - `job_requests`: what the whole job asks per resource (base units), used when the scheduler does not say.
+    """
+    live = [p for p in pods if not p.terminating]
+    bound = sum(1 for p in live if p.bound)
+    if phase not in PENDING_PHASES or (bound >= shape.min_member and bound):
+        return None
+    pod_conditions = _pod_conditions(live)
+    kai = _kai_reasons(gang) if gang.admitted is False else []
+    details = gang.queue_details or next(((r.get("details") or {}).get("queueDetails") for r in kai
+                                          if (r.get("details") or {}).get("queueDetails")), None)
+    queue, asked = queue_numbers(details if gang.admitted is False else None)
+    since = None
+    if gang.admitted is False:
+        reason, message, source, since = gang.reason or "Unschedulable", gang.message, gang.source, gang.at
+    elif pod_conditions:
+        first = next(p for p in live if p.waiting_reason == pod_conditions[0]["reason"])
+        reason, message, source, since = first.waiting_reason, first.waiting_message, first.ref, first.waiting_since
+    elif not live:
+        reason, message, source = REASON_WAITING_FOR_PODS, "", gang.source
+    else:
+        reason, message, source = REASON_WAITING_FOR_SCHEDULER, "", gang.source or live[0].ref
+    why = {
+        "reason": reason,
+        "message": message,
+        "source": source,
+        "since": since.isoformat() if since else None,
+        "pods": {"bound": bound, "required": shape.min_member, "total": shape.total, "created": len(live)},
+        "queue": queue,
+        "job_requests": asked or {k: number(v) for k, v in (job_requests or {}).items()},
+        "reasons": [{"reason": r.get("reason", ""), "message": r.get("message", "")} for r in kai],
+        "pod_conditions": pod_conditions,
+    }
+    why["summary"] = summary(why, scheduler_name)
+    return why

@@ -1,0 +1,104 @@
+"""Glue between the cluster watches and the jobs: what to watch in a cluster, and what to do on a change.
+
+`observe_job` is the watcher's `on_change`: it records the job's phase from the watch cache at once (no API call,
+`status.apply_observation`), and when one of the job's gang objects or Jobs was deleted under a running job it
+enqueues `scheduling.reconcile_job`, which recreates what is missing. Acting stays with the reconciler; the watch
+only observes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.db import OperationalError, close_old_connections
+
+from ..backends import registry
+from ..choices import TERMINAL_PHASES, DesiredState
+from ..kube.watches import ClusterWatcher, JobObjects
+from ..models import Cluster, GangJob
+from . import status
+
+log = logging.getLogger(__name__)
+
+LOCK_RETRIES = 8
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # the Job controller labels its pods with their Job's name
+
+
+def gang_kinds(cluster: Cluster) -> list:
+    """Gang kinds of every registered backend the cluster serves (all of them when it was never probed)."""
+    served = set(cluster.served_apis or [])
+    kinds, seen = [], set()
+    for cls in registry.all_plugins():
+        if served and cls.api_version not in served:
+            continue
+        for ref in cls.gang_kinds:
+            key = (ref.api_version, ref.kind)
+            if key not in seen:
+                seen.add(key)
+                kinds.append(ref)
+    return kinds
+
+
+def backend_of(job: GangJob):
+    """The job's backend plugin instance: by the name recorded at dispatch, else the highest version of the
+    template's family the cluster serves (a watch event can arrive before the first pass saved the name)."""
+    for cls in registry.all_plugins():
+        if job.backend_plugin and cls.name == job.backend_plugin:
+            return cls()
+    if job.backend_plugin:
+        return None
+    try:
+        cls = registry.select(job.resolved_spec.get("backend", ""), job.cluster.served_apis or [])
+    except KeyError:
+        return None
+    return cls() if cls is not None else None
+
+
+def select(job_objects: JobObjects, backend) -> tuple[list[dict], list[dict], list[dict]]:
+    """(gang objects of the job's backend kinds, owner Jobs, pods of those Jobs), as the reconciler passes them."""
+    kinds = {(r.api_version, r.kind) for r in getattr(backend, "gang_kinds", ())}
+    gang = [g for g in job_objects.gang if (g.get("apiVersion"), g.get("kind")) in kinds]
+    owners = job_objects.owners
+    names = {(w.get("metadata") or {}).get("name") for w in owners}
+    pods = [p for p in job_objects.pods
+            if not owners or ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in names]
+    return gang, owners, pods
+
+
+def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
+    """Record what the watch cache holds of one job; enqueue a reconcile when its objects were deleted."""
+    close_old_connections()
+    for attempt in range(LOCK_RETRIES):
+        try:
+            job = _observe(job_uid, job_objects)
+            break
+        except OperationalError:
+            # SQLite (a laptop, or the in-memory test database shared between threads) reports a concurrent
+            # writer as an error instead of waiting; the observation is idempotent, so try again shortly.
+            if attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    if job is not None and (deleted or job.desired_state == DesiredState.CANCEL):
+        from .. import tasks
+
+        tasks.reconcile_job.delay(job.pk)
+
+
+def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
+    job = GangJob.objects.select_related("cluster", "queue").filter(uid=job_uid).first()
+    if job is None or job.phase in TERMINAL_PHASES:
+        return None
+    backend = backend_of(job)
+    gang, owners, pods = select(job_objects, backend)
+    status.apply_observation(job, backend, gang, pods, owners)
+    return job
+
+
+def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWatcher:
+    """A (not yet started) ClusterWatcher of `cluster` that observes jobs on every change."""
+    if api is None:
+        from ..kube.client import api_client
+
+        api = api_client(cluster)
+    return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change)

@@ -1,0 +1,207 @@
+"""A job's timeline, why-pending, watch freshness and metrics, against the real control plane.
+
+The watcher runs in a thread of the test process (as `manage.py watch_clusters` runs it), so every phase after
+the first reconcile pass reaches the job only through the watch: no resync, no second reconcile.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pytest
+from kubernetes import client
+from prometheus_client.parser import text_string_to_metric_families
+
+# Until the local control plane and the backends are both on this branch, there is nothing to collect here.
+localcluster = pytest.importorskip("localcluster")
+pytest.importorskip("scheduling.kube.objects")
+
+from scheduling.backends import kai_v2alpha2  # noqa: E402
+from scheduling.choices import GangPhase as P  # noqa: E402
+from scheduling.kube.watches import POD  # noqa: E402
+from scheduling.models import GangJob  # noqa: E402
+from scheduling.reconcile import watching  # noqa: E402
+from tests import builders  # noqa: E402
+from tests.kube_objects import kai_over_limit  # noqa: E402
+
+from .reconcile_support import make_world, wait_for  # noqa: E402
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
+
+POOL_LABEL = "gangweb.io/test-pool"
+
+
+@pytest.fixture
+def world(kube_cluster, kube_namespace, admin_user, enqueued):
+    return make_world(kube_cluster, kube_namespace, admin_user)
+
+
+@pytest.fixture
+def watcher(world):
+    w = watching.watcher_for(world.cluster, api=world.api).start()
+    assert w.wait_synced(30)
+    yield w
+    w.stop()
+
+
+@pytest.fixture
+def pool_nodes(kube_cluster, kube_namespace):
+    """Adds fake 8-GPU nodes labelled for this test only; removes them afterwards."""
+    added = []
+
+    def add(count=1):
+        for _ in range(count):
+            name = f"{kube_namespace[:40]}-n{len(added)}"
+            kube_cluster.add_node(name, gpus=8, labels={POOL_LABEL: kube_namespace})
+            added.append(name)
+
+    yield add
+    for name in added:
+        kube_cluster.remove_node(name, wait=False)
+
+
+def api_job(api, job) -> dict:
+    r = api.get(f"/api/v1/jobs/{job.id}/")
+    assert r.status_code == 200
+    return r.data
+
+
+def when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def pods_of(world, job) -> list[dict]:
+    return world.gang(job, POD)
+
+
+def test_v1alpha2_gang_waits_unschedulable_then_schedules_runs_and_succeeds(world, watcher, pool_nodes, api):
+    pool_nodes(2)  # room for 2 of the 3 pods, each asking a whole 8-GPU node
+    job = world.submit(backend="k8s-workload", replicas=3, node_selector={POOL_LABEL: world.namespace},
+                       containers=[builders.container(cpu="1", memory="1Gi", gpu=8)])
+    assert world.reconcile(job).error is None
+
+    data = wait_for(lambda: (d := api_job(api, job))["phase"] == P.QUEUED and d["phase_reason"] == "Unschedulable"
+                    and d, timeout=60, what="Queued/Unschedulable")
+    assert [e["phase"] for e in data["timeline"]] == [P.SUBMITTED, P.DISPATCHED, P.QUEUED]
+    queued = data["timeline"][2]
+    assert queued["reason"] == "Unschedulable" and "0 of 3 bound" in queued["message"]
+    assert "0 of 3 bound" in data["phase_message"]
+    why = data["why_pending"]
+    assert (why["reason"], why["pods"]["bound"], why["pods"]["required"]) == ("Unschedulable", 0, 3)
+    assert why["job_requests"]["nvidia.com/gpu"] == 24
+
+    # The watch survives a dropped connection: it lists again and keeps delivering.
+    before = watcher.restarts
+    watcher.interrupt()
+    wait_for(lambda: watcher.restarts > before, timeout=10, what="a counted watch restart")
+
+    pool_nodes(1)  # room for the whole gang
+    data = wait_for(lambda: (d := api_job(api, job))["phase"] == P.RUNNING and d, timeout=90, what="Running")
+    assert data["why_pending"] is None
+    pods = pods_of(world, job)
+    scheduled_at = sorted(when(next(c["lastTransitionTime"] for c in p["status"]["conditions"]
+                                    if c["type"] == "PodScheduled")) for p in pods)[2]
+    started_at = max(when(cs["state"]["running"]["startedAt"]) for p in pods for cs in p["status"]["containerStatuses"])
+    created_at = min(when(p["metadata"]["creationTimestamp"]) for p in pods)
+
+    for pod in pods:
+        client.CoreV1Api(world.api).patch_namespaced_pod(
+            pod["metadata"]["name"], world.namespace,
+            {"metadata": {"annotations": {localcluster.SIM_EXIT_ANNOTATION: "0"}}})
+    data = wait_for(lambda: (d := api_job(api, job))["phase"] == P.SUCCEEDED and d, timeout=90, what="Succeeded")
+
+    timeline = data["timeline"]
+    assert [e["phase"] for e in timeline] == [P.SUBMITTED, P.DISPATCHED, P.QUEUED, P.SCHEDULED, P.RUNNING,
+                                              P.SUCCEEDED]
+    times = [when(e["at"]) for e in timeline]
+    assert times == sorted(times)
+    at = {e["phase"]: when(e["at"]) for e in timeline}
+    assert abs((at[P.QUEUED] - created_at).total_seconds()) <= 1
+    assert abs((at[P.SCHEDULED] - scheduled_at).total_seconds()) <= 1
+    assert abs((at[P.RUNNING] - started_at).total_seconds()) <= 1
+    durations = data["durations"]
+    assert abs(durations["time_in_queue"] - (scheduled_at - created_at).total_seconds()) <= 1
+    assert abs(durations["time_to_running"] - (started_at - at[P.SUBMITTED]).total_seconds()) <= 1
+    assert abs(durations["run_time"] - (at[P.SUCCEEDED] - started_at).total_seconds()) <= 1
+    assert timeline[5]["source"].startswith("Job ")
+
+    scrape = api.get("/metrics")
+    samples = {(s.name, s.labels.get("queue")): s.value
+               for f in text_string_to_metric_families(scrape.content.decode()) for s in f.samples}
+    assert samples[("gangweb_job_time_in_queue_seconds_count", "team-a")] >= 1
+    assert samples[("gangweb_job_time_to_running_seconds_count", "team-a")] >= 1
+    assert sum(v for (name, _), v in samples.items() if name == "gangweb_watch_restarts_total") >= 1
+
+    r = api.get(f"/api/v1/jobs/{job.id}/events/")
+    assert r.status_code == 200, r.data
+    assert {"Scheduled"} <= {e["reason"] for e in r.data["events"]}
+
+
+def kai_status_patch(reasons: list[dict] | None) -> dict:
+    conditions = [] if reasons is None else [{
+        "type": "UnschedulableOnNodePool", "nodePool": "default", "reason": "Unschedulable", "status": "True",
+        "message": reasons[0]["message"], "reasons": reasons, "transitionID": "0",
+        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]
+    return {"status": {"schedulingConditions": conditions}}
+
+
+def test_kai_over_limit_reaches_why_pending_within_2s_and_clears_when_the_gang_binds(world, watcher, pool_nodes,
+                                                                                    api):
+    pool_nodes(1)
+    job = world.submit(backend="kai", replicas=3, node_selector={POOL_LABEL: world.namespace},
+                       containers=[builders.container(cpu="1", memory="1Gi", gpu=1)])
+    assert world.reconcile(job).error is None
+    # No KAI scheduler runs here: its pods wait, and nobody has said why yet.
+    data = wait_for(lambda: (d := api_job(api, job))["why_pending"] and d["why_pending"]["pods"]["created"] == 3
+                    and d, timeout=60, what="3 pods created")
+    assert data["why_pending"]["reason"] == "WaitingForScheduler"
+    assert "kai-scheduler" in data["why_pending"]["summary"]
+
+    custom = client.CustomObjectsApi(world.api)
+    ref = kai_v2alpha2.POD_GROUP
+    [pg] = world.gang(job, ref)
+    over = kai_over_limit(queue="team-a", limit="8", allocated="6", requested="4")
+    started = time.monotonic()
+    custom.patch_namespaced_custom_object_status(ref.group, ref.version, world.namespace, ref.plural,
+                                                 pg["metadata"]["name"], kai_status_patch([over]))
+    data = wait_for(lambda: (d := api_job(api, job))["why_pending"]["reason"] == "OverLimit" and d,
+                    timeout=10, interval=0.05, what="OverLimit in the API")
+    latency = time.monotonic() - started
+    print(f"watch latency: cluster status write -> API why_pending: {latency * 1000:.0f} ms")
+    assert latency < 2
+    why = data["why_pending"]
+    gpu = why["queue"]["resources"]["nvidia.com/gpu"]
+    assert (why["queue"]["name"], gpu["limit"], gpu["allocated"]) == ("team-a", 8, 6)
+    assert why["job_requests"]["nvidia.com/gpu"] == 4
+    assert why["summary"] == "Queue team-a has reached its GPU limit: 6 of 8 GPUs allocated; this job asks for 4 more."
+    assert data["phase"] == P.QUEUED and data["phase_reason"] == "OverLimit"
+
+    # While nobody watches, KAI clears its condition and binds the gang; a new watcher's first list recovers it.
+    watcher.stop()
+    custom.patch_namespaced_custom_object_status(ref.group, ref.version, world.namespace, ref.plural,
+                                                 pg["metadata"]["name"], kai_status_patch(None))
+    node = next(n.metadata.name for n in client.CoreV1Api(world.api).list_node(
+        label_selector=f"{POOL_LABEL}={world.namespace}").items)
+    for pod in pods_of(world, job):
+        client.CoreV1Api(world.api).create_namespaced_pod_binding(
+            pod["metadata"]["name"], world.namespace,
+            {"metadata": {"name": pod["metadata"]["name"]}, "target": {"kind": "Node", "name": node}},
+            _preload_content=False)
+    fresh = watching.watcher_for(world.cluster, api=world.api).start()
+    try:
+        data = wait_for(lambda: (d := api_job(api, job))["why_pending"] is None and d, timeout=30,
+                        what="why-pending cleared")
+    finally:
+        fresh.stop()
+    assert P.SCHEDULED in [e["phase"] for e in data["timeline"]]
+    assert GangJob.objects.get(pk=job.pk).transitions.filter(phase=P.QUEUED).get().reason == "OverLimit"
+
+
+def test_the_watch_clusters_command_watches_every_registered_cluster(world):
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("watch_clusters", "--once", stdout=out)
+    assert "watching cluster local" in out.getvalue()

@@ -1,0 +1,127 @@
+"""apply_observation writes the phase, reason, why-pending and timeline once; record_error keeps the phase."""
+import pytest
+from prometheus_client import REGISTRY
+
+from scheduling.backends.base import GangStatus
+from scheduling.choices import GangPhase as P
+from scheduling.models import GangJob, PhaseTransition
+from scheduling.reconcile import status
+from tests import builders
+from tests.kube_objects import T0, batch_job, kai_over_limit, kai_podgroup, pod, t, v1alpha2_podgroup
+
+pytestmark = pytest.mark.django_db
+
+
+class StubBackend:
+    """Stands in for a backend plugin: reads nothing, returns the GangStatus the test gives."""
+
+    scheduler_name = "default-scheduler"
+
+    def __init__(self, gang: GangStatus):
+        self.gang = gang
+
+    def read_status(self, objects):
+        return self.gang
+
+
+@pytest.fixture
+def job(setup):
+    template, queue, cluster = setup
+    spec = builders.template_spec(pod_sets=[builders.pod_set(replicas=3, containers=[builders.container(gpu=8)])])
+    job = GangJob.objects.create(name="gang3", template_version=template, queue=queue, cluster=cluster,
+                                 resolved_spec=spec)
+    PhaseTransition.objects.create(job=job, phase=P.SUBMITTED, at=T0, source="gangweb", reason="Submitted")
+    return job
+
+
+def histogram_count(name, **labels):
+    return REGISTRY.get_sample_value(f"{name}_count", labels) or 0
+
+
+UNSCHEDULABLE = GangStatus(admitted=False, reason="Unschedulable", message="0/2 nodes fit the gang", at=t(3),
+                           source="PodGroup default/j-pg")
+
+
+def test_an_unschedulable_gang_is_recorded_queued_with_0_of_3_bound(job):
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), [v1alpha2_podgroup()],
+                             [pod(name=f"p-{i}", unschedulable="0/4 nodes are available") for i in range(3)],
+                             [batch_job()])
+    job.refresh_from_db()
+    assert (job.phase, job.phase_reason) == (P.QUEUED, "Unschedulable")
+    assert job.phase_message == "0/2 nodes fit the gang (0 of 3 bound)"
+    assert [(x.phase, x.at, x.reason) for x in job.transitions.order_by("at", "id")] == [
+        (P.SUBMITTED, T0, "Submitted"), (P.DISPATCHED, t(1), "ObjectsCreated"), (P.QUEUED, t(2), "Unschedulable")]
+    assert job.why_pending["pods"] == {"bound": 0, "required": 3, "total": 3, "created": 3}
+    assert job.why_pending["job_requests"]["nvidia.com/gpu"] == 24
+    pg = job.observed["objects"][0]
+    assert (pg["kind"], pg["metadata"]["name"], pg["metadata"]["uid"]) == ("PodGroup", "j-pg", "uid-j-pg")
+    assert pg["spec"] == {"schedulingPolicy": {"gang": {"minCount": 3}}} and "status" not in pg
+    assert job.observed["pods"][0] == {"name": "p-0", "node": "", "phase": "Pending", "reason": "Unschedulable"}
+    assert job.observed["pod_counts"] == {"created": 3, "bound": 0, "running": 0, "succeeded": 0, "failed": 0}
+
+
+def test_observing_the_same_world_twice_changes_nothing(job):
+    args = ([v1alpha2_podgroup()], [pod(name=f"p-{i}", unschedulable="x") for i in range(3)], [batch_job()])
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), *args)
+    job.refresh_from_db()
+    first = job.updated_at
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), *args)
+    job.refresh_from_db()
+    assert job.updated_at == first
+    assert job.transitions.count() == 3
+
+
+def test_the_gang_runs_and_succeeds_and_the_histograms_see_it(job):
+    before_queue = histogram_count("gangweb_job_time_in_queue_seconds", cluster="local", queue="team-a")
+    before_running = histogram_count("gangweb_job_time_to_running_seconds", cluster="local", queue="team-a")
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), [v1alpha2_podgroup()],
+                             [pod(name=f"p-{i}", unschedulable="x") for i in range(3)], [batch_job()])
+    running = [pod(name=f"p-{i}", bound=10, started=12 + i) for i in range(3)]
+    status.apply_observation(job, StubBackend(GangStatus(admitted=True, at=t(10))), [v1alpha2_podgroup()], running,
+                             [batch_job()])
+    job.refresh_from_db()
+    assert job.phase == P.RUNNING and job.why_pending is None
+    done = [pod(name=f"p-{i}", bound=10, started=12 + i, finished=30) for i in range(3)]
+    status.apply_observation(job, StubBackend(GangStatus(admitted=True, at=t(10))), [v1alpha2_podgroup()], done,
+                             [batch_job(complete=31)])
+    job.refresh_from_db()
+    assert [(x.phase, x.at) for x in job.transitions.order_by("at", "id")] == [
+        (P.SUBMITTED, T0), (P.DISPATCHED, t(1)), (P.QUEUED, t(2)), (P.SCHEDULED, t(10)), (P.RUNNING, t(14)),
+        (P.SUCCEEDED, t(31))]
+    assert (job.phase, job.finished_at, job.phase_changed_at) == (P.SUCCEEDED, t(31), t(31))
+    assert histogram_count("gangweb_job_time_in_queue_seconds", cluster="local", queue="team-a") == before_queue + 1
+    assert histogram_count("gangweb_job_time_to_running_seconds", cluster="local", queue="team-a") == \
+        before_running + 1
+    # A finished job is never changed again.
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), [], [], [])
+    job.refresh_from_db()
+    assert job.phase == P.SUCCEEDED and job.transitions.count() == 6
+
+
+def test_kai_over_limit_numbers_reach_the_job_and_disappear_when_cleared(job):
+    over = kai_podgroup(reasons=[kai_over_limit(limit="8", allocated="6", requested="4")])
+    condition = over["status"]["schedulingConditions"][0]
+    reason = condition["reasons"][0]
+    gang = GangStatus(admitted=False, reason="OverLimit", message=reason["message"], at=t(3),
+                      source="PodGroup default/j-pg", queue_details=reason["details"]["queueDetails"],
+                      conditions=[condition])
+    status.apply_observation(job, StubBackend(gang), [over], [pod(name=f"p-{i}") for i in range(3)], [batch_job()])
+    job.refresh_from_db()
+    gpu = job.why_pending["queue"]["resources"]["nvidia.com/gpu"]
+    assert (job.why_pending["reason"], gpu["limit"], gpu["allocated"]) == ("OverLimit", 8, 6)
+    assert job.why_pending["job_requests"]["nvidia.com/gpu"] == 4
+    status.apply_observation(job, StubBackend(GangStatus(source="PodGroup default/j-pg")), [kai_podgroup()],
+                             [pod(name=f"p-{i}", bound=9) for i in range(3)], [batch_job()])
+    job.refresh_from_db()
+    assert job.why_pending is None
+    assert job.phase == P.SCHEDULED
+
+
+def test_an_unreachable_cluster_keeps_the_phase_and_says_why(job):
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), [v1alpha2_podgroup()],
+                             [pod(name=f"p-{i}", unschedulable="x") for i in range(3)], [batch_job()])
+    status.record_error(job, "ClusterUnreachable", "connection refused", None)
+    job.refresh_from_db()
+    assert (job.phase, job.phase_reason, job.phase_message) == (P.QUEUED, "ClusterUnreachable", "connection refused")
+    assert job.why_pending["reason"] == "ClusterUnreachable"
+    assert job.why_pending["pods"]["required"] == 3

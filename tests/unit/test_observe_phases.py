@@ -1,0 +1,143 @@
+"""A job's phase and timeline entries follow from the gang status, pods and owner Jobs, with cluster times."""
+import pytest
+
+from scheduling.backends.base import GangStatus
+from scheduling.choices import GangPhase as P
+from scheduling.observe import phases
+from scheduling.observe.pods import owner_facts, pod_facts
+from tests.kube_objects import T0, batch_job, pod, t, v1alpha2_podgroup
+
+GANG3 = phases.JobShape(min_member=3, total=3)
+UNSCHEDULABLE = GangStatus(admitted=False, reason="Unschedulable", message="0/4 nodes are available",
+                           at=t(3), source="PodGroup default/j-pg")
+NOT_YET = GangStatus(source="PodGroup default/j-pg")
+SUBMITTED = {P.SUBMITTED: T0}
+OWNERS = (batch_job(),)
+GANG_OBJECTS = (v1alpha2_podgroup(),)
+LATER = t(100)
+
+
+def run(gang, pods=(), owners=OWNERS, gang_objects=GANG_OBJECTS, current=P.SUBMITTED, recorded=None, shape=GANG3,
+        now=LATER):
+    return phases.observe(shape, current, dict(recorded or SUBMITTED), gang, list(gang_objects),
+                          [pod_facts(p) for p in pods], [owner_facts(w) for w in owners], now)
+
+
+def pods3(**kw):
+    return [pod(name=f"p-{i}", **kw) for i in range(3)]
+
+
+def test_an_unschedulable_gang_is_queued_with_the_schedulers_reason_and_0_of_3_bound():
+    obs = run(UNSCHEDULABLE, pods3(unschedulable="0/4 nodes are available"))
+    assert [(e.phase, e.at) for e in obs.entries] == [(P.DISPATCHED, t(1)), (P.QUEUED, t(2))]
+    queued = obs.entries[1]
+    assert (queued.reason, queued.source) == ("Unschedulable", "PodGroup default/j-pg")
+    assert queued.message == "0/4 nodes are available (0 of 3 bound)"
+    assert (obs.phase, obs.reason, obs.message) == (P.QUEUED, "Unschedulable", "0/4 nodes are available (0 of 3 bound)")
+
+
+def test_objects_created_but_no_pods_yet_is_dispatched_waiting_for_pods():
+    obs = run(NOT_YET, pods=[])
+    assert [e.phase for e in obs.entries] == [P.DISPATCHED]
+    assert (obs.phase, obs.reason, obs.message) == (P.DISPATCHED, "WaitingForPods", "0 of 3 pods created")
+
+
+def test_pods_nobody_looked_at_stay_dispatched_waiting_for_the_scheduler():
+    obs = run(NOT_YET, pods3())
+    assert obs.phase == P.DISPATCHED
+    assert obs.reason == "WaitingForScheduler"
+
+
+def test_scheduled_and_running_seen_in_one_pass_each_get_their_own_cluster_time():
+    pods = [pod(name="p-0", bound=4, started=6), pod(name="p-1", bound=5, started=7), pod(name="p-2", bound=5,
+                                                                                          started=9)]
+    obs = run(GangStatus(admitted=True, reason="Scheduled", at=t(5), source="PodGroup default/j-pg"), pods)
+    assert [(e.phase, e.at) for e in obs.entries] == [
+        (P.DISPATCHED, t(1)), (P.QUEUED, t(2)), (P.SCHEDULED, t(5)), (P.RUNNING, t(9))]
+    assert obs.entries[2].message == "3 of 3 bound"
+    assert obs.entries[3].source == "Pod default/p-2"
+    assert (obs.phase, obs.reason, obs.message) == (P.RUNNING, "Running", "3 of 3 pods running")
+
+
+def test_scheduled_time_is_when_the_min_member_th_pod_was_bound():
+    pods = [pod(name="p-0", bound=4), pod(name="p-1", bound=8), pod(name="p-2", unschedulable="no room")]
+    obs = run(NOT_YET, pods, shape=phases.JobShape(min_member=2, total=3))
+    assert obs.entries[-1].phase == P.SCHEDULED
+    assert (obs.entries[-1].at, obs.entries[-1].source) == (t(8), "Pod default/p-1")
+    assert obs.reason == "PodsStarting"
+
+
+def test_already_recorded_phases_are_never_repeated():
+    recorded = {P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)}
+    obs = run(UNSCHEDULABLE, pods3(unschedulable="0/4"), current=P.QUEUED, recorded=recorded)
+    assert obs.entries == []
+    assert obs.phase == P.QUEUED
+
+
+def test_the_job_ends_succeeded_when_its_jobs_complete_and_missed_phases_are_filled_in():
+    recorded = {P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)}
+    pods = [pod(name=f"p-{i}", bound=5, started=6 + i, finished=20 + i) for i in range(3)]
+    obs = run(GangStatus(admitted=True, at=t(5)), pods, owners=[batch_job(complete=23)], current=P.QUEUED,
+              recorded=recorded)
+    assert [(e.phase, e.at) for e in obs.entries] == [(P.SCHEDULED, t(5)), (P.RUNNING, t(8)), (P.SUCCEEDED, t(23))]
+    assert obs.entries[-1].source == "Job default/j-worker"
+    assert (obs.phase, obs.reason) == (P.SUCCEEDED, "Completed")
+
+
+def test_a_failed_job_ends_failed_with_the_jobs_reason():
+    recorded = {P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5), P.RUNNING: t(8)}
+    pods = [pod(name=f"p-{i}", bound=5, started=6, finished=20, phase="Failed") for i in range(3)]
+    obs = run(GangStatus(admitted=True, at=t(5)), pods, owners=[batch_job(failed=21)], current=P.RUNNING,
+              recorded=recorded)
+    assert [(e.phase, e.at, e.reason) for e in obs.entries] == [(P.FAILED, t(21), "BackoffLimitExceeded")]
+    assert obs.phase == P.FAILED
+
+
+def test_bare_pods_that_all_succeed_end_succeeded_at_the_last_finish():
+    pods = [pod(name=f"p-{i}", bound=5, started=6, finished=30 + i) for i in range(3)]
+    obs = run(GangStatus(), pods, owners=[], current=P.RUNNING,
+              recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5), P.RUNNING: t(6)})
+    assert [(e.phase, e.at, e.source) for e in obs.entries] == [(P.SUCCEEDED, t(32), "Pod default/p-2")]
+
+
+def test_a_terminal_job_never_changes():
+    obs = run(UNSCHEDULABLE, pods3(unschedulable="x"), current=P.CANCELLED,
+              recorded={P.SUBMITTED: T0, P.CANCELLED: t(1)})
+    assert obs.entries == [] and obs.phase == P.CANCELLED
+
+
+def test_cancelled_once_nothing_of_the_job_is_left():
+    shape = phases.JobShape(min_member=3, total=3, cancelling=True)
+    still = run(UNSCHEDULABLE, pods3(unschedulable="x", terminating=True), current=P.QUEUED, shape=shape,
+                recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)})
+    assert still.entries == [] and still.reason == "Cancelling"
+    gone = run(GangStatus(), [], owners=[], gang_objects=[], current=P.QUEUED, shape=shape, now=t(50),
+               recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)})
+    assert [(e.phase, e.at, e.source) for e in gone.entries] == [(P.CANCELLED, t(50), "gangweb")]
+
+
+@pytest.mark.parametrize("submitted_at,expected", [
+    # The cluster's creationTimestamp has one-second precision: an object made 0.4 s after the submit can carry
+    # an earlier second. The entry is clamped so the timeline reads in order.
+    (t(1.4), t(1.4)),
+    (t(0.5), t(1)),
+])
+def test_cluster_times_earlier_than_the_previous_entry_are_clamped(submitted_at, expected):
+    obs = run(NOT_YET, [], recorded={P.SUBMITTED: submitted_at})
+    assert obs.entries[0].at == expected
+
+
+def test_pods_that_vanish_while_queued_say_objects_missing():
+    obs = run(GangStatus(), [], owners=[], gang_objects=[], current=P.QUEUED,
+              recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)})
+    assert (obs.phase, obs.reason) == (P.QUEUED, "ObjectsMissing")
+
+
+def test_a_running_gang_being_preempted_says_so():
+    disrupted = GangStatus(admitted=True, at=t(5), reason="PreemptionByScheduler", conditions=[
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+         "message": "preempted by default/big-job"}])
+    pods = [pod(name=f"p-{i}", bound=5, started=6) for i in range(3)]
+    obs = run(disrupted, pods, current=P.RUNNING,
+              recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5), P.RUNNING: t(6)})
+    assert (obs.phase, obs.reason, obs.message) == (P.RUNNING, "PreemptionByScheduler", "preempted by default/big-job")
