@@ -39,7 +39,7 @@ PRINCIPALS = ["anon", "admin", "padmin", "a_admin", "a_sub", "a_view", "b_sub", 
 
 
 @pytest.fixture
-def teams(db, enqueued):
+def teams(db, enqueued, queue_syncs):
     """Build the two teams (see the module docstring) and return a Teams with a client per principal."""
     local, spare = builders.make_cluster("local"), builders.make_cluster("spare")
     team_a, team_b = builders.make_queue("team-a"), builders.make_queue("team-b")

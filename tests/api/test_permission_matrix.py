@@ -159,14 +159,18 @@ def test_a_queue_admin_cannot_move_a_queue_under_another_team(teams):
 
 @pytest.mark.parametrize("body,field", [
     ({"name": "a-x", "parent": "team-a", "clusters": ["spare"]}, "clusters"),
-    ({"name": "a-x", "parent": "a-train", "allowed_namespaces": ["kube-system"]}, "allowed_namespaces"),
-    ({"name": "a-x", "parent": "a-train"}, "allowed_namespaces"),  # empty would mean any namespace
+    ({"name": "a-x", "parent": "a-dev", "clusters": []}, "clusters"),  # empty would mean every cluster
+    ({"name": "a-x", "parent": "a-dev", "clusters": ["local"], "allowed_namespaces": ["kube-system"]},
+     "allowed_namespaces"),
+    ({"name": "a-x", "parent": "a-dev", "clusters": ["local"]}, "allowed_namespaces"),  # empty would mean any
 ])
 def test_a_queue_admin_cannot_widen_a_child_queue_beyond_the_parent(teams, body, field):
+    teams.a_dev.allowed_namespaces = ["team-a"]
+    teams.a_dev.save()
     r = teams.clients["a_admin"].post("/api/v1/queues/", body, format="json")
-    assert r.status_code == 403
+    assert r.status_code == 403, r.data
     assert field in r.data
-    ok = teams.clients["a_admin"].post("/api/v1/queues/", {"name": "a-ok", "parent": "a-train", "clusters": ["local"],
+    ok = teams.clients["a_admin"].post("/api/v1/queues/", {"name": "a-ok", "parent": "a-dev", "clusters": ["local"],
                                                            "allowed_namespaces": ["team-a"]}, format="json")
     assert ok.status_code == 201, ok.data
     widen = teams.clients["a_admin"].patch("/api/v1/queues/a-ok/", {"allowed_namespaces": ["default"]}, format="json")

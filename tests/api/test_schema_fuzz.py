@@ -30,7 +30,7 @@ FUZZ = settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=not os.env
 
 
 @pytest.fixture
-def principals(db, enqueued):
+def principals(db, enqueued, queue_syncs):
     """Headers for each principal, over a small world whose names generated requests may hit."""
     from django.contrib.auth.models import User
 
