@@ -107,3 +107,10 @@ def test_date_filters_accept_any_iso_offset_without_a_5xx(teams, value, status):
                                  "/api/v1/jobs/?q=%00", "/api/v1/jobs/99999999999999999999999/"])
 def test_nul_and_out_of_range_values_in_urls_are_4xx(teams, url):
     assert 400 <= teams.clients["admin"].get(url).status_code < 500
+
+
+@pytest.mark.parametrize("query", ["limit=1163262391444292012867584", "offset=99999999999999999999999999",
+                                   "limit=-5&offset=-7"])
+def test_huge_or_negative_pagination_is_not_a_5xx(teams, query):
+    for path in ("/api/v1/jobs/", "/api/v1/tokens/", "/api/v1/queues/", "/api/v1/audit/"):
+        assert teams.clients["admin"].get(f"{path}?{query}").status_code == 200
