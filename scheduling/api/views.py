@@ -196,7 +196,8 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     @action(detail=False, methods=["get"])
     def tree(self, request):
         """The hierarchy with quota, limit, allocated and requested per resource, warnings and sync state."""
-        return Response({"units": UNITS, "roots": queue_service.queue_tree(request.query_params.get("cluster"))})
+        roots = queue_service.queue_tree(request.query_params.get("cluster"))
+        return Response({"units": UNITS, "roots": access.prune_queue_tree(request.user, roots)})
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str), OpenApiParameter("since", str, description="ISO 8601"),
                                OpenApiParameter("until", str, description="ISO 8601")],

@@ -175,3 +175,19 @@ def test_a_queue_admin_cannot_widen_a_child_queue_beyond_the_parent(teams, body,
     assert ok.status_code == 201, ok.data
     widen = teams.clients["a_admin"].patch("/api/v1/queues/a-ok/", {"allowed_namespaces": ["default"]}, format="json")
     assert widen.status_code == 403
+
+
+def names(nodes):
+    return [(n["name"], names(n["children"])) for n in nodes]
+
+
+@pytest.mark.parametrize("principal,tree", [
+    ("admin", [("team-a", [("a-dev", []), ("a-train", [])]), ("team-b", [("b-train", [])])]),
+    ("a_view", [("team-a", [("a-dev", []), ("a-train", [])])]),
+    ("b_sub", [("team-b", [("b-train", [])])]),
+    ("t_sub", [("team-a", [("a-train", [])])]),  # scoped to a-train: its parent stays visible as its path
+])
+def test_the_queue_tree_shows_only_visible_queues(teams, principal, tree):
+    r = teams.clients[principal].get("/api/v1/queues/tree/")
+    assert r.status_code == 200
+    assert names(r.data["roots"]) == tree
