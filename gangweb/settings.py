@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "csp",
     "scheduling",
 ]
 
@@ -75,8 +76,10 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "scheduling.middleware.AccessMemoMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "gangweb.urls"
@@ -138,17 +141,25 @@ WHITENOISE_USE_FINDERS = DEBUG or TESTING
 WHITENOISE_AUTOREFRESH = DEBUG or TESTING
 
 REST_FRAMEWORK = {
+    # Bearer tokens first: its WWW-Authenticate header makes DRF answer 401 (not 403) without credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "scheduling.api.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON within DATA_UPLOAD_MAX_MEMORY_SIZE (DRF's own parser reads past it); forms keep Django's limits.
+    "DEFAULT_PARSER_CLASSES": [
+        "scheduling.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
         "rest_framework.filters.SearchFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "scheduling.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "scheduling.api.errors.exception_handler",
@@ -158,7 +169,70 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Gang-scheduled jobs, runtime templates, KAI queue policies and clusters.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Security ------------------------------------------------------------------------------------------------
+# Fernet keys for credentials at rest (scheduling/encryption.py): comma-separated, the first encrypts. Required
+# when DEBUG is off; dev and tests derive one from SECRET_KEY. Rotate with `manage.py rotate_encryption_key`.
+GANGWEB_ENCRYPTION_KEYS = env_list("GANGWEB_ENCRYPTION_KEYS", "")
+if not GANGWEB_ENCRYPTION_KEYS and not (DEBUG or TESTING):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("GANGWEB_ENCRYPTION_KEYS must be set when DEBUG is off")
+# Members of this group are platform admins, like superusers and staff (scheduling/services/access.py).
+GANGWEB_PLATFORM_ADMIN_GROUP = os.environ.get("GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
+# API tokens: default and longest lifetime (days).
+GANGWEB_TOKEN_DEFAULT_DAYS = int(os.environ.get("GANGWEB_TOKEN_DEFAULT_DAYS", "90"))
+GANGWEB_TOKEN_MAX_DAYS = int(os.environ.get("GANGWEB_TOKEN_MAX_DAYS", "366"))
+# Submit rate limits ("<n>/second|minute|hour|day"; "off" disables). A bulk submit is one request. Off in tests.
+def env_rate(name: str, default: str) -> str | None:
+    """A DRF rate from the environment; "off" (the default under GANGWEB_TESTING) means no limit."""
+    value = os.environ.get(name, "off" if TESTING else default).strip()
+    return None if value.lower() in {"off", "none", ""} else value
+
+
+GANGWEB_SUBMIT_RATE_PER_TOKEN = env_rate("GANGWEB_SUBMIT_RATE_PER_TOKEN", "120/minute")
+GANGWEB_SUBMIT_RATE_PER_USER = env_rate("GANGWEB_SUBMIT_RATE_PER_USER", "300/minute")
+# Throttle counters must be shared by all web workers: Redis when configured, else this process's memory.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+if os.environ.get("REDIS_URL") and not TESTING:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": os.environ["REDIS_URL"], "KEY_PREFIX": "gangweb"}}
+
+# Behind TLS in production: SECURE_COOKIES=1 marks cookies Secure and turns on HSTS.
+SECURE_COOKIES = env_bool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_COOKIES
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_AGE = int(os.environ.get("SESSION_COOKIE_AGE", str(12 * 3600)))
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000" if SECURE_COOKIES else "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+if env_bool("SECURE_PROXY_SSL_HEADER", False):  # only behind a proxy that sets X-Forwarded-Proto itself
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp 4): scripts and styles only from our own static files (htmx included), no
+# inline script, no framing. The API docs page relaxes it for the Swagger UI (gangweb/urls.py).
+from csp.constants import NONE, SELF  # noqa: E402 - grouped with the settings it serves
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
 }
 
 # Celery: tasks carry IDs only, are acknowledged late and are safe to run twice.

@@ -1,7 +1,18 @@
 """Django admin registrations (a fallback for platform admins; the dashboard is the main UI)."""
 from django.contrib import admin
 
-from .models import Cluster, GangJob, PhaseTransition, QueuePolicy, ReconcileAttempt, RuntimeTemplate
+from .models import (
+    ApiToken,
+    AuditEvent,
+    Cluster,
+    ClusterGrant,
+    GangJob,
+    PhaseTransition,
+    QueueGrant,
+    QueuePolicy,
+    ReconcileAttempt,
+    RuntimeTemplate,
+)
 
 admin.site.register(QueuePolicy)
 admin.site.register(RuntimeTemplate)
@@ -25,3 +36,48 @@ class GangJobAdmin(admin.ModelAdmin):
 
 
 admin.site.register(PhaseTransition)
+
+
+@admin.register(QueueGrant)
+class QueueGrantAdmin(admin.ModelAdmin):
+    """Who has which role on which queue (and the queues below it)."""
+
+    list_display = ["queue", "user", "group", "role"]
+    list_filter = ["role"]
+
+
+@admin.register(ClusterGrant)
+class ClusterGrantAdmin(admin.ModelAdmin):
+    """Who may see or change which cluster."""
+
+    list_display = ["cluster", "user", "group", "role"]
+    list_filter = ["role"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens, read-only here: created through the API (the secret is shown once), revoked by setting revoked_at."""
+
+    list_display = ["name", "owner", "lookup", "actions", "expires_at", "revoked_at", "last_used_at"]
+    fields = ["name", "owner", "lookup", "actions", "queues", "expires_at", "revoked_at", "last_used_at"]
+    readonly_fields = ["name", "owner", "lookup", "actions", "queues", "expires_at", "last_used_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """The audit log, read-only."""
+
+    list_display = ["at", "actor_name", "action", "object_type", "object_name"]
+    list_filter = ["action", "object_type"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -68,3 +68,26 @@ class QueueWarning(models.TextChoices):
     CHILDREN_OVER_PARENT = "ChildrenQuotaOverParent"  # children's quotas add up to more than the parent's
     UNLIMITED_UNDER_FINITE = "UnlimitedUnderFiniteParent"  # limit -1 but an ancestor's limit caps it
     LIMIT_OVER_ANCESTOR = "LimitOverAncestorLimit"  # a finite limit above an ancestor's limit
+
+
+class GrantRole(models.TextChoices):
+    """What a queue or cluster grant lets its user or group do, weakest first (see services/access.py).
+
+    viewer: read; submitter: also submit, and cancel or change the jobs they submitted; admin: also manage the
+    queue's children and templates, cancel any job in it (or manage the cluster, for a cluster grant).
+    """
+
+    VIEWER = "viewer"
+    SUBMITTER = "submitter"
+    ADMIN = "admin"
+
+
+ROLE_RANK = {GrantRole.VIEWER: 1, GrantRole.SUBMITTER: 2, GrantRole.ADMIN: 3}
+
+
+class TokenAction(models.TextChoices):
+    """What an API token may be used for, within its owner's own permissions."""
+
+    READ = "read"
+    SUBMIT = "submit"
+    CANCEL = "cancel"

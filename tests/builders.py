@@ -64,3 +64,37 @@ def submit_body(template, queue, cluster, name=None, **extra) -> dict:
             "queue": queue.name, "cluster": cluster.name}
     body.update(extra)
     return body
+
+
+def make_user(username, *, groups=(), **fields):
+    """A user (password "pw-<username>") in the named groups, created as needed."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(username, f"{username}@example.com", f"pw-{username}", **fields)
+    for name in groups:
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
+    return user
+
+
+def grant(target, role, *, user=None, group=None):
+    """A QueueGrant or ClusterGrant (by the type of `target`) of `role` to a user or a group name."""
+    from django.contrib.auth.models import Group
+
+    from scheduling.models import ClusterGrant, QueueGrant
+
+    grantee = {"user": user} if user is not None else {"group": Group.objects.get_or_create(name=group)[0]}
+    if isinstance(target, Cluster):
+        return ClusterGrant.objects.create(cluster=target, role=role, **grantee)
+    return QueueGrant.objects.create(queue=target, role=role, **grantee)
+
+
+def make_token(owner, actions=("read", "submit"), queues=(), **fields) -> str:
+    """Create an API token for `owner` through the service and return its plaintext; `fields` set on the row."""
+    from scheduling.models import ApiToken
+    from scheduling.services import tokens
+
+    token, plaintext = tokens.create(owner, {"name": f"token-{next(_seq)}", "actions": list(actions),
+                                             "queues": [q.name for q in queues]})
+    if fields:
+        ApiToken.objects.filter(pk=token.pk).update(**fields)
+    return plaintext

@@ -1,5 +1,9 @@
 """Turn service errors into API responses with the same {field: [message]} shape DRF uses."""
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
+from django.db.models import ProtectedError, RestrictedError
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -8,11 +12,23 @@ from ..services.errors import ServiceError
 
 
 def exception_handler(exc, context):
-    """DRF exception handler: Django ValidationError -> 400, ServiceError -> its status; else DRF's default."""
+    """DRF exception handler: Django ValidationError -> 400, ServiceError -> its status, a delete blocked by
+    PROTECT -> 409; else DRF's default."""
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)
         return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, ServiceError):
         return Response({k: [v] for k, v in exc.errors.items()}, status=exc.status)
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"detail": [f"request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"]},
+                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, DataError):  # a value the database cannot store or compare (PostgreSQL: NUL, out of range)
+        return Response({"detail": ["a value in the request is out of range for the database"]},
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, (ProtectedError, RestrictedError)):  # deleting a queue or cluster that jobs still use
+        names = sorted({type(o)._meta.verbose_name_plural for o in exc.protected_objects} if hasattr(
+            exc, "protected_objects") else set())
+        return Response({"detail": [f"still in use by {', '.join(names) or 'other objects'}; delete those first"]},
+                        status=status.HTTP_409_CONFLICT)
     return drf_exception_handler(exc, context)

@@ -2,7 +2,10 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ..choices import TokenAction
 from ..models import (
+    ApiToken,
+    AuditEvent,
     Cluster,
     GangJob,
     PhaseTransition,
@@ -11,6 +14,7 @@ from ..models import (
     RuntimeTemplate,
     RuntimeTemplateVersion,
 )
+from ..models.tokens import TOKEN_PREFIX
 from ..services import queues as queue_service
 from ..services import timeline
 
@@ -18,7 +22,7 @@ from ..services import timeline
 class ClusterSerializer(serializers.ModelSerializer):
     """A cluster. `kubeconfig` is write-only: it is never returned after upload."""
 
-    kubeconfig = serializers.CharField(write_only=True, required=False, allow_blank=True,
+    kubeconfig = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=False,
                                        style={"base_template": "textarea.html"})
     has_credentials = serializers.SerializerMethodField()
 
@@ -137,12 +141,14 @@ class RuntimeTemplateSerializer(serializers.ModelSerializer):
     """A runtime template. Writing `spec` stores a new version; jobs already submitted keep theirs."""
 
     spec = serializers.JSONField(write_only=True, help_text="template spec; see the README for its shape")
+    queue = serializers.SlugRelatedField(slug_field="name", queryset=QueuePolicy.objects.all(), allow_null=True,
+                                         required=False, help_text="owning team queue; empty = shared")
     latest_version = serializers.SerializerMethodField()
     latest_spec = serializers.SerializerMethodField()
 
     class Meta:
         model = RuntimeTemplate
-        fields = ["id", "name", "description", "spec", "latest_version", "latest_spec", "created_at"]
+        fields = ["id", "name", "description", "queue", "spec", "latest_version", "latest_spec", "created_at"]
         read_only_fields = ["created_at"]
 
     def get_latest_version(self, obj) -> int | None:
@@ -284,3 +290,56 @@ class JobUpdateSerializer(serializers.Serializer):
 
     queue = serializers.CharField(required=False)
     priority_class_name = serializers.CharField(required=False, allow_blank=True)
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    """An API token as listed: never its secret (`display` shows only the public lookup part)."""
+
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    display = serializers.SerializerMethodField()
+    queues = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    is_active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "owner", "display", "actions", "queues", "created_at", "expires_at", "revoked_at",
+                  "last_used_at", "is_active"]
+        read_only_fields = fields
+
+    def get_display(self, obj) -> str:
+        return f"{TOKEN_PREFIX}{obj.lookup}_…"
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    """The create response: the only time the plaintext `token` is shown."""
+
+    token = serializers.CharField(read_only=True, help_text="store it now; it is never shown again")
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = ApiTokenSerializer.Meta.fields + ["token"]
+        read_only_fields = fields
+
+
+class ApiTokenCreateSerializer(serializers.Serializer):
+    """Create body (documentation; validation lives in scheduling.services.tokens)."""
+
+    name = serializers.CharField(max_length=100)
+    actions = serializers.ListField(child=serializers.ChoiceField(choices=TokenAction.choices), required=False,
+                                    help_text='default ["read"]')
+    queues = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text="queue names; empty = every queue you have a role on")
+    expires_at = serializers.DateTimeField(required=False, help_text="default: GANGWEB_TOKEN_DEFAULT_DAYS from now")
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    """One audit log entry."""
+
+    token = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "at", "actor_name", "token", "action", "object_type", "object_id", "object_name", "details"]
+        read_only_fields = fields
+
+    def get_token(self, obj) -> str | None:
+        return f"{TOKEN_PREFIX}{obj.token.lookup}_…" if obj.token_id else None

@@ -8,5 +8,7 @@ router.register("clusters", views.ClusterViewSet, basename="cluster")
 router.register("queues", views.QueuePolicyViewSet, basename="queue")
 router.register("templates", views.RuntimeTemplateViewSet, basename="template")
 router.register("jobs", views.GangJobViewSet, basename="job")
+router.register("tokens", views.ApiTokenViewSet, basename="token")
+router.register("audit", views.AuditEventViewSet, basename="audit")
 
 urlpatterns = router.urls

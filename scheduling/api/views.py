@@ -1,15 +1,25 @@
 """API viewsets, mounted at /api/v1/. Each write calls a scheduling.services function."""
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from ..filtersets import ClusterFilterSet, GangJobFilterSet, QueuePolicyFilterSet, RuntimeTemplateFilterSet
+from ..filtersets import (
+    AuditEventFilterSet,
+    ClusterFilterSet,
+    GangJobFilterSet,
+    QueuePolicyFilterSet,
+    RuntimeTemplateFilterSet,
+)
 from ..kube.kai_units import UNITS
 from ..models import (
+    ApiToken,
+    AuditEvent,
     Cluster,
     GangJob,
     PhaseTransition,
@@ -19,40 +29,130 @@ from ..models import (
     RuntimeTemplate,
     RuntimeTemplateVersion,
 )
-from ..services import access, dispatch
+from ..services import access, audit, dispatch
 from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services import queues as queue_service
 from ..services import templates as template_service
+from ..services import tokens as token_service
 from ..services.errors import PermissionDenied
 from . import serializers as s
+from .permissions import IsPlatformAdmin, NotWithToken
+from .throttling import SUBMIT_THROTTLES
 
 IDEMPOTENCY_HEADER = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
                                       description="repeat a submit safely: the same key returns the first job")
 
 
-class ClusterViewSet(viewsets.ModelViewSet):
-    """Clusters gangweb reconciles into. Credentials are write-only."""
+def _changes(instance, validated_data: dict) -> dict:
+    """{field: new value} for the validated fields that differ from `instance` (M2M compared by primary keys)."""
+    changed = {}
+    for name, value in validated_data.items():
+        current = getattr(instance, name, None)
+        if hasattr(current, "all"):  # a many-to-many manager
+            if {o.pk for o in current.all()} != {o.pk for o in value}:
+                changed[name] = sorted(str(o) for o in value)
+        elif current != value:
+            changed[name] = _plain(value)
+    return changed
+
+
+def changed_value(changed: dict, name: str, serializer):
+    """The validated new value of `name` when it changes, else None (nothing to check)."""
+    return serializer.validated_data[name] if name in changed else None
+
+
+class VisibleObjectMixin:
+    """Lists show what services/access.py lets the user see; a named object that exists but is not visible is 403
+    (queue, template and cluster names are not secret; jobs, which are, stay 404)."""
+
+    visible = None  # access.visible_* function
+    check_read = None  # access.check_read_* function
+
+    def base_queryset(self):
+        """Every object, before visibility filtering."""
+        return self.queryset.all()
+
+    def get_queryset(self):
+        return type(self).visible(self.request.user, self.base_queryset())
+
+    def get_object(self):
+        queryset = self.filter_queryset(self.base_queryset())
+        lookup = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
+        obj = get_object_or_404(queryset, **{self.lookup_field: lookup})
+        type(self).check_read(self.request.user, obj)
+        self.check_object_permissions(self.request, obj)
+        return obj
+
+
+class ClusterViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
+    """Clusters gangweb reconciles into. Credentials are write-only: never returned after upload.
+
+    Registering and deleting clusters is for platform admins; cluster admins may change one (credentials too).
+    """
 
     queryset = Cluster.objects.all()
     serializer_class = s.ClusterSerializer
     filterset_class = ClusterFilterSet
     lookup_field = "name"
+    visible = access.visible_clusters
+    check_read = access.check_read_cluster
+
+    @transaction.atomic
+    def perform_create(self, serializer):
+        access.check_platform_admin(self.request.user, "register clusters")
+        cluster = serializer.save()
+        audit.record(self.request.user, "cluster.create", cluster, _redacted(serializer.validated_data))
+
+    @transaction.atomic
+    def perform_update(self, serializer):
+        access.check_manage_cluster(self.request.user, serializer.instance)
+        changed = _redacted(_changes(serializer.instance, serializer.validated_data))
+        cluster = serializer.save()
+        audit.record(self.request.user, "cluster.update", cluster, changed)
+
+    @transaction.atomic
+    def perform_destroy(self, instance):
+        access.check_platform_admin(self.request.user, "delete clusters")
+        audit.record(self.request.user, "cluster.delete", instance)
+        instance.delete()
 
 
-class QueuePolicyViewSet(viewsets.ModelViewSet):
+def _plain(value):
+    """A JSON-safe form of a validated value for audit details: objects by name, lists item by item."""
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (int, float, str, bool, dict, type(None))):
+        return value
+    return str(value)
+
+
+def _redacted(data: dict) -> dict:
+    """Audit details of a write: the fields set, with credentials replaced by "(changed)" or "(cleared)"."""
+    out = {key: _plain(value) for key, value in data.items()}
+    if "kubeconfig" in out:
+        out["kubeconfig"] = "(changed)" if data["kubeconfig"] else "(cleared)"
+    return out
+
+
+class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     """KAI queue policies, kept in sync with every cluster they target.
 
     Amounts are KAI units (GPU devices, CPU millicores, memory MB = 10^6 bytes; -1 unlimited); writes also take
     quantity strings ("4", "500m", "64Gi"), see scheduling.kube.kai_units. Writes answer with the queue and its
     `warnings`; delete answers 409 while the queue has children or jobs.
+
+    Visible to users with a role on the queue or below it (services/access.py); writes are checked by
+    services/queues.py.
     """
 
     serializer_class = s.QueuePolicySerializer
     filterset_class = QueuePolicyFilterSet
     lookup_field = "name"
+    visible = access.visible_queues
+    check_read = access.check_read_queue
 
-    def get_queryset(self):
+    def base_queryset(self):
         qs = QueuePolicy.objects.select_related("parent").prefetch_related("clusters")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("cluster_states",
@@ -69,7 +169,7 @@ class QueuePolicyViewSet(viewsets.ModelViewSet):
         return context
 
     def _detail(self, policy, code):
-        policy = self.get_queryset().prefetch_related(Prefetch(
+        policy = self.base_queryset().prefetch_related(Prefetch(
             "cluster_states", queryset=QueueClusterState.objects.select_related("cluster").order_by("cluster__name"))
         ).get(pk=policy.pk)
         return Response(s.QueuePolicyDetailSerializer(policy, context=self.get_serializer_context()).data, status=code)
@@ -96,7 +196,8 @@ class QueuePolicyViewSet(viewsets.ModelViewSet):
     @action(detail=False, methods=["get"])
     def tree(self, request):
         """The hierarchy with quota, limit, allocated and requested per resource, warnings and sync state."""
-        return Response({"units": UNITS, "roots": queue_service.queue_tree(request.query_params.get("cluster"))})
+        roots = queue_service.queue_tree(request.query_params.get("cluster"))
+        return Response({"units": UNITS, "roots": access.prune_queue_tree(request.user, roots)})
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str), OpenApiParameter("since", str, description="ISO 8601"),
                                OpenApiParameter("until", str, description="ISO 8601")],
@@ -128,31 +229,36 @@ class QueuePolicyViewSet(viewsets.ModelViewSet):
         return Response({"detail": "queue sync queued for every cluster"}, status=status.HTTP_202_ACCEPTED)
 
 
-class RuntimeTemplateViewSet(viewsets.ModelViewSet):
-    """Runtime templates. Writing a spec stores a new version."""
+class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
+    """Runtime templates. Writing a spec stores a new version. Shared templates (no queue) are managed by platform
+    admins, team templates by admins of their queue."""
 
-    queryset = RuntimeTemplate.objects.prefetch_related("versions")
+    queryset = RuntimeTemplate.objects.select_related("queue").prefetch_related("versions")
     serializer_class = s.RuntimeTemplateSerializer
     filterset_class = RuntimeTemplateFilterSet
     lookup_field = "name"
+    visible = access.visible_templates
+    check_read = access.check_read_template
 
     def create(self, request, *args, **kwargs):
-        data = request.data
+        data = request.data if isinstance(request.data, dict) else {}
         version = template_service.create_template(request.user, data.get("name"), data.get("description", ""),
-                                                   data.get("spec"))
-        template = self.get_queryset().get(pk=version.template_id)
+                                                   data.get("spec"), queue=data.get("queue"))
+        template = self.queryset.get(pk=version.template_id)
         return Response(self.get_serializer(template).data, status=status.HTTP_201_CREATED)
 
     def update(self, request, *args, **kwargs):
         template = self.get_object()
-        if "spec" in request.data:
-            template_service.add_version(request.user, template, request.data["spec"],
-                                         request.data.get("description"))
-        elif "description" in request.data:
-            template.description = str(request.data["description"])[:300]
-            template.save(update_fields=["description"])
-        template = self.get_queryset().get(pk=template.pk)
+        data = request.data if isinstance(request.data, dict) else {}
+        if "spec" in data:
+            template_service.add_version(request.user, template, data["spec"], data.get("description"))
+        elif "description" in data:
+            template_service.update_description(request.user, template, data["description"])
+        template = self.queryset.get(pk=template.pk)
         return Response(self.get_serializer(template).data)
+
+    def perform_destroy(self, instance):
+        template_service.delete_template(self.request.user, instance)
 
     @extend_schema(responses=s.TemplateVersionSerializer(many=True))
     @action(detail=True, methods=["get"])
@@ -167,20 +273,30 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     """Gang jobs: submit, bulk submit, list, retrieve (with timeline), update queue/priority, cancel, resubmit."""
 
     filterset_class = GangJobFilterSet
+    submit_actions = ("create", "bulk", "resubmit")
     ordering_fields = ["created_at", "phase_changed_at", "name", "phase"]
     search_fields = ["name", "namespace"]
 
-    def get_queryset(self):
+    def _base_queryset(self):
         qs = GangJob.objects.select_related("template_version__template", "queue", "cluster", "submitted_by")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
-        return access.visible_jobs(self.request.user, qs)
+        return qs
+
+    def get_queryset(self):
+        return access.visible_jobs(self.request.user, self._base_queryset())
+
+    def get_throttles(self):
+        if self.action in self.submit_actions:
+            return [throttle() for throttle in SUBMIT_THROTTLES]
+        return super().get_throttles()
 
     def get_serializer_class(self):
         return s.GangJobDetailSerializer if self.action != "list" else s.GangJobSerializer
 
     def _detail(self, job, code):
-        job = self.get_queryset().prefetch_related("transitions").get(pk=job.pk)
+        # The service just authorised this write, so echo the job back even to a token without "read".
+        job = self._base_queryset().prefetch_related("transitions").get(pk=job.pk)
         return Response(s.GangJobDetailSerializer(job).data, status=code)
 
     @extend_schema(request=s.JobSubmitSerializer, responses={201: s.GangJobDetailSerializer},
@@ -206,7 +322,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         body = request.data
         items = body.get("jobs") if isinstance(body, dict) else None
         created = job_service.submit_many(request.user, items)
-        jobs = self.get_queryset().filter(pk__in=[j.pk for j in created]).order_by("id")
+        jobs = self._base_queryset().filter(pk__in=[j.pk for j in created]).order_by("id")
         return Response({"count": len(created), "jobs": s.GangJobSerializer(jobs, many=True).data},
                         status=status.HTTP_201_CREATED)
 
@@ -244,3 +360,38 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             return Response({"cluster": job.cluster.name, "events": [], "error": f"{reason}: {exc}"[:1000]},
                             status=status.HTTP_502_BAD_GATEWAY)
         return Response({"cluster": job.cluster.name, "events": rows, "error": None})
+
+
+class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """API tokens for pipelines: create (the secret is shown once), list, revoke. Password logins only."""
+
+    serializer_class = s.ApiTokenSerializer
+    permission_classes = [NotWithToken]
+
+    def get_queryset(self):
+        qs = ApiToken.objects.select_related("owner").prefetch_related("queues")
+        return token_service.visible(self.request.user, qs)
+
+    @extend_schema(request=s.ApiTokenCreateSerializer, responses={201: s.ApiTokenCreatedSerializer})
+    def create(self, request):
+        """Create a token scoped to queues and actions. The response holds the token: it is never shown again."""
+        token, plaintext = token_service.create(request.user, request.data)
+        token = self.get_queryset().get(pk=token.pk)
+        token.token = plaintext
+        return Response(s.ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=s.ApiTokenSerializer)
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, pk=None):
+        """Revoke the token at once; requests with it then get 401."""
+        token = token_service.revoke(request.user, self.get_object())
+        return Response(s.ApiTokenSerializer(token).data)
+
+
+class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
+    """The audit log, newest first: who created, changed, submitted or cancelled what. Platform admins only."""
+
+    queryset = AuditEvent.objects.select_related("token")
+    serializer_class = s.AuditEventSerializer
+    filterset_class = AuditEventFilterSet
+    permission_classes = [IsPlatformAdmin]

@@ -1,15 +1,22 @@
 """gangweb's data model, one module per domain."""
+from .audit import AuditEvent
 from .clusters import Cluster
+from .grants import ClusterGrant, QueueGrant
 from .jobs import GangJob, PhaseTransition
 from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
 from .runs import ReconcileAttempt
 from .templates import RuntimeTemplate, RuntimeTemplateVersion
+from .tokens import ApiToken
 
 __all__ = [
+    "ApiToken",
+    "AuditEvent",
     "Cluster",
+    "ClusterGrant",
     "GangJob",
     "PhaseTransition",
     "QueueClusterState",
+    "QueueGrant",
     "QueuePolicy",
     "QueueUsageSample",
     "ReconcileAttempt",

@@ -2,19 +2,22 @@
 from django.db import models
 
 from ..choices import ClusterHealth
+from .fields import EncryptedTextField
 
 
 class Cluster(models.Model):
     """A Kubernetes cluster, reached by a kubeconfig (+ context) or in-cluster service account.
 
-    `kubeconfig` holds the uploaded kubeconfig text; it is never returned by the API or shown after upload.
+    `kubeconfig` is the uploaded kubeconfig text. In Python it is plaintext (read it to build a client); in the
+    database it is Fernet ciphertext (EncryptedTextField, keys from GANGWEB_ENCRYPTION_KEYS). It is never
+    returned by the API or shown after upload.
     Health and discovery results (`server_version`, `served_apis` as ["group/version", ...],
     `available_backends` as registry names) are written by the probe task.
     """
 
     name = models.SlugField(max_length=63, unique=True)
     description = models.CharField(max_length=200, blank=True)
-    kubeconfig = models.TextField(blank=True, help_text="kubeconfig YAML; write-only")
+    kubeconfig = EncryptedTextField(blank=True, help_text="kubeconfig YAML; write-only, encrypted at rest")
     context = models.CharField(max_length=253, blank=True, help_text="kubeconfig context; empty = current")
     in_cluster = models.BooleanField(default=False, help_text="use the pod's service account instead")
     health = models.CharField(max_length=16, choices=ClusterHealth.choices, default=ClusterHealth.UNKNOWN)

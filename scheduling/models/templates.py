@@ -4,10 +4,16 @@ from django.db import models
 
 
 class RuntimeTemplate(models.Model):
-    """A named template. Its content lives in immutable versions; editing creates a new version."""
+    """A named template. Its content lives in immutable versions; editing creates a new version.
+
+    `queue` is the team queue that owns it: admins of that queue manage it and its users see it. A template
+    without a queue is shared: every user sees it, only platform admins change it.
+    """
 
     name = models.SlugField(max_length=63, unique=True)
     description = models.CharField(max_length=300, blank=True)
+    queue = models.ForeignKey("scheduling.QueuePolicy", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="templates", help_text="owning team queue; empty = shared")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,34 +1,423 @@
 """Who may do what: the one place the API and the dashboard ask.
 
-Platform admins (superusers or staff) may do everything. Other authenticated users may use every queue until
-per-queue roles are configured. Functions raise `PermissionDenied` or filter querysets.
+Roles (Django users and groups):
+- **platform admin**: superusers, staff, and members of the group settings.GANGWEB_PLATFORM_ADMIN_GROUP
+  (default "platform-admins"): everything.
+- **queue grants** (`QueueGrant(queue, user | group, role)`) apply to the queue and every queue below it; the
+  strongest grant wins:
+  - viewer: read the queue, its jobs, its templates and the clusters it targets;
+  - submitter: also submit jobs to it, and cancel, change or resubmit the jobs they submitted;
+  - admin: also create, change and delete the queues below it, change its own display fields, manage its
+    templates and cancel any job in it. A queue's quota, limits, weights, priority, parent, clusters and allowed
+    namespaces are its share of the parent, so changing them needs admin on the parent (nobody raises their own
+    quota).
+- **cluster grants** (`ClusterGrant`): viewer sees the cluster; admin may change it (credentials included).
+  Creating and deleting clusters, and top-level queues, is for platform admins.
+
+An API token (set on the user as `user.api_token` by scheduling.api.authentication) narrows its owner: only the
+token's queues (and those below them; all of the owner's when it names none), only its actions (read, submit,
+cancel), and never any managing (queues, templates, clusters, tokens, audit log).
+
+Checks raise `PermissionDenied({field: message})` (403); `visible_*` filter querysets. Reading an object that is
+not visible is the caller's 404 (jobs) or 403 (queues, templates, clusters: their names are not secret).
+Platform admins cost no query; others cost two or three per call (grants, then the queue tree).
 """
 from __future__ import annotations
 
-from django.db.models import QuerySet
+import contextlib
+from contextvars import ContextVar
 
+from django.conf import settings
+from django.db.models import Q, QuerySet
+
+from ..choices import ROLE_RANK, GrantRole, TokenAction
 from .errors import PermissionDenied
+
+# Queue fields that are a queue's share of its parent: changing them needs admin on the parent.
+SHARE_FIELDS = frozenset({
+    "name", "parent", "priority", "gpu_quota", "gpu_limit", "gpu_over_quota_weight", "cpu_quota", "cpu_limit",
+    "cpu_over_quota_weight", "memory_quota", "memory_limit", "memory_over_quota_weight", "clusters",
+    "allowed_namespaces",
+})
+
+
+# Per-call memo of the answers below, active only inside `cached()` (bulk submit asks the same thing 5,000 times).
+_memo: ContextVar[dict | None] = ContextVar("gangweb_access_memo", default=None)
+
+
+@contextlib.contextmanager
+def cached():
+    """Within this block, each user's roles are computed once (grants do not change mid-request)."""
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
+def _memoized(kind: str, user, compute):
+    memo = _memo.get()
+    if memo is None:
+        return compute()
+    token = token_of(user)
+    key = (kind, getattr(user, "pk", None), token.pk if token is not None else None)
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _authenticated(user) -> bool:
+    return bool(user is not None and user.is_authenticated)
+
+
+def token_of(user):
+    """The ApiToken the request authenticated with, or None (session, basic auth, or no request)."""
+    return getattr(user, "api_token", None)
+
+
+def _owner_is_platform_admin(user) -> bool:
+    if not _authenticated(user) or not user.is_active:
+        return False
+    if user.is_superuser or user.is_staff:
+        return True
+    group = getattr(settings, "GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
+    return bool(group) and _memoized("admin-group", user, lambda: user.groups.filter(name=group).exists())
 
 
 def is_platform_admin(user) -> bool:
-    """Superusers and staff are platform admins."""
-    return bool(user and user.is_authenticated and (user.is_superuser or user.is_staff))
+    """Superusers, staff and members of the platform-admin group, when not acting through an API token."""
+    return token_of(user) is None and _owner_is_platform_admin(user)
 
+
+def _token_allows(user, action: str) -> bool:
+    token = token_of(user)
+    return token is None or action in (token.actions or [])
+
+
+def _strongest(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if ROLE_RANK[a] >= ROLE_RANK[b] else b
+
+
+def queue_roles(user) -> dict[int, str]:
+    """{queue id: effective GrantRole} for `user`, with grants inherited down the queue tree and token scopes applied.
+
+    Platform admins (and their tokens) get admin on every queue before token narrowing. Tokens are capped at
+    submitter: they never manage anything.
+    """
+    return _memoized("queue-roles", user, lambda: _queue_roles(user))
+
+
+def _queue_roles(user) -> dict[int, str]:
+    from ..models import QueueGrant, QueuePolicy
+
+    if not _authenticated(user) or not user.is_active:
+        return {}
+    tree = dict(QueuePolicy.objects.values_list("id", "parent_id"))
+    if _owner_is_platform_admin(user):
+        roles = dict.fromkeys(tree, GrantRole.ADMIN.value)
+    else:
+        direct: dict[int, str] = {}
+        for queue_id, role in QueueGrant.objects.filter(
+                Q(user=user) | Q(group__in=user.groups.all())).values_list("queue_id", "role"):
+            direct[queue_id] = _strongest(direct.get(queue_id), role)
+        roles = {}
+        if direct:
+            for queue_id in tree:
+                role, node, seen = None, queue_id, set()
+                while node is not None and node not in seen:  # walk up; `seen` guards against a cycle
+                    seen.add(node)
+                    role = _strongest(role, direct.get(node))
+                    node = tree.get(node)
+                if role is not None:
+                    roles[queue_id] = role
+    token = token_of(user)
+    if token is not None:
+        scope = set(token.queues.values_list("id", flat=True))
+        if scope:
+            def in_scope(queue_id):
+                node, seen = queue_id, set()
+                while node is not None and node not in seen:
+                    if node in scope:
+                        return True
+                    seen.add(node)
+                    node = tree.get(node)
+                return False
+            roles = {q: r for q, r in roles.items() if in_scope(q)}
+        roles = {q: GrantRole.SUBMITTER.value if r == GrantRole.ADMIN else r for q, r in roles.items()}
+    return roles
+
+
+def queue_role(user, queue) -> str | None:
+    """The effective role of `user` on one queue, or None."""
+    if queue is None:
+        return None
+    return queue_roles(user).get(queue.pk)
+
+
+def _at_least(role: str | None, wanted: str) -> bool:
+    return role is not None and ROLE_RANK[role] >= ROLE_RANK[wanted]
+
+
+# --- jobs -------------------------------------------------------------------------------------------------------
 
 def visible_jobs(user, queryset: QuerySet) -> QuerySet:
-    """Restrict a GangJob queryset to the jobs `user` may read."""
-    if user is None or not user.is_authenticated:
+    """Restrict a GangJob queryset to the jobs `user` may read: those in queues where they have any role."""
+    if not _authenticated(user) or not _token_allows(user, TokenAction.READ):
         return queryset.none()
-    return queryset
+    if is_platform_admin(user):
+        return queryset
+    return queryset.filter(queue_id__in=list(queue_roles(user)))
 
 
-def check_submit(user, queue) -> None:
-    """Raise PermissionDenied({"queue": ...}) unless `user` may submit to `queue`."""
-    if user is None or not user.is_authenticated:
+def check_submit(user, queue, cluster=None) -> None:
+    """Raise PermissionDenied({"queue": ...}) unless `user` may submit to `queue` (and see `cluster`, if given)."""
+    if not _authenticated(user) or not _token_allows(user, TokenAction.SUBMIT):
         raise PermissionDenied({"queue": f"not allowed to submit to queue '{queue.name}'"})
+    if is_platform_admin(user):
+        return
+    if not _at_least(queue_role(user, queue), GrantRole.SUBMITTER):
+        raise PermissionDenied({"queue": f"not allowed to submit to queue '{queue.name}'"})
+    if cluster is not None and cluster.pk not in _memoized("cluster-ids", user, lambda: _visible_cluster_ids(user)):
+        raise PermissionDenied({"cluster": f"not allowed to use cluster '{cluster.name}'"})
+
+
+def _check_own_or_admin(user, job, action: str, verb: str) -> None:
+    if not _authenticated(user) or not _token_allows(user, action):
+        raise PermissionDenied({"job": f"not allowed to {verb} this job"})
+    if is_platform_admin(user):
+        return
+    role = queue_role(user, job.queue)
+    own = job.submitted_by_id is not None and job.submitted_by_id == user.pk
+    if not (_at_least(role, GrantRole.ADMIN) or (own and _at_least(role, GrantRole.SUBMITTER))):
+        raise PermissionDenied({"job": f"not allowed to {verb} this job"})
 
 
 def check_cancel(user, job) -> None:
-    """Raise PermissionDenied unless `user` may cancel `job`."""
-    if user is None or not user.is_authenticated:
-        raise PermissionDenied({"job": "not allowed to cancel this job"})
+    """Raise PermissionDenied unless `user` may cancel `job`: their own job as submitter, or any as queue admin."""
+    _check_own_or_admin(user, job, TokenAction.CANCEL, "cancel")
+
+
+def check_update_job(user, job) -> None:
+    """Raise PermissionDenied unless `user` may change `job`'s queue or priority (same rule as cancel; token
+    action "submit")."""
+    _check_own_or_admin(user, job, TokenAction.SUBMIT, "change")
+
+
+# --- queues -----------------------------------------------------------------------------------------------------
+
+def visible_queues(user, queryset: QuerySet) -> QuerySet:
+    """Queues `user` has a role on, plus their ancestors (so the tree above a team's queue is visible)."""
+    if not _authenticated(user) or not _token_allows(user, TokenAction.READ):
+        return queryset.none()
+    if is_platform_admin(user):
+        return queryset
+    return queryset.filter(pk__in=visible_queue_ids(user))
+
+
+def visible_queue_ids(user) -> set[int]:
+    """Ids of the queues `user` has a role on and of their ancestors (no token-action check)."""
+    return _memoized("queue-ids", user, lambda: _visible_queue_ids(user))
+
+
+def _visible_queue_ids(user) -> set[int]:
+    from ..models import QueuePolicy
+
+    roles = queue_roles(user)
+    tree = dict(QueuePolicy.objects.values_list("id", "parent_id")) if roles else {}
+    ids: set[int] = set()
+    for queue_id in roles:
+        node = queue_id
+        while node is not None and node not in ids:
+            ids.add(node)
+            node = tree.get(node)
+    return ids
+
+
+def prune_queue_tree(user, roots: list[dict]) -> list[dict]:
+    """Keep only the visible nodes of a services.queues.queue_tree() result (their ancestors are visible too, so
+    every kept node keeps its path). Platform admins see the whole tree."""
+    if is_platform_admin(user):
+        return roots
+    from ..models import QueuePolicy
+
+    ids = set(visible_queues(user, QueuePolicy.objects.all()).values_list("id", flat=True))
+
+    def keep(nodes):
+        return [dict(n, children=keep(n.get("children", []))) for n in nodes if n["id"] in ids]
+    return keep(roots)
+
+
+def check_read_queue(user, queue) -> None:
+    """Raise PermissionDenied({"queue": ...}) unless the queue is visible to `user`."""
+    if not visible_queues(user, type(queue).objects.filter(pk=queue.pk)).exists():
+        raise PermissionDenied({"queue": f"not allowed to read queue '{queue.name}'"})
+
+
+def check_create_queue(user, parent) -> None:
+    """Top-level queues are for platform admins; a child queue needs admin on its parent."""
+    if is_platform_admin(user):
+        return
+    if parent is None or token_of(user) is not None or not _at_least(queue_role(user, parent), GrantRole.ADMIN):
+        raise PermissionDenied({"parent": "creating a queue here needs admin on its parent queue"})
+
+
+def check_manage_queue(user, queue, changed: set[str] | frozenset = frozenset(), new_parent=None) -> None:
+    """Raise PermissionDenied unless `user` may change `queue`'s fields named in `changed`.
+
+    Display fields need admin on the queue; SHARE_FIELDS need admin on its parent; moving it needs admin on the
+    new parent too.
+    """
+    if is_platform_admin(user):
+        return
+    if token_of(user) is not None or not _at_least(queue_role(user, queue), GrantRole.ADMIN):
+        raise PermissionDenied({"queue": f"not allowed to manage queue '{queue.name}'"})
+    share = sorted(set(changed) & SHARE_FIELDS)
+    if share and not _at_least(queue_role(user, queue.parent), GrantRole.ADMIN):
+        raise PermissionDenied({share[0]: f"changing {', '.join(share)} of queue '{queue.name}' needs admin on "
+                                          "its parent queue"})
+    if new_parent is not None and not _at_least(queue_role(user, new_parent), GrantRole.ADMIN):
+        raise PermissionDenied({"parent": f"not allowed to move a queue under '{new_parent.name}'"})
+
+
+def check_queue_scope(user, parent, clusters=None, namespaces=None) -> None:
+    """A queue made or changed by a queue admin stays inside its parent: its clusters are among the parent's (or,
+    when the parent names none, among those the user can see) and, when the parent restricts namespaces, its
+    namespaces are a non-empty subset of the parent's. Raises PermissionDenied naming the field.
+
+    Without this, a team admin could attach a cluster or namespace nobody gave them to a new child queue.
+    """
+    if is_platform_admin(user):
+        return
+    if clusters is not None:
+        parent_clusters = {c.pk: c.name for c in parent.clusters.all()} if parent is not None else {}
+        if parent_clusters and not clusters:  # an empty list means every cluster
+            raise PermissionDenied({"clusters": "name the clusters of this queue, among its parent's: "
+                                                + ", ".join(sorted(parent_clusters.values()))})
+        allowed = set(parent_clusters) or _memoized("cluster-ids", user, lambda: _visible_cluster_ids(user))
+        outside = sorted(c.name for c in clusters if c.pk not in allowed)
+        if outside:
+            raise PermissionDenied({"clusters": f"not allowed to use cluster '{outside[0]}' in this queue"})
+    if namespaces is not None and parent is not None and parent.allowed_namespaces:
+        outside = [n for n in namespaces if n not in parent.allowed_namespaces] if namespaces else ["(any)"]
+        if outside:
+            raise PermissionDenied({"allowed_namespaces": f"'{outside[0]}' is not among the parent queue's "
+                                                          f"namespaces {', '.join(parent.allowed_namespaces)}"})
+
+
+def check_delete_queue(user, queue) -> None:
+    """Deleting a queue needs admin on its parent (platform admin for a top-level queue)."""
+    if is_platform_admin(user):
+        return
+    if token_of(user) is not None or not _at_least(queue_role(user, queue.parent), GrantRole.ADMIN):
+        raise PermissionDenied({"queue": f"deleting queue '{queue.name}' needs admin on its parent queue"})
+
+
+# --- templates --------------------------------------------------------------------------------------------------
+
+def visible_templates(user, queryset: QuerySet) -> QuerySet:
+    """Shared templates (no queue) and those owned by queues visible to `user` (a team's template serves every
+    queue below the team's queue)."""
+    if not _authenticated(user) or not _token_allows(user, TokenAction.READ):
+        return queryset.none()
+    if is_platform_admin(user):
+        return queryset
+    return queryset.filter(Q(queue__isnull=True) | Q(queue_id__in=visible_queue_ids(user)))
+
+
+def check_use_template(user, template) -> None:
+    """Raise PermissionDenied({"template": ...}) unless `user` may see (and so submit with) `template`."""
+    if _authenticated(user) and (template.queue_id is None or is_platform_admin(user)
+                                 or template.queue_id in visible_queue_ids(user)):
+        return
+    raise PermissionDenied({"template": f"not allowed to use template '{template.name}'"})
+
+
+def check_read_template(user, template) -> None:
+    """Raise PermissionDenied({"template": ...}) unless `template` is visible to `user`."""
+    if not visible_templates(user, type(template).objects.filter(pk=template.pk)).exists():
+        raise PermissionDenied({"template": f"not allowed to read template '{template.name}'"})
+
+
+def check_create_template(user, queue) -> None:
+    """Shared templates are for platform admins; a team template needs admin on its owning queue."""
+    if is_platform_admin(user):
+        return
+    if queue is None:
+        raise PermissionDenied({"queue": "only platform admins create shared templates; name a queue you manage"})
+    if token_of(user) is not None or not _at_least(queue_role(user, queue), GrantRole.ADMIN):
+        raise PermissionDenied({"queue": f"not allowed to manage templates of queue '{queue.name}'"})
+
+
+def check_manage_template(user, template) -> None:
+    """Raise PermissionDenied unless `user` may change or delete `template` (admin on its owning queue)."""
+    if is_platform_admin(user):
+        return
+    if token_of(user) is not None or template.queue_id is None or not _at_least(
+            queue_roles(user).get(template.queue_id), GrantRole.ADMIN):
+        raise PermissionDenied({"template": f"not allowed to manage template '{template.name}'"})
+
+
+# --- clusters ---------------------------------------------------------------------------------------------------
+
+def _cluster_grant_roles(user) -> dict[int, str]:
+    return _memoized("cluster-roles", user, lambda: _compute_cluster_grant_roles(user))
+
+
+def _compute_cluster_grant_roles(user) -> dict[int, str]:
+    from ..models import ClusterGrant
+
+    roles: dict[int, str] = {}
+    for cluster_id, role in ClusterGrant.objects.filter(
+            Q(user=user) | Q(group__in=user.groups.all())).values_list("cluster_id", "role"):
+        roles[cluster_id] = _strongest(roles.get(cluster_id), role)
+    return roles
+
+
+def visible_clusters(user, queryset: QuerySet) -> QuerySet:
+    """Clusters `user` has a grant on, plus those targeted by queues they have a role on."""
+    if not _authenticated(user) or not (_token_allows(user, TokenAction.READ) or _token_allows(
+            user, TokenAction.SUBMIT)):
+        return queryset.none()
+    if is_platform_admin(user) or (token_of(user) is not None and _owner_is_platform_admin(user)):
+        return queryset
+    return queryset.filter(pk__in=_memoized("cluster-ids", user, lambda: _visible_cluster_ids(user)))
+
+
+def _visible_cluster_ids(user) -> set[int]:
+    from ..models import QueuePolicy
+
+    through = QueuePolicy.clusters.through.objects.filter(queuepolicy_id__in=list(queue_roles(user)))
+    ids = set(through.values_list("cluster_id", flat=True))
+    if token_of(user) is None:
+        ids |= set(_cluster_grant_roles(user))
+    return ids
+
+
+def check_read_cluster(user, cluster) -> None:
+    """Raise PermissionDenied({"cluster": ...}) unless the cluster is visible to `user`."""
+    if not visible_clusters(user, type(cluster).objects.filter(pk=cluster.pk)).exists():
+        raise PermissionDenied({"cluster": f"not allowed to read cluster '{cluster.name}'"})
+
+
+def check_manage_cluster(user, cluster) -> None:
+    """Changing a cluster (credentials included) needs a cluster admin grant or platform admin."""
+    if is_platform_admin(user):
+        return
+    if token_of(user) is not None or not _at_least(_cluster_grant_roles(user).get(cluster.pk), GrantRole.ADMIN):
+        raise PermissionDenied({"cluster": f"not allowed to manage cluster '{cluster.name}'"})
+
+
+def check_platform_admin(user, what: str = "this") -> None:
+    """Creating or deleting clusters and reading the audit log: platform admins only (never through a token)."""
+    if not is_platform_admin(user):
+        raise PermissionDenied({"detail": f"only platform admins may {what}"})
+
+
+def check_manage_tokens(user) -> None:
+    """Tokens are created and revoked with a password login (session or basic auth), never with another token."""
+    if not _authenticated(user) or token_of(user) is not None:
+        raise PermissionDenied({"detail": "API tokens cannot manage API tokens; log in with your password"})

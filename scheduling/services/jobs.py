@@ -17,11 +17,11 @@ from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
-from . import access, dispatch, policy
+from . import access, audit, dispatch, policy
 from . import queues as queue_service
 from . import templates as template_service
 from . import validation as v
-from .errors import Conflict, IdempotencyMismatch
+from .errors import Conflict, IdempotencyMismatch, PermissionDenied
 
 SUBMIT_FIELDS = ("name", "namespace", "template", "template_version", "queue", "cluster", "priority_class_name",
                  "overrides")
@@ -118,7 +118,9 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     priority = data.get("priority_class_name") or ""
     if priority:
         v.dns_subdomain(priority, "priority_class_name")
-    access.check_submit(user, queue)
+        policy.check_priority_class(user, priority)
+    access.check_submit(user, queue, cluster)
+    access.check_use_template(user, version.template)
     resolved = template_service.render(version.spec, data.get("overrides", {}))
     policy.check_job_spec(resolved, version.spec)
     # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
@@ -132,7 +134,7 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     return job
 
 
-def _persist(jobs: list[GangJob], message: str) -> list[GangJob]:
+def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.submit") -> list[GangJob]:
     now = timezone.now()
     for job in jobs:
         job.phase_changed_at = now
@@ -143,6 +145,7 @@ def _persist(jobs: list[GangJob], message: str) -> list[GangJob]:
                 PhaseTransition(job=j, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
                                 message=message) for j in created
             ])
+            audit.record_many(user, action, created)
             dispatch.reconcile_jobs_on_commit([j.id for j in created])
     except IntegrityError as exc:
         raise Conflict({"name": "a job with this name is already active in that cluster and namespace"}) from exc
@@ -181,7 +184,7 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
     job.idempotency_key, job.request_hash = idempotency_key, digest
     _check_names([job])
     try:
-        return _persist([job], f"by {user}")[0], True
+        return _persist([job], f"by {user}", user)[0], True
     except Conflict:
         if idempotency_key:  # a concurrent request with the same key won the race
             existing = GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
@@ -201,13 +204,16 @@ def submit_many(user, items) -> list[GangJob]:
         raise ValidationError({"jobs": f"at most {MAX_BULK} jobs per request, got {len(items)}"})
     lookups = Lookups.load(items)
     jobs = []
-    for i, item in enumerate(items):
-        try:
-            jobs.append(build_job(user, item, lookups))
-        except ValidationError as exc:
-            raise ValidationError({f"jobs[{i}].{k}": msgs for k, msgs in exc.message_dict.items()}) from None
+    with access.cached():  # one permission lookup for the whole batch
+        for i, item in enumerate(items):
+            try:
+                jobs.append(build_job(user, item, lookups))
+            except ValidationError as exc:
+                raise ValidationError({f"jobs[{i}].{k}": msgs for k, msgs in exc.message_dict.items()}) from None
+            except PermissionDenied as exc:
+                raise PermissionDenied({f"jobs[{i}].{k}": msg for k, msg in exc.errors.items()}) from None
     _check_names(jobs)
-    return _persist(jobs, f"by {user} (bulk)")
+    return _persist(jobs, f"by {user} (bulk)", user)
 
 
 def update(user, job: GangJob, data) -> GangJob:
@@ -215,6 +221,7 @@ def update(user, job: GangJob, data) -> GangJob:
 
     Raises ValidationError for unknown fields or values, Conflict when the job is already finished.
     """
+    access.check_update_job(user, job)
     v.mapping(data, "body")
     _check_keys(data, ("queue", "priority_class_name"))
     if job.is_terminal:
@@ -226,15 +233,18 @@ def update(user, job: GangJob, data) -> GangJob:
             raise ValidationError({"queue": f"no queue named '{data['queue']}'"})
         if queue.id in lookups.parents:
             raise ValidationError({"queue": f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
-        access.check_submit(user, queue)
+        access.check_submit(user, queue, job.cluster)
         queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
         job.queue = queue
     if "priority_class_name" in data:
         value = data["priority_class_name"]
         job.priority_class_name = v.dns_subdomain(value, "priority_class_name") if value else ""
+        policy.check_priority_class(user, job.priority_class_name)
     job.spec_revision += 1
-    job.save(update_fields=["queue", "priority_class_name", "spec_revision", "updated_at"])
-    dispatch.reconcile_jobs_on_commit([job.id])
+    with transaction.atomic():
+        job.save(update_fields=["queue", "priority_class_name", "spec_revision", "updated_at"])
+        audit.record(user, "job.update", job, {"queue": job.queue.name, "priority_class_name": job.priority_class_name})
+        dispatch.reconcile_jobs_on_commit([job.id])
     return job
 
 
@@ -248,8 +258,10 @@ def cancel(user, job: GangJob) -> GangJob:
         raise Conflict({"phase": f"job already finished as {job.phase}"})
     if job.desired_state != DesiredState.CANCEL:
         job.desired_state = DesiredState.CANCEL
-        job.save(update_fields=["desired_state", "updated_at"])
-        dispatch.reconcile_jobs_on_commit([job.id])
+        with transaction.atomic():
+            job.save(update_fields=["desired_state", "updated_at"])
+            audit.record(user, "job.cancel", job)
+            dispatch.reconcile_jobs_on_commit([job.id])
     return job
 
 
@@ -267,4 +279,4 @@ def resubmit(user, job: GangJob) -> GangJob:
         resolved_spec=job.resolved_spec, submitted_by=user, resubmitted_from=job,
     )
     _check_names([new])
-    return _persist([new], f"by {user}, resubmitting job {job.uid}")[0]
+    return _persist([new], f"by {user}, resubmitting job {job.uid}", user, "job.resubmit")[0]

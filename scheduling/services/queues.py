@@ -37,7 +37,7 @@ from kubernetes.utils import parse_quantity
 from ..choices import ACTIVE_PHASES, QueueWarning
 from ..kube.kai_units import RESOURCES, STATUS_RESOURCE_NAMES, UNITS, UNLIMITED, display, from_quantity, to_kai
 from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
-from . import access, dispatch
+from . import access, audit, dispatch
 from . import validation as v
 from .errors import Conflict, PermissionDenied
 
@@ -185,9 +185,16 @@ def warnings_for(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
     return out
 
 
-def _check_admin(user) -> None:
-    if not access.is_platform_admin(user):
-        raise PermissionDenied({"detail": "only platform admins may change queue policies"})
+def _snapshot(policy: QueuePolicy) -> dict:
+    """The writable fields of `policy` (clusters by id), to tell which ones a write changes."""
+    values = {f: getattr(policy, f) for f in WRITABLE if f not in ("clusters", "parent")}
+    values["parent"] = policy.parent_id
+    values["clusters"] = set(policy.clusters.values_list("id", flat=True)) if policy.pk else set()
+    return values
+
+
+def _audit_details(before: dict, after: dict) -> dict:
+    return {k: (sorted(v) if isinstance(v, set) else v) for k, v in after.items() if before.get(k) != v}
 
 
 def _duration(value, field_name: str) -> str:
@@ -280,7 +287,8 @@ def create_queue(user, data) -> tuple[QueuePolicy, list[dict]]:
     Limits not given are stored as -1 (unlimited), never left to KAI's default of 0.
     Raises ValidationError (400), Conflict (409: name taken), PermissionDenied (403).
     """
-    _check_admin(user)
+    if not access.is_platform_admin(user) and not access.queue_roles(user):
+        raise PermissionDenied({"detail": "only platform admins and queue admins may create queues"})
     v.mapping(data, "body")
     name = v.dns_label(data.get("name"), "name")
     tree = QueueTree.load()
@@ -288,10 +296,13 @@ def create_queue(user, data) -> tuple[QueuePolicy, list[dict]]:
         raise Conflict({"name": f"a queue named '{name}' already exists"})
     policy = QueuePolicy(name=name, managed=True, gpu_limit=UNLIMITED, cpu_limit=UNLIMITED, memory_limit=UNLIMITED)
     clusters, _ = _apply(policy, data, tree)
+    access.check_create_queue(user, policy.parent)
+    access.check_queue_scope(user, policy.parent, clusters or [], policy.allowed_namespaces)
     with transaction.atomic():
         policy.save()
         if clusters:
             policy.clusters.set(clusters)
+        audit.record(user, "queue.create", policy, _audit_details({}, _snapshot(policy)))
         dispatch.reconcile_queue_on_commit(policy.id)
     return policy, warnings_for(policy, _reflect(tree, policy))
 
@@ -303,7 +314,7 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
     Raises ValidationError (400: bad value, missing parent, cycle, name change), Conflict (409: imported queue),
     PermissionDenied (403).
     """
-    _check_admin(user)
+    access.check_manage_queue(user, policy)
     v.mapping(data, "body")
     if not policy.managed:
         raise Conflict({"managed": f"queue '{policy.name}' was imported from a cluster; gangweb shows it but does "
@@ -312,12 +323,22 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
         raise ValidationError({"name": "cannot be changed; KAI queues are referenced by name: create a new queue"})
     tree = QueueTree.load()
     policy = tree.by_id[policy.id]
-    before = set(policy.clusters.values_list("id", flat=True))
-    clusters, _ = _apply(policy, data, tree)
+    original_parent = policy.parent
+    snapshot = _snapshot(policy)
+    before = snapshot["clusters"]
+    clusters, parent_changed = _apply(policy, data, tree)
+    after = dict(_snapshot(policy), clusters={c.id for c in clusters} if clusters is not None else before)
+    changed = _audit_details(snapshot, after)
+    # Share fields are checked against the queue's place before the move; a move also needs admin on the new parent.
+    moved_from = QueuePolicy(pk=policy.pk, name=policy.name, parent=original_parent)
+    access.check_manage_queue(user, moved_from, set(changed), policy.parent if parent_changed else None)
+    access.check_queue_scope(user, policy.parent, clusters if "clusters" in changed else None,
+                             policy.allowed_namespaces if "allowed_namespaces" in changed else None)
     with transaction.atomic():
         policy.save()
         if clusters is not None:
             policy.clusters.set(clusters)
+        audit.record(user, "queue.update", policy, changed)
         dispatch.reconcile_queue_on_commit(policy.id, extra_cluster_ids=sorted(before))
     return policy, warnings_for(policy, _reflect(tree, policy))
 
@@ -328,7 +349,7 @@ def delete_queue(user, policy: QueuePolicy) -> None:
     Refused with Conflict (409), changing nothing, while the queue has child queues or active jobs, while
     finished jobs still reference it (their history would be lost), or when it was imported from a cluster.
     """
-    _check_admin(user)
+    access.check_delete_queue(user, policy)
     if not policy.managed:
         raise Conflict({"managed": f"queue '{policy.name}' was imported from a cluster; delete it there"})
     children = list(QueuePolicy.objects.filter(parent=policy).values_list("name", flat=True))
@@ -347,6 +368,7 @@ def delete_queue(user, policy: QueuePolicy) -> None:
     cluster_ids = sorted(set(policy.clusters.values_list("id", flat=True)) | set(
         QueueClusterState.objects.filter(policy=policy).values_list("cluster_id", flat=True)))
     with transaction.atomic():
+        audit.record(user, "queue.delete", policy)
         policy.delete()
         dispatch.sync_queue_clusters_on_commit(cluster_ids or None)
 

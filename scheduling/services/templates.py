@@ -34,7 +34,7 @@ def _container(c, field: str, names: set) -> None:
     if name in names:
         raise ValidationError({f"{field}.name": f"duplicate container name '{name}'"})
     names.add(name)
-    v.string(c.get("image"), f"{field}.image", max_length=1024)
+    v.image(c.get("image"), f"{field}.image")
     for key in ("command", "args"):
         if key in c:
             v.string_list(c[key], f"{field}.{key}")
@@ -227,7 +227,7 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
     if "replicas" in fields:
         ps["replicas"] = v.integer(fields["replicas"], f"{field}.replicas", minimum=1, maximum=MAX_REPLICAS)
     if "image" in fields:
-        target["image"] = v.string(fields["image"], f"{field}.image", max_length=1024)
+        target["image"] = v.image(fields["image"], f"{field}.image")
     for key in ("command", "args"):
         if key in fields:
             target[key] = v.string_list(fields[key], f"{field}.{key}")
@@ -253,37 +253,67 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
                                                                                f"{field}.nodeSelector")}
 
 
-def create_template(user, name, description, spec):
+def _owner_queue(queue):
+    """Resolve the `queue` of a template body: None, a QueuePolicy, or a queue name. Raises ValidationError."""
+    from ..models import QueuePolicy
+
+    if queue is None or isinstance(queue, QueuePolicy):
+        return queue
+    name = v.string(queue, "queue", max_length=63)
+    found = QueuePolicy.objects.filter(name=name).first()
+    if found is None:
+        raise ValidationError({"queue": f"no queue named '{name[:80]}'"})
+    return found
+
+
+def create_template(user, name, description, spec, queue=None):
     """Create a template and its version 1. Returns the RuntimeTemplateVersion.
 
-    Raises ValidationError for a bad name or spec; Conflict when the name is taken.
+    `queue` (a QueuePolicy, a queue name or None for a shared template) owns the template. `user` None means an
+    internal caller (management command, fixtures): no permission or pod-security check; views pass request.user.
+    Raises ValidationError for a bad name or spec, PermissionDenied (see access.check_create_template and
+    policy.check_template_spec), Conflict when the name is taken.
     """
     from django.db import transaction
 
     from ..models import RuntimeTemplate, RuntimeTemplateVersion
+    from . import access, audit, policy
     from .errors import Conflict
 
     v.dns_label(name, "name")
     v.string(description or "", "description", allow_empty=True, max_length=300)
+    queue = _owner_queue(queue)
+    if user is not None:
+        access.check_create_template(user, queue)
     spec = validate_template_spec(spec)
+    if user is not None:
+        policy.check_template_spec(user, spec)
     if RuntimeTemplate.objects.filter(name=name).exists():
         raise Conflict({"name": f"a runtime template named '{name}' already exists"})
     with transaction.atomic():
-        template = RuntimeTemplate.objects.create(name=name, description=description or "")
-        return RuntimeTemplateVersion.objects.create(template=template, version=1, spec=spec, created_by=user)
+        template = RuntimeTemplate.objects.create(name=name, description=description or "", queue=queue)
+        version = RuntimeTemplateVersion.objects.create(template=template, version=1, spec=spec, created_by=user)
+        if user is not None:
+            audit.record(user, "template.create", template, {"version": 1, "queue": queue.name if queue else None})
+        return version
 
 
 def add_version(user, template, spec, description=None):
     """Store `spec` as the next version of `template`; jobs already submitted keep theirs.
 
     Returns the new RuntimeTemplateVersion, or the latest one unchanged when `spec` equals it.
-    Raises ValidationError for a bad spec.
+    Raises ValidationError for a bad spec, PermissionDenied unless `user` manages the template (None: internal).
     """
     from django.db import transaction
 
     from ..models import RuntimeTemplateVersion
+    from . import access, audit, policy
 
+    if user is not None:
+        access.check_manage_template(user, template)
     spec = validate_template_spec(spec)
+    if user is not None:
+        policy.check_template_spec(user, spec)
     with transaction.atomic():
         if description is not None:
             template.description = v.string(description, "description", allow_empty=True, max_length=300)
@@ -291,5 +321,39 @@ def add_version(user, template, spec, description=None):
         latest = template.versions.select_for_update().order_by("-version").first()
         if latest is not None and latest.spec == spec:
             return latest
-        return RuntimeTemplateVersion.objects.create(
+        version = RuntimeTemplateVersion.objects.create(
             template=template, version=(latest.version + 1) if latest else 1, spec=spec, created_by=user)
+        if user is not None:
+            audit.record(user, "template.version", template, {"version": version.version})
+        return version
+
+
+def update_description(user, template, description):
+    """Change only a template's description. Raises ValidationError, PermissionDenied."""
+    from django.db import transaction
+
+    from . import access, audit
+
+    access.check_manage_template(user, template)
+    template.description = v.string(description, "description", allow_empty=True, max_length=300)
+    with transaction.atomic():
+        template.save(update_fields=["description"])
+        audit.record(user, "template.update", template, {"description": template.description})
+    return template
+
+
+def delete_template(user, template) -> None:
+    """Delete a template and its versions. Raises PermissionDenied, Conflict while jobs still use a version."""
+    from django.db import transaction
+    from django.db.models import ProtectedError
+
+    from . import access, audit
+    from .errors import Conflict
+
+    access.check_manage_template(user, template)
+    try:
+        with transaction.atomic():
+            audit.record(user, "template.delete", template)
+            template.delete()
+    except ProtectedError:
+        raise Conflict({"template": f"jobs still use template '{template.name}'"}) from None

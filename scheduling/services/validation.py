@@ -9,6 +9,9 @@ DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+# A container image reference: printable, no whitespace or quotes (docker/distribution reference grammar is stricter;
+# the kubelet reports the rest as InvalidImageName).
+IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
 
 
 def dns_label(value, field: str, max_length: int = 63) -> str:
@@ -79,4 +82,12 @@ def label_map(value, field: str) -> dict[str, str]:
         if not isinstance(val, str) or len(val) > 63 or not LABEL_VALUE.match(val):
             raise ValidationError({f"{field}.{key[:80]}": f"'{str(val)[:80]}' is not a valid label value (<= 63 "
                                                           "alphanumerics, '-', '_' or '.')"})
+    return value
+
+
+def image(value, field: str) -> str:
+    """A container image reference: 1-1024 characters of letters, digits and . _ / : @ + -."""
+    string(value, field, max_length=1024)
+    if not IMAGE_REF.match(value):
+        raise ValidationError({field: f"'{value[:80]}' is not a container image reference"})
     return value

@@ -1,0 +1,67 @@
+"""Request body parsing with limits: the size Django allows, and JSON that cannot exhaust the stack.
+
+Python's json module raises RecursionError (a 500 through DRF's JSONParser) on deeply nested input; this parser
+answers 400. Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE are 413 (DRF 3.16+ already stops at Django's check, which
+api/errors.py turns into 413; the read limit here keeps that true for any stream).
+"""
+import codecs
+import json
+
+from django.conf import settings
+from rest_framework import exceptions, status
+from rest_framework.parsers import JSONParser
+from rest_framework.settings import api_settings
+
+
+class RequestTooLarge(exceptions.APIException):
+    """The body is larger than settings.DATA_UPLOAD_MAX_MEMORY_SIZE: 413."""
+
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "request body too large"
+    default_code = "too_large"
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _nul_path(value, path="body"):
+    """The path of the first string (or key) holding a NUL character, or None. PostgreSQL text cannot store NUL."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = path if "\x00" in key else _nul_path(item, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _nul_path(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+class BoundedJSONParser(JSONParser):
+    """JSON of at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (413 beyond); NaN, Infinity, NUL characters in strings
+    and nesting deeper than the interpreter's recursion limit are 400."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        parser_context = parser_context or {}
+        encoding = parser_context.get("encoding", settings.DEFAULT_CHARSET)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raw = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(raw) > limit:
+            raise RequestTooLarge(f"request body is larger than {limit} bytes")
+        try:
+            text = codecs.decode(raw, encoding)
+            strict = {"parse_constant": _refuse_constant} if api_settings.STRICT_JSON else {}
+            data = json.loads(text, **strict)
+            nul = _nul_path(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise exceptions.ParseError(f"JSON parse error - {exc}") from None
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+        if nul:
+            raise exceptions.ParseError(f"{nul}: NUL characters are not allowed")
+        return data

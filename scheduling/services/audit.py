@@ -1,0 +1,34 @@
+"""Write the audit log (models.AuditEvent). Called by the services inside the transaction of the change they log.
+
+Actions are "<object type>.<verb>": job.submit, job.cancel, job.update, job.resubmit, template.create,
+template.version, template.update, template.delete, queue.create, queue.update, queue.delete, cluster.create,
+cluster.update, cluster.delete, token.create, token.revoke. `details` never holds a secret.
+"""
+from __future__ import annotations
+
+from ..models import AuditEvent
+from .access import token_of
+
+
+def _actor(user) -> dict:
+    authenticated = user is not None and user.is_authenticated
+    return {"actor": user if authenticated else None, "actor_name": user.get_username() if authenticated else "",
+            "token": token_of(user)}
+
+
+def event(user, action: str, obj, details: dict | None = None) -> AuditEvent:
+    """An unsaved AuditEvent for `obj` (any model instance; its class name, pk and str are recorded)."""
+    return AuditEvent(action=action, object_type=action.split(".", 1)[0], object_id=str(obj.pk or ""),
+                      object_name=str(obj)[:300], details=details or {}, **_actor(user))
+
+
+def record(user, action: str, obj, details: dict | None = None) -> AuditEvent:
+    """Log one action on `obj` by `user` (and the token they used, if any). Returns the saved event."""
+    entry = event(user, action, obj, details)
+    entry.save()
+    return entry
+
+
+def record_many(user, action: str, objs, details: dict | None = None) -> None:
+    """Log the same action on many objects in one query (bulk submit)."""
+    AuditEvent.objects.bulk_create([event(user, action, o, details) for o in objs])

@@ -1,0 +1,118 @@
+"""API tokens: shown once, stored as a hash, scoped, expiring, revocable, tracking their last use."""
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from scheduling.models import ApiToken, AuditEvent
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+
+def bearer(plaintext):
+    return APIClient(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+
+
+def test_created_token_is_shown_once_and_only_its_hash_is_stored(teams):
+    r = teams.clients["a_sub"].post("/api/v1/tokens/", {"name": "ci", "actions": ["read", "submit"],
+                                                         "queues": ["a-train"]}, format="json")
+    assert r.status_code == 201, r.data
+    plaintext = r.data["token"]
+    assert plaintext.startswith("gw_") and len(plaintext) > 50
+    assert r.data["queues"] == ["a-train"] and r.data["actions"] == ["read", "submit"]
+    default_expiry = timezone.now() + timedelta(days=90)
+    assert abs((ApiToken.objects.get(pk=r.data["id"]).expires_at - default_expiry).total_seconds()) < 60
+    listed = teams.clients["a_sub"].get("/api/v1/tokens/").data["results"]
+    assert all("token" not in t for t in listed)
+    assert plaintext not in str(listed)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM scheduling_apitoken")
+        rows = cursor.fetchall()
+    secret = plaintext.split("_", 2)[2]
+    assert not any(secret in str(value) for row in rows for value in row)
+    assert bearer(plaintext).get("/api/v1/jobs/").status_code == 200
+
+
+def test_revoked_token_gets_401_at_once(teams):
+    r = teams.clients["a_sub"].post("/api/v1/tokens/", {"name": "ci"}, format="json")
+    client = bearer(r.data["token"])
+    assert client.get("/api/v1/jobs/").status_code == 200
+    assert teams.clients["a_sub"].post(f"/api/v1/tokens/{r.data['id']}/revoke/").status_code == 200
+    after = client.get("/api/v1/jobs/")
+    assert after.status_code == 401
+    assert after["WWW-Authenticate"] == 'Bearer realm="api"'
+    assert AuditEvent.objects.filter(action="token.revoke", object_id=str(r.data["id"])).count() == 1
+
+
+@pytest.mark.parametrize("header", ["Bearer gw_nope_nope", "Bearer", "Bearer a b", "Bearer gw_",
+                                    "Bearer \u00e9t\u00e9"])
+def test_malformed_or_unknown_token_is_401(teams, header):
+    assert APIClient(HTTP_AUTHORIZATION=header.encode("utf-8").decode("latin-1")).get(
+        "/api/v1/jobs/").status_code == 401
+
+
+def test_a_token_with_the_right_lookup_but_wrong_secret_is_401(teams):
+    plaintext = teams.tokens["t_sub"]
+    forged = plaintext[:-4] + ("AAAA" if not plaintext.endswith("AAAA") else "BBBB")
+    assert bearer(forged).get("/api/v1/jobs/").status_code == 401
+
+
+def test_a_deactivated_owner_makes_the_token_401(teams):
+    teams.a_sub.is_active = False
+    teams.a_sub.save()
+    assert bearer(teams.tokens["t_sub"]).get("/api/v1/jobs/").status_code == 401
+
+
+def test_last_used_is_recorded_at_most_once_a_minute(teams):
+    token = ApiToken.objects.get(lookup=teams.tokens["t_read"].split("_")[1])
+    assert token.last_used_at is None
+    client = bearer(teams.tokens["t_read"])
+    client.get("/api/v1/jobs/")
+    first = ApiToken.objects.get(pk=token.pk).last_used_at
+    assert first is not None
+    client.get("/api/v1/jobs/")
+    assert ApiToken.objects.get(pk=token.pk).last_used_at == first
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=first - timedelta(seconds=61))
+    client.get("/api/v1/jobs/")
+    assert ApiToken.objects.get(pk=token.pk).last_used_at > first
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"name": "x", "actions": ["admin"]}, "actions[0]"),
+    ({"name": "x", "actions": []}, "actions"),
+    ({"name": "x", "queues": ["b-train"]}, "queues[0]"),
+    ({"name": "x", "expires_at": "2001-01-01T00:00:00Z"}, "expires_at"),
+    ({"name": "x", "expires_at": "2999-01-01T00:00:00Z"}, "expires_at"),
+    ({"name": "x", "expires_at": "tomorrow"}, "expires_at"),
+    ({"name": ""}, "name"),
+    ({"name": "x", "owner": 1}, "owner"),
+])
+def test_bad_token_requests_are_400_naming_the_field(teams, body, field):
+    before = ApiToken.objects.count()
+    r = teams.clients["a_sub"].post("/api/v1/tokens/", body, format="json")
+    assert r.status_code == 400
+    assert field in r.data
+    assert ApiToken.objects.count() == before
+
+
+def test_users_see_and_revoke_only_their_own_tokens(teams):
+    mine = teams.clients["b_sub"].post("/api/v1/tokens/", {"name": "b-ci"}, format="json").data
+    assert [t["name"] for t in teams.clients["b_sub"].get("/api/v1/tokens/").data["results"]] == ["b-ci"]
+    a_token = ApiToken.objects.filter(owner=teams.a_sub).first()
+    assert teams.clients["b_sub"].post(f"/api/v1/tokens/{a_token.pk}/revoke/").status_code == 404
+    assert teams.clients["admin"].post(f"/api/v1/tokens/{mine['id']}/revoke/").status_code == 200
+
+
+def test_a_token_can_act_only_within_its_actions(teams):
+    read_only = bearer(teams.tokens["t_read"])
+    assert read_only.get(f"/api/v1/jobs/{teams.a_job.pk}/").status_code == 200
+    assert read_only.post(f"/api/v1/jobs/{teams.a_job.pk}/cancel/").status_code == 403
+    canceller = builders.make_token(teams.a_sub, ["cancel"])
+    # cancel without read: the job cannot be looked up at all
+    assert bearer(canceller).post(f"/api/v1/jobs/{teams.a_job.pk}/cancel/").status_code == 404
+    both = builders.make_token(teams.a_sub, ["read", "cancel"])
+    assert bearer(both).post(f"/api/v1/jobs/{teams.a_job.pk}/cancel/").status_code == 202
+    assert AuditEvent.objects.get(action="job.cancel").token.lookup == both.split("_")[1]
