@@ -7,4 +7,21 @@ app_name = "scheduling"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("queues/", views.queue_tree, name="queues"),
+    path("queues/new/", views.queue_create, name="queue-new"),
+    path("jobs/", views.job_list, name="jobs"),
+    path("jobs/<int:pk>/", views.job_detail, name="job"),
+    path("jobs/<int:pk>/live/", views.job_live, name="job-live"),
+    path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
+    path("jobs/<int:pk>/resubmit/", views.job_resubmit, name="job-resubmit"),
+    path("submit/", views.submit, name="submit"),
+    path("templates/", views.template_list, name="templates"),
+    path("templates/new/", views.template_create, name="template-new"),
+    path("templates/preview/", views.template_preview, name="template-preview"),
+    path("templates/<slug:name>/", views.template_detail, name="template"),
+    path("templates/<slug:name>/edit/", views.template_edit, name="template-edit"),
+    path("clusters/", views.cluster_list, name="clusters"),
+    path("clusters/new/", views.cluster_create, name="cluster-new"),
+    path("clusters/<slug:name>/", views.cluster_detail, name="cluster"),
+    path("clusters/<slug:name>/test/", views.cluster_test, name="cluster-test"),
 ]

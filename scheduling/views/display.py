@@ -1,0 +1,239 @@
+"""Pure helpers that turn model data into what the dashboard draws: durations in words, timeline bars,
+quota bars and why-pending sentences. No database access here, so each is unit-tested on plain values.
+
+Geometry is returned in percent (0..100) of the drawing's width; templates put it in SVG `x`/`width`
+attributes (never in inline styles, which a strict Content-Security-Policy would block).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+
+from ..choices import PHASE_ORDER, TERMINAL_PHASES
+from ..constants import GPU_RESOURCE
+from ..kube import quantities
+
+UNLIMITED = -1
+
+
+def humanize_seconds(seconds: float | None) -> str:
+    """A short duration: "0.4s", "12s", "3m 05s", "2h 07m", "3d 4h". None (not reached) is an em dash."""
+    if seconds is None:
+        return "—"
+    seconds = max(0.0, float(seconds))
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h {m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d {h}h"
+
+
+@dataclass
+class GanttRow:
+    """One phase of a job's timeline: where its bar starts and how wide it is (percent of the whole span)."""
+
+    phase: str
+    at: datetime
+    seconds: float
+    left: float
+    width: float
+    open: bool  # the job is still in this phase: the bar grows until now
+    reason: str = ""
+    message: str = ""
+    source: str = ""
+
+    @property
+    def duration(self) -> str:
+        """The phase's duration in words."""
+        return humanize_seconds(self.seconds)
+
+
+@dataclass
+class Gantt:
+    """A job's timeline as bars: `rows` in lifecycle order, `start`/`end` of the drawn span, `total` seconds."""
+
+    rows: list[GanttRow] = field(default_factory=list)
+    start: datetime | None = None
+    end: datetime | None = None
+    total: float = 0.0
+
+    @property
+    def total_words(self) -> str:
+        """The whole span in words."""
+        return humanize_seconds(self.total)
+
+
+MIN_BAR_PERCENT = 0.6  # an instant phase still shows as a sliver you can see
+
+
+def gantt(transitions, now: datetime) -> Gantt:
+    """Lay out a job's phase transitions as Gantt bars.
+
+    `transitions`: objects with `phase`, `at` (aware datetime), `reason`, `message`, `source`, in any order.
+    Each phase lasts from its `at` until the next transition's `at`; the last one lasts until `now` unless it
+    is terminal (Succeeded/Failed/Cancelled), which is drawn as a thin end marker of zero duration.
+    """
+    items = sorted(transitions, key=lambda t: (t.at, PHASE_ORDER.get(t.phase, 99), getattr(t, "id", 0) or 0))
+    if not items:
+        return Gantt()
+    start = items[0].at
+    last = items[-1]
+    end = last.at if last.phase in TERMINAL_PHASES else max(now, last.at)
+    total = (end - start).total_seconds()
+    span = total or 1.0
+    rows = []
+    for i, t in enumerate(items):
+        is_last = i == len(items) - 1
+        stop = items[i + 1].at if not is_last else end
+        seconds = max(0.0, (stop - t.at).total_seconds())
+        left = (t.at - start).total_seconds() / span * 100
+        width = max(seconds / span * 100, MIN_BAR_PERCENT)
+        left = min(left, 100 - MIN_BAR_PERCENT)
+        width = min(width, 100 - left)
+        rows.append(GanttRow(phase=t.phase, at=t.at, seconds=seconds, left=round(left, 3), width=round(width, 3),
+                             open=is_last and t.phase not in TERMINAL_PHASES, reason=t.reason or "",
+                             message=t.message or "", source=t.source or ""))
+    return Gantt(rows=rows, start=start, end=end, total=total)
+
+
+def _finite(x) -> bool:
+    return x is not None and x != UNLIMITED and not (isinstance(x, float) and math.isinf(x))
+
+
+@dataclass
+class QuotaBar:
+    """One resource of one queue, scaled to a drawing: values in the resource's unit, geometry in percent.
+
+    `limit` is -1 for unlimited (then no limit region is drawn). Allocated beyond the quota is drawn in the
+    over-quota colour from the quota mark on.
+    """
+
+    resource: str
+    unit: str
+    quota: float
+    limit: float
+    allocated: float | None
+    requested: float | None
+    scale: float = 1.0
+
+    def pct(self, value) -> float:
+        """`value` as percent of the drawing width, clipped to 0..100."""
+        if value is None or value == UNLIMITED:
+            return 0.0
+        return round(max(0.0, min(100.0, value / self.scale * 100)), 3)
+
+    @property
+    def quota_pct(self) -> float:
+        return self.pct(self.quota)
+
+    @property
+    def limit_pct(self) -> float:
+        return self.pct(self.limit) if _finite(self.limit) else 0.0
+
+    @property
+    def allocated_pct(self) -> float:
+        return self.pct(self.allocated)
+
+    @property
+    def requested_pct(self) -> float:
+        return self.pct(self.requested)
+
+    @property
+    def over_quota(self) -> bool:
+        """True when more is allocated than the queue's guaranteed quota."""
+        return self.allocated is not None and self.allocated > self.quota + 1e-9
+
+    @property
+    def over_pct(self) -> float:
+        """Width of the over-quota part of the allocated bar, starting at `quota_pct`."""
+        return max(0.0, round(self.allocated_pct - self.quota_pct, 3)) if self.over_quota else 0.0
+
+    @property
+    def summary(self) -> str:
+        """The numbers in words, e.g. "quota 8 · limit ∞ · allocated 6 · requested 10 GPU"."""
+        def fmt(x):
+            if x is None:
+                return "?"
+            if x == UNLIMITED:
+                return "∞"
+            return f"{x:g}"
+        return (f"quota {fmt(self.quota)} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
+                f"requested {fmt(self.requested)} {self.unit}").strip()
+
+
+def quota_bar(resource: str, unit: str, quota, limit, allocated=None, requested=None) -> QuotaBar:
+    """Build a QuotaBar whose scale fits the largest finite number plus 10% headroom (at least 1 unit)."""
+    values = [x for x in (quota, limit, allocated, requested) if _finite(x)]
+    scale = max(values + [1.0]) * 1.1
+    return QuotaBar(resource, unit, float(quota), float(limit), allocated, requested, scale=scale)
+
+
+def queue_warnings(queue, children) -> list[str]:
+    """KAI semantics worth a warning on a queue (never refused): a zero limit blocks the resource entirely;
+    a finite limit below the quota; children's quotas adding up to more than the parent's.
+
+    `-1` counts as unlimited in sums and comparisons, never as the number -1 (KAI `resources.go`).
+    """
+    out = []
+    for res, unit in (("gpu", "GPU"), ("cpu", "millicores"), ("memory", "MB")):
+        quota, limit = getattr(queue, f"{res}_quota"), getattr(queue, f"{res}_limit")
+        if limit == 0:
+            out.append(f"{res} limit is 0: nothing of this resource can be allocated (use -1 for unlimited)")
+        elif _finite(limit) and _finite(quota) and limit + 1e-9 < quota:
+            out.append(f"{res} limit {limit:g} is below its quota {quota:g} {unit}")
+        if children and _finite(quota):
+            kids = [getattr(c, f"{res}_quota") for c in children]
+            if any(k == UNLIMITED for k in kids):
+                out.append(f"a child queue has an unlimited {res} quota under a parent quota of {quota:g} {unit}")
+            elif sum(kids) > quota + 1e-6:
+                out.append(f"children's {res} quotas add up to {sum(kids):g} {unit}, more than this queue's "
+                           f"{quota:g} {unit} (over-subscribed)")
+    return out
+
+
+KAI_UNITS = {"gpu": (GPU_RESOURCE, Decimal(1)), "cpu": ("cpu", Decimal(1000)), "memory": ("memory", Decimal(10) ** -6)}
+
+
+def requests_of_spec(resolved_spec: dict) -> dict[str, float]:
+    """What a resolved job spec asks for in KAI queue units: {"gpu": devices, "cpu": millicores, "memory": MB}.
+
+    Per pod: the sum of regular containers' requests (a limit stands in when there is no request, as the API
+    server defaults it), times replicas, over all pod sets. Units follow KAI `resources.go` (CPU millicores,
+    memory in 10^6 bytes). Unparseable values count as 0 (the spec was validated at submit).
+    """
+    totals = {k: Decimal(0) for k in KAI_UNITS}
+    for ps in (resolved_spec or {}).get("podSets", []):
+        replicas = int(ps.get("replicas", 0) or 0)
+        for c in ps.get("template", {}).get("spec", {}).get("containers", []):
+            res = c.get("resources", {})
+            for key, (rname, factor) in KAI_UNITS.items():
+                qty = res.get("requests", {}).get(rname, res.get("limits", {}).get(rname))
+                if qty is None:
+                    continue
+                try:
+                    totals[key] += quantities.parse(qty, rname) * factor * replicas
+                except ValidationError:
+                    pass
+    return {k: float(v) for k, v in totals.items()}
+
+
+def gpus_of_spec(resolved_spec: dict) -> float:
+    """GPUs (devices) a resolved job spec asks for: replicas × per-pod `nvidia.com/gpu` over all pod sets."""
+    return requests_of_spec(resolved_spec)["gpu"]
+
+
+def pods_of_spec(resolved_spec: dict) -> int:
+    """Number of pods a resolved job spec creates (sum of replicas)."""
+    return sum(int(ps.get("replicas", 0) or 0) for ps in (resolved_spec or {}).get("podSets", []))

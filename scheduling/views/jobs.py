@@ -1,0 +1,133 @@
+"""Jobs: the filtered, sorted, paginated list; the job page with its live part; cancel and resubmit."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from ..choices import GangPhase
+from ..filtersets import GangJobFilterSet
+from ..forms.errors import error_items
+from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
+from ..services import access
+from ..services import jobs as job_service
+from ..services.errors import ServiceError
+from .common import page_or_fragment
+from .display import gantt, pods_of_spec, requests_of_spec
+from .objects import objects_sent
+from .why_pending import explain
+
+PAGE_SIZE = 50
+# ?sort= value -> ORDER BY; a stable tie-breaker keeps pages from overlapping.
+SORTS = {
+    "created": ("-created_at", "-id"), "-created": ("created_at", "id"),
+    "name": ("name", "id"), "-name": ("-name", "-id"),
+    "phase": ("phase", "-id"), "-phase": ("-phase", "-id"),
+    "in_phase": ("phase_changed_at", "id"), "-in_phase": ("-phase_changed_at", "-id"),
+    "queue": ("queue__name", "-id"), "-queue": ("-queue__name", "-id"),
+}
+SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),
+                ("created", "Submitted")]
+RELATED = ("template_version__template", "queue", "cluster", "submitted_by")
+
+
+def _jobs(user):
+    return access.visible_jobs(user, GangJob.objects.select_related(*RELATED))
+
+
+@login_required
+def job_list(request):
+    """GET /jobs/: filters (the API's GangJobFilterSet), search, sorting and pagination; htmx polls the table.
+
+    Four queries whatever the number of jobs: count, page, queue names and cluster names.
+    """
+    filterset = GangJobFilterSet(request.GET or None, queryset=_jobs(request.user))
+    sort = request.GET.get("sort", "created")
+    if sort not in SORTS:
+        sort = "created"
+    page = Paginator(filterset.qs.order_by(*SORTS[sort]), PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    sort_links = []
+    for key, label in SORT_COLUMNS:
+        q = query.copy()
+        q["sort"] = f"-{key}" if sort == key else key
+        sort_links.append({"key": key, "label": label, "query": q.urlencode(),
+                           "active": sort.lstrip("-") == key, "desc": sort.startswith("-")})
+    return page_or_fragment(request, "scheduling/jobs.html", "scheduling/partials/job_table.html", {
+        "section": "jobs", "filterset": filterset, "page": page, "sort": sort, "sort_links": sort_links,
+        "query": query.urlencode(), "phases": GangPhase.choices, "selected_phases": request.GET.getlist("phase"),
+        "queue_names": list(QueuePolicy.objects.values_list("name", flat=True)),
+        "cluster_names": list(Cluster.objects.values_list("name", flat=True)),
+        "now": timezone.now(),
+    })
+
+
+def job_live_context(job) -> dict:
+    """The parts of the job page that change while it runs: phase, timeline, why-pending, pods, events."""
+    transitions = list(job.transitions.all())
+    observed = job.observed or {}
+    return {
+        "job": job,
+        "gantt": gantt(transitions, timezone.now()),
+        "transitions": transitions,
+        "why": explain(job.why_pending, job.phase),
+        "pods": observed.get("pods", []),
+        "events": observed.get("events", []),
+        "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
+        "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
+        "can_resubmit": job.is_terminal,
+    }
+
+
+@login_required
+def job_detail(request, pk: int):
+    """GET /jobs/<id>/: everything about one job; the live part is polled every 2 s while it is active."""
+    job = get_object_or_404(_jobs(request.user).select_related("resubmitted_from"), pk=pk)
+    context = job_live_context(job)
+    context.update({
+        "section": "jobs",
+        "asks": requests_of_spec(job.resolved_spec),
+        "pod_count": pods_of_spec(job.resolved_spec),
+        "objects": objects_sent(job),
+    })
+    return render(request, "scheduling/job_detail.html", context)
+
+
+@login_required
+def job_live(request, pk: int):
+    """GET /jobs/<id>/live/: the live fragment alone (htmx). Once the job is finished it stops polling."""
+    job = get_object_or_404(_jobs(request.user), pk=pk)
+    return render(request, "scheduling/partials/job_live.html", job_live_context(job))
+
+
+def _act(request, pk: int, action, done: str):
+    job = get_object_or_404(_jobs(request.user), pk=pk)
+    try:
+        result = action(request.user, job)
+    except (ServiceError, ValidationError) as exc:
+        for path, message in error_items(exc):
+            messages.error(request, f"{message}" if path in ("", "detail", "phase") else f"{path}: {message}")
+        return redirect("scheduling:job", pk=job.pk)
+    messages.success(request, done.format(job=result))
+    return redirect("scheduling:job", pk=result.pk)
+
+
+@login_required
+@require_POST
+def job_cancel(request, pk: int):
+    """POST /jobs/<id>/cancel/: services.jobs.cancel, as the API's POST /api/v1/jobs/<id>/cancel/."""
+    return _act(request, pk, job_service.cancel, "Cancellation requested for {job}.")
+
+
+@login_required
+@require_POST
+def job_resubmit(request, pk: int):
+    """POST /jobs/<id>/resubmit/: services.jobs.resubmit; redirects to the new job."""
+    return _act(request, pk, job_service.resubmit, "Resubmitted as a new job {job}.")
+
+
