@@ -40,6 +40,14 @@ def humanize_seconds(seconds: float | None) -> str:
     return f"{d}d {h}h"
 
 
+def format_number(x: float) -> str:
+    """A number for people: thousands separators, no exponent, at most 2 decimals ("1,024,000", "0.5")."""
+    x = float(x)
+    if x == int(x):
+        return f"{int(x):,}"
+    return f"{x:,.2f}".rstrip("0").rstrip(".")
+
+
 @dataclass
 class GanttRow:
     """One phase of a job's timeline: where its bar starts and how wide it is (percent of the whole span)."""
@@ -168,7 +176,7 @@ class QuotaBar:
                 return "?"
             if x == UNLIMITED:
                 return "∞"
-            return f"{x:g}"
+            return format_number(x)
         return (f"quota {fmt(self.quota)} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
                 f"requested {fmt(self.requested)} {self.unit}").strip()
 
@@ -192,14 +200,15 @@ def queue_warnings(queue, children) -> list[str]:
         if limit == 0:
             out.append(f"{res} limit is 0: nothing of this resource can be allocated (use -1 for unlimited)")
         elif _finite(limit) and _finite(quota) and limit + 1e-9 < quota:
-            out.append(f"{res} limit {limit:g} is below its quota {quota:g} {unit}")
+            out.append(f"{res} limit {format_number(limit)} is below its quota {format_number(quota)} {unit}")
         if children and _finite(quota):
             kids = [getattr(c, f"{res}_quota") for c in children]
             if any(k == UNLIMITED for k in kids):
-                out.append(f"a child queue has an unlimited {res} quota under a parent quota of {quota:g} {unit}")
+                out.append(f"a child queue has an unlimited {res} quota under a parent quota of "
+                           f"{format_number(quota)} {unit}")
             elif sum(kids) > quota + 1e-6:
-                out.append(f"children's {res} quotas add up to {sum(kids):g} {unit}, more than this queue's "
-                           f"{quota:g} {unit} (over-subscribed)")
+                out.append(f"children's {res} quotas add up to {format_number(sum(kids))} {unit}, more than this "
+                           f"queue's {format_number(quota)} {unit} (over-subscribed)")
     return out
 
 

@@ -1,0 +1,70 @@
+"""Browser fixtures: Playwright for Python driving Debian's chromium against pytest-django's live server.
+
+No browser is ever downloaded: the executable is /usr/bin/chromium (installed by .ci/run). One browser per
+session; a fresh context (cookies, storage) per test.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the test itself (test
+# data, assertions) are still synchronous and safe, so tell Django not to refuse them.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("GANGWEB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+PASSWORD = "pw-admin-123"  # tests/conftest.py admin_user
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium for the whole session."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    """A fresh browser tab (1280×860) whose relative URLs resolve against the live server."""
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(15_000)
+    tab = context.new_page()
+    errors = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    tab.js_errors = errors
+    yield tab
+    context.close()
+
+
+def log_in(page, username="admin", password=PASSWORD):
+    """Fill in and submit the login form; returns once the overview is shown."""
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/")
+
+
+@pytest.fixture
+def admin_page(page, admin_user, enqueued):
+    """A tab logged in as the platform admin through the login form (reconcile tasks recorded, not sent)."""
+    log_in(page)
+    return page
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a full-page PNG to docs/screenshots/<name>.png (committed; shown in the README)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

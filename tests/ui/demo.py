@@ -1,0 +1,94 @@
+"""A small, realistic data set for screenshots: a queue tree with warnings, jobs in every phase, a stuck job
+with a KAI OverLimit why-pending, and one job with pods, events and the objects sent to the cluster."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from scheduling.choices import ClusterHealth, GangPhase
+from scheduling.models import Cluster, GangJob, PhaseTransition
+from tests import builders
+
+SERVED = ["batch/v1", "scheduling.k8s.io/v1", "scheduling.k8s.io/v1alpha2", "scheduling.run.ai/v2",
+          "scheduling.run.ai/v2alpha2", "scheduling.x-k8s.io/v1alpha1", "scheduling.volcano.sh/v1beta1"]
+
+
+def _transitions(job, steps, start):
+    """Replace a job's history with `steps` [(phase, seconds after start, reason)] and set its phase."""
+    PhaseTransition.objects.filter(job=job).delete()
+    for phase, offset, reason in steps:
+        PhaseTransition.objects.create(job=job, phase=phase, at=start + timedelta(seconds=offset),
+                                       source="PodGroup default/" + job.name if phase != "Submitted" else "gangweb",
+                                       reason=reason)
+    last_phase, last_offset, _ = steps[-1]
+    GangJob.objects.filter(pk=job.pk).update(phase=last_phase, phase_changed_at=start + timedelta(seconds=last_offset))
+
+
+def populate(user):
+    """Create the demo data; returns the showcased running job."""
+    now = timezone.now()
+    local = builders.make_cluster("local", health=ClusterHealth.HEALTHY, server_version="v1.36.3",
+                                  served_apis=SERVED, available_backends=["k8s-workload-v1alpha2", "kai-v2alpha2"],
+                                  last_probe_at=now)
+    builders.make_cluster("gpu-east", health=ClusterHealth.UNREACHABLE, server_version="v1.35.2",
+                          health_message="connection refused (10.0.0.12:6443)")
+    Cluster.objects.filter(name="local").update(kubeconfig="(demo)")
+    research = builders.make_queue("research", display_name="Research department", gpu_quota=32, gpu_limit=40,
+                                   cpu_quota=256000, memory_quota=1024000, clusters=[local])
+    nlp = builders.make_queue("team-nlp", parent=research, gpu_quota=16, cpu_quota=128000, clusters=[local])
+    builders.make_queue("team-vision", parent=research, gpu_quota=20, gpu_limit=24, clusters=[local])
+    pretrain = builders.make_queue("nlp-pretrain", parent=nlp, gpu_quota=8, gpu_limit=12, cpu_quota=64000,
+                                   memory_quota=512000, clusters=[local])
+    evals = builders.make_queue("nlp-eval", parent=nlp, gpu_quota=8, clusters=[local])
+    sandbox = builders.make_queue("sandbox", gpu_quota=0, gpu_limit=0, clusters=[local])
+    vision = research.children.get(name="team-vision")
+
+    llm = builders.make_template("llm-pretrain", pod_sets=[
+        builders.pod_set("launcher", replicas=1, containers=[builders.container(cpu="2", memory="4Gi")]),
+        builders.pod_set("worker", replicas=4, containers=[builders.container(cpu="8", memory="64Gi", gpu=2)])],
+        overridable=["podSets.*.replicas", "podSets.*.resources", "priorityClassName"])
+    vit = builders.make_template("vit-finetune", pod_sets=[
+        builders.pod_set("worker", replicas=2, containers=[builders.container(cpu="4", memory="32Gi", gpu=1)])])
+
+    def job(template, queue, name, phase, ago, **fields):
+        j = builders.make_job(template, queue, local, name=name, phase=phase, user=user,
+                              at=now - timedelta(seconds=ago))
+        if fields:
+            GangJob.objects.filter(pk=j.pk).update(**fields)
+        return j
+
+    showcase = job(llm, pretrain, "llama-8b-pretrain", GangPhase.RUNNING, 0)
+    _transitions(showcase, [("Submitted", 0, "Submitted"), ("Dispatched", 0.4, "GangCreated"),
+                            ("Queued", 0.9, "WaitingForScheduler"), ("Scheduled", 47, "PodGroupScheduled"),
+                            ("Running", 61, "AllPodsRunning")], now - timedelta(seconds=260))
+    pods = [{"name": f"llama-8b-pretrain-worker-{i}-x7k2p", "node": f"kwok-node-{i % 4}", "phase": "Running"}
+            for i in range(4)] + [{"name": "llama-8b-pretrain-launcher-0-m2q9r", "node": "kwok-node-0",
+                                   "phase": "Running"}]
+    events = [{"type": "Normal", "reason": "Scheduled", "object": "Pod default/llama-8b-pretrain-worker-0-x7k2p",
+               "message": "Successfully assigned default/llama-8b-pretrain-worker-0-x7k2p to kwok-node-0"},
+              {"type": "Warning", "reason": "FailedScheduling", "object": "Pod default/llama-8b-pretrain-worker-3",
+               "count": 4, "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]
+    objects = [{"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload",
+                "metadata": {"name": "llama-8b-pretrain-5f2c1a", "namespace": "default",
+                             "labels": {"app.kubernetes.io/managed-by": "gangweb"}},
+                "spec": {"podGroupTemplates": [{"name": "gang", "schedulingPolicy": {"gang": {"minCount": 5}}}]}}]
+    GangJob.objects.filter(pk=showcase.pk).update(
+        observed={"pods": pods, "events": events, "objects": objects}, backend_plugin="k8s-workload-v1alpha2")
+
+    job(llm, pretrain, "llama-70b-sft", GangPhase.QUEUED, 3600, why_pending={
+        "reason": "OverLimit", "podsBound": 0, "podsRequired": 5, "source": "PodGroup default/llama-70b-sft-9c1e",
+        "message": "nlp-pretrain quota has reached the allowable limit of GPUs. Limit is 12 GPUs, currently 8 GPUs "
+                   "allocated and workload requested 8 GPUs",
+        "queue": {"name": "nlp-pretrain", "resources": {"gpu": {"quota": 8, "limit": 12, "allocated": 8}}},
+        "jobRequests": {"gpu": 8}}, phase_reason="OverLimit")
+    for i in range(3):
+        job(vit, vision, f"vit-sweep-{i}", GangPhase.RUNNING, 900 + i * 60)
+    job(vit, vision, "vit-sweep-3", GangPhase.SCHEDULED, 30)
+    job(vit, vision, "vit-sweep-4", GangPhase.QUEUED, 20)
+    job(vit, evals, "bert-eval", GangPhase.SUCCEEDED, 7200)
+    job(vit, evals, "bert-eval-2", GangPhase.FAILED, 5400, phase_reason="BackoffLimitExceeded",
+        phase_message="Job has reached the specified backoff limit (pod worker-1 exited with code 137: OOMKilled)")
+    job(vit, sandbox, "scratch", GangPhase.CANCELLED, 3000)
+    job(vit, evals, "bert-tokenize", GangPhase.SUBMITTED, 2)
+    return GangJob.objects.get(pk=showcase.pk)

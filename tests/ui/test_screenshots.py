@@ -1,0 +1,36 @@
+"""Screenshots of the overview, the queue tree and a job page (docs/screenshots/, shown in the README), taken
+from a realistic data set, with checks that each page shows the numbers it is about."""
+import pytest
+
+from tests.ui import demo
+from tests.ui.conftest import screenshot
+
+pytestmark = [pytest.mark.ui, pytest.mark.django_db(transaction=True)]
+
+
+def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
+    page = admin_page
+    job = demo.populate(admin_user)
+
+    page.goto("/")
+    assert "Queued longer than 15m 00s" in page.inner_text("#h-stuck")
+    assert "llama-70b-sft" in page.inner_text("main")
+    screenshot(page, "overview")
+
+    page.goto("/queues/")
+    research = page.locator("#queue-research")
+    assert "children's gpu quotas add up to 36 GPU, more than this queue's 32 GPU" in research.inner_text()
+    assert "gpu limit is 0" in page.locator("#queue-sandbox").inner_text()
+    screenshot(page, "queues")
+
+    page.goto(f"/jobs/{job.pk}/")
+    assert page.locator(".timeline .dur[data-phase=Queued]").inner_text() == "46s"
+    screenshot(page, "job-detail")
+
+    stuck = page.context.new_page()
+    stuck.goto("/jobs/?phase=Queued&sort=in_phase")
+    stuck.get_by_role("link", name="llama-70b-sft").click()
+    assert "Queue 'nlp-pretrain' gpu: quota 8, limit 12, allocated 8 GPU; this job asks for 8 and 4 GPU are left " \
+           "under the limit." in stuck.inner_text("#job-live")
+    screenshot(stuck, "job-pending")
+    assert not page.js_errors
