@@ -17,6 +17,24 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "pw-admin-123"  # tests/conftest.py admin_user
+# The strictest policy the dashboard must work under: no inline script or style, nothing from elsewhere. The
+# browser reports any violation as a console error, which the tests assert never happens.
+STRICT_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+              "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+def _with_strict_csp(route):
+    from playwright.sync_api import Error
+
+    request = route.request
+    if (request.headers.get("content-type") or "").startswith("multipart/"):
+        route.continue_()  # Chromium hands interception file uploads without their content: pass them through
+        return
+    try:
+        response = route.fetch(max_redirects=0)  # the browser follows redirects itself, so its URL changes
+        route.fulfill(response=response, headers={**response.headers, "content-security-policy": STRICT_CSP})
+    except Error:  # the tab closed while an htmx poll was in flight
+        pass
 
 
 @pytest.fixture(scope="session")
@@ -37,13 +55,19 @@ def page(browser, live_server):
     """A fresh browser tab (1280×860) whose relative URLs resolve against the live server."""
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 860})
     context.set_default_timeout(15_000)
+    context.route("**/*", _with_strict_csp)
+    context.on("page", watch_errors)
     tab = context.new_page()
+    yield tab
+    context.close()
+
+
+def watch_errors(tab):
+    """Collect a tab's script errors and console errors (CSP violations among them) in `tab.js_errors`."""
     errors = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
     tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     tab.js_errors = errors
-    yield tab
-    context.close()
 
 
 def log_in(page, username="admin", password=PASSWORD):
