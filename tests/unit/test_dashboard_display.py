@@ -1,0 +1,82 @@
+"""Pure helpers behind the dashboard's pictures: durations, Gantt geometry, quota bars, warnings, requests."""
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from scheduling.views.display import format_number, gantt, humanize_seconds, queue_warnings, quota_bar, requests_of_spec
+from tests import builders
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def tr(phase, seconds, reason=""):
+    return SimpleNamespace(phase=phase, at=T0 + timedelta(seconds=seconds), reason=reason, message="", source="",
+                           id=None)
+
+
+@pytest.mark.parametrize("seconds, words", [
+    (None, "—"), (0.4, "0.4s"), (12, "12s"), (185, "3m 05s"), (7620, "2h 07m"), (3 * 86400 + 4 * 3600, "3d 4h"),
+])
+def test_durations_read_as_words(seconds, words):
+    assert humanize_seconds(seconds) == words
+
+
+@pytest.mark.parametrize("value, text", [(1024000, "1,024,000"), (0.5, "0.5"), (68719.5, "68,719.5"), (8.0, "8")])
+def test_numbers_have_separators_and_no_exponent(value, text):
+    assert format_number(value) == text
+
+
+def test_gantt_bars_span_from_each_phase_to_the_next_and_the_open_phase_grows_until_now():
+    rows = gantt([tr("Queued", 10), tr("Submitted", 0), tr("Running", 60)], now=T0 + timedelta(seconds=100)).rows
+    assert [(r.phase, r.seconds, r.left, r.width, r.open) for r in rows] == [
+        ("Submitted", 10.0, 0.0, 10.0, False),
+        ("Queued", 50.0, 10.0, 50.0, False),
+        ("Running", 40.0, 60.0, 40.0, True),
+    ]
+
+
+def test_gantt_ends_at_a_terminal_phase_drawn_as_a_visible_sliver():
+    g = gantt([tr("Submitted", 0), tr("Running", 30), tr("Succeeded", 90)], now=T0 + timedelta(days=1))
+    assert g.total == 90
+    last = g.rows[-1]
+    assert (last.phase, last.seconds, last.open, last.width) == ("Succeeded", 0.0, False, 0.6)
+    assert last.left + last.width <= 100
+
+
+def test_quota_bar_scales_to_the_largest_finite_number_and_marks_over_quota():
+    bar = quota_bar("gpu", "GPU", quota=8, limit=-1, allocated=10, requested=20)
+    assert bar.scale == pytest.approx(22.0)
+    assert (bar.limit_pct, bar.over_quota) == (0.0, True)
+    assert bar.quota_pct == pytest.approx(36.364, abs=1e-3)
+    assert bar.over_pct == pytest.approx(bar.allocated_pct - bar.quota_pct)
+    assert bar.summary == "quota 8 · limit ∞ · allocated 10 · requested 20 GPU"
+
+
+def queue(**kw):
+    base = {f"{r}_{k}": v for r in ("gpu", "cpu", "memory") for k, v in (("quota", 0), ("limit", -1))}
+    return SimpleNamespace(**{**base, **kw})
+
+
+@pytest.mark.parametrize("parent, children, warning", [
+    (queue(gpu_limit=0), [], "gpu limit is 0: nothing of this resource can be allocated (use -1 for unlimited)"),
+    (queue(gpu_quota=8, gpu_limit=4), [], "gpu limit 4 is below its quota 8 GPU"),
+    (queue(gpu_quota=32), [queue(gpu_quota=16), queue(gpu_quota=20)],
+     "children's gpu quotas add up to 36 GPU, more than this queue's 32 GPU (over-subscribed)"),
+    (queue(gpu_quota=32), [queue(gpu_quota=-1)],
+     "a child queue has an unlimited gpu quota under a parent quota of 32 GPU"),
+])
+def test_queue_warnings_follow_kai_semantics(parent, children, warning):
+    assert warning in queue_warnings(parent, children)
+
+
+def test_unlimited_is_never_summed_as_minus_one():
+    assert queue_warnings(queue(gpu_quota=8, gpu_limit=-1), [queue(gpu_quota=4), queue(gpu_quota=4)]) == []
+
+
+def test_requests_of_a_spec_are_in_kai_units_times_replicas():
+    spec = builders.template_spec(pod_sets=[
+        builders.pod_set("worker", replicas=4, containers=[builders.container(cpu="1500m", memory="2Gi", gpu=2)]),
+        builders.pod_set("launcher", replicas=1, containers=[builders.container(cpu="1", memory="1G")]),
+    ])
+    assert requests_of_spec(spec) == {"gpu": 8.0, "cpu": 7000.0, "memory": pytest.approx(4 * 2147.483648 + 1000)}
