@@ -41,10 +41,10 @@ def humanize_seconds(seconds: float | None) -> str:
 
 
 def format_number(x: float) -> str:
-    """A number for people: thousands separators, no exponent, at most 2 decimals ("1,024,000", "0.5")."""
+    """A number for people: thousands separators, no exponent, at most 2 decimals below 100 ("1,024,000", "0.5")."""
     x = float(x)
-    if x == int(x):
-        return f"{int(x):,}"
+    if x == int(x) or abs(x) >= 100:  # a fraction of a megabyte or millicore is noise at that size
+        return f"{round(x):,}"
     return f"{x:,.2f}".rstrip("0").rstrip(".")
 
 

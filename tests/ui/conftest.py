@@ -15,7 +15,11 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 CHROMIUM = os.environ.get("GANGWEB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+ROOT = Path(__file__).resolve().parents[2]
+# Screenshots always go to test-artifacts/screenshots/ (kept by CI); with GANGWEB_UPDATE_SCREENSHOTS=1
+# (`make screenshots`) they also replace the committed ones in docs/screenshots/ that the README shows.
+ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 PASSWORD = "pw-admin-123"  # tests/conftest.py admin_user
 # The strictest policy the dashboard must work under: no inline script or style, nothing from elsewhere. The
 # browser reports any violation as a console error, which the tests assert never happens.
@@ -87,8 +91,12 @@ def admin_page(page, admin_user, enqueued):
 
 
 def screenshot(page, name: str) -> Path:
-    """Save a full-page PNG to docs/screenshots/<name>.png (committed; shown in the README)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+    """Save a full-page PNG as test-artifacts/screenshots/<name>.png, and as docs/screenshots/<name>.png
+    (committed, shown in the README) when GANGWEB_UPDATE_SCREENSHOTS=1."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
+    if os.environ.get("GANGWEB_UPDATE_SCREENSHOTS") == "1":
+        DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        (DOCS_SCREENSHOTS / path.name).write_bytes(path.read_bytes())
     return path

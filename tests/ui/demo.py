@@ -36,11 +36,14 @@ def populate(user):
     Cluster.objects.filter(name="local").update(kubeconfig="(demo)")
     research = builders.make_queue("research", display_name="Research department", gpu_quota=32, gpu_limit=40,
                                    cpu_quota=256000, memory_quota=1024000, clusters=[local])
-    nlp = builders.make_queue("team-nlp", parent=research, gpu_quota=16, cpu_quota=128000, clusters=[local])
-    builders.make_queue("team-vision", parent=research, gpu_quota=20, gpu_limit=24, clusters=[local])
+    nlp = builders.make_queue("team-nlp", parent=research, gpu_quota=16, cpu_quota=128000, memory_quota=640000,
+                          clusters=[local])
+    builders.make_queue("team-vision", parent=research, gpu_quota=20, gpu_limit=24, cpu_quota=64000,
+                        memory_quota=384000, clusters=[local])
     pretrain = builders.make_queue("nlp-pretrain", parent=nlp, gpu_quota=8, gpu_limit=12, cpu_quota=64000,
                                    memory_quota=512000, clusters=[local])
-    evals = builders.make_queue("nlp-eval", parent=nlp, gpu_quota=8, clusters=[local])
+    evals = builders.make_queue("nlp-eval", parent=nlp, gpu_quota=8, cpu_quota=16000, memory_quota=128000,
+                                clusters=[local])
     sandbox = builders.make_queue("sandbox", gpu_quota=0, gpu_limit=0, clusters=[local])
     vision = research.children.get(name="team-vision")
 

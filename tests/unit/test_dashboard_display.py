@@ -22,7 +22,8 @@ def test_durations_read_as_words(seconds, words):
     assert humanize_seconds(seconds) == words
 
 
-@pytest.mark.parametrize("value, text", [(1024000, "1,024,000"), (0.5, "0.5"), (68719.5, "68,719.5"), (8.0, "8")])
+@pytest.mark.parametrize("value, text", [
+    (1024000, "1,024,000"), (0.5, "0.5"), (68719.48, "68,719"), (12.345, "12.35"), (8.0, "8")])
 def test_numbers_have_separators_and_no_exponent(value, text):
     assert format_number(value) == text
 
