@@ -1,17 +1,20 @@
-"""Queue policy form: its fields are the API's, and it validates through the API's serializer, so both say
-the same. Limits default to -1 (unlimited) because KAI reads an omitted limit as 0 (nothing allocatable)."""
+"""Queue policy form, saved through `services.queues.create_queue` (the API's own call), so both give the same
+messages. Quotas and limits are typed as quantities ("4", "500m", "64Gi", "-1" or "unlimited"), converted to KAI
+units by the service (docs/queues.md); limits default to -1 because KAI reads an omitted limit as 0."""
 from __future__ import annotations
 
 from django import forms
-from rest_framework.exceptions import ValidationError as DRFValidationError
+from django.core.exceptions import ValidationError
 
 from ..models import Cluster, QueuePolicy
+from ..services import queues as queue_service
+from ..services.errors import ServiceError
 from .errors import apply_errors
 
 UNIT_HELP = {
-    "gpu": "GPUs (devices; fractions allowed)",
-    "cpu": "millicores (1 core = 1000)",
-    "memory": "megabytes (10^6 bytes)",
+    "gpu": "GPUs: 4, 0.5",
+    "cpu": "cores: 4, 500m",
+    "memory": "bytes as a quantity: 64Gi, 8G",
 }
 
 
@@ -24,17 +27,18 @@ class QueueForm(forms.Form):
                                     empty_label="(top level)")
     priority = forms.IntegerField(initial=100)
     clusters = forms.ModelMultipleChoiceField(Cluster.objects.all(), required=False, to_field_name="name",
-                                              help_text="sync to these clusters (none: queue is not synced yet)")
+                                              help_text="none selected: every cluster")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for res, unit in UNIT_HELP.items():
-            self.fields[f"{res}_quota"] = forms.FloatField(initial=0, label=f"{res.upper()} quota",
-                                                           help_text=f"{unit}; guaranteed share, 0 = none")
-            self.fields[f"{res}_limit"] = forms.FloatField(initial=-1, label=f"{res.upper()} limit",
-                                                           help_text=f"{unit}; -1 = unlimited, 0 = nothing")
+            label = res.upper()
+            self.fields[f"{res}_quota"] = forms.CharField(initial="0", label=f"{label} quota",
+                                                          help_text=f"{unit}; guaranteed share, 0 = none")
+            self.fields[f"{res}_limit"] = forms.CharField(initial="-1", label=f"{label} limit",
+                                                          help_text=f"{unit}; -1 = unlimited, 0 = nothing at all")
             self.fields[f"{res}_over_quota_weight"] = forms.FloatField(
-                initial=1, label=f"{res.upper()} over-quota weight", help_text="share of surplus; 0 = none")
+                initial=1, label=f"{label} over-quota weight", help_text="share of unused resources; 0 = none")
 
     def resource_rows(self):
         """Bound fields grouped per resource for the template: [(resource, [quota, limit, weight])]."""
@@ -42,19 +46,12 @@ class QueueForm(forms.Form):
                 for res in UNIT_HELP]
 
     def save(self, user):
-        """Validate with `QueuePolicySerializer` and create the queue. Errors go to the named fields."""
-        from ..api.serializers import QueuePolicySerializer
-
+        """Create the queue. Returns (queue, warnings), or None with the service's errors on the fields."""
         data = {k: v for k, v in self.cleaned_data.items() if k not in ("parent", "clusters")}
         data["parent"] = self.cleaned_data["parent"].name if self.cleaned_data.get("parent") else None
         data["clusters"] = [c.name for c in self.cleaned_data.get("clusters") or []]
-        for res in ("cpu", "memory"):
-            for key in (f"{res}_quota", f"{res}_limit"):
-                data[key] = int(data[key])
-        serializer = QueuePolicySerializer(data=data)
         try:
-            serializer.is_valid(raise_exception=True)
-        except DRFValidationError as exc:
+            return queue_service.create_queue(user, data)
+        except (ValidationError, ServiceError) as exc:
             apply_errors(self, exc)
             return None
-        return serializer.save()

@@ -188,30 +188,6 @@ def quota_bar(resource: str, unit: str, quota, limit, allocated=None, requested=
     return QuotaBar(resource, unit, float(quota), float(limit), allocated, requested, scale=scale)
 
 
-def queue_warnings(queue, children) -> list[str]:
-    """KAI semantics worth a warning on a queue (never refused): a zero limit blocks the resource entirely;
-    a finite limit below the quota; children's quotas adding up to more than the parent's.
-
-    `-1` counts as unlimited in sums and comparisons, never as the number -1 (KAI `resources.go`).
-    """
-    out = []
-    for res, unit in (("gpu", "GPU"), ("cpu", "millicores"), ("memory", "MB")):
-        quota, limit = getattr(queue, f"{res}_quota"), getattr(queue, f"{res}_limit")
-        if limit == 0:
-            out.append(f"{res} limit is 0: nothing of this resource can be allocated (use -1 for unlimited)")
-        elif _finite(limit) and _finite(quota) and limit + 1e-9 < quota:
-            out.append(f"{res} limit {format_number(limit)} is below its quota {format_number(quota)} {unit}")
-        if children and _finite(quota):
-            kids = [getattr(c, f"{res}_quota") for c in children]
-            if any(k == UNLIMITED for k in kids):
-                out.append(f"a child queue has an unlimited {res} quota under a parent quota of "
-                           f"{format_number(quota)} {unit}")
-            elif sum(kids) > quota + 1e-6:
-                out.append(f"children's {res} quotas add up to {format_number(sum(kids))} {unit}, more than this "
-                           f"queue's {format_number(quota)} {unit} (over-subscribed)")
-    return out
-
-
 KAI_UNITS = {"gpu": (GPU_RESOURCE, Decimal(1)), "cpu": ("cpu", Decimal(1000)), "memory": ("memory", Decimal(10) ** -6)}
 
 

@@ -1,5 +1,5 @@
 """The overview page: cluster health and versions, GPU quota against use per queue, jobs by phase, recent
-failures and stuck jobs. Query count is fixed (pinned by tests/ui_views/test_query_budgets.py)."""
+failures and stuck jobs."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -10,36 +10,26 @@ from django.db.models import Count
 from django.utils import timezone
 
 from ..choices import GangPhase
-from ..models import Cluster, GangJob, QueuePolicy
+from ..models import Cluster, GangJob
 from ..services import access
+from ..services import queues as queue_service
 from .common import page_or_fragment
-from .display import gpus_of_spec, quota_bar
+from .queues import decorate, job_usage
 from .why_pending import explain
 
 RECENT_FAILURES = 8
 STUCK_SHOWN = 10
-RUNNING_PHASES = (GangPhase.SCHEDULED, GangPhase.RUNNING)
-WAITING_PHASES = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
 
 
-def queue_gpu_usage(jobs) -> dict[int, dict[str, float]]:
-    """GPUs per queue id from gangweb's own jobs: {"allocated": Scheduled+Running, "requested": all active}.
-
-    `jobs`: (queue_id, phase, resolved_spec) tuples of active jobs. This is gangweb's view; KAI's own
-    `status.allocated` per cluster replaces it once queue status sync reports it.
-    """
-    usage: dict[int, dict[str, float]] = {}
-    for queue_id, phase, spec in jobs:
-        gpus = gpus_of_spec(spec)
-        row = usage.setdefault(queue_id, {"allocated": 0.0, "requested": 0.0})
-        row["requested"] += gpus
-        if phase in RUNNING_PHASES:
-            row["allocated"] += gpus
-    return usage
+def _flatten(nodes):
+    for node in nodes:
+        yield node
+        yield from _flatten(node["children"])
 
 
 def overview_context(user) -> dict:
-    """Everything the overview draws, in 6 queries whatever the number of jobs, queues or clusters."""
+    """Everything the overview draws, in a fixed number of queries whatever the number of jobs, queues or
+    clusters (pinned by tests/dashboard/test_query_budgets.py)."""
     now = timezone.now()
     jobs = access.visible_jobs(user, GangJob.objects.all())
     counts = dict(jobs.values_list("phase").annotate(n=Count("id")).order_by())
@@ -47,15 +37,10 @@ def overview_context(user) -> dict:
     phases = [{"phase": p.value, "n": counts.get(p.value, 0), "pct": counts.get(p.value, 0) / most * 100}
               for p in GangPhase]
 
-    active = jobs.filter(phase__in=[*RUNNING_PHASES, *WAITING_PHASES]).values_list("queue_id", "phase",
-                                                                                     "resolved_spec")
-    usage = queue_gpu_usage(active)
-    queues = []
-    for q in QueuePolicy.objects.all():
-        use = usage.get(q.id, {})
-        allocated = use.get("allocated", 0.0)
-        queues.append({"queue": q, "bar": quota_bar("gpu", "GPU", q.gpu_quota, q.gpu_limit, allocated,
-                                                     use.get("requested", 0.0))})
+    roots = queue_service.queue_tree()
+    decorate(roots, job_usage())
+    queues = [{"name": node["name"], "depth": node["depth"], "estimated": node["estimated"], "bar": node["bars"][0]}
+              for node in _flatten(roots)]
 
     stuck_before = now - timedelta(seconds=settings.GANGWEB_STUCK_AFTER_SECONDS)
     related = ("queue", "cluster", "template_version__template")

@@ -1,7 +1,6 @@
-"""The queue tree: per queue and resource, quota, limit, allocated and requested as bars, with warnings."""
+"""The queue tree: per queue and resource, quota, limit, allocated and requested as bars, with the warnings and
+per-cluster sync state (drift) from `services.queues.queue_tree`, the same data as GET /api/v1/queues/tree/."""
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -9,74 +8,83 @@ from django.shortcuts import redirect, render
 
 from ..choices import GangPhase
 from ..forms.queues import QueueForm
-from ..models import GangJob, QueuePolicy
+from ..kube.kai_units import RESOURCES
+from ..models import Cluster, GangJob
+from ..services import queues as queue_service
 from .common import page_or_fragment
-from .display import queue_warnings, quota_bar, requests_of_spec
+from .display import quota_bar, requests_of_spec
 
-RESOURCES = (("gpu", "GPU"), ("cpu", "millicores"), ("memory", "MB"))
+UNIT_LABELS = {"gpu": "GPU", "cpu": "millicores", "memory": "MB"}
 RUNNING_PHASES = (GangPhase.SCHEDULED, GangPhase.RUNNING)
 ACTIVE = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED, *RUNNING_PHASES)
 
 
-@dataclass
-class QueueNode:
-    """A queue in the tree with its children, its bars and its warnings."""
-
-    queue: QueuePolicy
-    children: list = field(default_factory=list)
-    allocated: dict = field(default_factory=lambda: {r: 0.0 for r, _ in RESOURCES})
-    requested: dict = field(default_factory=lambda: {r: 0.0 for r, _ in RESOURCES})
-    bars: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
-    jobs_active: int = 0
-
-
-def build_tree(queues, usage_rows) -> list[QueueNode]:
-    """Arrange queues as a forest and roll job usage up to every ancestor (KAI counts a child's allocation in
-    its parent's). `usage_rows`: (queue_id, phase, resolved_spec) of active jobs."""
-    nodes = {q.id: QueueNode(q) for q in queues}
-    for queue_id, phase, spec in usage_rows:
+def job_usage(cluster: str | None = None) -> dict[int, dict]:
+    """gangweb's own estimate per queue id from its active jobs (one query): {"allocated": {res: amount},
+    "requested": {...}, "jobs": n}. Used where no cluster has reported the Queue's status yet."""
+    rows = GangJob.objects.filter(phase__in=ACTIVE)
+    if cluster:
+        rows = rows.filter(cluster__name=cluster)
+    usage: dict[int, dict] = {}
+    for queue_id, phase, spec in rows.values_list("queue_id", "phase", "resolved_spec"):
         asks = requests_of_spec(spec)
-        node = nodes.get(queue_id)
-        if node:
-            node.jobs_active += 1
-        seen = set()
-        while node is not None and node.queue.id not in seen:  # guard against a cycle in bad data
-            seen.add(node.queue.id)
-            for r, amount in asks.items():
-                node.requested[r] += amount
-                if phase in RUNNING_PHASES:
-                    node.allocated[r] += amount
-            node = nodes.get(node.queue.parent_id)
-    roots = []
-    for node in nodes.values():
-        parent = nodes.get(node.queue.parent_id)
-        (parent.children if parent else roots).append(node)
-    for node in nodes.values():
-        q = node.queue
-        node.bars = [quota_bar(r, unit, getattr(q, f"{r}_quota"), getattr(q, f"{r}_limit"), node.allocated[r],
-                               node.requested[r]) for r, unit in RESOURCES]
-        node.warnings = queue_warnings(q, [c.queue for c in node.children])
-    return roots
+        entry = usage.setdefault(queue_id, {"allocated": dict.fromkeys(RESOURCES, 0.0),
+                                            "requested": dict.fromkeys(RESOURCES, 0.0), "jobs": 0})
+        entry["jobs"] += 1
+        for r in RESOURCES:
+            entry["requested"][r] += asks[r]
+            if phase in RUNNING_PHASES:
+                entry["allocated"][r] += asks[r]
+    return usage
+
+
+def decorate(nodes: list[dict], usage: dict[int, dict]) -> dict:
+    """Add `bars` (QuotaBars per resource), `estimated` (True when the numbers are gangweb's estimate) and
+    `jobs` to each node of a `queue_tree()` forest, in place. Returns the subtree's estimate, rolled up the way
+    KAI counts a child's use in its parent."""
+    total = {"allocated": dict.fromkeys(RESOURCES, 0.0), "requested": dict.fromkeys(RESOURCES, 0.0), "jobs": 0}
+    for node in nodes:
+        own = usage.get(node["id"], {"allocated": dict.fromkeys(RESOURCES, 0.0),
+                                     "requested": dict.fromkeys(RESOURCES, 0.0), "jobs": 0})
+        below = decorate(node["children"], usage)
+        est = {k: {r: own[k][r] + below[k][r] for r in RESOURCES} for k in ("allocated", "requested")}
+        node["jobs"] = own["jobs"]
+        node["estimated"] = all(node["resources"][r]["allocated"] is None for r in RESOURCES)
+        node["bars"] = []
+        for r in RESOURCES:
+            res = node["resources"][r]
+            allocated = res["allocated"] if not node["estimated"] else est["allocated"][r]
+            requested = res["requested"] if not node["estimated"] else est["requested"][r]
+            node["bars"].append(quota_bar(r, UNIT_LABELS[r], res["quota"], res["limit"], allocated, requested))
+        for k in ("allocated", "requested"):
+            for r in RESOURCES:
+                total[k][r] += est[k][r]
+        total["jobs"] += own["jobs"] + below["jobs"]
+    return total
 
 
 @login_required
 def queue_tree(request):
-    """GET /queues/: the tree, polled by htmx every 5 s. Two queries whatever the number of queues or jobs."""
-    queues = list(QueuePolicy.objects.all())
-    usage = GangJob.objects.filter(phase__in=ACTIVE).values_list("queue_id", "phase", "resolved_spec")
-    roots = build_tree(queues, usage)
-    return page_or_fragment(request, "scheduling/queues.html", "scheduling/partials/queue_tree.html",
-                            {"section": "queues", "roots": roots, "count": len(queues)})
+    """GET /queues/[?cluster=name]: the tree, polled by htmx every 5 s. A fixed number of queries."""
+    cluster = request.GET.get("cluster") or None
+    roots = queue_service.queue_tree(cluster)
+    decorate(roots, job_usage(cluster))
+    return page_or_fragment(request, "scheduling/queues.html", "scheduling/partials/queue_tree.html", {
+        "section": "queues", "roots": roots, "cluster": cluster,
+        "cluster_names": list(Cluster.objects.values_list("name", flat=True)),
+    })
 
 
 @login_required
 def queue_create(request):
-    """GET/POST /queues/new/: create a queue policy (validated by the same serializer as the API)."""
+    """GET/POST /queues/new/: create a queue through `services.queues.create_queue`, as POST /api/v1/queues/."""
     form = QueueForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        queue = form.save(request.user)
-        if queue is not None:
+        result = form.save(request.user)
+        if result is not None:
+            queue, warnings = result
             messages.success(request, f"Queue '{queue.name}' created.")
+            for w in warnings:
+                messages.warning(request, w["message"])
             return redirect("scheduling:queues")
     return render(request, "scheduling/queue_form.html", {"section": "queues", "form": form})

@@ -3,7 +3,7 @@ import pytest
 
 
 @pytest.fixture
-def ui(client, admin_user, enqueued):
+def ui(client, admin_user, enqueued, queue_syncs):
     """A Django test client logged in as the platform admin (reconcile tasks recorded, not sent)."""
     client.force_login(admin_user)
     return client

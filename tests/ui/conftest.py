@@ -84,7 +84,7 @@ def log_in(page, username="admin", password=PASSWORD):
 
 
 @pytest.fixture
-def admin_page(page, admin_user, enqueued):
+def admin_page(page, admin_user, enqueued, queue_syncs):
     """A tab logged in as the platform admin through the login form (reconcile tasks recorded, not sent)."""
     log_in(page)
     return page

@@ -44,7 +44,7 @@ def populate(user):
                                    memory_quota=512000, clusters=[local])
     evals = builders.make_queue("nlp-eval", parent=nlp, gpu_quota=8, cpu_quota=16000, memory_quota=128000,
                                 clusters=[local])
-    sandbox = builders.make_queue("sandbox", gpu_quota=0, gpu_limit=0, clusters=[local])
+    builders.make_queue("sandbox", gpu_quota=0, gpu_limit=0, clusters=[local])
     vision = research.children.get(name="team-vision")
 
     llm = builders.make_template("llm-pretrain", pod_sets=[
@@ -92,6 +92,27 @@ def populate(user):
     job(vit, evals, "bert-eval", GangPhase.SUCCEEDED, 7200)
     job(vit, evals, "bert-eval-2", GangPhase.FAILED, 5400, phase_reason="BackoffLimitExceeded",
         phase_message="Job has reached the specified backoff limit (pod worker-1 exited with code 137: OOMKilled)")
-    job(vit, sandbox, "scratch", GangPhase.CANCELLED, 3000)
+    job(vit, evals, "scratch", GangPhase.CANCELLED, 3000)
     job(vit, evals, "bert-tokenize", GangPhase.SUBMITTED, 2)
+    report_queue_status(local, now)
     return GangJob.objects.get(pk=showcase.pk)
+
+
+def report_queue_status(cluster, now):
+    """What the queue sync reads back from KAI: status.allocated / requested per Queue (KAI units), one drift."""
+    from scheduling.choices import SyncState
+    from scheduling.models import QueueClusterState, QueuePolicy
+
+    reported = {  # name: (allocated gpu, requested gpu)
+        "nlp-pretrain": (8, 16), "nlp-eval": (0, 2), "team-nlp": (8, 18), "team-vision": (8, 10),
+        "research": (16, 28), "sandbox": (0, 0),
+    }
+    for policy in QueuePolicy.objects.all():
+        gpu_alloc, gpu_req = reported[policy.name]
+        status = {"allocated": {"gpu": gpu_alloc, "cpu": gpu_alloc * 4250, "memory": gpu_alloc * 34_360},
+                  "requested": {"gpu": gpu_req, "cpu": gpu_req * 4250, "memory": gpu_req * 34_360}}
+        drifted = policy.name == "team-vision"
+        QueueClusterState.objects.create(
+            policy=policy, cluster=cluster, state=SyncState.IN_SYNC, last_synced_at=now, status=status,
+            status_at=now, last_drift=[{"field": "resources.gpu.limit", "expected": 24, "found": 32}] if drifted
+            else [], last_drift_at=now - timedelta(minutes=7) if drifted else None)

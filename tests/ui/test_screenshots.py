@@ -19,8 +19,10 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
 
     page.goto("/queues/")
     research = page.locator("#queue-research")
-    assert "children's gpu quotas add up to 36 GPU, more than this queue's 32 GPU" in research.inner_text()
-    assert "gpu limit is 0" in page.locator("#queue-sandbox").inner_text()
+    assert "quota 32 · limit 40 · allocated 16 · requested 28 GPU" in research.inner_text()
+    assert "add up to 36 GPUs, more than the 32 GPUs quota of 'research'" in research.inner_text()
+    assert "gpu_limit is 0" in page.locator("#queue-sandbox").inner_text()
+    assert "expected 24, found 32" in page.locator("#queue-team-vision").inner_text()
     screenshot(page, "queues")
 
     page.goto(f"/jobs/{job.pk}/")

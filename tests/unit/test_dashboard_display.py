@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from scheduling.views.display import format_number, gantt, humanize_seconds, queue_warnings, quota_bar, requests_of_spec
+from scheduling.views.display import format_number, gantt, humanize_seconds, quota_bar, requests_of_spec
 from tests import builders
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -52,27 +52,6 @@ def test_quota_bar_scales_to_the_largest_finite_number_and_marks_over_quota():
     assert bar.quota_pct == pytest.approx(36.364, abs=1e-3)
     assert bar.over_pct == pytest.approx(bar.allocated_pct - bar.quota_pct)
     assert bar.summary == "quota 8 · limit ∞ · allocated 10 · requested 20 GPU"
-
-
-def queue(**kw):
-    base = {f"{r}_{k}": v for r in ("gpu", "cpu", "memory") for k, v in (("quota", 0), ("limit", -1))}
-    return SimpleNamespace(**{**base, **kw})
-
-
-@pytest.mark.parametrize("parent, children, warning", [
-    (queue(gpu_limit=0), [], "gpu limit is 0: nothing of this resource can be allocated (use -1 for unlimited)"),
-    (queue(gpu_quota=8, gpu_limit=4), [], "gpu limit 4 is below its quota 8 GPU"),
-    (queue(gpu_quota=32), [queue(gpu_quota=16), queue(gpu_quota=20)],
-     "children's gpu quotas add up to 36 GPU, more than this queue's 32 GPU (over-subscribed)"),
-    (queue(gpu_quota=32), [queue(gpu_quota=-1)],
-     "a child queue has an unlimited gpu quota under a parent quota of 32 GPU"),
-])
-def test_queue_warnings_follow_kai_semantics(parent, children, warning):
-    assert warning in queue_warnings(parent, children)
-
-
-def test_unlimited_is_never_summed_as_minus_one():
-    assert queue_warnings(queue(gpu_quota=8, gpu_limit=-1), [queue(gpu_quota=4), queue(gpu_quota=4)]) == []
 
 
 def test_requests_of_a_spec_are_in_kai_units_times_replicas():
