@@ -35,6 +35,8 @@ def submit(request):
             job = form.submit(request.user)
             if job is not None:
                 messages.success(request, f"Job {job} submitted.")
+                for warning in getattr(job, "submit_warnings", None) or []:
+                    messages.warning(request, warning["message"])
                 return redirect("scheduling:job", pk=job.pk)
     else:
         initial = {k: v for k, v in source.items() if k != "load"}
