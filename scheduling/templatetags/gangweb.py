@@ -40,3 +40,11 @@ def svgnum(value) -> str:
 def get_item(mapping, key):
     """`mapping[key]` for templates (None when missing)."""
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def num(value) -> str:
+    """A number for people: "34,000", "0.5" (views.display.format_number); an em dash for None."""
+    from ..views.display import format_number
+
+    return "—" if value is None else format_number(value)

@@ -90,13 +90,13 @@ def admin_page(page, admin_user, enqueued, queue_syncs):
     return page
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot(page, name: str, docs: bool = True) -> Path:
     """Save a full-page PNG as test-artifacts/screenshots/<name>.png, and as docs/screenshots/<name>.png
     (committed, shown in the README) when GANGWEB_UPDATE_SCREENSHOTS=1."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
-    if os.environ.get("GANGWEB_UPDATE_SCREENSHOTS") == "1":
+    if docs and os.environ.get("GANGWEB_UPDATE_SCREENSHOTS") == "1":
         DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         (DOCS_SCREENSHOTS / path.name).write_bytes(path.read_bytes())
     return path

@@ -35,4 +35,13 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
     assert "Queue 'nlp-pretrain' gpu: quota 8, limit 12, allocated 8 GPU; this job asks for 8 and 4 GPU are left " \
            "under the limit." in stuck.inner_text("#job-live")
     screenshot(stuck, "job-pending")
+
+    # The other pages, for review (test-artifacts only), each showing what it is about.
+    for url, name, expect in (("/jobs/?sort=-in_phase", "jobs", "11 jobs"),
+                              ("/submit/?template=llm-pretrain", "submit", "worker: nvidia.com/gpu per pod"),
+                              ("/templates/llm-pretrain/", "template", "creates 5 pods"),
+                              ("/clusters/local/", "cluster", "scheduling.k8s.io/v1alpha2")):
+        page.goto(url)
+        assert expect in page.inner_text("main")
+        screenshot(page, name, docs=False)
     assert not page.js_errors
