@@ -16,7 +16,7 @@ from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
 from ..services import access
 from ..services import jobs as job_service
 from ..services.errors import ServiceError
-from .common import page_or_fragment
+from .common import is_htmx, page_or_fragment
 from .display import gantt, pods_of_spec, requests_of_spec
 from .objects import objects_sent
 from .why_pending import explain
@@ -76,8 +76,9 @@ def job_live_context(job) -> dict:
         "gantt": gantt(transitions, timezone.now()),
         "transitions": transitions,
         "why": explain(job.why_pending, job.phase),
-        "pods": observed.get("pods", []),
-        "events": observed.get("events", []),
+        # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name).
+        "pods": [p for p in observed.get("pods") or [] if isinstance(p, dict)],
+        "pod_counts": observed.get("pod_counts") if isinstance(observed.get("pod_counts"), dict) else {},
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
         "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
         "can_resubmit": job.is_terminal,
@@ -103,6 +104,28 @@ def job_live(request, pk: int):
     """GET /jobs/<id>/live/: the live fragment alone (htmx). Once the job is finished it stops polling."""
     job = get_object_or_404(_jobs(request.user), pk=pk)
     return render(request, "scheduling/partials/job_live.html", job_live_context(job))
+
+
+@login_required
+def job_events(request, pk: int):
+    """GET /jobs/<id>/events/: the Kubernetes Events of the job's objects, read live from its cluster
+    (`services.events.job_events`, as GET /api/v1/jobs/<id>/events/). htmx loads it into the job page and
+    refreshes it every 10 s; without JavaScript the page links to it."""
+    job = get_object_or_404(_jobs(request.user).select_related("cluster"), pk=pk)
+    events, error = [], ""
+    try:
+        from ..services import events as event_service
+    except ImportError:  # the observer is not part of this build
+        error = "Events are not available in this build."
+    else:
+        try:
+            events = event_service.job_events(job)
+        except Exception as exc:  # noqa: BLE001 - any cluster failure is shown, never a 500 on the job page
+            error = f"Could not read events from cluster '{job.cluster.name}': {str(exc)[:300]}"
+    context = {"job": job, "events": events[-50:][::-1], "error": error}
+    if is_htmx(request):
+        return render(request, "scheduling/partials/job_events.html", context)
+    return render(request, "scheduling/job_events.html", {**context, "section": "jobs"})
 
 
 def _act(request, pk: int, action, done: str):

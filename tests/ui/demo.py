@@ -68,23 +68,26 @@ def populate(user):
     pods = [{"name": f"llama-8b-pretrain-worker-{i}-x7k2p", "node": f"kwok-node-{i % 4}", "phase": "Running"}
             for i in range(4)] + [{"name": "llama-8b-pretrain-launcher-0-m2q9r", "node": "kwok-node-0",
                                    "phase": "Running"}]
-    events = [{"type": "Normal", "reason": "Scheduled", "object": "Pod default/llama-8b-pretrain-worker-0-x7k2p",
-               "message": "Successfully assigned default/llama-8b-pretrain-worker-0-x7k2p to kwok-node-0"},
-              {"type": "Warning", "reason": "FailedScheduling", "object": "Pod default/llama-8b-pretrain-worker-3",
-               "count": 4, "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]
     objects = [{"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload",
                 "metadata": {"name": "llama-8b-pretrain-5f2c1a", "namespace": "default",
                              "labels": {"app.kubernetes.io/managed-by": "gangweb"}},
                 "spec": {"podGroupTemplates": [{"name": "gang", "schedulingPolicy": {"gang": {"minCount": 5}}}]}}]
     GangJob.objects.filter(pk=showcase.pk).update(
-        observed={"pods": pods, "events": events, "objects": objects}, backend_plugin="k8s-workload-v1alpha2")
+        observed={"pods": pods, "pod_counts": {"Running": 5}, "objects": objects},
+        backend_plugin="k8s-workload-v1alpha2")
 
     job(llm, pretrain, "llama-70b-sft", GangPhase.QUEUED, 3600, why_pending={
-        "reason": "OverLimit", "podsBound": 0, "podsRequired": 5, "source": "PodGroup default/llama-70b-sft-9c1e",
+        "reason": "OverLimit", "source": "PodGroup default/llama-70b-sft-9c1e",
         "message": "nlp-pretrain quota has reached the allowable limit of GPUs. Limit is 12 GPUs, currently 8 GPUs "
                    "allocated and workload requested 8 GPUs",
-        "queue": {"name": "nlp-pretrain", "resources": {"gpu": {"quota": 8, "limit": 12, "allocated": 8}}},
-        "jobRequests": {"gpu": 8}}, phase_reason="OverLimit")
+        "summary": "Queue nlp-pretrain has reached its GPU limit: 8 of 12 GPUs allocated; this job asks for 8 more.",
+        "pods": {"bound": 0, "required": 5, "total": 5, "created": 5},
+        "queue": {"name": "nlp-pretrain", "resources": {"nvidia.com/gpu": {"quota": 8, "limit": 12, "allocated": 8,
+                                                                           "requested": 16}}},
+        "job_requests": {"nvidia.com/gpu": 8, "cpu": 34, "memory": 279172874240},
+        "pod_conditions": [{"reason": "Unschedulable", "pods": 5, "example": "llama-70b-sft-worker-0-k2x8d",
+                            "message": "0/4 nodes are available: pod group is not ready, 4 of 5 pods are pending."}]},
+        phase_reason="OverLimit")
     for i in range(3):
         job(vit, vision, f"vit-sweep-{i}", GangPhase.RUNNING, 900 + i * 60)
     job(vit, vision, "vit-sweep-3", GangPhase.SCHEDULED, 30)

@@ -32,8 +32,8 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
     stuck = page.context.new_page()
     stuck.goto("/jobs/?phase=Queued&sort=in_phase")
     stuck.get_by_role("link", name="llama-70b-sft").click()
-    assert "Queue 'nlp-pretrain' gpu: quota 8, limit 12, allocated 8 GPU; this job asks for 8 and 4 GPU are left " \
-           "under the limit." in stuck.inner_text("#job-live")
+    assert "Queue 'nlp-pretrain', nvidia.com/gpu: quota 8 GPUs, limit 12 GPUs, allocated 8 GPUs, requested 16 " \
+           "GPUs; this job asks for 8 GPUs, and 4 GPUs are left under the limit." in stuck.inner_text("#job-live")
     screenshot(stuck, "job-pending")
 
     # The other pages, for review (test-artifacts only), each showing what it is about.
