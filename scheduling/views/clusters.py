@@ -73,14 +73,14 @@ def cluster_create(request):
 @login_required
 @require_POST
 def cluster_test(request, name: str):
-    """POST /clusters/<name>/test/: probe health and discovery now (reconcile.probe.probe_cluster)."""
+    """POST /clusters/<name>/test/: probe health and discovery now, with the periodic task's own
+    `reconcile.probe.probe_cluster` (GET /version and GET /apis; never raises for cluster failures)."""
     cluster = get_object_or_404(Cluster, name=name)
     probe_cluster = getattr(probe, "probe_cluster", None)
     if probe_cluster is None:
         messages.error(request, "The connection test is not available in this build (no cluster probe).")
         return redirect("scheduling:cluster", name=name)
-    probe_cluster(cluster.pk)
-    cluster.refresh_from_db()
+    cluster = probe_cluster(cluster)
     level = messages.success if cluster.health == "Healthy" else messages.error
     level(request, f"{cluster.name}: {cluster.health}"
           + (f", Kubernetes {cluster.server_version}" if cluster.server_version else "")

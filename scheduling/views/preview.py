@@ -1,7 +1,7 @@
 """Preview of what a job from a template would create, before any job exists.
 
-Shows the spec a job with no overrides resolves to, what it asks for in queue units, and per pod set the pods
-it makes. Once the backend plugins land, the objects themselves come from the plugin's builders.
+Shows the spec a job with no overrides resolves to, what it asks for in queue units, per pod set the pods it
+makes, and the objects themselves from the backend plugin's builders (views/objects.example_objects).
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 
 from ..services import templates as template_service
 from .display import pods_of_spec, requests_of_spec
+from .objects import example_objects
 
 
 @dataclass
@@ -43,4 +44,4 @@ def preview(spec: dict) -> Preview:
         })
     gang_min = resolved.get("gang", {}).get("minMember") or pods_of_spec(resolved)
     return Preview(resolved=resolved, asks=requests_of_spec(resolved), pods=pods_of_spec(resolved),
-                   pod_sets=pod_sets, gang_min=gang_min)
+                   pod_sets=pod_sets, gang_min=gang_min, objects=example_objects(resolved))
