@@ -90,23 +90,29 @@ def gantt(transitions, now: datetime) -> Gantt:
     """Lay out a job's phase transitions as Gantt bars.
 
     `transitions`: objects with `phase`, `at` (aware datetime), `reason`, `message`, `source`, in any order.
-    Each phase lasts from its `at` until the next transition's `at`; the last one lasts until `now` unless it
-    is terminal (Succeeded/Failed/Cancelled), which is drawn as a thin end marker of zero duration.
+    Phases are laid out in lifecycle order; each lasts from its `at` until the next one's; the last one lasts
+    until `now` unless it is terminal (Succeeded/Failed/Cancelled), drawn as a thin end marker of zero duration.
     """
-    items = sorted(transitions, key=lambda t: (t.at, PHASE_ORDER.get(t.phase, 99), getattr(t, "id", 0) or 0))
+    # Lifecycle order, not time order: each phase is recorded once, and the cluster's timestamps (whole seconds)
+    # can put Dispatched a fraction of a second before gangweb's own Submitted time. A phase never starts before
+    # the one before it.
+    items = sorted(transitions, key=lambda t: (PHASE_ORDER.get(t.phase, 99), t.at))
     if not items:
         return Gantt()
-    start = items[0].at
+    starts = []
+    for t in items:
+        starts.append(max(t.at, starts[-1]) if starts else t.at)
+    start = starts[0]
     last = items[-1]
-    end = last.at if last.phase in TERMINAL_PHASES else max(now, last.at)
+    end = starts[-1] if last.phase in TERMINAL_PHASES else max(now, starts[-1])
     total = (end - start).total_seconds()
     span = total or 1.0
     rows = []
     for i, t in enumerate(items):
         is_last = i == len(items) - 1
-        stop = items[i + 1].at if not is_last else end
-        seconds = max(0.0, (stop - t.at).total_seconds())
-        left = (t.at - start).total_seconds() / span * 100
+        stop = starts[i + 1] if not is_last else end
+        seconds = max(0.0, (stop - starts[i]).total_seconds())
+        left = (starts[i] - start).total_seconds() / span * 100
         width = max(seconds / span * 100, MIN_BAR_PERCENT)
         left = min(left, 100 - MIN_BAR_PERCENT)
         width = min(width, 100 - left)

@@ -5,7 +5,7 @@ import pytest
 from scheduling.choices import DesiredState
 from scheduling.models import Cluster, GangJob, QueuePolicy, RuntimeTemplate
 from tests import builders
-from tests.ui.conftest import log_in
+from tests.ui.browser import log_in
 
 pytestmark = [pytest.mark.ui, pytest.mark.django_db(transaction=True)]
 

@@ -3,7 +3,7 @@ from a realistic data set, with checks that each page shows the numbers it is ab
 import pytest
 
 from tests.ui import demo
-from tests.ui.conftest import screenshot
+from tests.ui.browser import screenshot
 
 pytestmark = [pytest.mark.ui, pytest.mark.django_db(transaction=True)]
 

@@ -60,3 +60,9 @@ def test_requests_of_a_spec_are_in_kai_units_times_replicas():
         builders.pod_set("launcher", replicas=1, containers=[builders.container(cpu="1", memory="1G")]),
     ])
     assert requests_of_spec(spec) == {"gpu": 8.0, "cpu": 7000.0, "memory": pytest.approx(4 * 2147.483648 + 1000)}
+
+
+def test_gantt_keeps_lifecycle_order_when_the_cluster_clock_rounds_down():
+    # Submitted at .6 s by gangweb; the cluster's creationTimestamp of the gang object says 0 s (whole seconds).
+    rows = gantt([tr("Submitted", 0.6), tr("Dispatched", 0), tr("Running", 5)], now=T0 + timedelta(seconds=10)).rows
+    assert [(r.phase, r.seconds) for r in rows] == [("Submitted", 0.0), ("Dispatched", 4.4), ("Running", 5.0)]

@@ -1,16 +1,14 @@
 """Browser fixtures: Playwright for Python driving Debian's chromium against pytest-django's live server.
 
 No browser is ever downloaded: the executable is /usr/bin/chromium (installed by .ci/run). One browser per
-session; a fresh context (cookies, storage) per test.
+session; a fresh context (cookies, storage) per test. Loaded as a plugin by the root conftest.py, so the browser
+tests in tests/ui/ and the ones against the control plane in tests/cluster/ share one browser (Playwright's sync
+API cannot run twice in one process).
 """
 import os
 from pathlib import Path
 
 import pytest
-
-# Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the test itself (test
-# data, assertions) are still synchronous and safe, so tell Django not to refuse them.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = os.environ.get("GANGWEB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -48,10 +46,20 @@ def browser():
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make themselves (test data,
+    # assertions) are still synchronous and safe, so Django must not refuse them while the browser is up.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
