@@ -71,14 +71,16 @@ def job_live_context(job) -> dict:
     """The parts of the job page that change while it runs: phase, timeline, why-pending, pods, events."""
     transitions = list(job.transitions.all())
     observed = job.observed or {}
+    pods = observed.get("pods") or []
     return {
         "job": job,
         "gantt": gantt(transitions, timezone.now()),
         "transitions": transitions,
         "why": explain(job.why_pending, job.phase),
-        # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name).
-        "pods": [p for p in observed.get("pods") or [] if isinstance(p, dict)],
-        "pod_counts": observed.get("pod_counts") if isinstance(observed.get("pod_counts"), dict) else {},
+        # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and
+        # counts by pod phase (older passes stored only the counts, under "pods").
+        "pods": [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else [],
+        "pod_counts": observed.get("pod_counts") or (pods if isinstance(pods, dict) else {}),
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
         "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
         "can_resubmit": job.is_terminal,
@@ -97,6 +99,14 @@ def job_detail(request, pk: int):
         "objects": objects_sent(job),
     })
     return render(request, "scheduling/job_detail.html", context)
+
+
+@login_required
+def job_objects(request, pk: int):
+    """GET /jobs/<id>/objects/ (htmx): the objects sent to the cluster. The page polls it only until there are
+    some, so expanding one is never undone by a refresh."""
+    job = get_object_or_404(_jobs(request.user), pk=pk)
+    return render(request, "scheduling/partials/job_objects.html", {"job": job, "objects": objects_sent(job)})
 
 
 @login_required

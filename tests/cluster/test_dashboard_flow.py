@@ -94,6 +94,9 @@ def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, ku
     job = reconcile_until(page, job_pk, GangPhase.RUNNING)
     assert job.phase == GangPhase.RUNNING and job.backend_plugin == "k8s-workload-v1alpha2"
     assert page.evaluate("window.gangwebNoReload") == "still here"
+    # The objects gangweb sent appear without a reload too (the objects block polls until there are some).
+    page.locator("#job-objects summary:has-text('Workload')").wait_for()
+    assert page.locator("#job-objects summary:has-text('PodGroup')").count() == 1
     screenshot(page, "job-on-local-cluster", docs=False)
     phases = page.locator(".timeline .ph").all_inner_texts()
     assert phases[0] == "Submitted" and phases[-1] == "Running" and "Dispatched" in phases

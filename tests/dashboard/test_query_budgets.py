@@ -19,6 +19,7 @@ BUDGETS = {
     "/jobs/?phase=Running&sort=-in_phase&page=2": 6,
     "/jobs/{job}/": 5,
     "/jobs/{job}/live/": 5,
+    "/jobs/{job}/objects/": 4,
     "/submit/?template=base": 6,
     "/templates/": 4,
     "/templates/base/": 4,
