@@ -44,4 +44,14 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
         page.goto(url)
         assert expect in page.inner_text("main")
         screenshot(page, name, docs=False)
+
+    # Narrow screen: nothing wider than the viewport except inside scrolling tables and code blocks.
+    page.set_viewport_size({"width": 390, "height": 844})
+    for url in ("/", f"/jobs/{job.pk}/", "/queues/"):
+        page.goto(url)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390, url
+    screenshot(page, "queues-narrow", docs=False)
+    page.context.clear_cookies()
+    page.goto("/accounts/login/")
+    screenshot(page, "login", docs=False)
     assert not page.js_errors
