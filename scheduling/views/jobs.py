@@ -27,7 +27,8 @@ SORTS = {
     "created": ("-created_at", "-id"), "-created": ("created_at", "id"),
     "name": ("name", "id"), "-name": ("-name", "-id"),
     "phase": ("phase", "-id"), "-phase": ("-phase", "-id"),
-    "in_phase": ("phase_changed_at", "id"), "-in_phase": ("-phase_changed_at", "-id"),
+    # Time in the current phase: ascending is the shortest first (the latest change first).
+    "in_phase": ("-phase_changed_at", "-id"), "-in_phase": ("phase_changed_at", "id"),
     "queue": ("queue__name", "-id"), "-queue": ("-queue__name", "-id"),
 }
 SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),

@@ -64,3 +64,32 @@ def test_submit_form_sends_typed_inputs_and_merges_the_yaml_textarea(setup, admi
     job = form.submit(admin_user)
     assert job.resolved_spec["podSets"][0]["replicas"] == 3
     assert enqueued == [[job.pk]]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("gpu_limit", "lots"),
+    ("cpu_quota", "1.5.3"),
+    ("name", "Team_A"),
+])
+def test_queue_form_and_api_give_the_same_message(api, ui, setup, field, value):
+    body = {"name": "team-x", "gpu_quota": "0", "gpu_limit": "-1", field: value}
+    api_errors = api.post("/api/v1/queues/", body, format="json").json()
+    form = {"name": "team-x", "priority": "100", "parent": "", **{f"{r}_{k}": d for r in ("gpu", "cpu", "memory")
+                                                                  for k, d in (("quota", "0"), ("limit", "-1"),
+                                                                               ("over_quota_weight", "1"))}}
+    form[field] = value
+    page_errors = ui.post("/queues/new/", form).context["form"].errors
+    assert page_errors == {field: api_errors[field]}
+
+
+def test_sorting_by_time_in_phase_puts_the_longest_first_when_descending(ui, setup, admin_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    template, queue, cluster = setup
+    for name, minutes in (("short", 1), ("long", 60)):
+        job = builders.make_job(template, queue, cluster, name=name, phase="Queued", user=admin_user)
+        GangJob.objects.filter(pk=job.pk).update(phase_changed_at=timezone.now() - timedelta(minutes=minutes))
+    assert [j.name for j in ui.get("/jobs/?sort=-in_phase").context["page"].object_list] == ["long", "short"]
+    assert [j.name for j in ui.get("/jobs/?sort=in_phase").context["page"].object_list] == ["short", "long"]

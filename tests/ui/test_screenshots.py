@@ -30,7 +30,7 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
     screenshot(page, "job-detail")
 
     stuck = page.context.new_page()
-    stuck.goto("/jobs/?phase=Queued&sort=in_phase")
+    stuck.goto("/jobs/?phase=Queued&sort=-in_phase")
     stuck.get_by_role("link", name="llama-70b-sft").click()
     assert "Queue 'nlp-pretrain', nvidia.com/gpu: quota 8 GPUs, limit 12 GPUs, allocated 8 GPUs, requested 16 " \
            "GPUs; this job asks for 8 GPUs, and 4 GPUs are left under the limit." in stuck.inner_text("#job-live")
