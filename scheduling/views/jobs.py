@@ -13,7 +13,7 @@ from ..choices import GangPhase
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
-from ..services import access
+from ..services import access, timeline
 from ..services import jobs as job_service
 from ..services.errors import ServiceError
 from .common import is_htmx, page_or_fragment
@@ -76,6 +76,7 @@ def job_live_context(job) -> dict:
     return {
         "job": job,
         "gantt": gantt(transitions, timezone.now()),
+        "durations": timeline.durations(transitions),  # the API's derived durations, seconds or None
         "transitions": transitions,
         "why": explain(job.why_pending, job.phase),
         # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and

@@ -119,3 +119,20 @@ def report_queue_status(cluster, now):
             policy=policy, cluster=cluster, state=SyncState.IN_SYNC, last_synced_at=now, status=status,
             status_at=now, last_drift=[{"field": "resources.gpu.limit", "expected": 24, "found": 32}] if drifted
             else [], last_drift_at=now - timedelta(minutes=7) if drifted else None)
+
+
+def events(job):
+    """Event rows (scheduling/observe/events.row shape) for the showcased job's page; the demo cluster has no
+    API server to read them from."""
+    at = job.created_at.isoformat()
+    return [
+        {"type": "Warning", "reason": "FailedScheduling", "kind": "Pod", "count": 4, "first_at": at, "last_at": at,
+         "object": "Pod llama-8b-pretrain-worker-3-x7k2p",
+         "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available."},
+        {"type": "Normal", "reason": "Scheduled", "kind": "Pod", "count": 1, "first_at": at, "last_at": at,
+         "object": "Pod llama-8b-pretrain-worker-3-x7k2p",
+         "message": "Successfully assigned default/llama-8b-pretrain-worker-3-x7k2p to kwok-node-3"},
+        {"type": "Normal", "reason": "SuccessfulCreate", "kind": "Job", "count": 1, "first_at": at, "last_at": at,
+         "object": "Job llama-8b-pretrain-worker-71b83c79",
+         "message": "Created pod: llama-8b-pretrain-worker-0-x7k2p"},
+    ]

@@ -8,9 +8,14 @@ from tests.ui.browser import screenshot
 pytestmark = [pytest.mark.ui, pytest.mark.django_db(transaction=True)]
 
 
-def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
+def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user, monkeypatch):
+    from scheduling.services import events
+
     page = admin_page
     job = demo.populate(admin_user)
+    # The demo cluster has no API server: its events come from the demo data (the live path is exercised by
+    # tests/cluster/test_dashboard_flow.py).
+    monkeypatch.setattr(events, "job_events", lambda j, api=None: demo.events(j) if j.pk == job.pk else [])
 
     page.goto("/")
     assert "Queued longer than 15m 00s" in page.inner_text("#h-stuck")
@@ -27,6 +32,7 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user):
 
     page.goto(f"/jobs/{job.pk}/")
     assert page.locator(".timeline .dur[data-phase=Queued]").inner_text() == "46s"
+    page.locator("#job-events").get_by_text("FailedScheduling").wait_for()
     screenshot(page, "job-detail")
 
     stuck = page.context.new_page()
