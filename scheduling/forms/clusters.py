@@ -37,9 +37,14 @@ class ClusterForm(forms.Form):
             self.add_error("kubeconfig_file", "upload a kubeconfig, paste one, or choose in-cluster")
         return data
 
-    def save(self):
-        """Create the cluster through `ClusterSerializer`; returns it, or None with the errors on the form."""
+    def save(self, user):
+        """Create the cluster through `ClusterSerializer` and audit it as POST /api/v1/clusters/ does (the
+        kubeconfig recorded only as "(changed)"); returns it, or None with the errors on the form. The caller
+        checks `access.check_platform_admin` first."""
+        from django.db import transaction
+
         from ..api.serializers import ClusterSerializer
+        from ..services import audit
 
         payload = {k: self.cleaned_data.get(k) for k in ("name", "description", "kubeconfig", "context",
                                                           "in_cluster")}
@@ -49,4 +54,10 @@ class ClusterForm(forms.Form):
         except DRFValidationError as exc:
             apply_errors(self, exc, {"kubeconfig": "kubeconfig_file"})
             return None
-        return serializer.save()
+        with transaction.atomic():
+            cluster = serializer.save()
+            details = {k: v for k, v in serializer.validated_data.items() if k != "kubeconfig"}
+            if "kubeconfig" in serializer.validated_data:
+                details["kubeconfig"] = "(changed)" if serializer.validated_data["kubeconfig"] else "(cleared)"
+            audit.record(user, "cluster.create", cluster, details)
+        return cluster

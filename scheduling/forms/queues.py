@@ -7,6 +7,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from ..models import Cluster, QueuePolicy
+from ..services import access
 from ..services import queues as queue_service
 from ..services.errors import ServiceError
 from .errors import apply_errors
@@ -29,8 +30,11 @@ class QueueForm(forms.Form):
     clusters = forms.ModelMultipleChoiceField(Cluster.objects.all(), required=False, to_field_name="name",
                                               help_text="none selected: every cluster")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        if user is not None:  # offer what the user may see; the service decides what they may change
+            self.fields["parent"].queryset = access.visible_queues(user, QueuePolicy.objects.all())
+            self.fields["clusters"].queryset = access.visible_clusters(user, Cluster.objects.all())
         for res, unit in UNIT_HELP.items():
             label = res.upper()
             self.fields[f"{res}_quota"] = forms.CharField(initial="0", label=f"{label} quota",

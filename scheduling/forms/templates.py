@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from ..models import QueuePolicy
+from ..services import access
 from ..services import templates as template_service
 from ..services.errors import ServiceError
 from .errors import apply_errors
@@ -19,15 +21,21 @@ class TemplateForm(forms.Form):
     """Create a template (with `name`) or add a version to one (`instance` given: the name is fixed)."""
 
     name = forms.CharField(max_length=63, help_text="DNS-1123 label; cannot change later")
+    queue = forms.ModelChoiceField(QueuePolicy.objects.all(), required=False, to_field_name="name",
+                                   empty_label="(shared: every queue may use it)",
+                                   help_text="the team queue that owns the template; its admins may edit it")
     description = forms.CharField(max_length=300, required=False)
     spec = forms.CharField(widget=forms.Textarea(attrs={"class": "tall", "spellcheck": "false", "rows": 24}),
                            help_text=SPEC_HELP)
 
-    def __init__(self, *args, instance=None, **kwargs):
+    def __init__(self, *args, instance=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.instance = instance
         if instance is not None:
             del self.fields["name"]
+            del self.fields["queue"]
+        elif user is not None:
+            self.fields["queue"].queryset = access.visible_queues(user, QueuePolicy.objects.all())
 
     def parsed_spec(self) -> dict | None:
         """The spec dict, validated by the service (defaults filled in); None with form errors otherwise."""
@@ -44,7 +52,8 @@ class TemplateForm(forms.Form):
             spec = parse_yaml_or_json(self.cleaned_data.get("spec", ""), "spec")
             description = self.cleaned_data.get("description", "")
             if self.instance is None:
-                return template_service.create_template(user, self.cleaned_data["name"], description, spec)
+                return template_service.create_template(user, self.cleaned_data["name"], description, spec,
+                                                        queue=self.cleaned_data.get("queue"))
             return template_service.add_version(user, self.instance, spec, description)
         except (ValidationError, ServiceError) as exc:
             apply_errors(self, exc)

@@ -14,6 +14,8 @@ from ..filtersets import ClusterFilterSet
 from ..forms.clusters import ClusterForm
 from ..models import Cluster
 from ..reconcile import probe
+from ..services import access
+from .common import allowed
 
 # API groups that matter for gang scheduling, shown first on the cluster page.
 SCHEDULING_GROUPS = ("scheduling.k8s.io", "scheduling.run.ai", "scheduling.x-k8s.io", "scheduling.volcano.sh",
@@ -43,7 +45,8 @@ def backend_rows(cluster) -> list[dict]:
 @login_required
 def cluster_list(request):
     """GET /clusters/: every cluster with health, version, backends and active job count (1 query)."""
-    filterset = ClusterFilterSet(request.GET or None, queryset=Cluster.objects.annotate(
+    clusters = access.visible_clusters(request.user, Cluster.objects.all())
+    filterset = ClusterFilterSet(request.GET or None, queryset=clusters.annotate(
         active_jobs=Count("jobs", filter=Q(jobs__phase__in=list(ACTIVE_PHASES)))))
     return render(request, "scheduling/clusters.html", {"section": "clusters", "clusters": list(filterset.qs)})
 
@@ -52,6 +55,7 @@ def cluster_list(request):
 def cluster_detail(request, name: str):
     """GET /clusters/<name>/: health, served scheduling APIs, backends and the connection test button."""
     cluster = get_object_or_404(Cluster, name=name)
+    allowed(access.check_read_cluster, request.user, cluster)
     return render(request, "scheduling/cluster_detail.html", {
         "section": "clusters", "cluster": cluster, "apis": scheduling_apis(cluster.served_apis),
         "backends": backend_rows(cluster), "can_probe": hasattr(probe, "probe_cluster"),
@@ -61,9 +65,10 @@ def cluster_detail(request, name: str):
 @login_required
 def cluster_create(request):
     """GET/POST /clusters/new/: register a cluster (saved through the API's ClusterSerializer)."""
+    allowed(access.check_platform_admin, request.user, "register clusters")
     form = ClusterForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        cluster = form.save()
+        cluster = form.save(request.user)
         if cluster is not None:
             messages.success(request, f"Cluster '{cluster.name}' registered. Test the connection below.")
             return redirect("scheduling:cluster", name=cluster.name)
@@ -76,6 +81,7 @@ def cluster_test(request, name: str):
     """POST /clusters/<name>/test/: probe health and discovery now, with the periodic task's own
     `reconcile.probe.probe_cluster` (GET /version and GET /apis; never raises for cluster failures)."""
     cluster = get_object_or_404(Cluster, name=name)
+    allowed(access.check_manage_cluster, request.user, cluster)
     probe_cluster = getattr(probe, "probe_cluster", None)
     if probe_cluster is None:
         messages.error(request, "The connection test is not available in this build (no cluster probe).")

@@ -10,6 +10,18 @@ def is_htmx(request) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
+def allowed(check, user, obj) -> None:
+    """Run an `access.check_*` function; its PermissionDenied becomes Django's, which answers 403."""
+    from django.core.exceptions import PermissionDenied as Forbidden
+
+    from ..services.errors import PermissionDenied
+
+    try:
+        check(user, obj)
+    except PermissionDenied as exc:
+        raise Forbidden("; ".join(exc.errors.values())) from None
+
+
 def page_or_fragment(request, page: str, fragment: str, context: dict):
     """Render the full `page` for a browser, the `fragment` partial for htmx polling, on the same URL.
 

@@ -62,8 +62,10 @@ def job_list(request):
     return page_or_fragment(request, "scheduling/jobs.html", "scheduling/partials/job_table.html", {
         "section": "jobs", "filterset": filterset, "page": page, "sort": sort, "sort_links": sort_links,
         "query": query.urlencode(), "phases": GangPhase.choices, "selected_phases": request.GET.getlist("phase"),
-        "queue_names": list(QueuePolicy.objects.values_list("name", flat=True)),
-        "cluster_names": list(Cluster.objects.values_list("name", flat=True)),
+        "queue_names": list(access.visible_queues(request.user, QueuePolicy.objects.all()).values_list("name",
+                                                                                                      flat=True)),
+        "cluster_names": list(access.visible_clusters(request.user, Cluster.objects.all()).values_list("name",
+                                                                                                        flat=True)),
         "now": timezone.now(),
     })
 

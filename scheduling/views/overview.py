@@ -37,7 +37,7 @@ def overview_context(user) -> dict:
     phases = [{"phase": p.value, "n": counts.get(p.value, 0), "pct": counts.get(p.value, 0) / most * 100}
               for p in GangPhase]
 
-    roots = queue_service.queue_tree()
+    roots = access.prune_queue_tree(user, queue_service.queue_tree())
     decorate(roots, job_usage())
     queues = [{"name": node["name"], "depth": node["depth"], "estimated": node["estimated"], "bar": node["bars"][0]}
               for node in _flatten(roots)]
@@ -52,7 +52,7 @@ def overview_context(user) -> dict:
                     .order_by("-phase_changed_at", "-id")[:RECENT_FAILURES])
     return {
         "section": "overview",
-        "clusters": list(Cluster.objects.all()),
+        "clusters": list(access.visible_clusters(user, Cluster.objects.all())),
         "phases": phases,
         "total_jobs": sum(counts.values()),
         "queues": queues,

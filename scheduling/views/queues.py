@@ -10,6 +10,7 @@ from ..choices import GangPhase
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, GangJob
+from ..services import access
 from ..services import queues as queue_service
 from .common import page_or_fragment
 from .display import quota_bar, requests_of_spec
@@ -67,18 +68,19 @@ def decorate(nodes: list[dict], usage: dict[int, dict]) -> dict:
 def queue_tree(request):
     """GET /queues/[?cluster=name]: the tree, polled by htmx every 5 s. A fixed number of queries."""
     cluster = request.GET.get("cluster") or None
-    roots = queue_service.queue_tree(cluster)
+    roots = access.prune_queue_tree(request.user, queue_service.queue_tree(cluster))
     decorate(roots, job_usage(cluster))
     return page_or_fragment(request, "scheduling/queues.html", "scheduling/partials/queue_tree.html", {
         "section": "queues", "roots": roots, "cluster": cluster,
-        "cluster_names": list(Cluster.objects.values_list("name", flat=True)),
+        "cluster_names": list(access.visible_clusters(request.user, Cluster.objects.all()).values_list("name",
+                                                                                                        flat=True)),
     })
 
 
 @login_required
 def queue_create(request):
     """GET/POST /queues/new/: create a queue through `services.queues.create_queue`, as POST /api/v1/queues/."""
-    form = QueueForm(request.POST or None)
+    form = QueueForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         result = form.save(request.user)
         if result is not None:

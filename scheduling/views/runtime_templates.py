@@ -11,13 +11,16 @@ from ..filtersets import RuntimeTemplateFilterSet
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
+from ..services import access
+from .common import allowed
 from .preview import preview
 
 
 @login_required
 def template_list(request):
     """GET /templates/: name search (the API's RuntimeTemplateFilterSet); 2 queries for any number."""
-    filterset = RuntimeTemplateFilterSet(request.GET or None, queryset=RuntimeTemplate.objects.annotate(
+    visible = access.visible_templates(request.user, RuntimeTemplate.objects.select_related("queue"))
+    filterset = RuntimeTemplateFilterSet(request.GET or None, queryset=visible.annotate(
         n_versions=Count("versions", distinct=True), latest_no=Max("versions__version")))
     templates = list(filterset.qs)
     latest = {(v.template_id, v.version): v for v in RuntimeTemplateVersion.objects.filter(
@@ -32,7 +35,8 @@ def template_detail(request, name: str):
     """GET /templates/<name>/: latest spec as YAML, the preview, and every version."""
     template = get_object_or_404(RuntimeTemplate.objects.prefetch_related(
         Prefetch("versions", queryset=RuntimeTemplateVersion.objects.select_related("created_by")
-                 .order_by("-version"))), name=name)
+                 .order_by("-version"))).select_related("queue"), name=name)
+    allowed(access.check_read_template, request.user, template)
     versions = list(template.versions.all())
     latest = versions[0] if versions else None
     return render(request, "scheduling/template_detail.html", {
@@ -44,7 +48,7 @@ def template_detail(request, name: str):
 @login_required
 def template_create(request):
     """GET/POST /templates/new/: validated by services.templates, as POST /api/v1/templates/."""
-    form = TemplateForm(request.POST or None)
+    form = TemplateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         if request.POST.get("action") == "preview":
             spec = form.parsed_spec()
@@ -61,9 +65,10 @@ def template_create(request):
 def template_edit(request, name: str):
     """GET/POST /templates/<name>/edit/: saving stores a new version; jobs already submitted keep theirs."""
     template = get_object_or_404(RuntimeTemplate, name=name)
+    allowed(access.check_manage_template, request.user, template)
     latest = template.versions.order_by("-version").first()
     initial = {"description": template.description, "spec": dump_yaml(latest.spec) if latest else ""}
-    form = TemplateForm(request.POST or None, instance=template, initial=initial)
+    form = TemplateForm(request.POST or None, instance=template, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         if request.POST.get("action") == "preview":
             spec = form.parsed_spec()
@@ -83,7 +88,7 @@ def template_edit(request, name: str):
 @require_POST
 def template_preview(request):
     """POST /templates/preview/ (htmx): validate the spec textarea and return the preview fragment."""
-    form = TemplateForm(request.POST, instance=RuntimeTemplate(name="preview"))
+    form = TemplateForm(request.POST, instance=RuntimeTemplate(name="preview"), user=request.user)
     spec = form.parsed_spec() if form.is_valid() else None
     return render(request, "scheduling/partials/template_preview.html", {"form": form,
                                                                          "preview": preview(spec) if spec else None})

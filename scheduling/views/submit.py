@@ -7,13 +7,15 @@ from django.shortcuts import redirect, render
 
 from ..forms.jobs import SubmitForm
 from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from ..services import access
 from .common import is_htmx
 
 
-def _latest_version(name: str | None):
+def _latest_version(user, name: str | None):
     if not name:
         return None
-    return (RuntimeTemplateVersion.objects.select_related("template").filter(template__name=name)
+    visible = access.visible_templates(user, RuntimeTemplate.objects.all())
+    return (RuntimeTemplateVersion.objects.select_related("template").filter(template__in=visible, template__name=name)
             .order_by("-version").first())
 
 
@@ -22,12 +24,13 @@ def submit(request):
     """GET/POST /submit/. Choosing a template re-renders the form with that template's override inputs
     (htmx swaps the form in place; without JavaScript the "Load template" button does a plain GET)."""
     source = request.POST if request.method == "POST" else request.GET
-    version = _latest_version(source.get("template"))
-    leaf_queues = QueuePolicy.objects.filter(children__isnull=True).values_list("name", flat=True)
-    choices = {
-        "templates": list(RuntimeTemplate.objects.values_list("name", flat=True)),
-        "queues": list(leaf_queues),
-        "clusters": list(Cluster.objects.values_list("name", flat=True)),
+    user = request.user
+    version = _latest_version(user, source.get("template"))
+    leaf_queues = access.visible_queues(user, QueuePolicy.objects.filter(children__isnull=True))
+    choices = {  # what this user may see; the service still decides what they may submit to
+        "templates": list(access.visible_templates(user, RuntimeTemplate.objects.all()).values_list("name", flat=True)),
+        "queues": list(leaf_queues.values_list("name", flat=True)),
+        "clusters": list(access.visible_clusters(user, Cluster.objects.all()).values_list("name", flat=True)),
     }
     if request.method == "POST" and "load" not in request.POST:
         form = SubmitForm(request.POST, version=version, **choices)

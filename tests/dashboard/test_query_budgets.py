@@ -2,6 +2,7 @@
 as with 1,000 (jobs, queues, templates, template versions, clusters)."""
 from datetime import timedelta
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -22,9 +23,25 @@ BUDGETS = {
     "/jobs/{job}/objects/": 4,
     "/submit/?template=base": 6,
     "/templates/": 4,
-    "/templates/base/": 4,
+    "/templates/base/": 5,
     "/clusters/": 3,
-    "/clusters/local/": 3,
+    "/clusters/local/": 4,
+}
+# A user who is not a platform admin also has their queue roles, visible queue ids and cluster grants read (once
+# per request each, services/access.py memoizes them): a few more queries, still independent of the row counts.
+NON_ADMIN_BUDGETS = {
+    "/": 17,
+    "/queues/": 14,
+    "/jobs/": 12,
+    "/jobs/?phase=Running&sort=-in_phase&page=2": 12,
+    "/jobs/{job}/": 8,
+    "/jobs/{job}/live/": 8,
+    "/jobs/{job}/objects/": 6,
+    "/submit/?template=base": 12,
+    "/templates/": 8,
+    "/templates/base/": 9,
+    "/clusters/": 8,
+    "/clusters/local/": 9,
 }
 PHASES = [GangPhase.SUBMITTED, GangPhase.QUEUED, GangPhase.RUNNING, GangPhase.FAILED, GangPhase.SUCCEEDED]
 
@@ -67,9 +84,16 @@ def count_queries(client, url: str) -> int:
     return len(ctx.captured_queries)
 
 
-def test_every_page_stays_within_its_query_budget_from_10_to_1000_rows(ui, admin_user):
+@pytest.mark.parametrize("principal", ["platform admin", "queue submitter"])
+def test_every_page_stays_within_its_query_budget_from_10_to_1000_rows(ui, admin_user, principal):
     cluster = builders.make_cluster("local")
-    builders.make_queue("team-a", clusters=[cluster])
+    team_a = builders.make_queue("team-a", clusters=[cluster])
+    budgets = BUDGETS
+    if principal == "queue submitter":
+        user = builders.make_user("sam")
+        builders.grant(team_a, "submitter", user=user)
+        ui.force_login(user)
+        budgets = NON_ADMIN_BUDGETS
     template = builders.make_template("base", pod_sets=[builders.pod_set(containers=[builders.container(gpu=1)])])
     job = builders.make_job(template, QueuePolicy.objects.get(name="team-a"), cluster, name="watched",
                             phase=GangPhase.RUNNING, user=admin_user)
@@ -80,5 +104,5 @@ def test_every_page_stays_within_its_query_budget_from_10_to_1000_rows(ui, admin
     assert GangJob.objects.count() == 1001
     large = {page: count_queries(ui, url) for page, url in urls.items()}
     assert large == small, "query counts changed from 10 to 1,000 rows"
-    over = {page: n for page, n in small.items() if n > BUDGETS[page]}
-    assert not over, f"over budget: {over} (budgets {BUDGETS})"
+    over = {page: n for page, n in small.items() if n > budgets[page]}
+    assert not over, f"over budget: {over} (budgets {budgets})"
