@@ -12,8 +12,17 @@ from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
 from ..services import access
+from ..services.errors import PermissionDenied
 from .common import allowed
 from .preview import preview
+
+
+def _may(check, user, obj) -> bool:
+    try:
+        check(user, obj)
+    except PermissionDenied:
+        return False
+    return True
 
 
 @login_required
@@ -42,6 +51,7 @@ def template_detail(request, name: str):
     return render(request, "scheduling/template_detail.html", {
         "section": "templates", "template": template, "versions": versions, "latest": latest,
         "preview": preview(latest.spec) if latest else None,
+        "can_edit": _may(access.check_manage_template, request.user, template),
     })
 
 

@@ -42,3 +42,11 @@ def test_a_submitter_cannot_register_clusters_or_create_queues(client, teams):
     assert response.status_code == 200 and response.context["form"].errors  # the service's refusal, on the form
     from scheduling.models import QueuePolicy
     assert not QueuePolicy.objects.filter(name="rogue").exists()
+
+
+def test_forbidden_pages_explain_themselves_and_hide_what_cannot_be_used(client, teams):
+    client.force_login(teams["sam"])
+    page = client.get("/templates/b-only/")
+    assert page.status_code == 403 and "not allowed to read template &#x27;b-only&#x27;" in page.content.decode()
+    assert "Edit (new version)" not in client.get("/templates/shared/").content.decode()
+    assert "Register a cluster" not in client.get("/clusters/").content.decode()
