@@ -58,7 +58,7 @@ def cluster_detail(request, name: str):
     allowed(access.check_read_cluster, request.user, cluster)
     return render(request, "scheduling/cluster_detail.html", {
         "section": "clusters", "cluster": cluster, "apis": scheduling_apis(cluster.served_apis),
-        "backends": backend_rows(cluster), "can_probe": hasattr(probe, "probe_cluster"),
+        "backends": backend_rows(cluster),
     })
 
 
@@ -82,11 +82,7 @@ def cluster_test(request, name: str):
     `reconcile.probe.probe_cluster` (GET /version and GET /apis; never raises for cluster failures)."""
     cluster = get_object_or_404(Cluster, name=name)
     allowed(access.check_manage_cluster, request.user, cluster)
-    probe_cluster = getattr(probe, "probe_cluster", None)
-    if probe_cluster is None:
-        messages.error(request, "The connection test is not available in this build (no cluster probe).")
-        return redirect("scheduling:cluster", name=name)
-    cluster = probe_cluster(cluster)
+    cluster = probe.probe_cluster(cluster)
     level = messages.success if cluster.health == "Healthy" else messages.error
     level(request, f"{cluster.name}: {cluster.health}"
           + (f", Kubernetes {cluster.server_version}" if cluster.server_version else "")

@@ -14,6 +14,7 @@ from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
 from ..services import access, timeline
+from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services.errors import ServiceError
 from .common import is_htmx, page_or_fragment
@@ -128,14 +129,9 @@ def job_events(request, pk: int):
     job = get_object_or_404(_jobs(request.user).select_related("cluster"), pk=pk)
     events, error = [], ""
     try:
-        from ..services import events as event_service
-    except ImportError:  # the observer is not part of this build
-        error = "Events are not available in this build."
-    else:
-        try:
-            events = event_service.job_events(job)
-        except Exception as exc:  # noqa: BLE001 - any cluster failure is shown, never a 500 on the job page
-            error = f"Could not read events from cluster '{job.cluster.name}': {str(exc)[:300]}"
+        events = event_service.job_events(job)
+    except Exception as exc:  # noqa: BLE001 - any cluster failure is shown, never a 500 on the job page
+        error = f"Could not read events from cluster '{job.cluster.name}': {str(exc)[:300]}"
     context = {"job": job, "events": events[-50:][::-1], "error": error}
     if is_htmx(request):
         return render(request, "scheduling/partials/job_events.html", context)

@@ -29,12 +29,9 @@ def _plugin(name: str = "", family: str = ""):
 def build_objects(job, plugin_cls) -> list[dict]:
     """Gang objects, then one Indexed Job per pod set, then the headless Service, as reconcile creates them.
 
-    Returns [] when the builders are not part of this build (ImportError).
     """
-    try:
-        from ..reconcile import desired
-    except ImportError:
-        return []
+    from ..reconcile import desired
+
     backend = plugin_cls()
     spec = desired.gang_spec(job)
     return [*backend.build_gang_objects(spec), *desired.owners(backend, spec), desired.service(spec)]
