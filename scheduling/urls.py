@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("queues/", views.queue_tree, name="queues"),
     path("queues/new/", views.queue_create, name="queue-new"),
+    path("queues/<slug:name>/", views.queue_detail, name="queue"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/live/", views.job_live, name="job-live"),

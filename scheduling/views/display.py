@@ -228,3 +228,59 @@ def gpus_of_spec(resolved_spec: dict) -> float:
 def pods_of_spec(resolved_spec: dict) -> int:
     """Number of pods a resolved job spec creates (sum of replicas)."""
     return sum(int(ps.get("replicas", 0) or 0) for ps in (resolved_spec or {}).get("podSets", []))
+
+
+@dataclass
+class StepChart:
+    """A step line chart in a `width`×`height` SVG user space: `series` maps a name to an SVG `points` string;
+    `lines` maps a name to the y of a horizontal reference line (quota, limit) or None when off the chart."""
+
+    width: int
+    height: int
+    vmax: float
+    series: dict = field(default_factory=dict)
+    lines: dict = field(default_factory=dict)
+
+
+def step_chart(series: dict[str, list[tuple[datetime, float]]], start: datetime, end: datetime,
+               lines: dict[str, float] | None = None, width: int = 600, height: int = 160) -> StepChart:
+    """Lay out usage readings as step lines (a reading holds until the next one) over [start, end].
+
+    `series`: name -> [(time, value)] in time order; values before `start` set the level at `start`. `lines`:
+    name -> value of a horizontal reference (quota, limit; -1 = unlimited is left out). The y scale fits the
+    largest value or finite reference plus 10% headroom.
+    """
+    finite = {k: v for k, v in (lines or {}).items() if v is not None and v != UNLIMITED}
+    values = [v for points in series.values() for _, v in points] + list(finite.values())
+    vmax = max(values + [1.0]) * 1.1
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x(t):
+        return round(max(0.0, min(1.0, (t - start).total_seconds() / span)) * width, 2)
+
+    def y(v):
+        return round(height - v / vmax * height, 2)
+
+    chart = StepChart(width=width, height=height, vmax=vmax)
+    for name, points in series.items():
+        if not points:
+            continue
+        coords, level = [], None
+        for t, v in points:
+            if t <= start:
+                level = v
+                continue
+            if level is None:
+                level = 0.0
+                coords.append((0.0, y(0.0)))
+            elif not coords:
+                coords.append((0.0, y(level)))
+            coords.append((x(t), y(level)))
+            coords.append((x(t), y(v)))
+            level = v
+        if not coords:
+            coords.append((0.0, y(level)))
+        coords.append((float(width), y(level)))
+        chart.series[name] = " ".join(f"{a:g},{b:g}" for a, b in coords)
+    chart.lines = {name: y(v) for name, v in finite.items()}
+    return chart

@@ -2,18 +2,21 @@
 per-cluster sync state (drift) from `services.queues.queue_tree`, the same data as GET /api/v1/queues/tree/."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 
 from ..choices import GangPhase
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
-from ..models import Cluster, GangJob
+from ..models import Cluster, GangJob, QueuePolicy, QueueUsageSample
 from ..services import access
 from ..services import queues as queue_service
-from .common import page_or_fragment
-from .display import quota_bar, requests_of_spec
+from .common import allowed, page_or_fragment
+from .display import quota_bar, requests_of_spec, step_chart
 
 UNIT_LABELS = {"gpu": "GPU", "cpu": "millicores", "memory": "MB"}
 RUNNING_PHASES = (GangPhase.SCHEDULED, GangPhase.RUNNING)
@@ -74,6 +77,64 @@ def queue_tree(request):
         "section": "queues", "roots": roots, "cluster": cluster,
         "cluster_names": list(access.visible_clusters(request.user, Cluster.objects.all()).values_list("name",
                                                                                                         flat=True)),
+    })
+
+
+WINDOWS = {"6h": timedelta(hours=6), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
+MAX_SAMPLES = 5000
+
+
+def _find(nodes, name):
+    for node in nodes:
+        if node["name"] == name:
+            return node
+        found = _find(node["children"], name)
+        if found:
+            return found
+    return None
+
+
+def usage_series(samples) -> dict[str, list]:
+    """Sum per-cluster readings into one series per measure: at each reading, the latest value of every cluster.
+
+    `samples`: (at, cluster_id, allocated_gpu, requested_gpu) in time order. Returns {"allocated": [(at, gpus)],
+    "requested": [...]}.
+    """
+    latest: dict[int, tuple[float, float]] = {}
+    out = {"allocated": [], "requested": []}
+    for at, cluster_id, allocated, requested in samples:
+        latest[cluster_id] = (allocated, requested)
+        out["allocated"].append((at, sum(a for a, _ in latest.values())))
+        out["requested"].append((at, sum(r for _, r in latest.values())))
+    return out
+
+
+@login_required
+def queue_detail(request, name: str):
+    """GET /queues/<name>/[?window=24h&cluster=]: one queue's bars, warnings and sync, and its GPU use over time
+    (QueueUsageSample, read back from KAI's Queue status) as a step chart against its quota and limit."""
+    policy = get_object_or_404(QueuePolicy, name=name)
+    allowed(access.check_read_queue, request.user, policy)
+    cluster = request.GET.get("cluster") or None
+    window = request.GET.get("window") if request.GET.get("window") in WINDOWS else "24h"
+    now = timezone.now()
+    start = now - WINDOWS[window]
+    roots = queue_service.queue_tree(cluster)
+    decorate(roots, job_usage(cluster))
+    node = _find(roots, policy.name)
+    samples = QueueUsageSample.objects.filter(policy=policy)
+    if cluster:
+        samples = samples.filter(cluster__name=cluster)
+    # The last reading before the window sets the level at its start; then every reading inside it.
+    before = samples.filter(at__lt=start).order_by("-at").values_list("at", "cluster_id", "allocated_gpu",
+                                                                         "requested_gpu")[:50]
+    inside = samples.filter(at__gte=start).order_by("at").values_list("at", "cluster_id", "allocated_gpu",
+                                                                        "requested_gpu")[:MAX_SAMPLES]
+    series = usage_series([*reversed(list(before)), *inside])
+    chart = step_chart(series, start, now, lines={"quota": policy.gpu_quota, "limit": policy.gpu_limit})
+    return render(request, "scheduling/queue_detail.html", {
+        "section": "queues", "policy": policy, "node": node, "chart": chart, "window": window, "windows": WINDOWS,
+        "cluster": cluster, "start": start, "now": now, "readings": len(series["allocated"]),
     })
 
 

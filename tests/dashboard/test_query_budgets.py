@@ -8,7 +8,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from scheduling.choices import GangPhase
-from scheduling.models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from scheduling.models import (
+    Cluster,
+    GangJob,
+    PhaseTransition,
+    QueuePolicy,
+    QueueUsageSample,
+    RuntimeTemplate,
+    RuntimeTemplateVersion,
+)
 from scheduling.services import jobs as job_service
 from tests import builders
 
@@ -16,6 +24,7 @@ from tests import builders
 BUDGETS = {
     "/": 10,
     "/queues/": 7,
+    "/queues/team-a/?window=7d": 10,
     "/jobs/": 6,
     "/jobs/?phase=Running&sort=-in_phase&page=2": 6,
     "/jobs/{job}/": 5,
@@ -32,6 +41,7 @@ BUDGETS = {
 NON_ADMIN_BUDGETS = {
     "/": 17,
     "/queues/": 14,
+    "/queues/team-a/?window=7d": 14,
     "/jobs/": 12,
     "/jobs/?phase=Running&sort=-in_phase&page=2": 12,
     "/jobs/{job}/": 8,
@@ -75,6 +85,10 @@ def grow(n: int, user, start: int) -> None:
     GangJob.objects.bulk_update(created, ["phase", "phase_changed_at"])
     PhaseTransition.objects.bulk_create(PhaseTransition(job=j, phase=j.phase, at=old, source="test")
                                         for j in created if j.phase != GangPhase.SUBMITTED)
+    team_a = QueuePolicy.objects.get(name="team-a")
+    QueueUsageSample.objects.bulk_create(QueueUsageSample(policy=team_a, cluster_id=cluster_id, at=old + timedelta(
+        minutes=i), allocated_gpu=i % 4, requested_gpu=i % 6) for i in range(n) for cluster_id in [
+        Cluster.objects.get(name="local").pk])
 
 
 def count_queries(client, url: str) -> int:

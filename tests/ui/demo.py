@@ -104,7 +104,7 @@ def populate(user):
 def report_queue_status(cluster, now):
     """What the queue sync reads back from KAI: status.allocated / requested per Queue (KAI units), one drift."""
     from scheduling.choices import SyncState
-    from scheduling.models import QueueClusterState, QueuePolicy
+    from scheduling.models import QueueClusterState, QueuePolicy, QueueUsageSample
 
     reported = {  # name: (allocated gpu, requested gpu)
         "nlp-pretrain": (8, 16), "nlp-eval": (0, 2), "team-nlp": (8, 18), "team-vision": (8, 10),
@@ -119,6 +119,12 @@ def report_queue_status(cluster, now):
             policy=policy, cluster=cluster, state=SyncState.IN_SYNC, last_synced_at=now, status=status,
             status_at=now, last_drift=[{"field": "resources.gpu.limit", "expected": 24, "found": 32}] if drifted
             else [], last_drift_at=now - timedelta(minutes=7) if drifted else None)
+    # A day of readings for nlp-pretrain: a training run from 06:00 to 14:00 ago, then the current one.
+    pretrain = QueuePolicy.objects.get(name="nlp-pretrain")
+    steps = [(24, 0, 0), (18, 8, 8), (16, 12, 20), (10, 4, 4), (6, 0, 0), (1, 8, 16)]
+    QueueUsageSample.objects.bulk_create(
+        QueueUsageSample(policy=pretrain, cluster=cluster, at=now - timedelta(hours=h, minutes=-1),
+                         allocated_gpu=a, requested_gpu=r) for h, a, r in steps)
 
 
 def events(job):

@@ -46,10 +46,13 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user, monk
     for url, name, expect in (("/jobs/?sort=-in_phase", "jobs", "11 jobs"),
                               ("/submit/?template=llm-pretrain", "submit", "worker: nvidia.com/gpu per pod"),
                               ("/templates/llm-pretrain/", "template", "creates 5 pods"),
-                              ("/clusters/local/", "cluster", "scheduling.k8s.io/v1alpha2")):
+                              ("/clusters/local/", "cluster", "scheduling.k8s.io/v1alpha2"),
+                              ("/queues/nlp-pretrain/", "queue-usage", "GPU use over time")):
         page.goto(url)
         assert expect in page.inner_text("main")
         screenshot(page, name, docs=False)
+
+    assert page.locator("polyline.chart-allocated").count() == 1  # the last page visited: the usage chart
 
     # Narrow screen: nothing wider than the viewport except inside scrolling tables and code blocks.
     page.set_viewport_size({"width": 390, "height": 844})

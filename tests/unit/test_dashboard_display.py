@@ -66,3 +66,15 @@ def test_gantt_keeps_lifecycle_order_when_the_cluster_clock_rounds_down():
     # Submitted at .6 s by gangweb; the cluster's creationTimestamp of the gang object says 0 s (whole seconds).
     rows = gantt([tr("Submitted", 0.6), tr("Dispatched", 0), tr("Running", 5)], now=T0 + timedelta(seconds=10)).rows
     assert [(r.phase, r.seconds) for r in rows] == [("Submitted", 0.0), ("Dispatched", 4.4), ("Running", 5.0)]
+
+
+def test_step_chart_holds_each_reading_until_the_next_and_scales_to_the_limit():
+    from scheduling.views.display import step_chart
+
+    chart = step_chart({"allocated": [(T0 - timedelta(hours=1), 2.0), (T0 + timedelta(minutes=30), 4.0)]},
+                       start=T0, end=T0 + timedelta(hours=1), lines={"quota": 4, "limit": 10, "none": -1},
+                       width=100, height=110)
+    assert chart.vmax == pytest.approx(11.0)
+    # 2 GPUs from the start, 4 from half-way: y = 110 - v / 11 * 110.
+    assert chart.series["allocated"] == "0,90 50,90 50,70 100,70"
+    assert chart.lines == {"quota": 70.0, "limit": 10.0}
