@@ -26,6 +26,8 @@ def test_a_submitter_sees_only_their_queues_jobs_and_templates(client, teams):
     assert [r["t"].name for r in client.get("/templates/").context["rows"]] == ["shared"]
     assert client.get("/templates/b-only/").status_code == 403
     assert [n["name"] for n in client.get("/queues/").context["roots"]] == ["team-a"]
+    assert client.get("/queues/team-a/").status_code == 200
+    assert client.get("/queues/team-b/").status_code == 403
     overview = client.get("/").context
     assert [q["name"] for q in overview["queues"]] == ["team-a"]
     assert {p["phase"]: p["n"] for p in overview["phases"]}["Running"] == 1
