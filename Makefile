@@ -6,7 +6,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: run test setup venv migrate localcluster-build lint bench clean-state
+.PHONY: run test setup venv migrate localcluster-build lint bench clean-state screenshots
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -40,3 +40,8 @@ bench: venv localcluster-build
 
 clean-state:
 	rm -rf var
+
+# Refresh the README's screenshots (docs/screenshots/*.png) from the browser tests' demo data.
+screenshots: venv
+	bash scripts/ensure-test-deps.sh
+	GANGWEB_UPDATE_SCREENSHOTS=1 GANGWEB_TESTING=1 $(PYTHON) -m pytest tests/ui/test_screenshots.py -q

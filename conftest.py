@@ -2,3 +2,6 @@
 import os
 
 os.environ.setdefault("GANGWEB_TESTING", "1")
+
+# Browser fixtures (browser, page, admin_page) for tests/ui/ and the dashboard test in tests/cluster/.
+pytest_plugins = ["tests.ui.browser"]

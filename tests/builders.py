@@ -58,6 +58,38 @@ def make_queue(name=None, parent=None, clusters=(), **fields) -> QueuePolicy:
     return queue
 
 
+def make_job(template, queue, cluster, name=None, phase=None, user=None, overrides=None, at=None, **fields):
+    """Submit a job through the service, then (optionally) move it to `phase`, recording each transition in
+    lifecycle order from `at` (default: now) one second apart, as the reconciler would."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from scheduling.choices import GangPhase
+    from scheduling.models import GangJob, PhaseTransition
+    from scheduling.services import jobs as job_service
+
+    body = submit_body(template, queue, cluster, name=name)
+    if overrides:
+        body["overrides"] = overrides
+    job, _ = job_service.submit(user, body)
+    if phase and phase != GangPhase.SUBMITTED:
+        order = [GangPhase.DISPATCHED, GangPhase.QUEUED, GangPhase.SCHEDULED, GangPhase.RUNNING]
+        terminal = phase in (GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED)
+        steps = order[:order.index(phase) + 1] if phase in order else [*order, phase]
+        start = at or timezone.now()
+        PhaseTransition.objects.filter(job=job).delete()
+        PhaseTransition.objects.create(job=job, phase=GangPhase.SUBMITTED, at=start, source="gangweb")
+        t = start
+        for i, step in enumerate(steps, 1):
+            t = start + timedelta(seconds=i)
+            PhaseTransition.objects.create(job=job, phase=step, at=t, source="test", reason=f"Became{step}")
+        GangJob.objects.filter(pk=job.pk).update(phase=phase, phase_changed_at=t,
+                                                 finished_at=t if terminal else None, **fields)
+        job.refresh_from_db()
+    return job
+
+
 def submit_body(template, queue, cluster, name=None, **extra) -> dict:
     """A valid submit body for the API."""
     body = {"name": name or f"job-{next(_seq)}", "namespace": "default", "template": template.template.name,

@@ -1,0 +1,90 @@
+"""Clusters: list, register (kubeconfig upload), detail with served scheduling APIs and backends, and a
+connection test that runs the same probe as the periodic task."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from ..backends import registry
+from ..choices import ACTIVE_PHASES
+from ..filtersets import ClusterFilterSet
+from ..forms.clusters import ClusterForm
+from ..models import Cluster
+from ..reconcile import probe
+from ..services import access
+from .common import allowed
+
+# API groups that matter for gang scheduling, shown first on the cluster page.
+SCHEDULING_GROUPS = ("scheduling.k8s.io", "scheduling.run.ai", "scheduling.x-k8s.io", "scheduling.volcano.sh",
+                     "kai.scheduler", "batch")
+
+
+def scheduling_apis(served: list[str]) -> list[str]:
+    """The served "group/version" strings that belong to a scheduling-related group, sorted."""
+    return sorted(gv for gv in served or [] if gv.rpartition("/")[0] in SCHEDULING_GROUPS)
+
+
+def backend_rows(cluster) -> list[dict]:
+    """Per registered plugin: its family, name, API version and whether this cluster serves it."""
+    served = set(cluster.served_apis or [])
+    rows = []
+    for family in registry.family_names():
+        plugins = registry.plugins(family)
+        chosen = registry.select(family, served)
+        for cls in plugins:
+            rows.append({"family": family, "name": cls.name, "api_version": cls.api_version,
+                         "served": cls.api_version in served, "chosen": cls is chosen})
+        if not plugins:
+            rows.append({"family": family, "name": "—", "api_version": "", "served": False, "chosen": False})
+    return rows
+
+
+@login_required
+def cluster_list(request):
+    """GET /clusters/: every cluster with health, version, backends and active job count (1 query)."""
+    clusters = access.visible_clusters(request.user, Cluster.objects.all())
+    filterset = ClusterFilterSet(request.GET or None, queryset=clusters.annotate(
+        active_jobs=Count("jobs", filter=Q(jobs__phase__in=list(ACTIVE_PHASES)))))
+    return render(request, "scheduling/clusters.html", {"section": "clusters", "clusters": list(filterset.qs)})
+
+
+@login_required
+def cluster_detail(request, name: str):
+    """GET /clusters/<name>/: health, served scheduling APIs, backends and the connection test button."""
+    cluster = get_object_or_404(Cluster, name=name)
+    allowed(access.check_read_cluster, request.user, cluster)
+    return render(request, "scheduling/cluster_detail.html", {
+        "section": "clusters", "cluster": cluster, "apis": scheduling_apis(cluster.served_apis),
+        "backends": backend_rows(cluster),
+    })
+
+
+@login_required
+def cluster_create(request):
+    """GET/POST /clusters/new/: register a cluster (saved through the API's ClusterSerializer)."""
+    allowed(access.check_platform_admin, request.user, "register clusters")
+    form = ClusterForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        cluster = form.save(request.user)
+        if cluster is not None:
+            messages.success(request, f"Cluster '{cluster.name}' registered. Test the connection below.")
+            return redirect("scheduling:cluster", name=cluster.name)
+    return render(request, "scheduling/cluster_form.html", {"section": "clusters", "form": form})
+
+
+@login_required
+@require_POST
+def cluster_test(request, name: str):
+    """POST /clusters/<name>/test/: probe health and discovery now, with the periodic task's own
+    `reconcile.probe.probe_cluster` (GET /version and GET /apis; never raises for cluster failures)."""
+    cluster = get_object_or_404(Cluster, name=name)
+    allowed(access.check_manage_cluster, request.user, cluster)
+    cluster = probe.probe_cluster(cluster)
+    level = messages.success if cluster.health == "Healthy" else messages.error
+    level(request, f"{cluster.name}: {cluster.health}"
+          + (f", Kubernetes {cluster.server_version}" if cluster.server_version else "")
+          + (f". {cluster.health_message}" if cluster.health_message else "."))
+    return redirect("scheduling:cluster", name=name)

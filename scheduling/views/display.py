@@ -1,0 +1,286 @@
+"""Pure helpers that turn model data into what the dashboard draws: durations in words, timeline bars,
+quota bars and why-pending sentences. No database access here, so each is unit-tested on plain values.
+
+Geometry is returned in percent (0..100) of the drawing's width; templates put it in SVG `x`/`width`
+attributes (never in inline styles, which a strict Content-Security-Policy would block).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+
+from ..choices import PHASE_ORDER, TERMINAL_PHASES
+from ..constants import GPU_RESOURCE
+from ..kube import quantities
+
+UNLIMITED = -1
+
+
+def humanize_seconds(seconds: float | None) -> str:
+    """A short duration: "0.4s", "12s", "3m 05s", "2h 07m", "3d 4h". None (not reached) is an em dash."""
+    if seconds is None:
+        return "—"
+    seconds = max(0.0, float(seconds))
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h {m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d {h}h"
+
+
+def format_number(x: float) -> str:
+    """A number for people: thousands separators, no exponent, at most 2 decimals below 100 ("1,024,000", "0.5")."""
+    x = float(x)
+    if x == int(x) or abs(x) >= 100:  # a fraction of a megabyte or millicore is noise at that size
+        return f"{round(x):,}"
+    return f"{x:,.2f}".rstrip("0").rstrip(".")
+
+
+@dataclass
+class GanttRow:
+    """One phase of a job's timeline: where its bar starts and how wide it is (percent of the whole span)."""
+
+    phase: str
+    at: datetime
+    seconds: float
+    left: float
+    width: float
+    open: bool  # the job is still in this phase: the bar grows until now
+    reason: str = ""
+    message: str = ""
+    source: str = ""
+
+    @property
+    def duration(self) -> str:
+        """The phase's duration in words."""
+        return humanize_seconds(self.seconds)
+
+
+@dataclass
+class Gantt:
+    """A job's timeline as bars: `rows` in lifecycle order, `start`/`end` of the drawn span, `total` seconds."""
+
+    rows: list[GanttRow] = field(default_factory=list)
+    start: datetime | None = None
+    end: datetime | None = None
+    total: float = 0.0
+
+    @property
+    def total_words(self) -> str:
+        """The whole span in words."""
+        return humanize_seconds(self.total)
+
+
+MIN_BAR_PERCENT = 0.6  # an instant phase still shows as a sliver you can see
+
+
+def gantt(transitions, now: datetime) -> Gantt:
+    """Lay out a job's phase transitions as Gantt bars.
+
+    `transitions`: objects with `phase`, `at` (aware datetime), `reason`, `message`, `source`, in any order.
+    Phases are laid out in lifecycle order; each lasts from its `at` until the next one's; the last one lasts
+    until `now` unless it is terminal (Succeeded/Failed/Cancelled), drawn as a thin end marker of zero duration.
+    """
+    # Lifecycle order, not time order: each phase is recorded once, and the cluster's timestamps (whole seconds)
+    # can put Dispatched a fraction of a second before gangweb's own Submitted time. A phase never starts before
+    # the one before it.
+    items = sorted(transitions, key=lambda t: (PHASE_ORDER.get(t.phase, 99), t.at))
+    if not items:
+        return Gantt()
+    starts = []
+    for t in items:
+        starts.append(max(t.at, starts[-1]) if starts else t.at)
+    start = starts[0]
+    last = items[-1]
+    end = starts[-1] if last.phase in TERMINAL_PHASES else max(now, starts[-1])
+    total = (end - start).total_seconds()
+    span = total or 1.0
+    rows = []
+    for i, t in enumerate(items):
+        is_last = i == len(items) - 1
+        stop = starts[i + 1] if not is_last else end
+        seconds = max(0.0, (stop - starts[i]).total_seconds())
+        left = (starts[i] - start).total_seconds() / span * 100
+        width = max(seconds / span * 100, MIN_BAR_PERCENT)
+        left = min(left, 100 - MIN_BAR_PERCENT)
+        width = min(width, 100 - left)
+        rows.append(GanttRow(phase=t.phase, at=t.at, seconds=seconds, left=round(left, 3), width=round(width, 3),
+                             open=is_last and t.phase not in TERMINAL_PHASES, reason=t.reason or "",
+                             message=t.message or "", source=t.source or ""))
+    return Gantt(rows=rows, start=start, end=end, total=total)
+
+
+def _finite(x) -> bool:
+    return x is not None and x != UNLIMITED and not (isinstance(x, float) and math.isinf(x))
+
+
+@dataclass
+class QuotaBar:
+    """One resource of one queue, scaled to a drawing: values in the resource's unit, geometry in percent.
+
+    `limit` is -1 for unlimited (then no limit region is drawn). Allocated beyond the quota is drawn in the
+    over-quota colour from the quota mark on.
+    """
+
+    resource: str
+    unit: str
+    quota: float
+    limit: float
+    allocated: float | None
+    requested: float | None
+    scale: float = 1.0
+
+    def pct(self, value) -> float:
+        """`value` as percent of the drawing width, clipped to 0..100."""
+        if value is None or value == UNLIMITED:
+            return 0.0
+        return round(max(0.0, min(100.0, value / self.scale * 100)), 3)
+
+    @property
+    def quota_pct(self) -> float:
+        return self.pct(self.quota)
+
+    @property
+    def limit_pct(self) -> float:
+        return self.pct(self.limit) if _finite(self.limit) else 0.0
+
+    @property
+    def allocated_pct(self) -> float:
+        return self.pct(self.allocated)
+
+    @property
+    def requested_pct(self) -> float:
+        return self.pct(self.requested)
+
+    @property
+    def over_quota(self) -> bool:
+        """True when more is allocated than the queue's guaranteed quota."""
+        return self.allocated is not None and self.allocated > self.quota + 1e-9
+
+    @property
+    def over_pct(self) -> float:
+        """Width of the over-quota part of the allocated bar, starting at `quota_pct`."""
+        return max(0.0, round(self.allocated_pct - self.quota_pct, 3)) if self.over_quota else 0.0
+
+    @property
+    def summary(self) -> str:
+        """The numbers in words, e.g. "quota 8 · limit ∞ · allocated 6 · requested 10 GPU"."""
+        def fmt(x):
+            if x is None:
+                return "?"
+            if x == UNLIMITED:
+                return "∞"
+            return format_number(x)
+        return (f"quota {fmt(self.quota)} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
+                f"requested {fmt(self.requested)} {self.unit}").strip()
+
+
+def quota_bar(resource: str, unit: str, quota, limit, allocated=None, requested=None) -> QuotaBar:
+    """Build a QuotaBar whose scale fits the largest finite number plus 10% headroom (at least 1 unit)."""
+    values = [x for x in (quota, limit, allocated, requested) if _finite(x)]
+    scale = max(values + [1.0]) * 1.1
+    return QuotaBar(resource, unit, float(quota), float(limit), allocated, requested, scale=scale)
+
+
+KAI_UNITS = {"gpu": (GPU_RESOURCE, Decimal(1)), "cpu": ("cpu", Decimal(1000)), "memory": ("memory", Decimal(10) ** -6)}
+
+
+def requests_of_spec(resolved_spec: dict) -> dict[str, float]:
+    """What a resolved job spec asks for in KAI queue units: {"gpu": devices, "cpu": millicores, "memory": MB}.
+
+    Per pod: the sum of regular containers' requests (a limit stands in when there is no request, as the API
+    server defaults it), times replicas, over all pod sets. Units follow KAI `resources.go` (CPU millicores,
+    memory in 10^6 bytes). Unparseable values count as 0 (the spec was validated at submit).
+    """
+    totals = {k: Decimal(0) for k in KAI_UNITS}
+    for ps in (resolved_spec or {}).get("podSets", []):
+        replicas = int(ps.get("replicas", 0) or 0)
+        for c in ps.get("template", {}).get("spec", {}).get("containers", []):
+            res = c.get("resources", {})
+            for key, (rname, factor) in KAI_UNITS.items():
+                qty = res.get("requests", {}).get(rname, res.get("limits", {}).get(rname))
+                if qty is None:
+                    continue
+                try:
+                    totals[key] += quantities.parse(qty, rname) * factor * replicas
+                except ValidationError:
+                    pass
+    return {k: float(v) for k, v in totals.items()}
+
+
+def gpus_of_spec(resolved_spec: dict) -> float:
+    """GPUs (devices) a resolved job spec asks for: replicas × per-pod `nvidia.com/gpu` over all pod sets."""
+    return requests_of_spec(resolved_spec)["gpu"]
+
+
+def pods_of_spec(resolved_spec: dict) -> int:
+    """Number of pods a resolved job spec creates (sum of replicas)."""
+    return sum(int(ps.get("replicas", 0) or 0) for ps in (resolved_spec or {}).get("podSets", []))
+
+
+@dataclass
+class StepChart:
+    """A step line chart in a `width`×`height` SVG user space: `series` maps a name to an SVG `points` string;
+    `lines` maps a name to the y of a horizontal reference line (quota, limit) or None when off the chart."""
+
+    width: int
+    height: int
+    vmax: float
+    series: dict = field(default_factory=dict)
+    lines: dict = field(default_factory=dict)
+
+
+def step_chart(series: dict[str, list[tuple[datetime, float]]], start: datetime, end: datetime,
+               lines: dict[str, float] | None = None, width: int = 600, height: int = 160) -> StepChart:
+    """Lay out usage readings as step lines (a reading holds until the next one) over [start, end].
+
+    `series`: name -> [(time, value)] in time order; values before `start` set the level at `start`. `lines`:
+    name -> value of a horizontal reference (quota, limit; -1 = unlimited is left out). The y scale fits the
+    largest value or finite reference plus 10% headroom.
+    """
+    finite = {k: v for k, v in (lines or {}).items() if v is not None and v != UNLIMITED}
+    values = [v for points in series.values() for _, v in points] + list(finite.values())
+    vmax = max(values + [1.0]) * 1.1
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x(t):
+        return round(max(0.0, min(1.0, (t - start).total_seconds() / span)) * width, 2)
+
+    def y(v):
+        return round(height - v / vmax * height, 2)
+
+    chart = StepChart(width=width, height=height, vmax=vmax)
+    for name, points in series.items():
+        if not points:
+            continue
+        coords, level = [], None
+        for t, v in points:
+            if t <= start:
+                level = v
+                continue
+            if level is None:
+                level = 0.0
+                coords.append((0.0, y(0.0)))
+            elif not coords:
+                coords.append((0.0, y(level)))
+            coords.append((x(t), y(level)))
+            coords.append((x(t), y(v)))
+            level = v
+        if not coords:
+            coords.append((0.0, y(level)))
+        coords.append((float(width), y(level)))
+        chart.series[name] = " ".join(f"{a:g},{b:g}" for a, b in coords)
+    chart.lines = {name: y(v) for name, v in finite.items()}
+    return chart

@@ -1,0 +1,166 @@
+"""Jobs: the filtered, sorted, paginated list; the job page with its live part; cancel and resubmit."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from ..choices import GangPhase
+from ..filtersets import GangJobFilterSet
+from ..forms.errors import error_items
+from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
+from ..services import access, timeline
+from ..services import events as event_service
+from ..services import jobs as job_service
+from ..services.errors import ServiceError
+from .common import is_htmx, page_or_fragment
+from .display import gantt, pods_of_spec, requests_of_spec
+from .objects import objects_sent
+from .why_pending import explain
+
+PAGE_SIZE = 50
+# ?sort= value -> ORDER BY; a stable tie-breaker keeps pages from overlapping.
+SORTS = {
+    "created": ("-created_at", "-id"), "-created": ("created_at", "id"),
+    "name": ("name", "id"), "-name": ("-name", "-id"),
+    "phase": ("phase", "-id"), "-phase": ("-phase", "-id"),
+    # Time in the current phase: ascending is the shortest first (the latest change first).
+    "in_phase": ("-phase_changed_at", "-id"), "-in_phase": ("phase_changed_at", "id"),
+    "queue": ("queue__name", "-id"), "-queue": ("-queue__name", "-id"),
+}
+SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),
+                ("created", "Submitted")]
+RELATED = ("template_version__template", "queue", "cluster", "submitted_by")
+
+
+def _jobs(user):
+    return access.visible_jobs(user, GangJob.objects.select_related(*RELATED))
+
+
+@login_required
+def job_list(request):
+    """GET /jobs/: filters (the API's GangJobFilterSet), search, sorting and pagination; htmx polls the table.
+
+    Four queries whatever the number of jobs: count, page, queue names and cluster names.
+    """
+    filterset = GangJobFilterSet(request.GET or None, queryset=_jobs(request.user))
+    sort = request.GET.get("sort", "created")
+    if sort not in SORTS:
+        sort = "created"
+    page = Paginator(filterset.qs.order_by(*SORTS[sort]), PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    sort_links = []
+    for key, label in SORT_COLUMNS:
+        q = query.copy()
+        q["sort"] = f"-{key}" if sort == key else key
+        sort_links.append({"key": key, "label": label, "query": q.urlencode(),
+                           "active": sort.lstrip("-") == key, "desc": sort.startswith("-")})
+    return page_or_fragment(request, "scheduling/jobs.html", "scheduling/partials/job_table.html", {
+        "section": "jobs", "filterset": filterset, "page": page, "sort": sort, "sort_links": sort_links,
+        "query": query.urlencode(), "phases": GangPhase.choices, "selected_phases": request.GET.getlist("phase"),
+        "queue_names": list(access.visible_queues(request.user, QueuePolicy.objects.all()).values_list("name",
+                                                                                                      flat=True)),
+        "cluster_names": list(access.visible_clusters(request.user, Cluster.objects.all()).values_list("name",
+                                                                                                        flat=True)),
+        "now": timezone.now(),
+    })
+
+
+def job_live_context(job) -> dict:
+    """The parts of the job page that change while it runs: phase, timeline, why-pending, pods, events."""
+    transitions = list(job.transitions.all())
+    observed = job.observed or {}
+    pods = observed.get("pods") or []
+    return {
+        "job": job,
+        "gantt": gantt(transitions, timezone.now()),
+        "durations": timeline.durations(transitions),  # the API's derived durations, seconds or None
+        "transitions": transitions,
+        "why": explain(job.why_pending, job.phase),
+        # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and
+        # counts by pod phase (older passes stored only the counts, under "pods").
+        "pods": [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else [],
+        "pod_counts": observed.get("pod_counts") or (pods if isinstance(pods, dict) else {}),
+        "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
+        "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
+        "can_resubmit": job.is_terminal,
+    }
+
+
+@login_required
+def job_detail(request, pk: int):
+    """GET /jobs/<id>/: everything about one job; the live part is polled every 2 s while it is active."""
+    job = get_object_or_404(_jobs(request.user).select_related("resubmitted_from"), pk=pk)
+    context = job_live_context(job)
+    context.update({
+        "section": "jobs",
+        "asks": requests_of_spec(job.resolved_spec),
+        "pod_count": pods_of_spec(job.resolved_spec),
+        "objects": objects_sent(job),
+    })
+    return render(request, "scheduling/job_detail.html", context)
+
+
+@login_required
+def job_objects(request, pk: int):
+    """GET /jobs/<id>/objects/ (htmx): the objects sent to the cluster. The page polls it only until there are
+    some, so expanding one is never undone by a refresh."""
+    job = get_object_or_404(_jobs(request.user), pk=pk)
+    return render(request, "scheduling/partials/job_objects.html", {"job": job, "objects": objects_sent(job)})
+
+
+@login_required
+def job_live(request, pk: int):
+    """GET /jobs/<id>/live/: the live fragment alone (htmx). Once the job is finished it stops polling."""
+    job = get_object_or_404(_jobs(request.user), pk=pk)
+    return render(request, "scheduling/partials/job_live.html", job_live_context(job))
+
+
+@login_required
+def job_events(request, pk: int):
+    """GET /jobs/<id>/events/: the Kubernetes Events of the job's objects, read live from its cluster
+    (`services.events.job_events`, as GET /api/v1/jobs/<id>/events/). htmx loads it into the job page and
+    refreshes it every 10 s; without JavaScript the page links to it."""
+    job = get_object_or_404(_jobs(request.user).select_related("cluster"), pk=pk)
+    events, error = [], ""
+    try:
+        events = event_service.job_events(job)
+    except Exception as exc:  # noqa: BLE001 - any cluster failure is shown, never a 500 on the job page
+        error = f"Could not read events from cluster '{job.cluster.name}': {str(exc)[:300]}"
+    context = {"job": job, "events": events[-50:][::-1], "error": error}
+    if is_htmx(request):
+        return render(request, "scheduling/partials/job_events.html", context)
+    return render(request, "scheduling/job_events.html", {**context, "section": "jobs"})
+
+
+def _act(request, pk: int, action, done: str):
+    job = get_object_or_404(_jobs(request.user), pk=pk)
+    try:
+        result = action(request.user, job)
+    except (ServiceError, ValidationError) as exc:
+        for path, message in error_items(exc):
+            messages.error(request, f"{message}" if path in ("", "detail", "phase") else f"{path}: {message}")
+        return redirect("scheduling:job", pk=job.pk)
+    messages.success(request, done.format(job=result))
+    return redirect("scheduling:job", pk=result.pk)
+
+
+@login_required
+@require_POST
+def job_cancel(request, pk: int):
+    """POST /jobs/<id>/cancel/: services.jobs.cancel, as the API's POST /api/v1/jobs/<id>/cancel/."""
+    return _act(request, pk, job_service.cancel, "Cancellation requested for {job}.")
+
+
+@login_required
+@require_POST
+def job_resubmit(request, pk: int):
+    """POST /jobs/<id>/resubmit/: services.jobs.resubmit; redirects to the new job."""
+    return _act(request, pk, job_service.resubmit, "Resubmitted as a new job {job}.")
+
+

@@ -1,0 +1,112 @@
+"""The dashboard against the real control plane, in a real browser: register the local cluster and test the
+connection, create a template and a queue, submit a job from the form, watch its timeline advance to Running
+without reloading the page, and cancel it.
+
+Reconcile runs in the test's own thread, one pass at a time, the way a worker would run the task each time it is
+requeued (the enqueued-task recorder stands in for the broker); the browser only polls the page. It lives under
+tests/cluster/ so the session's single control plane (tests/cluster/conftest.py) serves it.
+"""
+import time
+
+import pytest
+
+from scheduling.choices import DesiredState, GangPhase
+from scheduling.models import GangJob
+from scheduling.reconcile import jobs as job_reconcile
+from tests.ui.browser import screenshot
+
+pytestmark = [pytest.mark.cluster, pytest.mark.ui, pytest.mark.django_db(transaction=True)]
+
+SPEC_YAML = """backend: k8s-workload
+gang: {scheduleTimeoutSeconds: 60}
+podSets:
+- name: worker
+  replicas: 2
+  template:
+    spec:
+      containers:
+      - name: main
+        image: registry.example/train:1
+        resources:
+          requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}
+          limits: {nvidia.com/gpu: "1"}
+overridable: [podSets.*.replicas, podSets.*.resources]
+"""
+
+
+def reconcile_until(tab, job_pk: int, phase: str, timeout: float = 90) -> GangJob:
+    """Run reconcile passes of the job (as the worker would) until the *page* shows `phase`, which it only can
+    by polling: the test never reloads it. Returns the job row."""
+    deadline = time.monotonic() + timeout
+    badge = tab.locator(f"#job-phase:text-is('{phase}')")
+    while True:
+        job = GangJob.objects.select_related("cluster", "queue").get(pk=job_pk)
+        if not job.is_terminal or job.phase != phase:
+            job_reconcile.run_pass(job)
+        if badge.count():
+            return GangJob.objects.get(pk=job_pk)
+        if time.monotonic() > deadline:
+            job.refresh_from_db()
+            raise AssertionError(f"page never showed {phase}; job is {job.phase} ({job.phase_reason}: "
+                                 f"{job.phase_message})")
+        tab.wait_for_timeout(700)
+
+
+def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, kube_cluster, kube_namespace,
+                                                                 enqueued, queue_syncs):
+    page = admin_page
+    page.goto("/clusters/new/")
+    page.get_by_label("Name").fill("local")
+    page.get_by_label("kubeconfig file").set_input_files(str(kube_cluster.kubeconfig))
+    page.get_by_role("button", name="Register").click()
+    page.wait_for_url("**/clusters/local/")
+    page.get_by_role("button", name="Test connection").click()
+    page.locator("#cluster-health:text-is('Healthy')").wait_for()
+    assert page.locator("#cluster-version").inner_text().startswith("v1.36")
+    assert "scheduling.k8s.io/v1alpha2" in page.inner_text("main")
+    assert "k8s-workload-v1alpha2" in page.locator("tr:has-text('k8s-workload-v1alpha2')").inner_text()
+
+    page.goto("/templates/new/")
+    page.get_by_label("Name").fill("train")
+    page.get_by_label("Spec").fill(SPEC_YAML)
+    page.get_by_role("button", name="Create template").click()
+    page.wait_for_url("**/templates/train/")
+    assert "Workload" in page.inner_text("#template-preview")  # the builders' objects, for an example job
+
+    page.goto("/queues/new/")
+    page.get_by_label("Name", exact=True).fill("team-a")
+    page.get_by_label("GPU quota").fill("8")
+    page.get_by_label("Clusters").select_option("local")
+    page.get_by_role("button", name="Create queue").click()
+    page.wait_for_url("**/queues/")
+
+    page.goto("/submit/?template=train")
+    page.get_by_label("Name", exact=True).fill("ui-gang")
+    page.get_by_label("Namespace").fill(kube_namespace)
+    page.get_by_label("Queue").select_option("team-a")
+    page.get_by_label("Cluster").select_option("local")
+    page.get_by_label("worker: replicas").fill("3")
+    page.get_by_role("button", name="Submit job").click()
+    page.wait_for_url("**/jobs/*/")
+    job_pk = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    page.evaluate("window.gangwebNoReload = 'still here'")
+
+    job = reconcile_until(page, job_pk, GangPhase.RUNNING)
+    assert job.phase == GangPhase.RUNNING and job.backend_plugin == "k8s-workload-v1alpha2"
+    assert page.evaluate("window.gangwebNoReload") == "still here"
+    # The objects gangweb sent appear without a reload too (the objects block polls until there are some).
+    page.locator("#job-objects summary:has-text('Workload')").wait_for()
+    assert page.locator("#job-objects summary:has-text('PodGroup')").count() == 1
+    screenshot(page, "job-on-local-cluster", docs=False)
+    phases = page.locator(".timeline .ph").all_inner_texts()
+    assert phases[0] == "Submitted" and phases[-1] == "Running" and "Dispatched" in phases
+
+    page.get_by_role("button", name="Cancel job").click()
+    page.get_by_text("Cancellation requested").wait_for()
+    assert GangJob.objects.get(pk=job_pk).desired_state == DesiredState.CANCEL
+    page.evaluate("window.gangwebNoReload = 'still here'")
+    job = reconcile_until(page, job_pk, GangPhase.CANCELLED)
+    assert job.phase == GangPhase.CANCELLED
+    assert page.evaluate("window.gangwebNoReload") == "still here"
+    assert page.get_by_role("button", name="Resubmit").is_visible()
+    assert not page.js_errors

@@ -1,0 +1,122 @@
+"""Query budgets: every dashboard page runs a fixed number of SQL queries, the same with 10 rows of everything
+as with 1,000 (jobs, queues, templates, template versions, clusters)."""
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from scheduling.choices import GangPhase
+from scheduling.models import (
+    Cluster,
+    GangJob,
+    PhaseTransition,
+    QueuePolicy,
+    QueueUsageSample,
+    RuntimeTemplate,
+    RuntimeTemplateVersion,
+)
+from scheduling.services import jobs as job_service
+from tests import builders
+
+# Page -> the most queries it may run (session and user lookups included).
+BUDGETS = {
+    "/": 10,
+    "/queues/": 7,
+    "/queues/team-a/?window=7d": 10,
+    "/jobs/": 6,
+    "/jobs/?phase=Running&sort=-in_phase&page=2": 6,
+    "/jobs/{job}/": 5,
+    "/jobs/{job}/live/": 5,
+    "/jobs/{job}/objects/": 4,
+    "/submit/?template=base": 6,
+    "/templates/": 4,
+    "/templates/base/": 5,
+    "/clusters/": 3,
+    "/clusters/local/": 4,
+}
+# A user who is not a platform admin also has their queue roles, visible queue ids and cluster grants read (once
+# per request each, services/access.py memoizes them): a few more queries, still independent of the row counts.
+NON_ADMIN_BUDGETS = {
+    "/": 17,
+    "/queues/": 14,
+    "/queues/team-a/?window=7d": 14,
+    "/jobs/": 12,
+    "/jobs/?phase=Running&sort=-in_phase&page=2": 12,
+    "/jobs/{job}/": 8,
+    "/jobs/{job}/live/": 8,
+    "/jobs/{job}/objects/": 6,
+    "/submit/?template=base": 12,
+    "/templates/": 8,
+    "/templates/base/": 9,
+    "/clusters/": 8,
+    "/clusters/local/": 9,
+}
+PHASES = [GangPhase.SUBMITTED, GangPhase.QUEUED, GangPhase.RUNNING, GangPhase.FAILED, GangPhase.SUCCEEDED]
+
+
+def grow(n: int, user, start: int) -> None:
+    """Add `n` rows of each kind, indices from `start`: queues (every tenth a parent of the next nine), clusters,
+    templates and versions, and jobs in a mix of phases with a timeline each, some stuck in Queued."""
+    spec = builders.template_spec()
+    base = RuntimeTemplate.objects.get(name="base")
+    last = base.versions.order_by("-version").first().version
+    RuntimeTemplateVersion.objects.bulk_create(
+        RuntimeTemplateVersion(template=base, version=last + i + 1, spec=spec) for i in range(n))
+    templates = RuntimeTemplate.objects.bulk_create(RuntimeTemplate(name=f"t-{start + i}") for i in range(n))
+    RuntimeTemplateVersion.objects.bulk_create(RuntimeTemplateVersion(template=t, version=1, spec=spec)
+                                               for t in templates)
+    Cluster.objects.bulk_create(Cluster(name=f"c-{start + i}") for i in range(n))
+    parents = QueuePolicy.objects.bulk_create(QueuePolicy(name=f"p-{start + i}", gpu_quota=8) for i in range(0, n, 10))
+    QueuePolicy.objects.bulk_create(QueuePolicy(name=f"q-{start + i}", parent=parents[i // 10], gpu_quota=1)
+                                    for i in range(n) if i % 10)
+    items = [builders.submit_body(base.versions.first(), QueuePolicy.objects.get(name="team-a"),
+                                  Cluster.objects.get(name="local"), name=f"job-{start + i}",
+                                  overrides={"podSets": {"worker": {"resources": {"nvidia.com/gpu": "1"}}}})
+             for i in range(n)]
+    for item in items:
+        item["template"] = "base"
+    created = job_service.submit_many(user, items)
+    old = timezone.now() - timedelta(days=1)
+    for i, job in enumerate(created):
+        job.phase = PHASES[i % len(PHASES)]
+        job.phase_changed_at = old
+    GangJob.objects.bulk_update(created, ["phase", "phase_changed_at"])
+    PhaseTransition.objects.bulk_create(PhaseTransition(job=j, phase=j.phase, at=old, source="test")
+                                        for j in created if j.phase != GangPhase.SUBMITTED)
+    team_a = QueuePolicy.objects.get(name="team-a")
+    QueueUsageSample.objects.bulk_create(QueueUsageSample(policy=team_a, cluster_id=cluster_id, at=old + timedelta(
+        minutes=i), allocated_gpu=i % 4, requested_gpu=i % 6) for i in range(n) for cluster_id in [
+        Cluster.objects.get(name="local").pk])
+
+
+def count_queries(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize("principal", ["platform admin", "queue submitter"])
+def test_every_page_stays_within_its_query_budget_from_10_to_1000_rows(ui, admin_user, principal):
+    cluster = builders.make_cluster("local")
+    team_a = builders.make_queue("team-a", clusters=[cluster])
+    budgets = BUDGETS
+    if principal == "queue submitter":
+        user = builders.make_user("sam")
+        builders.grant(team_a, "submitter", user=user)
+        ui.force_login(user)
+        budgets = NON_ADMIN_BUDGETS
+    template = builders.make_template("base", pod_sets=[builders.pod_set(containers=[builders.container(gpu=1)])])
+    job = builders.make_job(template, QueuePolicy.objects.get(name="team-a"), cluster, name="watched",
+                            phase=GangPhase.RUNNING, user=admin_user)
+    urls = {page: page.format(job=job.pk) for page in BUDGETS}
+    grow(10, admin_user, 0)
+    small = {page: count_queries(ui, url) for page, url in urls.items()}
+    grow(990, admin_user, 10)
+    assert GangJob.objects.count() == 1001
+    large = {page: count_queries(ui, url) for page, url in urls.items()}
+    assert large == small, "query counts changed from 10 to 1,000 rows"
+    over = {page: n for page, n in small.items() if n > budgets[page]}
+    assert not over, f"over budget: {over} (budgets {budgets})"
