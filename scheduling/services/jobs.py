@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
@@ -59,8 +60,10 @@ class Lookups:
             lk.versions[(ver.template.name, ver.version)] = ver
             if ver.template.name not in lk.latest or ver.version > lk.latest[ver.template.name].version:
                 lk.latest[ver.template.name] = ver
-        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue"))}
-        lk.parents = set(QueuePolicy.objects.filter(parent__in=lk.queues.values()).values_list("parent_id", flat=True))
+        has_children = Exists(QueuePolicy.objects.filter(parent=OuterRef("pk")))
+        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue")).annotate(
+            has_children=has_children)}
+        lk.parents = {q.id for q in lk.queues.values() if q.has_children}
         lk.clusters = {c.name: c for c in Cluster.objects.filter(name__in=names("cluster"))}
         for qid, cid in QueuePolicy.clusters.through.objects.filter(
                 queuepolicy_id__in=[q.id for q in lk.queues.values()]).values_list("queuepolicy_id", "cluster_id"):
@@ -141,28 +144,48 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     try:
         with transaction.atomic():
             created = GangJob.objects.bulk_create(jobs)
-            PhaseTransition.objects.bulk_create([
+            transitions = PhaseTransition.objects.bulk_create([
                 PhaseTransition(job=j, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
                                 message=message) for j in created
             ])
             audit.record_many(user, action, created)
             dispatch.reconcile_jobs_on_commit([j.id for j in created])
     except IntegrityError as exc:
+        # The unique constraint is the check (no SELECT before every insert); only now look for the clash to
+        # name it. Another constraint (e.g. the idempotency key) gets the generic message.
+        _raise_active_clash(jobs)
         raise Conflict({"name": "a job with this name is already active in that cluster and namespace"}) from exc
+    for job, transition in zip(created, transitions, strict=True):
+        _remember_transitions(job, [transition])
     return created
 
 
+def _remember_transitions(job: GangJob, transitions: list[PhaseTransition]) -> None:
+    """Fill job.transitions' prefetch cache with rows we just inserted, so serializing the new job (the submit
+    response) needs no query. This is what Django's own prefetch_related stores."""
+    queryset = PhaseTransition.objects.filter(job=job)
+    queryset._result_cache = transitions
+    queryset._prefetch_done = True
+    job._prefetched_objects_cache = {"transitions": queryset}
+
+
 def _check_names(jobs: list[GangJob]) -> None:
+    """Raise Conflict when one request names the same job twice (clashes with stored jobs: _raise_active_clash)."""
     seen = set()
     for i, job in enumerate(jobs):
         key = (job.cluster_id, job.namespace, job.name)
         if key in seen:
             raise Conflict({f"jobs[{i}].name": f"'{job.name}' appears twice in this request"})
         seen.add(key)
+
+
+def _raise_active_clash(jobs: list[GangJob]) -> None:
+    """Raise Conflict naming the first active stored job with the same cluster, namespace and name, if any."""
+    wanted = {(job.cluster_id, job.namespace, job.name) for job in jobs}
     clashes = GangJob.objects.filter(phase__in=list(ACTIVE_PHASES), name__in=[j.name for j in jobs]).values_list(
         "cluster_id", "namespace", "name")
     for key in clashes:
-        if key in seen:
+        if key in wanted:
             raise Conflict({"name": f"an active job '{key[2]}' already exists in namespace '{key[1]}' of that cluster"})
 
 

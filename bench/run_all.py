@@ -1,0 +1,127 @@
+"""Run every benchmark against PostgreSQL, Redis, gunicorn (2 workers), a Celery worker and the local control plane.
+
+    python -m bench.run_all [--only submit,pages] [--quick] [--keep-workdir]
+
+Starts what is missing (see bench.stack), migrates the ``gangweb_bench`` database, runs each benchmark, prints
+its figures with the ratio against its baseline, writes ``bench/results/latest.json``, and stops what it started.
+``--quick`` shrinks every size tenfold (a smoke run; its results are not written to latest.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import secrets
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .common import RESULTS_DIR
+from .stack import REPO, Stack, log
+
+BENCHMARKS = ["submit", "reconcile", "resync", "memory", "pages"]
+
+
+def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, str]:
+    env = {
+        "DJANGO_SETTINGS_MODULE": "bench.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": secrets.token_hex(32),
+        "DEBUG": "0",
+        "GANGWEB_TESTING": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+        "GANGWEB_STATE_DIR": str(workdir / "state"),
+        "LOG_LEVEL": "WARNING",
+        # Beat is not started: each benchmark triggers resyncs itself, so none runs at a random moment.
+        "GANGWEB_RESYNC_SECONDS": "3600",
+    }
+    os.environ.update(env)
+    return env
+
+
+def _setup_django() -> None:
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", "--noinput", verbosity=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated subset of " +
+                        ", ".join(BENCHMARKS))
+    parser.add_argument("--quick", action="store_true", help="tenfold smaller sizes; results not saved")
+    parser.add_argument("--keep-workdir", action="store_true")
+    args = parser.parse_args(argv)
+    selected = [b.strip() for b in args.only.split(",") if b.strip()]
+    unknown = sorted(set(selected) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    scale = 10 if args.quick else 1
+    sys.path.insert(0, str(REPO))
+    workdir = Path(tempfile.mkdtemp(prefix="gangweb-bench-"))
+    started = time.monotonic()
+    results: dict[str, object] = {}
+    lines: list[str] = []
+    failed = []
+    with Stack(workdir) as stack:
+        database_url = stack.start_postgres()
+        redis_url = stack.start_redis()
+        stack.env = _configure(database_url, redis_url, workdir)
+        _setup_django()
+        base_url = stack.start_web(workers=2)
+        log(f"web at {base_url}, PostgreSQL and Redis ready ({time.monotonic() - started:.0f} s)")
+        for name in selected:
+            log(f"benchmark: {name}")
+            t0 = time.monotonic()
+            try:
+                result, report = _run_one(name, stack, base_url, scale)
+            except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others' figures
+                failed.append(name)
+                results[name] = {"error": traceback.format_exc(limit=8)}
+                log(f"{name} failed:\n{results[name]['error']}")
+                continue
+            result["seconds"] = round(time.monotonic() - t0, 1)
+            results[name] = result
+            lines += report
+            print("\n".join(report), flush=True)
+    if not args.keep_workdir:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    total = round(time.monotonic() - started, 1)
+    document = {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "total_seconds": total,
+        "results": results,
+    }
+    print(f"\nall benchmarks: {total:.0f} s")
+    if not args.quick and set(selected) == set(BENCHMARKS):
+        RESULTS_DIR.mkdir(exist_ok=True)
+        (RESULTS_DIR / "latest.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        log(f"wrote {RESULTS_DIR / 'latest.json'}")
+    elif not args.quick:
+        path = RESULTS_DIR / f"partial-{'-'.join(selected)}.json"
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        log(f"wrote {path} (a partial run does not replace latest.json)")
+    return 1 if failed else 0
+
+
+def _run_one(name: str, stack: Stack, base_url: str, scale: int):
+    if name == "submit":
+        from . import submit
+
+        result = submit.run(base_url, jobs=2000 // scale, bulk_batch=500 // scale)
+        return result, submit.report(result)
+    raise NotImplementedError(f"benchmark '{name}' is not written yet")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
