@@ -85,17 +85,15 @@ def logged_in_session(base_url: str, user):
     return session
 
 
-def run_concurrently(items: Iterable, worker: Callable, threads: int, make_state: Callable[[], object]):
-    """Call worker(state, item) for every item from `threads` threads, each with its own state (e.g. a
-    requests.Session). Returns (latencies in seconds, wall seconds). Exceptions propagate."""
+def run_concurrently(items: Iterable, worker: Callable, states: list):
+    """Call worker(state, item) for every item from one thread per entry of `states` (e.g. one keep-alive
+    requests.Session each). Returns (latencies in seconds, wall seconds). Exceptions propagate."""
     items = list(items)
     lock = threading.Lock()
     cursor = iter(items)
     latencies: list[float] = []
-    local = threading.local()
 
-    def loop():
-        local.state = make_state()
+    def loop(state):
         mine = []
         while True:
             with lock:
@@ -103,14 +101,14 @@ def run_concurrently(items: Iterable, worker: Callable, threads: int, make_state
             if item is None:
                 break
             t0 = time.perf_counter()
-            worker(local.state, item)
+            worker(state, item)
             mine.append(time.perf_counter() - t0)
         with lock:
             latencies.extend(mine)
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(threads) as pool:
-        for f in [pool.submit(loop) for _ in range(threads)]:
+    with ThreadPoolExecutor(len(states)) as pool:
+        for f in [pool.submit(loop, state) for state in states]:
             f.result()
     return latencies, time.perf_counter() - start
 
@@ -138,5 +136,7 @@ def profile(name: str, fn: Callable[[], object]) -> str:
     finally:
         profiler.stop()
     path = RESULTS_DIR / f"profile-{name}.txt"
-    path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+    tree = profiler.output_text(unicode=True, color=False)
+    flat = profiler.output_text(unicode=True, color=False, flat=True).splitlines()
+    path.write_text(tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n")
     return str(path.relative_to(RESULTS_DIR.parent.parent))

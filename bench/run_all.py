@@ -120,6 +120,17 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int):
 
         result = submit.run(base_url, jobs=2000 // scale, bulk_batch=500 // scale)
         return result, submit.report(result)
+    if name == "memory":
+        from . import memory
+
+        result = memory.run(stack, base_url, jobs=10_000 // scale)
+        return result, memory.report(result)
+    if name == "pages":
+        from . import pages
+
+        result = pages.run(jobs=100_000 // scale, queues=1000 // scale if scale == 1 else 200,
+                           small_jobs=1000 // scale, small_queues=10)
+        return result, pages.report(result)
     raise NotImplementedError(f"benchmark '{name}' is not written yet")
 
 

@@ -1,8 +1,9 @@
 """Benchmark 1: job submission through gunicorn, single and bulk, against a minimal DRF endpoint.
 
 Single: N jobs via ``POST /api/v1/jobs/`` from `threads` client threads (one keep-alive requests.Session each),
-alternating halves with the baseline ``POST /bench/baseline/rows/`` (one INSERT of the same body) so both see the
-same machine load. Bulk: ``POST /api/v1/jobs/bulk/`` in batches, alternating with the baseline bulk endpoint.
+alternating blocks of 100 with the baseline ``POST /bench/baseline/rows/`` (one INSERT of the same body) so both
+see the same machine load. Bulk: ``POST /api/v1/jobs/bulk/`` in batches of 500 from 2 concurrent clients (one per
+gunicorn worker), alternating rounds with the baseline bulk endpoint (one bulk INSERT of the same bodies).
 
 Figures: jobs/s, p50 and p99 request latency (ms), SQL queries per submit (measured in-process).
 Goals (issue 9): single >= 0.5 x baseline jobs/s; bulk >= 2,000 jobs/s.
@@ -68,40 +69,40 @@ def query_counts(user, version, queue, cluster, bulk_size: int) -> dict:
     return counts
 
 
-def run(base_url: str, jobs: int = 2000, threads: int = 8, bulk_batch: int = 500) -> dict:
+def run(base_url: str, jobs: int = 2000, threads: int = 8, bulk_batch: int = 500, bulk_threads: int = 2,
+        block: int = 100) -> dict:
     """Run the submit benchmark against gunicorn at `base_url`; return the figures (see module docstring)."""
     from django.test import Client
 
     reset_jobs()
     user, version, queue, cluster = bench_fixtures()
-    new_session = lambda: logged_in_session(base_url, user)  # noqa: E731
+    sessions = [logged_in_session(base_url, user) for _ in range(threads)]
     jobs_url, baseline_url = f"{base_url}/api/v1/jobs/", f"{base_url}/bench/baseline/rows/"
 
     def body(prefix):
         return _body(version, queue, cluster, prefix)
 
     # Warm-up: each gunicorn worker imports and connects before anything is timed.
-    run_concurrently([body("warm") for _ in range(4 * threads)], _post(jobs_url), threads, new_session)
-    run_concurrently([body("warm") for _ in range(4 * threads)], _post(baseline_url), threads, new_session)
+    run_concurrently([body("warm") for _ in range(4 * threads)], _post(jobs_url), sessions)
+    run_concurrently([body("warm") for _ in range(4 * threads)], _post(baseline_url), sessions)
 
+    # Alternate blocks of `block` requests (baseline, gangweb, baseline, ...): load from anything else on the
+    # machine changes over seconds, so both sides see the same load.
     single, base = [], []
-    half = jobs // 2
-    for _ in range(2):  # baseline, gangweb, baseline, gangweb: both halves see the same background load
-        lat, wall = run_concurrently([body("b") for _ in range(half)], _post(baseline_url), threads, new_session)
-        base.append((lat, wall, half))
-        lat, wall = run_concurrently([body("s") for _ in range(half)], _post(jobs_url), threads, new_session)
-        single.append((lat, wall, half))
+    for _ in range(max(1, jobs // block)):
+        base.append((*run_concurrently([body("b") for _ in range(block)], _post(baseline_url), sessions), block))
+        single.append((*run_concurrently([body("s") for _ in range(block)], _post(jobs_url), sessions), block))
     single_fig, base_fig = _merge(single), _merge(base)
 
+    # Bulk: `bulk_threads` concurrent clients (one per gunicorn worker), alternating baseline and gangweb rounds.
     bulk, base_bulk = [], []
-    session = new_session()
-    for _ in range(jobs // bulk_batch):
-        lat, wall = run_concurrently([{"jobs": [body("bb") for _ in range(bulk_batch)]}],
-                                     _post(f"{baseline_url}bulk/"), 1, lambda: session)
-        base_bulk.append((lat, wall, bulk_batch))
-        lat, wall = run_concurrently([{"jobs": [body("bk") for _ in range(bulk_batch)]}],
-                                     _post(f"{jobs_url}bulk/"), 1, lambda: session)
-        bulk.append((lat, wall, bulk_batch))
+    per_round = bulk_batch * bulk_threads
+    bulk_sessions = sessions[:bulk_threads]
+    for _ in range(max(1, jobs // per_round)):
+        batches = [{"jobs": [body("bb") for _ in range(bulk_batch)]} for _ in range(bulk_threads)]
+        base_bulk.append((*run_concurrently(batches, _post(f"{baseline_url}bulk/"), bulk_sessions), per_round))
+        batches = [{"jobs": [body("bk") for _ in range(bulk_batch)]} for _ in range(bulk_threads)]
+        bulk.append((*run_concurrently(batches, _post(f"{jobs_url}bulk/"), bulk_sessions), per_round))
     bulk_fig, base_bulk_fig = _merge(bulk), _merge(base_bulk)
 
     result = {
@@ -110,7 +111,7 @@ def run(base_url: str, jobs: int = 2000, threads: int = 8, bulk_batch: int = 500
         "bulk": bulk_fig, "baseline_bulk": base_bulk_fig,
         "bulk_ratio": ratio(bulk_fig["jobs_per_s"], base_bulk_fig["jobs_per_s"]),
         "queries": query_counts(user, version, queue, cluster, bulk_batch),
-        "threads": threads, "bulk_batch": bulk_batch,
+        "threads": threads, "bulk_batch": bulk_batch, "bulk_threads": bulk_threads,
         "goals": {"single_ratio_min": SINGLE_GOAL_RATIO, "bulk_jobs_per_s_min": BULK_GOAL_JOBS_PER_S},
     }
     result["single_ok"] = result["single_ratio"] >= SINGLE_GOAL_RATIO

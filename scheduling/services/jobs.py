@@ -47,6 +47,25 @@ class Lookups:
     queue_clusters: dict[int, set[int]] = field(default_factory=dict)
     tree: queue_service.QueueTree | None = None  # every queue, for the limit check of a queue and its ancestors
     usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
+    rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
+
+    def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
+        """The resolved spec of `version` with `overrides`, rendered and policy-checked once per distinct pair.
+
+        Bulk submits usually repeat the same overrides; jobs that do share one resolved-spec dict, which nothing
+        mutates before it is saved. Raises what `templates.render` and `policy.check_job_spec` raise.
+        """
+        try:
+            key = (version.id, json.dumps(overrides, sort_keys=True))
+        except (TypeError, ValueError):  # not JSON: let render name the field
+            key = None
+        if key is not None and key in self.rendered:
+            return self.rendered[key]
+        resolved = template_service.render(version.spec, overrides)
+        policy.check_job_spec(resolved, version.spec)
+        if key is not None:
+            self.rendered[key] = resolved
+        return resolved
 
     @classmethod
     def load(cls, items: list[dict]) -> Lookups:
@@ -124,8 +143,7 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         policy.check_priority_class(user, priority)
     access.check_submit(user, queue, cluster)
     access.check_use_template(user, version.template)
-    resolved = template_service.render(version.spec, data.get("overrides", {}))
-    policy.check_job_spec(resolved, version.spec)
+    resolved = lookups.render(version, data.get("overrides", {}))
     # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
     limit_warnings = queue_service.check_job_limits(queue, cluster, resolved, lookups.tree, lookups.usage)
     job = GangJob(
@@ -155,8 +173,8 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
         # name it. Another constraint (e.g. the idempotency key) gets the generic message.
         _raise_active_clash(jobs)
         raise Conflict({"name": "a job with this name is already active in that cluster and namespace"}) from exc
-    for job, transition in zip(created, transitions, strict=True):
-        _remember_transitions(job, [transition])
+    if len(created) == 1:  # a single submit answers with the job's timeline; bulk answers use the list form
+        _remember_transitions(created[0], transitions)
     return created
 
 
