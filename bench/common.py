@@ -31,7 +31,7 @@ def ratio(value: float, baseline: float) -> float:
 
 
 def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
-    """The admin user, a cluster, a leaf queue and a 1-pod-set template that bench submits name.
+    """The admin user, a cluster, a leaf queue (under a parent) and a 1-pod-set template that bench submits name.
 
     Returns (user, template_version, queue, cluster). Idempotent per suffix.
     """
@@ -44,7 +44,10 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     user = user_model.objects.filter(username="bench").first() or user_model.objects.create_superuser(
         "bench", "bench@example.com", secrets.token_hex(16))
     cluster, _ = Cluster.objects.get_or_create(name=f"bench{suffix}", defaults=cluster_kwargs or {})
-    queue, _ = QueuePolicy.objects.get_or_create(name=f"bench{suffix}")
+    # A team queue under a department, as most installs have: submits check the limits of both.
+    dept, _ = QueuePolicy.objects.get_or_create(name=f"bench-dept{suffix}")
+    queue, _ = QueuePolicy.objects.get_or_create(name=f"bench{suffix}", defaults={"parent": dept})
+    dept.clusters.add(cluster)
     queue.clusters.add(cluster)
     name = f"bench{suffix}"
     version = RuntimeTemplateVersion.objects.filter(template__name=name).order_by("-version").first()

@@ -87,10 +87,22 @@ class Lookups:
         for qid, cid in QueuePolicy.clusters.through.objects.filter(
                 queuepolicy_id__in=[q.id for q in lk.queues.values()]).values_list("queuepolicy_id", "cluster_id"):
             lk.queue_clusters.setdefault(qid, set()).add(cid)
-        lk.tree = queue_service.QueueTree.load()
+        lk.tree = queue_service.QueueTree.load(_with_ancestors(lk.queues.values()))
         chain_ids = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]}
         lk.usage = queue_service.load_usage(chain_ids, [c.id for c in lk.clusters.values()])
         return lk
+
+
+def _with_ancestors(queues) -> list[QueuePolicy]:
+    """`queues` plus every ancestor, one query per tree level above them (not every queue: a submit must not
+    cost more as the number of queues grows)."""
+    by_id = {q.id: q for q in queues}
+    missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
+    while missing:
+        for parent in QueuePolicy.objects.filter(id__in=missing):
+            by_id[parent.id] = parent
+        missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
+    return list(by_id.values())
 
 
 def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:

@@ -20,12 +20,24 @@ def _count(api, url, body) -> tuple[int, object]:
 def test_a_single_submit_reads_lookups_once_and_does_not_read_the_new_job_back(api, setup):
     api.post("/api/v1/jobs/", builders.submit_body(*setup), format="json")  # warm-up
     count, response = _count(api, "/api/v1/jobs/", builders.submit_body(*setup, name="train-q"))
-    # 4 lookups (template versions, queues with has-children, clusters, queue->cluster links),
+    # 5 lookups (template versions, queues with has-children, clusters, queue->cluster links, queue usage),
     # savepoint, job INSERT, transition INSERT, release.
-    assert count == 8
+    assert count == 9
     assert response.data["name"] == "train-q"
     assert response.data["template"] == setup[0].template.name
     assert [t["phase"] for t in response.data["timeline"]] == ["Submitted"]
+
+
+def test_a_submit_reads_its_queues_ancestors_not_every_queue(api, setup):
+    template, _, cluster = setup
+    dept = builders.make_queue("dept", clusters=[cluster])
+    team = builders.make_queue("dept-team", parent=dept, clusters=[cluster])
+    for i in range(30):
+        builders.make_queue(f"other-{i}", parent=dept)
+    api.post("/api/v1/jobs/", builders.submit_body(template, team, cluster), format="json")  # warm-up
+    count, response = _count(api, "/api/v1/jobs/", builders.submit_body(template, team, cluster))
+    assert count == 10  # the flat-queue budget plus one query for the parent level
+    assert response.data["queue"] == "dept-team"
 
 
 # Sizes stay under SQLite's 999 parameters per statement (Django splits larger INSERTs there; PostgreSQL does not).
@@ -33,7 +45,7 @@ def test_a_single_submit_reads_lookups_once_and_does_not_read_the_new_job_back(a
 def test_a_bulk_submit_runs_the_same_queries_whatever_its_size(api, setup, size):
     bodies = [builders.submit_body(*setup) for _ in range(size)]
     count, response = _count(api, "/api/v1/jobs/bulk/", {"jobs": bodies})
-    assert count == 8
+    assert count == 9
     assert response.data["count"] == size
     assert [j["name"] for j in response.data["jobs"]] == [b["name"] for b in bodies]
     assert GangJob.objects.count() == PhaseTransition.objects.count() == size
