@@ -7,7 +7,7 @@ size (the baseline: 1,000 jobs, 10 queues), then at the full size. Query counts 
 
 Pages: the dashboard's overview, job list, queue tree and job detail when the dashboard provides them (URL names
 ``scheduling:overview``, ``scheduling:jobs``, ``scheduling:queues``, ``scheduling:job``), and always the API's
-job list, job detail and queue list.
+job list, job detail, queue list and queue tree.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def _pages(job_id: int) -> list[tuple[str, str]]:
         ("API jobs list, phase=Running", "/api/v1/jobs/?phase=Running"),
         ("API job detail", f"/api/v1/jobs/{job_id}/"),
         ("API queues list", "/api/v1/queues/"),
+        ("API queue tree", "/api/v1/queues/tree/"),
     ]
     return pages
 

@@ -115,7 +115,8 @@ def _insert_history(cur, first: int, last: int, phase_order: dict) -> None:
 
 
 def analyze() -> None:
-    """Refresh PostgreSQL's planner statistics after a bulk load (as autovacuum would, eventually)."""
+    """VACUUM ANALYZE after a bulk load: planner statistics and the visibility map, as autovacuum leaves a table
+    that has been in use for a while."""
     with connection.cursor() as cur:
-        cur.execute(f"ANALYZE {GangJob._meta.db_table}, {PhaseTransition._meta.db_table}, "
+        cur.execute(f"VACUUM ANALYZE {GangJob._meta.db_table}, {PhaseTransition._meta.db_table}, "
                     f"{QueuePolicy._meta.db_table}")

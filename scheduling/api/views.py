@@ -279,6 +279,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def _base_queryset(self):
         qs = GangJob.objects.select_related("template_version__template", "queue", "cluster", "submitted_by")
+        if self.action == "list":  # JSON the list form never shows: not fetched, not decoded 50 times a page
+            qs = qs.defer("resolved_spec", "observed", "template_version__spec")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
         return qs
