@@ -80,8 +80,9 @@ class Lookups:
             if ver.template.name not in lk.latest or ver.version > lk.latest[ver.template.name].version:
                 lk.latest[ver.template.name] = ver
         has_children = Exists(QueuePolicy.objects.filter(parent=OuterRef("pk")))
-        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue")).annotate(
-            has_children=has_children)}
+        # Three levels of parents come with the queue (KAI trees are rarely deeper): no query per level.
+        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue")).select_related(
+            "parent__parent__parent").annotate(has_children=has_children)}
         lk.parents = {q.id for q in lk.queues.values() if q.has_children}
         lk.clusters = {c.name: c for c in Cluster.objects.filter(name__in=names("cluster"))}
         for qid, cid in QueuePolicy.clusters.through.objects.filter(
@@ -94,9 +95,16 @@ class Lookups:
 
 
 def _with_ancestors(queues) -> list[QueuePolicy]:
-    """`queues` plus every ancestor, one query per tree level above them (not every queue: a submit must not
-    cost more as the number of queues grows)."""
+    """`queues` plus every ancestor: those select_related already loaded, then one query per further tree level
+    (never every queue: a submit must not cost more as the number of queues grows)."""
     by_id = {q.id: q for q in queues}
+    parent_field = QueuePolicy._meta.get_field("parent")
+    todo = list(by_id.values())
+    while todo:  # parents already loaded by select_related
+        q = todo.pop()
+        if q.parent_id is not None and parent_field.is_cached(q) and q.parent_id not in by_id:
+            by_id[q.parent_id] = q.parent
+            todo.append(q.parent)
     missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
     while missing:
         for parent in QueuePolicy.objects.filter(id__in=missing):

@@ -36,8 +36,14 @@ def test_a_submit_reads_its_queues_ancestors_not_every_queue(api, setup):
         builders.make_queue(f"other-{i}", parent=dept)
     api.post("/api/v1/jobs/", builders.submit_body(template, team, cluster), format="json")  # warm-up
     count, response = _count(api, "/api/v1/jobs/", builders.submit_body(template, team, cluster))
-    assert count == 10  # the flat-queue budget plus one query for the parent level
+    assert count == 9  # parents come with the queue lookup
     assert response.data["queue"] == "dept-team"
+
+    deep = team
+    for level in range(4):  # 5 levels below dept: the ones past select_related's 3 cost a query per level
+        deep = builders.make_queue(f"deep-{level}", parent=deep, clusters=[cluster])
+    count, _ = _count(api, "/api/v1/jobs/", builders.submit_body(template, deep, cluster))
+    assert count == 11
 
 
 # Sizes stay under SQLite's 999 parameters per statement (Django splits larger INSERTs there; PostgreSQL does not).
