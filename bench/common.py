@@ -1,6 +1,7 @@
 """Shared pieces of the benchmarks: percentiles, fixtures, logged-in HTTP sessions, resetting tables, profiles."""
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 import time
@@ -16,7 +17,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered))))
     return ordered[rank - 1]
 
 
