@@ -221,5 +221,21 @@ class Stack:
             except Exception as exc:  # noqa: BLE001 - keep stopping the rest
                 log(f"stopping the local control plane failed: {exc}")
         if self.pg_started:
-            log(f"stopping PostgreSQL {'/'.join(self.pg_started)} (this run started it)")
-            subprocess.run(["pg_ctlcluster", *self.pg_started, "stop"], check=False)
+            self._stop_postgres()
+
+    def _stop_postgres(self) -> None:
+        """Stop the PostgreSQL cluster this run started, unless someone else connected to it meanwhile."""
+        version, name = self.pg_started
+        port = next((line.split()[2] for line in subprocess.run(
+            ["pg_lsclusters", "--no-header"], capture_output=True, text=True).stdout.splitlines()
+            if line.split()[:2] == [version, name]), "5432")
+        try:
+            others = self._psql(port, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                                      f"AND pid <> pg_backend_pid() AND datname IS DISTINCT FROM '{DB_NAME}'")
+        except subprocess.CalledProcessError:
+            others = "0"
+        if others.strip() not in ("", "0"):
+            log(f"leaving PostgreSQL {version}/{name} running: {others.strip()} other client(s) connected")
+            return
+        log(f"stopping PostgreSQL {version}/{name} (this run started it)")
+        subprocess.run(["pg_ctlcluster", version, name, "stop"], check=False)
