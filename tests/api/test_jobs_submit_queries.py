@@ -20,9 +20,9 @@ def _count(api, url, body) -> tuple[int, object]:
 def test_a_single_submit_reads_lookups_once_and_does_not_read_the_new_job_back(api, setup):
     api.post("/api/v1/jobs/", builders.submit_body(*setup), format="json")  # warm-up
     count, response = _count(api, "/api/v1/jobs/", builders.submit_body(*setup, name="train-q"))
-    # 5 lookups (template versions, queues with has-children, clusters, queue->cluster links, queue usage),
-    # savepoint, job INSERT, transition INSERT, release.
-    assert count == 9
+    # 5 lookups (template versions, queues with has-children and parents, clusters, queue->cluster links, queue
+    # usage), savepoint, job INSERT, transition INSERT, audit INSERT, release.
+    assert count == 10
     assert response.data["name"] == "train-q"
     assert response.data["template"] == setup[0].template.name
     assert [t["phase"] for t in response.data["timeline"]] == ["Submitted"]
@@ -36,14 +36,14 @@ def test_a_submit_reads_its_queues_ancestors_not_every_queue(api, setup):
         builders.make_queue(f"other-{i}", parent=dept)
     api.post("/api/v1/jobs/", builders.submit_body(template, team, cluster), format="json")  # warm-up
     count, response = _count(api, "/api/v1/jobs/", builders.submit_body(template, team, cluster))
-    assert count == 9  # parents come with the queue lookup
+    assert count == 10  # parents come with the queue lookup
     assert response.data["queue"] == "dept-team"
 
     deep = team
     for level in range(4):  # 5 levels below dept: the ones past select_related's 3 cost a query per level
         deep = builders.make_queue(f"deep-{level}", parent=deep, clusters=[cluster])
     count, _ = _count(api, "/api/v1/jobs/", builders.submit_body(template, deep, cluster))
-    assert count == 11
+    assert count == 12
 
 
 # Sizes stay under SQLite's 999 parameters per statement (Django splits larger INSERTs there; PostgreSQL does not).
@@ -51,7 +51,7 @@ def test_a_submit_reads_its_queues_ancestors_not_every_queue(api, setup):
 def test_a_bulk_submit_runs_the_same_queries_whatever_its_size(api, setup, size):
     bodies = [builders.submit_body(*setup) for _ in range(size)]
     count, response = _count(api, "/api/v1/jobs/bulk/", {"jobs": bodies})
-    assert count == 9
+    assert count == 10
     assert response.data["count"] == size
     assert [j["name"] for j in response.data["jobs"]] == [b["name"] for b in bodies]
     assert GangJob.objects.count() == PhaseTransition.objects.count() == size
