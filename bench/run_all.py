@@ -11,6 +11,8 @@ the database is emptied of jobs).
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
 import os
 import platform
@@ -36,6 +38,11 @@ def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, st
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "SECRET_KEY": secrets.token_hex(32),
+        # The bench database keeps Cluster rows between runs, so its credentials key must not change.
+        "GANGWEB_ENCRYPTION_KEYS": base64.urlsafe_b64encode(hashlib.sha256(b"gangweb-bench-only").digest()).decode(),
+        # Submit throttling stays on (its cache round trip is part of a submit) but never refuses a benchmark.
+        "GANGWEB_SUBMIT_RATE_PER_USER": "1000000/second",
+        "GANGWEB_SUBMIT_RATE_PER_TOKEN": "1000000/second",
         "DEBUG": "0",
         "GANGWEB_TESTING": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
