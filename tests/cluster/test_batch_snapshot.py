@@ -38,3 +38,13 @@ def test_a_batch_snapshot_holds_only_the_batch_and_the_batch_is_dispatched(world
         GangPhase.DISPATCHED}
     assert set(resync.snapshot(world.api, served, [str(j.uid) for j in batch]).by_uid) == {
         str(j.uid) for j in batch}
+
+
+def test_listed_objects_come_without_managed_fields(world):
+    from scheduling.kube.objects import JOB
+
+    job = world.submit(backend="kai", replicas=1)
+    reconcile_many([job.pk])
+    listed = objects.list_objects(world.api, JOB, world.namespace, f"gangweb.io/job-uid={job.uid}")
+    assert len(listed) == 1
+    assert "managedFields" not in listed[0]["metadata"] and listed[0]["metadata"]["name"]
