@@ -279,6 +279,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def _base_queryset(self):
         qs = GangJob.objects.select_related("template_version__template", "queue", "cluster", "submitted_by")
+        if self.action == "list":  # JSON the list form never shows: not fetched, not decoded 50 times a page
+            qs = qs.defer("resolved_spec", "observed", "template_version__spec")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
         return qs
@@ -304,7 +306,10 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def create(self, request):
         """Submit a job. With an Idempotency-Key that repeats, returns the first job with 200."""
         job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key", ""))
-        response = self._detail(job, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        if created:  # the service returns it with its relations and timeline loaded: no re-read
+            response = Response(s.GangJobDetailSerializer(job).data, status=status.HTTP_201_CREATED)
+        else:
+            response = self._detail(job, status.HTTP_200_OK)
         # Queue-limit warnings from submit (services.queues.check_job_limits), e.g. the queue is full for now.
         response.data["warnings"] = getattr(job, "submit_warnings", [])
         return response
@@ -321,9 +326,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field)."""
         body = request.data
         items = body.get("jobs") if isinstance(body, dict) else None
-        created = job_service.submit_many(request.user, items)
-        jobs = self._base_queryset().filter(pk__in=[j.pk for j in created]).order_by("id")
-        return Response({"count": len(created), "jobs": s.GangJobSerializer(jobs, many=True).data},
+        created = job_service.submit_many(request.user, items)  # in request order, relations loaded: no re-read
+        return Response({"count": len(created), "jobs": s.GangJobSerializer(created, many=True).data},
                         status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses=s.GangJobDetailSerializer)

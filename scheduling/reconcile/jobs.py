@@ -523,18 +523,22 @@ def _record_not_attempted(job: GangJob, err: KubeError) -> None:
 def reconcile_many(job_ids: list[int]) -> dict[str, int]:
     """Reconcile a batch of jobs (bulk submit), one pass each, oldest first.
 
-    Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does) feeds
-    every job's pass, so a batch of N new jobs costs a constant number of reads plus the creates. A job's error
-    is recorded on it and does not stop the batch; when a cluster cannot be reached its jobs get that error
-    without more connection attempts (the periodic resync retries them). Returns counts {"ok", "failed",
-    "requeued"}.
+    Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does, selected
+    by the batch's job UIDs) feeds every job's pass, so a batch of N new jobs costs a constant number of reads
+    plus the creates. A job's error is recorded on it and does not stop the batch; when a cluster cannot be
+    reached its jobs get that error without more connection attempts (the periodic resync retries them).
+    Returns counts {"ok", "failed", "requeued"}.
     """
     from .resync import snapshot
 
     counts = {"ok": 0, "failed": 0, "requeued": 0}
     snapshots: dict[int, object] = {}
     down: dict[int, KubeError] = {}
-    for job in _load(job_ids).order_by("pk"):
+    batch = list(_load(job_ids).order_by("pk"))
+    uids: dict[int, list[str]] = {}
+    for job in batch:
+        uids.setdefault(job.cluster_id, []).append(str(job.uid))
+    for job in batch:
         if job.cluster_id in down:
             _record_not_attempted(job, down[job.cluster_id])
             counts["failed"] += 1
@@ -542,8 +546,9 @@ def reconcile_many(job_ids: list[int]) -> dict[str, int]:
         try:
             api = kube_client.api_client(job.cluster)
             if job.cluster_id not in snapshots:
+                # Only this batch's objects: the LISTs cost the batch's size, not the cluster's (bench/).
                 snapshots[job.cluster_id] = snapshot(api, set(job.cluster.served_apis or [])
-                                                     or discovery.served_versions(api))
+                                                     or discovery.served_versions(api), uids[job.cluster_id])
             observed = snapshots[job.cluster_id].for_job(str(job.uid), backend_for(job, api))
         except KubeError as exc:
             if isinstance(exc, TransientKubeError) or exc.reason == "InvalidKubeconfig":

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from ..backends import registry
 from ..choices import ACTIVE_PHASES, ClusterHealth, ReconcileOutcome
-from ..constants import LABEL_INSTANCE
+from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError
@@ -41,9 +41,13 @@ def gang_kinds(served: set[str]) -> list:
     return refs
 
 
-def snapshot(api, served: set[str]) -> Snapshot:
-    """LIST every kind gangweb creates, once each, across namespaces, by the instance label."""
+def snapshot(api, served: set[str], uids=None) -> Snapshot:
+    """LIST every kind gangweb creates, once each, across namespaces, by the instance label; with `uids` (job
+    UIDs), only those jobs' objects (a set-based selector on the job-UID label), so a batch's reads stay the size
+    of the batch rather than of the whole cluster (every pod of every job)."""
     selector = f"{LABEL_INSTANCE}={instance_label()}"
+    if uids:
+        selector += f",{LABEL_JOB_UID} in ({','.join(sorted(str(u) for u in uids))})"
     snap = Snapshot()
     for ref in [*gang_kinds(served), JOB, SERVICE, POD]:
         snap.add(objects.list_objects(api, ref, None, selector), ref)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
@@ -46,6 +47,25 @@ class Lookups:
     queue_clusters: dict[int, set[int]] = field(default_factory=dict)
     tree: queue_service.QueueTree | None = None  # every queue, for the limit check of a queue and its ancestors
     usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
+    rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
+
+    def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
+        """The resolved spec of `version` with `overrides`, rendered and policy-checked once per distinct pair.
+
+        Bulk submits usually repeat the same overrides; jobs that do share one resolved-spec dict, which nothing
+        mutates before it is saved. Raises what `templates.render` and `policy.check_job_spec` raise.
+        """
+        try:
+            key = (version.id, json.dumps(overrides, sort_keys=True))
+        except (TypeError, ValueError):  # not JSON: let render name the field
+            key = None
+        if key is not None and key in self.rendered:
+            return self.rendered[key]
+        resolved = template_service.render(version.spec, overrides)
+        policy.check_job_spec(resolved, version.spec)
+        if key is not None:
+            self.rendered[key] = resolved
+        return resolved
 
     @classmethod
     def load(cls, items: list[dict]) -> Lookups:
@@ -59,16 +79,38 @@ class Lookups:
             lk.versions[(ver.template.name, ver.version)] = ver
             if ver.template.name not in lk.latest or ver.version > lk.latest[ver.template.name].version:
                 lk.latest[ver.template.name] = ver
-        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue"))}
-        lk.parents = set(QueuePolicy.objects.filter(parent__in=lk.queues.values()).values_list("parent_id", flat=True))
+        has_children = Exists(QueuePolicy.objects.filter(parent=OuterRef("pk")))
+        # Three levels of parents come with the queue (KAI trees are rarely deeper): no query per level.
+        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue")).select_related(
+            "parent__parent__parent").annotate(has_children=has_children)}
+        lk.parents = {q.id for q in lk.queues.values() if q.has_children}
         lk.clusters = {c.name: c for c in Cluster.objects.filter(name__in=names("cluster"))}
         for qid, cid in QueuePolicy.clusters.through.objects.filter(
                 queuepolicy_id__in=[q.id for q in lk.queues.values()]).values_list("queuepolicy_id", "cluster_id"):
             lk.queue_clusters.setdefault(qid, set()).add(cid)
-        lk.tree = queue_service.QueueTree.load()
+        lk.tree = queue_service.QueueTree.load(_with_ancestors(lk.queues.values()))
         chain_ids = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]}
         lk.usage = queue_service.load_usage(chain_ids, [c.id for c in lk.clusters.values()])
         return lk
+
+
+def _with_ancestors(queues) -> list[QueuePolicy]:
+    """`queues` plus every ancestor: those select_related already loaded, then one query per further tree level
+    (never every queue: a submit must not cost more as the number of queues grows)."""
+    by_id = {q.id: q for q in queues}
+    parent_field = QueuePolicy._meta.get_field("parent")
+    todo = list(by_id.values())
+    while todo:  # parents already loaded by select_related
+        q = todo.pop()
+        if q.parent_id is not None and parent_field.is_cached(q) and q.parent_id not in by_id:
+            by_id[q.parent_id] = q.parent
+            todo.append(q.parent)
+    missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
+    while missing:
+        for parent in QueuePolicy.objects.filter(id__in=missing):
+            by_id[parent.id] = parent
+        missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
+    return list(by_id.values())
 
 
 def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
@@ -121,8 +163,7 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         policy.check_priority_class(user, priority)
     access.check_submit(user, queue, cluster)
     access.check_use_template(user, version.template)
-    resolved = template_service.render(version.spec, data.get("overrides", {}))
-    policy.check_job_spec(resolved, version.spec)
+    resolved = lookups.render(version, data.get("overrides", {}))
     # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
     limit_warnings = queue_service.check_job_limits(queue, cluster, resolved, lookups.tree, lookups.usage)
     job = GangJob(
@@ -141,28 +182,48 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     try:
         with transaction.atomic():
             created = GangJob.objects.bulk_create(jobs)
-            PhaseTransition.objects.bulk_create([
+            transitions = PhaseTransition.objects.bulk_create([
                 PhaseTransition(job=j, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
                                 message=message) for j in created
             ])
             audit.record_many(user, action, created)
             dispatch.reconcile_jobs_on_commit([j.id for j in created])
     except IntegrityError as exc:
+        # The unique constraint is the check (no SELECT before every insert); only now look for the clash to
+        # name it. Another constraint (e.g. the idempotency key) gets the generic message.
+        _raise_active_clash(jobs)
         raise Conflict({"name": "a job with this name is already active in that cluster and namespace"}) from exc
+    if len(created) == 1:  # a single submit answers with the job's timeline; bulk answers use the list form
+        _remember_transitions(created[0], transitions)
     return created
 
 
+def _remember_transitions(job: GangJob, transitions: list[PhaseTransition]) -> None:
+    """Fill job.transitions' prefetch cache with rows we just inserted, so serializing the new job (the submit
+    response) needs no query. This is what Django's own prefetch_related stores."""
+    queryset = PhaseTransition.objects.filter(job=job)
+    queryset._result_cache = transitions
+    queryset._prefetch_done = True
+    job._prefetched_objects_cache = {"transitions": queryset}
+
+
 def _check_names(jobs: list[GangJob]) -> None:
+    """Raise Conflict when one request names the same job twice (clashes with stored jobs: _raise_active_clash)."""
     seen = set()
     for i, job in enumerate(jobs):
         key = (job.cluster_id, job.namespace, job.name)
         if key in seen:
             raise Conflict({f"jobs[{i}].name": f"'{job.name}' appears twice in this request"})
         seen.add(key)
+
+
+def _raise_active_clash(jobs: list[GangJob]) -> None:
+    """Raise Conflict naming the first active stored job with the same cluster, namespace and name, if any."""
+    wanted = {(job.cluster_id, job.namespace, job.name) for job in jobs}
     clashes = GangJob.objects.filter(phase__in=list(ACTIVE_PHASES), name__in=[j.name for j in jobs]).values_list(
         "cluster_id", "namespace", "name")
     for key in clashes:
-        if key in seen:
+        if key in wanted:
             raise Conflict({"name": f"an active job '{key[2]}' already exists in namespace '{key[1]}' of that cluster"})
 
 

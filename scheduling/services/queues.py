@@ -83,6 +83,9 @@ class QueueTree:
     by_id: dict[int, QueuePolicy] = field(default_factory=dict)
     by_name: dict[str, QueuePolicy] = field(default_factory=dict)
     children: dict[int | None, list[QueuePolicy]] = field(default_factory=dict)
+    # (parent id, resource) -> the children-sum warning of that parent's children, computed once per tree: every
+    # sibling shows the same one, and recomputing it per sibling made the tree page quadratic (bench/, 1000 queues).
+    sibling_sums: dict[tuple[int, str], dict | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, policies=None) -> QueueTree:
@@ -174,11 +177,18 @@ def warnings_for(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
                             "message": f"{r}_limit {_fmt(r, limit)} is above ancestor '{cap.name}'s "
                                        f"{_fmt(r, cap_limit)}; at most {_fmt(r, cap_limit)} can be allocated here"})
         if parent is not None:
-            siblings = [s for s in tree.children.get(parent.id, []) if s.id != policy.id] + [policy]
-            siblings.sort(key=lambda q: q.name)
-            w = _children_sum_warning(r, parent, siblings, "their guarantees cannot all be met")
+            if tree.by_id.get(policy.id) is policy:  # in the tree: its siblings are exactly children[parent]
+                key = (parent.id, r)
+                if key not in tree.sibling_sums:
+                    tree.sibling_sums[key] = _children_sum_warning(r, parent, tree.children.get(parent.id, []),
+                                                                   "their guarantees cannot all be met")
+                w = tree.sibling_sums[key]
+            else:
+                siblings = [s for s in tree.children.get(parent.id, []) if s.id != policy.id] + [policy]
+                siblings.sort(key=lambda q: q.name)
+                w = _children_sum_warning(r, parent, siblings, "their guarantees cannot all be met")
             if w:
-                out.append(w)
+                out.append(dict(w))
         w = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
         if w:
             out.append(w)

@@ -1,0 +1,146 @@
+"""Shared pieces of the benchmarks: percentiles, fixtures, logged-in HTTP sessions, resetting tables, profiles."""
+from __future__ import annotations
+
+import math
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of `values`, nearest-rank; 0.0 for an empty list."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered))))
+    return ordered[rank - 1]
+
+
+def ms(seconds: float) -> float:
+    """Seconds -> milliseconds, rounded to 0.1 ms."""
+    return round(seconds * 1000, 1)
+
+
+def ratio(value: float, baseline: float) -> float:
+    """value / baseline rounded to 2 places (0.0 when the baseline is 0)."""
+    return round(value / baseline, 2) if baseline else 0.0
+
+
+def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
+    """The admin user, a cluster, a leaf queue (under a parent) and a 1-pod-set template that bench submits name.
+
+    Returns (user, template_version, queue, cluster). Idempotent per suffix.
+    """
+    from django.contrib.auth import get_user_model
+
+    from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
+    from scheduling.services import templates as template_service
+
+    user_model = get_user_model()
+    user = user_model.objects.filter(username="bench").first() or user_model.objects.create_superuser(
+        "bench", "bench@example.com", secrets.token_hex(16))
+    cluster, _ = Cluster.objects.get_or_create(name=f"bench{suffix}", defaults=cluster_kwargs or {})
+    # A team queue under a department, as most installs have: submits check the limits of both.
+    dept, _ = QueuePolicy.objects.get_or_create(name=f"bench-dept{suffix}")
+    queue, _ = QueuePolicy.objects.get_or_create(name=f"bench{suffix}", defaults={"parent": dept})
+    dept.clusters.add(cluster)
+    queue.clusters.add(cluster)
+    name = f"bench{suffix}"
+    version = RuntimeTemplateVersion.objects.filter(template__name=name).order_by("-version").first()
+    if version is None:
+        version = template_service.create_template(user, name, "benchmark template", template_spec())
+    return user, version, queue, cluster
+
+
+def template_spec(replicas: int = 4) -> dict:
+    """A one-pod-set template: `replicas` workers of 1 CPU, 1Gi and 1 GPU each (the shape the README documents)."""
+    return {
+        "backend": "k8s-workload",
+        "gang": {"scheduleTimeoutSeconds": 60},
+        "podSets": [{
+            "name": "worker", "replicas": replicas,
+            "template": {"metadata": {}, "spec": {"containers": [{
+                "name": "main", "image": "registry.example/train:1",
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                              "limits": {"nvidia.com/gpu": "1"}}}]}},
+        }],
+        "overridable": ["podSets.*.replicas", "podSets.*.resources"],
+    }
+
+
+def logged_in_session(base_url: str, user):
+    """A requests.Session authenticated like a browser: Django session cookie plus CSRF cookie and header."""
+    import requests
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    csrf = secrets.token_hex(16)  # 32 alphanumerics: an unmasked CSRF secret Django accepts as-is
+    session = requests.Session()
+    host = base_url.split("//", 1)[1].split(":")[0]
+    session.cookies.set("sessionid", client.cookies["sessionid"].value, domain=host)
+    session.cookies.set("csrftoken", csrf, domain=host)
+    session.headers.update({"X-CSRFToken": csrf, "Content-Type": "application/json"})
+    return session
+
+
+def run_concurrently(items: Iterable, worker: Callable, states: list):
+    """Call worker(state, item) for every item from one thread per entry of `states` (e.g. one keep-alive
+    requests.Session each). Returns (latencies in seconds, wall seconds). Exceptions propagate."""
+    items = list(items)
+    lock = threading.Lock()
+    cursor = iter(items)
+    latencies: list[float] = []
+
+    def loop(state):
+        mine = []
+        while True:
+            with lock:
+                item = next(cursor, None)
+            if item is None:
+                break
+            t0 = time.perf_counter()
+            worker(state, item)
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            latencies.extend(mine)
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(len(states)) as pool:
+        for f in [pool.submit(loop, state) for state in states]:
+            f.result()
+    return latencies, time.perf_counter() - start
+
+
+def reset_jobs() -> None:
+    """Delete every job (and, by cascade, its history and attempts) and baseline row; restart their ids."""
+    from django.db import connection
+
+    from bench.baseline_app.models import BaselineRow
+    from scheduling.models import GangJob
+
+    tables = [GangJob._meta.db_table, BaselineRow._meta.db_table]
+    with connection.cursor() as cur:
+        cur.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+
+
+def profile(name: str, fn: Callable[[], object]) -> str:
+    """Run fn() under pyinstrument; write the text report to results/profile-<name>.txt; return its path."""
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=0.001)
+    profiler.start()
+    try:
+        fn()
+    finally:
+        profiler.stop()
+    path = RESULTS_DIR / f"profile-{name}.txt"
+    tree = profiler.output_text(unicode=True, color=False)
+    flat = profiler.output_text(unicode=True, color=False, flat=True).splitlines()
+    path.write_text(tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n")
+    return str(path.relative_to(RESULTS_DIR.parent.parent))

@@ -1,0 +1,177 @@
+"""Run every benchmark against PostgreSQL, Redis, gunicorn (2 workers), a Celery worker and the local control plane.
+
+    python -m bench.run_all [--only submit,pages] [--quick] [--keep-workdir]
+
+Starts what is missing (see bench.stack), migrates the ``gangweb_bench`` database, runs each benchmark, prints
+its figures with the ratio against its baseline, writes ``bench/results/latest.json``, and stops what it started.
+``--quick`` shrinks every size tenfold (a smoke run; its results are not written to latest.json).
+``BENCH_DATABASE_URL`` / ``BENCH_REDIS_URL`` point it at servers of your own instead (nothing is started then;
+the database is emptied of jobs).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import platform
+import secrets
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .common import RESULTS_DIR
+from .stack import REPO, Stack, log
+
+# Order: the cluster-free benchmarks first (the cluster's background work would disturb them), then reconcile,
+# whose jobs the resync benchmark counts requests over.
+BENCHMARKS = ["submit", "pages", "memory", "reconcile", "resync"]
+
+
+def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, str]:
+    env = {
+        "DJANGO_SETTINGS_MODULE": "bench.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": secrets.token_hex(32),
+        # The bench database keeps Cluster rows between runs, so its credentials key must not change.
+        "GANGWEB_ENCRYPTION_KEYS": base64.urlsafe_b64encode(hashlib.sha256(b"gangweb-bench-only").digest()).decode(),
+        # Submit throttling stays on (its cache round trip is part of a submit) but never refuses a benchmark.
+        "GANGWEB_SUBMIT_RATE_PER_USER": "1000000/second",
+        "GANGWEB_SUBMIT_RATE_PER_TOKEN": "1000000/second",
+        "DEBUG": "0",
+        "GANGWEB_TESTING": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+        "GANGWEB_STATE_DIR": str(workdir / "state"),
+        "LOG_LEVEL": "WARNING",
+        # Beat is not started: each benchmark triggers resyncs itself, so none runs at a random moment.
+        "GANGWEB_RESYNC_SECONDS": "3600",
+    }
+    os.environ.update(env)
+    return env
+
+
+def _setup_django() -> None:
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", "--noinput", verbosity=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated subset of " +
+                        ", ".join(BENCHMARKS))
+    parser.add_argument("--quick", action="store_true", help="tenfold smaller sizes; results not saved")
+    parser.add_argument("--keep-workdir", action="store_true")
+    args = parser.parse_args(argv)
+    selected = [b.strip() for b in args.only.split(",") if b.strip()]
+    unknown = sorted(set(selected) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    scale = 10 if args.quick else 1
+    sys.path.insert(0, str(REPO))
+    workdir = Path(tempfile.mkdtemp(prefix="gangweb-bench-"))
+    started = time.monotonic()
+    results: dict[str, object] = {}
+    lines: list[str] = []
+    failed = []
+    with Stack(workdir) as stack:
+        database_url = os.environ.get("BENCH_DATABASE_URL") or stack.start_postgres()
+        redis_url = os.environ.get("BENCH_REDIS_URL") or stack.start_redis()
+        stack.env = _configure(database_url, redis_url, workdir)
+        _setup_django()
+        base_url = stack.start_web(workers=2)
+        log(f"web at {base_url}, PostgreSQL and Redis ready ({time.monotonic() - started:.0f} s)")
+        for name in selected:
+            log(f"benchmark: {name}")
+            t0 = time.monotonic()
+            try:
+                result, report = _run_one(name, stack, base_url, scale)
+            except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others' figures
+                failed.append(name)
+                results[name] = {"error": traceback.format_exc(limit=8)}
+                log(f"{name} failed:\n{results[name]['error']}")
+                continue
+            result["seconds"] = round(time.monotonic() - t0, 1)
+            results[name] = result
+            lines += report
+            print("\n".join(report), flush=True)
+    if not args.keep_workdir:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    total = round(time.monotonic() - started, 1)
+    document = {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "total_seconds": total,
+        "results": results,
+    }
+    print(f"\nall benchmarks: {total:.0f} s")
+    if not args.quick and set(selected) == set(BENCHMARKS):
+        RESULTS_DIR.mkdir(exist_ok=True)
+        (RESULTS_DIR / "latest.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        log(f"wrote {RESULTS_DIR / 'latest.json'}")
+        from .table import update_readme
+
+        if update_readme(REPO / "README.md", document):
+            log("updated the Performance table in README.md")
+    elif not args.quick:
+        path = RESULTS_DIR / f"partial-{'-'.join(selected)}.json"
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        log(f"wrote {path} (a partial run does not replace latest.json)")
+    return 1 if failed else 0
+
+
+_pending_resync: dict = {}
+
+
+def _run_one(name: str, stack: Stack, base_url: str, scale: int):
+    if name == "submit":
+        from . import submit
+
+        result = submit.run(base_url, jobs=2000 // scale, bulk_batch=500 // scale)
+        return result, submit.report(result)
+    if name == "reconcile":
+        from . import reconcile, resync
+
+        if stack.cluster is None:
+            stack.start_cluster()
+        passes = {}
+        rounds = 5
+
+        def on_round(index, job_ids):
+            if index in (0, rounds - 1):
+                passes[index] = resync.measure()
+
+        result = reconcile.run(stack, base_url, jobs=500 // scale, rounds=rounds, on_round=on_round)
+        _pending_resync.update(resync.summarize(passes[0], passes[rounds - 1]))
+        return result, reconcile.report(result)
+    if name == "resync":
+        from . import resync
+
+        if not _pending_resync:
+            raise RuntimeError("the resync benchmark measures the reconcile benchmark's jobs: run both")
+        return dict(_pending_resync), resync.report(_pending_resync)
+    if name == "memory":
+        from . import memory
+
+        result = memory.run(stack, base_url, jobs=10_000 // scale)
+        return result, memory.report(result)
+    if name == "pages":
+        from . import pages
+
+        result = pages.run(jobs=100_000 // scale, queues=1000 // scale if scale == 1 else 200,
+                           small_jobs=1000 // scale, small_queues=10)
+        return result, pages.report(result)
+    raise NotImplementedError(f"benchmark '{name}' is not written yet")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""Settings used only while benchmarking: gangweb's own settings plus the baseline app and its URLs.
+
+Selecting this module (DJANGO_SETTINGS_MODULE=bench.settings) is the switch that enables the baseline endpoints;
+production settings and URLs never include them.
+"""
+from gangweb.settings import *  # noqa: F403 - the benchmark runs gangweb exactly as configured, plus the baseline
+from gangweb.settings import INSTALLED_APPS
+
+INSTALLED_APPS = [*INSTALLED_APPS, "bench.baseline_app"]
+ROOT_URLCONF = "bench.urls"
+GANGWEB_BENCH = True

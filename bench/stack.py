@@ -1,0 +1,241 @@
+"""Start what the benchmarks run against, and stop only what was started here.
+
+- PostgreSQL: the Debian cluster (``pg_lsclusters``), started with ``pg_ctlcluster`` when down; a role and a
+  database ``gangweb_bench`` are created when missing. Stopped again only if this run started it.
+- Redis: ``redis-server`` on a free port, no persistence.
+- gunicorn: ``gangweb.wsgi`` with 2 workers on a free port, settings ``bench.settings``.
+- Celery worker: ``celery -A gangweb worker`` (concurrency 2), started on demand.
+- The local control plane (``localcluster``), started on demand in a state directory of its own.
+
+Debian packages (``postgresql``, ``redis-server``) are installed with apt-get when missing and we are root.
+Every process started here is stopped by its pid on ``Stack.close()``.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DB_NAME = "gangweb_bench"
+DB_USER = "gangweb_bench"
+
+
+def log(message: str) -> None:
+    """Progress line on stderr (stdout carries the figures)."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(check, timeout: float, what: str, interval: float = 0.2) -> None:
+    """Poll `check()` until truthy; raise RuntimeError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception:  # noqa: BLE001 - not up yet; any error means "poll again"
+            pass
+        time.sleep(interval)
+    raise RuntimeError(f"{what} did not come up within {timeout:.0f} s")
+
+
+def _answers(url: str) -> bool:
+    """True when an HTTP server answers at `url` with any status (401/403 included)."""
+    try:
+        urllib.request.urlopen(url, timeout=2)  # noqa: S310 - a local URL we built
+    except urllib.error.HTTPError:
+        return True
+    return True
+
+
+def apt_install(*packages: str) -> None:
+    """Install Debian packages (waits up to 10 min for another apt to release its lock). Requires root."""
+    if os.geteuid() != 0:
+        raise RuntimeError(f"please install: sudo apt-get install {' '.join(packages)}")
+    log(f"installing {' '.join(packages)} with apt-get")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    lock = ["-o", "DPkg::Lock::Timeout=600"]
+    subprocess.run(["apt-get", *lock, "update", "-qq"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(["apt-get", *lock, "install", "-y", "-qq", *packages], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of a process (bytes), from /proc/<pid>/status; 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of a process (from /proc/<pid>/task/*/children)."""
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids += [int(k) for k in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
+    return kids
+
+
+@dataclass
+class Stack:
+    """The services of one benchmark run. Use as a context manager; `close()` stops what it started."""
+
+    workdir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    pg_started: tuple[str, str] | None = None
+    cluster: object | None = None
+    cluster_state_dir: Path | None = None
+    web_port: int = 0
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # PostgreSQL -----------------------------------------------------------------------------------------------
+    def start_postgres(self) -> str:
+        """Make sure a PostgreSQL cluster runs and the bench database exists; return its DATABASE_URL."""
+        if not shutil.which("pg_lsclusters"):
+            apt_install("postgresql")
+        clusters = [line.split() for line in subprocess.run(
+            ["pg_lsclusters", "--no-header"], capture_output=True, text=True, check=True).stdout.splitlines()]
+        if not clusters:
+            raise RuntimeError("no PostgreSQL cluster (pg_createcluster 15 main)")
+        version, name, port, status = clusters[0][:4]
+        if status != "online":
+            log(f"starting PostgreSQL {version}/{name} with pg_ctlcluster")
+            subprocess.run(["pg_ctlcluster", version, name, "start"], check=True)
+            self.pg_started = (version, name)
+        password = secrets.token_hex(12)
+        # Re-setting the password every run means nothing needs remembering between runs.
+        sql = (f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='{DB_USER}') THEN "
+               f"CREATE ROLE {DB_USER} LOGIN; END IF; END$$; ALTER ROLE {DB_USER} PASSWORD '{password}' CREATEDB;")
+        self._psql(port, sql)
+        exists = self._psql(port, f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'").strip()
+        if exists != "1":
+            self._psql(port, f"CREATE DATABASE {DB_NAME} OWNER {DB_USER}")
+        return f"postgres://{DB_USER}:{password}@127.0.0.1:{port}/{DB_NAME}"
+
+    @staticmethod
+    def _psql(port: str, sql: str) -> str:
+        return subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", port, "-tAq", "-c", sql],
+                              capture_output=True, text=True, check=True, cwd="/").stdout
+
+    # Redis ----------------------------------------------------------------------------------------------------
+    def start_redis(self) -> str:
+        """Start redis-server on a free port without persistence; return its REDIS_URL."""
+        if not shutil.which("redis-server"):
+            apt_install("redis-server")
+        port = free_port()
+        self._spawn("redis", ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no", "--dir", str(self.workdir)])
+        wait_for(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() or True, 30, "redis")
+        return f"redis://127.0.0.1:{port}/0"
+
+    # Django processes -----------------------------------------------------------------------------------------
+    def start_web(self, workers: int = 2) -> str:
+        """Start gunicorn (gangweb.wsgi, `workers` sync workers) on a free port; return its base URL."""
+        self.web_port = free_port()
+        self._spawn("web", [sys.executable, "-m", "gunicorn", "gangweb.wsgi", "--workers", str(workers),
+                            "--bind", f"127.0.0.1:{self.web_port}", "--log-level",
+                            "warning", "--backlog", "256"])
+        base = f"http://127.0.0.1:{self.web_port}"
+        wait_for(lambda: _answers(f"{base}/api/v1/"), 60, "gunicorn", interval=0.5)
+        return base
+
+    def start_worker(self, concurrency: int = 2) -> None:
+        """Start a Celery worker for the gangweb app."""
+        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=WARNING",
+                               f"--concurrency={concurrency}", "--without-gossip", "--without-mingle",
+                               "--without-heartbeat", "-n", f"bench-{os.getpid()}@%h"])
+
+    def stop(self, name: str) -> None:
+        """Stop one started process (SIGTERM, then SIGKILL after 20 s) by its pid."""
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def process_tree_rss(self, name: str) -> dict[str, int]:
+        """RSS (bytes) of a started process and its children: {"master": n, "children": [..], "total": n}."""
+        proc = self.procs[name]
+        kids = [rss_bytes(k) for k in children(proc.pid)]
+        master = rss_bytes(proc.pid)
+        return {"master": master, "children": kids, "total": master + sum(kids)}
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        logfile = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, **self.env}, stdout=logfile,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    # Local control plane ---------------------------------------------------------------------------------------
+    def start_cluster(self):
+        """Start the local Kubernetes control plane (localcluster) in a state dir of this run; return it."""
+        import localcluster
+
+        self.cluster_state_dir = self.workdir / "localcluster"
+        log("starting the local control plane")
+        self.cluster = localcluster.up(localcluster.ClusterConfig(state_dir=self.cluster_state_dir))
+        return self.cluster
+
+    def close(self) -> None:
+        """Stop everything this stack started, newest first."""
+        for name in reversed(list(self.procs)):
+            self.stop(name)
+        if self.cluster_state_dir is not None:
+            import localcluster
+
+            try:
+                localcluster.down(self.cluster_state_dir)
+            except Exception as exc:  # noqa: BLE001 - keep stopping the rest
+                log(f"stopping the local control plane failed: {exc}")
+        if self.pg_started:
+            self._stop_postgres()
+
+    def _stop_postgres(self) -> None:
+        """Stop the PostgreSQL cluster this run started, unless someone else connected to it meanwhile."""
+        version, name = self.pg_started
+        port = next((line.split()[2] for line in subprocess.run(
+            ["pg_lsclusters", "--no-header"], capture_output=True, text=True).stdout.splitlines()
+            if line.split()[:2] == [version, name]), "5432")
+        try:
+            others = self._psql(port, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                                      f"AND pid <> pg_backend_pid() AND datname IS DISTINCT FROM '{DB_NAME}'")
+        except subprocess.CalledProcessError:
+            others = "0"
+        if others.strip() not in ("", "0"):
+            log(f"leaving PostgreSQL {version}/{name} running: {others.strip()} other client(s) connected")
+            return
+        log(f"stopping PostgreSQL {version}/{name} (this run started it)")
+        subprocess.run(["pg_ctlcluster", version, name, "stop"], check=False)

@@ -1,0 +1,93 @@
+"""The README's Performance table, rendered from a results document (bench/results/latest.json).
+
+``python -m bench.table`` prints it; ``run_all`` rewrites the README between the ``bench:table`` markers after a
+full run.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from .common import RESULTS_DIR
+
+START, END = "<!-- bench:table:start -->", "<!-- bench:table:end -->"
+
+
+def _ok(flag) -> str:
+    return "yes" if flag else "**no**"
+
+
+def rows(results: dict) -> list[tuple[str, str, str, str, str]]:
+    """(benchmark, figure, baseline, ratio, goal met) per line of the table."""
+    out = []
+    s = results.get("submit") or {}
+    if "single" in s:
+        q = s["queries"]
+        out.append(("Submit, single (8 clients)",
+                    f"{s['single']['jobs_per_s']} jobs/s, p50 {s['single']['p50_ms']} ms, p99 {s['single']['p99_ms']} "
+                    f"ms, {q['single']} queries",
+                    f"{s['baseline_single']['jobs_per_s']} rows/s, p50 {s['baseline_single']['p50_ms']} ms "
+                    "(DRF, 1 INSERT)", f"{s['single_ratio']}x (goal >= 0.5x)", _ok(s["single_ok"])))
+        out.append((f"Submit, bulk ({s['bulk_threads']} clients x {s['bulk_batch']})",
+                    f"{s['bulk']['jobs_per_s']} jobs/s, p50 {s['bulk']['p50_ms']} ms/request, {q['bulk']} queries",
+                    f"{s['baseline_bulk']['jobs_per_s']} rows/s (DRF, bulk INSERT)",
+                    f"{s['bulk_ratio']}x (goal >= 2,000 jobs/s)", _ok(s["bulk_ok"])))
+    r = results.get("reconcile") or {}
+    if "gangweb" in r:
+        out.append((f"Reconcile, {r['jobs']} jobs x {r['pods_per_job']} pods",
+                    f"{r['gangweb']['jobs_per_s']} jobs/s, submit-to-dispatched p50 "
+                    f"{r['gangweb']['submit_to_dispatched_p50_ms']} ms",
+                    f"{r['baseline']['jobs_per_s']} jobs/s (create loop)", f"{r['ratio']}x (goal >= 0.8x)",
+                    _ok(r["ok"])))
+    z = results.get("resync") or {}
+    if "measured" in z:
+        m, b = z["measured"], z["baseline"]
+        alloc = (f"; peak alloc {m['peak_alloc_mib']} MiB ({z['alloc_kib_per_job']} KiB/job)"
+                 if "peak_alloc_mib" in m else "")
+        out.append(("Resync, nothing changed", f"{m['requests']} requests at {m['jobs']} jobs "
+                    f"(max {m['max_per_kind']}/kind){alloc}", f"{b['requests']} requests at {b['jobs']} jobs",
+                    f"{z['ratio']}x (goal: equal, <= 2/kind)", _ok(z["ok"])))
+    p = results.get("pages") or {}
+    for label, f in (p.get("pages") or {}).items():
+        out.append((f"Page: {label}", f"p50 {f['p50_ms']} ms, {f['queries']} queries",
+                    f"p50 {f['baseline_p50_ms']} ms, {f['baseline_queries']} queries at {p['baseline_jobs']:,} jobs",
+                    f"{f['ratio']}x (goal p50 <= 100 ms, same queries)", _ok(f["ok"])))
+    m = results.get("memory") or {}
+    if "loaded" in m:
+        for kind in ("web", "worker"):
+            a, b = m["loaded"][kind], m["empty"][kind]
+            out.append((f"Memory: {kind} RSS, {m['jobs']:,} active jobs",
+                        f"{a['total_mib']} MiB in {a['processes']} processes (largest {a['largest_child_mib']} MiB)",
+                        f"{b['total_mib']} MiB with no jobs", f"{m[kind + '_ratio']}x", "-"))
+    return out
+
+
+def render(document: dict) -> str:
+    """Markdown table plus a line saying when and where it was measured."""
+    lines = ["| Benchmark | gangweb | Baseline (same run) | Ratio (goal) | Goal met |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(document["results"])]
+    machine = document.get("machine", {})
+    lines.append("")
+    lines.append(f"Measured {document.get('generated_at', '?')} on {machine.get('cpus', '?')} shared cores "
+                 f"(Python {machine.get('python', '?')}); the whole run took {document.get('total_seconds', 0):.0f} s. "
+                 "Failed or skipped benchmarks: "
+                 + (", ".join(k for k, v in document["results"].items() if "error" in v) or "none") + ".")
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, document: dict) -> bool:
+    """Replace the text between the markers in `readme`; False when the markers are missing."""
+    text = readme.read_text()
+    if START not in text or END not in text:
+        return False
+    new = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: f"{START}\n{render(document)}\n{END}", text,
+                 flags=re.S)
+    readme.write_text(new)
+    return True
+
+
+if __name__ == "__main__":
+    print(render(json.loads((RESULTS_DIR / "latest.json").read_text())))
+    sys.exit(0)

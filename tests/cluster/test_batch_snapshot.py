@@ -1,0 +1,50 @@
+"""A bulk-reconcile batch reads only its own jobs' objects, however many other jobs the cluster holds."""
+from __future__ import annotations
+
+import pytest
+
+from scheduling.choices import GangPhase
+from scheduling.kube import objects
+from scheduling.models import GangJob
+from scheduling.reconcile import resync
+from scheduling.reconcile.jobs import reconcile_many
+
+from .reconcile_support import make_world
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
+
+
+@pytest.fixture
+def world(kube_cluster, kube_namespace, admin_user, enqueued):
+    return make_world(kube_cluster, kube_namespace, admin_user)
+
+
+def test_a_batch_snapshot_holds_only_the_batch_and_the_batch_is_dispatched(world):
+    earlier = [world.submit(backend="kai", replicas=1) for _ in range(3)]
+    assert reconcile_many([j.pk for j in earlier]) == {"ok": 3, "failed": 0, "requeued": 0}
+    batch = [world.submit(backend="kai", replicas=1) for _ in range(2)]
+    served = set(world.cluster.served_apis)
+
+    snap = resync.snapshot(world.api, served, [str(j.uid) for j in batch])
+    everything = resync.snapshot(world.api, served)
+    assert set(snap.by_uid) == set()  # nothing created for the new batch yet
+    assert {str(j.uid) for j in earlier} <= set(everything.by_uid)
+
+    objects.requests.reset()
+    assert reconcile_many([j.pk for j in batch]) == {"ok": 2, "failed": 0, "requeued": 0}
+    lists = sum(n for verb, n in objects.requests.counts.items() if verb.startswith("LIST "))
+    assert lists == len(resync.gang_kinds(served)) + 3
+    assert set(GangJob.objects.filter(pk__in=[j.pk for j in batch]).values_list("phase", flat=True)) == {
+        GangPhase.DISPATCHED}
+    assert set(resync.snapshot(world.api, served, [str(j.uid) for j in batch]).by_uid) == {
+        str(j.uid) for j in batch}
+
+
+def test_listed_objects_come_without_managed_fields(world):
+    from scheduling.kube.objects import JOB
+
+    job = world.submit(backend="kai", replicas=1)
+    reconcile_many([job.pk])
+    listed = objects.list_objects(world.api, JOB, world.namespace, f"gangweb.io/job-uid={job.uid}")
+    assert len(listed) == 1
+    assert "managedFields" not in listed[0]["metadata"] and listed[0]["metadata"]["name"]
