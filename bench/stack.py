@@ -25,6 +25,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localcluster.processes import free_port, rss_bytes
+
 REPO = Path(__file__).resolve().parent.parent
 DB_NAME = "gangweb_bench"
 DB_USER = "gangweb_bench"
@@ -33,13 +35,6 @@ DB_USER = "gangweb_bench"
 def log(message: str) -> None:
     """Progress line on stderr (stdout carries the figures)."""
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(check, timeout: float, what: str, interval: float = 0.2) -> None:
@@ -74,17 +69,6 @@ def apt_install(*packages: str) -> None:
     subprocess.run(["apt-get", *lock, "update", "-qq"], check=True, env=env, stdout=subprocess.DEVNULL)
     subprocess.run(["apt-get", *lock, "install", "-y", "-qq", *packages], check=True, env=env,
                    stdout=subprocess.DEVNULL)
-
-
-def rss_bytes(pid: int) -> int:
-    """Resident set size of a process (bytes), from /proc/<pid>/status; 0 if it is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except FileNotFoundError:
-        pass
-    return 0
 
 
 def children(pid: int) -> list[int]:

@@ -43,6 +43,7 @@ class QueueGrantAdmin(admin.ModelAdmin):
     """Who has which role on which queue (and the queues below it)."""
 
     list_display = ["queue", "user", "group", "role"]
+    fields = ["queue", "user", "group", "role"]  # the target first (the abstract Grant base declares role first)
     list_filter = ["role"]
 
 
@@ -51,6 +52,7 @@ class ClusterGrantAdmin(admin.ModelAdmin):
     """Who may see or change which cluster."""
 
     list_display = ["cluster", "user", "group", "role"]
+    fields = ["cluster", "user", "group", "role"]  # the target first (the abstract Grant base declares role first)
     list_filter = ["role"]
 
 

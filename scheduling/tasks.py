@@ -6,7 +6,6 @@ import logging
 from celery import shared_task
 
 from .kube.errors import TransientKubeError
-from .reconcile.queues import TransientSyncError
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ def probe_all_clusters() -> None:
 
 
 @shared_task(name="scheduling.reconcile_queue", acks_late=True, ignore_result=True,
-             autoretry_for=(TransientSyncError,), retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
+             autoretry_for=(TransientKubeError,), retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
 def reconcile_queue(policy_id: int, extra_cluster_ids: list[int] | None = None) -> None:
     """Sync one queue policy's clusters (the ones it targets, and `extra_cluster_ids` it targeted before)."""
@@ -60,7 +59,7 @@ def reconcile_queue(policy_id: int, extra_cluster_ids: list[int] | None = None) 
 
 
 @shared_task(name="scheduling.sync_queues", acks_late=True, ignore_result=True,
-             autoretry_for=(TransientSyncError,), retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
+             autoretry_for=(TransientKubeError,), retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
 def sync_queues(cluster_id: int | None = None) -> None:
     """Beat: with no id, queue one sync per cluster; with an id, sync every queue policy of that cluster."""

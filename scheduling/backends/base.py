@@ -244,6 +244,11 @@ class SchedulerBackend:
             meta["annotations"] = dict(annotations)
         return meta
 
+    def new_gang_object(self, ref: ObjectRef, spec: GangSpec, body: dict) -> dict:
+        """A gang object of kind `ref` named `spec.gang_name`: apiVersion, kind, `metadata()` and `body` as spec."""
+        return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": self.metadata(spec, spec.gang_name),
+                "spec": body}
+
     def gang_object(self, ref: ObjectRef, objects: list[dict]) -> dict | None:
         """The first of `objects` of kind `ref` (by apiVersion and kind), or None."""
         return next((o for o in objects if o.get("kind") == ref.kind and o.get("apiVersion") == ref.api_version),

@@ -31,8 +31,7 @@ class CoschedulingV1alpha1(SchedulerBackend):
         body = {"minMember": spec.min_member, "scheduleTimeoutSeconds": spec.schedule_timeout_seconds}
         if spec.min_resources:
             body["minResources"] = dict(spec.min_resources)
-        return [{"apiVersion": POD_GROUP.api_version, "kind": POD_GROUP.kind,
-                 "metadata": self.metadata(spec, spec.gang_name), "spec": body}]
+        return [self.new_gang_object(POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """schedulerName and the label `scheduling.x-k8s.io/pod-group`."""

@@ -41,20 +41,13 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """[Workload, PodGroup], both named `spec.gang_name`, in creation order."""
-        workload = {
-            "apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind,
-            "metadata": self.metadata(spec, spec.gang_name),
-            "spec": {"podGroupTemplates": [{"name": TEMPLATE_NAME, "schedulingPolicy": self.policy(spec)}]},
-        }
-        pod_group = {
-            "apiVersion": POD_GROUP.api_version, "kind": POD_GROUP.kind,
-            "metadata": self.metadata(spec, spec.gang_name),
-            "spec": {
-                "podGroupTemplateRef": {"workload": {"workloadName": spec.gang_name,
-                                                     "podGroupTemplateName": TEMPLATE_NAME}},
-                "schedulingPolicy": self.policy(spec),
-            },
-        }
+        workload = self.new_gang_object(WORKLOAD, spec, {
+            "podGroupTemplates": [{"name": TEMPLATE_NAME, "schedulingPolicy": self.policy(spec)}]})
+        pod_group = self.new_gang_object(POD_GROUP, spec, {
+            "podGroupTemplateRef": {"workload": {"workloadName": spec.gang_name,
+                                                 "podGroupTemplateName": TEMPLATE_NAME}},
+            "schedulingPolicy": self.policy(spec),
+        })
         return [workload, pod_group]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:

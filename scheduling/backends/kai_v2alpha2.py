@@ -47,8 +47,7 @@ class KaiV2alpha2(SchedulerBackend):
             body["preemptibility"] = spec.preemptibility
         if spec.topology:
             body["topologyConstraint"] = dict(spec.topology)
-        return [{"apiVersion": POD_GROUP.api_version, "kind": POD_GROUP.kind,
-                 "metadata": self.metadata(spec, spec.gang_name), "spec": body}]
+        return [self.new_gang_object(POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """schedulerName kai-scheduler, annotation pod-group-name, labels queue and subgroup-name."""

@@ -41,8 +41,7 @@ class VolcanoV1beta1(SchedulerBackend):
             body["priorityClassName"] = spec.priority_class_name
         if spec.min_resources:
             body["minResources"] = dict(spec.min_resources)
-        return [{"apiVersion": POD_GROUP.api_version, "kind": POD_GROUP.kind,
-                 "metadata": self.metadata(spec, spec.gang_name), "spec": body}]
+        return [self.new_gang_object(POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """schedulerName volcano, annotations group-name and task-spec."""

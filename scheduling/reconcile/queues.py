@@ -28,17 +28,17 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import urllib3
-import yaml
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from ..choices import ReconcileOutcome, SyncState
 from ..constants import ANNOTATION_SPEC_HASH, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY_VALUE
+from ..kube.client import REQUEST_TIMEOUT, api_client
+from ..kube.errors import TerminalKubeError, TransientKubeError, classify
 from ..kube.kai_units import RESOURCES, status_amounts
 from ..models import Cluster, QueueClusterState, QueuePolicy, QueueUsageSample, ReconcileAttempt
 from ..services.queues import QueueTree
@@ -49,43 +49,22 @@ GROUP, VERSION, PLURAL, KIND = "scheduling.run.ai", "v2", "queues", "Queue"
 DEFAULT_PRIORITY = 100  # KAI DefaultQueuePriority (pkg/common/constants/constants.go)
 OPTIONAL_STRINGS = ("displayName", "parentQueue", "preemptMinRuntime", "reclaimMinRuntime")
 RESOURCE_KEYS = {"quota": "quota", "limit": "limit", "overQuotaWeight": "over_quota_weight"}
-REQUEST_TIMEOUT = (5, 30)
 # Drift entry for a Queue deleted by hand (and created again by the sync).
 DELETED_BY_HAND = {"field": "(the Queue)", "expected": "present", "found": "deleted"}
 
 
-class TransientSyncError(Exception):
-    """The cluster could not be reached or answered 429/5xx/401/403: retry the pass with backoff."""
+# Former names of the shared kube errors, kept for callers that still use them: queue sync raises the same
+# classified errors as job reconcile, so one retry policy (autoretry on TransientKubeError) covers both.
+TransientSyncError = TransientKubeError
+TerminalSyncError = TerminalKubeError
 
-
-class TerminalSyncError(Exception):
-    """The cluster refused a write as invalid (400/422) or the cluster's credentials are unusable."""
+# Reason of the TransientKubeError raised when a pass could list the cluster but some writes failed for a transient
+# reason (409, 429, 5xx, 401/403, connection); the next attempt starts from a fresh LIST.
+WRITES_FAILED = "QueueWritesFailed"
 
 
 def _transient(exc: ApiException) -> bool:
-    return not exc.status or exc.status in (401, 403, 429) or exc.status >= 500
-
-
-def api_client_for(cluster: Cluster) -> client.ApiClient:
-    """An ApiClient for `cluster` from its kubeconfig (+ context) or the pod's service account.
-
-    Minimal stand-in until scheduling.kube.client (branch `backends`) is on main; then this calls it.
-    Raises TerminalSyncError when the kubeconfig is empty or unusable.
-    """
-    configuration = client.Configuration()
-    try:
-        if cluster.in_cluster:
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            data = yaml.safe_load(cluster.kubeconfig or "")
-            if not isinstance(data, dict):
-                raise config.ConfigException("the kubeconfig is empty or not a YAML mapping")
-            config.load_kube_config_from_dict(data, context=cluster.context or None,
-                                              client_configuration=configuration)
-    except (config.ConfigException, yaml.YAMLError, KeyError, ValueError) as exc:
-        raise TerminalSyncError(f"cluster {cluster.name}: {exc}") from exc
-    configuration.retries = 1
-    return client.ApiClient(configuration)
+    return isinstance(classify(exc), TransientKubeError)
 
 
 # --- the desired Queue, and field-by-field comparison -------------------------------------------------------------
@@ -254,39 +233,30 @@ def _import_fields(spec: dict) -> dict:
 def sync_cluster(cluster: Cluster, api: client.CustomObjectsApi | None = None) -> Pass:
     """One level-triggered pass over `cluster` (see the module docstring). Returns the Pass.
 
-    Raises TransientSyncError when the cluster cannot be listed or a write failed for a transient reason (after
-    recording what was done), TerminalSyncError when its credentials are unusable.
+    Uses the shared cached client (scheduling.kube.client) unless `api` is given. Raises TransientKubeError when the
+    cluster cannot be listed or a write failed for a transient reason (after recording what was done),
+    TerminalKubeError when its credentials are unusable or the LIST was refused (scheduling.kube.errors.classify).
     """
     started = time.monotonic()
     result = Pass(cluster)
-    own_client = None
     try:
         if api is None:
-            own_client = api_client_for(cluster)
-            api = client.CustomObjectsApi(own_client)
+            api = client.CustomObjectsApi(api_client(cluster))  # cached per cluster, never closed here
         listing = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, _request_timeout=REQUEST_TIMEOUT)
     except Exception as exc:  # recorded on the attempt row, then re-raised, classified
-        if own_client is not None:
-            own_client.close()
-        transient = isinstance(exc, (OSError, urllib3.exceptions.HTTPError)) or (
-            isinstance(exc, ApiException) and _transient(exc))
+        error = classify(exc)
+        transient = isinstance(error, TransientKubeError)
         _record(cluster, started, ReconcileOutcome.TRANSIENT_ERROR if transient else ReconcileOutcome.TERMINAL_ERROR,
                 "ListFailed", f"{type(exc).__name__}: {exc}"[:2000], [])
-        if transient:
-            raise TransientSyncError(str(exc)[:500]) from exc
-        if isinstance(exc, ApiException):
-            raise TerminalSyncError(str(exc)[:500]) from exc
-        raise
-    try:
-        _sync(cluster, api, {o["metadata"]["name"]: o for o in listing.get("items", [])}, result)
-    finally:
-        if own_client is not None:
-            own_client.close()
+        if error is None or error is exc:
+            raise
+        raise error from exc
+    _sync(cluster, api, {o["metadata"]["name"]: o for o in listing.get("items", [])}, result)
     outcome = (ReconcileOutcome.TRANSIENT_ERROR if result.transient else
                ReconcileOutcome.TERMINAL_ERROR if result.errors else ReconcileOutcome.OK)
     _record(cluster, started, outcome, "QueueSync", "; ".join(result.transient + result.errors)[:4000], result.actions)
     if result.transient:
-        raise TransientSyncError("; ".join(result.transient)[:500])
+        raise TransientKubeError(WRITES_FAILED, "; ".join(result.transient)[:500])
     return result
 
 
@@ -529,13 +499,13 @@ def reconcile_policy(policy_id: int, extra_cluster_ids: list[int]) -> None:
         tree = QueueTree.load()
         ids |= clusters_of(tree.by_id[policy.id], tree, target_map())
         ids |= set(QueueClusterState.objects.filter(policy_id=policy_id).values_list("cluster_id", flat=True))
-    failures = []
+    failures: list[TransientKubeError] = []
     for cid in sorted(ids):
         try:
             sync_cluster_id(cid)
-        except TransientSyncError as exc:
-            failures.append(str(exc))
-        except TerminalSyncError as exc:
+        except TransientKubeError as exc:
+            failures.append(exc)
+        except TerminalKubeError as exc:
             log.warning("queue reconcile of policy %s: cluster %s: %s", policy_id, cid, exc)
     if failures:
-        raise TransientSyncError("; ".join(failures)[:500])
+        raise TransientKubeError(failures[0].reason, "; ".join(str(f) for f in failures)[:500])

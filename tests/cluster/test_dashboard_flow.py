@@ -14,24 +14,9 @@ from scheduling.choices import DesiredState, GangPhase
 from scheduling.models import GangJob
 from scheduling.reconcile import jobs as job_reconcile
 from tests.ui.browser import screenshot
+from tests.ui.steps import SPEC_YAML, create_queue, register_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ui, pytest.mark.django_db(transaction=True)]
-
-SPEC_YAML = """backend: k8s-workload
-gang: {scheduleTimeoutSeconds: 60}
-podSets:
-- name: worker
-  replicas: 2
-  template:
-    spec:
-      containers:
-      - name: main
-        image: registry.example/train:1
-        resources:
-          requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}
-          limits: {nvidia.com/gpu: "1"}
-overridable: [podSets.*.replicas, podSets.*.resources]
-"""
 
 
 def reconcile_until(tab, job_pk: int, phase: str, timeout: float = 90) -> GangJob:
@@ -55,11 +40,7 @@ def reconcile_until(tab, job_pk: int, phase: str, timeout: float = 90) -> GangJo
 def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, kube_cluster, kube_namespace,
                                                                  enqueued, queue_syncs):
     page = admin_page
-    page.goto("/clusters/new/")
-    page.get_by_label("Name").fill("local")
-    page.get_by_label("kubeconfig file").set_input_files(str(kube_cluster.kubeconfig))
-    page.get_by_role("button", name="Register").click()
-    page.wait_for_url("**/clusters/local/")
+    register_cluster(page, "local", kube_cluster.kubeconfig)
     page.get_by_role("button", name="Test connection").click()
     page.locator("#cluster-health:text-is('Healthy')").wait_for()
     assert page.locator("#cluster-version").inner_text().startswith("v1.36")
@@ -73,12 +54,7 @@ def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, ku
     page.wait_for_url("**/templates/train/")
     assert "Workload" in page.inner_text("#template-preview")  # the builders' objects, for an example job
 
-    page.goto("/queues/new/")
-    page.get_by_label("Name", exact=True).fill("team-a")
-    page.get_by_label("GPU quota").fill("8")
-    page.get_by_label("Clusters").select_option("local")
-    page.get_by_role("button", name="Create queue").click()
-    page.wait_for_url("**/queues/")
+    create_queue(page, "team-a", gpu_quota="8", cluster="local")
 
     page.goto("/submit/?template=train")
     page.get_by_label("Name", exact=True).fill("ui-gang")

@@ -6,6 +6,7 @@ from scheduling.choices import DesiredState
 from scheduling.models import Cluster, GangJob, QueuePolicy, RuntimeTemplate
 from tests import builders
 from tests.ui.browser import log_in
+from tests.ui.steps import SPEC_YAML, create_queue, register_cluster
 
 pytestmark = [pytest.mark.ui, pytest.mark.django_db(transaction=True)]
 
@@ -15,21 +16,6 @@ clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: ctx, context: {cluster: c, user: u}}]
 current-context: ctx
-"""
-SPEC_YAML = """backend: k8s-workload
-gang: {scheduleTimeoutSeconds: 60}
-podSets:
-- name: worker
-  replicas: 2
-  template:
-    spec:
-      containers:
-      - name: main
-        image: registry.example/train:1
-        resources:
-          requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}
-          limits: {nvidia.com/gpu: "1"}
-overridable: [podSets.*.replicas, podSets.*.resources]
 """
 
 
@@ -50,11 +36,7 @@ def test_register_cluster_create_template_and_queue_then_submit_from_the_form(ad
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
 
-    page.goto("/clusters/new/")
-    page.get_by_label("Name").fill("local")
-    page.get_by_label("kubeconfig file").set_input_files(str(kubeconfig))
-    page.get_by_role("button", name="Register").click()
-    page.wait_for_url("**/clusters/local/")
+    register_cluster(page, "local", kubeconfig)
     cluster = Cluster.objects.get(name="local")
     assert cluster.kubeconfig.strip().startswith("apiVersion: v1") or cluster.kubeconfig  # stored, maybe encrypted
     assert "token: t" not in page.content()  # never shown after upload
@@ -70,12 +52,7 @@ def test_register_cluster_create_template_and_queue_then_submit_from_the_form(ad
     page.wait_for_url("**/templates/llm/")
     assert RuntimeTemplate.objects.get(name="llm").versions.count() == 1
 
-    page.goto("/queues/new/")
-    page.get_by_label("Name", exact=True).fill("team-a")
-    page.get_by_label("GPU quota").fill("8")
-    page.get_by_label("Clusters").select_option("local")
-    page.get_by_role("button", name="Create queue").click()
-    page.wait_for_url("**/queues/")
+    create_queue(page, "team-a", gpu_quota="8", cluster="local")
     queue = QueuePolicy.objects.get(name="team-a")
     assert (queue.gpu_quota, queue.gpu_limit) == (8, -1)
     assert page.locator("#queue-team-a").get_by_text("quota 8 · limit ∞").is_visible()
