@@ -186,6 +186,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='gangjob',
-            constraint=models.UniqueConstraint(condition=models.Q(('phase__in', ['Succeeded', 'Cancelled', 'Failed']), _negated=True), fields=('cluster', 'namespace', 'name'), name='uniq_active_job_name'),
+            constraint=models.UniqueConstraint(condition=models.Q(('phase__in', ['Cancelled', 'Failed', 'Succeeded']), _negated=True), fields=('cluster', 'namespace', 'name'), name='uniq_active_job_name'),
         ),
     ]

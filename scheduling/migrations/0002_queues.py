@@ -46,14 +46,6 @@ class Migration(migrations.Migration):
                 'ordering': ['policy_id', 'cluster_id', 'at'],
             },
         ),
-        migrations.RemoveConstraint(
-            model_name='gangjob',
-            name='uniq_active_job_name',
-        ),
-        migrations.AddConstraint(
-            model_name='gangjob',
-            constraint=models.UniqueConstraint(condition=models.Q(('phase__in', ['Failed', 'Succeeded', 'Cancelled']), _negated=True), fields=('cluster', 'namespace', 'name'), name='uniq_active_job_name'),
-        ),
         migrations.AddField(
             model_name='queueclusterstate',
             name='cluster',

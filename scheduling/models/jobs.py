@@ -59,7 +59,7 @@ class GangJob(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["cluster", "namespace", "name"],
-                condition=~Q(phase__in=[p.value for p in TERMINAL_PHASES]),
+                condition=~Q(phase__in=sorted(p.value for p in TERMINAL_PHASES)),  # sorted: a stable migration
                 name="uniq_active_job_name",
             ),
         ]
