@@ -250,6 +250,13 @@ else:
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
+    # kombu's filesystem transport creates only the control folder; without these a fresh checkout's worker dies
+    # with FileNotFoundError on var/broker/queue and the web cannot enqueue.
+    for _folder in ("queue", "processed", "control"):
+        try:
+            (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+        except OSError:  # read-only state dir: the worker reports the real error when it starts
+            pass
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

@@ -30,6 +30,7 @@ class Command(BaseCommand):
         self._metrics_dir()
         py = sys.executable
         port = options["port"]
+        names = ["web", "worker", "beat", "watch_clusters"]
         procs = [
             subprocess.Popen([py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]),
             subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
@@ -42,11 +43,14 @@ class Command(BaseCommand):
             "Log in with the admin user above. Ctrl-C stops web, worker and beat.\n"))
         stop = []
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+        # Also when started in the background (SIGINT inherited as ignored): `kill -INT` of the group still stops it.
+        signal.signal(signal.SIGINT, lambda *_: stop.append(1))
         try:
             while not stop and all(p.poll() is None for p in procs):
                 time.sleep(0.5)
         except KeyboardInterrupt:
-            pass
+            stop.append(1)
+        died = [] if stop else [(n, p.returncode) for n, p in zip(names, procs, strict=True) if p.poll() is not None]
         for p in procs:
             if p.poll() is None:
                 p.terminate()
@@ -55,6 +59,13 @@ class Command(BaseCommand):
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if died:
+            # One process exiting stops the others; say which, so the run does not just end in silence.
+            self.stderr.write("runstack: " + ", ".join(f"{n} exited with code {rc}" for n, rc in died)
+                              + "; stopped the others (see its output above)."
+                              + ("" if options["no_cluster"] else
+                                 " The local cluster keeps running: `manage.py localcluster down` stops it."))
+            sys.exit(1)
 
     def _metrics_dir(self):
         """Prometheus multiprocess mode: every child process writes its samples under one fresh directory and
