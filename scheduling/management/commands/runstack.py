@@ -38,6 +38,7 @@ class Command(BaseCommand):
             subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"]),
             subprocess.Popen([py, "manage.py", "watch_clusters"]),
         ]
+        _wait_for_port(port, procs[0])
         self.stdout.write(self.style.SUCCESS(
             f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
             "Log in with the admin user above. Ctrl-C stops web, worker and beat.\n"))
@@ -85,3 +86,18 @@ class Command(BaseCommand):
             local_cluster.start_and_register(self.stdout)
         except Exception as exc:  # the dashboard still runs; the cluster is optional on a laptop
             self.stderr.write(f"local cluster not started: {exc}")
+
+
+def _wait_for_port(port: int, web: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Return once 127.0.0.1:`port` accepts connections (or the web process died, or `timeout` seconds passed),
+    so the "running" line is printed only when the URL works."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and web.poll() is None:
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.25)
+
