@@ -109,7 +109,7 @@ def run(jobs: int = 100_000, queues: int = 1000, small_jobs: int = 1000, small_q
     for label, fig in pages.items():
         if not fig["ok"]:
             slug = label.lower().replace(" ", "-").replace(",", "").replace("=", "-")
-            fig["profile"] = profile(f"page-{slug}", lambda p=paths[label]: [client.get(p) for _ in range(5)])
+            fig["profile"] = profile(f"page-{slug}", lambda p=paths[label]: [client.get(p) for _ in range(2)])
     reset_jobs()
     _drop_queues()
     return result

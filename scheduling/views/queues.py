@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
@@ -30,15 +31,18 @@ def job_usage(cluster: str | None = None) -> dict[int, dict]:
     if cluster:
         rows = rows.filter(cluster__name=cluster)
     usage: dict[int, dict] = {}
-    for queue_id, phase, spec in rows.values_list("queue_id", "phase", "resolved_spec"):
+    # Grouped by spec in the database: jobs submitted together share their resolved spec, so each distinct spec is
+    # parsed once instead of every active job's (bench/: the overview took seconds at 100,000 jobs).
+    groups = rows.order_by().values_list("queue_id", "phase", "resolved_spec").annotate(n=Count("id"))
+    for queue_id, phase, spec, n in groups:
         asks = requests_of_spec(spec)
         entry = usage.setdefault(queue_id, {"allocated": dict.fromkeys(RESOURCES, 0.0),
                                             "requested": dict.fromkeys(RESOURCES, 0.0), "jobs": 0})
-        entry["jobs"] += 1
+        entry["jobs"] += n
         for r in RESOURCES:
-            entry["requested"][r] += asks[r]
+            entry["requested"][r] += asks[r] * n
             if phase in RUNNING_PHASES:
-                entry["allocated"][r] += asks[r]
+                entry["allocated"][r] += asks[r] * n
     return usage
 
 
