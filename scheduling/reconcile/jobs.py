@@ -185,10 +185,18 @@ class JobReconciler:
             if want["metadata"]["name"] not in self.observed.gang_of(ref):
                 self.create_gang(ref, want)
         owners = desired_mod.owners(self.backend, spec)
-        for want in owners:
-            if want["metadata"]["name"] not in self.observed.owners:
-                self.observed.owners[want["metadata"]["name"]] = self.create_plain(JOB, want)
         svc = desired_mod.service(spec)
+        # A terminating object under a desired name is not "present": wait for it to go, then create it anew.
+        for have in [*(self.observed.owners.get(w["metadata"]["name"]) for w in owners),
+                     self.observed.services.get(svc["metadata"]["name"])]:
+            if have is not None and is_terminating(have):
+                raise Requeue(WAIT_SECONDS, WAITING, f"{object_source(have)} is being deleted")
+        for want in owners:
+            name = want["metadata"]["name"]
+            if name not in self.observed.owners:
+                self.observed.owners[name] = self.create_plain(JOB, want)
+            else:
+                self.correct_owner(want, self.observed.owners[name])
         if svc["metadata"]["name"] not in self.observed.services:
             self.observed.services[svc["metadata"]["name"]] = self.create_plain(SERVICE, svc)
         self.delete_stale(wanted, owners, svc)
@@ -247,6 +255,34 @@ class JobReconciler:
             if drift.replace:
                 raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
         raise TransientKubeError("Conflict", f"{ref.kind} {self.ns}/{name} kept changing; will retry")
+
+    def correct_owner(self, want: dict, have: dict) -> None:
+        """Put back the mutable fields of an Indexed Job edited by hand: `parallelism` (a scaled-down gang never
+        gets all its members) and `suspend` (gangweb never suspends). Merge patch with the read resourceVersion;
+        on 409 read again and retry. The pod template and completions are immutable and not compared here."""
+        name = want["metadata"]["name"]
+        for _ in range(MAX_CONFLICT_RETRIES):
+            spec = have.get("spec") or {}
+            patch = {}
+            if spec.get("parallelism") != want["spec"]["parallelism"]:
+                patch["parallelism"] = want["spec"]["parallelism"]
+            if spec.get("suspend"):
+                patch["suspend"] = False
+            if not patch:
+                self.observed.owners[name] = have
+                return
+            try:
+                self.observed.owners[name] = objects.merge_patch(self.api, JOB, self.ns, name, {"spec": patch},
+                                                                 have["metadata"].get("resourceVersion"))
+                self.actions.append(f"update Job {self.ns}/{name}: {', '.join(sorted(patch))}")
+                return
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise Requeue(1, "Conflict", f"Job {self.ns}/{name} vanished during update") from None
+                if exc.status != 409:
+                    raise
+            have = self.read_ours(JOB, name)
+        raise TransientKubeError("Conflict", f"Job {self.ns}/{name} kept changing; will retry")
 
     def read_ours(self, ref: ObjectRef, name: str) -> dict:
         """GET an object that should be this job's; NameConflict if it is someone else's, a countdown if it is
