@@ -200,6 +200,8 @@ class JobReconciler:
         if svc["metadata"]["name"] not in self.observed.services:
             self.observed.services[svc["metadata"]["name"]] = self.create_plain(SERVICE, svc)
         self.delete_stale(wanted, owners, svc)
+        if self.cancelled_meanwhile():
+            return
 
         owner_names = {o["metadata"]["name"] for o in owners}
         pods = [p for p in self.observed.pods
@@ -209,6 +211,25 @@ class JobReconciler:
         status.apply_observation(self.job, self.backend, gang_now, pods, owners_now)
         if self.job.is_terminal:
             self.clean_up_finished()
+
+    def cancelled_meanwhile(self) -> bool:
+        """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
+        it, a concurrent cancel pass may already have found the cluster empty and ended the job Cancelled and
+        cleaned up, and nothing would ever delete what this pass just made. Then this pass cancels instead.
+        Our creates finished before this read, so a cancel committed after it is seen by its own pass's LIST.
+        Returns True when the job was cancelled (and its objects are being deleted)."""
+        if not any(a.startswith("create ") for a in self.actions):
+            return False
+        row = GangJob.objects.filter(pk=self.job.pk).values("desired_state", "phase").first()
+        if row is None or (row["desired_state"] != DesiredState.CANCEL and row["phase"] != GangPhase.CANCELLED):
+            return False
+        self.job.desired_state = row["desired_state"]
+        if row["phase"] == GangPhase.CANCELLED:
+            self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
+        self.job.cleaned_up_at = None  # what this pass made is not cleaned up yet
+        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
+        self.cancel()
+        return True
 
     def replace(self, fields: list[str]) -> None:
         """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
