@@ -27,7 +27,7 @@ def exception_handler(exc, context):
         return Response({"detail": ["a value in the request is out of range for the database"]},
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, (ProtectedError, RestrictedError)):  # deleting a queue or cluster that jobs still use
-        names = sorted({type(o)._meta.verbose_name_plural for o in exc.protected_objects} if hasattr(
+        names = sorted({str(type(o)._meta.verbose_name_plural) for o in exc.protected_objects} if hasattr(
             exc, "protected_objects") else set())
         return Response({"detail": [f"still in use by {', '.join(names) or 'other objects'}; delete those first"]},
                         status=status.HTTP_409_CONFLICT)

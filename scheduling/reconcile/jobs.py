@@ -185,13 +185,23 @@ class JobReconciler:
             if want["metadata"]["name"] not in self.observed.gang_of(ref):
                 self.create_gang(ref, want)
         owners = desired_mod.owners(self.backend, spec)
-        for want in owners:
-            if want["metadata"]["name"] not in self.observed.owners:
-                self.observed.owners[want["metadata"]["name"]] = self.create_plain(JOB, want)
         svc = desired_mod.service(spec)
+        # A terminating object under a desired name is not "present": wait for it to go, then create it anew.
+        for have in [*(self.observed.owners.get(w["metadata"]["name"]) for w in owners),
+                     self.observed.services.get(svc["metadata"]["name"])]:
+            if have is not None and is_terminating(have):
+                raise Requeue(WAIT_SECONDS, WAITING, f"{object_source(have)} is being deleted")
+        for want in owners:
+            name = want["metadata"]["name"]
+            if name not in self.observed.owners:
+                self.observed.owners[name] = self.create_plain(JOB, want)
+            else:
+                self.correct_owner(want, self.observed.owners[name])
         if svc["metadata"]["name"] not in self.observed.services:
             self.observed.services[svc["metadata"]["name"]] = self.create_plain(SERVICE, svc)
         self.delete_stale(wanted, owners, svc)
+        if self.cancelled_meanwhile():
+            return
 
         owner_names = {o["metadata"]["name"] for o in owners}
         pods = [p for p in self.observed.pods
@@ -201,6 +211,25 @@ class JobReconciler:
         status.apply_observation(self.job, self.backend, gang_now, pods, owners_now)
         if self.job.is_terminal:
             self.clean_up_finished()
+
+    def cancelled_meanwhile(self) -> bool:
+        """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
+        it, a concurrent cancel pass may already have found the cluster empty and ended the job Cancelled and
+        cleaned up, and nothing would ever delete what this pass just made. Then this pass cancels instead.
+        Our creates finished before this read, so a cancel committed after it is seen by its own pass's LIST.
+        Returns True when the job was cancelled (and its objects are being deleted)."""
+        if not any(a.startswith("create ") for a in self.actions):
+            return False
+        row = GangJob.objects.filter(pk=self.job.pk).values("desired_state", "phase").first()
+        if row is None or (row["desired_state"] != DesiredState.CANCEL and row["phase"] != GangPhase.CANCELLED):
+            return False
+        self.job.desired_state = row["desired_state"]
+        if row["phase"] == GangPhase.CANCELLED:
+            self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
+        self.job.cleaned_up_at = None  # what this pass made is not cleaned up yet
+        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
+        self.cancel()
+        return True
 
     def replace(self, fields: list[str]) -> None:
         """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
@@ -247,6 +276,34 @@ class JobReconciler:
             if drift.replace:
                 raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
         raise TransientKubeError("Conflict", f"{ref.kind} {self.ns}/{name} kept changing; will retry")
+
+    def correct_owner(self, want: dict, have: dict) -> None:
+        """Put back the mutable fields of an Indexed Job edited by hand: `parallelism` (a scaled-down gang never
+        gets all its members) and `suspend` (gangweb never suspends). Merge patch with the read resourceVersion;
+        on 409 read again and retry. The pod template and completions are immutable and not compared here."""
+        name = want["metadata"]["name"]
+        for _ in range(MAX_CONFLICT_RETRIES):
+            spec = have.get("spec") or {}
+            patch = {}
+            if spec.get("parallelism") != want["spec"]["parallelism"]:
+                patch["parallelism"] = want["spec"]["parallelism"]
+            if spec.get("suspend"):
+                patch["suspend"] = False
+            if not patch:
+                self.observed.owners[name] = have
+                return
+            try:
+                self.observed.owners[name] = objects.merge_patch(self.api, JOB, self.ns, name, {"spec": patch},
+                                                                 have["metadata"].get("resourceVersion"))
+                self.actions.append(f"update Job {self.ns}/{name}: {', '.join(sorted(patch))}")
+                return
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise Requeue(1, "Conflict", f"Job {self.ns}/{name} vanished during update") from None
+                if exc.status != 409:
+                    raise
+            have = self.read_ours(JOB, name)
+        raise TransientKubeError("Conflict", f"Job {self.ns}/{name} kept changing; will retry")
 
     def read_ours(self, ref: ObjectRef, name: str) -> dict:
         """GET an object that should be this job's; NameConflict if it is someone else's, a countdown if it is

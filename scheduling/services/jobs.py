@@ -119,6 +119,23 @@ def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
         raise ValidationError({unknown[0]: f"unknown field; allowed fields are {', '.join(allowed)}"})
 
 
+def check_queue_takes(queue: QueuePolicy, cluster: Cluster, namespace: str, lookups: Lookups,
+                      field_names: tuple[str, str, str] = ("queue", "cluster", "namespace")) -> None:
+    """Raise ValidationError unless `queue` takes jobs on `cluster` in `namespace`: it is a leaf, targets the
+    cluster (when it names clusters at all) and allows the namespace (when it restricts them). Shared by submit,
+    update (a queue move) and resubmit, so a job can never end up where a submit could not put it.
+    `field_names` are the keys the errors are reported under (a queue move reports everything under "queue")."""
+    f_queue, f_cluster, f_namespace = field_names
+    if queue.id in lookups.parents:
+        raise ValidationError({f_queue: f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
+    targets = lookups.queue_clusters.get(queue.id)
+    if targets and cluster.id not in targets:
+        raise ValidationError({f_cluster: f"queue '{queue.name}' is not synced to cluster '{cluster.name}'"})
+    if queue.allowed_namespaces and namespace not in queue.allowed_namespaces:
+        raise ValidationError({f_namespace: f"queue '{queue.name}' allows namespaces "
+                                            f"{', '.join(queue.allowed_namespaces)}, not '{namespace}'"})
+
+
 def build_job(user, data, lookups: Lookups) -> GangJob:
     """Validate one submit body and return an unsaved GangJob with its resolved spec.
 
@@ -151,12 +168,7 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     cluster = lookups.clusters.get(cluster_name)
     if cluster is None:
         raise ValidationError({"cluster": f"no cluster named '{cluster_name}'"})
-    targets = lookups.queue_clusters.get(queue.id)
-    if targets and cluster.id not in targets:
-        raise ValidationError({"cluster": f"queue '{queue_name}' is not synced to cluster '{cluster_name}'"})
-    if queue.allowed_namespaces and namespace not in queue.allowed_namespaces:
-        raise ValidationError({"namespace": f"queue '{queue_name}' allows namespaces "
-                                            f"{', '.join(queue.allowed_namespaces)}, not '{namespace}'"})
+    check_queue_takes(queue, cluster, namespace, lookups)
     priority = data.get("priority_class_name") or ""
     if priority:
         v.dns_subdomain(priority, "priority_class_name")
@@ -292,8 +304,7 @@ def update(user, job: GangJob, data) -> GangJob:
         queue = lookups.queues.get(v.string(data["queue"], "queue", max_length=63))
         if queue is None:
             raise ValidationError({"queue": f"no queue named '{data['queue']}'"})
-        if queue.id in lookups.parents:
-            raise ValidationError({"queue": f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
+        check_queue_takes(queue, job.cluster, job.namespace, lookups, ("queue", "queue", "queue"))
         access.check_submit(user, queue, job.cluster)
         queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
         job.queue = queue
@@ -333,7 +344,12 @@ def resubmit(user, job: GangJob) -> GangJob:
     """
     if not job.is_terminal:
         raise Conflict({"phase": f"job is {job.phase}; cancel it or wait for it to finish before resubmitting"})
-    access.check_submit(user, job.queue)
+    # The queue may have changed since (become a parent, dropped the cluster or the namespace): same checks as a
+    # submit, so a resubmit never places a job where a submit could not.
+    lookups = Lookups.load([{"queue": job.queue.name, "cluster": job.cluster.name}])
+    check_queue_takes(lookups.queues.get(job.queue.name, job.queue), job.cluster, job.namespace, lookups)
+    access.check_submit(user, job.queue, job.cluster)
+    queue_service.check_job_limits(job.queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
     new = GangJob(
         name=job.name, namespace=job.namespace, template_version=job.template_version, overrides=job.overrides,
         queue=job.queue, cluster=job.cluster, priority_class_name=job.priority_class_name,
