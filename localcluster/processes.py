@@ -129,15 +129,15 @@ def stop(record: ProcessRecord, popen: subprocess.Popen | None = None, grace: fl
     if not is_running(record):
         return True
     _signal_group(record, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if popen is not None:
-            popen.poll()
-        if not is_running(record):
-            return True
-        time.sleep(0.1)
+    if _wait_gone(record, popen, grace):
+        return True
     _signal_group(record, signal.SIGKILL)
-    deadline = time.monotonic() + 10
+    return _wait_gone(record, popen, 10.0)
+
+
+def _wait_gone(record: ProcessRecord, popen: subprocess.Popen | None, seconds: float) -> bool:
+    """Poll for up to ``seconds`` until the recorded process is gone (reaping ``popen``); True if it is."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if popen is not None:
             popen.poll()
