@@ -33,3 +33,19 @@ def test_job_page_and_its_live_fragment_render(ui, jobs):
     live = ui.get(f"/jobs/{job.pk}/live/", HTTP_HX_REQUEST="true")
     assert live.status_code == 200
     assert live.content.decode().lstrip().startswith("<div id=\"job-live\"") or 'id="job-live"' in live.content.decode()
+
+
+def test_a_queued_job_page_shows_its_time_in_queue_so_far(ui, setup, admin_user):
+    import re
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    template, queue, cluster = setup
+    job = builders.make_job(template, queue, cluster, name="waits", phase=GangPhase.QUEUED, user=admin_user,
+                            at=timezone.now() - timedelta(minutes=5, seconds=2))  # Queued 2 s after that
+    html = ui.get(f"/jobs/{job.pk}/live/", HTTP_HX_REQUEST="true").content.decode()
+    stat = re.search(r'data-duration="time_in_queue">.*?<strong>(.*?)</strong>', html, re.S).group(1)
+    assert re.fullmatch(r"5m 0\ds so far", re.sub(r"<[^>]+>", "", stat))  # whole seconds; the request takes some
+    run = re.search(r'data-duration="run_time">.*?<strong>(.*?)</strong>', html, re.S).group(1)
+    assert run == "—"
