@@ -236,6 +236,12 @@ class WhyPendingSerializer(serializers.Serializer):
                                                              '"limit", "allocated", "allocated_non_preemptible", '
                                                              '"requested"}}} when the scheduler gives them (KAI)')
     job_requests = serializers.DictField(child=serializers.FloatField(), help_text="what the job asks, per resource")
+    blocking = serializers.ListField(
+        child=serializers.DictField(), required=False,
+        help_text='what blocks, most certain first, each {"code", "message", ...numbers}: ExceedsClusterCapacity '
+                  '{"resource", "needs", "available", "nodes"}, NoNodeFits {"resource", "per_pod", "largest_node", '
+                  '"nodes"}, QueueOverLimit {"queue", "resource", "in_use", "limit", "needs"}, QueueOverQuota '
+                  '{"queue", "resource", "in_use", "quota", "needs"}')
     reasons = serializers.ListField(child=serializers.DictField(), help_text="every explanation the scheduler gave")
     pod_conditions = serializers.ListField(child=serializers.DictField(),
                                            help_text="pods' PodScheduled=False reasons and messages, with counts")
