@@ -78,6 +78,22 @@ class _Lost(Exception):
         self.reason = reason
 
 
+class _DictWatch(watch.Watch):
+    """kubernetes' `watch.Watch` that yields the API server's JSON events as plain dicts.
+
+    Why not `stream(..., deserialize=False)`: in that mode the client reads a watch ERROR event's Status from
+    `event["raw_object"]`, which only its deserializing mode sets, so an expired watch (ERROR, code 410) raised
+    KeyError and ended the watching thread for good. Parsing here and setting `raw_object` lets the client turn
+    ERROR events into `ApiException(status=code)` as designed (`kubernetes/watch/watch.py`, client 36), while
+    events stay dicts (no model deserialization).
+    """
+
+    def unmarshal_event(self, data: str, return_type):
+        event = json.loads(data)
+        event["raw_object"] = event.get("object")
+        return event
+
+
 class ClusterWatcher:
     """Watches one cluster. `start()` returns at once; `stop()` ends every thread within about a second.
 
@@ -237,12 +253,12 @@ class ClusterWatcher:
         key = _key(ref)
         fn, args = self._list_call(ref)
         while not self._stop.is_set():
-            w = watch.Watch()
+            w = _DictWatch()
             with self._lock:
                 self._watches.add(w)
             try:
                 for event in w.stream(fn, *args, label_selector=self._selector(ref), resource_version=rv,
-                                      allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS, deserialize=False,
+                                      allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS,
                                       _request_timeout=(5, WATCH_SECONDS + 30)):
                     etype, obj = event.get("type"), event.get("object") or {}
                     rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
