@@ -280,7 +280,9 @@ class ClusterWatcher:
                             self.cache[key][uid] = obj
                             self._index(key, uid, obj)
                         self._mark(obj, etype == "DELETED" and ref != POD)
-                        if ref == NODE:
+                        if ref == NODE and (etype == "DELETED" or _node_facts(previous) != _node_facts(obj)):
+                            # Kubelet heartbeats modify every node every few seconds; only a change of what
+                            # capacity reads wakes the dispatcher.
                             self._nodes_changed = True
                             self._wake.notify()
             except ApiException as exc:
@@ -377,4 +379,12 @@ def _slim_node(node: dict) -> dict:
             "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta},
             "spec": {"unschedulable": True} if (node.get("spec") or {}).get("unschedulable") else {},
             "status": {"allocatable": status.get("allocatable") or {},
-                       "conditions": [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]}}
+                       "conditions": [{"type": "Ready", "status": c.get("status")}
+                                      for c in status.get("conditions") or [] if c.get("type") == "Ready"]}}
+
+
+def _node_facts(node: dict | None) -> tuple | None:
+    """What capacity reads of a slimmed node (its resourceVersion and heartbeats aside)."""
+    if node is None:
+        return None
+    return node.get("spec"), node.get("status")

@@ -112,3 +112,18 @@ def test_an_expired_watch_is_counted_as_gone_and_the_watcher_lists_again(fake_se
     assert restarts_labelled("Gone") == gone_before + 1
     assert watcher.restarts == 1
     assert seen[:2] == [("job-1", "100"), ("job-1", "200")]  # the relist's changed pod reached the job
+
+
+def test_a_node_heartbeat_does_not_count_as_a_capacity_change():
+    from scheduling.kube.watches import _node_facts, _slim_node
+
+    def node(rv, heartbeat, gpus="8", ready="True"):
+        return {"metadata": {"name": "n", "uid": "u", "resourceVersion": rv},
+                "status": {"allocatable": {"nvidia.com/gpu": gpus}, "images": [{"names": ["big"]}],
+                           "conditions": [{"type": "Ready", "status": ready, "lastHeartbeatTime": heartbeat}]}}
+
+    before = _slim_node(node("1", "2026-01-01T00:00:00Z"))
+    assert "images" not in before["status"]
+    assert _node_facts(before) == _node_facts(_slim_node(node("2", "2026-01-01T00:00:10Z")))
+    assert _node_facts(before) != _node_facts(_slim_node(node("3", "2026-01-01T00:00:20Z", gpus="4")))
+    assert _node_facts(before) != _node_facts(_slim_node(node("4", "2026-01-01T00:00:30Z", ready="False")))
