@@ -236,7 +236,7 @@ def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], 
 def _requeued(obs: Observation, shape: JobShape, pods: list[PodFacts],
               live_pods: list[PodFacts]) -> tuple[str, str] | None:
     """(reason, message) when a gang that was scheduled has fewer than minMember pods bound again and its pods are
-    being disrupted or wait for the scheduler: preempted, evicted, or lost with their node and recreated.
+    being disrupted (preempted, evicted) or wait for the scheduler again (recreated after a loss).
 
     The reason is the pods' own DisruptionTarget reason while a disrupted pod is still visible (e.g.
     `PreemptionByScheduler`, with who preempted in the message), else `Requeued`. The phase itself stays: phases
@@ -248,7 +248,8 @@ def _requeued(obs: Observation, shape: JobShape, pods: list[PodFacts],
     disrupted = next((p for p in pods if p.disruption_reason), None)
     if disrupted is not None:
         said = f"; {disrupted.ref}: {disrupted.disruption_message}" if disrupted.disruption_message else ""
-        return disrupted.disruption_reason, f"requeued: {tail}{said}"
+        # Not "requeued": with backoffLimit 0 owner Jobs, a disrupted member fails the whole Job next.
+        return disrupted.disruption_reason, f"gang disrupted: {tail}{said}"
     waiting = next((p for p in live_pods if not p.bound), None)
     if waiting is None:
         return None  # no pod waits: nothing says the gang is back in the queue (objects missing, or finishing)

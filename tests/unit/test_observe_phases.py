@@ -155,14 +155,14 @@ def preempted(name: str) -> dict:
     return p
 
 
-def test_a_running_gang_whose_pods_are_preempted_says_it_is_requeued_with_the_pods_reason():
+def test_a_running_gang_whose_pods_are_preempted_says_so_with_the_pods_reason_and_who():
     pods = [preempted(f"p-{i}") for i in range(3)] + [
         pod(name=f"q-{i}", created=51, unschedulable="0/4 nodes are available") for i in range(3)]
     obs = run(GangStatus(), pods, current=P.RUNNING, recorded=RAN)
     assert obs.entries == []  # the timeline only moves forward; the phase stays Running
     assert (obs.phase, obs.reason) == (P.RUNNING, "PreemptionByScheduler")
-    assert obs.message == ("requeued: 0 of 3 bound; Pod default/p-0: Kai-scheduler: preempting to make room for "
-                           "default/big-job")
+    assert obs.message == ("gang disrupted: 0 of 3 bound; Pod default/p-0: Kai-scheduler: preempting to make room "
+                           "for default/big-job")
 
 
 def test_a_running_gang_whose_pods_were_replaced_and_wait_again_says_requeued():
