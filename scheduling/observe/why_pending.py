@@ -4,12 +4,16 @@ Shape (JSON, stored in `GangJob.why_pending`, None once the gang is scheduled)::
 
     {"reason": "OverLimit",                     # code: the scheduler's reason, or gangweb's WaitingFor... codes
      "message": "team-a quota has reached ...",  # the scheduler's own words ("" when it said nothing)
-     "summary": "Queue team-a has reached its GPU limit: 6 of 8 GPUs allocated; this job asks for 4 more.",
+     "summary": "Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4.",   # blocking facts lead
      "source": "PodGroup ns/name", "since": "2026-11-29T14:00:00+00:00" | None,
      "pods": {"bound": 0, "required": 3, "total": 3, "created": 3},
      "queue": {"name": "team-a", "resources": {"nvidia.com/gpu": {"quota": 4, "limit": 8, "allocated": 6,
                "allocated_non_preemptible": 0, "requested": 10}}} | None,
      "job_requests": {"nvidia.com/gpu": 4, "cpu": 12, "memory": 103079215104},
+     "blocking": [{"code": "QueueOverLimit", "queue": "team-a", "resource": "nvidia.com/gpu", "in_use": 6,
+                   "limit": 8, "needs": 4, "message": "queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4"}],
+                                                   # what keeps it out, most certain first: ExceedsClusterCapacity,
+                                                   # NoNodeFits (observe.capacity), QueueOverLimit, QueueOverQuota
      "reasons": [{"reason": "OverLimit", "message": "..."}],       # every explanation the scheduler gave
      "pod_conditions": [{"reason": "Unschedulable", "message": "0/4 nodes are available: ...", "pods": 3,
                          "example": "train-worker-0-abcde"}]}

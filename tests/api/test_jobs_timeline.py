@@ -94,3 +94,22 @@ def test_a_job_cancelled_while_queued_waited_until_it_was_cancelled(api, setup):
     durations = api.get(f"/api/v1/jobs/{job.id}/").data["durations"]
     assert durations == {"time_in_queue": {"duration_s": 60.0, "ongoing": False}, "time_to_schedule": None,
                          "time_to_running": None, "run_time": None}
+
+
+def test_job_detail_reads_the_timeline_once_however_long_it_is(api, setup):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for name, phases in [("short", ["Dispatched"]), ("long", ["Dispatched", "Queued", "Scheduled", "Running"])]:
+        r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name=name), format="json")
+        job = GangJob.objects.get(pk=r.data["id"])
+        t0 = job.transitions.get().at
+        for i, phase in enumerate(phases, 1):
+            PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=i), reason=phase)
+        with CaptureQueriesContext(connection) as queries:
+            data = api.get(f"/api/v1/jobs/{job.id}/").data
+        assert len(data["timeline"]) == len(phases) + 1 and data["timeline"][-1]["ongoing"] is True
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
+    assert sum("scheduling_phasetransition" in q["sql"] for q in queries.captured_queries) == 1
