@@ -1,4 +1,5 @@
 """API serializers. Write paths validate through scheduling.services, so the API and forms say the same."""
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -161,11 +162,33 @@ class RuntimeTemplateSerializer(serializers.ModelSerializer):
 
 
 class PhaseTransitionSerializer(serializers.ModelSerializer):
-    """One timeline entry."""
+    """One timeline entry, with the time spent in it (`services.timeline.annotate` sets the two extra fields)."""
+
+    duration_s = serializers.FloatField(read_only=True, allow_null=True, default=None,
+                                        help_text="seconds in this phase: until the next entry, or until now while "
+                                                  "ongoing; null for a terminal entry")
+    ongoing = serializers.BooleanField(read_only=True, default=False,
+                                       help_text="true for the job's current, unfinished phase")
 
     class Meta:
         model = PhaseTransition
-        fields = ["phase", "at", "recorded_at", "source", "reason", "message"]
+        fields = ["phase", "at", "recorded_at", "source", "reason", "message", "duration_s", "ongoing"]
+
+
+class DurationSerializer(serializers.Serializer):
+    """One derived duration: seconds, and whether it is still counting (the job is still in that span)."""
+
+    duration_s = serializers.FloatField()
+    ongoing = serializers.BooleanField()
+
+
+class DurationsSerializer(serializers.Serializer):
+    """Derived durations (services.timeline.spans); each null until its span starts."""
+
+    time_in_queue = DurationSerializer(allow_null=True, help_text="Queued (else Dispatched) until Scheduled")
+    time_to_schedule = DurationSerializer(allow_null=True, help_text="Submitted until Scheduled")
+    time_to_running = DurationSerializer(allow_null=True, help_text="Submitted until Running")
+    run_time = DurationSerializer(allow_null=True, help_text="Running until Succeeded/Failed/Cancelled")
 
 
 class JobEventSerializer(serializers.Serializer):
@@ -213,6 +236,12 @@ class WhyPendingSerializer(serializers.Serializer):
                                                              '"limit", "allocated", "allocated_non_preemptible", '
                                                              '"requested"}}} when the scheduler gives them (KAI)')
     job_requests = serializers.DictField(child=serializers.FloatField(), help_text="what the job asks, per resource")
+    blocking = serializers.ListField(
+        child=serializers.DictField(), required=False,
+        help_text='what blocks, most certain first, each {"code", "message", ...numbers}: ExceedsClusterCapacity '
+                  '{"resource", "needs", "available", "nodes"}, NoNodeFits {"resource", "per_pod", "largest_node", '
+                  '"nodes"}, QueueOverLimit {"queue", "resource", "in_use", "limit", "needs"}, QueueOverQuota '
+                  '{"queue", "resource", "in_use", "quota", "needs"}')
     reasons = serializers.ListField(child=serializers.DictField(), help_text="every explanation the scheduler gave")
     pod_conditions = serializers.ListField(child=serializers.DictField(),
                                            help_text="pods' PodScheduled=False reasons and messages, with counts")
@@ -256,13 +285,20 @@ class GangJobDetailSerializer(GangJobSerializer):
         read_only_fields = fields
 
     def _transitions(self, obj):
-        return timeline.ordered(obj.transitions.all())
+        # One `now` per job, so the timeline's ongoing entry and the ongoing durations agree.
+        cached = getattr(obj, "_timeline_now", None)
+        if cached is None:
+            obj._timeline_now = cached = timezone.now()
+        return timeline.annotate(obj.transitions.all(), cached)
 
+    @extend_schema_field(PhaseTransitionSerializer(many=True))
     def get_timeline(self, obj) -> list[dict]:
         return PhaseTransitionSerializer(self._transitions(obj), many=True).data
 
+    @extend_schema_field(DurationsSerializer)
     def get_durations(self, obj) -> dict:
-        return timeline.durations(self._transitions(obj))
+        self._transitions(obj)
+        return timeline.spans(obj.transitions.all(), obj._timeline_now)
 
 
 class JobSubmitSerializer(serializers.Serializer):

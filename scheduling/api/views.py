@@ -3,6 +3,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -29,7 +30,7 @@ from ..models import (
     RuntimeTemplate,
     RuntimeTemplateVersion,
 )
-from ..services import access, audit, dispatch
+from ..services import access, audit, dispatch, timeline
 from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services import queues as queue_service
@@ -349,7 +350,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def timeline(self, request, pk=None):
         """The job's phase history, in order."""
         job = self.get_object()
-        return Response(s.PhaseTransitionSerializer(job.transitions.order_by("at", "id"), many=True).data)
+        entries = timeline.annotate(job.transitions.all(), timezone.now())
+        return Response(s.PhaseTransitionSerializer(entries, many=True).data)
 
     @extend_schema(responses={200: s.JobEventsSerializer, 502: s.JobEventsSerializer})
     @action(detail=True, methods=["get"])

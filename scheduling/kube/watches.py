@@ -14,6 +14,10 @@ backends serve), each doing the informer loop of client-go in miniature:
 Every change marks the owning job (label `gangweb.io/job-uid`) dirty; a dispatcher thread coalesces bursts
 (`DEBOUNCE_SECONDS`) and calls `on_change(job_uid, JobObjects, deleted)` once per dirty job with that job's
 objects from the cache, so observing a job costs no API call. Objects are camelCase dicts (the API's JSON).
+
+With `on_capacity` given, Nodes are watched too (all of them: nodes carry no gangweb label), kept in the cache
+reduced to what capacity needs; when what they offer changes (`observe.capacity.summarize`), the dispatcher calls
+`on_capacity(summary)` and then marks every job it knows dirty, so pending jobs' why-pending is rebuilt with it.
 """
 from __future__ import annotations
 
@@ -30,12 +34,13 @@ from kubernetes.client.rest import ApiException
 
 from ..backends.base import ObjectRef
 from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
-from ..observe import metrics
+from ..observe import capacity, metrics
 
 log = logging.getLogger(__name__)
 
 POD = ObjectRef("v1", "Pod", "pods")
 JOB = ObjectRef("batch/v1", "Job", "jobs")
+NODE = ObjectRef("v1", "Node", "nodes")
 WATCH_SECONDS = 240  # server-side watch timeout; the watch is then resumed from the last resourceVersion
 DEBOUNCE_SECONDS = 0.05
 BACKOFF_SECONDS = (0.2, 0.5, 1, 2, 5, 10)
@@ -73,6 +78,22 @@ class _Lost(Exception):
         self.reason = reason
 
 
+class _DictWatch(watch.Watch):
+    """kubernetes' `watch.Watch` that yields the API server's JSON events as plain dicts.
+
+    Why not `stream(..., deserialize=False)`: in that mode the client reads a watch ERROR event's Status from
+    `event["raw_object"]`, which only its deserializing mode sets, so an expired watch (ERROR, code 410) raised
+    KeyError and ended the watching thread for good. Parsing here and setting `raw_object` lets the client turn
+    ERROR events into `ApiException(status=code)` as designed (`kubernetes/watch/watch.py`, client 36), while
+    events stay dicts (no model deserialization).
+    """
+
+    def unmarshal_event(self, data: str, return_type):
+        event = json.loads(data)
+        event["raw_object"] = event.get("object")
+        return event
+
+
 class ClusterWatcher:
     """Watches one cluster. `start()` returns at once; `stop()` ends every thread within about a second.
 
@@ -80,14 +101,22 @@ class ClusterWatcher:
     - `kinds`: gang kinds to watch besides pods and batch Jobs (kinds the cluster does not serve are skipped
       after their LIST answers 404);
     - `on_change(job_uid, objects, deleted)`: called from the dispatcher thread; `deleted` is True when one of
-      the job's gang objects or Jobs was deleted since the last call (the reconciler may need to recreate it).
+      the job's gang objects or Jobs was deleted since the last call (the reconciler may need to recreate it);
+    - `on_capacity(summary)`: when given, Nodes are watched and it is called from the dispatcher thread with
+      `observe.capacity.summarize(nodes)` each time that summary changes (the first time once Nodes are listed).
     """
 
     def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
-                 on_change: Callable[[str, JobObjects, bool], None]):
+                 on_change: Callable[[str, JobObjects, bool], None],
+                 on_capacity: Callable[[dict], None] | None = None):
         self.name = name
         self.api = api
-        self.kinds = [POD, JOB, *[k for k in kinds if _key(k) not in (_key(POD), _key(JOB))]]
+        self.kinds = [POD, JOB, *[k for k in kinds if _key(k) not in (_key(POD), _key(JOB), _key(NODE))]]
+        if on_capacity is not None:
+            self.kinds.append(NODE)
+        self.on_capacity = on_capacity
+        self.capacity: dict | None = None  # the last summary passed to on_capacity
+        self._nodes_changed = False
         self.selector = f"{LABEL_INSTANCE}={instance}"
         self.on_change = on_change
         self.cache: dict[str, dict[str, dict]] = {_key(k): {} for k in self.kinds}
@@ -152,6 +181,8 @@ class ClusterWatcher:
             return client.CoreV1Api(self.api).list_pod_for_all_namespaces, ()
         if ref == JOB:
             return client.BatchV1Api(self.api).list_job_for_all_namespaces, ()
+        if ref == NODE:
+            return client.CoreV1Api(self.api).list_node, ()
         return client.CustomObjectsApi(self.api).list_cluster_custom_object, (ref.group, ref.version, ref.plural)
 
     def _run_kind(self, ref: ObjectRef) -> None:
@@ -168,8 +199,11 @@ class ClusterWatcher:
                 metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), lost.reason).inc()
                 log.info("watch %s %s lost (%s); listing again", self.name, resource_label(ref), lost.reason)
             except ApiException as exc:
-                if exc.status == 404:  # the cluster does not serve this kind: nothing to watch
-                    log.info("watch %s: %s not served; not watched", self.name, _key(ref))
+                if exc.status == 404 or (exc.status == 403 and ref == NODE):
+                    # The cluster does not serve this kind, or (Nodes) gangweb may not read it: nothing to watch;
+                    # why-pending then states no capacity facts.
+                    log.info("watch %s: %s not served or forbidden (%s); not watched", self.name, _key(ref),
+                             exc.status)
                     self.synced[_key(ref)].set()
                     return
                 self.restarts += 1
@@ -186,13 +220,13 @@ class ClusterWatcher:
     def _list(self, ref: ObjectRef) -> str:
         """LIST the kind, replace its cache, mark every job whose objects changed; returns the resourceVersion."""
         fn, args = self._list_call(ref)
-        resp = fn(*args, label_selector=self.selector, _preload_content=False, _request_timeout=(5, 60))
+        resp = fn(*args, label_selector=self._selector(ref), _preload_content=False, _request_timeout=(5, 60))
         body = json.loads(resp.data)
         fresh = {}
         for item in body.get("items") or []:
             item.setdefault("apiVersion", ref.api_version)
             item.setdefault("kind", ref.kind)
-            fresh[item["metadata"]["uid"]] = item
+            fresh[item["metadata"]["uid"]] = _slim_node(item) if ref == NODE else item
         key = _key(ref)
         with self._lock:
             old = self.cache[key]
@@ -208,6 +242,9 @@ class ClusterWatcher:
                 if (old.get(uid) or {}).get("metadata", {}).get("resourceVersion") != obj["metadata"].get(
                         "resourceVersion"):
                     self._mark(obj, False)
+            if ref == NODE:
+                self._nodes_changed = True
+                self._wake.notify()
         self.synced[key].set()
         return (body.get("metadata") or {}).get("resourceVersion", "")
 
@@ -216,12 +253,12 @@ class ClusterWatcher:
         key = _key(ref)
         fn, args = self._list_call(ref)
         while not self._stop.is_set():
-            w = watch.Watch()
+            w = _DictWatch()
             with self._lock:
                 self._watches.add(w)
             try:
-                for event in w.stream(fn, *args, label_selector=self.selector, resource_version=rv,
-                                      allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS, deserialize=False,
+                for event in w.stream(fn, *args, label_selector=self._selector(ref), resource_version=rv,
+                                      allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS,
                                       _request_timeout=(5, WATCH_SECONDS + 30)):
                     etype, obj = event.get("type"), event.get("object") or {}
                     rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
@@ -233,6 +270,8 @@ class ClusterWatcher:
                         continue
                     obj.setdefault("apiVersion", ref.api_version)
                     obj.setdefault("kind", ref.kind)
+                    if ref == NODE:
+                        obj = _slim_node(obj)
                     with self._lock:
                         previous = self.cache[key].pop(uid, None)
                         if previous is not None:
@@ -241,6 +280,11 @@ class ClusterWatcher:
                             self.cache[key][uid] = obj
                             self._index(key, uid, obj)
                         self._mark(obj, etype == "DELETED" and ref != POD)
+                        if ref == NODE and (etype == "DELETED" or _node_facts(previous) != _node_facts(obj)):
+                            # Kubelet heartbeats modify every node every few seconds; only a change of what
+                            # capacity reads wakes the dispatcher.
+                            self._nodes_changed = True
+                            self._wake.notify()
             except ApiException as exc:
                 if self._stop.is_set():
                     return
@@ -252,6 +296,10 @@ class ClusterWatcher:
             finally:
                 with self._lock:
                     self._watches.discard(w)
+
+    def _selector(self, ref: ObjectRef) -> str | None:
+        """Nodes are not gangweb's: all of them count. Everything else by the instance label."""
+        return None if ref == NODE else self.selector
 
     # ---- dispatch ----------------------------------------------------------------------------------------------
     def _mark(self, obj: dict, deleted: bool) -> None:
@@ -288,14 +336,33 @@ class ClusterWatcher:
             items.sort(key=lambda o: (o.get("kind", ""), (o.get("metadata") or {}).get("name", "")))
         return out
 
+    def _capacity_changed(self) -> None:
+        """Pass a changed node capacity on, then have every known job observed again (caller holds no lock)."""
+        with self._lock:
+            nodes_changed, self._nodes_changed = self._nodes_changed, False
+            summary = capacity.summarize(list(self.cache[_key(NODE)].values())) if nodes_changed else None
+        if summary is None or summary == self.capacity:
+            return
+        try:
+            self.on_capacity(summary)
+        except Exception:  # keep watching; the next node change tries again
+            log.exception("watch %s: recording node capacity failed", self.name)
+            return
+        self.capacity = summary
+        with self._lock:
+            for job_uid in self._by_job:
+                self._dirty[job_uid] = self._dirty.get(job_uid, False)
+
     def _dispatch(self) -> None:
         while not self._stop.is_set():
             with self._lock:
-                while not self._dirty and not self._stop.is_set():
+                while not self._dirty and not self._nodes_changed and not self._stop.is_set():
                     self._wake.wait(1)
             if self._stop.is_set():
                 return
             time.sleep(DEBOUNCE_SECONDS)  # let a burst (3 pods bound at once) arrive: one observation for all
+            if self.on_capacity is not None:
+                self._capacity_changed()
             with self._lock:
                 batch, self._dirty = self._dirty, {}
             for job_uid, deleted in batch.items():
@@ -303,3 +370,21 @@ class ClusterWatcher:
                     self.on_change(job_uid, self.objects_of(job_uid), deleted)
                 except Exception:  # one job's failure must not stop the others' observations
                     log.exception("watch %s: observing job %s failed", self.name, job_uid)
+
+
+def _slim_node(node: dict) -> dict:
+    """A Node reduced to what capacity reads (a node's status also lists its images: kilobytes each)."""
+    meta, status = node.get("metadata") or {}, node.get("status") or {}
+    return {"apiVersion": node.get("apiVersion"), "kind": node.get("kind"),
+            "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta},
+            "spec": {"unschedulable": True} if (node.get("spec") or {}).get("unschedulable") else {},
+            "status": {"allocatable": status.get("allocatable") or {},
+                       "conditions": [{"type": "Ready", "status": c.get("status")}
+                                      for c in status.get("conditions") or [] if c.get("type") == "Ready"]}}
+
+
+def _node_facts(node: dict | None) -> tuple | None:
+    """What capacity reads of a slimmed node (its resourceVersion and heartbeats aside)."""
+    if node is None:
+        return None
+    return node.get("spec"), node.get("status")

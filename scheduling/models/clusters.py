@@ -13,6 +13,9 @@ class Cluster(models.Model):
     returned by the API or shown after upload.
     Health and discovery results (`server_version`, `served_apis` as ["group/version", ...],
     `available_backends` as registry names) are written by the probe task.
+    `capacity` is what the cluster's Ready, uncordoned nodes offer (`status.allocatable`, base units), written by
+    the cluster watcher when nodes change: ``{"nodes": 4, "allocatable": {"nvidia.com/gpu": 32, ...},
+    "largest": {"nvidia.com/gpu": 8, ...}}`` (scheduling.observe.capacity.summarize); {} until first seen.
     """
 
     name = models.SlugField(max_length=63, unique=True)
@@ -26,6 +29,7 @@ class Cluster(models.Model):
     server_version = models.CharField(max_length=64, blank=True)
     served_apis = models.JSONField(default=list, blank=True)
     available_backends = models.JSONField(default=list, blank=True)
+    capacity = models.JSONField(default=dict, blank=True, help_text="allocatable of schedulable nodes, base units")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -43,6 +43,7 @@ REASON_CANCELLING = "Cancelling"
 REASON_CANCELLED = "Cancelled"
 REASON_COMPLETED = "Completed"
 REASON_POD_FAILED = "PodFailed"
+REASON_REQUEUED = "Requeued"  # a scheduled gang fell below minMember bound and its pods wait in the scheduler again
 DISRUPTION_TARGET = "DisruptionTarget"  # v1alpha2 PodGroup condition set while the scheduler preempts the gang
 GATED = "SchedulingGated"  # PodScheduled=False reason the API server sets on pods with scheduling gates
 
@@ -232,6 +233,30 @@ def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], 
     return obs
 
 
+def _requeued(obs: Observation, shape: JobShape, pods: list[PodFacts],
+              live_pods: list[PodFacts]) -> tuple[str, str] | None:
+    """(reason, message) when a gang that was scheduled has fewer than minMember pods bound again and its pods are
+    being disrupted (preempted, evicted) or wait for the scheduler again (recreated after a loss).
+
+    The reason is the pods' own DisruptionTarget reason while a disrupted pod is still visible (e.g.
+    `PreemptionByScheduler`, with who preempted in the message), else `Requeued`. The phase itself stays: phases
+    only move forward (see the module docstring and docs/observability.md, "Re-queued gangs").
+    """
+    if obs.bound >= shape.min_member:
+        return None
+    tail = bound_of(obs.bound, shape.min_member)
+    disrupted = next((p for p in pods if p.disruption_reason), None)
+    if disrupted is not None:
+        said = f"; {disrupted.ref}: {disrupted.disruption_message}" if disrupted.disruption_message else ""
+        # Not "requeued": with backoffLimit 0 owner Jobs, a disrupted member fails the whole Job next.
+        return disrupted.disruption_reason, f"gang disrupted: {tail}{said}"
+    waiting = next((p for p in live_pods if not p.bound), None)
+    if waiting is None:
+        return None  # no pod waits: nothing says the gang is back in the queue (objects missing, or finishing)
+    said = f"; {waiting.waiting_message}" if waiting.waiting_message else ""
+    return REASON_REQUEUED, f"requeued: {tail}{said}"
+
+
 def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str, Entry], pods: list[PodFacts],
             gang_objects: list[dict], owners: list[OwnerFacts]) -> tuple[str, str]:
     """phase_reason and phase_message for the job's phase now (they may change while the phase stays)."""
@@ -248,6 +273,9 @@ def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str
     if disrupted is not None and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
         # v1alpha2 DisruptionTarget: the scheduler is preempting the gang; say so while the pods still run.
         return disrupted.get("reason") or DISRUPTION_TARGET, disrupted.get("message", "")
+    requeued = _requeued(obs, shape, pods, live_pods) if phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) else None
+    if requeued is not None:
+        return requeued
     if phase == GangPhase.RUNNING:
         return REASON_RUNNING, f"{obs.running} of {shape.total} pods running"
     if phase == GangPhase.SCHEDULED:

@@ -7,6 +7,8 @@ Sources of semantics (core/v1 Pod, batch/v1 Job):
   `SchedulerError`, `BindingError`) and the scheduler's message;
 - container start and end times are `status.containerStatuses[].state.running.startedAt` /
   `state.terminated.startedAt|finishedAt`;
+- a pod being preempted or evicted carries `DisruptionTarget=True` with the reason (`PreemptionByScheduler`,
+  `EvictionByEvictionAPI`, `DeletionByTaintManager`, `TerminationByKubelet`, ...) and who did it in its message;
 - a batch Job is finished when its `Complete` or `Failed` condition is True (`status.completionTime` is set on
   success).
 """
@@ -38,6 +40,8 @@ class PodFacts:
     waiting_message: str
     waiting_since: datetime | None
     terminating: bool
+    disruption_reason: str = ""  # DisruptionTarget=True reason, e.g. "PreemptionByScheduler"
+    disruption_message: str = ""
 
     @property
     def bound(self) -> bool:
@@ -63,6 +67,7 @@ def pod_facts(pod: dict) -> PodFacts:
         waiting_message = sched.get("message") or ""
         waiting_since = o.parse_time(sched.get("lastTransitionTime"))
     node = (pod.get("spec") or {}).get("nodeName") or ""
+    disrupted = o.condition_true(pod, "DisruptionTarget")
     if node and scheduled_at is None:
         # Bound without a condition time (e.g. a Binding written by a test or an external binder).
         scheduled_at = o.parse_time(st.get("startTime")) or o.created_at(pod)
@@ -86,6 +91,8 @@ def pod_facts(pod: dict) -> PodFacts:
         node_name=node, created_at=o.created_at(pod), scheduled_at=scheduled_at, started_at=started_at,
         finished_at=max(ends) if ends else None, waiting_reason=waiting_reason, waiting_message=waiting_message,
         waiting_since=waiting_since, terminating=o.is_terminating(pod),
+        disruption_reason=(disrupted or {}).get("reason") or ("DisruptionTarget" if disrupted else ""),
+        disruption_message=(disrupted or {}).get("message") or "",
     )
 
 

@@ -4,12 +4,16 @@ Shape (JSON, stored in `GangJob.why_pending`, None once the gang is scheduled)::
 
     {"reason": "OverLimit",                     # code: the scheduler's reason, or gangweb's WaitingFor... codes
      "message": "team-a quota has reached ...",  # the scheduler's own words ("" when it said nothing)
-     "summary": "Queue team-a has reached its GPU limit: 6 of 8 GPUs allocated; this job asks for 4 more.",
+     "summary": "Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4.",   # blocking facts lead
      "source": "PodGroup ns/name", "since": "2026-11-29T14:00:00+00:00" | None,
      "pods": {"bound": 0, "required": 3, "total": 3, "created": 3},
      "queue": {"name": "team-a", "resources": {"nvidia.com/gpu": {"quota": 4, "limit": 8, "allocated": 6,
                "allocated_non_preemptible": 0, "requested": 10}}} | None,
      "job_requests": {"nvidia.com/gpu": 4, "cpu": 12, "memory": 103079215104},
+     "blocking": [{"code": "QueueOverLimit", "queue": "team-a", "resource": "nvidia.com/gpu", "in_use": 6,
+                   "limit": 8, "needs": 4, "message": "queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4"}],
+                                                   # what keeps it out, most certain first: ExceedsClusterCapacity,
+                                                   # NoNodeFits (observe.capacity), QueueOverLimit, QueueOverQuota
      "reasons": [{"reason": "OverLimit", "message": "..."}],       # every explanation the scheduler gave
      "pod_conditions": [{"reason": "Unschedulable", "message": "0/4 nodes are available: ...", "pods": 3,
                          "example": "train-worker-0-abcde"}]}
@@ -30,6 +34,8 @@ from kubernetes.utils import parse_quantity
 
 from ..backends.base import GangStatus
 from ..choices import GangPhase
+from .capacity import EXCEEDS_CLUSTER
+from .capacity import blocking as capacity_blocking
 from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, JobShape, bound_of
 from .pods import PodFacts
 
@@ -52,6 +58,10 @@ GANG_UNSCHEDULABLE = frozenset({"Unschedulable", "NotEnoughResources", "Not enou
                                 "Unable to schedule podgroup"})
 NOUNS = {"nvidia.com/gpu": "GPU", "gpu": "GPU", "cpu": "CPU", "memory": "memory"}
 UNITS = {"nvidia.com/gpu": "GPUs", "gpu": "GPUs", "cpu": "CPU cores", "memory": "bytes of memory"}
+GIB = 2**30
+# Codes of the queue's blocking facts (the capacity ones are in observe.capacity).
+QUEUE_OVER_LIMIT = "QueueOverLimit"
+QUEUE_OVER_QUOTA = "QueueOverQuota"
 
 
 def number(value) -> int | float | None:
@@ -113,21 +123,88 @@ def _fmt(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _bare(resource: str, value) -> str:
+    """A number as it follows "of" or "has": GPUs and cores bare ("8"), memory with its unit ("64 GiB")."""
+    if resource == "memory" and isinstance(value, (int, float)) and value >= GIB / 10:
+        return f"{value / GIB:.3g} GiB"
+    return _fmt(value)
+
+
+def amount(resource: str, value) -> str:
+    """An amount with its unit, as people say it: "1 GPU", "16 GPUs", "12 CPU cores", "96 GiB of memory"."""
+    if resource in ("nvidia.com/gpu", "gpu"):
+        return f"{_fmt(value)} GPU{'' if value == 1 else 's'}"
+    if resource == "cpu":
+        return f"{_fmt(value)} CPU core{'' if value == 1 else 's'}"
+    if resource == "memory":
+        return f"{_bare(resource, value)} of memory" if isinstance(value, (int, float)) and value >= GIB / 10 \
+            else f"{_fmt(value)} bytes of memory"
+    return f"{_fmt(value)} {resource}"
+
+
+def _capacity_facts(needs: dict, per_pod: list[dict], cluster_capacity: dict | None) -> list[dict]:
+    """observe.capacity.blocking with each fact's sentence (`message`, lower case: it is also a clause)."""
+    facts = []
+    for f in capacity_blocking(needs, per_pod, cluster_capacity):
+        res, nodes = f["resource"], f["nodes"]
+        where = f" ({nodes} schedulable node{'' if nodes == 1 else 's'})"
+        if f["code"] == EXCEEDS_CLUSTER:
+            f["message"] = (f"needs {amount(res, f['needs'])}; the cluster has {_bare(res, f['available'])} "
+                            f"allocatable in total{where}")
+        else:
+            f["message"] = (f"one pod needs {amount(res, f['per_pod'])}; the largest node has "
+                            f"{_bare(res, f['largest_node'])} allocatable")
+        facts.append(f)
+    return facts
+
+
+def _queue_fact(reason: str, queue: dict | None, asks: dict) -> dict | None:
+    """The queue's numbers as a blocking fact, for KAI's OverLimit and NonPreemptibleOverQuota (None otherwise)."""
+    if reason not in ("OverLimit", "NonPreemptibleOverQuota") or not (queue or {}).get("resources"):
+        return None
+    res, nums = _limiting(queue["resources"], asks, reason)
+    qname, needs = queue.get("name") or "?", asks.get(res)
+    if reason == "OverLimit":
+        in_use, limit = nums.get("allocated"), nums.get("limit")
+        return {"code": QUEUE_OVER_LIMIT, "queue": qname, "resource": res, "in_use": in_use, "limit": limit,
+                "needs": needs,
+                "message": f"queue {qname}: {_bare(res, in_use)} of {amount(res, limit)} in use, limit "
+                           f"{_bare(res, limit)}, this gang needs {_bare(res, needs)}"}
+    in_use, quota = nums.get("allocated_non_preemptible"), nums.get("quota")
+    return {"code": QUEUE_OVER_QUOTA, "queue": qname, "resource": res, "in_use": in_use, "quota": quota,
+            "needs": needs,
+            "message": f"queue {qname}: {_bare(res, in_use)} of {amount(res, quota)} of quota in use by "
+                       f"non-preemptible jobs, this non-preemptible gang needs {_bare(res, needs)}"}
+
+
+def _sentence(clause: str) -> str:
+    return clause[:1].upper() + clause[1:] + "."
+
+
 def summary(why: dict, scheduler_name: str = "") -> str:
-    """The explanation in words a user understands (the UI shows it; the API returns it as `summary`)."""
+    """The explanation in words a user understands (the UI shows it; the API returns it as `summary`).
+
+    Blocking facts lead (the cluster or a node too small, then the queue's numbers), then what the reason means.
+    """
+    lead = []
+    for fact in why.get("blocking") or []:
+        if fact["code"] == EXCEEDS_CLUSTER:
+            lead.append("This job " + fact["message"] + ".")
+        elif fact["code"] == QUEUE_OVER_QUOTA:
+            lead.append(_sentence(fact["message"]) + " A preemptible job may go over quota.")
+        else:
+            lead.append(_sentence(fact["message"]))
+    if any(f["code"] in (QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA) for f in why.get("blocking") or []):
+        return " ".join(lead)
+    rest = _reason_summary(why, scheduler_name)
+    return " ".join([*lead, rest]) if rest else " ".join(lead)
+
+
+def _reason_summary(why: dict, scheduler_name: str) -> str:
+    """What the reason code means, with the pods' numbers."""
     reason, pods, queue = why["reason"], why["pods"], why.get("queue") or {}
     qname = queue.get("name") or "the queue"
     bound = bound_of(pods["bound"], pods["required"])
-    if reason in ("OverLimit", "NonPreemptibleOverQuota") and queue.get("resources"):
-        res, nums = _limiting(queue["resources"], why.get("job_requests") or {}, reason)
-        ask = _fmt((why.get("job_requests") or {}).get(res))
-        if reason == "OverLimit":
-            return (f"Queue {qname} has reached its {NOUNS.get(res, res)} limit: {_fmt(nums.get('allocated'))} of "
-                    f"{_fmt(nums.get('limit'))} {_unit(res)} allocated; this job asks for {ask} more.")
-        in_use = _fmt(nums.get("allocated_non_preemptible"))
-        return (f"Non-preemptible jobs may only use queue {qname}'s quota: {in_use}"
-                f" of {_fmt(nums.get('quota'))} {_unit(res)} in use; this job asks for {ask}. "
-                "A preemptible job may go over quota.")
     if reason == "QueueDoesNotExist":
         return f"Queue {qname} does not exist in the cluster, so the scheduler will not consider this job."
     if reason == REASON_WAITING_FOR_PODS:
@@ -169,12 +246,15 @@ def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
 
 
 def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
-            job_requests: dict | None = None, scheduler_name: str = "") -> dict | None:
+            job_requests: dict | None = None, scheduler_name: str = "", capacity: dict | None = None,
+            per_pod: list[dict] | None = None) -> dict | None:
     """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
     least minMember pods bound).
 
     - `gang`: the backend's reading of the gang object; `pods`: the job's pods; `shape`: minMember and total.
     - `job_requests`: what the whole job asks per resource (base units), used when the scheduler does not say.
+    - `capacity`: the cluster's `Cluster.capacity` (observe.capacity.summarize; None when unknown) and `per_pod`:
+      what one pod of each pod set asks (observe.capacity.pod_requests), for the capacity facts in `blocking`.
     """
     live = [p for p in pods if not p.terminating]
     bound = sum(1 for p in live if p.bound)
@@ -195,6 +275,12 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
         reason, message, source = REASON_WAITING_FOR_PODS, "", gang.source
     else:
         reason, message, source = REASON_WAITING_FOR_SCHEDULER, "", gang.source or live[0].ref
+    asks = asked or {k: number(v) for k, v in (job_requests or {}).items()}
+    own = {k: number(v) for k, v in (job_requests or {}).items()}  # the whole job, as its spec asks
+    blocking = _capacity_facts(own or asks, per_pod or [], capacity)
+    queue_fact = _queue_fact(reason, queue, asks)
+    if queue_fact is not None:
+        blocking.append(queue_fact)
     why = {
         "reason": reason,
         "message": message,
@@ -202,7 +288,8 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
         "since": since.isoformat() if since else None,
         "pods": {"bound": bound, "required": shape.min_member, "total": shape.total, "created": len(live)},
         "queue": queue,
-        "job_requests": asked or {k: number(v) for k, v in (job_requests or {}).items()},
+        "job_requests": asks,
+        "blocking": blocking,
         "reasons": [{"reason": r.get("reason", ""), "message": r.get("message", "")} for r in kai],
         "pod_conditions": pod_conditions,
     }

@@ -19,7 +19,7 @@ from django.utils import timezone
 from ..backends.base import GangStatus
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState
 from ..models import GangJob, PhaseTransition
-from ..observe import metrics, phases, why_pending
+from ..observe import capacity, metrics, phases, why_pending
 from ..observe import objects as o
 from ..observe.pods import owner_facts, pod_facts
 from ..services import timeline
@@ -112,7 +112,8 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
         now = timezone.now()
         obs = phases.observe(shape, locked.phase, recorded, gang, gang_objects, pod_list, owner_list, now)
         why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(locked.resolved_spec),
-                                  scheduler)
+                                  scheduler, capacity=locked.cluster.capacity,
+                                  per_pod=capacity.pod_requests(locked.resolved_spec))
         if obs.entries:
             PhaseTransition.objects.bulk_create([
                 PhaseTransition(job=locked, phase=e.phase, at=e.at, source=e.source[:300],

@@ -7,6 +7,7 @@ only observes.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -95,10 +96,25 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
     return job
 
 
+def save_capacity(cluster_pk: int, summary: dict) -> None:
+    """Record what the cluster's schedulable nodes offer (`Cluster.capacity`, observe.capacity.summarize)."""
+    close_old_connections()
+    for attempt in range(LOCK_RETRIES):
+        try:
+            Cluster.objects.filter(pk=cluster_pk).update(capacity=summary)
+            return
+        except OperationalError:  # SQLite: a concurrent writer (see observe_job)
+            if attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
 def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWatcher:
-    """A (not yet started) ClusterWatcher of `cluster` that observes jobs on every change."""
+    """A (not yet started) ClusterWatcher of `cluster` that observes jobs on every change and keeps
+    `Cluster.capacity` up to date from its Nodes."""
     if api is None:
         from ..kube.client import api_client
 
         api = api_client(cluster)
-    return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change)
+    return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change,
+                          on_capacity=functools.partial(save_capacity, cluster.pk))

@@ -1,7 +1,19 @@
-"""A job's timeline and the durations derived from it (seconds, floats)."""
+"""A job's timeline and the durations derived from it (seconds, floats).
+
+Two readings of the same entries:
+- `durations(transitions)`: finished spans only (None while a span is not complete): what the metrics histograms
+  observe when a phase is recorded.
+- `spans(transitions, now)` and `annotate(transitions, now)`: what the API and the job page show. A span that has
+  started but not ended counts up to `now` and says so with `ongoing: true`, so a queued job shows how long it has
+  waited so far instead of a blank.
+"""
 from __future__ import annotations
 
+from datetime import datetime
+
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
+
+DURATION_NAMES = ("time_in_queue", "time_to_schedule", "time_to_running", "run_time")
 
 
 def ordered(transitions) -> list:
@@ -9,27 +21,67 @@ def ordered(transitions) -> list:
     return sorted(transitions, key=lambda t: (t.at, PHASE_ORDER.get(t.phase, 99), t.id or 0))
 
 
-def durations(transitions) -> dict[str, float | None]:
-    """Derived durations in seconds, None while not reached.
+def _bounds(transitions) -> dict[str, tuple[datetime | None, datetime | None, bool]]:
+    """{name: (start, end, may_go_on)} of each derived span; `may_go_on` is False once the job finished."""
+    at = {t.phase: t.at for t in transitions}
+    end = next((at[p] for p in (GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED) if p in at), None)
+    live = end is None
+    queued = at.get(GangPhase.QUEUED) or at.get(GangPhase.DISPATCHED)
+    scheduled = at.get(GangPhase.SCHEDULED)
+    return {
+        # A job that finished without being scheduled (cancelled while queued) waited until it finished.
+        "time_in_queue": (queued, scheduled or end, live and scheduled is None),
+        "time_to_schedule": (at.get(GangPhase.SUBMITTED), scheduled, live),
+        "time_to_running": (at.get(GangPhase.SUBMITTED), at.get(GangPhase.RUNNING), live),
+        "run_time": (at.get(GangPhase.RUNNING), end, live),
+    }
 
-    - time_in_queue: Dispatched (or Queued) until Scheduled;
+
+def durations(transitions) -> dict[str, float | None]:
+    """Derived durations in seconds, None while not complete (the metrics use these).
+
+    - time_in_queue: Queued (else Dispatched) until Scheduled (or until the job finished unscheduled);
     - time_to_schedule: Submitted until Scheduled;
     - time_to_running: Submitted until Running;
     - run_time: Running until Succeeded/Failed/Cancelled.
     """
-    at = {t.phase: t.at for t in transitions}
-    end = next((at[p] for p in (GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED) if p in at), None)
+    bounds = _bounds(transitions)
+    return {name: (b - a).total_seconds() if a is not None and b is not None else None
+            for name, (a, b, _) in bounds.items()}
 
-    def span(a, b):
-        return (b - a).total_seconds() if a is not None and b is not None else None
 
-    queued = at.get(GangPhase.QUEUED) or at.get(GangPhase.DISPATCHED)
-    return {
-        "time_in_queue": span(queued, at.get(GangPhase.SCHEDULED)),
-        "time_to_schedule": span(at.get(GangPhase.SUBMITTED), at.get(GangPhase.SCHEDULED)),
-        "time_to_running": span(at.get(GangPhase.SUBMITTED), at.get(GangPhase.RUNNING)),
-        "run_time": span(at.get(GangPhase.RUNNING), end),
-    }
+def spans(transitions, now: datetime) -> dict[str, dict | None]:
+    """The same durations for people: {name: {"duration_s": float, "ongoing": bool} | None}.
+
+    None while the span has not started (or never will: a job that finished without running has no run time);
+    `ongoing: true` with the seconds from its start until `now` while it has started and the job is still in it.
+    """
+    out: dict[str, dict | None] = {}
+    for name, (start, end, may_go_on) in _bounds(transitions).items():
+        if start is None or (end is None and not may_go_on):
+            out[name] = None
+        elif end is None:
+            out[name] = {"duration_s": round(max((now - start).total_seconds(), 0.0), 3), "ongoing": True}
+        else:
+            out[name] = {"duration_s": (end - start).total_seconds(), "ongoing": False}
+    return out
+
+
+def annotate(transitions, now: datetime) -> list:
+    """The transitions in order, each given `duration_s` (seconds in that phase) and `ongoing` attributes.
+
+    An entry lasts until the next entry; the last one lasts until `now` and is ongoing, unless it is terminal
+    (Succeeded/Failed/Cancelled: `duration_s` None). Returns the same objects, sorted as `ordered`.
+    """
+    items = ordered(transitions)
+    for i, t in enumerate(items):
+        if i + 1 < len(items):
+            t.duration_s, t.ongoing = max((items[i + 1].at - t.at).total_seconds(), 0.0), False
+        elif t.phase in TERMINAL_PHASES:
+            t.duration_s, t.ongoing = None, False
+        else:
+            t.duration_s, t.ongoing = round(max((now - t.at).total_seconds(), 0.0), 3), True
+    return items
 
 
 def is_terminal(phase: str) -> bool:

@@ -71,15 +71,22 @@ def job_list(request):
     })
 
 
+DURATION_LABELS = [("time_in_queue", "Time in queue"), ("time_to_schedule", "Time to schedule"),
+                   ("time_to_running", "Time to running"), ("run_time", "Run time")]
+
+
 def job_live_context(job) -> dict:
     """The parts of the job page that change while it runs: phase, timeline, why-pending, pods, events."""
     transitions = list(job.transitions.all())
     observed = job.observed or {}
     pods = observed.get("pods") or []
+    now = timezone.now()
     return {
         "job": job,
-        "gantt": gantt(transitions, timezone.now()),
-        "durations": timeline.durations(transitions),  # the API's derived durations, seconds or None
+        "gantt": gantt(transitions, now),
+        # The API's derived durations: {"duration_s", "ongoing"} or None; an ongoing one counts until now.
+        "durations": timeline.spans(transitions, now),
+        "duration_labels": DURATION_LABELS,
         "transitions": transitions,
         "why": explain(job.why_pending, job.phase),
         # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and

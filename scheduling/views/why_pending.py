@@ -8,7 +8,8 @@ The object is written by the observer (scheduling/observe/why_pending.py, docs/o
      "queue": {"name": "team-a", "resources": {"nvidia.com/gpu": {"quota": 4, "limit": 8, "allocated": 6,
                "allocated_non_preemptible": 0, "requested": 10}}} | None,
      "job_requests": {"nvidia.com/gpu": 4, "cpu": 12, "memory": 103079215104},
-     "reasons": [{"reason", "message"}], "pod_conditions": [{"reason", "message", "pods", "example"}]}
+     "reasons": [{"reason", "message"}], "pod_conditions": [{"reason", "message", "pods", "example"}],
+     "blocking": [{"code": "NoNodeFits", "message": "one pod needs 8 GPUs; ...", <numbers>}]}
 
 Units there: GPUs in devices, CPU in cores, memory in bytes. Reason codes come from the schedulers (KAI
 `UnschedulableExplanation` reasons, Kubernetes v1alpha2 `PodGroupScheduled` reasons, pod `PodScheduled` reasons)
@@ -53,6 +54,10 @@ def amount(resource: str, value) -> str:
     return f"{format_number(value)} {resource}"
 
 
+def _sentence(clause: str) -> str:
+    return clause[:1].upper() + clause[1:].rstrip(".") + "."
+
+
 @dataclass
 class WhyPending:
     """What the job page shows: a headline, what the reason means, detail sentences with numbers, the scheduler's
@@ -66,6 +71,7 @@ class WhyPending:
     source: str = ""
     since: str = ""
     pod_conditions: list[dict] = field(default_factory=list)
+    blocking: list[dict] = field(default_factory=list)  # [{"code", "message"}]: what blocks, most certain first
 
 
 def explain(why: dict | None, phase: str = "") -> WhyPending | None:
@@ -81,7 +87,9 @@ def explain(why: dict | None, phase: str = "") -> WhyPending | None:
     out = WhyPending(reason=reason, headline=headline, meaning=meaning if meaning != headline else "",
                      message=str(why.get("message") or ""), source=str(why.get("source") or ""),
                      since=str(why.get("since") or ""),
-                     pod_conditions=[c for c in why.get("pod_conditions") or [] if isinstance(c, dict)])
+                     pod_conditions=[c for c in why.get("pod_conditions") or [] if isinstance(c, dict)],
+                     blocking=[{"code": str(f.get("code") or ""), "message": _sentence(str(f.get("message") or ""))}
+                               for f in why.get("blocking") or [] if isinstance(f, dict) and f.get("message")])
     pods = why.get("pods") if isinstance(why.get("pods"), dict) else {}
     if pods.get("bound") is not None and pods.get("required") is not None:
         sentence = f"{pods['bound']} of the {pods['required']} pods the gang needs are bound"

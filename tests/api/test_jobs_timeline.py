@@ -24,8 +24,10 @@ def test_timeline_is_returned_in_order_with_reasons_and_durations(api, setup):
     assert [e["reason"] for e in r.data["timeline"]][1:] == ["ObjectsCreated", "Unschedulable", "Scheduled",
                                                              "AllPodsRunning"]
     assert r.data["timeline"][2]["source"] == "PodGroup default/tl-abc"
-    assert r.data["durations"] == {"time_in_queue": 27.0, "time_to_schedule": 30.0, "time_to_running": 40.0,
-                                   "run_time": None}
+    durations = r.data["durations"]
+    assert {k: v["duration_s"] for k, v in durations.items() if not v["ongoing"]} == {
+        "time_in_queue": 27.0, "time_to_schedule": 30.0, "time_to_running": 40.0}
+    assert durations["run_time"]["ongoing"] is True  # still running: it counts until now
 
 
 def test_phase_history_is_append_only():
@@ -41,3 +43,73 @@ def test_a_saved_transition_cannot_be_rewritten(setup, admin_user):
     t.reason = "changed"
     with pytest.raises(TypeError):
         t.save()
+
+
+def test_a_queued_job_shows_its_time_in_queue_so_far_as_ongoing(api, setup):
+    r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name="waiting"), format="json")
+    job = GangJob.objects.get(pk=r.data["id"])
+    t0 = timezone.now() - timedelta(minutes=10)
+    PhaseTransition.objects.filter(job=job).delete()  # rewind the submit time: ten minutes ago
+    for phase, seconds in [("Submitted", 0), ("Dispatched", 2), ("Queued", 5)]:
+        PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=seconds), reason=phase)
+    data = api.get(f"/api/v1/jobs/{job.id}/").data
+    in_queue = data["durations"]["time_in_queue"]
+    assert in_queue["ongoing"] is True
+    assert 595 <= in_queue["duration_s"] <= 595 + 60  # queued 5 s after t0, ten minutes ago
+    assert data["durations"]["time_to_schedule"]["ongoing"] is True
+    assert data["durations"]["time_to_schedule"]["duration_s"] >= 600
+    assert data["durations"]["run_time"] is None  # not started
+    timeline = data["timeline"]
+    assert [(e["phase"], e["duration_s"], e["ongoing"]) for e in timeline[:2]] == [
+        ("Submitted", 2.0, False), ("Dispatched", 3.0, False)]
+    assert timeline[2]["phase"] == "Queued" and timeline[2]["ongoing"] is True
+    assert timeline[2]["duration_s"] == pytest.approx(in_queue["duration_s"], abs=0.01)
+    entries = api.get(f"/api/v1/jobs/{job.id}/timeline/").data
+    assert [(e["phase"], e["ongoing"]) for e in entries] == [("Submitted", False), ("Dispatched", False),
+                                                             ("Queued", True)]
+
+
+def test_a_finished_job_has_no_ongoing_duration(api, setup):
+    r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name="done"), format="json")
+    job = GangJob.objects.get(pk=r.data["id"])
+    t0 = job.transitions.get().at
+    for phase, seconds in [("Queued", 3), ("Scheduled", 30), ("Running", 40), ("Succeeded", 100)]:
+        PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=seconds), reason=phase)
+    data = api.get(f"/api/v1/jobs/{job.id}/").data
+    assert data["durations"] == {"time_in_queue": {"duration_s": 27.0, "ongoing": False},
+                                 "time_to_schedule": {"duration_s": 30.0, "ongoing": False},
+                                 "time_to_running": {"duration_s": 40.0, "ongoing": False},
+                                 "run_time": {"duration_s": 60.0, "ongoing": False}}
+    assert [(e["phase"], e["duration_s"], e["ongoing"]) for e in data["timeline"]] == [
+        ("Submitted", 3.0, False), ("Queued", 27.0, False), ("Scheduled", 10.0, False), ("Running", 60.0, False),
+        ("Succeeded", None, False)]
+
+
+def test_a_job_cancelled_while_queued_waited_until_it_was_cancelled(api, setup):
+    r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name="gave-up"), format="json")
+    job = GangJob.objects.get(pk=r.data["id"])
+    t0 = job.transitions.get().at
+    for phase, seconds in [("Queued", 3), ("Cancelled", 63)]:
+        PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=seconds), reason=phase)
+    durations = api.get(f"/api/v1/jobs/{job.id}/").data["durations"]
+    assert durations == {"time_in_queue": {"duration_s": 60.0, "ongoing": False}, "time_to_schedule": None,
+                         "time_to_running": None, "run_time": None}
+
+
+def test_job_detail_reads_the_timeline_once_however_long_it_is(api, setup):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for name, phases in [("short", ["Dispatched"]), ("long", ["Dispatched", "Queued", "Scheduled", "Running"])]:
+        r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name=name), format="json")
+        job = GangJob.objects.get(pk=r.data["id"])
+        t0 = job.transitions.get().at
+        for i, phase in enumerate(phases, 1):
+            PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=i), reason=phase)
+        with CaptureQueriesContext(connection) as queries:
+            data = api.get(f"/api/v1/jobs/{job.id}/").data
+        assert len(data["timeline"]) == len(phases) + 1 and data["timeline"][-1]["ongoing"] is True
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
+    assert sum("scheduling_phasetransition" in q["sql"] for q in queries.captured_queries) == 1

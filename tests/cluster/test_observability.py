@@ -120,9 +120,12 @@ def test_v1alpha2_gang_waits_unschedulable_then_schedules_runs_and_succeeds(worl
     assert abs((at[P.SCHEDULED] - scheduled_at).total_seconds()) <= 1
     assert abs((at[P.RUNNING] - started_at).total_seconds()) <= 1
     durations = data["durations"]
-    assert abs(durations["time_in_queue"] - (scheduled_at - created_at).total_seconds()) <= 1
-    assert abs(durations["time_to_running"] - (started_at - at[P.SUBMITTED]).total_seconds()) <= 1
-    assert abs(durations["run_time"] - (at[P.SUCCEEDED] - started_at).total_seconds()) <= 1
+    # Durations are spans between the entries, each checked against the cluster's own times just above (adding two
+    # one-second tolerances here failed under load: v1alpha2 admits the gang up to a second before the last bind).
+    for name, start, end in [("time_in_queue", P.QUEUED, P.SCHEDULED), ("time_to_running", P.SUBMITTED, P.RUNNING),
+                             ("run_time", P.RUNNING, P.SUCCEEDED)]:
+        assert durations[name]["duration_s"] == pytest.approx((at[end] - at[start]).total_seconds(), abs=1e-3)
+    assert not any(d["ongoing"] for d in durations.values())  # the job finished: nothing counts on
     assert timeline[5]["source"].startswith("Job ")
 
     scrape = api.get("/metrics")
@@ -173,7 +176,7 @@ def test_kai_over_limit_reaches_why_pending_within_2s_and_clears_when_the_gang_b
     gpu = why["queue"]["resources"]["nvidia.com/gpu"]
     assert (why["queue"]["name"], gpu["limit"], gpu["allocated"]) == ("team-a", 8, 6)
     assert why["job_requests"]["nvidia.com/gpu"] == 4
-    assert why["summary"] == "Queue team-a has reached its GPU limit: 6 of 8 GPUs allocated; this job asks for 4 more."
+    assert why["summary"] == "Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4."
     assert data["phase"] == P.QUEUED and data["phase_reason"] == "OverLimit"
 
     # While nobody watches, KAI clears its condition and binds the gang; a new watcher's first list recovers it.
@@ -205,3 +208,47 @@ def test_the_watch_clusters_command_watches_every_registered_cluster(world):
     out = io.StringIO()
     call_command("watch_clusters", "--once", stdout=out)
     assert "watching cluster local" in out.getvalue()
+
+
+def _gpus_of_schedulable_nodes(api) -> tuple[int, int, int]:
+    """(nodes, total GPUs, largest node's GPUs) of the Ready, uncordoned nodes, as the API server lists them."""
+    gpus = [int(n.status.allocatable.get("nvidia.com/gpu", "0")) for n in client.CoreV1Api(api).list_node().items
+            if not n.spec.unschedulable and any(c.type == "Ready" and c.status == "True"
+                                                for c in n.status.conditions or [])]
+    return len(gpus), sum(gpus), max(gpus, default=0)
+
+
+def test_a_pod_bigger_than_every_node_is_explained_with_the_nodes_numbers_until_a_big_node_joins(
+        world, watcher, kube_cluster, api):
+    job = world.submit(backend="k8s-workload", replicas=1, node_selector={POOL_LABEL: world.namespace},
+                       containers=[builders.container(cpu="1", memory="1Gi", gpu=16)])
+    assert world.reconcile(job).error is None
+    data = wait_for(lambda: (d := api_job(api, job))["why_pending"] and d["why_pending"].get("blocking") and d,
+                    timeout=60, what="a blocking fact in why_pending")
+    nodes, total, largest = _gpus_of_schedulable_nodes(world.api)
+    assert largest < 16, "the session's nodes are expected to have fewer than 16 GPUs each"
+    world.cluster.refresh_from_db()
+    assert world.cluster.capacity["nodes"] == nodes
+    assert world.cluster.capacity["allocatable"]["nvidia.com/gpu"] == total
+    assert world.cluster.capacity["largest"]["nvidia.com/gpu"] == largest
+    why = data["why_pending"]
+    if total >= 16:
+        assert why["blocking"][0] == {"code": "NoNodeFits", "resource": "nvidia.com/gpu", "per_pod": 16,
+                                      "largest_node": largest, "nodes": nodes,
+                                      "message": f"one pod needs 16 GPUs; the largest node has {largest} allocatable"}
+        assert why["summary"].startswith(f"One pod needs 16 GPUs; the largest node has {largest} allocatable.")
+    else:
+        assert why["blocking"][0]["code"] == "ExceedsClusterCapacity"
+        assert why["summary"].startswith(f"This job needs 16 GPUs; the cluster has {total} allocatable in total")
+
+    # A 16-GPU node joins: the watch records the new capacity and the gang schedules on it.
+    name = f"{world.namespace[:40]}-big"
+    kube_cluster.add_node(name, gpus=16, labels={POOL_LABEL: world.namespace})
+    try:
+        wait_for(lambda: (world.cluster.refresh_from_db() or world.cluster.capacity["largest"]["nvidia.com/gpu"] == 16),
+                 timeout=30, what="the new node in Cluster.capacity")
+        data = wait_for(lambda: (d := api_job(api, job))["why_pending"] is None and d, timeout=60,
+                        what="why_pending cleared once scheduled")
+        assert data["phase"] in (P.SCHEDULED, P.RUNNING)
+    finally:
+        kube_cluster.remove_node(name, wait=False)

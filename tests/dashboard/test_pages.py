@@ -33,3 +33,35 @@ def test_job_page_and_its_live_fragment_render(ui, jobs):
     live = ui.get(f"/jobs/{job.pk}/live/", HTTP_HX_REQUEST="true")
     assert live.status_code == 200
     assert live.content.decode().lstrip().startswith("<div id=\"job-live\"") or 'id="job-live"' in live.content.decode()
+
+
+def test_a_queued_job_page_shows_its_time_in_queue_so_far(ui, setup, admin_user):
+    import re
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    template, queue, cluster = setup
+    job = builders.make_job(template, queue, cluster, name="waits", phase=GangPhase.QUEUED, user=admin_user,
+                            at=timezone.now() - timedelta(minutes=5, seconds=2))  # Queued 2 s after that
+    html = ui.get(f"/jobs/{job.pk}/live/", HTTP_HX_REQUEST="true").content.decode()
+    stat = re.search(r'data-duration="time_in_queue">.*?<strong>(.*?)</strong>', html, re.S).group(1)
+    assert re.fullmatch(r"5m 0\ds so far", re.sub(r"<[^>]+>", "", stat))  # whole seconds; the request takes some
+    run = re.search(r'data-duration="run_time">.*?<strong>(.*?)</strong>', html, re.S).group(1)
+    assert run == "—"
+
+
+def test_a_job_page_lists_what_blocks_it_before_the_details(ui, setup, admin_user):
+    from scheduling.models import GangJob
+
+    template, queue, cluster = setup
+    job = builders.make_job(template, queue, cluster, name="too-big", phase=GangPhase.QUEUED, user=admin_user)
+    fact = {"code": "NoNodeFits", "resource": "nvidia.com/gpu", "per_pod": 16, "largest_node": 8, "nodes": 3,
+            "message": "one pod needs 16 GPUs; the largest node has 8 allocatable"}
+    GangJob.objects.filter(pk=job.pk).update(why_pending={
+        "reason": "Unschedulable", "summary": "One pod needs 16 GPUs; the largest node has 8 allocatable.",
+        "pods": {"bound": 0, "required": 1, "total": 1, "created": 1}, "blocking": [fact]})
+    html = ui.get(f"/jobs/{job.pk}/live/", HTTP_HX_REQUEST="true").content.decode()
+    assert ('<li><span class="badge neutral">NoNodeFits</span> One pod needs 16 GPUs; the largest node has 8 '
+            'allocatable.</li>') in html
+    assert html.index("NoNodeFits") < html.index("pods the gang needs are bound")

@@ -80,7 +80,10 @@ def populate(user):
         "reason": "OverLimit", "source": "PodGroup default/llama-70b-sft-9c1e",
         "message": "nlp-pretrain quota has reached the allowable limit of GPUs. Limit is 12 GPUs, currently 8 GPUs "
                    "allocated and workload requested 8 GPUs",
-        "summary": "Queue nlp-pretrain has reached its GPU limit: 8 of 12 GPUs allocated; this job asks for 8 more.",
+        "summary": "Queue nlp-pretrain: 8 of 12 GPUs in use, limit 12, this gang needs 8.",
+        "blocking": [{"code": "QueueOverLimit", "queue": "nlp-pretrain", "resource": "nvidia.com/gpu", "in_use": 8,
+                      "limit": 12, "needs": 8,
+                      "message": "queue nlp-pretrain: 8 of 12 GPUs in use, limit 12, this gang needs 8"}],
         "pods": {"bound": 0, "required": 5, "total": 5, "created": 5},
         "queue": {"name": "nlp-pretrain", "resources": {"nvidia.com/gpu": {"quota": 8, "limit": 12, "allocated": 8,
                                                                            "requested": 16}}},

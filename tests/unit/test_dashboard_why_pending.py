@@ -35,3 +35,21 @@ def test_unknown_reason_is_quoted_and_nothing_is_none():
     assert explain({"reason": "Gobbledygook"}).headline == "The scheduler says: Gobbledygook."
     assert amount("memory", 512) == "512 bytes"
     assert amount("nvidia.com/gpu", -1) == "unlimited"
+
+
+def test_blocking_facts_come_first_with_their_codes():
+    why = explain({"reason": "Unschedulable", "summary": "This job needs 16 GPUs; the cluster has 8 allocatable in "
+                                                         "total (2 schedulable nodes).",
+                   "pods": {"bound": 0, "required": 2, "total": 2, "created": 2},
+                   "blocking": [{"code": "ExceedsClusterCapacity", "resource": "nvidia.com/gpu", "needs": 16,
+                                 "available": 8, "nodes": 2,
+                                 "message": "needs 16 GPUs; the cluster has 8 allocatable in total (2 schedulable "
+                                            "nodes)"},
+                                {"code": "QueueOverLimit", "message": "queue a: 12 of 16 GPUs in use, limit 16, "
+                                                                      "this gang needs 8"},
+                                "not a fact"]})
+    assert why.headline.startswith("This job needs 16 GPUs")
+    assert why.blocking == [
+        {"code": "ExceedsClusterCapacity",
+         "message": "Needs 16 GPUs; the cluster has 8 allocatable in total (2 schedulable nodes)."},
+        {"code": "QueueOverLimit", "message": "Queue a: 12 of 16 GPUs in use, limit 16, this gang needs 8."}]

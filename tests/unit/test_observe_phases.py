@@ -141,3 +141,32 @@ def test_a_running_gang_being_preempted_says_so():
     obs = run(disrupted, pods, current=P.RUNNING,
               recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5), P.RUNNING: t(6)})
     assert (obs.phase, obs.reason, obs.message) == (P.RUNNING, "PreemptionByScheduler", "preempted by default/big-job")
+
+
+RAN = {P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5), P.RUNNING: t(6)}
+
+
+def preempted(name: str) -> dict:
+    """A pod the scheduler is preempting: terminating, with DisruptionTarget=True (core/v1 pod condition)."""
+    p = pod(name=name, bound=5, started=6, terminating=True)
+    p["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                                      "message": "Kai-scheduler: preempting to make room for default/big-job",
+                                      "lastTransitionTime": "2026-01-01T00:00:50Z"})
+    return p
+
+
+def test_a_running_gang_whose_pods_are_preempted_says_so_with_the_pods_reason_and_who():
+    pods = [preempted(f"p-{i}") for i in range(3)] + [
+        pod(name=f"q-{i}", created=51, unschedulable="0/4 nodes are available") for i in range(3)]
+    obs = run(GangStatus(), pods, current=P.RUNNING, recorded=RAN)
+    assert obs.entries == []  # the timeline only moves forward; the phase stays Running
+    assert (obs.phase, obs.reason) == (P.RUNNING, "PreemptionByScheduler")
+    assert obs.message == ("gang disrupted: 0 of 3 bound; Pod default/p-0: Kai-scheduler: preempting to make room "
+                           "for default/big-job")
+
+
+def test_a_running_gang_whose_pods_were_replaced_and_wait_again_says_requeued():
+    pods = [pod(name=f"q-{i}", created=51, unschedulable="0/4 nodes are available") for i in range(3)]
+    obs = run(GangStatus(), pods, current=P.RUNNING, recorded=RAN)
+    assert (obs.phase, obs.reason, obs.message) == (
+        P.RUNNING, "Requeued", "requeued: 0 of 3 bound; 0/4 nodes are available")

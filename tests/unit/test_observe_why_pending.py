@@ -36,8 +36,10 @@ def test_kai_over_limit_carries_the_queue_numbers_and_what_the_job_asks():
     assert why["job_requests"] == {"nvidia.com/gpu": 4, "cpu": 12}
     assert why["pods"] == {"bound": 0, "required": 3, "total": 3, "created": 3}
     assert "Limit is 8 GPUs, currently 6 GPUs allocated and workload requested 4 GPUs" in why["message"]
-    assert why["summary"] == ("Queue team-a has reached its GPU limit: 6 of 8 GPUs allocated; "
-                              "this job asks for 4 more.")
+    assert why["summary"] == "Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4."
+    assert why["blocking"] == [{"code": "QueueOverLimit", "queue": "team-a", "resource": "nvidia.com/gpu",
+                                "in_use": 6, "limit": 8, "needs": 4,
+                                "message": "queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4"}]
     assert why["reasons"][0]["reason"] == "OverLimit"
     assert why["since"] == t(3).isoformat()
 

@@ -1,0 +1,106 @@
+"""What a cluster's nodes can offer, and whether a gang could ever fit in it.
+
+`summarize(nodes)` reduces the Node objects (core/v1) to the capacity summary stored in `Cluster.capacity`::
+
+    {"nodes": 4,                                            # Ready nodes that accept new pods
+     "allocatable": {"cpu": 256, "memory": 2199023255552, "nvidia.com/gpu": 32},   # sum over those nodes
+     "largest": {"cpu": 64, "memory": 549755813888, "nvidia.com/gpu": 8}}          # the most on any one of them
+
+Numbers are base units (CPU cores, bytes, devices) as `status.allocatable` states them: what the kubelet lets the
+scheduler hand out, after system reservations. A node counts when its `Ready` condition is True and it is not
+cordoned (`spec.unschedulable`).
+
+`blocking(needs, per_pod, capacity)` says which of a gang's asks the cluster can never satisfy as it stands:
+the whole gang asks more than all schedulable nodes have (`ExceedsClusterCapacity`), or one pod asks more than
+the largest node has (`NoNodeFits`). Both are upper bounds: taints, node selectors, affinity and other pods only
+make the room smaller, so a fact stated here is certain, while its absence does not mean the gang fits.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from kubernetes.utils import parse_quantity
+
+from . import objects as o
+
+EXCEEDS_CLUSTER = "ExceedsClusterCapacity"
+NO_NODE_FITS = "NoNodeFits"
+# Resources worth a capacity statement: the scheduler counts them all, but pods/ephemeral-storage rarely block.
+CHECKED = ("nvidia.com/gpu", "cpu", "memory")
+
+
+def _number(value: Decimal) -> int | float:
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def schedulable(node: dict) -> bool:
+    """True when the node is Ready and not cordoned (the scheduler may place new pods on it)."""
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    return o.condition_true(node, "Ready") is not None
+
+
+def summarize(nodes: list[dict]) -> dict:
+    """The capacity summary of a list of Node dicts (see the module docstring); resources sorted by name."""
+    total: dict[str, Decimal] = {}
+    largest: dict[str, Decimal] = {}
+    count = 0
+    for node in nodes:
+        if not schedulable(node):
+            continue
+        count += 1
+        for res, qty in (o.status(node).get("allocatable") or {}).items():
+            try:
+                amount = parse_quantity(qty)
+            except (ValueError, TypeError, InvalidOperation):
+                continue
+            total[res] = total.get(res, Decimal(0)) + amount
+            largest[res] = max(largest.get(res, Decimal(0)), amount)
+    return {"nodes": count, "allocatable": {r: _number(total[r]) for r in sorted(total)},
+            "largest": {r: _number(largest[r]) for r in sorted(largest)}}
+
+
+def pod_requests(resolved_spec: dict) -> list[dict]:
+    """What one pod of each pod set asks, in base units: [{resource: amount}] (a container's limit counts when it
+    sets no request, as the API server defaults requests to limits; init containers are not counted)."""
+    out = []
+    for ps in resolved_spec.get("podSets") or []:
+        asks: dict[str, Decimal] = {}
+        for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
+            res = c.get("resources") or {}
+            for name, qty in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+                try:
+                    asks[name] = asks.get(name, Decimal(0)) + parse_quantity(qty)
+                except (ValueError, TypeError, InvalidOperation):
+                    continue
+        out.append({name: _number(amount) for name, amount in sorted(asks.items())})
+    return out
+
+
+def blocking(needs: dict, per_pod: list[dict], capacity: dict | None) -> list[dict]:
+    """Facts that keep the gang out of this cluster for good (until nodes are added), GPUs first.
+
+    - `needs`: what the whole gang asks per resource (base units); `per_pod`: what one pod of each pod set asks;
+    - `capacity`: `Cluster.capacity` (see `summarize`), or None/{} when unknown (then nothing is stated).
+
+    Returns [{"code": "ExceedsClusterCapacity", "resource", "needs", "available", "nodes"} |
+    {"code": "NoNodeFits", "resource", "per_pod", "largest_node", "nodes"}], at most one per resource.
+    """
+    if not capacity or "allocatable" not in capacity:
+        return []
+    total, largest, nodes = capacity.get("allocatable") or {}, capacity.get("largest") or {}, capacity.get("nodes", 0)
+    facts = []
+    for res in CHECKED:
+        asked = needs.get(res) or 0
+        if asked <= 0:
+            continue
+        have = total.get(res, 0)
+        if asked > have:
+            facts.append({"code": EXCEEDS_CLUSTER, "resource": res, "needs": asked, "available": have,
+                          "nodes": nodes})
+            continue
+        biggest_pod = max((p.get(res) or 0 for p in per_pod), default=0)
+        if biggest_pod > largest.get(res, 0):
+            facts.append({"code": NO_NODE_FITS, "resource": res, "per_pod": biggest_pod,
+                          "largest_node": largest.get(res, 0), "nodes": nodes})
+    return facts
