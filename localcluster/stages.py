@@ -2,13 +2,17 @@
 
 The standalone ``kwok`` binary has no built-in stages (it exits with "no stages found"), so `up` writes them into
 one multi-document config file and passes it with ``--config``. Four come unchanged from kwok v0.8.0's ``fast``
-stages (node-initialize, node-heartbeat-with-lease, pod-ready, pod-delete); ``pod-finish.yaml`` is ours. Lifecycle:
+stages (node-initialize, node-heartbeat-with-lease, pod-ready, and pod-delete with one selector added);
+``pod-finish.yaml`` and ``pod-kill.yaml`` are ours. Lifecycle:
 
 - a Node with the kwok annotation becomes Ready, keeping the capacity it was created with, and renews its Lease;
 - a Pod bound to such a node becomes Running and Ready at once (pod-ready);
 - a Running Pod finishes only on demand, through `SIM_EXIT_ANNOTATION` and/or `SIM_DURATION_ANNOTATION`
   (pod-finish; kwok's own pod-complete, which completes every Job-owned pod at once, is left out on purpose);
-- a Pod with a deletionTimestamp is removed (pod-delete), as a kubelet would after the grace period.
+- a Running Pod with a deletionTimestamp is killed first (gangweb-pod-kill: phase Failed, exit code 137, its
+  conditions kept), as a kubelet reports a terminal phase before the pod goes;
+- a Pod with a deletionTimestamp that is not Running is removed (pod-delete), as a kubelet would after the grace
+  period.
 """
 
 from __future__ import annotations

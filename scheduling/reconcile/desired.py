@@ -73,8 +73,18 @@ def pod_template(backend: SchedulerBackend, spec: GangSpec, pod_set: PodSetSpec)
     return backend.stamp_pod_template(template, spec, pod_set)
 
 
+# A member that fails because it was disrupted (preempted, evicted by the Eviction API, its node drained or lost:
+# the pod condition `DisruptionTarget`, Kubernetes "Pod disruption conditions") is not the workload failing. The
+# Job controller replaces it without counting it against backoffLimit, so the gang waits for the scheduler again
+# (re-queued) instead of failing. Source: batch/v1 JobSpec.podFailurePolicy, action Ignore; allowed only with
+# restartPolicy Never.
+IGNORE_DISRUPTIONS = {"rules": [{"action": "Ignore",
+                                  "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
+
+
 def owners(backend: SchedulerBackend, spec: GangSpec) -> list[dict]:
-    """One Indexed Job per pod set, in pod-set order. backoffLimit 0: a gang with a failed member has failed."""
+    """One Indexed Job per pod set, in pod-set order. backoffLimit 0: a gang with a failed member has failed,
+    unless the member was disrupted (`IGNORE_DISRUPTIONS`, with restartPolicy Never): then it is replaced."""
     extra = backend.owner_metadata(spec)
     jobs = []
     for ps in spec.pod_sets:
@@ -82,11 +92,12 @@ def owners(backend: SchedulerBackend, spec: GangSpec) -> list[dict]:
                 "labels": {**spec.labels, LABEL_POD_SET: ps.name, **extra.get("labels", {})}}
         if extra.get("annotations"):
             meta["annotations"] = dict(extra["annotations"])
-        jobs.append({
-            "apiVersion": JOB.api_version, "kind": JOB.kind, "metadata": meta,
-            "spec": {"completionMode": "Indexed", "completions": ps.replicas, "parallelism": ps.replicas,
-                     "backoffLimit": 0, "template": pod_template(backend, spec, ps)},
-        })
+        template = pod_template(backend, spec, ps)
+        job_spec = {"completionMode": "Indexed", "completions": ps.replicas, "parallelism": ps.replicas,
+                    "backoffLimit": 0, "template": template}
+        if template["spec"]["restartPolicy"] == "Never":
+            job_spec["podFailurePolicy"] = copy.deepcopy(IGNORE_DISRUPTIONS)
+        jobs.append({"apiVersion": JOB.api_version, "kind": JOB.kind, "metadata": meta, "spec": job_spec})
     return jobs
 
 

@@ -40,6 +40,10 @@ def test_one_indexed_job_per_pod_set_with_rendezvous_service():
     pod = owner["spec"]["template"]
     assert pod["spec"]["subdomain"] == spec.service_name
     assert pod["spec"]["restartPolicy"] == "Never"
+    # A disrupted (preempted, evicted) member is replaced, not counted against backoffLimit 0.
+    assert owner["spec"]["backoffLimit"] == 0
+    assert owner["spec"]["podFailurePolicy"] == {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
     assert pod["metadata"]["labels"]["gangweb.io/job-uid"] == str(job.uid)
     assert owner["metadata"]["labels"]["kai.scheduler/skip-podgrouper"] == "true"
     svc = desired.service(spec)
@@ -64,3 +68,12 @@ def test_a_60_character_job_name_gives_valid_names_and_label_values(plugin):
     for owner in desired.owners(backend, spec):
         assert len(owner["metadata"]["name"]) <= 52
     assert spec.labels["gangweb.io/job"] == job.name
+
+
+def test_on_failure_pods_get_no_pod_failure_policy():
+    """The API server refuses podFailurePolicy unless restartPolicy is Never."""
+    job = make_job(replicas=2)
+    job.resolved_spec["podSets"][0]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    [owner] = desired.owners(registry.by_name("kai-v2alpha2")(), desired.gang_spec(job))
+    assert owner["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    assert "podFailurePolicy" not in owner["spec"]
