@@ -248,7 +248,8 @@ def _requeued(obs: Observation, shape: JobShape, pods: list[PodFacts],
     disrupted = next((p for p in pods if p.disruption_reason), None)
     if disrupted is not None:
         said = f"; {disrupted.ref}: {disrupted.disruption_message}" if disrupted.disruption_message else ""
-        # Not "requeued": with backoffLimit 0 owner Jobs, a disrupted member fails the whole Job next.
+        # While the disrupted pod is visible its own reason is the more precise one; its replacement (owner Jobs
+        # ignore DisruptionTarget failures, reconcile/desired.py) then makes the gang say Requeued.
         return disrupted.disruption_reason, f"gang disrupted: {tail}{said}"
     waiting = next((p for p in live_pods if not p.bound), None)
     if waiting is None:
