@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
-from ..kube.kai_units import RESOURCES
-from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplateVersion
+from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy
 from . import access, audit, dispatch, policy
 from . import queues as queue_service
-from . import templates as template_service
 from . import validation as v
 from .errors import Conflict, IdempotencyMismatch, PermissionDenied
+from .lookups import Lookups
 
 SUBMIT_FIELDS = ("name", "namespace", "template", "template_version", "queue", "cluster", "priority_class_name",
                  "overrides")
@@ -33,156 +30,6 @@ MAX_BULK = 5000
 def request_hash(data: dict) -> str:
     """SHA-256 of the canonical JSON of a submit body: what an Idempotency-Key is compared against."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-# A request naming at most this many distinct clusters looks them up (and the queues' links to them) inside the
-# queue query, as scalar subqueries; more (a bulk spread over many clusters) costs two more queries instead.
-FOLDED_CLUSTERS = 8
-
-
-@dataclass
-class Lookups:
-    """Templates, queues and clusters by name, loaded once per request in a fixed number of queries (bulk submit
-    included): template versions, then queues with their parents, child and cluster links and the named clusters.
-    Queue usage is read only when the queue or an ancestor has a finite limit (the only case that needs it)."""
-
-    versions: dict[tuple[str, int], RuntimeTemplateVersion] = field(default_factory=dict)
-    latest: dict[str, RuntimeTemplateVersion] = field(default_factory=dict)
-    queues: dict[str, QueuePolicy] = field(default_factory=dict)
-    parents: set[int] = field(default_factory=set)
-    clusters: dict[str, Cluster] = field(default_factory=dict)  # only id and name loaded (no credentials)
-    targeting: set[int] = field(default_factory=set)  # queues that name clusters (the others take every cluster)
-    queue_clusters: dict[int, set[int]] = field(default_factory=dict)  # queue id -> ids of named clusters it targets
-    tree: queue_service.QueueTree | None = None  # the named queues and their ancestors, for the limit checks
-    usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
-    rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
-    limits: dict[tuple, list[dict]] = field(default_factory=dict)
-
-    def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
-        """The resolved spec of `version` with `overrides`, rendered and policy-checked once per distinct pair.
-
-        Bulk submits usually repeat the same overrides; jobs that do share one resolved-spec dict, which nothing
-        mutates before it is saved. Raises what `templates.render` and `policy.check_job_spec` raise.
-        """
-        return self._render(version, overrides)[0]
-
-    def _render(self, version, overrides) -> tuple[dict, str | None]:
-        try:
-            key = (version.id, json.dumps(overrides, sort_keys=True))
-        except (TypeError, ValueError):  # not JSON: let render name the field
-            key = None
-        if key is not None and key in self.rendered:
-            return self.rendered[key], key
-        resolved = template_service.render(version.spec, overrides)
-        policy.check_job_spec(resolved, version.spec)
-        if key is not None:
-            self.rendered[key] = resolved
-        return resolved, key
-
-    def check_limits(self, queue: QueuePolicy, cluster: Cluster, version, overrides) -> tuple[dict, list[dict]]:
-        """(resolved spec, limit warnings) of one job: `render` plus `queues.check_job_limits`, each computed once
-        per distinct (version, overrides, queue, cluster) in a request. Raises what both raise."""
-        resolved, key = self._render(version, overrides)
-        limit_key = (key, queue.id, cluster.id) if key is not None else None
-        if limit_key is not None and limit_key in self.limits:
-            return resolved, [dict(w) for w in self.limits[limit_key]]
-        warnings = queue_service.check_job_limits(queue, cluster, resolved, self.tree, self.usage)
-        if limit_key is not None:
-            self.limits[limit_key] = warnings
-        return resolved, [dict(w) for w in warnings]
-
-    def takes(self, queue: QueuePolicy, cluster: Cluster) -> bool:
-        """True when `queue` takes jobs on `cluster` (one of the clusters these lookups were loaded for): it names
-        that cluster, or names none (every cluster)."""
-        return queue.id not in self.targeting or cluster.id in self.queue_clusters.get(queue.id, ())
-
-    @classmethod
-    def load(cls, items: list[dict]) -> Lookups:
-        """Load everything the submit bodies name, in a fixed number of queries."""
-        def names(key):
-            return {i.get(key) for i in items if isinstance(i, dict) and isinstance(i.get(key), str)}
-
-        lk = cls()
-        lk._load_versions(items, names("template"))
-        cluster_names = names("cluster")
-        folded = sorted(cluster_names) if len(cluster_names) <= FOLDED_CLUSTERS else []
-        through = QueuePolicy.clusters.through
-        # Three levels of parents come with the queue (KAI trees are rarely deeper): no query per level.
-        queues = QueuePolicy.objects.filter(name__in=names("queue")).order_by().select_related(
-            "parent__parent__parent").annotate(
-            has_children=Exists(QueuePolicy.objects.filter(parent=OuterRef("pk"))),
-            has_targets=Exists(through.objects.filter(queuepolicy=OuterRef("pk"))))
-        for i, name in enumerate(folded):
-            queues = queues.annotate(**{
-                f"cluster_{i}_id": Subquery(Cluster.objects.filter(name=name).order_by().values("id")[:1]),
-                f"cluster_{i}_linked": Exists(through.objects.filter(queuepolicy=OuterRef("pk"), cluster__name=name)),
-            })
-        lk.queues = {q.name: q for q in queues}
-        lk.parents = {q.id for q in lk.queues.values() if q.has_children}
-        lk.targeting = {q.id for q in lk.queues.values() if q.has_targets}
-        if folded:
-            # Every row carries the same cluster ids. With no queue found there are none, and no cluster is needed:
-            # each body is refused for its queue before its cluster is looked at.
-            row = next(iter(lk.queues.values()), None)
-            for i, name in enumerate(folded if row is not None else []):
-                cid = getattr(row, f"cluster_{i}_id")
-                if cid is not None:
-                    lk.clusters[name] = Cluster.from_db(queues.db, ["id", "name"], [cid, name])
-                    for q in lk.queues.values():
-                        if getattr(q, f"cluster_{i}_linked"):
-                            lk.queue_clusters.setdefault(q.id, set()).add(cid)
-        else:
-            lk.clusters = {c.name: c for c in Cluster.objects.filter(name__in=cluster_names).order_by().only(
-                "id", "name")}
-            for qid, cid in through.objects.filter(queuepolicy_id__in=[q.id for q in lk.queues.values()],
-                                                   cluster_id__in=[c.id for c in lk.clusters.values()]).values_list(
-                    "queuepolicy_id", "cluster_id"):
-                lk.queue_clusters.setdefault(qid, set()).add(cid)
-        lk.tree = queue_service.QueueTree.load(_with_ancestors(lk.queues.values()))
-        # Usage only matters against a finite limit (check_job_limits skips unlimited ones): read it for those.
-        limited = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]
-                   if any(not queue_service.unlimited(getattr(a, f"{r}_limit")) for r in RESOURCES)}
-        if limited and lk.clusters:
-            lk.usage = queue_service.load_usage(limited, [c.id for c in lk.clusters.values()])
-        return lk
-
-    def _load_versions(self, items: list[dict], template_names: set[str]) -> None:
-        """Versions of the named templates with their templates, in one query without the specs; the specs of the
-        versions the bodies use come from the process cache (templates.version_specs: versions are immutable)."""
-        for ver in RuntimeTemplateVersion.objects.filter(template__name__in=template_names).order_by().defer(
-                "spec").select_related("template"):
-            self.versions[(ver.template.name, ver.version)] = ver
-            if ver.template.name not in self.latest or ver.version > self.latest[ver.template.name].version:
-                self.latest[ver.template.name] = ver
-        used = {id(v): v for v in self.latest.values()}
-        for item in items:
-            if isinstance(item, dict) and isinstance(item.get("template_version"), int):
-                ver = self.versions.get((item.get("template"), item["template_version"]))
-                if ver is not None:
-                    used[id(ver)] = ver
-        specs = template_service.version_specs((v.id, v.created_at) for v in used.values())
-        for ver in used.values():
-            if (ver.id, ver.created_at) in specs:
-                ver.spec = specs[(ver.id, ver.created_at)]
-
-
-def _with_ancestors(queues) -> list[QueuePolicy]:
-    """`queues` plus every ancestor: those select_related already loaded, then one query per further tree level
-    (never every queue: a submit must not cost more as the number of queues grows)."""
-    by_id = {q.id: q for q in queues}
-    parent_field = QueuePolicy._meta.get_field("parent")
-    todo = list(by_id.values())
-    while todo:  # parents already loaded by select_related
-        q = todo.pop()
-        if q.parent_id is not None and parent_field.is_cached(q) and q.parent_id not in by_id:
-            by_id[q.parent_id] = q.parent
-            todo.append(q.parent)
-    missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
-    while missing:
-        for parent in QueuePolicy.objects.filter(id__in=missing).order_by():
-            by_id[parent.id] = parent
-        missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
-    return list(by_id.values())
 
 
 def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
