@@ -285,6 +285,29 @@ class BulkSubmitSerializer(serializers.Serializer):
     jobs = JobSubmitSerializer(many=True)
 
 
+class JobRefSerializer(serializers.ModelSerializer):
+    """A created job as a bulk submit answers it under `Prefer: return=minimal`: enough to find it again."""
+
+    class Meta:
+        model = GangJob
+        fields = ["id", "uid", "name"]
+        read_only_fields = fields
+
+
+class BulkSubmitResultSerializer(serializers.Serializer):
+    """Bulk submit answer: how many jobs were created and each one, in request order (list form)."""
+
+    count = serializers.IntegerField()
+    jobs = GangJobSerializer(many=True)
+
+
+class BulkSubmitMinimalResultSerializer(serializers.Serializer):
+    """Bulk submit answer under `Prefer: return=minimal`: the count and each job's id, uid and name."""
+
+    count = serializers.IntegerField()
+    jobs = JobRefSerializer(many=True)
+
+
 class JobUpdateSerializer(serializers.Serializer):
     """PATCH body: the fields of a running job that may change."""
 

@@ -4,7 +4,7 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -36,6 +36,7 @@ from ..services import queues as queue_service
 from ..services import templates as template_service
 from ..services import tokens as token_service
 from ..services.errors import PermissionDenied
+from . import preferences
 from . import serializers as s
 from .permissions import IsPlatformAdmin, NotWithToken
 from .throttling import SUBMIT_THROTTLES
@@ -320,15 +321,21 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         job = job_service.update(request.user, self.get_object(), request.data)
         return self._detail(job, status.HTTP_200_OK)
 
-    @extend_schema(request=s.BulkSubmitSerializer, responses={201: s.GangJobSerializer(many=True)})
+    @extend_schema(request=s.BulkSubmitSerializer, parameters=[preferences.PREFER_HEADER], responses={
+        201: PolymorphicProxySerializer(
+            component_name="BulkSubmitResponse", resource_type_field_name=None,
+            serializers=[s.BulkSubmitResultSerializer, s.BulkSubmitMinimalResultSerializer])})
     @action(detail=False, methods=["post"])
     def bulk(self, request):
-        """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field)."""
+        """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field). Answers every
+        job in its list form, or only its id, uid and name with `Prefer: return=minimal`."""
         body = request.data
         items = body.get("jobs") if isinstance(body, dict) else None
+        minimal = preferences.wants_minimal(request)
         created = job_service.submit_many(request.user, items)  # in request order, relations loaded: no re-read
-        return Response({"count": len(created), "jobs": s.GangJobSerializer(created, many=True).data},
-                        status=status.HTTP_201_CREATED)
+        serializer = s.JobRefSerializer if minimal else s.GangJobSerializer
+        return preferences.applied(Response({"count": len(created), "jobs": serializer(created, many=True).data},
+                                            status=status.HTTP_201_CREATED), minimal)
 
     @extend_schema(request=None, responses=s.GangJobDetailSerializer)
     @action(detail=True, methods=["post"])
