@@ -308,7 +308,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """Submit a job. With an Idempotency-Key that repeats, returns the first job with 200."""
         job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key", ""))
         if created:  # the service returns it with its relations and timeline loaded: no re-read
-            response = Response(s.GangJobDetailSerializer(job).data, status=status.HTTP_201_CREATED)
+            response = Response(s.represent(s.GangJobDetailSerializer, job), status=status.HTTP_201_CREATED)
         else:
             response = self._detail(job, status.HTTP_200_OK)
         # Queue-limit warnings from submit (services.queues.check_job_limits), e.g. the queue is full for now.
@@ -334,8 +334,9 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         minimal = preferences.wants_minimal(request)
         created = job_service.submit_many(request.user, items)  # in request order, relations loaded: no re-read
         serializer = s.JobRefSerializer if minimal else s.GangJobSerializer
-        return preferences.applied(Response({"count": len(created), "jobs": serializer(created, many=True).data},
-                                            status=status.HTTP_201_CREATED), minimal)
+        jobs = s.represent(serializer, created, many=True)
+        return preferences.applied(Response({"count": len(created), "jobs": jobs}, status=status.HTTP_201_CREATED),
+                                   minimal)
 
     @extend_schema(request=None, responses=s.GangJobDetailSerializer)
     @action(detail=True, methods=["post"])
