@@ -112,7 +112,7 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
         with transaction.atomic():
             created = GangJob.objects.bulk_create(jobs)
             transitions = PhaseTransition.objects.bulk_create([
-                PhaseTransition(job=j, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
+                PhaseTransition(job_id=j.id, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
                                 message=message) for j in created
             ])
             audit.record_many(user, action, created)
