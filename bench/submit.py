@@ -6,7 +6,9 @@ see the same machine load. Bulk: ``POST /api/v1/jobs/bulk/`` in batches of 500 f
 gunicorn worker), alternating rounds with the baseline bulk endpoint (one bulk INSERT of the same bodies).
 
 Figures: jobs/s, p50 and p99 request latency (ms), SQL queries per submit (measured in-process).
-Goals (issue 9): single >= 0.5 x baseline jobs/s; bulk >= 2,000 jobs/s.
+Goals (issue 9): single >= 0.5 x baseline jobs/s; bulk >= 2,000 jobs/s. The bulk goal is judged on the default
+answer (every job in its list form); the same rounds also time `Prefer: return=minimal` ({id, uid, name} per job),
+reported next to it.
 """
 from __future__ import annotations
 
@@ -26,9 +28,9 @@ def _body(version, queue, cluster, prefix: str) -> dict:
             "overrides": {"podSets": {"worker": {"replicas": 2}}}}
 
 
-def _post(url: str, expected: int = 201):
+def _post(url: str, expected: int = 201, headers: dict | None = None):
     def call(session, body):
-        response = session.post(url, data=json.dumps(body))
+        response = session.post(url, data=json.dumps(body), headers=headers)
         if response.status_code != expected:
             raise RuntimeError(f"POST {url} -> {response.status_code}: {response.text[:300]}")
     return call
@@ -94,8 +96,10 @@ def run(base_url: str, jobs: int = 2000, threads: int = 8, bulk_batch: int = 500
         single.append((*run_concurrently([body("s") for _ in range(block)], _post(jobs_url), sessions), block))
     single_fig, base_fig = _merge(single), _merge(base)
 
-    # Bulk: `bulk_threads` concurrent clients (one per gunicorn worker), alternating baseline and gangweb rounds.
-    bulk, base_bulk = [], []
+    # Bulk: `bulk_threads` concurrent clients (one per gunicorn worker), alternating baseline, gangweb (default
+    # answer) and gangweb with Prefer: return=minimal rounds.
+    bulk, base_bulk, minimal = [], [], []
+    prefer_minimal = {"Prefer": "return=minimal"}
     per_round = bulk_batch * bulk_threads
     bulk_sessions = sessions[:bulk_threads]
     for _ in range(max(1, jobs // per_round)):
@@ -103,12 +107,15 @@ def run(base_url: str, jobs: int = 2000, threads: int = 8, bulk_batch: int = 500
         base_bulk.append((*run_concurrently(batches, _post(f"{baseline_url}bulk/"), bulk_sessions), per_round))
         batches = [{"jobs": [body("bk") for _ in range(bulk_batch)]} for _ in range(bulk_threads)]
         bulk.append((*run_concurrently(batches, _post(f"{jobs_url}bulk/"), bulk_sessions), per_round))
-    bulk_fig, base_bulk_fig = _merge(bulk), _merge(base_bulk)
+        batches = [{"jobs": [body("bm") for _ in range(bulk_batch)]} for _ in range(bulk_threads)]
+        minimal.append((*run_concurrently(batches, _post(f"{jobs_url}bulk/", headers=prefer_minimal), bulk_sessions),
+                        per_round))
+    bulk_fig, base_bulk_fig, minimal_fig = _merge(bulk), _merge(base_bulk), _merge(minimal)
 
     result = {
         "single": single_fig, "baseline_single": base_fig,
         "single_ratio": ratio(single_fig["jobs_per_s"], base_fig["jobs_per_s"]),
-        "bulk": bulk_fig, "baseline_bulk": base_bulk_fig,
+        "bulk": bulk_fig, "baseline_bulk": base_bulk_fig, "bulk_minimal": minimal_fig,
         "bulk_ratio": ratio(bulk_fig["jobs_per_s"], base_bulk_fig["jobs_per_s"]),
         "queries": query_counts(user, version, queue, cluster, bulk_batch),
         "threads": threads, "bulk_batch": bulk_batch, "bulk_threads": bulk_threads,
@@ -132,7 +139,7 @@ def run(base_url: str, jobs: int = 2000, threads: int = 8, bulk_batch: int = 500
 def report(result: dict) -> list[str]:
     """Lines to print for this benchmark."""
     s, b, k, bb = result["single"], result["baseline_single"], result["bulk"], result["baseline_bulk"]
-    q = result["queries"]
+    q, m = result["queries"], result.get("bulk_minimal")
     return [
         f"submit single : {s['jobs_per_s']:8.1f} jobs/s  p50 {s['p50_ms']} ms  p99 {s['p99_ms']} ms  "
         f"({q['single']} SQL queries/submit)",
@@ -143,4 +150,6 @@ def report(result: dict) -> list[str]:
         f"({q['bulk']} SQL queries/request)  goal >= {BULK_GOAL_JOBS_PER_S} jobs/s "
         f"{'OK' if result['bulk_ok'] else 'BELOW GOAL'}",
         f"  baseline    : {bb['jobs_per_s']:8.1f} rows/s  ratio {result['bulk_ratio']:.2f}",
+        *([f"  minimal     : {m['jobs_per_s']:8.1f} jobs/s  p50 {m['p50_ms']} ms/request "
+           "(Prefer: return=minimal; not the goal's figure)"] if m else []),
     ]

@@ -5,7 +5,7 @@ from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -37,6 +37,7 @@ from ..services import queues as queue_service
 from ..services import templates as template_service
 from ..services import tokens as token_service
 from ..services.errors import PermissionDenied
+from . import preferences
 from . import serializers as s
 from .permissions import IsPlatformAdmin, NotWithToken
 from .throttling import SUBMIT_THROTTLES
@@ -308,7 +309,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """Submit a job. With an Idempotency-Key that repeats, returns the first job with 200."""
         job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key", ""))
         if created:  # the service returns it with its relations and timeline loaded: no re-read
-            response = Response(s.GangJobDetailSerializer(job).data, status=status.HTTP_201_CREATED)
+            response = Response(s.represent(s.GangJobDetailSerializer, job), status=status.HTTP_201_CREATED)
         else:
             response = self._detail(job, status.HTTP_200_OK)
         # Queue-limit warnings from submit (services.queues.check_job_limits), e.g. the queue is full for now.
@@ -321,15 +322,22 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         job = job_service.update(request.user, self.get_object(), request.data)
         return self._detail(job, status.HTTP_200_OK)
 
-    @extend_schema(request=s.BulkSubmitSerializer, responses={201: s.GangJobSerializer(many=True)})
+    @extend_schema(request=s.BulkSubmitSerializer, parameters=[preferences.PREFER_HEADER], responses={
+        201: PolymorphicProxySerializer(
+            component_name="BulkSubmitResponse", resource_type_field_name=None,
+            serializers=[s.BulkSubmitResultSerializer, s.BulkSubmitMinimalResultSerializer])})
     @action(detail=False, methods=["post"])
     def bulk(self, request):
-        """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field)."""
+        """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field). Answers every
+        job in its list form, or only its id, uid and name with `Prefer: return=minimal`."""
         body = request.data
         items = body.get("jobs") if isinstance(body, dict) else None
+        minimal = preferences.wants_minimal(request)
         created = job_service.submit_many(request.user, items)  # in request order, relations loaded: no re-read
-        return Response({"count": len(created), "jobs": s.GangJobSerializer(created, many=True).data},
-                        status=status.HTTP_201_CREATED)
+        serializer = s.JobRefSerializer if minimal else s.GangJobSerializer
+        jobs = s.represent(serializer, created, many=True)
+        return preferences.applied(Response({"count": len(created), "jobs": jobs}, status=status.HTTP_201_CREATED),
+                                   minimal)
 
     @extend_schema(request=None, responses=s.GangJobDetailSerializer)
     @action(detail=True, methods=["post"])

@@ -30,5 +30,8 @@ def record(user, action: str, obj, details: dict | None = None) -> AuditEvent:
 
 
 def record_many(user, action: str, objs, details: dict | None = None) -> None:
-    """Log the same action on many objects in one query (bulk submit)."""
-    AuditEvent.objects.bulk_create([event(user, action, o, details) for o in objs])
+    """Log the same action on many objects in one query (bulk submit). The actor is worked out once."""
+    actor, object_type = _actor(user), action.split(".", 1)[0]
+    AuditEvent.objects.bulk_create([
+        AuditEvent(action=action, object_type=object_type, object_id=str(o.pk or ""), object_name=str(o)[:300],
+                   details=details or {}, **actor) for o in objs])

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
-from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy
 from . import access, audit, dispatch, policy
 from . import queues as queue_service
-from . import templates as template_service
 from . import validation as v
 from .errors import Conflict, IdempotencyMismatch, PermissionDenied
+from .lookups import Lookups
 
 SUBMIT_FIELDS = ("name", "namespace", "template", "template_version", "queue", "cluster", "priority_class_name",
                  "overrides")
@@ -32,85 +30,6 @@ MAX_BULK = 5000
 def request_hash(data: dict) -> str:
     """SHA-256 of the canonical JSON of a submit body: what an Idempotency-Key is compared against."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-@dataclass
-class Lookups:
-    """Templates, queues and clusters by name, loaded once per request (bulk submit does one query each)."""
-
-    templates: dict[str, RuntimeTemplate] = field(default_factory=dict)
-    versions: dict[tuple[str, int], RuntimeTemplateVersion] = field(default_factory=dict)
-    latest: dict[str, RuntimeTemplateVersion] = field(default_factory=dict)
-    queues: dict[str, QueuePolicy] = field(default_factory=dict)
-    parents: set[int] = field(default_factory=set)
-    clusters: dict[str, Cluster] = field(default_factory=dict)
-    queue_clusters: dict[int, set[int]] = field(default_factory=dict)
-    tree: queue_service.QueueTree | None = None  # every queue, for the limit check of a queue and its ancestors
-    usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
-    rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
-
-    def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
-        """The resolved spec of `version` with `overrides`, rendered and policy-checked once per distinct pair.
-
-        Bulk submits usually repeat the same overrides; jobs that do share one resolved-spec dict, which nothing
-        mutates before it is saved. Raises what `templates.render` and `policy.check_job_spec` raise.
-        """
-        try:
-            key = (version.id, json.dumps(overrides, sort_keys=True))
-        except (TypeError, ValueError):  # not JSON: let render name the field
-            key = None
-        if key is not None and key in self.rendered:
-            return self.rendered[key]
-        resolved = template_service.render(version.spec, overrides)
-        policy.check_job_spec(resolved, version.spec)
-        if key is not None:
-            self.rendered[key] = resolved
-        return resolved
-
-    @classmethod
-    def load(cls, items: list[dict]) -> Lookups:
-        """Load everything the submit bodies name, in a fixed number of queries."""
-        def names(key):
-            return {i.get(key) for i in items if isinstance(i, dict) and isinstance(i.get(key), str)}
-
-        lk = cls()
-        for ver in RuntimeTemplateVersion.objects.filter(template__name__in=names("template")).select_related(
-                "template"):
-            lk.versions[(ver.template.name, ver.version)] = ver
-            if ver.template.name not in lk.latest or ver.version > lk.latest[ver.template.name].version:
-                lk.latest[ver.template.name] = ver
-        has_children = Exists(QueuePolicy.objects.filter(parent=OuterRef("pk")))
-        # Three levels of parents come with the queue (KAI trees are rarely deeper): no query per level.
-        lk.queues = {q.name: q for q in QueuePolicy.objects.filter(name__in=names("queue")).select_related(
-            "parent__parent__parent").annotate(has_children=has_children)}
-        lk.parents = {q.id for q in lk.queues.values() if q.has_children}
-        lk.clusters = {c.name: c for c in Cluster.objects.filter(name__in=names("cluster"))}
-        for qid, cid in QueuePolicy.clusters.through.objects.filter(
-                queuepolicy_id__in=[q.id for q in lk.queues.values()]).values_list("queuepolicy_id", "cluster_id"):
-            lk.queue_clusters.setdefault(qid, set()).add(cid)
-        lk.tree = queue_service.QueueTree.load(_with_ancestors(lk.queues.values()))
-        chain_ids = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]}
-        lk.usage = queue_service.load_usage(chain_ids, [c.id for c in lk.clusters.values()])
-        return lk
-
-
-def _with_ancestors(queues) -> list[QueuePolicy]:
-    """`queues` plus every ancestor: those select_related already loaded, then one query per further tree level
-    (never every queue: a submit must not cost more as the number of queues grows)."""
-    by_id = {q.id: q for q in queues}
-    parent_field = QueuePolicy._meta.get_field("parent")
-    todo = list(by_id.values())
-    while todo:  # parents already loaded by select_related
-        q = todo.pop()
-        if q.parent_id is not None and parent_field.is_cached(q) and q.parent_id not in by_id:
-            by_id[q.parent_id] = q.parent
-            todo.append(q.parent)
-    missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
-    while missing:
-        for parent in QueuePolicy.objects.filter(id__in=missing):
-            by_id[parent.id] = parent
-        missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
-    return list(by_id.values())
 
 
 def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
@@ -128,8 +47,7 @@ def check_queue_takes(queue: QueuePolicy, cluster: Cluster, namespace: str, look
     f_queue, f_cluster, f_namespace = field_names
     if queue.id in lookups.parents:
         raise ValidationError({f_queue: f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
-    targets = lookups.queue_clusters.get(queue.id)
-    if targets and cluster.id not in targets:
+    if not lookups.takes(queue, cluster):
         raise ValidationError({f_cluster: f"queue '{queue.name}' is not synced to cluster '{cluster.name}'"})
     if queue.allowed_namespaces and namespace not in queue.allowed_namespaces:
         raise ValidationError({f_namespace: f"queue '{queue.name}' allows namespaces "
@@ -175,9 +93,8 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         policy.check_priority_class(user, priority)
     access.check_submit(user, queue, cluster)
     access.check_use_template(user, version.template)
-    resolved = lookups.render(version, data.get("overrides", {}))
     # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
-    limit_warnings = queue_service.check_job_limits(queue, cluster, resolved, lookups.tree, lookups.usage)
+    resolved, limit_warnings = lookups.check_limits(queue, cluster, version, data.get("overrides", {}))
     job = GangJob(
         name=name, namespace=namespace, template_version=version, overrides=data.get("overrides", {}), queue=queue,
         cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
@@ -195,7 +112,7 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
         with transaction.atomic():
             created = GangJob.objects.bulk_create(jobs)
             transitions = PhaseTransition.objects.bulk_create([
-                PhaseTransition(job=j, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
+                PhaseTransition(job_id=j.id, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
                                 message=message) for j in created
             ])
             audit.record_many(user, action, created)

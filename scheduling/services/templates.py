@@ -253,6 +253,34 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
                                                                                f"{field}.nodeSelector")}
 
 
+# Specs of template versions by (id, created_at), kept for the life of the process. A RuntimeTemplateVersion is
+# immutable (a changed spec is stored as a new version; nothing updates a row, and the admin does not offer it), so
+# its spec, once read, stays valid. created_at is part of the key because an id can come back after a rollback on
+# SQLite (its AUTOINCREMENT counter is transactional), and then names another row. Only the spec is cached: the
+# template's name and owning queue can change and are read with every submit.
+_SPECS: dict[tuple[int, object], dict] = {}
+SPEC_CACHE_SIZE = 512
+
+
+def version_specs(keys) -> dict[tuple[int, object], dict]:
+    """{(version id, created_at): spec} for `keys`, from the process cache; misses are read in one query.
+
+    Callers must not mutate a returned spec (it is shared; `render` deep-copies before applying overrides).
+    Keys of versions that no longer exist are absent from the result.
+    """
+    from ..models import RuntimeTemplateVersion
+
+    keys = set(keys)
+    missing = {vid for vid, created in keys if (vid, created) not in _SPECS}
+    if missing:
+        if len(_SPECS) + len(missing) > SPEC_CACHE_SIZE:
+            _SPECS.clear()
+        for vid, created, spec in RuntimeTemplateVersion.objects.filter(id__in=missing).order_by().values_list(
+                "id", "created_at", "spec"):
+            _SPECS[(vid, created)] = spec
+    return {key: _SPECS[key] for key in keys if key in _SPECS}
+
+
 def _owner_queue(queue):
     """Resolve the `queue` of a template body: None, a QueuePolicy, or a queue name. Raises ValidationError."""
     from ..models import QueuePolicy

@@ -1,0 +1,259 @@
+"""What a submit names, loaded once per request: template versions, queues with their ancestors, clusters.
+
+Two statements whatever the number of bodies (a bulk of 5,000 costs what a single submit does):
+
+1. the versions of the named templates, with their templates (the specs come from the process cache in
+   `templates.version_specs`: versions are immutable);
+2. the named queues, each with three levels of parents, whether it has children, whether it names clusters at
+   all, and for each named cluster (up to FOLDED_CLUSTERS) that cluster's id and whether the queue targets it.
+
+Queue usage (KAI Queue status) is read, in a third statement, only when the queue or an ancestor has a finite
+limit: `queues.check_job_limits` reads it for nothing else.
+
+Why SQL text rather than querysets: submit is CPU-bound on the web workers (bench/README.md). Building and
+compiling the equivalent querysets (three `select_related` levels, four subquery annotations) cost ~5 ms of Python
+per submit, ten times the statements' own cost. The text is built from the models' metadata (tables, columns,
+quoting) and cached per shape; rows are converted by Django's own converters and built with `Model.from_db`, so
+the instances are what the ORM would have returned. Standard SQL only (EXISTS, scalar subqueries, LEFT JOIN): the
+same text runs on PostgreSQL and SQLite.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+
+from django.db import connections, router
+from django.db.models.expressions import Col
+from django.db.models.sql import Query
+
+from ..kube.kai_units import RESOURCES
+from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from . import policy
+from . import queues as queue_service
+from . import templates as template_service
+
+# A request naming at most this many distinct clusters looks them up (and the queues' links to them) inside the
+# queue statement; more (a bulk spread over many clusters) costs two more queries instead.
+FOLDED_CLUSTERS = 8
+PARENT_LEVELS = 3  # parents that come with a queue; deeper trees cost one query per further level
+_VERSION_FIELDS = ("id", "template_id", "version", "created_at")  # spec from the cache; created_by never read
+
+
+@dataclass
+class Lookups:
+    """Templates, queues and clusters by name (see the module docstring for what is loaded and how)."""
+
+    versions: dict[tuple[str, int], RuntimeTemplateVersion] = field(default_factory=dict)
+    latest: dict[str, RuntimeTemplateVersion] = field(default_factory=dict)
+    queues: dict[str, QueuePolicy] = field(default_factory=dict)
+    parents: set[int] = field(default_factory=set)  # queues with children (they take no jobs)
+    clusters: dict[str, Cluster] = field(default_factory=dict)  # only id and name loaded (no credentials)
+    targeting: set[int] = field(default_factory=set)  # queues that name clusters (the others take every cluster)
+    queue_clusters: dict[int, set[int]] = field(default_factory=dict)  # queue id -> ids of named clusters it targets
+    tree: queue_service.QueueTree | None = None  # the named queues and their ancestors, for the limit checks
+    usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
+    rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
+    limits: dict[tuple, list[dict]] = field(default_factory=dict)
+
+    def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
+        """The resolved spec of `version` with `overrides`, rendered and policy-checked once per distinct pair.
+
+        Bulk submits usually repeat the same overrides; jobs that do share one resolved-spec dict, which nothing
+        mutates before it is saved. Raises what `templates.render` and `policy.check_job_spec` raise.
+        """
+        return self._render(version, overrides)[0]
+
+    def _render(self, version, overrides) -> tuple[dict, tuple | None]:
+        try:
+            key = (version.id, json.dumps(overrides, sort_keys=True))
+        except (TypeError, ValueError):  # not JSON: let render name the field
+            key = None
+        if key is not None and key in self.rendered:
+            return self.rendered[key], key
+        resolved = template_service.render(version.spec, overrides)
+        policy.check_job_spec(resolved, version.spec)
+        if key is not None:
+            self.rendered[key] = resolved
+        return resolved, key
+
+    def check_limits(self, queue: QueuePolicy, cluster: Cluster, version, overrides) -> tuple[dict, list[dict]]:
+        """(resolved spec, limit warnings) of one job: `render` plus `queues.check_job_limits`, each computed once
+        per distinct (version, overrides, queue, cluster) in a request. Raises what both raise."""
+        resolved, key = self._render(version, overrides)
+        limit_key = (key, queue.id, cluster.id) if key is not None else None
+        if limit_key is not None and limit_key in self.limits:
+            return resolved, [dict(w) for w in self.limits[limit_key]]
+        warnings = queue_service.check_job_limits(queue, cluster, resolved, self.tree, self.usage)
+        if limit_key is not None:
+            self.limits[limit_key] = warnings
+        return resolved, [dict(w) for w in warnings]
+
+    def takes(self, queue: QueuePolicy, cluster: Cluster) -> bool:
+        """True when `queue` takes jobs on `cluster` (one of the clusters these lookups were loaded for): it names
+        that cluster, or names none (every cluster)."""
+        return queue.id not in self.targeting or cluster.id in self.queue_clusters.get(queue.id, ())
+
+    @classmethod
+    def load(cls, items: list[dict]) -> Lookups:
+        """Load everything the submit bodies name (`items`: decoded bodies; anything not a dict is skipped)."""
+        def names(key):
+            return sorted({i.get(key) for i in items if isinstance(i, dict) and isinstance(i.get(key), str)})
+
+        lk = cls()
+        lk._load_versions(items, names("template"))
+        lk._load_queues(names("queue"), names("cluster"))
+        lk.tree = queue_service.QueueTree.load(with_ancestors(lk.queues.values()))
+        # Usage only matters against a finite limit (check_job_limits skips unlimited ones): read it for those.
+        limited = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]
+                   if any(not queue_service.unlimited(getattr(a, f"{r}_limit")) for r in RESOURCES)}
+        if limited and lk.clusters:
+            lk.usage = queue_service.load_usage(limited, [c.id for c in lk.clusters.values()])
+        return lk
+
+    def _load_versions(self, items: list[dict], template_names: list[str]) -> None:
+        if not template_names:
+            return
+        db = router.db_for_read(RuntimeTemplateVersion)
+        sql, tables = _versions_sql(db, len(template_names))
+        rows = _fetch(db, sql, template_names, tables)
+        template_attnames = [f.attname for f in RuntimeTemplate._meta.concrete_fields]
+        version_cache = RuntimeTemplateVersion._meta.get_field("template")
+        templates: dict[int, RuntimeTemplate] = {}
+        n = len(_VERSION_FIELDS)
+        for row in rows:
+            ver = RuntimeTemplateVersion.from_db(db, _VERSION_FIELDS, row[:n])
+            template = templates.get(row[n])
+            if template is None:
+                template = templates[row[n]] = RuntimeTemplate.from_db(db, template_attnames, row[n:])
+            version_cache.set_cached_value(ver, template)
+            self.versions[(template.name, ver.version)] = ver
+            if template.name not in self.latest or ver.version > self.latest[template.name].version:
+                self.latest[template.name] = ver
+        used = {id(v): v for v in self.latest.values()}
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("template_version"), int):
+                ver = self.versions.get((item.get("template"), item["template_version"]))
+                if ver is not None:
+                    used[id(ver)] = ver
+        specs = template_service.version_specs((v.id, v.created_at) for v in used.values())
+        for ver in used.values():
+            if (ver.id, ver.created_at) in specs:
+                ver.spec = specs[(ver.id, ver.created_at)]
+
+    def _load_queues(self, queue_names: list[str], cluster_names: list[str]) -> None:
+        if not queue_names:
+            return
+        db = router.db_for_read(QueuePolicy)
+        folded = cluster_names if len(cluster_names) <= FOLDED_CLUSTERS else []
+        sql, tables = _queues_sql(db, len(queue_names), len(folded))
+        params = [*(p for name in folded for p in (name, name)), *queue_names]
+        attnames = [f.attname for f in QueuePolicy._meta.concrete_fields]
+        n = len(attnames)
+        parent_field = QueuePolicy._meta.get_field("parent")
+        for row in _fetch(db, sql, params, tables):
+            chain = [QueuePolicy.from_db(db, attnames, row[i * n:(i + 1) * n])
+                     for i in range(PARENT_LEVELS + 1) if row[i * n] is not None]
+            for child, parent in zip(chain, chain[1:], strict=False):
+                parent_field.set_cached_value(child, parent)
+            queue = chain[0]
+            self.queues[queue.name] = queue
+            has_children, has_targets, *per_cluster = row[(PARENT_LEVELS + 1) * n:]
+            if has_children:
+                self.parents.add(queue.id)
+            if has_targets:
+                self.targeting.add(queue.id)
+            # Every row carries the same cluster ids. With no queue found there are none, and no cluster is needed:
+            # each body is refused for its queue before its cluster is looked at.
+            for name, cid, linked in zip(folded, per_cluster[::2], per_cluster[1::2], strict=True):
+                if cid is not None:
+                    self.clusters.setdefault(name, Cluster.from_db(db, ["id", "name"], [cid, name]))
+                    if linked:
+                        self.queue_clusters.setdefault(queue.id, set()).add(cid)
+        if cluster_names and not folded:
+            self.clusters = {c.name: c for c in Cluster.objects.filter(name__in=cluster_names).order_by().only(
+                "id", "name")}
+            for qid, cid in QueuePolicy.clusters.through.objects.filter(
+                    queuepolicy_id__in=[q.id for q in self.queues.values()],
+                    cluster_id__in=[c.id for c in self.clusters.values()]).values_list("queuepolicy_id", "cluster_id"):
+                self.queue_clusters.setdefault(qid, set()).add(cid)
+
+
+def with_ancestors(queues) -> list[QueuePolicy]:
+    """`queues` plus every ancestor: those already loaded with them, then one query per further tree level
+    (never every queue: a submit must not cost more as the number of queues grows)."""
+    by_id = {q.id: q for q in queues}
+    parent_field = QueuePolicy._meta.get_field("parent")
+    todo = list(by_id.values())
+    while todo:  # parents loaded with the queue
+        q = todo.pop()
+        if q.parent_id is not None and parent_field.is_cached(q) and q.parent_id not in by_id:
+            by_id[q.parent_id] = q.parent
+            todo.append(q.parent)
+    missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
+    while missing:
+        for parent in QueuePolicy.objects.filter(id__in=missing).order_by():
+            by_id[parent.id] = parent
+        missing = {q.parent_id for q in by_id.values()} - set(by_id) - {None}
+    return list(by_id.values())
+
+
+# --- statements ---------------------------------------------------------------------------------------------------
+
+def _columns(db: str, model, alias: str, names=None) -> list[Col]:
+    fields = [model._meta.get_field(n) for n in names] if names else model._meta.concrete_fields
+    return [Col(alias, f) for f in fields]
+
+
+def _select(db: str, cols: list[Col]) -> str:
+    qn = connections[db].ops.quote_name
+    return ", ".join(f"{qn(c.alias)}.{qn(c.target.column)}" for c in cols)
+
+
+@functools.lru_cache(maxsize=64)
+def _versions_sql(db: str, n_templates: int) -> tuple[str, tuple]:
+    """(SQL, columns) of the versions of `n_templates` named templates: version fields, then template fields."""
+    qn = connections[db].ops.quote_name
+    v, t = RuntimeTemplateVersion._meta, RuntimeTemplate._meta
+    cols = _columns(db, RuntimeTemplateVersion, "v", _VERSION_FIELDS) + _columns(db, RuntimeTemplate, "t")
+    sql = (f"SELECT {_select(db, cols)} FROM {qn(v.db_table)} v INNER JOIN {qn(t.db_table)} t "
+           f"ON t.{qn(t.pk.column)} = v.{qn(v.get_field('template').column)} "
+           f"WHERE t.{qn(t.get_field('name').column)} IN ({', '.join(['%s'] * n_templates)})")
+    return sql, tuple(cols)
+
+
+@functools.lru_cache(maxsize=64)
+def _queues_sql(db: str, n_queues: int, n_clusters: int) -> tuple[str, tuple]:
+    """(SQL, columns) of `n_queues` named queues: the queue's fields and those of PARENT_LEVELS parents (NULLs
+    where the chain ends), has-children, has-targets, then per named cluster its id and whether the queue targets
+    it. Parameters: each cluster name twice, then the queue names."""
+    qn = connections[db].ops.quote_name
+    q, c = QueuePolicy._meta, Cluster._meta
+    link = QueuePolicy.clusters.through._meta
+    pk, parent, name = qn(q.pk.column), qn(q.get_field("parent").column), qn(q.get_field("name").column)
+    link_queue, link_cluster = qn(link.get_field("queuepolicy").column), qn(link.get_field("cluster").column)
+    aliases = ["q", *(f"p{i}" for i in range(1, PARENT_LEVELS + 1))]
+    cols = [col for a in aliases for col in _columns(db, QueuePolicy, a)]
+    joins = " ".join(f"LEFT OUTER JOIN {qn(q.db_table)} {a} ON {a}.{pk} = {prev}.{parent}"
+                     for prev, a in zip(aliases, aliases[1:], strict=False))
+    extra = [f"EXISTS (SELECT 1 FROM {qn(q.db_table)} ch WHERE ch.{parent} = q.{pk})",
+             f"EXISTS (SELECT 1 FROM {qn(link.db_table)} l WHERE l.{link_queue} = q.{pk})"]
+    for _ in range(n_clusters):
+        extra += [f"(SELECT c.{qn(c.pk.column)} FROM {qn(c.db_table)} c WHERE c.{qn(c.get_field('name').column)} = %s)",
+                  f"EXISTS (SELECT 1 FROM {qn(link.db_table)} l INNER JOIN {qn(c.db_table)} c "
+                  f"ON c.{qn(c.pk.column)} = l.{link_cluster} WHERE l.{link_queue} = q.{pk} "
+                  f"AND c.{qn(c.get_field('name').column)} = %s)"]
+    sql = (f"SELECT {_select(db, cols)}, {', '.join(extra)} FROM {qn(q.db_table)} q {joins} "
+           f"WHERE q.{name} IN ({', '.join(['%s'] * n_queues)})")
+    return sql, tuple(cols)
+
+
+def _fetch(db: str, sql: str, params: list, cols: tuple) -> list[list]:
+    """Run `sql`; return its rows with the leading `cols` converted as the ORM would (JSON, booleans, dates)."""
+    connection = connections[db]
+    compiler = Query(None).get_compiler(connection=connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    converters = compiler.get_converters(list(cols))
+    return list(compiler.apply_converters(rows, converters)) if converters else [list(r) for r in rows]
