@@ -43,7 +43,8 @@ def test_tree_shows_quota_limit_allocated_and_requested_per_resource(api):
     assert (proj["name"], proj["depth"], proj["leaf"], proj["parent"]) == ("proj", 2, True, "team-a")
     assert proj["resources"]["gpu"] | {} == {"unit": "devices", "quota": 2.0, "limit": 4.0, "over_quota_weight": 1.0,
                                              "quota_display": "2", "limit_display": "4", "allocated": 2.0,
-                                             "requested": 2.0}
+                                             "requested": 2.0, "estimated_allocated": 0.0,
+                                             "estimated_requested": 0.0}
     assert proj["resources"]["cpu"]["allocated"] == 3500
     assert proj["resources"]["memory"]["allocated"] == 8590  # 8Gi = 8,589,934,592 bytes, rounded up to MB
     assert proj["sync"][0]["state"] == SyncState.IN_SYNC
