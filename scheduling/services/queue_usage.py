@@ -41,7 +41,7 @@ def estimated_usage(cluster: str | None = None) -> dict[int, dict]:
     if cluster:
         rows = rows.filter(cluster__name=cluster)
     running = Q(phase__in=RUNNING_PHASES)
-    sums = {"jobs": Count("id")}
+    sums = {"jobs": Count("*")}  # with the sums, read from the job_active_usage index alone
     for r, column in COLUMNS.items():
         sums[f"req_{r}"] = Sum(column)
         sums[f"alloc_{r}"] = Sum(column, filter=running)
@@ -55,28 +55,27 @@ def estimated_usage(cluster: str | None = None) -> dict[int, dict]:
     return usage
 
 
-def rolled_up(children: dict, usage: dict[int, dict]) -> dict[int, dict]:
-    """Every queue's estimate including its descendants' (KAI counts a child's use in its parent).
+def rolled_up(tree, usage: dict[int, dict]) -> dict[int, dict]:
+    """Each queue's estimate including its descendants' (KAI counts a child's use in its parent).
 
-    `children`: {parent id or None: [queues with `.id`]} as `QueueTree.children`; `usage`: `estimated_usage()`.
-    Returns {queue id: estimate} for every queue in `children` (queues without jobs get zeros). Linear in the
-    number of queues.
+    `tree`: a services.queues.QueueTree; `usage`: `estimated_usage()`. Returns {queue id: estimate plus
+    "own_jobs"} for the queues with active jobs and their ancestors; others have none (use `empty()`). Each
+    queue with jobs is added to itself and its ancestors: linear in the queues with jobs times the tree's depth.
     """
     out: dict[int, dict] = {}
-
-    def total(queue) -> dict:
-        own = usage.get(queue.id) or empty()
-        sub = {"allocated": dict(own["allocated"]), "requested": dict(own["requested"]), "jobs": own["jobs"],
-               "own_jobs": own["jobs"]}
-        for kid in children.get(queue.id, []):
-            k = total(kid)
+    for queue_id, own in usage.items():
+        queue = tree.by_id.get(queue_id)
+        if queue is None:
+            continue
+        for q in (queue, *tree.ancestors(queue)):
+            acc = out.get(q.id)
+            if acc is None:
+                acc = out[q.id] = {**empty(), "own_jobs": 0}
             for key in ("allocated", "requested"):
+                into, add = acc[key], own[key]
                 for r in RESOURCES:
-                    sub[key][r] += k[key][r]
-            sub["jobs"] += k["jobs"]
-        out[queue.id] = sub
-        return sub
-
-    for root in children.get(None, []):
-        total(root)
+                    into[r] += add[r]
+            acc["jobs"] += own["jobs"]
+            if q is queue:
+                acc["own_jobs"] += own["jobs"]
     return out

@@ -95,12 +95,18 @@ class QueueTree:
     # (parent id, resource) -> the children-sum warning of that parent's children, computed once per tree: every
     # sibling shows the same one, and recomputing it per sibling made the tree page quadratic (bench/, 1000 queues).
     sibling_sums: dict[tuple[int, str], dict | None] = field(default_factory=dict, repr=False)
+    # Read-only trees (load_rows) remember each queue's ancestors: the pages ask for them per queue, several times.
+    read_only: bool = False
+    _ancestors: dict[int, list] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load_rows(cls) -> QueueTree:
         """A read-only tree for pages and warnings: every queue as a `QueueRow` (the fields warnings, payloads and
         the hierarchy read; no model instances, one query). Not for writes: rows cannot be saved."""
-        return cls.load(QueueRow(**values) for values in QueuePolicy.objects.order_by().values(*ROW_FIELDS))
+        tree = cls.load(QueueRow(**dict(zip(ROW_FIELDS, row, strict=True)))
+                        for row in QueuePolicy.objects.order_by().values_list(*ROW_FIELDS))
+        tree.read_only = True
+        return tree
 
     @classmethod
     def load(cls, policies=None) -> QueueTree:
@@ -117,6 +123,13 @@ class QueueTree:
 
     def ancestors(self, policy: QueuePolicy) -> list[QueuePolicy]:
         """Parent, grandparent, ... (stops at a missing id or a cycle)."""
+        if self.read_only and self.by_id.get(policy.id) is policy:
+            if policy.id not in self._ancestors:
+                self._ancestors[policy.id] = self._walk_up(policy)
+            return self._ancestors[policy.id]
+        return self._walk_up(policy)
+
+    def _walk_up(self, policy) -> list:
         out, seen, pid = [], {policy.id}, policy.parent_id
         while pid is not None and pid in self.by_id and pid not in seen:
             seen.add(pid)
@@ -424,9 +437,10 @@ def _usage_sum(states: list[QueueClusterState], key: str) -> dict | None:
 
 def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: int | None = None,
                ids: list[int] | None = None, visible: set[int] | None = None, tree: QueueTree | None = None,
-               usage: dict[int, dict] | None = None) -> list[dict]:
+               usage: dict[int, dict] | None = None, rolled: dict[int, dict] | None = None) -> list[dict]:
     """The queue hierarchy for the tree pages and `GET /api/v1/queues/tree/`, in four queries whatever its size
-    (three when `tree` and `usage` are given).
+    (fewer when `tree` (a read-only QueueTree.load_rows()) and `usage` (queue_usage.estimated_usage(cluster)) or
+    `rolled` (queue_usage.rolled_up of it) are given).
 
     Which nodes: the top-level queues, or the children of `parent` (a queue name; ValidationError({"parent"})
     when there is none), or exactly the queues `ids` in that order (search results, the overview's busiest
@@ -481,20 +495,22 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
         drawn.append(p)
         if depth is None or level < depth:
             todo.extend((k, level + 1) for k in kids_of(p.id))
-    drawn_ids = [p.id for p in drawn]
+    links = QueuePolicy.clusters.through.objects.all()
+    states_qs = QueueClusterState.objects.select_related("cluster").order_by("cluster__name")
+    if len(drawn) < len(tree.by_id):  # a part of the tree: read only its rows (an IN of every id costs more)
+        drawn_ids = [p.id for p in drawn]
+        links = links.filter(queuepolicy_id__in=drawn_ids)
+        states_qs = states_qs.filter(policy_id__in=drawn_ids)
     names: dict[int, list[str]] = {}
-    for pid, cname in QueuePolicy.clusters.through.objects.filter(queuepolicy_id__in=drawn_ids).values_list(
-            "queuepolicy_id", "cluster__name"):
+    for pid, cname in links.values_list("queuepolicy_id", "cluster__name"):
         names.setdefault(pid, []).append(cname)
-    states_qs = QueueClusterState.objects.filter(policy_id__in=drawn_ids).select_related("cluster").order_by(
-        "cluster__name")
     if cluster:
         states_qs = states_qs.filter(cluster__name=cluster)
     states: dict[int, list[QueueClusterState]] = {}
     for st in states_qs:
         states.setdefault(st.policy_id, []).append(st)
-    estimates = queue_usage.rolled_up(tree.children, queue_usage.estimated_usage(cluster) if usage is None
-                                      else usage)
+    estimates = rolled if rolled is not None else queue_usage.rolled_up(
+        tree, queue_usage.estimated_usage(cluster) if usage is None else usage)
 
     def node(policy, level: int, here: int) -> dict:
         mine = states.get(policy.id, [])

@@ -79,7 +79,7 @@ def test_a_parents_estimate_includes_its_childrens(api, setup):
     parent = builders.make_queue("research", clusters=[cluster])
     kids = [builders.make_queue(f"team-{i}", parent=parent, clusters=[cluster]) for i in range(2)]
     submit(api, [builders.submit_body(template, kid, cluster) for kid in kids for _ in range(2)])
-    rolled = queue_usage.rolled_up(QueueTree.load_rows().children, queue_usage.estimated_usage())
+    rolled = queue_usage.rolled_up(QueueTree.load_rows(), queue_usage.estimated_usage())
     assert rolled[parent.id]["requested"]["cpu"] == 4 * 2000
     assert (rolled[parent.id]["jobs"], rolled[parent.id]["own_jobs"]) == (4, 0)
     assert rolled[kids[0].id]["requested"]["cpu"] == 2 * 2000
