@@ -22,7 +22,7 @@ from tests import builders
 
 # Page -> the most queries it may run (session and user lookups included).
 BUDGETS = {
-    "/": 12,  # phases (active, recently finished), queue rows, usage, reported usage, links, states, ...
+    "/": 12,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours
     "/queues/": 7,
     "/queues/?q=team&cluster=local": 7,
     "/queues/org/children/": 6,
