@@ -509,8 +509,17 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     states: dict[int, list[QueueClusterState]] = {}
     for st in states_qs:
         states.setdefault(st.policy_id, []).append(st)
-    estimates = rolled if rolled is not None else queue_usage.rolled_up(
-        tree, queue_usage.estimated_usage(cluster) if usage is None else usage)
+    if rolled is None and usage is None:
+        # Only the jobs below the drawn queues: expanding one queue reads its subtree's jobs, not every job.
+        scope = set()
+        todo = list(tops)
+        while todo:
+            p = todo.pop()
+            if p.id not in scope:
+                scope.add(p.id)
+                todo.extend(tree.children.get(p.id, []))
+        usage = queue_usage.estimated_usage(cluster, queue_ids=scope if len(scope) < len(tree.by_id) else None)
+    estimates = rolled if rolled is not None else queue_usage.rolled_up(tree, usage)
 
     def node(policy, level: int, here: int) -> dict:
         mine = states.get(policy.id, [])

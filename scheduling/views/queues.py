@@ -15,6 +15,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
+from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, QueueUsageSample
@@ -32,8 +33,9 @@ def decorate(nodes: list[dict]) -> None:
 
     A bar shows what the scheduler reported in the Queue's status (KAI) when a cluster did; otherwise
     (`estimated` True: no report yet, or a scheduler that reports no per-queue use) gangweb's own estimate from
-    its active jobs, which the page labels as such. `node["estimate_bars"]` keeps the estimate next to a
-    reported figure, so both can be compared."""
+    its active jobs, which the page labels as such. `node["estimate_summary"]` keeps the estimate next to a
+    reported figure, so both can be compared. `shown_warnings` leaves out the children-sum warning a child shares
+    with its siblings (`sibling_warning` is then True: the parent shows it once)."""
     for node in nodes:
         res = node["resources"]
         node["estimated"] = all(res[r]["allocated"] is None for r in RESOURCES)
@@ -46,6 +48,15 @@ def decorate(nodes: list[dict]) -> None:
             node["estimate_summary"].append(
                 f"{r}: {format_number(x['estimated_allocated'])} allocated, "
                 f"{format_number(x['estimated_requested'])} requested")
+        # A parent's children-sum warning is shown on the parent; each child repeated it (with every sibling's
+        # name: 90 copies of a 90-name sentence in a department's list). Children point at it instead.
+        own = f"(children of '{node['name']}')"
+        node["shown_warnings"], node["sibling_warning"] = [], False
+        for w in node["warnings"]:
+            if w["code"] == QueueWarning.CHILDREN_OVER_PARENT and own not in w["message"]:
+                node["sibling_warning"] = True
+            else:
+                node["shown_warnings"].append(w)
         decorate(node["children"])
 
 
