@@ -10,7 +10,6 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -26,6 +25,7 @@ from .display import format_number, quota_bar, step_chart
 
 UNIT_LABELS = {"gpu": "GPU", "cpu": "millicores", "memory": "MB"}
 SEARCH_SHOWN = 50
+CHILDREN_SHOWN = 50
 
 
 def decorate(nodes: list[dict]) -> None:
@@ -98,17 +98,28 @@ def queue_tree(request):
 
 @login_required
 def queue_children(request, name: str):
-    """GET /queues/<name>/children/[?cluster=]: the child queues of one queue, as list items for the tree page
-    (fetched by htmx when the queue is expanded; each child's own children load the same way). A fixed number
-    of queries; 404 for a queue the user cannot see."""
+    """GET /queues/<name>/children/[?cluster=][&offset=n]: the child queues of one queue, as list items for the
+    tree page (fetched by htmx when the queue is expanded; each child's own children load the same way).
+    CHILDREN_SHOWN at a time, by name, then a "show more" item fetching the next ones: a department with
+    hundreds of teams costs the same to expand as one with ten. A fixed number of queries; 404 for a queue the
+    user cannot see."""
     cluster = _cluster_param(request)
     visible = access.queue_tree_filter(request.user)
-    try:
-        nodes = queue_service.queue_tree(cluster, parent=name, depth=0, visible=visible)
-    except ValidationError:
-        raise Http404(f"no queue named '{name}'") from None
+    tree = queue_service.QueueTree.load_rows()
+    parent = tree.by_name.get(name)
+    if parent is None or (visible is not None and parent.id not in visible):
+        raise Http404(f"no queue named '{name}'")
+    offset = request.GET.get("offset", "")
+    offset = int(offset) if offset.isdigit() else 0
+    kids = [k for k in tree.children.get(parent.id, []) if visible is None or k.id in visible]
+    shown = kids[offset:offset + CHILDREN_SHOWN]
+    nodes = queue_service.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree)
     decorate(nodes)
-    return render(request, "scheduling/partials/queue_children.html", {"nodes": nodes, "cluster": cluster})
+    rest = len(kids) - offset - len(shown)
+    return render(request, "scheduling/partials/queue_children.html", {
+        "nodes": nodes, "cluster": cluster, "parent": parent.name, "rest": max(rest, 0),
+        "next_offset": offset + len(shown), "page_only": offset > 0, "next_count": min(max(rest, 0), CHILDREN_SHOWN),
+    })
 
 
 WINDOWS = {"6h": timedelta(hours=6), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
