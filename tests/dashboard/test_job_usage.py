@@ -90,7 +90,7 @@ def test_the_migration_fills_the_columns_of_existing_jobs(api, setup):
     submit(api, [builders.submit_body(template, queue, cluster, overrides={"podSets": {"worker": {"replicas": n}}})
                  for n in (1, 3)])
     GangJob.objects.update(requested_gpu=0, requested_cpu_millicores=0, requested_memory_bytes=0)
-    migration = importlib.import_module("scheduling.migrations.0004_job_requested_totals")
+    migration = importlib.import_module("scheduling.migrations.0005_job_requested_totals")
     migration.fill_existing(apps, None)
     assert sorted(GangJob.objects.values_list("requested_cpu_millicores", "requested_memory_bytes")) == [
         (1000, GIB), (3000, 3 * GIB)]
