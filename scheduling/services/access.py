@@ -247,20 +247,6 @@ def queue_tree_filter(user) -> set[int] | None:
     return set(visible_queues(user, QueuePolicy.objects.all()).values_list("id", flat=True))
 
 
-def prune_queue_tree(user, roots: list[dict]) -> list[dict]:
-    """Keep only the visible nodes of a services.queues.queue_tree() result (their ancestors are visible too, so
-    every kept node keeps its path). Platform admins see the whole tree."""
-    if is_platform_admin(user):
-        return roots
-    from ..models import QueuePolicy
-
-    ids = set(visible_queues(user, QueuePolicy.objects.all()).values_list("id", flat=True))
-
-    def keep(nodes):
-        return [dict(n, children=keep(n.get("children", []))) for n in nodes if n["id"] in ids]
-    return keep(roots)
-
-
 def check_read_queue(user, queue) -> None:
     """Raise PermissionDenied({"queue": ...}) unless the queue is visible to `user`."""
     if not visible_queues(user, type(queue).objects.filter(pk=queue.pk)).exists():
