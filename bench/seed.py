@@ -11,6 +11,7 @@ from django.db import connection, transaction
 
 from scheduling.choices import GangPhase
 from scheduling.models import GangJob, PhaseTransition, QueuePolicy
+from scheduling.models.jobs import fill_requested_totals
 
 LIFECYCLE = [GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED, GangPhase.SCHEDULED, GangPhase.RUNNING]
 # Out of every 100 jobs: 70 succeeded, 6 failed, 4 cancelled, 8 running, 7 queued, 2 scheduled, 2 dispatched,
@@ -54,6 +55,7 @@ def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster
     resolved = template_service.render(template_version.spec, {})
     proto = GangJob(name="x", namespace="default", template_version=template_version, queue=queues[0],
                     cluster=cluster, resolved_spec=resolved, submitted_by=user)
+    fill_requested_totals([proto])  # the usage estimate's columns, as a submit fills them
     table = GangJob._meta.db_table
     with connection.cursor() as cur:
         cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")

@@ -10,6 +10,7 @@ urlpatterns = [
     path("queues/", views.queue_tree, name="queues"),
     path("queues/new/", views.queue_create, name="queue-new"),
     path("queues/<slug:name>/", views.queue_detail, name="queue"),
+    path("queues/<slug:name>/children/", views.queue_children, name="queue-children"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/live/", views.job_live, name="job-live"),

@@ -167,7 +167,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
-        context["tree"] = queue_service.QueueTree.load()
+        context["tree"] = queue_service.QueueTree.load_rows()  # read for warnings only
         return context
 
     def _detail(self, policy, code):
@@ -193,13 +193,31 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         queue_service.delete_queue(request.user, self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(parameters=[OpenApiParameter("cluster", str, description="usage of this cluster only")],
-                   responses={200: dict})
+    @extend_schema(parameters=[
+        OpenApiParameter("cluster", str, description="usage of this cluster only"),
+        OpenApiParameter("parent", str, description="return this queue's children as the roots (a queue name) "
+                                                    "instead of the top-level queues"),
+        OpenApiParameter("depth", int, description="levels below the roots to include (0 = the roots alone, "
+                                                   "with `children: []` and `children_count`); default: all"),
+    ], responses={200: dict})
     @action(detail=False, methods=["get"])
     def tree(self, request):
-        """The hierarchy with quota, limit, allocated and requested per resource, warnings and sync state."""
-        roots = queue_service.queue_tree(request.query_params.get("cluster"))
-        return Response({"units": UNITS, "roots": access.prune_queue_tree(request.user, roots)})
+        """The hierarchy with quota, limit, allocated and requested per resource (the scheduler's report, and
+        gangweb's own estimate as `estimated_allocated` / `estimated_requested`), warnings and sync state.
+
+        Without parameters, the whole tree as before. A client showing a large tree asks for `?depth=0` and then
+        `?parent=<name>&depth=0` per expanded queue: each answer costs the same whatever the tree's size."""
+        params = request.query_params
+        depth = params.get("depth")
+        if depth not in (None, ""):
+            if not depth.isdigit() or int(depth) > 100:
+                raise DjangoValidationError({"depth": f"'{depth[:20]}' is not a whole number from 0 to 100"})
+            depth = int(depth)
+        else:
+            depth = None
+        roots = queue_service.queue_tree(params.get("cluster") or None, parent=params.get("parent") or None,
+                                         depth=depth, visible=access.queue_tree_filter(request.user))
+        return Response({"units": UNITS, "roots": roots})
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str), OpenApiParameter("since", str, description="ISO 8601"),
                                OpenApiParameter("until", str, description="ISO 8601")],

@@ -1,11 +1,15 @@
 """Gang jobs and their append-only phase history."""
+import math
 import uuid
+from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from ..choices import TERMINAL_PHASES, DesiredState, GangPhase
+from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, DesiredState, GangPhase
+from ..constants import GPU_RESOURCE
+from ..kube import resources
 
 
 class GangJob(models.Model):
@@ -17,6 +21,10 @@ class GangJob(models.Model):
     - `why_pending` is the structured explanation while Queued/Dispatched (see services/why_pending), or null.
     - `gang_generation` grows each time an immutable gang object must be replaced; it feeds the name hash, so a
       replacement never reuses a previous object's name.
+    - `requested_gpu` / `requested_cpu_millicores` / `requested_memory_bytes` are the gang's total requests
+      (`kube.resources.gang_requests` of `resolved_spec`: every pod set's per-pod requests × replicas, as
+      kube-scheduler counts a pod), kept in columns when the job is created so gangweb's usage estimate per queue
+      is one `SUM … GROUP BY queue` in the database (services/queues.py `estimated_usage`).
     """
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
@@ -30,6 +38,9 @@ class GangJob(models.Model):
     cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.PROTECT, related_name="jobs")
     priority_class_name = models.CharField(max_length=253, blank=True)
     resolved_spec = models.JSONField()
+    requested_gpu = models.FloatField(default=0, help_text="nvidia.com/gpu devices the whole gang requests")
+    requested_cpu_millicores = models.BigIntegerField(default=0, help_text="CPU the whole gang requests")
+    requested_memory_bytes = models.BigIntegerField(default=0, help_text="memory the whole gang requests")
     desired_state = models.CharField(max_length=8, choices=DesiredState.choices, default=DesiredState.RUN)
     phase = models.CharField(max_length=16, choices=GangPhase.choices, default=GangPhase.SUBMITTED)
     phase_reason = models.CharField(max_length=128, blank=True)
@@ -66,15 +77,54 @@ class GangJob(models.Model):
         indexes = [
             models.Index(fields=["phase", "queue"]),
             models.Index(fields=["cluster", "phase"]),
+            # The overview's stuck and failed jobs and the job list sorted by time in phase: a range of one phase
+            # in phase_changed_at order, read from here instead of sorting every job of that phase.
+            models.Index(fields=["phase", "phase_changed_at", "id"], name="job_phase_changed"),
+            # gangweb's usage estimate (services/queue_usage.py) sums active jobs' totals per queue: answered from
+            # this index alone (PostgreSQL index-only scan), its size bounded by the active jobs, not the history.
+            models.Index(fields=["queue"], include=["phase", "cluster", "requested_gpu", "requested_cpu_millicores",
+                                                    "requested_memory_bytes"],
+                         condition=Q(phase__in=sorted(p.value for p in ACTIVE_PHASES)), name="job_active_usage"),
         ]
 
     def __str__(self):
         return f"{self.namespace}/{self.name}"
 
+    def save(self, *args, **kwargs):
+        """Save; a new job gets its requested totals from `resolved_spec` (bulk creates call
+        `fill_requested_totals` themselves, since `bulk_create` skips `save`)."""
+        if self._state.adding:
+            fill_requested_totals([self])
+        super().save(*args, **kwargs)
+
     @property
     def is_terminal(self) -> bool:
         """True once the job reached Succeeded, Failed or Cancelled."""
         return self.phase in TERMINAL_PHASES
+
+
+def requested_totals(resolved_spec: dict) -> tuple[float, int, int]:
+    """(GPU devices, CPU millicores, memory bytes) a resolved spec's whole gang requests: `gang_requests` over its
+    `podSets` (requests, limits standing in, init containers and overhead as kube-scheduler counts them).
+    Millicores and bytes are rounded up, as Kubernetes rounds a quantity to its smallest unit. A spec that cannot
+    be read (no pod sets, an unparseable amount; submit validates specs, so only hand-made rows) counts as 0."""
+    try:
+        total = resources.gang_requests((resolved_spec or {}).get("podSets") or [])
+    except (AttributeError, KeyError, TypeError, ValueError, InvalidOperation):
+        return 0.0, 0, 0
+    cpu, memory = total.get("cpu", Decimal(0)), total.get("memory", Decimal(0))
+    return (float(total.get(GPU_RESOURCE, Decimal(0))), math.ceil(cpu * 1000), math.ceil(memory))
+
+
+def fill_requested_totals(jobs) -> None:
+    """Set the requested-total columns of unsaved GangJobs from their `resolved_spec`, in place. Jobs of one bulk
+    submit often share their spec object, which is then read once."""
+    seen: dict[int, tuple[float, int, int]] = {}
+    for job in jobs:
+        key = id(job.resolved_spec)
+        if key not in seen:
+            seen[key] = requested_totals(job.resolved_spec)
+        job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes = seen[key]
 
 
 class PhaseTransitionQuerySet(models.QuerySet):

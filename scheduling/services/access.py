@@ -237,18 +237,14 @@ def _visible_queue_ids(user) -> set[int]:
     return ids
 
 
-def prune_queue_tree(user, roots: list[dict]) -> list[dict]:
-    """Keep only the visible nodes of a services.queues.queue_tree() result (their ancestors are visible too, so
-    every kept node keeps its path). Platform admins see the whole tree."""
+def queue_tree_filter(user) -> set[int] | None:
+    """The `visible` argument of services.queues.queue_tree() for `user`: ids of the queues they may see, or None
+    for every queue (platform admins, no query)."""
     if is_platform_admin(user):
-        return roots
+        return None
     from ..models import QueuePolicy
 
-    ids = set(visible_queues(user, QueuePolicy.objects.all()).values_list("id", flat=True))
-
-    def keep(nodes):
-        return [dict(n, children=keep(n.get("children", []))) for n in nodes if n["id"] in ids]
-    return keep(roots)
+    return set(visible_queues(user, QueuePolicy.objects.all()).values_list("id", flat=True))
 
 
 def check_read_queue(user, queue) -> None:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy
+from ..models.jobs import fill_requested_totals
 from . import access, audit, dispatch, policy
 from . import queues as queue_service
 from . import validation as v
@@ -106,6 +107,7 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
 
 def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.submit") -> list[GangJob]:
     now = timezone.now()
+    fill_requested_totals(jobs)  # bulk_create skips save(): the usage estimate's columns are set here
     for job in jobs:
         job.phase_changed_at = now
     try:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -76,6 +77,14 @@ def _fmt(resource: str, amount) -> str:
     return f"{int(amount)} MB" + (f" ({shown})" if shown.endswith(("G", "Gi")) else "")
 
 
+ROW_FIELDS = ("id", "name", "display_name", "managed", "priority", "parent_id", *QUOTA_FIELDS, *WEIGHT_FIELDS)
+
+
+class QueueRow(SimpleNamespace):
+    """The fields of a QueuePolicy that the tree, its warnings and `policy_payload` read (`ROW_FIELDS`), without
+    a model instance: building 1,000 model instances was most of the queue pages' time (bench/)."""
+
+
 @dataclass
 class QueueTree:
     """Every queue policy, loaded in one query, with parent/children links for checks that span the tree."""
@@ -86,6 +95,18 @@ class QueueTree:
     # (parent id, resource) -> the children-sum warning of that parent's children, computed once per tree: every
     # sibling shows the same one, and recomputing it per sibling made the tree page quadratic (bench/, 1000 queues).
     sibling_sums: dict[tuple[int, str], dict | None] = field(default_factory=dict, repr=False)
+    # Read-only trees (load_rows) remember each queue's ancestors: the pages ask for them per queue, several times.
+    read_only: bool = False
+    _ancestors: dict[int, list] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load_rows(cls) -> QueueTree:
+        """A read-only tree for pages and warnings: every queue as a `QueueRow` (the fields warnings, payloads and
+        the hierarchy read; no model instances, one query). Not for writes: rows cannot be saved."""
+        tree = cls.load(QueueRow(**dict(zip(ROW_FIELDS, row, strict=True)))
+                        for row in QueuePolicy.objects.order_by().values_list(*ROW_FIELDS))
+        tree.read_only = True
+        return tree
 
     @classmethod
     def load(cls, policies=None) -> QueueTree:
@@ -102,6 +123,13 @@ class QueueTree:
 
     def ancestors(self, policy: QueuePolicy) -> list[QueuePolicy]:
         """Parent, grandparent, ... (stops at a missing id or a cycle)."""
+        if self.read_only and self.by_id.get(policy.id) is policy:
+            if policy.id not in self._ancestors:
+                self._ancestors[policy.id] = self._walk_up(policy)
+            return self._ancestors[policy.id]
+        return self._walk_up(policy)
+
+    def _walk_up(self, policy) -> list:
         out, seen, pid = [], {policy.id}, policy.parent_id
         while pid is not None and pid in self.by_id and pid not in seen:
             seen.add(pid)
@@ -189,9 +217,15 @@ def warnings_for(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
                 w = _children_sum_warning(r, parent, siblings, "their guarantees cannot all be met")
             if w:
                 out.append(dict(w))
-        w = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
+        if policy.id and tree.by_id.get(policy.id) is policy:  # its children as stored: computed once per tree
+            key = (policy.id, r)
+            if key not in tree.sibling_sums:
+                tree.sibling_sums[key] = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
+            w = tree.sibling_sums[key]
+        else:
+            w = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
         if w:
-            out.append(w)
+            out.append(dict(w))
     return out
 
 
@@ -401,51 +435,113 @@ def _usage_sum(states: list[QueueClusterState], key: str) -> dict | None:
     return {r: sum(x.get(r, 0) for x in readings) for r in RESOURCES}
 
 
-def queue_tree(cluster: str | None = None) -> list[dict]:
-    """The queue hierarchy for the tree page and `GET /api/v1/queues/tree/`, in four queries whatever its size.
+def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: int | None = None,
+               ids: list[int] | None = None, visible: set[int] | None = None, tree: QueueTree | None = None,
+               usage: dict[int, dict] | None = None, rolled: dict[int, dict] | None = None) -> list[dict]:
+    """The queue hierarchy for the tree pages and `GET /api/v1/queues/tree/`, in four queries whatever its size
+    (fewer when `tree` (a read-only QueueTree.load_rows()) and `usage` (queue_usage.estimated_usage(cluster)) or
+    `rolled` (queue_usage.rolled_up of it) are given).
+
+    Which nodes: the top-level queues, or the children of `parent` (a queue name; ValidationError({"parent"})
+    when there is none), or exactly the queues `ids` in that order (search results, the overview's busiest
+    queues: each a root of its own, at its real depth). `depth` levels below those are included (0 = the nodes
+    alone, with `children: []`; None = everything); `children_count` tells how many a node has either way.
+    `visible` (queue ids) hides every other queue, children counts included; None shows all.
 
     Returns root nodes (by name), each::
 
         {"id", "name", "display_name", "managed", "priority", "parent": name | None, "depth": 0, "leaf": bool,
+         "path": ["research", "team-nlp"],           # ancestors' names, top first
+         "children_count": 2,
          "clusters": ["local"],                      # names it targets; [] = every cluster
          "resources": {"gpu": {"unit": "devices", "quota": 8.0, "limit": -1, "over_quota_weight": 1.0,
                                "quota_display": "8", "limit_display": "unlimited",
-                               "allocated": 2.0 | None, "requested": 3.0 | None}, "cpu": {...}, "memory": {...}},
+                               "allocated": 2.0 | None, "requested": 3.0 | None,
+                               "estimated_allocated": 2.0, "estimated_requested": 3.0}, "cpu": {...}, ...},
+         "jobs": 3,                                  # active jobs in this queue itself
+         "subtree_jobs": 12,                         # ... and in every queue below it
          "warnings": [{"code", "field", "message"}],
          "sync": [{"cluster", "state", "message", "last_synced_at", "last_drift", "last_drift_at", "status_at"}],
          "children": [...]}
 
     `allocated` / `requested` come from the Queue CR status KAI writes (KAI units; GPU devices, CPU millicores,
     memory MB): for `cluster` when given (a cluster name), else summed over the clusters that reported; None when
-    no cluster has reported yet.
+    no cluster has reported yet (and with schedulers that report no per-queue use). `estimated_*` are gangweb's
+    own estimate from its active jobs (services/queue_usage.py), the queue's and its descendants'.
     """
-    tree = QueueTree.load()
-    names: dict[int, list[str]] = {}
-    for pid, cname in QueuePolicy.clusters.through.objects.values_list("queuepolicy_id", "cluster__name"):
-        names.setdefault(pid, []).append(cname)
+    from . import queue_usage
+
+    tree = tree or QueueTree.load_rows()
+    shown = (lambda q: True) if visible is None else (lambda q: q.id in visible)
+
+    def kids_of(policy_id):
+        return [k for k in tree.children.get(policy_id, []) if shown(k)]
+
+    if ids is not None:
+        tops = [tree.by_id[i] for i in ids if i in tree.by_id and shown(tree.by_id[i])]
+    elif parent:
+        top = tree.by_name.get(parent)
+        if top is None or not shown(top):
+            raise ValidationError({"parent": f"no queue named '{str(parent)[:63]}'"})
+        tops = kids_of(top.id)
+    else:
+        tops = kids_of(None)
+
+    # The policies drawn, to read their clusters and sync state only.
+    drawn: list = []
+    todo = [(p, 0) for p in tops]
+    while todo:
+        p, level = todo.pop()
+        drawn.append(p)
+        if depth is None or level < depth:
+            todo.extend((k, level + 1) for k in kids_of(p.id))
+    links = QueuePolicy.clusters.through.objects.all()
     states_qs = QueueClusterState.objects.select_related("cluster").order_by("cluster__name")
+    if len(drawn) < len(tree.by_id):  # a part of the tree: read only its rows (an IN of every id costs more)
+        drawn_ids = [p.id for p in drawn]
+        links = links.filter(queuepolicy_id__in=drawn_ids)
+        states_qs = states_qs.filter(policy_id__in=drawn_ids)
+    names: dict[int, list[str]] = {}
+    for pid, cname in links.values_list("queuepolicy_id", "cluster__name"):
+        names.setdefault(pid, []).append(cname)
     if cluster:
         states_qs = states_qs.filter(cluster__name=cluster)
     states: dict[int, list[QueueClusterState]] = {}
     for st in states_qs:
         states.setdefault(st.policy_id, []).append(st)
+    if rolled is None and usage is None:
+        # Only the jobs below the drawn queues: expanding one queue reads its subtree's jobs, not every job.
+        scope = set()
+        todo = list(tops)
+        while todo:
+            p = todo.pop()
+            if p.id not in scope:
+                scope.add(p.id)
+                todo.extend(tree.children.get(p.id, []))
+        usage = queue_usage.estimated_usage(cluster, queue_ids=scope if len(scope) < len(tree.by_id) else None)
+    estimates = rolled if rolled is not None else queue_usage.rolled_up(tree, usage)
 
-    def node(policy: QueuePolicy, depth: int) -> dict:
+    def node(policy, level: int, here: int) -> dict:
         mine = states.get(policy.id, [])
         allocated, requested = _usage_sum(mine, "allocated"), _usage_sum(mine, "requested")
+        est = estimates.get(policy.id) or {**queue_usage.empty(), "own_jobs": 0}
         resources = policy_payload(policy)
         for r in RESOURCES:
             resources[r]["allocated"] = allocated[r] if allocated else None
             resources[r]["requested"] = requested[r] if requested else None
-        kids = tree.children.get(policy.id, [])
-        parent = tree.by_id.get(policy.parent_id)
+            resources[r]["estimated_allocated"] = est["allocated"][r]
+            resources[r]["estimated_requested"] = est["requested"][r]
+        kids = kids_of(policy.id)
+        ancestors = tree.ancestors(policy)
         return {"id": policy.id, "name": policy.name, "display_name": policy.display_name, "managed": policy.managed,
-                "priority": policy.priority, "parent": parent.name if parent else None, "depth": depth,
-                "leaf": not kids, "clusters": sorted(names.get(policy.id, [])), "resources": resources,
+                "priority": policy.priority, "parent": ancestors[0].name if ancestors else None, "depth": here,
+                "leaf": not tree.children.get(policy.id), "path": [a.name for a in reversed(ancestors)],
+                "children_count": len(kids), "clusters": sorted(names.get(policy.id, [])), "resources": resources,
+                "jobs": est["own_jobs"], "subtree_jobs": est["jobs"],
                 "warnings": warnings_for(policy, tree), "sync": [sync_payload(s) for s in mine],
-                "children": [node(k, depth + 1) for k in kids]}
+                "children": [node(k, level + 1, here + 1) for k in kids] if depth is None or level < depth else []}
 
-    return [node(p, 0) for p in tree.roots()]
+    return [node(p, 0, len(tree.ancestors(p))) for p in tops]
 
 
 def sync_payload(state: QueueClusterState) -> dict:

@@ -2,13 +2,13 @@
 from .clusters import cluster_create, cluster_detail, cluster_list, cluster_test
 from .jobs import job_cancel, job_detail, job_events, job_list, job_live, job_objects, job_resubmit
 from .overview import overview
-from .queues import queue_create, queue_detail, queue_tree
+from .queues import queue_children, queue_create, queue_detail, queue_tree
 from .runtime_templates import template_create, template_detail, template_edit, template_list, template_preview
 from .submit import submit
 
 __all__ = [
     "cluster_create", "cluster_detail", "cluster_list", "cluster_test", "job_cancel", "job_detail", "job_events",
     "job_list", "job_objects",
-    "job_live", "job_resubmit", "overview", "queue_create", "queue_detail", "queue_tree", "submit", "template_create",
-    "template_detail", "template_edit", "template_list", "template_preview",
+    "job_live", "job_resubmit", "overview", "queue_children", "queue_create", "queue_detail", "queue_tree", "submit",
+    "template_create", "template_detail", "template_edit", "template_list", "template_preview",
 ]

@@ -9,38 +9,80 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.utils import timezone
 
-from ..choices import GangPhase
-from ..models import Cluster, GangJob
-from ..services import access
+from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase
+from ..models import Cluster, GangJob, QueueClusterState
+from ..services import access, queue_usage
 from ..services import queues as queue_service
 from .common import page_or_fragment
-from .queues import decorate, job_usage
+from .queues import decorate
 from .why_pending import explain
 
 RECENT_FAILURES = 8
 STUCK_SHOWN = 10
+BUSIEST_SHOWN = 8
+FINISHED_WINDOW, FINISHED_WINDOW_WORDS = timedelta(hours=24), "24 hours"
 
 
-def _flatten(nodes):
-    for node in nodes:
-        yield node
-        yield from _flatten(node["children"])
+def busiest(tree, rolled: dict[int, dict], reported: dict[int, float], visible: set[int] | None,
+            limit: int = BUSIEST_SHOWN) -> list[int]:
+    """Ids of the `limit` busiest queues below the top level: over their GPU quota first, then by GPU allocated
+    against quota, then by GPUs allocated. Allocated is what the scheduler reported (`reported`: {queue id:
+    GPUs summed over clusters}) where it did, else gangweb's estimate (`rolled`: `queue_usage.rolled_up()`).
+    Queues with nothing allocated or requested are left out. Pure: no queries."""
+    scored = []
+    for p in tree.by_id.values():
+        if p.parent_id is None or (visible is not None and p.id not in visible):
+            continue
+        est = rolled.get(p.id)
+        allocated = reported.get(p.id, est["allocated"]["gpu"] if est else 0.0)
+        requested = est["requested"]["gpu"] if est else 0.0
+        if not allocated and not requested:
+            continue
+        quota = p.gpu_quota if p.gpu_quota and p.gpu_quota > 0 else 0
+        ratio = allocated / quota if quota else (float("inf") if allocated else 0.0)
+        scored.append(((allocated > quota + 1e-9, ratio, allocated, requested), p.name, p.id))
+    scored.sort(key=lambda x: (tuple(-v for v in x[0]), x[1]))
+    return [pid for _, _, pid in scored[:limit]]
+
+
+def reported_gpus() -> dict[int, float]:
+    """{queue id: GPUs allocated as the scheduler reported it, summed over the clusters that did} (one query)."""
+    out: dict[int, float] = {}
+    for pid, status in QueueClusterState.objects.exclude(status={}).values_list("policy_id", "status"):
+        allocated = (status or {}).get("allocated")
+        if allocated:
+            out[pid] = out.get(pid, 0.0) + float(allocated.get("gpu", 0) or 0)
+    return out
 
 
 def overview_context(user) -> dict:
     """Everything the overview draws, in a fixed number of queries whatever the number of jobs, queues or
-    clusters (pinned by tests/dashboard/test_query_budgets.py)."""
+    clusters (pinned by tests/dashboard/test_query_budgets.py). Queues: the top level and the BUSIEST_SHOWN
+    busiest below it, each with its GPU bar; the queue tree page has every queue."""
     now = timezone.now()
     jobs = access.visible_jobs(user, GangJob.objects.all())
-    counts = dict(jobs.values_list("phase").annotate(n=Count("id")).order_by())
+    # Active jobs are counted whatever their age; finished ones over FINISHED_WINDOW only, so the cost follows the
+    # active jobs and the recent rate, not the whole history (bench/: COUNT by phase over 100,000 jobs was the
+    # largest part of this page). Both are read from indexes alone (job_active_usage, job_phase_changed).
+    finished_since = now - FINISHED_WINDOW
+    counts = dict(jobs.filter(phase__in=sorted(ACTIVE_PHASES)).values_list("phase").annotate(n=Count("*"))
+                  .order_by())
+    counts.update(jobs.filter(phase__in=sorted(TERMINAL_PHASES), phase_changed_at__gte=finished_since)
+                  .values_list("phase").annotate(n=Count("*")).order_by())
     most = max(counts.values(), default=0) or 1
-    phases = [{"phase": p.value, "n": counts.get(p.value, 0), "pct": counts.get(p.value, 0) / most * 100}
-              for p in GangPhase]
+    phases = [{"phase": p.value, "n": counts.get(p.value, 0), "pct": counts.get(p.value, 0) / most * 100,
+               "finished": p in TERMINAL_PHASES} for p in GangPhase]
 
-    roots = access.prune_queue_tree(user, queue_service.queue_tree())
-    decorate(roots, job_usage())
-    queues = [{"name": node["name"], "depth": node["depth"], "estimated": node["estimated"], "bar": node["bars"][0]}
-              for node in _flatten(roots)]
+    # A summary, not the forest: the top-level queues and the busiest ones below them (the tree page has the rest).
+    visible = access.queue_tree_filter(user)
+    tree = queue_service.QueueTree.load_rows()
+    rolled = queue_usage.rolled_up(tree, queue_usage.estimated_usage())
+    tops = [p.id for p in tree.roots() if visible is None or p.id in visible]
+    hot = busiest(tree, rolled, reported_gpus(), visible)
+    nodes = queue_service.queue_tree(ids=tops + hot, depth=0, visible=visible, tree=tree, rolled=rolled)
+    decorate(nodes)
+    rows = [{"name": n["name"], "path": n["path"], "estimated": n["estimated"], "bar": n["bars"][0],
+             "children_count": n["children_count"]} for n in nodes]
 
     stuck_before = now - timedelta(seconds=settings.GANGWEB_STUCK_AFTER_SECONDS)
     related = ("queue", "cluster", "template_version__template")
@@ -54,8 +96,12 @@ def overview_context(user) -> dict:
         "section": "overview",
         "clusters": list(access.visible_clusters(user, Cluster.objects.all())),
         "phases": phases,
-        "total_jobs": sum(counts.values()),
-        "queues": queues,
+        "active_jobs": sum(n for p, n in counts.items() if p in ACTIVE_PHASES),
+        "finished_jobs": sum(n for p, n in counts.items() if p in TERMINAL_PHASES),
+        "finished_window": FINISHED_WINDOW_WORDS,
+        "top_queues": rows[:len(tops)],
+        "busiest_queues": rows[len(tops):],
+        "total_queues": len(tree.by_id) if visible is None else len(visible),
         "stuck": stuck,
         "stuck_after": settings.GANGWEB_STUCK_AFTER_SECONDS,
         "failures": failures,

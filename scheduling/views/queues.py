@@ -1,101 +1,129 @@
 """The queue tree: per queue and resource, quota, limit, allocated and requested as bars, with the warnings and
-per-cluster sync state (drift) from `services.queues.queue_tree`, the same data as GET /api/v1/queues/tree/."""
+per-cluster sync state (drift) from `services.queues.queue_tree`, the same data as GET /api/v1/queues/tree/.
+
+The page draws the top-level queues only; a queue's children are fetched when it is expanded (htmx, one
+request per level), so the page costs the same with 10 queues or 1,000 (bench/: drawing every queue with three
+bars took seconds). A search box finds a queue anywhere in the tree by name, server-side."""
 from __future__ import annotations
 
 from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
-from ..choices import GangPhase
+from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
-from ..models import Cluster, GangJob, QueuePolicy, QueueUsageSample
+from ..models import Cluster, QueuePolicy, QueueUsageSample
 from ..services import access
 from ..services import queues as queue_service
 from .common import allowed, page_or_fragment
-from .display import quota_bar, requests_of_spec, step_chart
+from .display import format_number, quota_bar, step_chart
 
 UNIT_LABELS = {"gpu": "GPU", "cpu": "millicores", "memory": "MB"}
-RUNNING_PHASES = (GangPhase.SCHEDULED, GangPhase.RUNNING)
-ACTIVE = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED, *RUNNING_PHASES)
+SEARCH_SHOWN = 50
+CHILDREN_SHOWN = 50
 
 
-def job_usage(cluster: str | None = None) -> dict[int, dict]:
-    """gangweb's own estimate per queue id from its active jobs (one query): {"allocated": {res: amount},
-    "requested": {...}, "jobs": n}. Used where no cluster has reported the Queue's status yet."""
-    rows = GangJob.objects.filter(phase__in=ACTIVE)
-    if cluster:
-        rows = rows.filter(cluster__name=cluster)
-    usage: dict[int, dict] = {}
-    # Grouped by spec in the database: jobs submitted together share their resolved spec, so each distinct spec is
-    # parsed once instead of every active job's (bench/: the overview took seconds at 100,000 jobs).
-    groups = rows.order_by().values_list("queue_id", "phase", "resolved_spec").annotate(n=Count("id"))
-    for queue_id, phase, spec, n in groups:
-        asks = requests_of_spec(spec)
-        entry = usage.setdefault(queue_id, {"allocated": dict.fromkeys(RESOURCES, 0.0),
-                                            "requested": dict.fromkeys(RESOURCES, 0.0), "jobs": 0})
-        entry["jobs"] += n
-        for r in RESOURCES:
-            entry["requested"][r] += asks[r] * n
-            if phase in RUNNING_PHASES:
-                entry["allocated"][r] += asks[r] * n
-    return usage
+def decorate(nodes: list[dict]) -> None:
+    """Add `bars` (a QuotaBar per resource) and `estimated` to each node of a `queue_tree()` forest, in place.
 
-
-def decorate(nodes: list[dict], usage: dict[int, dict]) -> dict:
-    """Add `bars` (QuotaBars per resource), `estimated` (True when the numbers are gangweb's estimate) and
-    `jobs` to each node of a `queue_tree()` forest, in place. Returns the subtree's estimate, rolled up the way
-    KAI counts a child's use in its parent."""
-    total = {"allocated": dict.fromkeys(RESOURCES, 0.0), "requested": dict.fromkeys(RESOURCES, 0.0), "jobs": 0}
+    A bar shows what the scheduler reported in the Queue's status (KAI) when a cluster did; otherwise
+    (`estimated` True: no report yet, or a scheduler that reports no per-queue use) gangweb's own estimate from
+    its active jobs, which the page labels as such. `node["estimate_summary"]` keeps the estimate next to a
+    reported figure, so both can be compared. `shown_warnings` leaves out the children-sum warning a child shares
+    with its siblings (`sibling_warning` is then True: the parent shows it once)."""
     for node in nodes:
-        own = usage.get(node["id"], {"allocated": dict.fromkeys(RESOURCES, 0.0),
-                                     "requested": dict.fromkeys(RESOURCES, 0.0), "jobs": 0})
-        below = decorate(node["children"], usage)
-        est = {k: {r: own[k][r] + below[k][r] for r in RESOURCES} for k in ("allocated", "requested")}
-        node["jobs"] = own["jobs"]
-        node["estimated"] = all(node["resources"][r]["allocated"] is None for r in RESOURCES)
-        node["bars"] = []
+        res = node["resources"]
+        node["estimated"] = all(res[r]["allocated"] is None for r in RESOURCES)
+        node["bars"], node["estimate_summary"] = [], []
         for r in RESOURCES:
-            res = node["resources"][r]
-            allocated = res["allocated"] if not node["estimated"] else est["allocated"][r]
-            requested = res["requested"] if not node["estimated"] else est["requested"][r]
-            node["bars"].append(quota_bar(r, UNIT_LABELS[r], res["quota"], res["limit"], allocated, requested))
-        for k in ("allocated", "requested"):
-            for r in RESOURCES:
-                total[k][r] += est[k][r]
-        total["jobs"] += own["jobs"] + below["jobs"]
-    return total
+            x = res[r]
+            allocated = x["estimated_allocated"] if node["estimated"] else x["allocated"]
+            requested = x["estimated_requested"] if node["estimated"] else x["requested"]
+            node["bars"].append(quota_bar(r, UNIT_LABELS[r], x["quota"], x["limit"], allocated, requested))
+            node["estimate_summary"].append(
+                f"{r} {format_number(x['estimated_allocated'])} allocated, "
+                f"{format_number(x['estimated_requested'])} requested {UNIT_LABELS[r]}")
+        # A parent's children-sum warning is shown on the parent; each child repeated it (with every sibling's
+        # name: 90 copies of a 90-name sentence in a department's list). Children point at it instead.
+        own = f"(children of '{node['name']}')"
+        node["shown_warnings"], node["sibling_warning"] = [], False
+        for w in node["warnings"]:
+            if w["code"] == QueueWarning.CHILDREN_OVER_PARENT and own not in w["message"]:
+                node["sibling_warning"] = True
+            else:
+                node["shown_warnings"].append(w)
+        decorate(node["children"])
+
+
+def search(tree, text: str, visible: set[int] | None) -> tuple[list[int], int]:
+    """Ids of the queues whose name or display name contains `text` (case-insensitive), by name, at most
+    SEARCH_SHOWN of them, and how many matched in all. Reads the loaded tree: no query."""
+    text = text.lower()
+    found = sorted((p for p in tree.by_id.values() if (visible is None or p.id in visible)
+                    and (text in p.name.lower() or text in (p.display_name or "").lower())), key=lambda p: p.name)
+    return [p.id for p in found[:SEARCH_SHOWN]], len(found)
+
+
+def _cluster_param(request) -> str | None:
+    return request.GET.get("cluster") or None
 
 
 @login_required
 def queue_tree(request):
-    """GET /queues/[?cluster=name]: the tree, polled by htmx every 5 s. A fixed number of queries."""
-    cluster = request.GET.get("cluster") or None
-    roots = access.prune_queue_tree(request.user, queue_service.queue_tree(cluster))
-    decorate(roots, job_usage(cluster))
+    """GET /queues/[?cluster=name][&q=text]: the top-level queues, each with its children loaded on expand
+    (`queue_children`), or the queues whose name contains `q`. Six queries whatever the number of queues."""
+    cluster = _cluster_param(request)
+    query = (request.GET.get("q") or "").strip()[:63]
+    visible = access.queue_tree_filter(request.user)
+    tree = queue_service.QueueTree.load_rows()
+    matched = None
+    if query:
+        ids, matched = search(tree, query, visible)
+        roots = queue_service.queue_tree(cluster, ids=ids, depth=0, visible=visible, tree=tree)
+    else:
+        roots = queue_service.queue_tree(cluster, depth=0, visible=visible, tree=tree)
+    decorate(roots)
     return page_or_fragment(request, "scheduling/queues.html", "scheduling/partials/queue_tree.html", {
-        "section": "queues", "roots": roots, "cluster": cluster,
+        "section": "queues", "roots": roots, "cluster": cluster, "q": query, "matched": matched,
+        "search_shown": SEARCH_SHOWN, "total_queues": len(tree.by_id),
         "cluster_names": list(access.visible_clusters(request.user, Cluster.objects.all()).values_list("name",
                                                                                                         flat=True)),
     })
 
 
+@login_required
+def queue_children(request, name: str):
+    """GET /queues/<name>/children/[?cluster=][&offset=n]: the child queues of one queue, as list items for the
+    tree page (fetched by htmx when the queue is expanded; each child's own children load the same way).
+    CHILDREN_SHOWN at a time, by name, then a "show more" item fetching the next ones: a department with
+    hundreds of teams costs the same to expand as one with ten. A fixed number of queries; 404 for a queue the
+    user cannot see."""
+    cluster = _cluster_param(request)
+    visible = access.queue_tree_filter(request.user)
+    tree = queue_service.QueueTree.load_rows()
+    parent = tree.by_name.get(name)
+    if parent is None or (visible is not None and parent.id not in visible):
+        raise Http404(f"no queue named '{name}'")
+    offset = request.GET.get("offset", "")
+    offset = int(offset) if offset.isdigit() else 0
+    kids = [k for k in tree.children.get(parent.id, []) if visible is None or k.id in visible]
+    shown = kids[offset:offset + CHILDREN_SHOWN]
+    nodes = queue_service.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree)
+    decorate(nodes)
+    rest = len(kids) - offset - len(shown)
+    return render(request, "scheduling/partials/queue_children.html", {
+        "nodes": nodes, "cluster": cluster, "parent": parent.name, "rest": max(rest, 0),
+        "next_offset": offset + len(shown), "page_only": offset > 0, "next_count": min(max(rest, 0), CHILDREN_SHOWN),
+    })
+
+
 WINDOWS = {"6h": timedelta(hours=6), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
 MAX_SAMPLES = 5000
-
-
-def _find(nodes, name):
-    for node in nodes:
-        if node["name"] == name:
-            return node
-        found = _find(node["children"], name)
-        if found:
-            return found
-    return None
 
 
 def usage_series(samples) -> dict[str, list]:
@@ -123,9 +151,8 @@ def queue_detail(request, name: str):
     window = request.GET.get("window") if request.GET.get("window") in WINDOWS else "24h"
     now = timezone.now()
     start = now - WINDOWS[window]
-    roots = queue_service.queue_tree(cluster)
-    decorate(roots, job_usage(cluster))
-    node = _find(roots, policy.name)
+    node = queue_service.queue_tree(cluster, ids=[policy.id], depth=0)[0]
+    decorate([node])
     samples = QueueUsageSample.objects.filter(policy=policy)
     if cluster:
         samples = samples.filter(cluster__name=cluster)

@@ -43,7 +43,8 @@ def test_tree_shows_quota_limit_allocated_and_requested_per_resource(api):
     assert (proj["name"], proj["depth"], proj["leaf"], proj["parent"]) == ("proj", 2, True, "team-a")
     assert proj["resources"]["gpu"] | {} == {"unit": "devices", "quota": 2.0, "limit": 4.0, "over_quota_weight": 1.0,
                                              "quota_display": "2", "limit_display": "4", "allocated": 2.0,
-                                             "requested": 2.0}
+                                             "requested": 2.0, "estimated_allocated": 0.0,
+                                             "estimated_requested": 0.0}
     assert proj["resources"]["cpu"]["allocated"] == 3500
     assert proj["resources"]["memory"]["allocated"] == 8590  # 8Gi = 8,589,934,592 bytes, rounded up to MB
     assert proj["sync"][0]["state"] == SyncState.IN_SYNC
@@ -63,6 +64,56 @@ def test_tree_takes_a_fixed_number_of_queries(api):
     with CaptureQueriesContext(connection) as big:
         api.get("/api/v1/queues/tree/")
     print("tree queries:", len(big))
+    assert len(big) == len(small) <= 7
+
+
+def test_depth_0_gives_the_top_level_and_parent_gives_one_queues_children(api):
+    cluster = builders.make_cluster("local")
+    three_levels(cluster)
+    builders.make_queue("other", clusters=[cluster])
+    top = api.get("/api/v1/queues/tree/?depth=0").data["roots"]
+    assert [(n["name"], n["children_count"], n["children"], n["leaf"]) for n in top] == [
+        ("dept", 2, [], False), ("other", 0, [], True)]
+    kids = api.get("/api/v1/queues/tree/?parent=dept&depth=0").data["roots"]
+    assert [(n["name"], n["depth"], n["path"], n["children_count"]) for n in kids] == [
+        ("team-a", 1, ["dept"], 1), ("team-b", 1, ["dept"], 0)]
+    deep = api.get("/api/v1/queues/tree/?parent=dept&depth=1").data["roots"]
+    assert [c["name"] for c in deep[0]["children"]] == ["proj"]
+    assert deep[0]["children"][0]["path"] == ["dept", "team-a"]
+
+
+@pytest.mark.parametrize("query, field", [("depth=-1", "depth"), ("depth=deep", "depth"), ("depth=101", "depth"),
+                                          ("parent=nope", "parent")])
+def test_bad_tree_parameters_are_a_400_naming_the_field(api, query, field):
+    builders.make_queue("dept")
+    r = api.get(f"/api/v1/queues/tree/?{query}")
+    assert r.status_code == 400 and field in r.data, r.data
+
+
+def test_the_tree_carries_gangwebs_estimate_next_to_the_scheduler_report(api, admin_user):
+    template, cluster = builders.make_template("llm"), builders.make_cluster("local")
+    dept = three_levels(cluster)
+    proj = QueuePolicy.objects.get(name="proj")
+    builders.make_job(template, proj, cluster, phase="Running", user=admin_user)
+    (node,) = api.get("/api/v1/queues/tree/").data["roots"]
+    assert node["id"] == dept.id
+    # 2 pods of 1 CPU, counted in proj and rolled up to team-a and dept; nothing reported by a scheduler.
+    assert (node["resources"]["cpu"]["estimated_allocated"], node["resources"]["cpu"]["allocated"]) == (2000, None)
+    assert (node["jobs"], node["subtree_jobs"]) == (0, 1)
+
+
+def test_one_queues_children_take_a_fixed_number_of_queries(api):
+    cluster = builders.make_cluster("local")
+    three_levels(cluster)
+    with CaptureQueriesContext(connection) as small:
+        assert api.get("/api/v1/queues/tree/?parent=dept&depth=0").status_code == 200
+    parent = QueuePolicy.objects.get(name="dept")
+    for i in range(20):
+        q = builders.make_queue(f"extra-{i}", parent=parent, clusters=[cluster])
+        QueueClusterState.objects.create(policy=q, cluster=cluster, status=status(gpu=1))
+    with CaptureQueriesContext(connection) as big:
+        r = api.get("/api/v1/queues/tree/?parent=dept&depth=0")
+    assert len(r.data["roots"]) == 22
     assert len(big) == len(small) <= 7
 
 

@@ -27,7 +27,10 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user, monk
     assert "quota 32 · limit 40 · allocated 16 · requested 28 GPU" in research.inner_text()
     assert "add up to 36 GPUs, more than the 32 GPUs quota of 'research'" in research.inner_text()
     assert "gpu_limit is 0" in page.locator("#queue-sandbox").inner_text()
+    page.locator("#children-of-research > summary").click()  # children load on expand
     assert "expected 24, found 32" in page.locator("#queue-team-vision").inner_text()
+    page.locator("#children-of-team-nlp > summary").click()
+    page.locator("#queue-nlp-pretrain").wait_for()
     screenshot(page, "queues")
 
     page.goto(f"/jobs/{job.pk}/")
