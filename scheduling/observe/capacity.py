@@ -21,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils import parse_quantity
 
+from ..kube import resources
 from . import objects as o
 
 EXCEEDS_CLUSTER = "ExceedsClusterCapacity"
@@ -61,18 +62,15 @@ def summarize(nodes: list[dict]) -> dict:
 
 
 def pod_requests(resolved_spec: dict) -> list[dict]:
-    """What one pod of each pod set asks, in base units: [{resource: amount}] (a container's limit counts when it
-    sets no request, as the API server defaults requests to limits; init containers are not counted)."""
+    """What one pod of each pod set asks, in base units (cores, bytes, devices): [{resource: amount}], in pod-set
+    order; as kube-scheduler counts a pod (`kube.resources.pod_requests`: init and sidecar containers, overhead).
+    A pod set that cannot be read asks nothing ({})."""
     out = []
     for ps in resolved_spec.get("podSets") or []:
-        asks: dict[str, Decimal] = {}
-        for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
-            res = c.get("resources") or {}
-            for name, qty in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
-                try:
-                    asks[name] = asks.get(name, Decimal(0)) + parse_quantity(qty)
-                except (ValueError, TypeError, InvalidOperation):
-                    continue
+        try:
+            asks = resources.pod_requests(((ps.get("template") or {}).get("spec")) or {})
+        except (AttributeError, KeyError, TypeError, ValueError, InvalidOperation):
+            asks = {}
         out.append({name: _number(amount) for name, amount in sorted(asks.items())})
     return out
 

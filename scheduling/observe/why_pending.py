@@ -34,6 +34,7 @@ from kubernetes.utils import parse_quantity
 
 from ..backends.base import GangStatus
 from ..choices import GangPhase
+from ..kube import resources
 from .capacity import EXCEEDS_CLUSTER
 from .capacity import blocking as capacity_blocking
 from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, JobShape, bound_of
@@ -88,19 +89,15 @@ def queue_numbers(details: dict | None) -> tuple[dict | None, dict]:
 
 
 def job_requests(resolved_spec: dict) -> dict:
-    """What the whole job asks per resource, in base units: replicas x container requests summed over pod sets
-    (a container's limit counts when it sets no request, as the API server defaults requests to limits)."""
-    total: dict[str, Decimal] = {}
-    for ps in resolved_spec.get("podSets") or []:
-        replicas = ps.get("replicas") or 0
-        for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
-            res = c.get("resources") or {}
-            merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-            for name, qty in merged.items():
-                try:
-                    total[name] = total.get(name, Decimal(0)) + parse_quantity(qty) * replicas
-                except (ValueError, TypeError, InvalidOperation):
-                    continue
+    """What the whole job asks per resource, in base units (cores, bytes, devices): {resource: amount}.
+
+    The same count as the scheduler's and as gangweb's usage estimate (`kube.resources.gang_requests`: requests,
+    a missing request falling back to the limit, init and sidecar containers, pod overhead). A spec that cannot be
+    read (only hand-made rows; submit validates specs) asks nothing: {}."""
+    try:
+        total = resources.gang_requests(resolved_spec.get("podSets") or [])
+    except (AttributeError, KeyError, TypeError, ValueError, InvalidOperation):
+        return {}
     return {name: number(amount) for name, amount in sorted(total.items())}
 
 
