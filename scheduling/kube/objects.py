@@ -9,8 +9,10 @@ kube.errors.TransientKubeError or TerminalKubeError.
 """
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter as _Counter
+from collections.abc import Callable
 
 from kubernetes import client
 
@@ -57,29 +59,45 @@ def _path(ref: ObjectRef, namespace: str | None, name: str | None = None) -> str
 
 
 def _request(api: client.ApiClient, verb: str, ref: ObjectRef, method: str, path: str, *, query=None, body=None,
-             content_type: str = "application/json") -> dict:
+             content_type: str = "application/json", raw: bool = False) -> dict:
+    """One API call, counted. Returns the JSON body as a dict; with `raw`, the body decoded straight from the
+    response bytes (`_preload_content=False`: no intermediate str copy, and the bytes are released before the
+    caller walks the result)."""
     requests.add(verb, ref)
-    return call(
+    response = call(
         api.call_api, path, method, query_params=query or [], body=body,
         header_params={"Accept": "application/json", "Content-Type": content_type},
         response_types_map={200: "object", 201: "object", 202: "object"}, auth_settings=["BearerToken"],
-        _return_http_data_only=True, _preload_content=True, _request_timeout=REQUEST_TIMEOUT,
+        _return_http_data_only=True, _preload_content=not raw, _request_timeout=REQUEST_TIMEOUT,
     )
+    if not raw:
+        return response
+    try:
+        return json.loads(response.read())
+    finally:
+        response.release_conn()
 
 
-def list_objects(api: client.ApiClient, ref: ObjectRef, namespace: str | None, label_selector: str) -> list[dict]:
+def list_objects(api: client.ApiClient, ref: ObjectRef, namespace: str | None, label_selector: str,
+                 project: Callable[[dict], dict] | None = None) -> list[dict]:
     """Objects of kind `ref` matching `label_selector`, in `namespace` or (None) across all namespaces.
 
     One request; each item gets `apiVersion` and `kind` filled in (list items omit them) and loses
     `metadata.managedFields`, which gangweb never reads and which is a large share of every object a resync holds
-    in memory at once (bench/: resync memory per job).
+    in memory at once (bench/: resync memory per job). With `project`, each item is replaced by `project(item)`
+    as soon as the body is parsed, so only the projection outlives this call (the full parse of one LIST is
+    the most that is alive at once, whatever kind the caller lists next).
     """
-    data = _request(api, "LIST", ref, "GET", _path(ref, namespace), query=[("labelSelector", label_selector)])
-    items = data.get("items") or []
-    for item in items:
+    data = _request(api, "LIST", ref, "GET", _path(ref, namespace), query=[("labelSelector", label_selector)],
+                    raw=True)
+    items = data.pop("items", None) or []
+    del data
+    for i, item in enumerate(items):
         item.setdefault("apiVersion", ref.api_version)
         item.setdefault("kind", ref.kind)
         (item.get("metadata") or {}).pop("managedFields", None)
+        if project is not None:
+            items[i] = project(item)
     return items
 
 

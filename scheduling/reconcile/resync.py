@@ -27,7 +27,7 @@ from ..kube.objects import JOB, POD, SERVICE
 from ..models import Cluster, GangJob, ReconcileAttempt
 from . import jobs as job_reconcile
 from .desired import instance_label
-from .observed import Snapshot
+from .observed import Snapshot, projection
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,22 @@ def snapshot(api, served: set[str], uids=None) -> Snapshot:
         selector += f",{LABEL_JOB_UID} in ({','.join(sorted(str(u) for u in uids))})"
     snap = Snapshot()
     for ref in [*gang_kinds(served), JOB, SERVICE, POD]:
-        snap.add(objects.list_objects(api, ref, None, selector), ref)
+        # Projected as each LIST is parsed: only one kind's full parse is ever alive (pods, the largest, last).
+        snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
     return snap
+
+
+JOB_CHUNK = 500  # job rows loaded at a time by a resync (their JSON columns are most of a row's size)
+
+
+def chunked(queryset, size: int = JOB_CHUNK):
+    """The rows of `queryset` `size` at a time, by primary key: the ids first (one query), then one query per
+    chunk, so a resync of 10,000 jobs never holds 10,000 model instances with their JSON. Unlike
+    `.iterator()` it needs no server-side cursor held open across the passes' own writes and transactions.
+    Rows deleted meanwhile are skipped."""
+    ids = list(queryset.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), size):
+        yield from queryset.filter(pk__in=ids[start:start + size]).order_by("pk")
 
 
 def jobs_to_resync(cluster: Cluster):
@@ -81,11 +95,12 @@ def resync_cluster(cluster: Cluster) -> dict:
                  .values_list("uid", flat=True)}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
         stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
-        for job in jobs_to_resync(cluster):
+        for job in chunked(jobs_to_resync(cluster)):
             stats["jobs"] += 1
             try:
                 backend = job_reconcile.backend_for(job, api)
-                result = job_reconcile.run_pass(job, api=api, observed=snap.for_job(str(job.uid), backend),
+                # Popped: what a job's pass has seen is garbage once the pass ends.
+                result = job_reconcile.run_pass(job, api=api, observed=snap.take(str(job.uid), backend),
                                                 record_idle=False)
             except TransientKubeError:
                 stats["failed"] += 1
