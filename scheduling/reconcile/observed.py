@@ -29,12 +29,18 @@ def obj_key(obj: dict) -> str:
 
 @dataclass
 class Observed:
-    """One job's objects in the cluster, as listed. `gang` maps kind_key -> {name: object}."""
+    """One job's objects in the cluster, as listed. `gang` maps kind_key -> {name: object}.
+
+    `recorded_phases` ({phase: at}) is set by a resync, which reads the job's timeline together with its row: with
+    it, a pass that observes nothing new writes nothing without locking the row again
+    (`status.apply_observation(recorded=...)`).
+    """
 
     gang: dict[str, dict[str, dict]] = field(default_factory=dict)
     owners: dict[str, dict] = field(default_factory=dict)
     services: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)
+    recorded_phases: dict | None = None
 
     def gang_of(self, ref: ObjectRef) -> dict[str, dict]:
         """{name: object} of one gang kind."""

@@ -24,7 +24,7 @@ from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError
 from ..kube.objects import JOB, POD, SERVICE
-from ..models import Cluster, GangJob, ReconcileAttempt
+from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt
 from . import jobs as job_reconcile
 from .desired import instance_label
 from .observed import Snapshot, projection
@@ -59,13 +59,20 @@ JOB_CHUNK = 500  # job rows loaded at a time by a resync (their JSON columns are
 
 
 def chunked(queryset, size: int = JOB_CHUNK):
-    """The rows of `queryset` `size` at a time, by primary key: the ids first (one query), then one query per
-    chunk, so a resync of 10,000 jobs never holds 10,000 model instances with their JSON. Unlike
-    `.iterator()` it needs no server-side cursor held open across the passes' own writes and transactions.
-    Rows deleted meanwhile are skipped."""
+    """Yield (job, {phase: at} recorded for it) for the rows of `queryset`, `size` at a time by primary key: the
+    ids first (one query), then two queries per chunk (rows, their timelines), so a resync of 10,000 jobs never
+    holds 10,000 model instances with their JSON. Unlike `.iterator()` it needs no server-side cursor held open
+    across the passes' own writes and transactions. Rows deleted meanwhile are skipped."""
     ids = list(queryset.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), size):
-        yield from queryset.filter(pk__in=ids[start:start + size]).order_by("pk")
+        chunk = ids[start:start + size]
+        recorded: dict[int, dict] = {}
+        # Same rows and order as `job.transitions.values_list("phase", "at")` (the model's ordering), per job.
+        for job_id, phase, at in PhaseTransition.objects.filter(job_id__in=chunk).values_list("job_id", "phase",
+                                                                                              "at"):
+            recorded.setdefault(job_id, {})[phase] = at
+        for job in queryset.filter(pk__in=chunk).order_by("pk"):
+            yield job, recorded.get(job.pk, {})
 
 
 def jobs_to_resync(cluster: Cluster):
@@ -95,13 +102,16 @@ def resync_cluster(cluster: Cluster) -> dict:
                  .values_list("uid", flat=True)}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
         stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
-        for job in chunked(jobs_to_resync(cluster)):
+        # The cluster row is the one in hand: not joined per job (its kubeconfig is decrypted per loaded row).
+        for job, recorded in chunked(jobs_to_resync(cluster).select_related(None).select_related("queue")):
+            job.cluster = cluster
             stats["jobs"] += 1
             try:
                 backend = job_reconcile.backend_for(job, api)
                 # Popped: what a job's pass has seen is garbage once the pass ends.
-                result = job_reconcile.run_pass(job, api=api, observed=snap.take(str(job.uid), backend),
-                                                record_idle=False)
+                observed = snap.take(str(job.uid), backend)
+                observed.recorded_phases = recorded
+                result = job_reconcile.run_pass(job, api=api, observed=observed, record_idle=False)
             except TransientKubeError:
                 stats["failed"] += 1
                 continue
