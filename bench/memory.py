@@ -132,7 +132,7 @@ def run(stack, base_url: str, jobs: int = 10_000, small: int = 1_000) -> dict:
     worker_resync_s = _worker_resync()
     _browse(sessions, base_url, web_paths(), rounds=20)
     after = {"web": snapshot(stack.procs["web"].pid), "worker": snapshot(stack.procs["worker"].pid)}
-    large_pass = resync.measure()
+    large_pass = {**resync.measure(untraced=False), "seconds": worker_resync_s}
     return {
         "jobs": jobs, "empty": before, "loaded": after, "worker_resync_s": worker_resync_s, "dataset": built,
         "web_ratio": ratio(after["web"]["total_mib"], before["web"]["total_mib"]),
