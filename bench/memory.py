@@ -150,4 +150,7 @@ def report(result: dict) -> list[str]:
         lines.append(f"  {kind:6s} RSS {a['total_mib']:7.1f} MiB in {a['processes']} processes (largest child "
                      f"{a['largest_child_mib']} MiB, peak {a['peak_child_mib']} MiB)   baseline {b['total_mib']:.1f} "
                      f"MiB   x{result[kind + '_ratio']:.2f}")
+    for step in result.get("dataset") or []:
+        lines.append(f"  dataset     : to {step['jobs']:,} jobs: objects created in {step.get('create_s', 0)} s, pods "
+                     f"{step.get('pods_s', 0)} s, first pass {step.get('first_pass_s', 0)} s")
     return lines

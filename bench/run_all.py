@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = result
             lines += report
             print("\n".join(report), flush=True)
+            log(f"{name}: {result['seconds']:.0f} s")
     if not args.keep_workdir:
         import shutil
 
@@ -114,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         "total_seconds": total,
         "results": results,
     }
-    print(f"\nall benchmarks: {total:.0f} s")
+    took = ", ".join(f"{name} {r['seconds']:.0f} s" for name, r in results.items() if "seconds" in r)
+    print(f"\nall benchmarks: {total:.0f} s ({took}; the rest is starting and stopping services)")
     if not args.quick and set(selected) == set(BENCHMARKS):
         RESULTS_DIR.mkdir(exist_ok=True)
         (RESULTS_DIR / "latest.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
