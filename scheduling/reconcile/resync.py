@@ -55,7 +55,7 @@ def snapshot(api, served: set[str], uids=None) -> Snapshot:
     return snap
 
 
-JOB_CHUNK = 500  # job rows loaded at a time by a resync (their JSON columns are most of a row's size)
+JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are most of a row's size)
 
 
 def chunked(queryset, size: int = JOB_CHUNK):
