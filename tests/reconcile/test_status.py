@@ -78,7 +78,7 @@ def recorded_of(job) -> dict:
 def test_with_its_timeline_read_beforehand_an_unchanged_job_costs_no_query(job, django_assert_num_queries):
     args = ([v1alpha2_podgroup()], [pod(name=f"p-{i}", unschedulable="x") for i in range(3)], [batch_job()])
     status.apply_observation(job, StubBackend(UNSCHEDULABLE), *args)
-    job.refresh_from_db()
+    job = GangJob.objects.select_related("cluster").get(pk=job.pk)  # as a resync has it: row and cluster in hand
     recorded = recorded_of(job)
     with django_assert_num_queries(0):
         status.apply_observation(job, StubBackend(UNSCHEDULABLE), *args, recorded=recorded)
