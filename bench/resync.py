@@ -1,18 +1,20 @@
 """Benchmark 3: one resync of a cluster whose jobs are all in sync ("nothing changed"), at ~1,000 and ~10,000 jobs.
 
-Dataset (`build`, shared with the memory benchmark): jobs of one pod with the KAI backend (a KAI PodGroup, an
-Indexed Job and a headless Service each), in namespace ``bench-resync`` of the local control plane. Their rows are
-inserted with SQL (phase Submitted, as a submit leaves them) and gangweb's own bulk dispatch creates their objects
-(``reconcile_many``, batches of 50 as the bulk-submit task runs it), from several threads so the API server, not one
-Python loop, is what limits it. The Job controller then creates each job's pod; no KAI scheduler runs, so the pods
-stay Pending (unschedulable by anyone: a real, non-terminal state that never changes under the resync). A first
-resync records what the cluster says (Dispatched, pod counts); every resync after it finds nothing to do.
+Dataset (`build`, shared with the memory benchmark, which drives both): jobs of one pod with the KAI backend (a KAI
+PodGroup, an Indexed Job and a headless Service each), in namespace ``bench-resync`` of the local control plane.
+Their rows are inserted with SQL (phase Submitted, as a submit leaves them); their objects are created by a loop of
+8 threads over gangweb's own desired objects (``reconcile/desired.py``, what its dispatch creates), so the API
+server, not one Python loop, is what limits it. The Job controller creates each job's pod; no KAI scheduler runs,
+so the pods stay Pending (a real, non-terminal state nothing changes under the resync). gangweb's job pass
+(``run_pass``, fed from one snapshot, in threads) then records each job's first observation (Dispatched, pod
+counts); every resync after it finds nothing to do.
 
 Measured per size, with the resync run in this process (``scheduling.reconcile.resync.resync_cluster``) so the kube
 client's request counter (``scheduling.kube.objects.requests``, which every API call goes through) sees every
 request: the requests by verb and kind (goal: the same at both sizes, at most 2 per kind per cluster, no job
-acted on), the pass's seconds, and a second pass under tracemalloc for the resync's peak Python allocation, from
-which the allocation per job follows (difference between the sizes over the difference in jobs).
+acted on) and, from a pass under tracemalloc, the resync's peak Python allocation, from which the allocation per
+job follows (difference between the sizes over the difference in jobs). Seconds: an untraced pass at ~1,000; the
+Celery worker's own resync at ~10,000 (the memory benchmark has it run).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from .stack import log
 GOAL_PER_KIND = 2
 TEMPLATE = "bench-resync"
 NAMESPACE = "bench-resync"
-BATCH = 50  # jobs per reconcile_many call: the bulk-submit task's batch size
+BATCH = 50  # jobs per thread task of the first pass
 
 
 def template_spec() -> dict:
