@@ -6,7 +6,8 @@ Starts what is missing (see bench.stack), migrates the ``gangweb_bench`` databas
 its figures with the ratio against its baseline, writes ``bench/results/latest.json``, and stops what it started.
 ``--quick`` shrinks every size tenfold (a smoke run; its results are not written to latest.json).
 ``BENCH_DATABASE_URL`` / ``BENCH_REDIS_URL`` point it at servers of your own instead (nothing is started then;
-the database is emptied of jobs).
+the database is emptied of jobs); ``BENCH_DB_NAME`` names the database created in the local PostgreSQL (default
+``gangweb_bench``), so engineers sharing a machine do not empty each other's.
 """
 from __future__ import annotations
 
