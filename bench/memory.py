@@ -1,8 +1,13 @@
 """Benchmark 5: resident memory of the web (gunicorn, 2 workers) and Celery worker processes with 10,000 active jobs.
 
-Baseline: the same processes after the same warm-up with no jobs. Then 10,000 active jobs are seeded, the web
-serves its list, detail and overview pages a few dozen times, and the worker runs a resync of every cluster (which
-reads every non-terminal job) and reconciles a batch. RSS is read from /proc (VmRSS; VmHWM for the peak).
+Baseline: the same processes after the same warm-up (pages browsed, a resync of every cluster) with no jobs. Then
+the resync benchmark's dataset is built in the local control plane (`bench.resync.build`: 10,000 one-pod KAI jobs,
+their PodGroups, Indexed Jobs, Services and Pending pods, every job in sync), the worker runs a resync of every
+cluster (LISTs of 10,000 of each kind, 10,000 job passes), and the web serves its job lists, job detail, queue list
+and overview 20 times per session. RSS is read from /proc (VmRSS; VmHWM for the peak of a process).
+
+The resync benchmark's two in-process measurements (at ~1,000 and ~10,000 jobs) are taken along the way, on the
+same dataset, so it is built once (`resync_result` holds them for run_all).
 """
 from __future__ import annotations
 
@@ -57,56 +62,95 @@ def _wait_worker_idle(timeout: float = 300) -> None:
     raise RuntimeError("the Celery worker did not finish its tasks in time")
 
 
-def _work(job_ids: list[int]) -> None:
+def _worker_resync(cluster_name: str = "local") -> float:
+    """Have the Celery worker resync every cluster; wait for it. Returns the seconds its resync of `cluster_name`
+    recorded (its ReconcileAttempt), or 0.0 when there was none."""
     from scheduling import tasks
+    from scheduling.models import ReconcileAttempt
 
+    last = ReconcileAttempt.objects.filter(kind=ReconcileAttempt.KIND_RESYNC).order_by("-pk").values_list(
+        "pk", flat=True).first() or 0
     tasks.resync_all_clusters.delay()
-    for i in range(0, len(job_ids), 200):
-        tasks.reconcile_jobs.delay(job_ids[i:i + 200])
-    _wait_worker_idle()
+    _wait_worker_idle(timeout=900)
+    attempt = ReconcileAttempt.objects.filter(kind=ReconcileAttempt.KIND_RESYNC, pk__gt=last,
+                                              cluster__name=cluster_name).order_by("-pk").first()
+    return round(attempt.duration_ms / 1000, 1) if attempt else 0.0
 
 
-def run(stack, base_url: str, jobs: int = 10_000) -> dict:
-    """Measure web and worker RSS at 0 and at `jobs` active jobs; return the figures."""
+def _clear_namespaces(api, names: tuple[str, ...], timeout: float = 120) -> None:
+    """Delete earlier benchmarks' namespaces (the reconcile benchmark's jobs are gone from the database once jobs
+    are reset, so their objects would be orphans in every resync LIST) and wait until they are gone."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    core = client.CoreV1Api(api)
+    for name in names:
+        try:
+            core.delete_namespace(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = [n for n in names if any(ns.metadata.name == n for ns in core.list_namespace().items)]
+        if not left:
+            return
+        time.sleep(2)
+    log(f"memory: namespaces {left} still terminating after {timeout:.0f} s; going on")
+
+
+def run(stack, base_url: str, jobs: int = 10_000, small: int = 1_000) -> dict:
+    """Measure web and worker RSS with no jobs and with `jobs` active, in-sync jobs in the local control plane;
+    return the figures, with the resync benchmark's measurements at `small` and `jobs` jobs under "resync"."""
     from scheduling.models import GangJob
 
-    from . import seed
+    from . import reconcile, resync
 
     reset_jobs()
-    user, version, queue, cluster = bench_fixtures()
+    user = bench_fixtures()[0]
     if "worker" not in stack.procs:
         stack.start_worker()
+    api = resync.setup(stack)[4]
+    _clear_namespaces(api, (reconcile.GANG_NS, reconcile.BASE_NS, resync.NAMESPACE))
+    resync.setup(stack)  # the namespace again
     sessions = [logged_in_session(base_url, user) for _ in range(2)]
-    pages = ["/api/v1/jobs/", "/api/v1/jobs/?phase=Running", "/api/v1/queues/", "/"]
+    pages = ["/api/v1/jobs/", "/api/v1/jobs/?phase=Dispatched", "/api/v1/queues/", "/"]
 
     def web_paths():
         first = GangJob.objects.order_by("id").values_list("id", flat=True).first()
         return pages + ([f"/api/v1/jobs/{first}/"] if first else [])
 
     _browse(sessions, base_url, web_paths(), rounds=10)
-    _work([])
+    _worker_resync()
     before = {"web": snapshot(stack.procs["web"].pid), "worker": snapshot(stack.procs["worker"].pid)}
 
-    first, last = seed.insert_jobs(jobs, version, [queue], cluster, user, prefix="mem", phases=seed.ACTIVE_MIX)
-    seed.analyze()
-    log(f"memory: {jobs} active jobs seeded; browsing and resyncing")
+    t0 = time.monotonic()
+    built = [resync.build(stack, small)]
+    small_pass = resync.measure()
+    built.append(resync.build(stack, jobs))
+    log(f"memory: {jobs} in-sync jobs in the cluster ({time.monotonic() - t0:.0f} s); the worker resyncs them")
+    worker_resync_s = _worker_resync()
     _browse(sessions, base_url, web_paths(), rounds=20)
-    _work(list(range(first, last + 1)))
     after = {"web": snapshot(stack.procs["web"].pid), "worker": snapshot(stack.procs["worker"].pid)}
-    reset_jobs()
+    large_pass = {**resync.measure(untraced=False), "seconds": worker_resync_s}
     return {
-        "jobs": jobs, "empty": before, "loaded": after,
+        "jobs": jobs, "empty": before, "loaded": after, "worker_resync_s": worker_resync_s, "dataset": built,
         "web_ratio": ratio(after["web"]["total_mib"], before["web"]["total_mib"]),
         "worker_ratio": ratio(after["worker"]["total_mib"], before["worker"]["total_mib"]),
+        "resync": resync.summarize(small_pass, large_pass),
     }
 
 
 def report(result: dict) -> list[str]:
     """Lines to print for this benchmark."""
-    lines = [f"memory with {result['jobs']:,} active jobs (baseline: the same processes with no jobs):"]
+    lines = [f"memory with {result['jobs']:,} active jobs in the cluster (baseline: the same processes with no jobs; "
+             f"the worker's resync of them took {result['worker_resync_s']} s):"]
     for kind in ("web", "worker"):
         a, b = result["loaded"][kind], result["empty"][kind]
         lines.append(f"  {kind:6s} RSS {a['total_mib']:7.1f} MiB in {a['processes']} processes (largest child "
                      f"{a['largest_child_mib']} MiB, peak {a['peak_child_mib']} MiB)   baseline {b['total_mib']:.1f} "
                      f"MiB   x{result[kind + '_ratio']:.2f}")
+    for step in result.get("dataset") or []:
+        lines.append(f"  dataset     : to {step['jobs']:,} jobs: objects created in {step.get('create_s', 0)} s, pods "
+                     f"{step.get('pods_s', 0)} s, first pass {step.get('first_pass_s', 0)} s")
     return lines

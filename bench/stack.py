@@ -28,7 +28,7 @@ from pathlib import Path
 from localcluster.processes import free_port, rss_bytes
 
 REPO = Path(__file__).resolve().parent.parent
-DB_NAME = "gangweb_bench"
+DB_NAME = os.environ.get("BENCH_DB_NAME", "gangweb_bench")  # distinct per engineer on a shared machine
 DB_USER = "gangweb_bench"
 
 

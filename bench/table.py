@@ -46,8 +46,9 @@ def rows(results: dict) -> list[tuple[str, str, str, str, str]]:
         m, b = z["measured"], z["baseline"]
         alloc = (f"; peak alloc {m['peak_alloc_mib']} MiB ({z['alloc_kib_per_job']} KiB/job)"
                  if "peak_alloc_mib" in m else "")
-        out.append(("Resync, nothing changed", f"{m['requests']} requests at {m['jobs']} jobs "
-                    f"(max {m['max_per_kind']}/kind){alloc}", f"{b['requests']} requests at {b['jobs']} jobs",
+        took = f", {m['seconds']} s" if "seconds" in m else ""
+        out.append(("Resync, nothing changed", f"{m['requests']} requests at {m['jobs']:,} jobs "
+                    f"(max {m['max_per_kind']}/kind{took}){alloc}", f"{b['requests']} requests at {b['jobs']:,} jobs",
                     f"{z['ratio']}x (goal: equal, <= 2/kind)", _ok(z["ok"])))
     p = results.get("pages") or {}
     for label, f in (p.get("pages") or {}).items():

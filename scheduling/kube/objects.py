@@ -9,8 +9,10 @@ kube.errors.TransientKubeError or TerminalKubeError.
 """
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter as _Counter
+from collections.abc import Callable
 
 from kubernetes import client
 
@@ -57,29 +59,53 @@ def _path(ref: ObjectRef, namespace: str | None, name: str | None = None) -> str
 
 
 def _request(api: client.ApiClient, verb: str, ref: ObjectRef, method: str, path: str, *, query=None, body=None,
-             content_type: str = "application/json") -> dict:
+             content_type: str = "application/json", raw: bool = False, object_hook=None) -> dict:
+    """One API call, counted. Returns the JSON body as a dict; with `raw`, the body decoded straight from the
+    response bytes (`_preload_content=False`: no intermediate str copy), with `object_hook` applied to every JSON
+    object as it is decoded (`json.loads`)."""
     requests.add(verb, ref)
-    return call(
+    response = call(
         api.call_api, path, method, query_params=query or [], body=body,
         header_params={"Accept": "application/json", "Content-Type": content_type},
         response_types_map={200: "object", 201: "object", 202: "object"}, auth_settings=["BearerToken"],
-        _return_http_data_only=True, _preload_content=True, _request_timeout=REQUEST_TIMEOUT,
+        _return_http_data_only=True, _preload_content=not raw, _request_timeout=REQUEST_TIMEOUT,
     )
+    if not raw:
+        return response
+    try:
+        return json.loads(response.read(), object_hook=object_hook)
+    finally:
+        response.release_conn()
 
 
-def list_objects(api: client.ApiClient, ref: ObjectRef, namespace: str | None, label_selector: str) -> list[dict]:
+def list_objects(api: client.ApiClient, ref: ObjectRef, namespace: str | None, label_selector: str,
+                 project: Callable[[dict], dict] | None = None) -> list[dict]:
     """Objects of kind `ref` matching `label_selector`, in `namespace` or (None) across all namespaces.
 
     One request; each item gets `apiVersion` and `kind` filled in (list items omit them) and loses
     `metadata.managedFields`, which gangweb never reads and which is a large share of every object a resync holds
-    in memory at once (bench/: resync memory per job).
+    in memory at once (bench/: resync memory per job). With `project`, each item is replaced by `project(item)`
+    while the body is decoded, so at most one item's full parse is alive at a time (plus the response bytes).
     """
-    data = _request(api, "LIST", ref, "GET", _path(ref, namespace), query=[("labelSelector", label_selector)])
-    items = data.get("items") or []
-    for item in items:
+    def finish(item: dict) -> dict:
         item.setdefault("apiVersion", ref.api_version)
         item.setdefault("kind", ref.kind)
         (item.get("metadata") or {}).pop("managedFields", None)
+        return project(item) if project is not None else item
+
+    def hook(obj: dict) -> dict:
+        # JSON objects are decoded innermost first; an item of the list is the one whose metadata has a uid and a
+        # resourceVersion (nested ones, e.g. a pod template's, have neither; the list's own has no uid). Projected
+        # right here, each item's full parse is garbage before the next item is decoded.
+        meta = obj.get("metadata")
+        return finish(obj) if isinstance(meta, dict) and "uid" in meta and "resourceVersion" in meta else obj
+
+    data = _request(api, "LIST", ref, "GET", _path(ref, namespace), query=[("labelSelector", label_selector)],
+                    raw=True, object_hook=hook if project is not None else None)
+    items = data.pop("items", None) or []
+    del data
+    if project is None:
+        items = [finish(item) for item in items]
     return items
 
 

@@ -208,7 +208,8 @@ class JobReconciler:
                 if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in owner_names]
         gang_now = [self.observed.gang_of(ref_of(self.backend, w))[w["metadata"]["name"]] for w in wanted]
         owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
-        status.apply_observation(self.job, self.backend, gang_now, pods, owners_now)
+        status.apply_observation(self.job, self.backend, gang_now, pods, owners_now,
+                                 recorded=self.observed.recorded_phases)
         if self.job.is_terminal:
             self.clean_up_finished()
 

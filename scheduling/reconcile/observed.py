@@ -8,6 +8,7 @@ create (409) and never adopted.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..backends.base import ObjectRef, SchedulerBackend
@@ -28,12 +29,18 @@ def obj_key(obj: dict) -> str:
 
 @dataclass
 class Observed:
-    """One job's objects in the cluster, as listed. `gang` maps kind_key -> {name: object}."""
+    """One job's objects in the cluster, as listed. `gang` maps kind_key -> {name: object}.
+
+    `recorded_phases` ({phase: at}) is set by a resync, which reads the job's timeline together with its row: with
+    it, a pass that observes nothing new writes nothing without locking the row again
+    (`status.apply_observation(recorded=...)`).
+    """
 
     gang: dict[str, dict[str, dict]] = field(default_factory=dict)
     owners: dict[str, dict] = field(default_factory=dict)
     services: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)
+    recorded_phases: dict | None = None
 
     def gang_of(self, ref: ObjectRef) -> dict[str, dict]:
         """{name: object} of one gang kind."""
@@ -46,6 +53,42 @@ class Observed:
 
 def _by_name(items: list[dict]) -> dict[str, dict]:
     return {o["metadata"]["name"]: o for o in items}
+
+
+# What the reconciler reads of a listed Pod: labels and deletionTimestamp (metadata), `spec.nodeName` (bound),
+# `spec.schedulingGroup` (v1alpha2 gang membership, for releasing the PodGroup finalizer), and the status fields
+# observe/pods.py turns into PodFacts. Everything else of a pod (containers, volumes, tolerations, IPs) is
+# dropped: pods are most of what a cluster-wide resync lists.
+POD_SPEC_KEYS = ("nodeName", "schedulingGroup", "schedulerName")
+POD_STATUS_KEYS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "startTime", "reason",
+                   "message")
+
+
+def _pick(d: dict | None, keys: tuple[str, ...]) -> dict:
+    d = d or {}
+    return {k: d[k] for k in keys if k in d}
+
+
+def slim_pod(pod: dict) -> dict:
+    """A Pod reduced to what status derivation and cleanup read: apiVersion, kind, metadata (whole, minus
+    managedFields), spec POD_SPEC_KEYS, status POD_STATUS_KEYS."""
+    return {"apiVersion": pod.get("apiVersion"), "kind": pod.get("kind"), "metadata": pod.get("metadata") or {},
+            "spec": _pick(pod.get("spec"), POD_SPEC_KEYS), "status": _pick(pod.get("status"), POD_STATUS_KEYS)}
+
+
+def slim_service(svc: dict) -> dict:
+    """A Service reduced to apiVersion, kind and metadata: the reconciler only checks it exists, whose it is
+    (labels), whether it is terminating, and deletes it by name with a UID precondition."""
+    return {"apiVersion": svc.get("apiVersion"), "kind": svc.get("kind"), "metadata": svc.get("metadata") or {}}
+
+
+def projection(ref: ObjectRef) -> Callable[[dict], dict] | None:
+    """The slim projection a snapshot keeps of kind `ref`, or None to keep objects whole.
+
+    Gang objects and Indexed Jobs are kept whole: their spec is compared for drift (`backend.diff`,
+    `correct_owner`), their status read, and their body recorded in `GangJob.observed["objects"]`.
+    """
+    return {POD: slim_pod, SERVICE: slim_service}.get(ref)
 
 
 def read(api, backend: SchedulerBackend, namespace: str, uid: str) -> Observed:
@@ -88,4 +131,10 @@ class Snapshot:
         observed = self.by_uid.get(uid) or Observed()
         for ref in backend.gang_kinds:
             observed.gang_of(ref)
+        return observed
+
+    def take(self, uid: str, backend: SchedulerBackend) -> Observed:
+        """Like `for_job`, and removes the job from the snapshot (a resync looks at each job once)."""
+        observed = self.for_job(uid, backend)
+        self.by_uid.pop(uid, None)
         return observed

@@ -24,10 +24,10 @@ from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError
 from ..kube.objects import JOB, POD, SERVICE
-from ..models import Cluster, GangJob, ReconcileAttempt
+from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt
 from . import jobs as job_reconcile
 from .desired import instance_label
-from .observed import Snapshot
+from .observed import Snapshot, projection
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,29 @@ def snapshot(api, served: set[str], uids=None) -> Snapshot:
         selector += f",{LABEL_JOB_UID} in ({','.join(sorted(str(u) for u in uids))})"
     snap = Snapshot()
     for ref in [*gang_kinds(served), JOB, SERVICE, POD]:
-        snap.add(objects.list_objects(api, ref, None, selector), ref)
+        # Projected as each LIST is parsed: only one kind's full parse is ever alive (pods, the largest, last).
+        snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
     return snap
+
+
+JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are most of a row's size)
+
+
+def chunked(queryset, size: int = JOB_CHUNK):
+    """Yield (job, {phase: at} recorded for it) for the rows of `queryset`, `size` at a time by primary key: the
+    ids first (one query), then two queries per chunk (rows, their timelines), so a resync of 10,000 jobs never
+    holds 10,000 model instances with their JSON. Unlike `.iterator()` it needs no server-side cursor held open
+    across the passes' own writes and transactions. Rows deleted meanwhile are skipped."""
+    ids = list(queryset.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), size):
+        chunk = ids[start:start + size]
+        recorded: dict[int, dict] = {}
+        # Same rows and order as `job.transitions.values_list("phase", "at")` (the model's ordering), per job.
+        for job_id, phase, at in PhaseTransition.objects.filter(job_id__in=chunk).values_list("job_id", "phase",
+                                                                                              "at"):
+            recorded.setdefault(job_id, {})[phase] = at
+        for job in queryset.filter(pk__in=chunk).order_by("pk"):
+            yield job, recorded.get(job.pk, {})
 
 
 def jobs_to_resync(cluster: Cluster):
@@ -81,12 +102,16 @@ def resync_cluster(cluster: Cluster) -> dict:
                  .values_list("uid", flat=True)}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
         stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
-        for job in jobs_to_resync(cluster):
+        # The cluster row is the one in hand: not joined per job (its kubeconfig is decrypted per loaded row).
+        for job, recorded in chunked(jobs_to_resync(cluster).select_related(None).select_related("queue")):
+            job.cluster = cluster
             stats["jobs"] += 1
             try:
                 backend = job_reconcile.backend_for(job, api)
-                result = job_reconcile.run_pass(job, api=api, observed=snap.for_job(str(job.uid), backend),
-                                                record_idle=False)
+                # Popped: what a job's pass has seen is garbage once the pass ends.
+                observed = snap.take(str(job.uid), backend)
+                observed.recorded_phases = recorded
+                result = job_reconcile.run_pass(job, api=api, observed=observed, record_idle=False)
             except TransientKubeError:
                 stats["failed"] += 1
                 continue

@@ -86,12 +86,18 @@ def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phase
     }
 
 
-def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: list[dict], owners: list[dict]) -> None:
+def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: list[dict], owners: list[dict],
+                      recorded: dict | None = None) -> None:
     """Record what the cluster says about `job` now.
 
     - `backend`: the job's SchedulerBackend (class or instance; None when the job has none yet);
     - `gang_objects`, `pods`, `owners`: the job's gang objects, pods and owner Jobs as camelCase dicts (the API
-      server's JSON or `ApiClient.sanitize_for_serialization`); pass every object of the job that exists.
+      server's JSON or `ApiClient.sanitize_for_serialization`); pass every object of the job that exists;
+    - `recorded`: the job's recorded phases {phase: at}, when the caller read them together with `job`'s row (the
+      resync does, per chunk of rows). Then an observation that changes nothing in the row as read returns at once,
+      without locking and re-reading the row: most jobs of a resync are in sync, and the lock, the re-read and the
+      commit were nearly all of a resync's time per job (bench/: resync). Anything that would change is derived
+      again under the lock from the row and phases as they are then, exactly as without `recorded`.
 
     Appends the new timeline entries (cluster timestamps), sets phase / phase_reason / phase_message /
     phase_changed_at / why_pending / observed / finished_at when they changed, and observes the duration
@@ -101,6 +107,11 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
     pod_list = [pod_facts(p) for p in pods]
     owner_list = [owner_facts(w) for w in owners]
     scheduler = getattr(backend, "scheduler_name", "") or "default-scheduler"
+    facts = (gang, gang_objects, pods, owners, pod_list, owner_list, scheduler)
+    if recorded is not None and job.phase not in TERMINAL_PHASES:
+        obs, changes = _derive(job, job, recorded, *facts)
+        if not obs.entries and all(getattr(job, name) == value for name, value in changes.items()):
+            return
     new_phases: set[str] = set()
     with transaction.atomic():
         locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
@@ -108,31 +119,12 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
             _refresh(job, locked)
             return
         recorded = dict(locked.transitions.values_list("phase", "at"))
-        shape = job_shape(locked)
-        now = timezone.now()
-        obs = phases.observe(shape, locked.phase, recorded, gang, gang_objects, pod_list, owner_list, now)
-        why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(locked.resolved_spec),
-                                  scheduler, capacity=locked.cluster.capacity,
-                                  per_pod=capacity.pod_requests(locked.resolved_spec))
+        obs, changes = _derive(locked, job, recorded, *facts)
         if obs.entries:
             PhaseTransition.objects.bulk_create([
                 PhaseTransition(job=locked, phase=e.phase, at=e.at, source=e.source[:300],
                                 reason=e.reason[:REASON_MAX], message=e.message) for e in obs.entries])
             new_phases = {e.phase for e in obs.entries}
-        changes = {
-            "phase": obs.phase,
-            "phase_reason": obs.reason[:REASON_MAX],
-            "phase_message": obs.message,
-            "why_pending": why,
-            "observed": _observed(gang, gang_objects, owners, pods, pod_list, obs),
-        }
-        if job.backend_plugin and not locked.backend_plugin:
-            # Chosen by the reconcile pass that called us; written here so it is saved together with the phase.
-            changes["backend_plugin"] = job.backend_plugin
-        if obs.entries:
-            changes["phase_changed_at"] = obs.entries[-1].at
-            if obs.phase in TERMINAL_PHASES:
-                changes["finished_at"] = obs.entries[-1].at
         changed = [name for name, value in changes.items() if getattr(locked, name) != value]
         if changed:
             for name in changed:
@@ -197,6 +189,32 @@ def record_phase(job: GangJob, phase: str, at, source: str, reason: str = "", me
         spans = timeline.durations(job.transitions.all())
         metrics.observe_durations(job.cluster.name, job.queue.name, {phase}, spans)
     return True
+
+
+def _derive(row: GangJob, job: GangJob, recorded: dict, gang, gang_objects, pods, owners, pod_list, owner_list,
+            scheduler: str):
+    """The observation of `row` (the job's row as read, locked or not) and the field values it implies.
+    `job` is the caller's instance (its chosen `backend_plugin`). Returns (phases.Observation, {field: value})."""
+    shape = job_shape(row)
+    obs = phases.observe(shape, row.phase, recorded, gang, gang_objects, pod_list, owner_list, timezone.now())
+    why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec),
+                              scheduler, capacity=row.cluster.capacity,
+                              per_pod=capacity.pod_requests(row.resolved_spec))
+    changes = {
+        "phase": obs.phase,
+        "phase_reason": obs.reason[:REASON_MAX],
+        "phase_message": obs.message,
+        "why_pending": why,
+        "observed": _observed(gang, gang_objects, owners, pods, pod_list, obs),
+    }
+    if job.backend_plugin and not row.backend_plugin:
+        # Chosen by the reconcile pass that called us; written here so it is saved together with the phase.
+        changes["backend_plugin"] = job.backend_plugin
+    if obs.entries:
+        changes["phase_changed_at"] = obs.entries[-1].at
+        if obs.phase in TERMINAL_PHASES:
+            changes["finished_at"] = obs.entries[-1].at
+    return obs, changes
 
 
 def _refresh(job: GangJob, fresh: GangJob) -> None:

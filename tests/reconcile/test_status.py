@@ -71,6 +71,33 @@ def test_observing_the_same_world_twice_changes_nothing(job):
     assert job.transitions.count() == 3
 
 
+def recorded_of(job) -> dict:
+    return dict(job.transitions.values_list("phase", "at"))
+
+
+def test_with_its_timeline_read_beforehand_an_unchanged_job_costs_no_query(job, django_assert_num_queries):
+    args = ([v1alpha2_podgroup()], [pod(name=f"p-{i}", unschedulable="x") for i in range(3)], [batch_job()])
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), *args)
+    job = GangJob.objects.select_related("cluster").get(pk=job.pk)  # as a resync has it: row and cluster in hand
+    recorded = recorded_of(job)
+    with django_assert_num_queries(0):
+        status.apply_observation(job, StubBackend(UNSCHEDULABLE), *args, recorded=recorded)
+
+
+def test_with_its_timeline_read_beforehand_a_change_is_written_as_without(job):
+    queued = ([v1alpha2_podgroup()], [pod(name=f"p-{i}", unschedulable="x") for i in range(3)], [batch_job()])
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), *queued)
+    job.refresh_from_db()
+    bound = ([v1alpha2_podgroup()], [pod(name=f"p-{i}", bound=4) for i in range(3)],
+             [batch_job()])
+    status.apply_observation(job, StubBackend(GangStatus(admitted=True, at=t(4))), *bound,
+                             recorded=recorded_of(job))
+    job.refresh_from_db()
+    assert job.phase == P.SCHEDULED
+    assert [x.phase for x in job.transitions.order_by("at", "id")] == [P.SUBMITTED, P.DISPATCHED, P.QUEUED,
+                                                                       P.SCHEDULED]
+
+
 def test_the_gang_runs_and_succeeds_and_the_histograms_see_it(job):
     before_queue = histogram_count("gangweb_job_time_in_queue_seconds", cluster="local", queue="team-a")
     before_running = histogram_count("gangweb_job_time_to_running_seconds", cluster="local", queue="team-a")
