@@ -77,5 +77,5 @@ build_etcd
 build_kwok
 build_k8s
 "$CACHE/k8s-v$K8S_VERSION/bin/kube-apiserver" --version
-"$CACHE/etcd-v$ETCD_VERSION/bin/etcd" --version | head -1
+"$CACHE/etcd-v$ETCD_VERSION/bin/etcd" --version | sed -n 1p  # reads all of it: head would close the pipe early, and pipefail turns SIGPIPE into exit 141
 echo "localcluster: binaries in $CACHE"
