@@ -22,8 +22,10 @@ The COPY is logged in ``connection.queries`` like a query (so query budgets in t
 from __future__ import annotations
 
 import time
+import uuid
+from datetime import datetime
 
-from django.db import connections, router
+from django.db import connections, models, router
 
 
 def insert_rows(model, objs: list, *, need_pk: bool = True, using: str | None = None) -> list:
@@ -39,7 +41,7 @@ def insert_rows(model, objs: list, *, need_pk: bool = True, using: str | None = 
     fields = copy_fields(model, need_pk)
     if need_pk:
         _allocate_pks(connection, model, objs)
-    rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields] for obj in objs]
+    rows = _rows(objs, fields, connection)
     _copy(connection, model, fields, rows)
     for obj in objs:
         obj._state.adding = False
@@ -50,6 +52,46 @@ def insert_rows(model, objs: list, *, need_pk: bool = True, using: str | None = 
 def copy_fields(model, need_pk: bool = True) -> list:
     """The fields written by the COPY: every concrete field of `model`, the pk too when `need_pk`."""
     return [f for f in model._meta.concrete_fields if need_pk or not f.primary_key]
+
+
+# Field classes (exact: a subclass such as an encrypted text field may transform its value) whose
+# get_db_prep_save returns a value of these exact types unchanged on PostgreSQL; preparing 30 fields x 500 rows
+# through Django's generic path was most of this module's CPU. Any other value takes the generic path.
+_NONE = type(None)
+_INTS = (int, _NONE)
+_PASS_THROUGH = {
+    models.CharField: (str, _NONE), models.TextField: (str, _NONE), models.BooleanField: (bool, _NONE),
+    models.UUIDField: (uuid.UUID, _NONE),
+    **dict.fromkeys((models.IntegerField, models.BigIntegerField, models.SmallIntegerField,
+                     models.PositiveIntegerField, models.PositiveBigIntegerField, models.PositiveSmallIntegerField,
+                     models.AutoField, models.BigAutoField, models.SmallAutoField), _INTS),
+}
+
+
+def _pass_through(field) -> tuple:
+    """The exact value types `field` writes unchanged (empty: always prepare). A foreign key: its target's."""
+    if type(field) is models.ForeignKey:
+        return _pass_through(field.target_field)
+    if type(field) is models.DateTimeField:
+        return (_NONE,)  # an aware datetime also passes: checked in _rows (a naive one gets Django's warning)
+    return _PASS_THROUGH.get(type(field), ())
+
+
+def _rows(objs: list, fields: list, connection) -> list[list]:
+    """Each object's values in `fields` order, as get_db_prep_save(pre_save(obj, add=True)) would give them."""
+    plan = [(f, f.attname, type(f).pre_save is not models.Field.pre_save, _pass_through(f),
+             type(f) is models.DateTimeField) for f in fields]
+    rows = []
+    for obj in objs:
+        row = []
+        for field, attname, pre_save, fast, is_datetime in plan:
+            value = field.pre_save(obj, True) if pre_save else getattr(obj, attname)
+            if type(value) in fast or (is_datetime and type(value) is datetime and value.tzinfo is not None):
+                row.append(value)
+            else:
+                row.append(field.get_db_prep_save(value, connection))
+        rows.append(row)
+    return rows
 
 
 def _allocate_pks(connection, model, objs: list) -> None:
