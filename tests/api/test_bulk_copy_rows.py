@@ -124,3 +124,17 @@ def test_a_bulk_submit_clashing_with_an_active_name_is_409_naming_it_and_writes_
     assert r.status_code == 201 and r.data["count"] == 20
     assert PhaseTransition.objects.filter(job__name__startswith="fresh-").count() == 20
     assert AuditEvent.objects.filter(action="job.submit", object_name__contains="fresh-").count() == 20
+
+
+def test_only_fields_known_to_write_values_unchanged_skip_djangos_prepare():
+    """A field subclass (an encrypted text field encrypts in get_prep_value) always takes Django's path; so does
+    JSON; a foreign key takes its target's rule."""
+    from scheduling.models import Cluster
+    from scheduling.models.fields import EncryptedTextField
+    from scheduling.services.copy_rows import _pass_through
+
+    encrypted = next(f for f in Cluster._meta.concrete_fields if isinstance(f, EncryptedTextField))
+    assert _pass_through(encrypted) == ()
+    assert _pass_through(GangJob._meta.get_field("resolved_spec")) == ()
+    assert _pass_through(GangJob._meta.get_field("name")) == (str, type(None))
+    assert _pass_through(GangJob._meta.get_field("queue")) == (int, type(None))
