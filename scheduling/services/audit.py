@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..models import AuditEvent
 from .access import token_of
-from .copy_rows import insert_rows
+from .copy_rows import insert_rows, new_instances
 
 
 def _actor(user) -> dict:
@@ -34,11 +34,11 @@ def record_many(user, action: str, objs, details: dict | None = None, copy: bool
     """Log the same action on many objects in one statement (bulk submit). The actor is worked out once.
     `copy` writes with COPY on PostgreSQL (copy_rows.insert_rows; the events keep pk=None), else bulk_create."""
     actor, object_type = _actor(user), action.split(".", 1)[0]
-    # By id: assigning the instances would run the related descriptor's checks once per event.
+    # By id and positionally (copy_rows.new_instances): keyword init with the related instances cost ~60 us each.
     by_id = {"actor_id": getattr(actor["actor"], "pk", None), "token_id": getattr(actor["token"], "pk", None),
-             "actor_name": actor["actor_name"]}
-    events = [AuditEvent(action=action, object_type=object_type, object_id=str(o.pk or ""), object_name=str(o)[:300],
-                         details=details or {}, **by_id) for o in objs]
+             "actor_name": actor["actor_name"], "action": action, "object_type": object_type}
+    events = new_instances(AuditEvent, [{**by_id, "object_id": str(o.pk or ""), "object_name": str(o)[:300],
+                                         "details": details or {}} for o in objs])
     if copy:
         insert_rows(AuditEvent, events, need_pk=False)
     else:

@@ -49,6 +49,20 @@ def insert_rows(model, objs: list, *, need_pk: bool = True, using: str | None = 
     return objs
 
 
+def new_instances(model, rows: list[dict]) -> list:
+    """Unsaved instances of `model` from {attname: value} dicts, built positionally (the path ``Model.from_db``
+    takes: ~7 us instead of ~60 us each for keyword init). A field missing from a dict gets its default, as keyword
+    init gives it. Raises TypeError naming an attname that is not a concrete field's."""
+    fields = model._meta.concrete_fields
+    attnames = {f.attname for f in fields}
+    objs = []
+    for values in rows:
+        if not values.keys() <= attnames:
+            raise TypeError(f"{model.__name__} has no field(s) {sorted(values.keys() - attnames)}")
+        objs.append(model(*[values[f.attname] if f.attname in values else f.get_default() for f in fields]))
+    return objs
+
+
 def copy_fields(model, need_pk: bool = True) -> list:
     """The fields written by the COPY: every concrete field of `model`, the pk too when `need_pk`."""
     return [f for f in model._meta.concrete_fields if need_pk or not f.primary_key]

@@ -20,7 +20,7 @@ from ..models.jobs import fill_requested_totals
 from . import access, audit, dispatch, policy
 from . import queues as queue_service
 from . import validation as v
-from .copy_rows import insert_rows
+from .copy_rows import insert_rows, new_instances
 from .errors import Conflict, IdempotencyMismatch, PermissionDenied
 from .lookups import Lookups
 
@@ -118,8 +118,9 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     try:
         with transaction.atomic():
             created = insert_rows(GangJob, jobs) if bulk else GangJob.objects.bulk_create(jobs)
-            transitions = [PhaseTransition(job_id=j.id, phase=GangPhase.SUBMITTED, at=now, source="gangweb",
-                                           reason="Submitted", message=message) for j in created]
+            transitions = new_instances(PhaseTransition, [
+                {"job_id": j.id, "phase": GangPhase.SUBMITTED, "at": now, "source": "gangweb", "reason": "Submitted",
+                 "message": message} for j in created])
             if bulk:  # the bulk answer has no timeline: the transitions' ids are not needed
                 insert_rows(PhaseTransition, transitions, need_pk=False)
             else:

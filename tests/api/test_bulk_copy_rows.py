@@ -138,3 +138,17 @@ def test_only_fields_known_to_write_values_unchanged_skip_djangos_prepare():
     assert _pass_through(GangJob._meta.get_field("resolved_spec")) == ()
     assert _pass_through(GangJob._meta.get_field("name")) == (str, type(None))
     assert _pass_through(GangJob._meta.get_field("queue")) == (int, type(None))
+
+
+def test_new_instances_equal_keyword_init_with_defaults_and_refuse_unknown_names():
+    from scheduling.services.copy_rows import new_instances
+
+    values = {"action": "job.submit", "object_type": "job", "object_id": "7", "actor_id": None}
+    built, = new_instances(AuditEvent, [values])
+    expected = AuditEvent(**values)
+    for field in AuditEvent._meta.concrete_fields:
+        assert getattr(built, field.attname) == getattr(expected, field.attname), field.name
+    assert built.details == {} and built.details is not new_instances(AuditEvent, [values])[0].details
+    assert built._state.adding and built.pk is None
+    with pytest.raises(TypeError, match="object_nme"):
+        new_instances(AuditEvent, [{"object_nme": "x"}])
