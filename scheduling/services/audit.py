@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..models import AuditEvent
 from .access import token_of
+from .copy_rows import insert_rows, new_instances
 
 
 def _actor(user) -> dict:
@@ -29,9 +30,16 @@ def record(user, action: str, obj, details: dict | None = None) -> AuditEvent:
     return entry
 
 
-def record_many(user, action: str, objs, details: dict | None = None) -> None:
-    """Log the same action on many objects in one query (bulk submit). The actor is worked out once."""
+def record_many(user, action: str, objs, details: dict | None = None, copy: bool = False) -> None:
+    """Log the same action on many objects in one statement (bulk submit). The actor is worked out once.
+    `copy` writes with COPY on PostgreSQL (copy_rows.insert_rows; the events keep pk=None), else bulk_create."""
     actor, object_type = _actor(user), action.split(".", 1)[0]
-    AuditEvent.objects.bulk_create([
-        AuditEvent(action=action, object_type=object_type, object_id=str(o.pk or ""), object_name=str(o)[:300],
-                   details=details or {}, **actor) for o in objs])
+    # By id and positionally (copy_rows.new_instances): keyword init with the related instances cost ~60 us each.
+    by_id = {"actor_id": getattr(actor["actor"], "pk", None), "token_id": getattr(actor["token"], "pk", None),
+             "actor_name": actor["actor_name"], "action": action, "object_type": object_type}
+    events = new_instances(AuditEvent, [{**by_id, "object_id": str(o.pk or ""), "object_name": str(o)[:300],
+                                         "details": details or {}} for o in objs])
+    if copy:
+        insert_rows(AuditEvent, events, need_pk=False)
+    else:
+        AuditEvent.objects.bulk_create(events)

@@ -20,6 +20,7 @@ from ..models.jobs import fill_requested_totals
 from . import access, audit, dispatch, policy
 from . import queues as queue_service
 from . import validation as v
+from .copy_rows import insert_rows, new_instances
 from .errors import Conflict, IdempotencyMismatch, PermissionDenied
 from .lookups import Lookups
 
@@ -105,26 +106,33 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     return job
 
 
-def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.submit") -> list[GangJob]:
+def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.submit",
+             bulk: bool = False) -> list[GangJob]:
+    """Insert `jobs` with their Submitted transitions and audit rows in one transaction. `bulk` writes them
+    with COPY on PostgreSQL (copy_rows.insert_rows; one more statement, much less CPU per row), else
+    bulk_create. Raises Conflict (409) naming the clash when a unique constraint refuses a job."""
     now = timezone.now()
     fill_requested_totals(jobs)  # bulk_create skips save(): the usage estimate's columns are set here
     for job in jobs:
         job.phase_changed_at = now
     try:
         with transaction.atomic():
-            created = GangJob.objects.bulk_create(jobs)
-            transitions = PhaseTransition.objects.bulk_create([
-                PhaseTransition(job_id=j.id, phase=GangPhase.SUBMITTED, at=now, source="gangweb", reason="Submitted",
-                                message=message) for j in created
-            ])
-            audit.record_many(user, action, created)
+            created = insert_rows(GangJob, jobs) if bulk else GangJob.objects.bulk_create(jobs)
+            transitions = new_instances(PhaseTransition, [
+                {"job_id": j.id, "phase": GangPhase.SUBMITTED, "at": now, "source": "gangweb", "reason": "Submitted",
+                 "message": message} for j in created])
+            if bulk:  # the bulk answer has no timeline: the transitions' ids are not needed
+                insert_rows(PhaseTransition, transitions, need_pk=False)
+            else:
+                transitions = PhaseTransition.objects.bulk_create(transitions)
+            audit.record_many(user, action, created, copy=bulk)
             dispatch.reconcile_jobs_on_commit([j.id for j in created])
     except IntegrityError as exc:
         # The unique constraint is the check (no SELECT before every insert); only now look for the clash to
         # name it. Another constraint (e.g. the idempotency key) gets the generic message.
         _raise_active_clash(jobs)
         raise Conflict({"name": "a job with this name is already active in that cluster and namespace"}) from exc
-    if len(created) == 1:  # a single submit answers with the job's timeline; bulk answers use the list form
+    if not bulk:  # a single submit answers with the job's timeline; bulk answers use the list form
         _remember_transitions(created[0], transitions)
     return created
 
@@ -205,7 +213,7 @@ def submit_many(user, items) -> list[GangJob]:
             except PermissionDenied as exc:
                 raise PermissionDenied({f"jobs[{i}].{k}": msg for k, msg in exc.errors.items()}) from None
     _check_names(jobs)
-    return _persist(jobs, f"by {user} (bulk)", user)
+    return _persist(jobs, f"by {user} (bulk)", user, bulk=True)
 
 
 def update(user, job: GangJob, data) -> GangJob:
