@@ -110,10 +110,14 @@ def status_amounts(resource_list: dict | None) -> dict[str, float | int]:
 
     ``{"nvidia.com/gpu": "2", "cpu": "4", "memory": "8Gi"}`` -> ``{"gpu": 2.0, "cpu": 4000, "memory": 8590}``.
     Missing resources are 0; unparsable values are skipped (0). Other resources (run.ai/gpu.memory) are ignored.
+    A missing list (None: the scheduler has not reported, e.g. no KAI scheduler runs) is ``{}``, not zeros, so
+    readers can tell "nothing reported" from "reported 0" and fall back to gangweb's own estimate.
     """
+    if resource_list is None:
+        return {}
     out: dict[str, float | int] = {}
     for resource, name in STATUS_RESOURCE_NAMES.items():
-        raw = (resource_list or {}).get(name)
+        raw = resource_list.get(name)
         try:
             out[resource] = from_quantity(resource, quantities.parse(raw, name)) if raw is not None else (
                 0.0 if resource == "gpu" else 0)

@@ -444,12 +444,14 @@ def _sync(cluster: Cluster, api, observed: dict[str, dict], result: Pass) -> Non
         status = status_payload(obj)
         changed = status != {k: st.status.get(k) for k in status}
         st.status, st.status_at = status, now
+        a, r = status["allocated"], status["requested"]
+        if not (a or r):
+            continue  # the scheduler reported nothing: no sample (zeros would draw an idle queue)
         if changed or last_sample.get(policy.id) is None or now - last_sample[policy.id] >= every:
-            a, r = status["allocated"], status["requested"]
             samples.append(QueueUsageSample(
-                policy=policy, cluster=cluster, at=now, allocated_gpu=a["gpu"], allocated_cpu=a["cpu"],
-                allocated_memory=a["memory"], requested_gpu=r["gpu"], requested_cpu=r["cpu"],
-                requested_memory=r["memory"]))
+                policy=policy, cluster=cluster, at=now, allocated_gpu=a.get("gpu", 0.0),
+                allocated_cpu=a.get("cpu", 0), allocated_memory=a.get("memory", 0), requested_gpu=r.get("gpu", 0.0),
+                requested_cpu=r.get("cpu", 0), requested_memory=r.get("memory", 0)))
     with transaction.atomic():
         fields = ["state", "message", "last_synced_at", "resource_version", "last_drift", "last_drift_at", "status",
                   "status_at"]

@@ -52,7 +52,8 @@ def test_update_body_keeps_unknown_fields_and_resource_version_and_drops_removed
 @pytest.mark.parametrize("raw,expected", [
     ({"nvidia.com/gpu": "2", "cpu": "3500m", "memory": "8Gi"}, {"gpu": 2.0, "cpu": 3500, "memory": 8590}),
     ({"nvidia.com/gpu": "500m"}, {"gpu": 0.5, "cpu": 0, "memory": 0}),
-    (None, {"gpu": 0.0, "cpu": 0, "memory": 0}),
+    (None, {}),  # not reported (no KAI scheduler): nothing, not zeros
+    ({}, {"gpu": 0.0, "cpu": 0, "memory": 0}),  # reported empty: zeros
     ({"cpu": "garbage"}, {"gpu": 0.0, "cpu": 0, "memory": 0}),
 ])
 def test_status_quantities_become_kai_units(raw, expected):
@@ -76,3 +77,14 @@ def test_display_strings_convert_back_to_the_same_amount(resource, amount):
     from scheduling.kube.kai_units import to_kai
 
     assert to_kai(resource, display(resource, amount), "field") == amount
+
+
+def test_a_queue_without_status_counts_as_not_reported_so_the_estimate_is_used():
+    from scheduling.models import QueueClusterState
+    from scheduling.services.queues import _usage_sum
+
+    unreported = sync.status_payload({"spec": {}})  # a Queue CR no scheduler has written status to
+    assert unreported["allocated"] == {} and unreported["requested"] == {}
+    assert _usage_sum([QueueClusterState(status=unreported)], "allocated") is None
+    reported = sync.status_payload({"status": {"allocated": {"nvidia.com/gpu": "6"}}})
+    assert _usage_sum([QueueClusterState(status=reported)], "allocated") == {"gpu": 6.0, "cpu": 0, "memory": 0}
