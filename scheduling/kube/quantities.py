@@ -35,6 +35,26 @@ def parse(value, field: str) -> Decimal:
     return amount
 
 
+def is_extended_resource(resource: str) -> bool:
+    """True for an extended resource such as ``nvidia.com/gpu``: a name with a domain outside ``kubernetes.io/``
+    (Kubernetes `IsExtendedResourceName`: not a native resource and not a ``requests.`` quota name)."""
+    return "/" in resource and not resource.startswith("kubernetes.io/") and not resource.startswith("requests.")
+
+
+def parse_resource(resource: str, value, field: str) -> Decimal:
+    """`parse`, plus the API server's rule for extended resources (GPUs are devices): their amount must be a whole
+    number, so ``nvidia.com/gpu: "0.5"`` or ``"500m"`` is refused here rather than by the cluster after the gang
+    objects exist. Source: Kubernetes pod validation, `ValidateResourceRequirements` ("must be an integer").
+
+    Raises ValidationError({field: ...})."""
+    amount = parse(value, field)
+    if is_extended_resource(resource) and amount != amount.to_integral_value():
+        raise ValidationError({field: f"'{value}' is not a whole number: {resource} is an extended resource, "
+                                      "counted in whole devices (fractional GPUs are a scheduler feature, not a "
+                                      "resource amount)"})
+    return amount
+
+
 def to_millicores(cores: Decimal) -> int:
     """CPU cores (Decimal) to integer millicores, rounding up as the API server does."""
     return int((cores * 1000).to_integral_value(rounding=ROUND_CEILING))

@@ -52,7 +52,7 @@ def _container(c, field: str, names: set) -> None:
     v.mapping(resources, f"{field}.resources")
     for part in ("requests", "limits"):
         for rname, qty in v.mapping(resources.get(part, {}), f"{field}.resources.{part}").items():
-            quantities.parse(qty, f"{field}.resources.{part}.{rname}")
+            quantities.parse_resource(rname, qty, f"{field}.resources.{part}.{rname}")
 
 
 def validate_pod_template(template, field: str) -> None:
@@ -243,7 +243,7 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
         requests = resources.setdefault("requests", {})
         limits = resources.get("limits", {})
         for rname, qty in v.mapping(fields["resources"], f"{field}.resources").items():
-            quantities.parse(qty, f"{field}.resources.{rname}")
+            quantities.parse_resource(rname, qty, f"{field}.resources.{rname}")
             requests[rname] = str(qty)
             # Extended resources (GPUs) must have limit == request; a lower template limit would be invalid.
             if "/" in rname or rname in limits:

@@ -37,6 +37,10 @@ CASES = [
      "overrides.podSets.worker.resources.memory"),
     ("quantity negative", {"overrides": worker(resources={"cpu": "-2"})}, "overrides.podSets.worker.resources.cpu"),
     ("quantity huge", {"overrides": worker(resources={"cpu": "1e999"})}, "overrides.podSets.worker.resources.cpu"),
+    ("half a GPU", {"overrides": worker(resources={"nvidia.com/gpu": "0.5"})},
+     "overrides.podSets.worker.resources.nvidia.com/gpu"),
+    ("milli GPU", {"overrides": worker(resources={"nvidia.com/gpu": "1m"})},
+     "overrides.podSets.worker.resources.nvidia.com/gpu"),
     ("name not dns", {"name": "Train_Job"}, "name"),
     ("name too long", {"name": "a" * 64}, "name"),
     ("namespace not dns", {"namespace": "Default!"}, "namespace"),
@@ -81,6 +85,8 @@ TEMPLATE_CASES = [
     ("unknown backend", {"backend": "yarn"}, "spec.backend"),
     ("bad quantity", {"podSets": [builders.pod_set(containers=[builders.container(memory="1.5.3Gi")])]},
      "spec.podSets[0].template.spec.containers[0].resources.requests.memory"),
+    ("fractional GPU", {"podSets": [builders.pod_set(containers=[builders.container(gpu="1.5")])]},
+     "spec.podSets[0].template.spec.containers[0].resources.requests.nvidia.com/gpu"),
     ("bad overridable", {"overridable": ["podSets.*.securityContext"]}, "spec.overridable[0]"),
 ]
 
