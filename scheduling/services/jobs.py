@@ -130,7 +130,7 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     except IntegrityError as exc:
         # The unique constraint is the check (no SELECT before every insert); only now look for the clash to
         # name it. Another constraint (e.g. the idempotency key) gets the generic message.
-        _raise_active_clash(jobs)
+        _raise_active_clash(jobs, bulk)
         raise Conflict({"name": "a job with this name is already active in that cluster and namespace"}) from exc
     if not bulk:  # a single submit answers with the job's timeline; bulk answers use the list form
         _remember_transitions(created[0], transitions)
@@ -156,14 +156,16 @@ def _check_names(jobs: list[GangJob]) -> None:
         seen.add(key)
 
 
-def _raise_active_clash(jobs: list[GangJob]) -> None:
-    """Raise Conflict naming the first active stored job with the same cluster, namespace and name, if any."""
-    wanted = {(job.cluster_id, job.namespace, job.name) for job in jobs}
-    clashes = GangJob.objects.filter(phase__in=list(ACTIVE_PHASES), name__in=[j.name for j in jobs]).values_list(
-        "cluster_id", "namespace", "name")
-    for key in clashes:
-        if key in wanted:
-            raise Conflict({"name": f"an active job '{key[2]}' already exists in namespace '{key[1]}' of that cluster"})
+def _raise_active_clash(jobs: list[GangJob], bulk: bool = False) -> None:
+    """Raise Conflict naming the first job of the request (in request order) whose cluster, namespace and name an
+    active stored job already has, if any. The field is `name`, or `jobs[i].name` for a bulk submit."""
+    clashes = set(GangJob.objects.filter(phase__in=list(ACTIVE_PHASES), name__in=[j.name for j in jobs]).values_list(
+        "cluster_id", "namespace", "name"))
+    for i, job in enumerate(jobs):
+        if (job.cluster_id, job.namespace, job.name) in clashes:
+            field = f"jobs[{i}].name" if bulk else "name"
+            raise Conflict({field: f"an active job '{job.name}' already exists in namespace '{job.namespace}' of "
+                                   "that cluster"})
 
 
 def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:

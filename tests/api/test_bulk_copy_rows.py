@@ -118,7 +118,7 @@ def test_a_bulk_submit_clashing_with_an_active_name_is_409_naming_it_and_writes_
     bodies = [builders.submit_body(*setup, name=f"fresh-{i}") for i in range(20)] + [dict(taken)]
     r = api.post("/api/v1/jobs/bulk/", {"jobs": bodies}, format="json")
     assert r.status_code == 409
-    assert r.data == {"name": ["an active job 'taken' already exists in namespace 'default' of that cluster"]}
+    assert r.data == {"jobs[20].name": ["an active job 'taken' already exists in namespace 'default' of that cluster"]}
     assert (GangJob.objects.count(), PhaseTransition.objects.count(), AuditEvent.objects.count()) == counts
     r = api.post("/api/v1/jobs/bulk/", {"jobs": bodies[:20]}, format="json")  # the transaction is usable again
     assert r.status_code == 201 and r.data["count"] == 20
