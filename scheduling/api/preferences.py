@@ -16,12 +16,13 @@ PREFER_HEADER = OpenApiParameter(
 
 
 def wants_minimal(request) -> bool:
-    """True when the request's Prefer header holds `return=minimal`. Preferences are comma-separated, names and
-    values case-insensitive, values optionally quoted, parameters after ';' ignored (RFC 7240 §2)."""
+    """True when the request's first `return` preference is `minimal`. Preferences are comma-separated, names and
+    values case-insensitive, values optionally quoted, parameters after ';' ignored; when a preference is given
+    twice, the first one counts (RFC 7240 §2)."""
     for preference in request.headers.get("Prefer", "").split(","):
         name, _, value = preference.split(";", 1)[0].partition("=")
-        if name.strip().lower() == "return" and value.strip().strip('"').lower() == "minimal":
-            return True
+        if name.strip().lower() == "return":
+            return value.strip().strip('"').lower() == "minimal"
     return False
 
 

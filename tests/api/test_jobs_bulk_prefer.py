@@ -18,6 +18,8 @@ pytestmark = pytest.mark.django_db
     ("return=representation", False),
     ("handling=lenient", False),
     ("return=minimalist", False),
+    ("return=representation, return=minimal", False),  # given twice: the first counts (RFC 7240 §2)
+    ("return=minimal, return=representation", True),
 ])
 def test_the_prefer_header_is_read_as_rfc_7240_says(header, minimal):
     extra = {"HTTP_PREFER": header} if header else {}
