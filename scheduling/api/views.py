@@ -349,6 +349,9 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field). Answers every
         job in its list form, or only its id, uid and name with `Prefer: return=minimal`."""
         body = request.data
+        unknown = sorted(set(body) - {"jobs"}) if isinstance(body, dict) else []
+        if unknown:
+            raise DjangoValidationError({unknown[0]: 'unknown field; the body is {"jobs": [...]}'})
         items = body.get("jobs") if isinstance(body, dict) else None
         minimal = preferences.wants_minimal(request)
         created = job_service.submit_many(request.user, items)  # in request order, relations loaded: no re-read

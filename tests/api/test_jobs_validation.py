@@ -99,3 +99,11 @@ def test_bad_template_is_400_naming_the_field_and_changes_nothing(api, case, cha
     assert r.status_code == 400, r.data
     assert field in r.data, r.data
     assert row_counts() == before
+
+
+def test_a_bulk_body_with_an_unknown_key_is_400_naming_it_and_creates_nothing(api, setup):
+    before = row_counts()
+    r = api.post("/api/v1/jobs/bulk/", {"jobs": [body(setup)], "dry_run": True}, format="json")
+    assert r.status_code == 400, r.data
+    assert "dry_run" in r.data
+    assert row_counts() == before
