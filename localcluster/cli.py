@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the action and the options of ``localcluster`` to ``parser``."""
     parser.add_argument("action", choices=ACTIONS, help="start, stop, report on, or build the local control plane")
     parser.add_argument("--state-dir", type=Path, default=None,
-                        help="state directory (default $GANGWEB_STATE_DIR or <repo>/var/localcluster)")
+                        help="state directory (default $GANGWEB_STATE_DIR/localcluster or <repo>/var/localcluster)")
     parser.add_argument("--nodes", type=int, default=4, help="fake nodes to create (default 4)")
     parser.add_argument("--gpus-per-node", type=int, default=8, help="nvidia.com/gpu per node (default 8)")
     parser.add_argument("--cpu-per-node", default="64", help="CPU capacity per node, a quantity (default 64)")

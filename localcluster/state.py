@@ -1,6 +1,6 @@
 """The state directory of a local cluster and the JSON state file in it.
 
-Layout of a state directory (default ``$GANGWEB_STATE_DIR``, else ``<repo>/var/localcluster/``)::
+Layout of a state directory (default ``$GANGWEB_STATE_DIR/localcluster/``, else ``<repo>/var/localcluster/``)::
 
     state.json          PIDs, ports, kubeconfig path, temporary directories; written after every process start
     kubeconfig          admin kubeconfig (certificates embedded)
@@ -28,9 +28,10 @@ STATE_FILE = "state.json"
 
 
 def default_state_dir() -> Path:
-    """Return ``$GANGWEB_STATE_DIR`` if set, else ``<repo>/var/localcluster`` (``/var/`` is gitignored)."""
+    """Return ``localcluster/`` inside gangweb's state folder: ``$GANGWEB_STATE_DIR`` if set, else ``<repo>/var``
+    (gitignored), the same folder the Django settings keep the SQLite file and broker in."""
     env = os.environ.get("GANGWEB_STATE_DIR")
-    return Path(env).expanduser().resolve() if env else REPO_DIR / "var" / "localcluster"
+    return (Path(env).expanduser().resolve() if env else REPO_DIR / "var") / "localcluster"
 
 
 @dataclass
