@@ -75,3 +75,29 @@ def test_a_job_in_a_missing_namespace_is_recorded_and_others_still_reconcile(wor
     assert lost.phase == GangPhase.DISPATCHED
     assert lost.phase_reason != "NamespaceNotFound"
     assert len(dataclasses.replace(world, namespace=missing_namespace).gang(lost, JOB)) == 1
+
+
+def test_an_unexpected_error_in_one_jobs_pass_does_not_stop_the_others_or_other_clusters(world, monkeypatch,
+                                                                                          caplog):
+    from scheduling.models import Cluster
+    from scheduling.reconcile import jobs as job_reconcile
+
+    broken = world.submit(backend="kai", replicas=1)
+    fine = world.submit(backend="kai", replicas=1)
+    real_backend_for = job_reconcile.backend_for
+
+    def backend_for(job, api):  # a bug in one job's pass (fault injected; the cluster stays real)
+        if job.pk == broken.pk:
+            raise RuntimeError("bug in one job")
+        return real_backend_for(job, api)
+
+    monkeypatch.setattr(job_reconcile, "backend_for", backend_for)
+    Cluster.objects.create(name="also-local", kubeconfig=world.cluster.kubeconfig)
+
+    stats = resync.resync_all()
+
+    assert stats["local"]["jobs"] == 2 and stats["local"]["failed"] == 1 and stats["local"]["acted"] == 1
+    assert "also-local" in stats
+    fine.refresh_from_db()
+    assert fine.phase == GangPhase.DISPATCHED
+    assert f"job {broken.pk}" in caplog.text and "bug in one job" in caplog.text
