@@ -3,11 +3,15 @@
 - Transient: the cluster cannot be reached (connection refused/reset, TLS or DNS failure, timeout), 429 Too
   Many Requests, 5xx, and 401/403. Credentials and RBAC are fixed by an admin without touching the job, so a
   403 is recorded on the job and retried with backoff rather than failing it for good.
+- NamespaceNotFound (transient, for the same reason): a create answered 404 whose Status names the namespace
+  itself (`details.kind == "namespaces"`, message `namespaces "x" not found`). The job's namespace is missing
+  in its cluster; a user creates it and the next retry or resync proceeds (level-triggered).
 - Terminal: 400 Bad Request and 422 Invalid (the object itself is wrong; retrying cannot help), and other 4xx
-  not handled by the caller. 404 and 409 are answers the reconciler handles itself (`status_of`).
+  not handled by the caller. Other 404s and 409 are answers the reconciler handles itself (`status_of`).
 """
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 
@@ -21,6 +25,7 @@ THROTTLED = "Throttled"
 SERVER_ERROR = "ServerError"
 INVALID = "Invalid"
 REJECTED = "Rejected"
+NAMESPACE_NOT_FOUND = "NamespaceNotFound"
 
 
 class KubeError(Exception):
@@ -45,13 +50,29 @@ CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, ConnectionError, socket.timeo
                      OSError)
 
 
-def _api_message(exc: ApiException) -> str:
-    import json
-
+def _status_body(exc: ApiException) -> dict:
+    """The Kubernetes Status object of an ApiException's body, or {} when the body is not one."""
     try:
-        return json.loads(exc.body).get("message") or exc.reason
-    except (TypeError, ValueError, AttributeError):
-        return str(exc.reason or exc.body or exc)
+        body = json.loads(exc.body)
+    except (TypeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _api_message(exc: ApiException) -> str:
+    return _status_body(exc).get("message") or str(exc.reason or exc.body or exc)
+
+
+def missing_namespace(exc: BaseException) -> str | None:
+    """The namespace name when `exc` is a 404 saying the namespace itself does not exist (Status
+    `{"reason": "NotFound", "details": {"kind": "namespaces", "name": <ns>}}`, as the API server answers a
+    create in a missing namespace), else None. A 404 for the object itself names its own kind instead."""
+    if not isinstance(exc, ApiException) or exc.status != 404:
+        return None
+    details = _status_body(exc).get("details") or {}
+    if details.get("kind") == "namespaces" and details.get("name"):
+        return str(details["name"])
+    return None
 
 
 def classify(exc: BaseException) -> KubeError | None:
@@ -63,6 +84,9 @@ def classify(exc: BaseException) -> KubeError | None:
         message = _api_message(exc)
         if status == 0:
             return TransientKubeError(CLUSTER_UNREACHABLE, message)
+        namespace = missing_namespace(exc)
+        if namespace:
+            return TransientKubeError(NAMESPACE_NOT_FOUND, f'namespace "{namespace}" does not exist', status)
         if status == 429:
             return TransientKubeError(THROTTLED, message, status)
         if status >= 500:
@@ -86,11 +110,11 @@ def status_of(exc: BaseException) -> int | None:
 
 def call(fn, *args, **kwargs):
     """Call a kubernetes client function; raise its failure as a KubeError (404/409 stay ApiException, because
-    callers handle them as answers)."""
+    callers handle them as answers, except a 404 for a missing namespace: NamespaceNotFound)."""
     try:
         return fn(*args, **kwargs)
     except ApiException as exc:
-        if exc.status in (404, 409):
+        if exc.status in (404, 409) and not missing_namespace(exc):
             raise
         raise classify(exc) from exc
     except CONNECTION_ERRORS as exc:

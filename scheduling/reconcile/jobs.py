@@ -21,7 +21,9 @@ desired objects from the job row (reconcile/desired.py), and then:
 Status is derived by `reconcile.status.apply_observation` and written once per pass, only if it changed.
 Every pass leaves a ReconcileAttempt row. Unreachable cluster, 401/403, 429 and 5xx raise TransientKubeError
 after being recorded on the job (phase_reason "ClusterUnreachable", "Forbidden", ...); the Celery task retries
-those with backoff. 400/422 and name conflicts are terminal: recorded, not retried.
+those with backoff. So does a create answered "namespace not found" (phase_reason "NamespaceNotFound"): the job's
+namespace is missing in its cluster, and once someone creates it the next retry or resync dispatches the job.
+400/422 and name conflicts are terminal: recorded, not retried.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import (
     CLUSTER_UNREACHABLE,
+    NAMESPACE_NOT_FOUND,
     KubeError,
     TerminalKubeError,
     TransientKubeError,
@@ -62,7 +65,8 @@ NAME_CONFLICT = "NameConflict"
 BACKEND_UNAVAILABLE = "BackendUnavailable"
 WAITING = "WaitingForDeletion"
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
-                           "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict"})
+                           "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
+                           NAMESPACE_NOT_FOUND})
 STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
                  "observed", "backend_plugin")
 
@@ -513,6 +517,9 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     except Requeue as exc:
         result.reason, result.message, result.requeue_after = exc.reason, exc.message, exc.countdown
     except KubeError as exc:
+        if exc.reason == NAMESPACE_NOT_FOUND:
+            exc.message = (f'namespace "{job.namespace}" does not exist in cluster {job.cluster.name}; create it '
+                           f"(kubectl create namespace {job.namespace}) and the job is dispatched at the next retry")
         result.error = exc
         result.outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
                           else ReconcileOutcome.TERMINAL_ERROR)

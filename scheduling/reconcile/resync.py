@@ -31,6 +31,8 @@ from .observed import Snapshot, projection
 
 log = logging.getLogger(__name__)
 
+INTERNAL_ERROR = "InternalError"  # reason of a resync attempt cut short by an unexpected exception (a bug)
+
 
 def gang_kinds(served: set[str]) -> list:
     """Distinct gang ObjectRefs of every registered plugin the cluster serves."""
@@ -82,10 +84,33 @@ def jobs_to_resync(cluster: Cluster):
             .select_related("cluster", "queue"))
 
 
+def resync_job(job: GangJob, api, snap: Snapshot, recorded: dict) -> tuple[bool, bool]:
+    """One job's pass within a resync, fed with its slice of `snap`. Returns (acted, failed). A transient error
+    was recorded on the job by the pass (NamespaceNotFound, Forbidden, ...) and counts as failed; the next
+    resync looks again."""
+    try:
+        backend = job_reconcile.backend_for(job, api)
+        # Popped: what a job's pass has seen is garbage once the pass ends.
+        observed = snap.take(str(job.uid), backend)
+        observed.recorded_phases = recorded
+        result = job_reconcile.run_pass(job, api=api, observed=observed, record_idle=False)
+    except TransientKubeError:
+        return False, True
+    except KubeError as exc:  # backend unavailable: record on the job like a pass would
+        log.info("resync: job %s: %s", job.pk, exc)
+        try:
+            job_reconcile.run_pass(job, api=api)  # records the terminal error and the attempt
+        except TransientKubeError:
+            pass
+        return False, True
+    return bool(result.actions), result.error is not None
+
+
 def resync_cluster(cluster: Cluster) -> dict:
     """One resync pass over `cluster`. Returns {"jobs", "acted", "failed", "orphaned_jobs", "requests",
     "seconds"}; records a ReconcileAttempt of kind "resync" (and one per job that was acted on or failed).
-    `orphaned_jobs` counts job UIDs that have objects labelled with this instance but no job row here."""
+    `orphaned_jobs` counts job UIDs that have objects labelled with this instance but no job row here. A job whose
+    pass raises something unexpected is logged with its id and counted in "failed"; the other jobs go on."""
     started = time.monotonic()
     before = objects.requests.total()
     stats = {"jobs": 0, "acted": 0, "failed": 0}
@@ -107,21 +132,12 @@ def resync_cluster(cluster: Cluster) -> dict:
             job.cluster = cluster
             stats["jobs"] += 1
             try:
-                backend = job_reconcile.backend_for(job, api)
-                # Popped: what a job's pass has seen is garbage once the pass ends.
-                observed = snap.take(str(job.uid), backend)
-                observed.recorded_phases = recorded
-                result = job_reconcile.run_pass(job, api=api, observed=observed, record_idle=False)
-            except TransientKubeError:
-                stats["failed"] += 1
-                continue
-            except KubeError as exc:  # backend unavailable: record on the job like a pass would
-                job_reconcile.run_pass(job, api=api)  # records the terminal error and the attempt
-                log.info("resync: job %s: %s", job.pk, exc)
-                stats["failed"] += 1
-                continue
-            stats["acted"] += bool(result.actions)
-            stats["failed"] += result.error is not None
+                acted, failed = resync_job(job, api, snap, recorded)
+            except Exception:  # a bug in one job's pass must not stop the resync of the others
+                log.exception("resync of cluster %s: job %s (%s) raised unexpected", cluster.name, job.pk, job)
+                acted, failed = False, True
+            stats["acted"] += acted
+            stats["failed"] += failed
     except KubeError as exc:
         outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
                    else ReconcileOutcome.TERMINAL_ERROR)
@@ -129,6 +145,9 @@ def resync_cluster(cluster: Cluster) -> dict:
         Cluster.objects.filter(pk=cluster.pk).update(
             health=ClusterHealth.FORBIDDEN if exc.reason == "Forbidden" else ClusterHealth.UNREACHABLE,
             health_message=exc.message[:2000], last_probe_at=timezone.now())
+    except Exception as exc:  # not a cluster answer: a bug; recorded on the resync attempt, the jobs left wait
+        log.exception("resync of cluster %s raised unexpected", cluster.name)
+        outcome, reason, message = ReconcileOutcome.TRANSIENT_ERROR, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
     stats["requests"] = objects.requests.total() - before
     stats["seconds"] = round(time.monotonic() - started, 3)
     ReconcileAttempt.objects.create(
@@ -140,4 +159,11 @@ def resync_cluster(cluster: Cluster) -> dict:
 
 def resync_all() -> dict[str, dict]:
     """Resync every cluster; one cluster's failure never stops the others. Returns stats per cluster name."""
-    return {cluster.name: resync_cluster(cluster) for cluster in Cluster.objects.all()}
+    stats = {}
+    for cluster in Cluster.objects.all():
+        try:
+            stats[cluster.name] = resync_cluster(cluster)
+        except Exception as exc:  # e.g. the resync attempt row could not be written: log, go on
+            log.exception("resync of cluster %s raised unexpected", cluster.name)
+            stats[cluster.name] = {"failed": 1, "error": f"{type(exc).__name__}: {exc}"[:500]}
+    return stats

@@ -47,6 +47,36 @@ def test_call_passes_404_and_409_through_as_answers():
         errors.call(raise_, api_error(422, "spec.minMember: Invalid value"))
 
 
+
+def status_404(kind, name):
+    """A 404 with the Status body the API server sends (as answered by Kubernetes 1.36 to a create)."""
+    exc = ApiException(status=404, reason="Not Found")
+    exc.body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                           "message": f'{kind} "{name}" not found', "details": {"name": name, "kind": kind},
+                           "code": 404})
+    return exc
+
+
+def test_a_404_for_a_missing_namespace_is_a_transient_namespace_not_found():
+    def raise_(exc):
+        raise exc
+
+    missing = status_404("namespaces", "doesnotexist")
+    assert errors.missing_namespace(missing) == "doesnotexist"
+    classified = errors.classify(missing)
+    assert type(classified) is errors.TransientKubeError
+    assert (classified.reason, classified.status) == ("NamespaceNotFound", 404)
+    assert classified.message == 'namespace "doesnotexist" does not exist'
+    with pytest.raises(errors.TransientKubeError, match="NamespaceNotFound"):
+        errors.call(raise_, missing)
+    # A 404 for the object itself stays an answer for the caller.
+    gone = status_404("jobs.batch", "j-1")
+    assert errors.missing_namespace(gone) is None
+    with pytest.raises(ApiException):
+        errors.call(raise_, gone)
+    assert errors.missing_namespace(api_error(404)) is None
+
+
 KUBECONFIG = {
     "apiVersion": "v1", "kind": "Config", "current-context": "a",
     "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}},
