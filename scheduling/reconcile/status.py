@@ -137,6 +137,15 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
         log.info("job %s: %s", locked.pk, " -> ".join(e.phase for e in obs.entries))
 
 
+def _error_summary(cluster: str, reason: str, message: str, status: int | None) -> str:
+    """The why-pending sentence for a reconcile error: a refusal (an HTTP status) is not an unreachable cluster."""
+    if reason == "NamespaceNotFound":
+        return message  # names the namespace, the cluster and the fix
+    if status:
+        return f"Cluster {cluster} refused the job's objects (HTTP {status}, {reason}): {message}"
+    return f"gangweb cannot reach cluster {cluster}: {message}"
+
+
 def record_error(job: GangJob, reason: str, message: str, status: int | None = None) -> None:
     """Record that the cluster could not be reached or answered an error (4xx/5xx) while reconciling `job`.
 
@@ -156,7 +165,7 @@ def record_error(job: GangJob, reason: str, message: str, status: int | None = N
                 "reason": reason, "message": message, "http_status": status, "source": locked.cluster.name,
                 "since": before["since"] if same else timezone.now().isoformat(), "pods": before.get("pods"),
                 "queue": None, "job_requests": {}, "reasons": [], "pod_conditions": [],
-                "summary": f"gangweb cannot reach cluster {locked.cluster.name} or it refused: {message}",
+                "summary": _error_summary(locked.cluster.name, reason, message, status),
             }
         changed = [name for name, value in changes.items() if getattr(locked, name) != value]
         if changed:

@@ -50,6 +50,7 @@ def test_a_job_in_a_missing_namespace_is_recorded_and_others_still_reconcile(wor
     assert f'namespace "{missing_namespace}" does not exist in cluster local' in lost.phase_message
     assert lost.why_pending["reason"] == "NamespaceNotFound"
     assert missing_namespace in lost.why_pending["message"]
+    assert lost.why_pending["summary"].startswith(f'namespace "{missing_namespace}" does not exist in cluster local')
     attempt = ReconcileAttempt.objects.filter(job=lost).latest("pk")
     assert attempt.outcome == ReconcileOutcome.TRANSIENT_ERROR and attempt.reason == "NamespaceNotFound"
     fine.refresh_from_db()

@@ -152,3 +152,14 @@ def test_an_unreachable_cluster_keeps_the_phase_and_says_why(job):
     assert (job.phase, job.phase_reason, job.phase_message) == (P.QUEUED, "ClusterUnreachable", "connection refused")
     assert job.why_pending["reason"] == "ClusterUnreachable"
     assert job.why_pending["pods"]["required"] == 3
+
+
+def test_error_summaries_tell_a_refusal_from_an_unreachable_cluster():
+    from scheduling.reconcile.status import _error_summary
+
+    assert _error_summary("local", "ClusterUnreachable", "connection refused", None) == (
+        "gangweb cannot reach cluster local: connection refused")
+    assert _error_summary("local", "Invalid", "spec.x: must be an integer", 422) == (
+        "Cluster local refused the job's objects (HTTP 422, Invalid): spec.x: must be an integer")
+    assert _error_summary("local", "NamespaceNotFound", 'namespace "x" does not exist in cluster local', 404) == (
+        'namespace "x" does not exist in cluster local')
