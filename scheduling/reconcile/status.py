@@ -125,11 +125,7 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
                 PhaseTransition(job=locked, phase=e.phase, at=e.at, source=e.source[:300],
                                 reason=e.reason[:REASON_MAX], message=e.message) for e in obs.entries])
             new_phases = {e.phase for e in obs.entries}
-        changed = [name for name, value in changes.items() if getattr(locked, name) != value]
-        if changed:
-            for name in changed:
-                setattr(locked, name, changes[name])
-            locked.save(update_fields=[*changed, "updated_at"])
+        _save_changed(locked, changes)
         _refresh(job, locked)
     if new_phases:
         spans = timeline.durations(locked.transitions.all())
@@ -167,11 +163,7 @@ def record_error(job: GangJob, reason: str, message: str, status: int | None = N
                 "queue": None, "job_requests": {}, "reasons": [], "pod_conditions": [],
                 "summary": _error_summary(locked.cluster.name, reason, message, status),
             }
-        changed = [name for name, value in changes.items() if getattr(locked, name) != value]
-        if changed:
-            for name in changed:
-                setattr(locked, name, changes[name])
-            locked.save(update_fields=[*changed, "updated_at"])
+        _save_changed(locked, changes)
         _refresh(job, locked)
 
 
@@ -224,6 +216,15 @@ def _derive(row: GangJob, job: GangJob, recorded: dict, gang, gang_objects, pods
         if obs.phase in TERMINAL_PHASES:
             changes["finished_at"] = obs.entries[-1].at
     return obs, changes
+
+
+def _save_changed(locked: GangJob, changes: dict) -> None:
+    """Set and save (one UPDATE, with updated_at) only the fields of `changes` whose value differs on `locked`."""
+    changed = [name for name, value in changes.items() if getattr(locked, name) != value]
+    if changed:
+        for name in changed:
+            setattr(locked, name, changes[name])
+        locked.save(update_fields=[*changed, "updated_at"])
 
 
 def _refresh(job: GangJob, fresh: GangJob) -> None:
