@@ -215,7 +215,10 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
             depth = int(depth)
         else:
             depth = None
-        roots = queue_service.queue_tree(params.get("cluster") or None, parent=params.get("parent") or None,
+        cluster = params.get("cluster") or None
+        if cluster is not None and not Cluster.objects.filter(name=cluster).exists():
+            raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+        roots = queue_service.queue_tree(cluster, parent=params.get("parent") or None,
                                          depth=depth, visible=access.queue_tree_filter(request.user))
         return Response({"units": UNITS, "roots": roots})
 

@@ -83,7 +83,7 @@ def test_depth_0_gives_the_top_level_and_parent_gives_one_queues_children(api):
 
 
 @pytest.mark.parametrize("query, field", [("depth=-1", "depth"), ("depth=deep", "depth"), ("depth=101", "depth"),
-                                          ("parent=nope", "parent")])
+                                          ("parent=nope", "parent"), ("cluster=nope", "cluster")])
 def test_bad_tree_parameters_are_a_400_naming_the_field(api, query, field):
     builders.make_queue("dept")
     r = api.get(f"/api/v1/queues/tree/?{query}")
