@@ -77,42 +77,21 @@ def _worker_resync(cluster_name: str = "local") -> float:
     return round(attempt.duration_ms / 1000, 1) if attempt else 0.0
 
 
-def _clear_namespaces(api, names: tuple[str, ...], timeout: float = 120) -> None:
-    """Delete earlier benchmarks' namespaces (the reconcile benchmark's jobs are gone from the database once jobs
-    are reset, so their objects would be orphans in every resync LIST) and wait until they are gone."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    core = client.CoreV1Api(api)
-    for name in names:
-        try:
-            core.delete_namespace(name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        left = [n for n in names if any(ns.metadata.name == n for ns in core.list_namespace().items)]
-        if not left:
-            return
-        time.sleep(2)
-    log(f"memory: namespaces {left} still terminating after {timeout:.0f} s; going on")
-
-
 def run(stack, base_url: str, jobs: int = 10_000, small: int = 1_000) -> dict:
     """Measure web and worker RSS with no jobs and with `jobs` active, in-sync jobs in the local control plane;
     return the figures, with the resync benchmark's measurements at `small` and `jobs` jobs under "resync"."""
     from scheduling.models import GangJob
 
-    from . import reconcile, resync
+    from . import resync
 
     reset_jobs()
     user = bench_fixtures()[0]
     if "worker" not in stack.procs:
         stack.start_worker()
-    api = resync.setup(stack)[4]
-    _clear_namespaces(api, (reconcile.GANG_NS, reconcile.BASE_NS, resync.NAMESPACE))
-    resync.setup(stack)  # the namespace again
+    # A cluster holding nothing but this dataset: the reconcile benchmark's objects (their jobs are gone from the
+    # database once jobs are reset) would be orphans in every resync LIST.
+    stack.restart_cluster()
+    resync.setup(stack)
     sessions = [logged_in_session(base_url, user) for _ in range(2)]
     pages = ["/api/v1/jobs/", "/api/v1/jobs/?phase=Dispatched", "/api/v1/queues/", "/"]
 

@@ -193,6 +193,21 @@ class Stack:
         self.cluster = localcluster.up(localcluster.ClusterConfig(state_dir=self.cluster_state_dir))
         return self.cluster
 
+    def restart_cluster(self):
+        """Stop the local control plane (if one runs) and start a fresh one in a new state dir; return it. A fresh
+        cluster starts in ~15 s, where deleting an earlier benchmark's namespaces (2,000 Jobs, 4,000 pods) takes
+        the Job and namespace controllers 2 minutes or more."""
+        import localcluster
+
+        old = self.cluster_state_dir
+        if old is not None:
+            log("stopping the local control plane for a fresh one")
+            localcluster.down(old)
+        self.cluster_state_dir = self.workdir / f"localcluster-{time.monotonic_ns()}"
+        log("starting the local control plane")
+        self.cluster = localcluster.up(localcluster.ClusterConfig(state_dir=self.cluster_state_dir))
+        return self.cluster
+
     def close(self) -> None:
         """Stop everything this stack started, newest first."""
         for name in reversed(list(self.procs)):
