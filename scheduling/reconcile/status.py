@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from ..backends.base import GangStatus
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState
+from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import capacity, metrics, phases, why_pending
 from ..observe import objects as o
@@ -135,7 +136,7 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
 
 def _error_summary(cluster: str, reason: str, message: str, status: int | None) -> str:
     """The why-pending sentence for a reconcile error: a refusal (an HTTP status) is not an unreachable cluster."""
-    if reason == "NamespaceNotFound":
+    if reason == NAMESPACE_NOT_FOUND:
         return message  # names the namespace, the cluster and the fix
     if status:
         return f"Cluster {cluster} refused the job's objects (HTTP {status}, {reason}): {message}"

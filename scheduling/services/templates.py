@@ -246,7 +246,7 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
             quantities.parse_resource(rname, qty, f"{field}.resources.{rname}")
             requests[rname] = str(qty)
             # Extended resources (GPUs) must have limit == request; a lower template limit would be invalid.
-            if "/" in rname or rname in limits:
+            if quantities.is_extended_resource(rname) or rname in limits:
                 resources.setdefault("limits", limits)[rname] = str(qty)
     if "nodeSelector" in fields:
         spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **v.label_map(fields["nodeSelector"],
