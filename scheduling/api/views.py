@@ -71,8 +71,8 @@ def changed_value(changed: dict, name: str, serializer):
 
 
 class VisibleObjectMixin:
-    """Lists show what services/access.py lets the user see; a named object that exists but is not visible is 403
-    (queue, template and cluster names are not secret; jobs, which are, stay 404)."""
+    """Lists show what services/access.py lets the user see; a named object that exists but is not visible is 404,
+    as one that does not exist (`check_read_*` raises access's NotFound)."""
 
     visible = None  # access.visible_* function
     check_read = None  # access.check_read_* function

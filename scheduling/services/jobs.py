@@ -90,26 +90,23 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         v.integer(version_no, "template_version", minimum=1)
         version = lookups.versions.get((template_name, version_no))
         if version is None:
-            if template_name not in lookups.latest:
-                raise ValidationError({"template": f"no runtime template named '{template_name}'"})
+            access.named_template(user, getattr(lookups.latest.get(template_name), "template", None), template_name)
             raise ValidationError({"template_version": f"template '{template_name}' has no version {version_no}"})
+    # What the user cannot see answers as what does not exist (services/access.py), before any check that would
+    # describe it (has children, its clusters and namespaces).
+    access.named_template(user, version.template, template_name)
     queue_name = v.string(data.get("queue"), "queue", max_length=63)
-    queue = lookups.queues.get(queue_name)
-    if queue is None:
-        raise ValidationError({"queue": f"no queue named '{queue_name}'"})
+    queue = access.named_queue(user, lookups.queues.get(queue_name), queue_name)
     if queue.id in lookups.parents:
         raise ValidationError({"queue": f"queue '{queue_name}' has child queues; only leaf queues take jobs"})
     cluster_name = v.string(data.get("cluster"), "cluster", max_length=63)
-    cluster = lookups.clusters.get(cluster_name)
-    if cluster is None:
-        raise ValidationError({"cluster": f"no cluster named '{cluster_name}'"})
+    cluster = access.named_cluster(user, lookups.clusters.get(cluster_name), cluster_name)
     check_queue_takes(queue, cluster, namespace, lookups)
     priority = data.get("priority_class_name") or ""
     if priority:
         v.dns_subdomain(priority, "priority_class_name")
         policy.check_priority_class(user, priority)
     access.check_submit(user, queue, cluster)
-    access.check_use_template(user, version.template)
     # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
     resolved, limit_warnings = lookups.check_limits(queue, cluster, version, data.get("overrides", {}))
     job = GangJob(
@@ -205,7 +202,8 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
             return existing, False
         if BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=idempotency_key).exists():
             raise _key_mismatch()
-    job = build_job(user, data, Lookups.load([data] if isinstance(data, dict) else []))
+    with access.cached():  # visibility and permission ask for the same roles: computed once
+        job = build_job(user, data, Lookups.load([data] if isinstance(data, dict) else []))
     job.idempotency_key, job.request_hash = idempotency_key, digest
     _check_names([job])
     try:
@@ -284,8 +282,14 @@ def submit_bulk(user, items, idempotency_key: str = "") -> tuple[list[GangJob], 
 def update(user, job: GangJob, data) -> GangJob:
     """Change a job's queue and/or priority_class_name; the reconciler propagates them to the gang object.
 
-    Raises ValidationError for unknown fields or values, Conflict when the job is already finished.
+    Raises ValidationError for unknown fields or values (and a queue `user` cannot see), PermissionDenied for a
+    queue they may not submit to, Conflict when the job is already finished.
     """
+    with access.cached():  # the job's queue and the new one: roles computed once
+        return _update(user, job, data)
+
+
+def _update(user, job: GangJob, data) -> GangJob:
     access.check_update_job(user, job)
     v.mapping(data, "body")
     _check_keys(data, ("queue", "priority_class_name"))
@@ -293,9 +297,8 @@ def update(user, job: GangJob, data) -> GangJob:
         raise Conflict({"phase": f"job is {job.phase}; finished jobs cannot change"})
     if "queue" in data:
         lookups = Lookups.load([{"queue": data["queue"], "cluster": job.cluster.name}])
-        queue = lookups.queues.get(v.string(data["queue"], "queue", max_length=63))
-        if queue is None:
-            raise ValidationError({"queue": f"no queue named '{data['queue']}'"})
+        name = v.string(data["queue"], "queue", max_length=63)
+        queue = access.named_queue(user, lookups.queues.get(name), name)
         check_queue_takes(queue, job.cluster, job.namespace, lookups, ("queue", "queue", "queue"))
         access.check_submit(user, queue, job.cluster)
         queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
@@ -332,8 +335,10 @@ def cancel(user, job: GangJob) -> GangJob:
 def resubmit(user, job: GangJob) -> GangJob:
     """Submit a finished job again: same template version, overrides, queue, cluster and priority, same name.
 
-    Raises Conflict while the original is still active (cancel it first).
+    Raises PermissionDenied (403) unless `user` may submit to the job's queue, then Conflict while the original
+    is still active (cancel it first).
     """
+    access.check_submit(user, job.queue)
     if not job.is_terminal:
         raise Conflict({"phase": f"job is {job.phase}; cancel it or wait for it to finish before resubmitting"})
     # The queue may have changed since (become a parent, dropped the cluster or the namespace): same checks as a
