@@ -121,12 +121,20 @@ def queue_roles(user) -> dict[int, str]:
     return _memoized("queue-roles", user, lambda: _queue_roles(user))
 
 
+def _queue_parents(user) -> dict[int, int | None]:
+    """{queue id: parent id} of every queue: one query, read once per `cached()` block (roles and visibility both
+    walk it)."""
+    from ..models import QueuePolicy
+
+    return _memoized("queue-parents", user, lambda: dict(QueuePolicy.objects.values_list("id", "parent_id")))
+
+
 def _queue_roles(user) -> dict[int, str]:
-    from ..models import QueueGrant, QueuePolicy
+    from ..models import QueueGrant
 
     if not _authenticated(user) or not user.is_active:
         return {}
-    tree = dict(QueuePolicy.objects.values_list("id", "parent_id"))
+    tree = _queue_parents(user)
     if _owner_is_platform_admin(user):
         roles = dict.fromkeys(tree, GrantRole.ADMIN.value)
     else:
@@ -254,10 +262,8 @@ def visible_queue_ids(user) -> set[int]:
 
 
 def _visible_queue_ids(user) -> set[int]:
-    from ..models import QueuePolicy
-
     roles = queue_roles(user)
-    tree = dict(QueuePolicy.objects.values_list("id", "parent_id")) if roles else {}
+    tree = _queue_parents(user) if roles else {}
     ids: set[int] = set()
     for queue_id in roles:
         node = queue_id
