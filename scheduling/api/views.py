@@ -42,8 +42,14 @@ from . import serializers as s
 from .permissions import IsPlatformAdmin, NotWithToken
 from .throttling import SUBMIT_THROTTLES
 
-IDEMPOTENCY_HEADER = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                                      description="repeat a submit safely: the same key returns the first job")
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+    description="Retry a submit safely (draft-ietf-httpapi-idempotency-key-header; at most 255 characters, unique "
+                "per user across single and bulk submits). A request repeating a key answers with what the first one "
+                "created (same job ids, same 201) and `Idempotent-Replayed: true`, and creates nothing; the same key "
+                "with a different body (or first used on the other submit endpoint) is 422 naming `Idempotency-Key`. "
+                "A request that failed stores no key.")
+REPLAYED_HEADER = "Idempotent-Replayed"  # as Stripe: this answer repeats the first request's, nothing was created
 
 
 def _changes(instance, validated_data: dict) -> dict:
@@ -65,8 +71,8 @@ def changed_value(changed: dict, name: str, serializer):
 
 
 class VisibleObjectMixin:
-    """Lists show what services/access.py lets the user see; a named object that exists but is not visible is 403
-    (queue, template and cluster names are not secret; jobs, which are, stay 404)."""
+    """Lists show what services/access.py lets the user see; a named object that exists but is not visible is 404,
+    as one that does not exist (`check_read_*` raises access's NotFound)."""
 
     visible = None  # access.visible_* function
     check_read = None  # access.check_read_* function
@@ -327,12 +333,14 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @extend_schema(request=s.JobSubmitSerializer, responses={201: s.GangJobDetailSerializer},
                    parameters=[IDEMPOTENCY_HEADER])
     def create(self, request):
-        """Submit a job. With an Idempotency-Key that repeats, returns the first job with 200."""
+        """Submit a job. With an Idempotency-Key that repeats, answers with the first job, 201 as the first time,
+        and `Idempotent-Replayed: true`."""
         job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key", ""))
         if created:  # the service returns it with its relations and timeline loaded: no re-read
             response = Response(s.represent(s.GangJobDetailSerializer, job), status=status.HTTP_201_CREATED)
         else:
-            response = self._detail(job, status.HTTP_200_OK)
+            response = self._detail(job, status.HTTP_201_CREATED)
+            response[REPLAYED_HEADER] = "true"
         # Queue-limit warnings from submit (services.queues.check_job_limits), e.g. the queue is full for now.
         response.data["warnings"] = getattr(job, "submit_warnings", [])
         return response
@@ -343,25 +351,30 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         job = job_service.update(request.user, self.get_object(), request.data)
         return self._detail(job, status.HTTP_200_OK)
 
-    @extend_schema(request=s.BulkSubmitSerializer, parameters=[preferences.PREFER_HEADER], responses={
+    @extend_schema(request=s.BulkSubmitSerializer, parameters=[IDEMPOTENCY_HEADER, preferences.PREFER_HEADER],
+                   responses={
         201: PolymorphicProxySerializer(
             component_name="BulkSubmitResponse", resource_type_field_name=None,
             serializers=[s.BulkSubmitResultSerializer, s.BulkSubmitMinimalResultSerializer])})
     @action(detail=False, methods=["post"])
     def bulk(self, request):
         """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field). Answers every
-        job in its list form, or only its id, uid and name with `Prefer: return=minimal`."""
+        job in its list form, or only its id, uid and name with `Prefer: return=minimal`. With an Idempotency-Key
+        that repeats, answers with the first request's jobs (201, `Idempotent-Replayed: true`), creating none."""
         body = request.data
         unknown = sorted(set(body) - {"jobs"}) if isinstance(body, dict) else []
         if unknown:
             raise DjangoValidationError({unknown[0]: 'unknown field; the body is {"jobs": [...]}'})
         items = body.get("jobs") if isinstance(body, dict) else None
         minimal = preferences.wants_minimal(request)
-        created = job_service.submit_many(request.user, items)  # in request order, relations loaded: no re-read
+        # In request order, relations loaded (new or replayed): no re-read.
+        created, new = job_service.submit_bulk(request.user, items, request.headers.get("Idempotency-Key", ""))
         serializer = s.JobRefSerializer if minimal else s.GangJobSerializer
         jobs = s.represent(serializer, created, many=True)
-        return preferences.applied(Response({"count": len(created), "jobs": jobs}, status=status.HTTP_201_CREATED),
-                                   minimal)
+        response = Response({"count": len(created), "jobs": jobs}, status=status.HTTP_201_CREATED)
+        if not new:
+            response[REPLAYED_HEADER] = "true"
+        return preferences.applied(response, minimal)
 
     @extend_schema(request=None, responses=s.GangJobDetailSerializer)
     @action(detail=True, methods=["post"])

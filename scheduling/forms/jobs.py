@@ -85,15 +85,26 @@ def _merge(base: dict, extra: dict) -> dict:
     return base
 
 
+class NameField(forms.CharField):
+    """A name picked from a list (a select), validated by the service rather than against the list: a name the
+    user cannot see gets the API's message ("no queue named 'x'"), not Django's "Select a valid choice"."""
+
+    widget = forms.Select
+
+    def set_names(self, names, prompt: str) -> None:
+        """Offer `names` after an empty `prompt` option."""
+        self.choices = self.widget.choices = [("", prompt)] + [(n, n) for n in names]
+
+
 class SubmitForm(forms.Form):
     """Submit a gang job. `version` is the RuntimeTemplateVersion whose overrides the inputs offer (or None
     before a template is picked); `templates`, `queues`, `clusters` are the names to choose from."""
 
-    template = forms.ChoiceField(help_text="the job uses this template's latest version")
+    template = NameField(help_text="the job uses this template's latest version")
     name = forms.CharField(max_length=63, help_text="DNS-1123 label, unique among active jobs of the namespace")
     namespace = forms.CharField(max_length=63, initial="default")
-    queue = forms.ChoiceField(help_text="only leaf queues take jobs")
-    cluster = forms.ChoiceField()
+    queue = NameField(help_text="only leaf queues take jobs")
+    cluster = NameField()
     overrides_extra = forms.CharField(
         required=False, label="Other overrides (YAML or JSON)",
         widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false",
@@ -103,9 +114,9 @@ class SubmitForm(forms.Form):
     def __init__(self, *args, version=None, templates=(), queues=(), clusters=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.version = version
-        self.fields["template"].choices = [("", "— pick a template —")] + [(t, t) for t in templates]
-        self.fields["queue"].choices = [("", "— pick a queue —")] + [(q, q) for q in queues]
-        self.fields["cluster"].choices = [("", "— pick a cluster —")] + [(c, c) for c in clusters]
+        self.fields["template"].set_names(templates, "— pick a template —")
+        self.fields["queue"].set_names(queues, "— pick a queue —")
+        self.fields["cluster"].set_names(clusters, "— pick a cluster —")
         self.inputs: list[OverrideInput] = []
         if version is not None:
             for spec_input, field in _override_inputs(version.spec):

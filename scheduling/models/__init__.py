@@ -2,6 +2,7 @@
 from .audit import AuditEvent
 from .clusters import Cluster
 from .grants import ClusterGrant, QueueGrant
+from .idempotency import BulkSubmitKey
 from .jobs import GangJob, PhaseTransition
 from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
 from .runs import ReconcileAttempt
@@ -11,6 +12,7 @@ from .tokens import ApiToken
 __all__ = [
     "ApiToken",
     "AuditEvent",
+    "BulkSubmitKey",
     "Cluster",
     "ClusterGrant",
     "GangJob",

@@ -18,9 +18,18 @@ An API token (set on the user as `user.api_token` by scheduling.api.authenticati
 token's queues (and those below them; all of the owner's when it names none), only its actions (read, submit,
 cancel), and never any managing (queues, templates, clusters, tokens, audit log).
 
-Checks raise `PermissionDenied({field: message})` (403); `visible_*` filter querysets. Reading an object that is
-not visible is the caller's 404 (jobs) or 403 (queues, templates, clusters: their names are not secret).
-Platform admins cost no query; others cost two or three per call (grants, then the queue tree).
+One answer everywhere (API and pages) for what a user cannot see or may not use:
+
+- an object they cannot see (a job, queue, template or cluster) is 404, as one that does not exist: `visible_*`
+  filter querysets and `check_read_*` raise `NotFound` (Django's Http404), so existence is never disclosed;
+- one they can see but may not act on is 403: the other checks raise `PermissionDenied({field: message})`
+  naming the role or token action the action needs (and what they have); a manage check of an object they cannot
+  see is `NotFound` too;
+- a queue, template or cluster they cannot see named in a request body is 400 with the message of an unknown
+  name (`named_queue`, `named_template`, `named_cluster`), so a body cannot probe for names either.
+
+Platform admins cost no query; others cost two or three per call (grants, then the queue tree), once per request
+inside `cached()`.
 """
 from __future__ import annotations
 
@@ -28,10 +37,11 @@ import contextlib
 from contextvars import ContextVar
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
 from ..choices import ROLE_RANK, GrantRole, TokenAction
-from .errors import PermissionDenied
+from .errors import NotFound, PermissionDenied
 
 # Queue fields that are a queue's share of its parent: changing them needs admin on the parent.
 SHARE_FIELDS = frozenset({
@@ -111,12 +121,20 @@ def queue_roles(user) -> dict[int, str]:
     return _memoized("queue-roles", user, lambda: _queue_roles(user))
 
 
+def _queue_parents(user) -> dict[int, int | None]:
+    """{queue id: parent id} of every queue: one query, read once per `cached()` block (roles and visibility both
+    walk it)."""
+    from ..models import QueuePolicy
+
+    return _memoized("queue-parents", user, lambda: dict(QueuePolicy.objects.values_list("id", "parent_id")))
+
+
 def _queue_roles(user) -> dict[int, str]:
-    from ..models import QueueGrant, QueuePolicy
+    from ..models import QueueGrant
 
     if not _authenticated(user) or not user.is_active:
         return {}
-    tree = dict(QueuePolicy.objects.values_list("id", "parent_id"))
+    tree = _queue_parents(user)
     if _owner_is_platform_admin(user):
         roles = dict.fromkeys(tree, GrantRole.ADMIN.value)
     else:
@@ -173,16 +191,36 @@ def visible_jobs(user, queryset: QuerySet) -> QuerySet:
     return queryset.filter(queue_id__in=list(queue_roles(user)))
 
 
+def _role_text(role: str | None) -> str:
+    return f"you have {role}" if role else "you have no role on it"
+
+
 def check_submit(user, queue, cluster=None) -> None:
-    """Raise PermissionDenied({"queue": ...}) unless `user` may submit to `queue` (and see `cluster`, if given)."""
+    """Raise PermissionDenied({"queue": ...}) unless `user` may submit to `queue` (a queue they can see: callers
+    resolve names with `named_queue` first). The message names what is missing: the token's `submit` action or
+    the submitter role. `cluster`, if given, must be visible to them (ValidationError naming it, as
+    `named_cluster`)."""
     if not _authenticated(user) or not _token_allows(user, TokenAction.SUBMIT):
-        raise PermissionDenied({"queue": f"not allowed to submit to queue '{queue.name}'"})
+        raise PermissionDenied({"queue": f"submitting to queue '{queue.name}' needs an API token with the "
+                                         "'submit' action"})
     if is_platform_admin(user):
         return
-    if not _at_least(queue_role(user, queue), GrantRole.SUBMITTER):
-        raise PermissionDenied({"queue": f"not allowed to submit to queue '{queue.name}'"})
-    if cluster is not None and cluster.pk not in _memoized("cluster-ids", user, lambda: _visible_cluster_ids(user)):
-        raise PermissionDenied({"cluster": f"not allowed to use cluster '{cluster.name}'"})
+    role = queue_role(user, queue)
+    if not _at_least(role, GrantRole.SUBMITTER):
+        raise PermissionDenied({"queue": f"submitting to queue '{queue.name}' needs the submitter role; "
+                                         f"{_role_text(role)}"})
+    if cluster is not None:
+        named_cluster(user, cluster, cluster.name)
+
+
+def named_queue(user, queue, name: str, field: str = "queue"):
+    """`queue` (the QueuePolicy a request body names as `name`, or None when no queue has that name) when `user`
+    may see it: it has a role on it, below it or, as a queue admin, above it (token scopes apply; the token's
+    actions do not: a submit-only token names the queues it submits to). Else ValidationError({field: "no queue
+    named '<name>'"}): the answer for a name that does not exist, so a body cannot probe for queues."""
+    if queue is not None and _authenticated(user) and (is_platform_admin(user) or queue.pk in visible_queue_ids(user)):
+        return queue
+    raise ValidationError({field: f"no queue named '{name}'"})
 
 
 def _check_own_or_admin(user, job, action: str, verb: str) -> None:
@@ -224,10 +262,8 @@ def visible_queue_ids(user) -> set[int]:
 
 
 def _visible_queue_ids(user) -> set[int]:
-    from ..models import QueuePolicy
-
     roles = queue_roles(user)
-    tree = dict(QueuePolicy.objects.values_list("id", "parent_id")) if roles else {}
+    tree = _queue_parents(user) if roles else {}
     ids: set[int] = set()
     for queue_id in roles:
         node = queue_id
@@ -248,9 +284,9 @@ def queue_tree_filter(user) -> set[int] | None:
 
 
 def check_read_queue(user, queue) -> None:
-    """Raise PermissionDenied({"queue": ...}) unless the queue is visible to `user`."""
+    """Raise NotFound (404, as for a queue that does not exist) unless the queue is visible to `user`."""
     if not visible_queues(user, type(queue).objects.filter(pk=queue.pk)).exists():
-        raise PermissionDenied({"queue": f"not allowed to read queue '{queue.name}'"})
+        raise NotFound(queue)
 
 
 def check_create_queue(user, parent) -> None:
@@ -269,8 +305,11 @@ def check_manage_queue(user, queue, changed: set[str] | frozenset = frozenset(),
     """
     if is_platform_admin(user):
         return
-    if token_of(user) is not None or not _at_least(queue_role(user, queue), GrantRole.ADMIN):
-        raise PermissionDenied({"queue": f"not allowed to manage queue '{queue.name}'"})
+    role = queue_role(user, queue)
+    if queue.pk not in visible_queue_ids(user):
+        raise NotFound(queue)
+    if token_of(user) is not None or not _at_least(role, GrantRole.ADMIN):
+        raise PermissionDenied({"queue": f"managing queue '{queue.name}' needs the admin role; {_role_text(role)}"})
     share = sorted(set(changed) & SHARE_FIELDS)
     if share and not _at_least(queue_role(user, queue.parent), GrantRole.ADMIN):
         raise PermissionDenied({share[0]: f"changing {', '.join(share)} of queue '{queue.name}' needs admin on "
@@ -324,18 +363,23 @@ def visible_templates(user, queryset: QuerySet) -> QuerySet:
     return queryset.filter(Q(queue__isnull=True) | Q(queue_id__in=visible_queue_ids(user)))
 
 
-def check_use_template(user, template) -> None:
-    """Raise PermissionDenied({"template": ...}) unless `user` may see (and so submit with) `template`."""
-    if _authenticated(user) and (template.queue_id is None or is_platform_admin(user)
-                                 or template.queue_id in visible_queue_ids(user)):
-        return
-    raise PermissionDenied({"template": f"not allowed to use template '{template.name}'"})
+def _sees_template(user, template) -> bool:
+    return _authenticated(user) and (template.queue_id is None or is_platform_admin(user)
+                                     or template.queue_id in visible_queue_ids(user))
+
+
+def named_template(user, template, name: str, field: str = "template"):
+    """`template` (what a request body names as `name`, or None) when `user` may see it, and so submit with it;
+    else ValidationError({field: "no runtime template named '<name>'"}), the answer for an unknown name."""
+    if template is not None and _sees_template(user, template):
+        return template
+    raise ValidationError({field: f"no runtime template named '{name}'"})
 
 
 def check_read_template(user, template) -> None:
-    """Raise PermissionDenied({"template": ...}) unless `template` is visible to `user`."""
+    """Raise NotFound (404, as for a template that does not exist) unless `template` is visible to `user`."""
     if not visible_templates(user, type(template).objects.filter(pk=template.pk)).exists():
-        raise PermissionDenied({"template": f"not allowed to read template '{template.name}'"})
+        raise NotFound(template)
 
 
 def check_create_template(user, queue) -> None:
@@ -349,12 +393,20 @@ def check_create_template(user, queue) -> None:
 
 
 def check_manage_template(user, template) -> None:
-    """Raise PermissionDenied unless `user` may change or delete `template` (admin on its owning queue)."""
+    """Raise PermissionDenied unless `user` may change or delete `template` (admin on its owning queue; platform
+    admin for a shared one), NotFound when they cannot even see it."""
     if is_platform_admin(user):
         return
-    if token_of(user) is not None or template.queue_id is None or not _at_least(
-            queue_roles(user).get(template.queue_id), GrantRole.ADMIN):
-        raise PermissionDenied({"template": f"not allowed to manage template '{template.name}'"})
+    if not _sees_template(user, template):
+        raise NotFound(template)
+    if token_of(user) is not None:
+        raise PermissionDenied({"template": "API tokens cannot change templates; log in with your password"})
+    if template.queue_id is None:
+        raise PermissionDenied({"template": f"changing shared template '{template.name}' needs a platform admin"})
+    role = queue_roles(user).get(template.queue_id)
+    if not _at_least(role, GrantRole.ADMIN):
+        raise PermissionDenied({"template": f"changing template '{template.name}' needs the admin role on its "
+                                            f"queue; {_role_text(role)}"})
 
 
 # --- clusters ---------------------------------------------------------------------------------------------------
@@ -394,15 +446,27 @@ def _visible_cluster_ids(user) -> set[int]:
 
 
 def check_read_cluster(user, cluster) -> None:
-    """Raise PermissionDenied({"cluster": ...}) unless the cluster is visible to `user`."""
+    """Raise NotFound (404, as for a cluster that does not exist) unless the cluster is visible to `user`."""
     if not visible_clusters(user, type(cluster).objects.filter(pk=cluster.pk)).exists():
-        raise PermissionDenied({"cluster": f"not allowed to read cluster '{cluster.name}'"})
+        raise NotFound(cluster)
+
+
+def named_cluster(user, cluster, name: str, field: str = "cluster"):
+    """`cluster` (what a request body names as `name`, or None) when `user` may see it; else
+    ValidationError({field: "no cluster named '<name>'"}), the answer for an unknown name."""
+    if cluster is not None and _authenticated(user) and (is_platform_admin(user) or cluster.pk in _memoized(
+            "cluster-ids", user, lambda: _visible_cluster_ids(user))):
+        return cluster
+    raise ValidationError({field: f"no cluster named '{name}'"})
 
 
 def check_manage_cluster(user, cluster) -> None:
-    """Changing a cluster (credentials included) needs a cluster admin grant or platform admin."""
+    """Changing a cluster (credentials included) needs a cluster admin grant or platform admin; NotFound when
+    `user` cannot even see it."""
     if is_platform_admin(user):
         return
+    if not visible_clusters(user, type(cluster).objects.filter(pk=cluster.pk)).exists():
+        raise NotFound(cluster)
     if token_of(user) is not None or not _at_least(_cluster_grant_roles(user).get(cluster.pk), GrantRole.ADMIN):
         raise PermissionDenied({"cluster": f"not allowed to manage cluster '{cluster.name}'"})
 

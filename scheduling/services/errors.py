@@ -1,8 +1,9 @@
 """Service-level errors that both the API (as HTTP statuses) and the dashboard (as messages) understand.
 
 Validation problems are Django's `ValidationError` with a dict {field: message} (400). The classes below
-carry the same dict shape for the other 4xx answers.
+carry the same dict shape for the other 4xx answers, except `NotFound`, which is Django's Http404.
 """
+from django.http import Http404
 
 
 class ServiceError(Exception):
@@ -31,3 +32,13 @@ class PermissionDenied(ServiceError):
     """The user or token may not do this to this queue or cluster: 403."""
 
     status = 403
+
+
+class NotFound(Http404):
+    """An object the user may not see: answered exactly as one that does not exist (404, Django's Http404 with
+    `get_object_or_404`'s message), so its existence is not disclosed (as GitHub answers for a private repository).
+    The API (DRF turns Http404 into {"detail": message}) and the pages (Django's 404) need no handling of their
+    own."""
+
+    def __init__(self, obj):
+        super().__init__(f"No {type(obj)._meta.object_name} matches the given query.")

@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
-from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy
+from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..models.jobs import fill_requested_totals
 from . import access, audit, dispatch, policy
 from . import queues as queue_service
@@ -29,9 +29,24 @@ SUBMIT_FIELDS = ("name", "namespace", "template", "template_version", "queue", "
 MAX_BULK = 5000
 
 
-def request_hash(data: dict) -> str:
-    """SHA-256 of the canonical JSON of a submit body: what an Idempotency-Key is compared against."""
+# Related rows the job list form shows: what a replayed bulk submit loads with its jobs (as the first answer had).
+LIST_RELATED = ("template_version__template", "queue", "cluster", "submitted_by")
+KEY_REUSED = "was already used with a different request body"
+
+
+def request_hash(data) -> str:
+    """SHA-256 (64 hex digits) of the canonical JSON of a submit body (a dict) or of a bulk's job list: what an
+    Idempotency-Key is compared against."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _idempotency_key(value: str) -> str:
+    """The `Idempotency-Key` header's value, checked: at most 255 characters. Raises ValidationError naming it."""
+    return v.string(value, "Idempotency-Key", max_length=255) if value else ""
+
+
+def _key_mismatch() -> IdempotencyMismatch:
+    return IdempotencyMismatch({"Idempotency-Key": KEY_REUSED})
 
 
 def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
@@ -75,26 +90,23 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         v.integer(version_no, "template_version", minimum=1)
         version = lookups.versions.get((template_name, version_no))
         if version is None:
-            if template_name not in lookups.latest:
-                raise ValidationError({"template": f"no runtime template named '{template_name}'"})
+            access.named_template(user, getattr(lookups.latest.get(template_name), "template", None), template_name)
             raise ValidationError({"template_version": f"template '{template_name}' has no version {version_no}"})
+    # What the user cannot see answers as what does not exist (services/access.py), before any check that would
+    # describe it (has children, its clusters and namespaces).
+    access.named_template(user, version.template, template_name)
     queue_name = v.string(data.get("queue"), "queue", max_length=63)
-    queue = lookups.queues.get(queue_name)
-    if queue is None:
-        raise ValidationError({"queue": f"no queue named '{queue_name}'"})
+    queue = access.named_queue(user, lookups.queues.get(queue_name), queue_name)
     if queue.id in lookups.parents:
         raise ValidationError({"queue": f"queue '{queue_name}' has child queues; only leaf queues take jobs"})
     cluster_name = v.string(data.get("cluster"), "cluster", max_length=63)
-    cluster = lookups.clusters.get(cluster_name)
-    if cluster is None:
-        raise ValidationError({"cluster": f"no cluster named '{cluster_name}'"})
+    cluster = access.named_cluster(user, lookups.clusters.get(cluster_name), cluster_name)
     check_queue_takes(queue, cluster, namespace, lookups)
     priority = data.get("priority_class_name") or ""
     if priority:
         v.dns_subdomain(priority, "priority_class_name")
         policy.check_priority_class(user, priority)
     access.check_submit(user, queue, cluster)
-    access.check_use_template(user, version.template)
     # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
     resolved, limit_warnings = lookups.check_limits(queue, cluster, version, data.get("overrides", {}))
     job = GangJob(
@@ -107,10 +119,12 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
 
 
 def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.submit",
-             bulk: bool = False) -> list[GangJob]:
+             bulk: bool = False, bulk_key: tuple[str, str] | None = None) -> list[GangJob]:
     """Insert `jobs` with their Submitted transitions and audit rows in one transaction. `bulk` writes them
     with COPY on PostgreSQL (copy_rows.insert_rows; one more statement, much less CPU per row), else
-    bulk_create. Raises Conflict (409) naming the clash when a unique constraint refuses a job."""
+    bulk_create. `bulk_key` (Idempotency-Key, request hash) also stores a BulkSubmitKey with the new jobs' ids,
+    in the same transaction. Raises Conflict (409) naming the clash when a unique constraint refuses a job (or
+    the key: a concurrent request with the same key committed first)."""
     now = timezone.now()
     fill_requested_totals(jobs)  # bulk_create skips save(): the usage estimate's columns are set here
     for job in jobs:
@@ -126,6 +140,9 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
             else:
                 transitions = PhaseTransition.objects.bulk_create(transitions)
             audit.record_many(user, action, created, copy=bulk)
+            if bulk_key is not None:
+                BulkSubmitKey.objects.create(submitted_by=user, idempotency_key=bulk_key[0],
+                                             request_hash=bulk_key[1], job_ids=[j.id for j in created])
             dispatch.reconcile_jobs_on_commit([j.id for j in created])
     except IntegrityError as exc:
         # The unique constraint is the check (no SELECT before every insert); only now look for the clash to
@@ -169,20 +186,24 @@ def _raise_active_clash(jobs: list[GangJob], bulk: bool = False) -> None:
 
 
 def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
-    """Submit one job. Returns (job, created); created is False when an Idempotency-Key repeats.
+    """Submit one job. Returns (job, created); created is False when an Idempotency-Key repeats (the first
+    request's job, unchanged). Keys are per submitter and shared with bulk submits: one key is one request.
 
-    Raises ValidationError (400), Conflict (409: name in use), IdempotencyMismatch (422: same key, other body),
-    PermissionDenied (403).
+    Raises ValidationError (400), Conflict (409: name in use), IdempotencyMismatch (422: same key, other body or
+    a bulk submit's key), PermissionDenied (403).
     """
     digest = request_hash(data) if isinstance(data, dict) else ""
+    idempotency_key = _idempotency_key(idempotency_key)
     if idempotency_key:
-        v.string(idempotency_key, "Idempotency-Key", max_length=255)
         existing = GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
         if existing is not None:
             if existing.request_hash != digest:
-                raise IdempotencyMismatch({"Idempotency-Key": "was already used with a different request body"})
+                raise _key_mismatch()
             return existing, False
-    job = build_job(user, data, Lookups.load([data] if isinstance(data, dict) else []))
+        if BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=idempotency_key).exists():
+            raise _key_mismatch()
+    with access.cached():  # visibility and permission ask for the same roles: computed once
+        job = build_job(user, data, Lookups.load([data] if isinstance(data, dict) else []))
     job.idempotency_key, job.request_hash = idempotency_key, digest
     _check_names([job])
     try:
@@ -195,15 +216,47 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
         raise
 
 
+def _replay_bulk(user, idempotency_key: str, digest: str) -> list[GangJob] | None:
+    """The jobs an earlier bulk submit with this key created (request order, list-form relations loaded), or
+    None when the key is new. Raises IdempotencyMismatch when the key was used for another request: another
+    body, or a single submit."""
+    record = BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
+    if record is None:
+        if GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).exists():
+            raise _key_mismatch()
+        return None
+    if record.request_hash != digest:
+        raise _key_mismatch()
+    by_id = GangJob.objects.select_related(*LIST_RELATED).defer(
+        "resolved_spec", "observed", "template_version__spec").in_bulk(record.job_ids)
+    return [by_id[i] for i in record.job_ids if i in by_id]  # a job deleted since is left out
+
+
 def submit_many(user, items) -> list[GangJob]:
+    """Submit many jobs, all or nothing, without an Idempotency-Key: `submit_bulk`'s jobs."""
+    return submit_bulk(user, items)[0]
+
+
+def submit_bulk(user, items, idempotency_key: str = "") -> tuple[list[GangJob], bool]:
     """Submit many jobs, all or nothing. Errors are keyed "jobs[i].<field>" so each names its item.
 
-    Raises ValidationError, Conflict or PermissionDenied; nothing is created when any item fails.
+    Returns (jobs in request order, created). With an `idempotency_key` that an earlier bulk submit of the same
+    user and job list used, nothing is created and that submit's jobs are returned with created False; keys are
+    shared with single submits (one key is one request).
+
+    Raises ValidationError, Conflict, PermissionDenied or IdempotencyMismatch (same key, other request); nothing
+    is created when any item fails.
     """
     if not isinstance(items, list) or not items:
         raise ValidationError({"jobs": "must be a non-empty list of job submissions"})
     if len(items) > MAX_BULK:
         raise ValidationError({"jobs": f"at most {MAX_BULK} jobs per request, got {len(items)}"})
+    idempotency_key = _idempotency_key(idempotency_key)
+    digest = request_hash(items) if idempotency_key else ""
+    if idempotency_key:
+        replayed = _replay_bulk(user, idempotency_key, digest)
+        if replayed is not None:
+            return replayed, False
     lookups = Lookups.load(items)
     jobs = []
     with access.cached():  # one permission lookup for the whole batch
@@ -215,14 +268,28 @@ def submit_many(user, items) -> list[GangJob]:
             except PermissionDenied as exc:
                 raise PermissionDenied({f"jobs[{i}].{k}": msg for k, msg in exc.errors.items()}) from None
     _check_names(jobs)
-    return _persist(jobs, f"by {user} (bulk)", user, bulk=True)
+    try:
+        return _persist(jobs, f"by {user} (bulk)", user, bulk=True,
+                        bulk_key=(idempotency_key, digest) if idempotency_key else None), True
+    except Conflict:
+        if idempotency_key:  # a concurrent request with the same key may have won the race
+            replayed = _replay_bulk(user, idempotency_key, digest)
+            if replayed is not None:
+                return replayed, False
+        raise
 
 
 def update(user, job: GangJob, data) -> GangJob:
     """Change a job's queue and/or priority_class_name; the reconciler propagates them to the gang object.
 
-    Raises ValidationError for unknown fields or values, Conflict when the job is already finished.
+    Raises ValidationError for unknown fields or values (and a queue `user` cannot see), PermissionDenied for a
+    queue they may not submit to, Conflict when the job is already finished.
     """
+    with access.cached():  # the job's queue and the new one: roles computed once
+        return _update(user, job, data)
+
+
+def _update(user, job: GangJob, data) -> GangJob:
     access.check_update_job(user, job)
     v.mapping(data, "body")
     _check_keys(data, ("queue", "priority_class_name"))
@@ -230,9 +297,8 @@ def update(user, job: GangJob, data) -> GangJob:
         raise Conflict({"phase": f"job is {job.phase}; finished jobs cannot change"})
     if "queue" in data:
         lookups = Lookups.load([{"queue": data["queue"], "cluster": job.cluster.name}])
-        queue = lookups.queues.get(v.string(data["queue"], "queue", max_length=63))
-        if queue is None:
-            raise ValidationError({"queue": f"no queue named '{data['queue']}'"})
+        name = v.string(data["queue"], "queue", max_length=63)
+        queue = access.named_queue(user, lookups.queues.get(name), name)
         check_queue_takes(queue, job.cluster, job.namespace, lookups, ("queue", "queue", "queue"))
         access.check_submit(user, queue, job.cluster)
         queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
@@ -269,8 +335,10 @@ def cancel(user, job: GangJob) -> GangJob:
 def resubmit(user, job: GangJob) -> GangJob:
     """Submit a finished job again: same template version, overrides, queue, cluster and priority, same name.
 
-    Raises Conflict while the original is still active (cancel it first).
+    Raises PermissionDenied (403) unless `user` may submit to the job's queue, then Conflict while the original
+    is still active (cancel it first).
     """
+    access.check_submit(user, job.queue)
     if not job.is_terminal:
         raise Conflict({"phase": f"job is {job.phase}; cancel it or wait for it to finish before resubmitting"})
     # The queue may have changed since (become a parent, dropped the cluster or the namespace): same checks as a

@@ -249,8 +249,9 @@ def _duration(value, field_name: str) -> str:
     return value.strip()
 
 
-def _apply(policy: QueuePolicy, data: dict, tree: QueueTree) -> tuple[list[Cluster] | None, bool]:
-    """Validate `data` and set it on the unsaved/in-memory `policy`. Returns (clusters or None, parent changed)."""
+def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple[list[Cluster] | None, bool]:
+    """Validate `data` and set it on the unsaved/in-memory `policy`. Returns (clusters or None, parent changed).
+    A `parent` that `user` cannot see is refused as one that does not exist (access.named_queue)."""
     v.mapping(data, "body")
     unknown = sorted(set(data) - set(WRITABLE) - set(READ_ONLY))
     if unknown:
@@ -298,8 +299,8 @@ def _apply(policy: QueuePolicy, data: dict, tree: QueueTree) -> tuple[list[Clust
         else:
             v.string(pname, "parent", max_length=63)
             parent = tree.by_name.get(pname)
-            if parent is None:
-                raise ValidationError({"parent": f"no queue named '{pname[:63]}'"})
+            if parent is None or user is not None:
+                parent = access.named_queue(user, parent, pname, "parent")
             if policy.id is not None and (parent.id == policy.id or policy in tree.ancestors(parent)):
                 between = []
                 for a in tree.ancestors(parent):
@@ -339,7 +340,7 @@ def create_queue(user, data) -> tuple[QueuePolicy, list[dict]]:
     if name in tree.by_name:
         raise Conflict({"name": f"a queue named '{name}' already exists"})
     policy = QueuePolicy(name=name, managed=True, gpu_limit=UNLIMITED, cpu_limit=UNLIMITED, memory_limit=UNLIMITED)
-    clusters, _ = _apply(policy, data, tree)
+    clusters, _ = _apply(policy, data, tree, user)
     access.check_create_queue(user, policy.parent)
     access.check_queue_scope(user, policy.parent, clusters or [], policy.allowed_namespaces)
     with transaction.atomic():
@@ -370,7 +371,7 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
     original_parent = policy.parent
     snapshot = _snapshot(policy)
     before = snapshot["clusters"]
-    clusters, parent_changed = _apply(policy, data, tree)
+    clusters, parent_changed = _apply(policy, data, tree, user)
     after = dict(_snapshot(policy), clusters={c.id for c in clusters} if clusters is not None else before)
     changed = _audit_details(snapshot, after)
     # Share fields are checked against the queue's place before the move; a move also needs admin on the new parent.

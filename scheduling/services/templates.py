@@ -281,16 +281,18 @@ def version_specs(keys) -> dict[tuple[int, object], dict]:
     return {key: _SPECS[key] for key in keys if key in _SPECS}
 
 
-def _owner_queue(queue):
-    """Resolve the `queue` of a template body: None, a QueuePolicy, or a queue name. Raises ValidationError."""
+def _owner_queue(queue, user=None):
+    """Resolve the `queue` of a template body: None, a QueuePolicy, or a queue name. Raises ValidationError for a
+    name that does not exist or, when `user` is given, that they cannot see (access.named_queue)."""
     from ..models import QueuePolicy
+    from . import access
 
     if queue is None or isinstance(queue, QueuePolicy):
         return queue
     name = v.string(queue, "queue", max_length=63)
     found = QueuePolicy.objects.filter(name=name).first()
-    if found is None:
-        raise ValidationError({"queue": f"no queue named '{name[:80]}'"})
+    if found is None or user is not None:
+        return access.named_queue(user, found, name)
     return found
 
 
@@ -310,7 +312,7 @@ def create_template(user, name, description, spec, queue=None):
 
     v.dns_label(name, "name")
     v.string(description or "", "description", allow_empty=True, max_length=300)
-    queue = _owner_queue(queue)
+    queue = _owner_queue(queue, user)
     if user is not None:
         access.check_create_template(user, queue)
     spec = validate_template_spec(spec)

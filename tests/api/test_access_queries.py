@@ -37,3 +37,19 @@ def test_bulk_submit_checks_permissions_once_for_the_whole_batch(teams):
 
     bulk(1, "warm")()
     assert count_queries(bulk(2, "small")) == count_queries(bulk(200, "large"))
+
+
+@pytest.mark.parametrize("principal,queries", [("admin", 7), ("a_sub", 12), ("t_sub", 13)])
+def test_a_single_submit_reads_the_queue_tree_once_whoever_submits(teams, principal, queries):
+    """Visibility of the names in the body and permission to submit share one read of the grants and of the queue
+    tree (access.cached()). A submitter pays the admin's 7 statements (2 lookups, savepoint, 3 INSERTs, release)
+    plus 5: the platform-admin group check, the queue tree, their queue grants, the queue-cluster links and their
+    cluster grants. Their token: its own lookup, and its queue scope instead of cluster grants."""
+    client = teams.clients[principal]
+
+    def submit(name):
+        body = builders.submit_body(teams.llm, teams.a_train, teams.local, name=name, namespace="team-a")
+        return lambda: client.post("/api/v1/jobs/", body, format="json")
+
+    submit("warm")()
+    assert count_queries(submit("measured"), skip=()) == queries

@@ -23,11 +23,11 @@ def test_submit_creates_a_job_with_its_resolved_spec_and_a_submitted_entry(api, 
     assert enqueued == [[job.id]]
 
 
-def test_same_idempotency_key_returns_the_first_job_with_200(api, setup, enqueued):
+def test_same_idempotency_key_returns_the_first_job_with_201_again(api, setup, enqueued):
     body = builders.submit_body(*setup, name="train-2")
     first = api.post("/api/v1/jobs/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-123")
     again = api.post("/api/v1/jobs/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-123")
-    assert (first.status_code, again.status_code) == (201, 200)
+    assert (first.status_code, again.status_code) == (201, 201)
     assert again.data["uid"] == first.data["uid"]
     assert GangJob.objects.count() == 1
     assert len(enqueued) == 1

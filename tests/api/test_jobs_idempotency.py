@@ -1,0 +1,127 @@
+"""Idempotency-Key on single and bulk submit: a retried request returns what the first one created, with the same
+status code, and creates nothing; the same key with another body is a 422 naming the header; keys are per user.
+
+Semantics: draft-ietf-httpapi-idempotency-key-header (422 for a key reused with another payload) and Stripe
+(replays answer with the first request's status code and say so in `Idempotent-Replayed: true`).
+"""
+import pytest
+
+from scheduling.models import AuditEvent, GangJob, PhaseTransition
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+
+def bulk_body(setup, *names):
+    return {"jobs": [builders.submit_body(*setup, name=n) for n in names]}
+
+
+def counts():
+    """(jobs, Submitted transitions, audit rows): what a replay must not add to."""
+    return GangJob.objects.count(), PhaseTransition.objects.count(), AuditEvent.objects.count()
+
+
+def test_a_retried_bulk_with_the_same_key_returns_the_same_jobs_with_201_and_creates_nothing(api, setup, enqueued):
+    body = bulk_body(setup, "a", "b", "c")
+    first = api.post("/api/v1/jobs/bulk/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-1")
+    assert first.status_code == 201, first.data
+    before = counts()
+    assert before[0] == 3
+    again = api.post("/api/v1/jobs/bulk/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-1")
+    assert again.status_code == 201, again.data
+    assert again["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first
+    assert [j["id"] for j in again.data["jobs"]] == [j["id"] for j in first.data["jobs"]]
+    assert [j["name"] for j in again.data["jobs"]] == ["a", "b", "c"]
+    assert again.data["count"] == 3
+    assert counts() == before
+    assert len(enqueued) == 1  # the replay dispatches nothing
+
+
+def test_a_replayed_bulk_honours_prefer_minimal_of_the_retry(api, setup):
+    body = bulk_body(setup, "m1", "m2")
+    first = api.post("/api/v1/jobs/bulk/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-m")
+    again = api.post("/api/v1/jobs/bulk/", body, format="json", HTTP_IDEMPOTENCY_KEY="batch-m",
+                     HTTP_PREFER="return=minimal")
+    assert again.status_code == 201
+    assert again.data["jobs"] == [{"id": j["id"], "uid": j["uid"], "name": j["name"]} for j in first.data["jobs"]]
+    assert GangJob.objects.count() == 2
+
+
+def test_the_same_bulk_key_with_another_body_is_422_naming_the_header_and_creates_nothing(api, setup):
+    assert api.post("/api/v1/jobs/bulk/", bulk_body(setup, "x1"), format="json",
+                    HTTP_IDEMPOTENCY_KEY="batch-2").status_code == 201
+    before = counts()
+    r = api.post("/api/v1/jobs/bulk/", bulk_body(setup, "x1", "x2"), format="json", HTTP_IDEMPOTENCY_KEY="batch-2")
+    assert r.status_code == 422
+    assert list(r.data) == ["Idempotency-Key"]
+    assert counts() == before
+
+
+def test_a_bulk_without_a_key_is_not_deduplicated(api, setup):
+    assert api.post("/api/v1/jobs/bulk/", bulk_body(setup, "n1"), format="json").status_code == 201
+    GangJob.objects.update(phase="Succeeded")  # frees the name
+    again = api.post("/api/v1/jobs/bulk/", bulk_body(setup, "n1"), format="json")
+    assert again.status_code == 201
+    assert GangJob.objects.count() == 2
+
+
+def test_a_failed_bulk_stores_no_key_so_a_corrected_retry_is_created(api, setup):
+    bad = bulk_body(setup, "ok", "Bad_Name")
+    assert api.post("/api/v1/jobs/bulk/", bad, format="json", HTTP_IDEMPOTENCY_KEY="batch-3").status_code == 400
+    good = bulk_body(setup, "ok", "fine")
+    r = api.post("/api/v1/jobs/bulk/", good, format="json", HTTP_IDEMPOTENCY_KEY="batch-3")
+    assert r.status_code == 201
+    assert GangJob.objects.count() == 2
+
+
+def test_a_key_is_one_request_whichever_endpoint_used_it_first(api, setup):
+    single = builders.submit_body(*setup, name="s1")
+    assert api.post("/api/v1/jobs/", single, format="json", HTTP_IDEMPOTENCY_KEY="k-shared").status_code == 201
+    r = api.post("/api/v1/jobs/bulk/", {"jobs": [single]}, format="json", HTTP_IDEMPOTENCY_KEY="k-shared")
+    assert (r.status_code, list(r.data)) == (422, ["Idempotency-Key"])
+    assert api.post("/api/v1/jobs/bulk/", bulk_body(setup, "b1"), format="json",
+                    HTTP_IDEMPOTENCY_KEY="k-bulk").status_code == 201
+    r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name="b1"), format="json", HTTP_IDEMPOTENCY_KEY="k-bulk")
+    assert (r.status_code, list(r.data)) == (422, ["Idempotency-Key"])
+    assert GangJob.objects.count() == 2
+
+
+def test_bulk_keys_are_scoped_per_user(api, setup):
+    template, queue, cluster = setup
+    other = builders.make_user("other")
+    builders.grant(queue, "submitter", user=other)
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(other)
+    mine = api.post("/api/v1/jobs/bulk/", bulk_body(setup, "u1"), format="json", HTTP_IDEMPOTENCY_KEY="same")
+    theirs = client.post("/api/v1/jobs/bulk/", bulk_body(setup, "u2"), format="json", HTTP_IDEMPOTENCY_KEY="same")
+    assert (mine.status_code, theirs.status_code) == (201, 201)
+    assert mine.data["jobs"][0]["id"] != theirs.data["jobs"][0]["id"]
+    assert GangJob.objects.count() == 2
+
+
+def test_a_retried_single_submit_answers_with_the_first_status_code(api, setup):
+    body = builders.submit_body(*setup, name="one")
+    first = api.post("/api/v1/jobs/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-one")
+    again = api.post("/api/v1/jobs/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-one")
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.data["id"] == first.data["id"]
+    assert GangJob.objects.count() == 1
+
+
+def test_a_bulk_key_longer_than_255_characters_is_400_naming_the_header(api, setup):
+    r = api.post("/api/v1/jobs/bulk/", bulk_body(setup, "long"), format="json", HTTP_IDEMPOTENCY_KEY="k" * 256)
+    assert r.status_code == 400
+    assert "Idempotency-Key" in r.data
+    assert GangJob.objects.count() == 0
+
+
+def test_the_schema_documents_the_header_on_both_submit_endpoints(api):
+    schema = api.get("/api/schema/?format=json").json()
+    for path in ("/api/v1/jobs/", "/api/v1/jobs/bulk/"):
+        params = {p["name"]: p for p in schema["paths"][path]["post"].get("parameters", [])}
+        assert params["Idempotency-Key"]["in"] == "header", path
+        assert "422" in params["Idempotency-Key"]["description"], path
