@@ -15,6 +15,9 @@ desired objects from the job row (reconcile/desired.py), and then:
 - deletes the job's objects that are no longer desired (earlier generations), each with a UID precondition,
   and releases the backend's protection finalizer (v1alpha2 `podgroup-protection`) on its own terminating
   objects once no live pod references them;
+- when the API server refuses for good to create one of them (400, 422, a 403 from admission: `CreateRefused`)
+  ends the job Failed (reason CreateRefused, the object and the server's words in the message) and deletes every
+  object already created for it, as a cancel does;
 - on cancel deletes every object of the job and ends it Cancelled; when the job has finished (Succeeded or
   Failed) and none of its pods is alive, deletes its gang objects and Service so they stop holding quota.
 
@@ -23,7 +26,8 @@ Every pass leaves a ReconcileAttempt row. Unreachable cluster, 401/403, 429 and 
 after being recorded on the job (phase_reason "ClusterUnreachable", "Forbidden", ...); the Celery task retries
 those with backoff. So does a create answered "namespace not found" (phase_reason "NamespaceNotFound"): the job's
 namespace is missing in its cluster, and once someone creates it the next retry or resync dispatches the job.
-400/422 and name conflicts are terminal: recorded, not retried.
+400/422, a 403 from admission (quota, webhook, policy: it refuses the object, not gangweb) and name conflicts are
+terminal: recorded, not retried; a create refused so fails the job (above).
 """
 from __future__ import annotations
 
@@ -43,10 +47,13 @@ from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import (
     CLUSTER_UNREACHABLE,
+    CREATE_REFUSED,
     NAMESPACE_NOT_FOUND,
+    CreateRefused,
     KubeError,
     TerminalKubeError,
     TransientKubeError,
+    refuses_for_good,
 )
 from ..kube.objects import JOB, SERVICE
 from ..models import GangJob, PhaseTransition, ReconcileAttempt
@@ -155,6 +162,8 @@ class JobReconciler:
         job = self.job
         if job.desired_state == DesiredState.CANCEL or job.phase == GangPhase.CANCELLED:
             self.cancel()
+        elif job.phase == GangPhase.FAILED and job.phase_reason == CREATE_REFUSED:
+            self.discard()
         elif job.is_terminal:
             self.clean_up_finished()
         else:
@@ -328,11 +337,21 @@ class JobReconciler:
             raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
         return have
 
+    def create(self, ref: ObjectRef, want: dict) -> dict:
+        """POST one object. Raises ApiException(409) when the name is taken, CreateRefused when the API server
+        refuses it for good (`refuses_for_good`), other KubeErrors as classified."""
+        try:
+            return objects.create(self.api, ref, want)
+        except KubeError as exc:
+            if refuses_for_good(exc):
+                raise CreateRefused(ref.kind, f"{self.ns}/{want['metadata']['name']}", exc) from exc
+            raise
+
     def create_gang(self, ref: ObjectRef, want: dict) -> None:
         """Create a gang object; on AlreadyExists read it, check it is ours, compare and fix drift."""
         name = want["metadata"]["name"]
         try:
-            self.observed.gang_of(ref)[name] = objects.create(self.api, ref, want)
+            self.observed.gang_of(ref)[name] = self.create(ref, want)
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
             return
         except ApiException as exc:
@@ -351,7 +370,7 @@ class JobReconciler:
         """Create an Indexed Job or Service; on AlreadyExists accept it only when it is ours and alive."""
         name = want["metadata"]["name"]
         try:
-            obj = objects.create(self.api, ref, want)
+            obj = self.create(ref, want)
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
             return obj
         except ApiException as exc:
@@ -422,9 +441,9 @@ class JobReconciler:
                 self.delete(SERVICE, obj)
         self.delete_gang(keep={(obj_key(w), w["metadata"]["name"]) for w in wanted})
 
-    def cancel(self) -> None:
-        """Delete every object of the job (Jobs with their pods, Service, gang objects) and end it Cancelled.
-        `cleaned_up_at` is set once a pass finds nothing left; until then it comes back after WAIT_SECONDS."""
+    def delete_all(self) -> bool:
+        """Delete every object of the job (Jobs with their pods, Service, gang objects). Returns True when the
+        pass found nothing left to delete (the cleanup is complete)."""
         nothing_left = self.observed.is_empty()
         for owner in self.observed.owners.values():
             if not is_terminating(owner):
@@ -433,9 +452,23 @@ class JobReconciler:
             if not is_terminating(svc):
                 self.delete(SERVICE, svc)
         self.delete_gang()
+        return nothing_left
+
+    def cancel(self) -> None:
+        """Delete every object of the job and end it Cancelled; done (`cleaned_up_at`) once nothing is left."""
+        nothing_left = self.delete_all()
         if self.job.phase != GangPhase.CANCELLED:
             status.record_phase(self.job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
                                 "cancelled; the job's cluster objects are deleted")
+        self.finish_cleanup(nothing_left)
+
+    def discard(self) -> None:
+        """Delete every object of a job the API server refused (Failed, CreateRefused), as a cancel does: nothing
+        of a job that can never run is kept (unlike a job that ran and failed, whose Jobs stay for inspection)."""
+        self.finish_cleanup(self.delete_all())
+
+    def finish_cleanup(self, nothing_left: bool) -> None:
+        """`cleaned_up_at` is set once a pass finds nothing left; until then it comes back after WAIT_SECONDS."""
         if nothing_left:
             self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
         else:
@@ -516,6 +549,10 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
         pass
     except Requeue as exc:
         result.reason, result.message, result.requeue_after = exc.reason, exc.message, exc.countdown
+    except CreateRefused as exc:
+        result.error, result.outcome = exc, ReconcileOutcome.TERMINAL_ERROR
+        result.reason, result.message = exc.reason, exc.message
+        _fail_refused(job, reconciler, exc, result)
     except KubeError as exc:
         if exc.reason == NAMESPACE_NOT_FOUND:
             exc.message = (f'namespace "{job.namespace}" does not exist in cluster {job.cluster.name}; create it '
@@ -539,6 +576,21 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     if isinstance(result.error, TransientKubeError):
         raise result.error
     return result
+
+
+def _fail_refused(job: GangJob, reconciler: JobReconciler, exc: CreateRefused, result: PassResult) -> None:
+    """End `job` Failed because the API server refused one of its objects for good, then delete what was created
+    (`discard`). The Failed entry has gangweb's clock and source: a refusal carries no cluster timestamp. When the
+    cleanup must wait or the cluster fails meanwhile, a later pass (task countdown or resync) finishes it."""
+    status.record_failure(job, CREATE_REFUSED, exc.message)
+    if job.phase != GangPhase.FAILED or job.phase_reason != CREATE_REFUSED:
+        return  # finished otherwise meanwhile (a cancel): that path cleans up
+    try:
+        reconciler.discard()
+    except Requeue as wait:
+        result.requeue_after = wait.countdown
+    except KubeError as err:
+        log.warning("job %s: cleaning up after %s failed: %s (the resync retries)", job.pk, exc.reason, err)
 
 
 def _load(job_ids):

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..backends.base import GangStatus
-from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState
+from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState, GangPhase
 from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import capacity, metrics, phases, why_pending
@@ -191,6 +191,22 @@ def record_phase(job: GangJob, phase: str, at, source: str, reason: str = "", me
         spans = timeline.durations(job.transitions.all())
         metrics.observe_durations(job.cluster.name, job.queue.name, {phase}, spans)
     return True
+
+
+def record_failure(job: GangJob, reason: str, message: str) -> bool:
+    """End `job` Failed by gangweb's own finding (the API server refused one of its objects for good), with an
+    entry at gangweb's clock, source "gangweb" (the refusal has no cluster timestamp). Written at once under the
+    row lock, so an observation racing with it (the watch saw the first objects created: Dispatched) is neither
+    overwritten nor lost: the entry follows it. A job already finished is left alone; `job` is refreshed from the
+    row either way. Returns True when the job moved to Failed."""
+    with transaction.atomic():
+        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+        moved = record_phase(locked, GangPhase.FAILED, timezone.now(), "gangweb", reason, message)
+        if moved:
+            locked.save(update_fields=["phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at",
+                                       "updated_at"])
+        _refresh(job, locked)
+    return moved
 
 
 def _derive(row: GangJob, job: GangJob, recorded: dict, gang, gang_objects, pods, owners, pod_list, owner_list,
