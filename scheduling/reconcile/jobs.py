@@ -498,7 +498,7 @@ def _status_snapshot(job: GangJob) -> dict:
 def _clear_error(job: GangJob) -> None:
     """After a successful pass, put back the reason of the current phase in place of a recorded error."""
     if job.phase_reason in ERROR_REASONS:
-        last = PhaseTransition.objects.filter(job=job, phase=job.phase).first()
+        last = PhaseTransition.objects.filter(job=job, phase=job.phase).order_by("-attempt", "-at").first()
         job.phase_reason = last.reason if last else ""
         job.phase_message = last.message if last else ""
 

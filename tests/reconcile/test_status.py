@@ -71,8 +71,8 @@ def test_observing_the_same_world_twice_changes_nothing(job):
     assert job.transitions.count() == 3
 
 
-def recorded_of(job) -> dict:
-    return dict(job.transitions.values_list("phase", "at"))
+def recorded_of(job) -> list:
+    return list(job.transitions.values_list("phase", "at", "attempt"))
 
 
 def test_with_its_timeline_read_beforehand_an_unchanged_job_costs_no_query(job, django_assert_num_queries):
