@@ -12,6 +12,8 @@ desired objects from the job row (reconcile/desired.py), and then:
 - replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2): deletes the
   Indexed Jobs, then the gang objects in reverse creation order, bumps `gang_generation` (so every name
   changes) and creates the new objects in order;
+- when it created an owner Job of a Scheduled or Running job (its objects vanished, or the gang was replaced),
+  starts a new timeline attempt with a Dispatched entry, reason Recreated / Replaced, naming what it created;
 - deletes the job's objects that are no longer desired (earlier generations), each with a UID precondition,
   and releases the backend's protection finalizer (v1alpha2 `podgroup-protection`) on its own terminating
   objects once no live pod references them;
@@ -57,6 +59,7 @@ from ..kube.errors import (
 )
 from ..kube.objects import JOB, SERVICE
 from ..models import GangJob, PhaseTransition, ReconcileAttempt
+from ..observe.objects import created_at as o_created_at
 from . import desired as desired_mod
 from . import status
 from .observed import Observed, kind_key, obj_key, read
@@ -69,6 +72,8 @@ MAX_WAITS = 6  # countdowns in a row (5 s doubling: about 5 minutes in all); the
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 LIVE_POD_PHASES = ("Pending", "Running", "Unknown")
 NAME_CONFLICT = "NameConflict"
+RECREATED = "Recreated"  # a Scheduled/Running job's vanished objects were created again: a new attempt
+REPLACED = "Replaced"  # a Scheduled/Running job's gang was replaced under a new generation: a new attempt
 BACKEND_UNAVAILABLE = "BackendUnavailable"
 WAITING = "WaitingForDeletion"
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
@@ -155,6 +160,7 @@ class JobReconciler:
         self.ns = job.namespace
         self.observed = observed if observed is not None else read(api, self.backend, self.ns, self.uid)
         self.actions: list[str] = []
+        self.created: list[dict] = []  # objects this pass created (not adopted on 409), in creation order
 
     # ---- entry -------------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -215,6 +221,7 @@ class JobReconciler:
         self.delete_stale(wanted, owners, svc)
         if self.cancelled_meanwhile():
             return
+        self.note_restart(replace_fields)
 
         owner_names = {o["metadata"]["name"] for o in owners}
         pods = [p for p in self.observed.pods
@@ -225,6 +232,27 @@ class JobReconciler:
                                  recorded=self.observed.recorded_phases)
         if self.job.is_terminal:
             self.clean_up_finished()
+
+    def note_restart(self, replaced: list[str]) -> None:
+        """When this pass created an owner Job of a job that was Scheduled or Running (its Job had been there: its
+        pods ran), the job starts again: record a Dispatched entry of a new attempt (`status.record_restart`),
+        at the new objects' creationTimestamp, source the new Job, reason `Replaced` (immutable drift, the
+        fields named) or `Recreated` (the objects vanished: deleted by someone, a cluster restored without
+        them), naming every object this pass created. The run before it ends there (run_time reads the latest
+        attempt) instead of spanning the loss. A job still Dispatched or Queued just goes on waiting."""
+        jobs = [obj for obj in self.created if obj.get("kind") == JOB.kind]
+        if not jobs or self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+            return
+        at = min((t for t in (o_created_at(obj) for obj in self.created) if t is not None), default=None)
+        if at is None:
+            return
+        names = ", ".join(object_source(obj) for obj in self.created)
+        if replaced:
+            reason, message = REPLACED, f"replaced the gang (immutable change of {', '.join(replaced)}): {names}"
+        else:
+            reason, message = RECREATED, f"recreated what was missing from the cluster: {names}"
+        status.record_restart(self.job, at, object_source(jobs[0]), reason, message)
+        self.observed.recorded_phases = None  # read before this entry: the observation must read the timeline
 
     def cancelled_meanwhile(self) -> bool:
         """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
@@ -351,8 +379,9 @@ class JobReconciler:
         """Create a gang object; on AlreadyExists read it, check it is ours, compare and fix drift."""
         name = want["metadata"]["name"]
         try:
-            self.observed.gang_of(ref)[name] = self.create(ref, want)
+            self.observed.gang_of(ref)[name] = obj = self.create(ref, want)
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            self.created.append(obj)
             return
         except ApiException as exc:
             if exc.status != 409:
@@ -372,6 +401,7 @@ class JobReconciler:
         try:
             obj = self.create(ref, want)
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            self.created.append(obj)
             return obj
         except ApiException as exc:
             if exc.status != 409:

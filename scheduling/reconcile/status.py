@@ -213,6 +213,34 @@ def record_failure(job: GangJob, reason: str, message: str) -> bool:
     return moved
 
 
+def record_restart(job: GangJob, at, source: str, reason: str, message: str) -> bool:
+    """Record that `job` starts again from Dispatched because the reconciler created its owner Job anew at `at`
+    (the new objects' creationTimestamp): a Dispatched entry of a new attempt (reason `Recreated` or `Replaced`,
+    `message` naming the objects), and the job's phase Dispatched. Under the row lock; when the watch already
+    started an attempt from the new Job's pods (its first entry is no earlier than `at`: Queued, `Requeued`), the
+    Dispatched entry joins that attempt instead of starting another, and the phase stays. A finished job is left
+    alone. `job` is refreshed from the row. Returns True when an entry was appended."""
+    with transaction.atomic():
+        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+        if locked.phase in TERMINAL_PHASES:
+            _refresh(job, locked)
+            return False
+        rows = list(locked.transitions.values_list("phase", "at", "attempt"))
+        attempt, current = timeline.current_attempt(rows)
+        joins = attempt > 0 and current and GangPhase.DISPATCHED not in current and min(current.values()) >= at
+        if not joins:
+            attempt += 1
+            at = max([at, *(r[1] for r in rows)])
+        PhaseTransition.objects.create(job=locked, phase=GangPhase.DISPATCHED, at=at, attempt=attempt,
+                                       source=source[:300], reason=reason[:REASON_MAX], message=message)
+        if not joins:
+            _save_changed(locked, {"phase": GangPhase.DISPATCHED, "phase_reason": reason[:REASON_MAX],
+                                   "phase_message": message, "phase_changed_at": at})
+        _refresh(job, locked)
+    log.info("job %s: %s#%s (%s)", job.pk, GangPhase.DISPATCHED, attempt, reason)
+    return True
+
+
 def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods, owners, pod_list, owner_list,
             scheduler: str):
     """The observation of `row` (the job's row as read, locked or not) and the field values it implies.
