@@ -279,6 +279,9 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
     in batches, minMember < replicas) are no re-queue.
     """
     live = [p for p in pods if not p.terminating]
+    # Cluster times are whole seconds, `since` may carry a fraction (clamped to gangweb's own Submitted time):
+    # compared at the cluster's precision, a member evicted within the second the gang was scheduled counts.
+    since = since.replace(microsecond=0) if since is not None else None
     kept = [p for p in live if p.created_at is None or since is None or p.created_at <= since]
     if len(kept) >= shape.min_member:
         return None

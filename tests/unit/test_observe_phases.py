@@ -218,3 +218,14 @@ def test_a_requeued_attempt_is_scheduled_by_its_pods_not_by_a_gang_object_still_
 def test_no_requeue_while_the_pods_the_gang_was_scheduled_with_are_still_there(case, shape, pods, recorded):
     obs = run(GangStatus(admitted=True, at=t(5)), pods, current=P.SCHEDULED, recorded=recorded, shape=shape)
     assert obs.entries == [] and (obs.phase, obs.attempt) == (P.SCHEDULED, 0)
+
+
+def test_a_member_evicted_within_the_second_the_gang_was_scheduled_still_starts_a_new_attempt():
+    # Scheduled was clamped to gangweb's sub-second Submitted time; the cluster's DisruptionTarget time is whole.
+    p = pod(name="p-1", bound=5, started=5, terminating=True)
+    p["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                                      "message": "Eviction API: evicting", "lastTransitionTime": at(5)})
+    recorded = {**SUBMITTED, P.DISPATCHED: t(5.4), P.QUEUED: t(5.4), P.SCHEDULED: t(5.4), P.RUNNING: t(5.4)}
+    obs = run(GangStatus(), [pod(name="p-0", bound=5, started=5), p], current=P.RUNNING, recorded=recorded,
+              shape=phases.JobShape(min_member=2, total=2))
+    assert entries(obs) == [(P.QUEUED, 1, t(5.4), "EvictionByEvictionAPI", "Pod default/p-1")]
