@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0005_job_requested_totals'),
+        ('scheduling', '0006_bulk_submit_key'),
     ]
 
     operations = [
