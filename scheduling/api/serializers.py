@@ -191,7 +191,7 @@ class PhaseTransitionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PhaseTransition
-        fields = ["phase", "at", "recorded_at", "source", "reason", "message", "duration_s", "ongoing"]
+        fields = ["phase", "attempt", "at", "recorded_at", "source", "reason", "message", "duration_s", "ongoing"]
 
 
 class DurationSerializer(serializers.Serializer):
@@ -298,9 +298,11 @@ class GangJobDetailSerializer(GangJobSerializer):
 
     timeline = serializers.SerializerMethodField()
     durations = serializers.SerializerMethodField()
+    requeues = serializers.SerializerMethodField(help_text="times a disrupted gang was re-queued (its latest "
+                                                           "timeline attempt); durations read the latest attempt")
 
     class Meta(GangJobSerializer.Meta):
-        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations"]
+        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues"]
         read_only_fields = fields
 
     def _transitions(self, obj):
@@ -318,6 +320,9 @@ class GangJobDetailSerializer(GangJobSerializer):
     def get_durations(self, obj) -> dict:
         self._transitions(obj)
         return timeline.spans(obj.transitions.all(), obj._timeline_now)
+
+    def get_requeues(self, obj) -> int:
+        return timeline.requeues(obj.transitions.all())
 
 
 class JobSubmitSerializer(serializers.Serializer):

@@ -1,17 +1,27 @@
 """Kubernetes API failures sorted into transient (retry with backoff) and terminal (record, do not retry).
 
 - Transient: the cluster cannot be reached (connection refused/reset, TLS or DNS failure, timeout), 429 Too
-  Many Requests, 5xx, and 401/403. Credentials and RBAC are fixed by an admin without touching the job, so a
-  403 is recorded on the job and retried with backoff rather than failing it for good.
+  Many Requests, 5xx, 401, and a 403 that refuses gangweb's identity (RBAC: `User "..." cannot create resource
+  ...`) or cannot be told apart from one. Credentials and RBAC are gangweb's own, fixed by an admin without
+  touching the job, and a missing role refuses every job of the cluster alike: recorded on the job and retried
+  with backoff rather than failing them all for good.
 - NamespaceNotFound (transient, for the same reason): a create answered 404 whose Status names the namespace
   itself (`details.kind == "namespaces"`, message `namespaces "x" not found`). The job's namespace is missing
   in its cluster; a user creates it and the next retry or resync proceeds (level-triggered).
-- Terminal: 400 Bad Request and 422 Invalid (the object itself is wrong; retrying cannot help), and other 4xx
-  not handled by the caller. Other 404s and 409 are answers the reconciler handles itself (`status_of`).
+- Terminal: 400 Bad Request and 422 Invalid (the object itself is wrong; retrying cannot help), a 403 by which
+  admission refuses the object itself (`admission_refusal`: a ResourceQuota "exceeded quota", a webhook or
+  ValidatingAdmissionPolicy that "denied the request"; the same object gets the same answer), and other 4xx not
+  handled by the caller.
+- Where others stand: Armada's executor fails a job whose pod create is answered Invalid or Forbidden (any
+  403, RBAC included; `isRecoverable`, internal/executor/job/submit.go); Kueue and other controller-runtime
+  controllers requeue every failed create with backoff. gangweb splits 403 by who is refused: the object
+  (admission, terminal, as Armada) or gangweb (authorization, retried, as Kueue).
+- Other 404s and 409 are answers the reconciler handles itself (`status_of`).
 """
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 
@@ -26,16 +36,25 @@ SERVER_ERROR = "ServerError"
 INVALID = "Invalid"
 REJECTED = "Rejected"
 NAMESPACE_NOT_FOUND = "NamespaceNotFound"
+CREATE_REFUSED = "CreateRefused"
+
+# Words of the admission plugins that refuse an object with 403 Forbidden (kube-apiserver): ResourceQuota
+# ("exceeded quota: q, requested: count/jobs.batch=1, used: ..., limited: ..."), admission webhooks
+# ('admission webhook "x" denied the request: ...'), ValidatingAdmissionPolicy ("... denied request: ..."),
+# PodSecurity ("violates PodSecurity"). An RBAC denial ('User "u" cannot create resource "jobs" ...') has none.
+ADMISSION_REFUSAL = re.compile(r"exceeded quota|admission webhook|denied (the )?request|ValidatingAdmissionPolicy|"
+                               r"violates PodSecurity")
 
 
 class KubeError(Exception):
     """A classified API failure: `reason` (CamelCase, shown on the job), `status` (HTTP code or None)."""
 
-    def __init__(self, reason: str, message: str, status: int | None = None):
+    def __init__(self, reason: str, message: str, status: int | None = None, api_reason: str = ""):
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message
         self.status = status
+        self.api_reason = api_reason  # the API server's Status `reason` ("Invalid", "Forbidden", ...), if any
 
 
 class TransientKubeError(KubeError):
@@ -44,6 +63,25 @@ class TransientKubeError(KubeError):
 
 class TerminalKubeError(KubeError):
     """Do not retry: the request itself is wrong (400/422) or the object cannot be ours (name conflict)."""
+
+
+class CreateRefused(TerminalKubeError):
+    """The API server refused for good to create one of a job's objects (400, 422, or a 403 from admission).
+
+    `kind`, `name` (namespace/name) say which; `reason` is CREATE_REFUSED, `api_reason` the server's own
+    ("Invalid", "BadRequest", "Forbidden"), `message` names the object, the status and the server's words.
+    """
+
+    def __init__(self, kind: str, name: str, refused: KubeError):
+        said = f"HTTP {refused.status} {refused.api_reason or refused.reason}"
+        super().__init__(CREATE_REFUSED, f"the API server refused to create {kind} {name} ({said}): "
+                                         f"{refused.message}", refused.status, refused.api_reason or refused.reason)
+        self.kind, self.name = kind, name
+
+
+def refuses_for_good(err: KubeError) -> bool:
+    """True when a create answered `err` can never succeed as it is: a terminal 400, 422 or 403 (admission)."""
+    return isinstance(err, TerminalKubeError) and err.status in (400, 403, 422)
 
 
 CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, ConnectionError, socket.timeout, TimeoutError, ssl.SSLError,
@@ -61,6 +99,12 @@ def _status_body(exc: ApiException) -> dict:
 
 def _api_message(exc: ApiException) -> str:
     return _status_body(exc).get("message") or str(exc.reason or exc.body or exc)
+
+
+def admission_refusal(message: str) -> bool:
+    """True when a 403's message shows an admission plugin refusing the object (ADMISSION_REFUSAL), not RBAC
+    refusing gangweb; an unknown 403 is taken as RBAC (retried: failing a job needlessly is the worse mistake)."""
+    return bool(ADMISSION_REFUSAL.search(message or ""))
 
 
 def missing_namespace(exc: BaseException) -> str | None:
@@ -82,6 +126,7 @@ def classify(exc: BaseException) -> KubeError | None:
     if isinstance(exc, ApiException):
         status = exc.status or 0
         message = _api_message(exc)
+        api_reason = str(_status_body(exc).get("reason") or "")
         if status == 0:
             return TransientKubeError(CLUSTER_UNREACHABLE, message)
         namespace = missing_namespace(exc)
@@ -92,12 +137,14 @@ def classify(exc: BaseException) -> KubeError | None:
         if status >= 500:
             return TransientKubeError(SERVER_ERROR, f"{status} {message}", status)
         if status == 403:
-            return TransientKubeError(FORBIDDEN, message, status)
+            if admission_refusal(message):
+                return TerminalKubeError(FORBIDDEN, message, status, api_reason or FORBIDDEN)
+            return TransientKubeError(FORBIDDEN, message, status, api_reason)
         if status == 401:
             return TransientKubeError(UNAUTHORIZED, message, status)
         if status in (400, 422):
-            return TerminalKubeError(INVALID, message, status)
-        return TerminalKubeError(REJECTED, f"{status} {message}", status)
+            return TerminalKubeError(INVALID, message, status, api_reason)
+        return TerminalKubeError(REJECTED, f"{status} {message}", status, api_reason)
     if isinstance(exc, CONNECTION_ERRORS):
         return TransientKubeError(CLUSTER_UNREACHABLE, f"{type(exc).__name__}: {exc}"[:500])
     return None

@@ -137,7 +137,9 @@ class PhaseTransition(models.Model):
 
     `at` comes from the cluster's own timestamps where they exist (condition lastTransitionTime, pod
     scheduled time, container startedAt/finishedAt); `recorded_at` is when gangweb learned of it. `source`
-    names the object, e.g. "PodGroup default/train-1a2b3c" or "gangweb". Rows are never updated.
+    names the object, e.g. "PodGroup default/train-1a2b3c" or "gangweb". `attempt` is 0 for the job's first pass
+    through the lifecycle and n after its n-th re-queue (a disrupted gang waiting for the scheduler again starts a
+    new attempt with a Queued entry); one entry per (phase, attempt). Rows are never updated.
     """
 
     job = models.ForeignKey(GangJob, on_delete=models.CASCADE, related_name="transitions")
@@ -147,12 +149,13 @@ class PhaseTransition(models.Model):
     source = models.CharField(max_length=300, blank=True)
     reason = models.CharField(max_length=128, blank=True)
     message = models.TextField(blank=True)
+    attempt = models.PositiveSmallIntegerField(default=0, help_text="0 for the first pass, n after the n-th re-queue")
 
     objects = PhaseTransitionQuerySet.as_manager()
 
     class Meta:
         ordering = ["job_id", "at", "id"]
-        constraints = [models.UniqueConstraint(fields=["job", "phase"], name="uniq_phase_per_job")]
+        constraints = [models.UniqueConstraint(fields=["job", "phase", "attempt"], name="uniq_phase_per_job_attempt")]
 
     def save(self, *args, **kwargs):
         if self.pk is not None:

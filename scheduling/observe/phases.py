@@ -15,11 +15,16 @@ Phases (scheduling.choices.GangPhase), each reached when:
   pod Failed.
 - **Cancelled**: the user asked to cancel and nothing of the job is left live in the cluster (time: now).
 
-Rules: phases only move forward; each phase gets one entry, in lifecycle order, and an entry is never invented
-without a timestamp from the cluster (gangweb's own clock is used only for Cancelled). A phase passed quickly
-(Scheduled and Running seen in the same pass) still gets its own entry with its own cluster time. Cluster times
-have one-second precision and come from another clock than gangweb's, so each entry's time is clamped to be no
-earlier than the previous entry's: the timeline always reads in order.
+Rules: phases only move forward within an attempt; each phase gets one entry per attempt, in lifecycle order, and
+an entry is never invented without a timestamp from the cluster (gangweb's own clock is used only for Cancelled). A
+phase passed quickly (Scheduled and Running seen in the same pass) still gets its own entry with its own cluster
+time. Cluster times have one-second precision and come from another clock than gangweb's, so each entry's time is
+clamped to be no earlier than the previous entry's: the timeline always reads in order.
+
+Attempts: a Scheduled or Running gang that falls below minMember bound again because members were disrupted
+(preempted, evicted: `DisruptionTarget`) or replaced (new pods waiting for the scheduler) is **re-queued**: a new
+attempt starts with a Queued entry (`requeue_entry`) and goes on to Scheduled and Running again when the gang is
+whole. Attempt 0 is the first pass through the lifecycle; `observe` is given the current attempt's entries only.
 """
 from __future__ import annotations
 
@@ -57,13 +62,16 @@ class Entry:
     source: str
     reason: str
     message: str = ""
+    attempt: int = 0  # 0 for the first pass through the lifecycle, n after the n-th re-queue
 
 
 @dataclass
 class Observation:
-    """The result of one observation: the job's phase, its reason and message now, and the entries to append."""
+    """The result of one observation: the job's phase, its reason and message now, the entries to append, and the
+    attempt the job is in afterwards."""
 
     phase: str
+    attempt: int = 0
     reason: str = ""
     message: str = ""
     entries: list[Entry] = field(default_factory=list)
@@ -195,16 +203,19 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
 
 
 def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], gang: GangStatus,
-            gang_objects: list[dict], pods: list[PodFacts], owners: list[OwnerFacts], now: datetime) -> Observation:
+            gang_objects: list[dict], pods: list[PodFacts], owners: list[OwnerFacts], now: datetime,
+            attempt: int = 0) -> Observation:
     """The job's phase after this observation and the timeline entries to append (in order).
 
-    - `current_phase`: the job's phase before; `recorded`: {phase: at} of the entries already in its timeline.
-    - Returns an Observation whose `entries` holds only phases not yet recorded and later than the latest
-      recorded one; a finished job (terminal phase) is never changed.
+    - `current_phase`: the job's phase before; `attempt`: the attempt it is in (0 until its first re-queue);
+      `recorded`: {phase: at} of the entries of that attempt already in its timeline.
+    - Returns an Observation whose `entries` holds only phases not yet recorded in the attempt and later than the
+      latest recorded one, then possibly the Queued entry of a new attempt (`requeue_entry`); a finished job
+      (terminal phase) is never changed.
     """
     live_pods = [p for p in pods if not p.terminating]
     obs = Observation(
-        phase=current_phase, pods=len(live_pods), bound=sum(1 for p in live_pods if p.bound),
+        phase=current_phase, attempt=attempt, pods=len(live_pods), bound=sum(1 for p in live_pods if p.bound),
         running=sum(1 for p in live_pods if p.phase == "Running"),
         succeeded=sum(1 for p in live_pods if p.phase == POD_SUCCEEDED),
         failed=sum(1 for p in live_pods if p.phase == POD_FAILED),
@@ -212,35 +223,96 @@ def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], 
     if current_phase in TERMINAL_PHASES:
         return obs
     found = candidates(shape, gang, gang_objects, pods, owners, now)
-    reached = [PHASE_ORDER[p] for p in recorded] + [PHASE_ORDER.get(current_phase, 0)]
-    high = max(reached)
     # One terminal phase only: Failed wins over Succeeded when both show (a Job can fail after others completed).
     if GangPhase.FAILED in found:
         found.pop(GangPhase.SUCCEEDED, None)
         found.pop(GangPhase.CANCELLED, None)
+    # A re-queued attempt is scheduled again only by its pods: a gang object's admitted condition may still hold
+    # from before the disruption (it is not reset when a member is evicted).
+    again = {p: e for p, e in found.items() if p != GangPhase.SCHEDULED or obs.bound >= shape.min_member}
+    last_at = _advance(obs, found if attempt == 0 else again, recorded, attempt)
+    if obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) and not shape.cancelling:
+        since = recorded.get(GangPhase.SCHEDULED) or next(
+            (e.at for e in obs.entries if e.phase == GangPhase.SCHEDULED), None) or last_at
+        entry = requeue_entry(shape, since, pods, attempt + 1)
+        if entry is not None:
+            if last_at is not None and entry.at < last_at:
+                entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message, entry.attempt)
+            obs.entries.append(entry)
+            obs.phase, obs.attempt = GangPhase.QUEUED, entry.attempt
+            # The same evidence may show the new attempt already whole again (a resync that only sees the
+            # replacement running): its Scheduled and Running follow from the pods' own times.
+            _advance(obs, again, {GangPhase.QUEUED: entry.at}, entry.attempt)
+    obs.reason, obs.message = _reason(obs, shape, gang, found, pods, gang_objects, owners)
+    return obs
+
+
+def _advance(obs: Observation, found: dict[str, Entry], recorded: dict[str, datetime], attempt: int):
+    """Append to `obs` the entries of `found` that move attempt `attempt` forward from its `recorded` {phase: at}
+    and from `obs.phase`, in lifecycle order, each clamped to be no earlier than the one before. Returns the
+    time of the latest entry (recorded or appended), or None."""
+    high = max([PHASE_ORDER[p] for p in recorded] + [PHASE_ORDER.get(obs.phase, 0)])
     last_at = max(recorded.values()) if recorded else None
     for phase in GangPhase:
         entry = found.get(phase)
         if entry is None or phase in recorded or PHASE_ORDER[phase] <= high:
             continue
-        if last_at is not None and entry.at < last_at:
-            entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message)
-        obs.entries.append(entry)
-        last_at = entry.at
-        high = PHASE_ORDER[phase]
-        obs.phase = phase
-    obs.reason, obs.message = _reason(obs, shape, gang, found, pods, gang_objects, owners)
-    return obs
+        at = max(entry.at, last_at) if last_at is not None else entry.at
+        obs.entries.append(Entry(entry.phase, at, entry.source, entry.reason, entry.message, attempt))
+        last_at, high, obs.phase = at, PHASE_ORDER[phase], phase
+    return last_at
+
+
+def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts], attempt: int) -> Entry | None:
+    """The Queued entry that starts attempt `attempt` when a gang scheduled at `since` (the Scheduled entry of its
+    current attempt) was taken apart: fewer than minMember of the pods it was scheduled with (live pods created no
+    later than `since`) are left, and the cluster says when, in this order:
+
+    - a member disrupted since (`DisruptionTarget=True`, e.g. `PreemptionByScheduler`, `EvictionByEvictionAPI`):
+      at its lastTransitionTime, source that pod, reason the condition's, message who did it;
+    - else a live pod created after `since` (a replacement: waiting for the scheduler, or already bound when
+      the observation comes late, e.g. a resync after the disrupted pod is gone, or after the job's objects were
+      recreated): at its creationTimestamp, source that pod, reason `Requeued`.
+
+    None while the gang as scheduled is whole, or when nothing with a cluster time says it was taken apart.
+    Pods created after `since` while the original ones still make minMember (a Job creating a large gang's pods
+    in batches, minMember < replicas) are no re-queue.
+    """
+    live = [p for p in pods if not p.terminating]
+    # Cluster times are whole seconds, `since` may carry a fraction (clamped to gangweb's own Submitted time):
+    # compared at the cluster's precision, a member evicted within the second the gang was scheduled counts.
+    since = since.replace(microsecond=0) if since is not None else None
+    kept = [p for p in live if p.created_at is None or since is None or p.created_at <= since]
+    if len(kept) >= shape.min_member:
+        return None
+    tail = bound_of(sum(1 for p in live if p.bound), shape.min_member)
+    disrupted = sorted((p for p in pods if p.disruption_reason and p.disrupted_at is not None
+                        and (since is None or p.disrupted_at >= since)), key=lambda p: p.disrupted_at)
+    if disrupted:
+        first = disrupted[0]
+        said = f"; {first.ref}: {first.disruption_message}" if first.disruption_message else ""
+        return Entry(GangPhase.QUEUED, first.disrupted_at, first.ref, first.disruption_reason,
+                     f"gang disrupted: {tail}{said}", attempt)
+    waiting = sorted((p for p in live if p.created_at is not None and since is not None and p.created_at > since),
+                     key=lambda p: p.created_at)
+    if waiting:
+        first = waiting[0]
+        said = f"; {first.waiting_message}" if first.waiting_message else ""
+        return Entry(GangPhase.QUEUED, first.created_at, first.ref, REASON_REQUEUED, f"requeued: {tail}{said}",
+                     attempt)
+    return None
 
 
 def _requeued(obs: Observation, shape: JobShape, pods: list[PodFacts],
               live_pods: list[PodFacts]) -> tuple[str, str] | None:
     """(reason, message) when a gang that was scheduled has fewer than minMember pods bound again and its pods are
-    being disrupted (preempted, evicted) or wait for the scheduler again (recreated after a loss).
+    being disrupted (preempted, evicted) or wait for the scheduler again (recreated after a loss): the job's
+    reason while its re-queued attempt waits (phase Queued, attempt > 0), and while a Scheduled/Running gang is
+    short of members without a timed cause for a new attempt (`requeue_entry`).
 
     The reason is the pods' own DisruptionTarget reason while a disrupted pod is still visible (e.g.
-    `PreemptionByScheduler`, with who preempted in the message), else `Requeued`. The phase itself stays: phases
-    only move forward (see the module docstring and docs/observability.md, "Re-queued gangs").
+    `PreemptionByScheduler`, with who preempted in the message), else `Requeued` (see docs/observability.md,
+    "Re-queued gangs").
     """
     if obs.bound >= shape.min_member:
         return None
@@ -274,7 +346,8 @@ def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str
     if disrupted is not None and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
         # v1alpha2 DisruptionTarget: the scheduler is preempting the gang; say so while the pods still run.
         return disrupted.get("reason") or DISRUPTION_TARGET, disrupted.get("message", "")
-    requeued = _requeued(obs, shape, pods, live_pods) if phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) else None
+    in_requeue = phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) or (phase == GangPhase.QUEUED and obs.attempt)
+    requeued = _requeued(obs, shape, pods, live_pods) if in_requeue else None
     if requeued is not None:
         return requeued
     if phase == GangPhase.RUNNING:

@@ -42,6 +42,7 @@ class PodFacts:
     terminating: bool
     disruption_reason: str = ""  # DisruptionTarget=True reason, e.g. "PreemptionByScheduler"
     disruption_message: str = ""
+    disrupted_at: datetime | None = None  # DisruptionTarget=True lastTransitionTime
 
     @property
     def bound(self) -> bool:
@@ -93,6 +94,7 @@ def pod_facts(pod: dict) -> PodFacts:
         waiting_since=waiting_since, terminating=o.is_terminating(pod),
         disruption_reason=(disrupted or {}).get("reason") or ("DisruptionTarget" if disrupted else ""),
         disruption_message=(disrupted or {}).get("message") or "",
+        disrupted_at=o.parse_time((disrupted or {}).get("lastTransitionTime")),
     )
 
 

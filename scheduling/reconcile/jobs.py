@@ -12,9 +12,14 @@ desired objects from the job row (reconcile/desired.py), and then:
 - replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2): deletes the
   Indexed Jobs, then the gang objects in reverse creation order, bumps `gang_generation` (so every name
   changes) and creates the new objects in order;
+- when it created an owner Job of a Scheduled or Running job (its objects vanished, or the gang was replaced),
+  starts a new timeline attempt with a Dispatched entry, reason Recreated / Replaced, naming what it created;
 - deletes the job's objects that are no longer desired (earlier generations), each with a UID precondition,
   and releases the backend's protection finalizer (v1alpha2 `podgroup-protection`) on its own terminating
   objects once no live pod references them;
+- when the API server refuses for good to create one of them (400, 422, a 403 from admission: `CreateRefused`)
+  ends the job Failed (reason CreateRefused, the object and the server's words in the message) and deletes every
+  object already created for it, as a cancel does;
 - on cancel deletes every object of the job and ends it Cancelled; when the job has finished (Succeeded or
   Failed) and none of its pods is alive, deletes its gang objects and Service so they stop holding quota.
 
@@ -23,7 +28,8 @@ Every pass leaves a ReconcileAttempt row. Unreachable cluster, 401/403, 429 and 
 after being recorded on the job (phase_reason "ClusterUnreachable", "Forbidden", ...); the Celery task retries
 those with backoff. So does a create answered "namespace not found" (phase_reason "NamespaceNotFound"): the job's
 namespace is missing in its cluster, and once someone creates it the next retry or resync dispatches the job.
-400/422 and name conflicts are terminal: recorded, not retried.
+400/422, a 403 from admission (quota, webhook, policy: it refuses the object, not gangweb) and name conflicts are
+terminal: recorded, not retried; a create refused so fails the job (above).
 """
 from __future__ import annotations
 
@@ -43,13 +49,17 @@ from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import (
     CLUSTER_UNREACHABLE,
+    CREATE_REFUSED,
     NAMESPACE_NOT_FOUND,
+    CreateRefused,
     KubeError,
     TerminalKubeError,
     TransientKubeError,
+    refuses_for_good,
 )
 from ..kube.objects import JOB, SERVICE
 from ..models import GangJob, PhaseTransition, ReconcileAttempt
+from ..observe.objects import created_at as o_created_at
 from . import desired as desired_mod
 from . import status
 from .observed import Observed, kind_key, obj_key, read
@@ -62,6 +72,8 @@ MAX_WAITS = 6  # countdowns in a row (5 s doubling: about 5 minutes in all); the
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 LIVE_POD_PHASES = ("Pending", "Running", "Unknown")
 NAME_CONFLICT = "NameConflict"
+RECREATED = "Recreated"  # a Scheduled/Running job's vanished objects were created again: a new attempt
+REPLACED = "Replaced"  # a Scheduled/Running job's gang was replaced under a new generation: a new attempt
 BACKEND_UNAVAILABLE = "BackendUnavailable"
 WAITING = "WaitingForDeletion"
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
@@ -148,6 +160,7 @@ class JobReconciler:
         self.ns = job.namespace
         self.observed = observed if observed is not None else read(api, self.backend, self.ns, self.uid)
         self.actions: list[str] = []
+        self.created: list[dict] = []  # objects this pass created (not adopted on 409), in creation order
 
     # ---- entry -------------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -155,6 +168,8 @@ class JobReconciler:
         job = self.job
         if job.desired_state == DesiredState.CANCEL or job.phase == GangPhase.CANCELLED:
             self.cancel()
+        elif job.phase == GangPhase.FAILED and job.phase_reason == CREATE_REFUSED:
+            self.discard()
         elif job.is_terminal:
             self.clean_up_finished()
         else:
@@ -206,6 +221,7 @@ class JobReconciler:
         self.delete_stale(wanted, owners, svc)
         if self.cancelled_meanwhile():
             return
+        self.note_restart(replace_fields)
 
         owner_names = {o["metadata"]["name"] for o in owners}
         pods = [p for p in self.observed.pods
@@ -216,6 +232,27 @@ class JobReconciler:
                                  recorded=self.observed.recorded_phases)
         if self.job.is_terminal:
             self.clean_up_finished()
+
+    def note_restart(self, replaced: list[str]) -> None:
+        """When this pass created an owner Job of a job that was Scheduled or Running (its Job had been there: its
+        pods ran), the job starts again: record a Dispatched entry of a new attempt (`status.record_restart`),
+        at the new objects' creationTimestamp, source the new Job, reason `Replaced` (immutable drift, the
+        fields named) or `Recreated` (the objects vanished: deleted by someone, a cluster restored without
+        them), naming every object this pass created. The run before it ends there (run_time reads the latest
+        attempt) instead of spanning the loss. A job still Dispatched or Queued just goes on waiting."""
+        jobs = [obj for obj in self.created if obj.get("kind") == JOB.kind]
+        if not jobs or self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+            return
+        at = min((t for t in (o_created_at(obj) for obj in self.created) if t is not None), default=None)
+        if at is None:
+            return
+        names = ", ".join(object_source(obj) for obj in self.created)
+        if replaced:
+            reason, message = REPLACED, f"replaced the gang (immutable change of {', '.join(replaced)}): {names}"
+        else:
+            reason, message = RECREATED, f"recreated what was missing from the cluster: {names}"
+        status.record_restart(self.job, at, object_source(jobs[0]), reason, message)
+        self.observed.recorded_phases = None  # read before this entry: the observation must read the timeline
 
     def cancelled_meanwhile(self) -> bool:
         """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
@@ -328,12 +365,23 @@ class JobReconciler:
             raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
         return have
 
+    def create(self, ref: ObjectRef, want: dict) -> dict:
+        """POST one object. Raises ApiException(409) when the name is taken, CreateRefused when the API server
+        refuses it for good (`refuses_for_good`), other KubeErrors as classified."""
+        try:
+            return objects.create(self.api, ref, want)
+        except KubeError as exc:
+            if refuses_for_good(exc):
+                raise CreateRefused(ref.kind, f"{self.ns}/{want['metadata']['name']}", exc) from exc
+            raise
+
     def create_gang(self, ref: ObjectRef, want: dict) -> None:
         """Create a gang object; on AlreadyExists read it, check it is ours, compare and fix drift."""
         name = want["metadata"]["name"]
         try:
-            self.observed.gang_of(ref)[name] = objects.create(self.api, ref, want)
+            self.observed.gang_of(ref)[name] = obj = self.create(ref, want)
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            self.created.append(obj)
             return
         except ApiException as exc:
             if exc.status != 409:
@@ -351,8 +399,9 @@ class JobReconciler:
         """Create an Indexed Job or Service; on AlreadyExists accept it only when it is ours and alive."""
         name = want["metadata"]["name"]
         try:
-            obj = objects.create(self.api, ref, want)
+            obj = self.create(ref, want)
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            self.created.append(obj)
             return obj
         except ApiException as exc:
             if exc.status != 409:
@@ -422,9 +471,9 @@ class JobReconciler:
                 self.delete(SERVICE, obj)
         self.delete_gang(keep={(obj_key(w), w["metadata"]["name"]) for w in wanted})
 
-    def cancel(self) -> None:
-        """Delete every object of the job (Jobs with their pods, Service, gang objects) and end it Cancelled.
-        `cleaned_up_at` is set once a pass finds nothing left; until then it comes back after WAIT_SECONDS."""
+    def delete_all(self) -> bool:
+        """Delete every object of the job (Jobs with their pods, Service, gang objects). Returns True when the
+        pass found nothing left to delete (the cleanup is complete)."""
         nothing_left = self.observed.is_empty()
         for owner in self.observed.owners.values():
             if not is_terminating(owner):
@@ -433,9 +482,23 @@ class JobReconciler:
             if not is_terminating(svc):
                 self.delete(SERVICE, svc)
         self.delete_gang()
+        return nothing_left
+
+    def cancel(self) -> None:
+        """Delete every object of the job and end it Cancelled; done (`cleaned_up_at`) once nothing is left."""
+        nothing_left = self.delete_all()
         if self.job.phase != GangPhase.CANCELLED:
             status.record_phase(self.job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
                                 "cancelled; the job's cluster objects are deleted")
+        self.finish_cleanup(nothing_left)
+
+    def discard(self) -> None:
+        """Delete every object of a job the API server refused (Failed, CreateRefused), as a cancel does: nothing
+        of a job that can never run is kept (unlike a job that ran and failed, whose Jobs stay for inspection)."""
+        self.finish_cleanup(self.delete_all())
+
+    def finish_cleanup(self, nothing_left: bool) -> None:
+        """`cleaned_up_at` is set once a pass finds nothing left; until then it comes back after WAIT_SECONDS."""
         if nothing_left:
             self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
         else:
@@ -465,7 +528,7 @@ def _status_snapshot(job: GangJob) -> dict:
 def _clear_error(job: GangJob) -> None:
     """After a successful pass, put back the reason of the current phase in place of a recorded error."""
     if job.phase_reason in ERROR_REASONS:
-        last = PhaseTransition.objects.filter(job=job, phase=job.phase).first()
+        last = PhaseTransition.objects.filter(job=job, phase=job.phase).order_by("-attempt", "-at").first()
         job.phase_reason = last.reason if last else ""
         job.phase_message = last.message if last else ""
 
@@ -516,6 +579,10 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
         pass
     except Requeue as exc:
         result.reason, result.message, result.requeue_after = exc.reason, exc.message, exc.countdown
+    except CreateRefused as exc:
+        result.error, result.outcome = exc, ReconcileOutcome.TERMINAL_ERROR
+        result.reason, result.message = exc.reason, exc.message
+        _fail_refused(job, reconciler, exc, result)
     except KubeError as exc:
         if exc.reason == NAMESPACE_NOT_FOUND:
             exc.message = (f'namespace "{job.namespace}" does not exist in cluster {job.cluster.name}; create it '
@@ -539,6 +606,21 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     if isinstance(result.error, TransientKubeError):
         raise result.error
     return result
+
+
+def _fail_refused(job: GangJob, reconciler: JobReconciler, exc: CreateRefused, result: PassResult) -> None:
+    """End `job` Failed because the API server refused one of its objects for good, then delete what was created
+    (`discard`). The Failed entry has gangweb's clock and source: a refusal carries no cluster timestamp. When the
+    cleanup must wait or the cluster fails meanwhile, a later pass (task countdown or resync) finishes it."""
+    status.record_failure(job, CREATE_REFUSED, exc.message)
+    if job.phase != GangPhase.FAILED or job.phase_reason != CREATE_REFUSED:
+        return  # finished otherwise meanwhile (a cancel): that path cleans up
+    try:
+        reconciler.discard()
+    except Requeue as wait:
+        result.requeue_after = wait.countdown
+    except KubeError as err:
+        log.warning("job %s: cleaning up after %s failed: %s (the resync retries)", job.pk, exc.reason, err)
 
 
 def _load(job_ids):

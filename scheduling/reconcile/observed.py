@@ -31,8 +31,8 @@ def obj_key(obj: dict) -> str:
 class Observed:
     """One job's objects in the cluster, as listed. `gang` maps kind_key -> {name: object}.
 
-    `recorded_phases` ({phase: at}) is set by a resync, which reads the job's timeline together with its row: with
-    it, a pass that observes nothing new writes nothing without locking the row again
+    `recorded_phases` ([(phase, at, attempt)]) is set by a resync, which reads the job's timeline together with its
+    row: with it, a pass that observes nothing new writes nothing without locking the row again
     (`status.apply_observation(recorded=...)`).
     """
 
@@ -40,7 +40,7 @@ class Observed:
     owners: dict[str, dict] = field(default_factory=dict)
     services: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)
-    recorded_phases: dict | None = None
+    recorded_phases: list | None = None
 
     def gang_of(self, ref: ObjectRef) -> dict[str, dict]:
         """{name: object} of one gang kind."""

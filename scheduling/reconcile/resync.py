@@ -61,20 +61,20 @@ JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are
 
 
 def chunked(queryset, size: int = JOB_CHUNK):
-    """Yield (job, {phase: at} recorded for it) for the rows of `queryset`, `size` at a time by primary key: the
-    ids first (one query), then two queries per chunk (rows, their timelines), so a resync of 10,000 jobs never
+    """Yield (job, [(phase, at, attempt)] recorded for it) for the rows of `queryset`, `size` at a time by primary
+    key: the ids first (one query), then two queries per chunk (rows, their timelines), so a resync of 10,000 jobs never
     holds 10,000 model instances with their JSON. Unlike `.iterator()` it needs no server-side cursor held open
     across the passes' own writes and transactions. Rows deleted meanwhile are skipped."""
     ids = list(queryset.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), size):
         chunk = ids[start:start + size]
-        recorded: dict[int, dict] = {}
-        # Same rows and order as `job.transitions.values_list("phase", "at")` (the model's ordering), per job.
-        for job_id, phase, at in PhaseTransition.objects.filter(job_id__in=chunk).values_list("job_id", "phase",
-                                                                                              "at"):
-            recorded.setdefault(job_id, {})[phase] = at
+        recorded: dict[int, list] = {}
+        # Same rows as `job.transitions.values_list("phase", "at", "attempt")`, per job.
+        for job_id, phase, at, attempt in PhaseTransition.objects.filter(job_id__in=chunk).values_list(
+                "job_id", "phase", "at", "attempt"):
+            recorded.setdefault(job_id, []).append((phase, at, attempt))
         for job in queryset.filter(pk__in=chunk).order_by("pk"):
-            yield job, recorded.get(job.pk, {})
+            yield job, recorded.get(job.pk, [])
 
 
 def jobs_to_resync(cluster: Cluster):
@@ -84,7 +84,7 @@ def jobs_to_resync(cluster: Cluster):
             .select_related("cluster", "queue"))
 
 
-def resync_job(job: GangJob, api, snap: Snapshot, recorded: dict) -> tuple[bool, bool]:
+def resync_job(job: GangJob, api, snap: Snapshot, recorded: list) -> tuple[bool, bool]:
     """One job's pass within a resync, fed with its slice of `snap`. Returns (acted, failed). A transient error
     was recorded on the job by the pass (NamespaceNotFound, Forbidden, ...) and counts as failed; the next
     resync looks again."""

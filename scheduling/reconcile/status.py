@@ -3,7 +3,8 @@
 Called by the job reconcile after it acted (`apply_observation`), by the cluster watcher on every relevant event
 (`scheduling.kube.watches`), and by the reconcile's error path (`record_error`). The logic is pure and lives in
 `scheduling.observe`; this module only reads the job's recorded timeline, calls it, and writes once per pass,
-only when something changed (house rule 7). Phase history is append-only: one entry per phase, in order.
+only when something changed (house rule 7). Phase history is append-only: one entry per phase and attempt, in
+order (a re-queued gang starts a new attempt: `observe.phases.requeue_entry`).
 
 Concurrency: the watcher and a Celery worker may observe the same job at once. Both run inside a transaction that
 locks the job row (`select_for_update`; on SQLite the IMMEDIATE transaction mode serializes writers), re-read the
@@ -17,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..backends.base import GangStatus
-from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState
+from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState, GangPhase
 from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import capacity, metrics, phases, why_pending
@@ -88,13 +89,13 @@ def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phase
 
 
 def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: list[dict], owners: list[dict],
-                      recorded: dict | None = None) -> None:
+                      recorded: list | None = None) -> None:
     """Record what the cluster says about `job` now.
 
     - `backend`: the job's SchedulerBackend (class or instance; None when the job has none yet);
     - `gang_objects`, `pods`, `owners`: the job's gang objects, pods and owner Jobs as camelCase dicts (the API
       server's JSON or `ApiClient.sanitize_for_serialization`); pass every object of the job that exists;
-    - `recorded`: the job's recorded phases {phase: at}, when the caller read them together with `job`'s row (the
+    - `recorded`: the job's recorded entries [(phase, at, attempt)], when the caller read them with `job`'s row (the
       resync does, per chunk of rows). Then an observation that changes nothing in the row as read returns at once,
       without locking and re-reading the row: most jobs of a resync are in sync, and the lock, the re-read and the
       commit were nearly all of a resync's time per job (bench/: resync). Anything that would change is derived
@@ -119,19 +120,21 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
         if locked.phase in TERMINAL_PHASES:
             _refresh(job, locked)
             return
-        recorded = dict(locked.transitions.values_list("phase", "at"))
+        recorded = list(locked.transitions.values_list("phase", "at", "attempt"))
         obs, changes = _derive(locked, job, recorded, *facts)
         if obs.entries:
             PhaseTransition.objects.bulk_create([
-                PhaseTransition(job=locked, phase=e.phase, at=e.at, source=e.source[:300],
+                PhaseTransition(job=locked, phase=e.phase, at=e.at, attempt=e.attempt, source=e.source[:300],
                                 reason=e.reason[:REASON_MAX], message=e.message) for e in obs.entries])
-            new_phases = {e.phase for e in obs.entries}
+            # Metrics observe the spans the new entries end; time_to_running once, at the first Running.
+            new_phases = {e.phase for e in obs.entries if e.phase != GangPhase.RUNNING or e.attempt == 0}
         _save_changed(locked, changes)
         _refresh(job, locked)
     if new_phases:
         spans = timeline.durations(locked.transitions.all())
         metrics.observe_durations(locked.cluster.name, locked.queue.name, new_phases, spans)
-        log.info("job %s: %s", locked.pk, " -> ".join(e.phase for e in obs.entries))
+        log.info("job %s: %s", locked.pk, " -> ".join(f"{e.phase}#{e.attempt}" if e.attempt else e.phase
+                                                       for e in obs.entries))
 
 
 def _error_summary(cluster: str, reason: str, message: str, status: int | None) -> str:
@@ -176,8 +179,9 @@ def record_phase(job: GangJob, phase: str, at, source: str, reason: str = "", me
     if job.phase in TERMINAL_PHASES or PHASE_ORDER[phase] <= PHASE_ORDER.get(job.phase, 0):
         return False
     at = at or timezone.now()
-    last = job.transitions.order_by("-at").values_list("at", flat=True).first()
-    at = max(at, last) if last else at
+    last = job.transitions.order_by("-attempt", "-at").values_list("at", "attempt").first()
+    attempt = last[1] if last else 0
+    at = max(at, last[0]) if last else at
     job.phase, job.phase_reason, job.phase_message, job.phase_changed_at = phase, reason[:REASON_MAX], message, at
     if phase in TERMINAL_PHASES:
         job.finished_at = at
@@ -185,20 +189,66 @@ def record_phase(job: GangJob, phase: str, at, source: str, reason: str = "", me
             job.why_pending = None
             GangJob.objects.filter(pk=job.pk).update(why_pending=None)
     _, created = PhaseTransition.objects.get_or_create(
-        job=job, phase=phase, defaults={"at": at, "source": source[:300], "reason": reason[:REASON_MAX],
-                                        "message": message})
+        job=job, phase=phase, attempt=attempt,
+        defaults={"at": at, "source": source[:300], "reason": reason[:REASON_MAX], "message": message})
     if created:
         spans = timeline.durations(job.transitions.all())
         metrics.observe_durations(job.cluster.name, job.queue.name, {phase}, spans)
     return True
 
 
-def _derive(row: GangJob, job: GangJob, recorded: dict, gang, gang_objects, pods, owners, pod_list, owner_list,
+def record_failure(job: GangJob, reason: str, message: str) -> bool:
+    """End `job` Failed by gangweb's own finding (the API server refused one of its objects for good), with an
+    entry at gangweb's clock, source "gangweb" (the refusal has no cluster timestamp). Written at once under the
+    row lock, so an observation racing with it (the watch saw the first objects created: Dispatched) is neither
+    overwritten nor lost: the entry follows it. A job already finished is left alone; `job` is refreshed from the
+    row either way. Returns True when the job moved to Failed."""
+    with transaction.atomic():
+        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+        moved = record_phase(locked, GangPhase.FAILED, timezone.now(), "gangweb", reason, message)
+        if moved:
+            locked.save(update_fields=["phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at",
+                                       "updated_at"])
+        _refresh(job, locked)
+    return moved
+
+
+def record_restart(job: GangJob, at, source: str, reason: str, message: str) -> bool:
+    """Record that `job` starts again from Dispatched because the reconciler created its owner Job anew at `at`
+    (the new objects' creationTimestamp): a Dispatched entry of a new attempt (reason `Recreated` or `Replaced`,
+    `message` naming the objects), and the job's phase Dispatched. Under the row lock; when the watch already
+    started an attempt from the new Job's pods (its first entry is no earlier than `at`: Queued, `Requeued`), the
+    Dispatched entry joins that attempt instead of starting another, and the phase stays. A finished job is left
+    alone. `job` is refreshed from the row. Returns True when an entry was appended."""
+    with transaction.atomic():
+        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+        if locked.phase in TERMINAL_PHASES:
+            _refresh(job, locked)
+            return False
+        rows = list(locked.transitions.values_list("phase", "at", "attempt"))
+        attempt, current = timeline.current_attempt(rows)
+        joins = attempt > 0 and current and GangPhase.DISPATCHED not in current and min(current.values()) >= at
+        if not joins:
+            attempt += 1
+            at = max([at, *(r[1] for r in rows)])
+        PhaseTransition.objects.create(job=locked, phase=GangPhase.DISPATCHED, at=at, attempt=attempt,
+                                       source=source[:300], reason=reason[:REASON_MAX], message=message)
+        if not joins:
+            _save_changed(locked, {"phase": GangPhase.DISPATCHED, "phase_reason": reason[:REASON_MAX],
+                                   "phase_message": message, "phase_changed_at": at})
+        _refresh(job, locked)
+    log.info("job %s: %s#%s (%s)", job.pk, GangPhase.DISPATCHED, attempt, reason)
+    return True
+
+
+def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods, owners, pod_list, owner_list,
             scheduler: str):
     """The observation of `row` (the job's row as read, locked or not) and the field values it implies.
     `job` is the caller's instance (its chosen `backend_plugin`). Returns (phases.Observation, {field: value})."""
     shape = job_shape(row)
-    obs = phases.observe(shape, row.phase, recorded, gang, gang_objects, pod_list, owner_list, timezone.now())
+    attempt, current = timeline.current_attempt(recorded)
+    obs = phases.observe(shape, row.phase, current, gang, gang_objects, pod_list, owner_list, timezone.now(),
+                         attempt=attempt)
     why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec),
                               scheduler, capacity=row.cluster.capacity,
                               per_pod=capacity.pod_requests(row.resolved_spec))

@@ -17,13 +17,36 @@ DURATION_NAMES = ("time_in_queue", "time_to_schedule", "time_to_running", "run_t
 
 
 def ordered(transitions) -> list:
-    """Transitions in lifecycle order (time first, then phase order for equal times)."""
-    return sorted(transitions, key=lambda t: (t.at, PHASE_ORDER.get(t.phase, 99), t.id or 0))
+    """Transitions in lifecycle order: by attempt, then time, then phase order for equal times."""
+    return sorted(transitions, key=lambda t: (getattr(t, "attempt", 0) or 0, t.at, PHASE_ORDER.get(t.phase, 99),
+                                              t.id or 0))
+
+
+def current_attempt(rows) -> tuple[int, dict]:
+    """(attempt, {phase: at}) of a job's latest attempt, from its recorded `(phase, at, attempt)` rows in any
+    order: what `observe.phases.observe` is given. (0, {}) for no rows."""
+    rows = list(rows)
+    attempt = max((a for _, _, a in rows), default=0)
+    return attempt, {phase: at for phase, at, a in rows if a == attempt}
+
+
+def requeues(transitions) -> int:
+    """How many times the job was re-queued: its latest attempt number (0 when never)."""
+    return max((getattr(t, "attempt", 0) or 0 for t in transitions), default=0)
 
 
 def _bounds(transitions) -> dict[str, tuple[datetime | None, datetime | None, bool]]:
-    """{name: (start, end, may_go_on)} of each derived span; `may_go_on` is False once the job finished."""
-    at = {t.phase: t.at for t in transitions}
+    """{name: (start, end, may_go_on)} of each derived span; `may_go_on` is False once the job finished.
+
+    `time_in_queue` and `run_time` read the latest attempt (the current wait, the current run: a re-queue starts
+    them again); `time_to_schedule` and `time_to_running` run from Submitted to the first Scheduled and Running
+    (how long the job took to get going at all; a later re-queue does not change that)."""
+    items = ordered(transitions)
+    last = max((getattr(t, "attempt", 0) or 0 for t in items), default=0)
+    first = {}
+    for t in items:
+        first.setdefault(t.phase, t.at)
+    at = {t.phase: t.at for t in items if (getattr(t, "attempt", 0) or 0) == last}
     end = next((at[p] for p in (GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED) if p in at), None)
     live = end is None
     queued = at.get(GangPhase.QUEUED) or at.get(GangPhase.DISPATCHED)
@@ -31,8 +54,8 @@ def _bounds(transitions) -> dict[str, tuple[datetime | None, datetime | None, bo
     return {
         # A job that finished without being scheduled (cancelled while queued) waited until it finished.
         "time_in_queue": (queued, scheduled or end, live and scheduled is None),
-        "time_to_schedule": (at.get(GangPhase.SUBMITTED), scheduled, live),
-        "time_to_running": (at.get(GangPhase.SUBMITTED), at.get(GangPhase.RUNNING), live),
+        "time_to_schedule": (first.get(GangPhase.SUBMITTED), first.get(GangPhase.SCHEDULED), live),
+        "time_to_running": (first.get(GangPhase.SUBMITTED), first.get(GangPhase.RUNNING), live),
         "run_time": (at.get(GangPhase.RUNNING), end, live),
     }
 
@@ -40,10 +63,11 @@ def _bounds(transitions) -> dict[str, tuple[datetime | None, datetime | None, bo
 def durations(transitions) -> dict[str, float | None]:
     """Derived durations in seconds, None while not complete (the metrics use these).
 
-    - time_in_queue: Queued (else Dispatched) until Scheduled (or until the job finished unscheduled);
-    - time_to_schedule: Submitted until Scheduled;
-    - time_to_running: Submitted until Running;
-    - run_time: Running until Succeeded/Failed/Cancelled.
+    - time_in_queue: Queued (else Dispatched) until Scheduled (or until the job finished unscheduled), of the
+      latest attempt;
+    - time_to_schedule: Submitted until the first Scheduled;
+    - time_to_running: Submitted until the first Running;
+    - run_time: Running until Succeeded/Failed/Cancelled, of the latest attempt.
     """
     bounds = _bounds(transitions)
     return {name: (b - a).total_seconds() if a is not None and b is not None else None

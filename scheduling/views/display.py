@@ -61,6 +61,7 @@ class GanttRow:
     reason: str = ""
     message: str = ""
     source: str = ""
+    attempt: int = 0  # 0 for the first pass, n after the n-th re-queue
 
     @property
     def duration(self) -> str:
@@ -89,14 +90,15 @@ MIN_BAR_PERCENT = 0.6  # an instant phase still shows as a sliver you can see
 def gantt(transitions, now: datetime) -> Gantt:
     """Lay out a job's phase transitions as Gantt bars.
 
-    `transitions`: objects with `phase`, `at` (aware datetime), `reason`, `message`, `source`, in any order.
-    Phases are laid out in lifecycle order; each lasts from its `at` until the next one's; the last one lasts
+    `transitions`: objects with `phase`, `at` (aware datetime), `reason`, `message`, `source`, `attempt`, in any
+    order. Phases are laid out in lifecycle order within each attempt, attempts one after the other; each lasts
+    from its `at` until the next one's; the last one lasts
     until `now` unless it is terminal (Succeeded/Failed/Cancelled), drawn as a thin end marker of zero duration.
     """
-    # Lifecycle order, not time order: each phase is recorded once, and the cluster's timestamps (whole seconds)
-    # can put Dispatched a fraction of a second before gangweb's own Submitted time. A phase never starts before
-    # the one before it.
-    items = sorted(transitions, key=lambda t: (PHASE_ORDER.get(t.phase, 99), t.at))
+    # Lifecycle order, not time order: each phase is recorded once per attempt, and the cluster's timestamps (whole
+    # seconds) can put Dispatched a fraction of a second before gangweb's own Submitted time. A phase never starts
+    # before the one before it.
+    items = sorted(transitions, key=lambda t: (getattr(t, "attempt", 0) or 0, PHASE_ORDER.get(t.phase, 99), t.at))
     if not items:
         return Gantt()
     starts = []
@@ -118,7 +120,8 @@ def gantt(transitions, now: datetime) -> Gantt:
         width = min(width, 100 - left)
         rows.append(GanttRow(phase=t.phase, at=t.at, seconds=seconds, left=round(left, 3), width=round(width, 3),
                              open=is_last and t.phase not in TERMINAL_PHASES, reason=t.reason or "",
-                             message=t.message or "", source=t.source or ""))
+                             message=t.message or "", source=t.source or "",
+                             attempt=getattr(t, "attempt", 0) or 0))
     return Gantt(rows=rows, start=start, end=end, total=total)
 
 

@@ -121,6 +121,7 @@ def job_live_context(job) -> dict:
         # The API's derived durations: {"duration_s", "ongoing"} or None; an ongoing one counts until now.
         "durations": timeline.spans(transitions, now),
         "duration_labels": DURATION_LABELS,
+        "requeues": timeline.requeues(transitions),
         "transitions": transitions,
         "why": explain(job.why_pending, job.phase),
         # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and

@@ -71,8 +71,8 @@ def test_observing_the_same_world_twice_changes_nothing(job):
     assert job.transitions.count() == 3
 
 
-def recorded_of(job) -> dict:
-    return dict(job.transitions.values_list("phase", "at"))
+def recorded_of(job) -> list:
+    return list(job.transitions.values_list("phase", "at", "attempt"))
 
 
 def test_with_its_timeline_read_beforehand_an_unchanged_job_costs_no_query(job, django_assert_num_queries):
@@ -163,3 +163,34 @@ def test_error_summaries_tell_a_refusal_from_an_unreachable_cluster():
         "Cluster local refused the job's objects (HTTP 422, Invalid): spec.x: must be an integer")
     assert _error_summary("local", "NamespaceNotFound", 'namespace "x" does not exist in cluster local', 404) == (
         'namespace "x" does not exist in cluster local')
+
+
+def ran(job):
+    for phase, sec in ((P.DISPATCHED, 1), (P.QUEUED, 2), (P.SCHEDULED, 5), (P.RUNNING, 6)):
+        PhaseTransition.objects.create(job=job, phase=phase, at=t(sec))
+    GangJob.objects.filter(pk=job.pk).update(phase=P.RUNNING)
+    job.refresh_from_db()
+
+
+def attempts(job) -> list[tuple]:
+    return list(job.transitions.order_by("attempt", "at", "id").values_list("phase", "attempt", "reason"))
+
+
+def test_a_recreated_owner_job_starts_a_new_attempt_at_its_creation_time(job):
+    ran(job)
+    assert status.record_restart(job, t(60), "Job default/w-0", "Recreated", "recreated what was missing: Job ...")
+    assert attempts(job)[-1] == (P.DISPATCHED, 1, "Recreated")
+    assert job.transitions.get(attempt=1).at == t(60)
+    job.refresh_from_db()
+    assert (job.phase, job.phase_reason, job.phase_changed_at) == (P.DISPATCHED, "Recreated", t(60))
+
+
+def test_when_the_watch_already_started_the_attempt_from_the_new_pods_the_restart_joins_it(job):
+    ran(job)
+    PhaseTransition.objects.create(job=job, phase=P.QUEUED, at=t(61), attempt=1, reason="Requeued")
+    GangJob.objects.filter(pk=job.pk).update(phase=P.QUEUED)
+    job.refresh_from_db()
+    assert status.record_restart(job, t(60), "Job default/w-0", "Recreated", "recreated ...")
+    assert [(p, a) for p, a, _ in attempts(job)][-2:] == [(P.DISPATCHED, 1), (P.QUEUED, 1)]
+    job.refresh_from_db()
+    assert job.phase == P.QUEUED  # the phase does not step back within the attempt

@@ -25,6 +25,16 @@ def api_error(status, message="boom"):
     (api_error(500), errors.TransientKubeError, "ServerError"),
     (api_error(503), errors.TransientKubeError, "ServerError"),
     (api_error(403), errors.TransientKubeError, "Forbidden"),
+    # RBAC refuses gangweb's identity: an admin grants the role and the retry goes through.
+    (api_error(403, 'jobs.batch is forbidden: User "system:serviceaccount:gw:gangweb" cannot create resource "jobs" '
+                    'in API group "batch" in the namespace "ml"'), errors.TransientKubeError, "Forbidden"),
+    # Admission refuses the object itself: the same object gets the same answer.
+    (api_error(403, 'jobs.batch "train-0" is forbidden: exceeded quota: no-jobs, requested: count/jobs.batch=1, '
+                    "used: count/jobs.batch=0, limited: count/jobs.batch=0"), errors.TerminalKubeError, "Forbidden"),
+    (api_error(403, 'admission webhook "policy.example.com" denied the request: no GPUs in ml'),
+     errors.TerminalKubeError, "Forbidden"),
+    (api_error(403, "podgroups.scheduling.k8s.io \"g\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' "
+                    "denied request: minCount too large"), errors.TerminalKubeError, "Forbidden"),
     (api_error(401), errors.TransientKubeError, "Unauthorized"),
     (api_error(422, "spec.minMember: Invalid value"), errors.TerminalKubeError, "Invalid"),
     (api_error(400), errors.TerminalKubeError, "Invalid"),
@@ -34,6 +44,16 @@ def test_failures_are_classified(exc, kind, reason):
     classified = errors.classify(exc)
     assert type(classified) is kind and classified.reason == reason
     assert errors.classify(ValueError("not an API failure")) is None
+
+
+@pytest.mark.parametrize("status, terminal_for_good", [(400, True), (422, True), (403, True), (409, False),
+                                                       (405, False)])
+def test_a_create_is_refused_for_good_only_by_400_422_and_admission_403(status, terminal_for_good):
+    message = "exceeded quota: q" if status == 403 else "nope"
+    classified = errors.classify(api_error(status, message))
+    assert errors.refuses_for_good(classified) is terminal_for_good
+    for transient in (api_error(429), api_error(500), api_error(403, 'User "u" cannot create resource "jobs"')):
+        assert not errors.refuses_for_good(errors.classify(transient))
 
 
 def test_call_passes_404_and_409_through_as_answers():

@@ -5,7 +5,7 @@ from scheduling.backends.base import GangStatus
 from scheduling.choices import GangPhase as P
 from scheduling.observe import phases
 from scheduling.observe.pods import owner_facts, pod_facts
-from tests.kube_objects import T0, batch_job, pod, t, v1alpha2_podgroup
+from tests.kube_objects import T0, at, batch_job, pod, t, v1alpha2_podgroup
 
 GANG3 = phases.JobShape(min_member=3, total=3)
 UNSCHEDULABLE = GangStatus(admitted=False, reason="Unschedulable", message="0/4 nodes are available",
@@ -18,9 +18,9 @@ LATER = t(100)
 
 
 def run(gang, pods=(), owners=OWNERS, gang_objects=GANG_OBJECTS, current=P.SUBMITTED, recorded=None, shape=GANG3,
-        now=LATER):
+        now=LATER, attempt=0):
     return phases.observe(shape, current, dict(recorded or SUBMITTED), gang, list(gang_objects),
-                          [pod_facts(p) for p in pods], [owner_facts(w) for w in owners], now)
+                          [pod_facts(p) for p in pods], [owner_facts(w) for w in owners], now, attempt=attempt)
 
 
 def pods3(**kw):
@@ -151,22 +151,81 @@ def preempted(name: str) -> dict:
     p = pod(name=name, bound=5, started=6, terminating=True)
     p["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
                                       "message": "Kai-scheduler: preempting to make room for default/big-job",
-                                      "lastTransitionTime": "2026-01-01T00:00:50Z"})
+                                      "lastTransitionTime": at(50)})
     return p
 
 
-def test_a_running_gang_whose_pods_are_preempted_says_so_with_the_pods_reason_and_who():
+def entries(obs):
+    return [(e.phase, e.attempt, e.at, e.reason, e.source) for e in obs.entries]
+
+
+def test_a_running_gang_whose_pods_are_preempted_is_requeued_as_a_new_attempt_with_the_pods_reason_and_who():
     pods = [preempted(f"p-{i}") for i in range(3)] + [
         pod(name=f"q-{i}", created=51, unschedulable="0/4 nodes are available") for i in range(3)]
     obs = run(GangStatus(), pods, current=P.RUNNING, recorded=RAN)
-    assert obs.entries == []  # the timeline only moves forward; the phase stays Running
-    assert (obs.phase, obs.reason) == (P.RUNNING, "PreemptionByScheduler")
-    assert obs.message == ("gang disrupted: 0 of 3 bound; Pod default/p-0: Kai-scheduler: preempting to make room "
-                           "for default/big-job")
+    assert entries(obs) == [(P.QUEUED, 1, t(50), "PreemptionByScheduler", "Pod default/p-0")]
+    message = ("gang disrupted: 0 of 3 bound; Pod default/p-0: Kai-scheduler: preempting to make room for "
+               "default/big-job")
+    assert obs.entries[0].message == message
+    assert (obs.phase, obs.attempt, obs.reason, obs.message) == (P.QUEUED, 1, "PreemptionByScheduler", message)
 
 
-def test_a_running_gang_whose_pods_were_replaced_and_wait_again_says_requeued():
+def test_a_running_gang_whose_pods_were_replaced_and_wait_again_is_requeued_at_the_replacements_creation():
     pods = [pod(name=f"q-{i}", created=51, unschedulable="0/4 nodes are available") for i in range(3)]
     obs = run(GangStatus(), pods, current=P.RUNNING, recorded=RAN)
-    assert (obs.phase, obs.reason, obs.message) == (
-        P.RUNNING, "Requeued", "requeued: 0 of 3 bound; 0/4 nodes are available")
+    assert entries(obs) == [(P.QUEUED, 1, t(51), "Requeued", "Pod default/q-0")]
+    assert (obs.phase, obs.attempt, obs.reason, obs.message) == (
+        P.QUEUED, 1, "Requeued", "requeued: 0 of 3 bound; 0/4 nodes are available")
+
+
+def test_a_late_observation_that_sees_only_the_replacement_running_records_the_whole_new_attempt():
+    # One member evicted and replaced between two observations (a resync, no watch): the replacement was created
+    # after the gang was scheduled, so the gang as scheduled was taken apart, and is whole again.
+    pods = [pod(name="p-0", bound=5, started=6), pod(name="p-1", bound=5, started=6),
+            pod(name="p-2b", created=40, bound=42, started=43)]
+    obs = run(GangStatus(admitted=True, at=t(5)), pods, current=P.RUNNING, recorded=RAN)
+    assert entries(obs) == [(P.QUEUED, 1, t(40), "Requeued", "Pod default/p-2b"),
+                            (P.SCHEDULED, 1, t(42), "Scheduled", "Pod default/p-2b"),
+                            (P.RUNNING, 1, t(43), "Running", "Pod default/p-2b")]
+    assert (obs.phase, obs.attempt, obs.reason) == (P.RUNNING, 1, "Running")
+
+    again = run(GangStatus(admitted=True, at=t(5)), pods, current=P.RUNNING, attempt=1,
+                recorded={P.QUEUED: t(40), P.SCHEDULED: t(42), P.RUNNING: t(43)})
+    assert again.entries == [] and (again.phase, again.attempt) == (P.RUNNING, 1)
+
+
+def test_a_requeued_attempt_is_scheduled_by_its_pods_not_by_a_gang_object_still_saying_admitted():
+    pods = [pod(name="p-0", bound=5, started=6), pod(name="p-1", bound=5, started=6),
+            pod(name="p-2b", created=40, unschedulable="0/4 nodes are available")]
+    obs = run(GangStatus(admitted=True, at=t(5)), pods, current=P.QUEUED, attempt=1, recorded={P.QUEUED: t(40)})
+    assert obs.entries == [] and (obs.phase, obs.reason) == (P.QUEUED, "Requeued")
+
+    pods[2] = pod(name="p-2b", created=40, bound=44, started=45)
+    obs = run(GangStatus(admitted=True, at=t(5)), pods, current=P.QUEUED, attempt=1, recorded={P.QUEUED: t(40)})
+    assert [(e.phase, e.attempt, e.at) for e in obs.entries] == [(P.SCHEDULED, 1, t(44)), (P.RUNNING, 1, t(45))]
+
+
+@pytest.mark.parametrize("case, shape, pods, recorded", [
+    # KAI may admit the gang before its pods are bound: created before the admission, they are not replacements.
+    ("admitted before binding", GANG3, [pod(name=f"p-{i}", created=2, unschedulable="binding") for i in range(3)],
+     {**SUBMITTED, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5)}),
+    # A Job creates a large gang's pods in batches: later pods while minMember of the first ones live.
+    ("pods created in batches", phases.JobShape(min_member=2, total=4),
+     [pod(name="p-0", bound=4), pod(name="p-1", bound=5), pod(name="p-2", created=7, unschedulable="no room"),
+      pod(name="p-3", created=7, unschedulable="no room")],
+     {**SUBMITTED, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5)}),
+])
+def test_no_requeue_while_the_pods_the_gang_was_scheduled_with_are_still_there(case, shape, pods, recorded):
+    obs = run(GangStatus(admitted=True, at=t(5)), pods, current=P.SCHEDULED, recorded=recorded, shape=shape)
+    assert obs.entries == [] and (obs.phase, obs.attempt) == (P.SCHEDULED, 0)
+
+
+def test_a_member_evicted_within_the_second_the_gang_was_scheduled_still_starts_a_new_attempt():
+    # Scheduled was clamped to gangweb's sub-second Submitted time; the cluster's DisruptionTarget time is whole.
+    p = pod(name="p-1", bound=5, started=5, terminating=True)
+    p["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                                      "message": "Eviction API: evicting", "lastTransitionTime": at(5)})
+    recorded = {**SUBMITTED, P.DISPATCHED: t(5.4), P.QUEUED: t(5.4), P.SCHEDULED: t(5.4), P.RUNNING: t(5.4)}
+    obs = run(GangStatus(), [pod(name="p-0", bound=5, started=5), p], current=P.RUNNING, recorded=recorded,
+              shape=phases.JobShape(min_member=2, total=2))
+    assert entries(obs) == [(P.QUEUED, 1, t(5.4), "EvictionByEvictionAPI", "Pod default/p-1")]

@@ -1,0 +1,86 @@
+"""A create the API server refuses for good (422 Invalid, 403 from admission) fails the job and deletes what was
+created for it: no job left Dispatched holding gang objects that can never run."""
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from scheduling.backends.k8s_workload_v1alpha2 import POD_GROUP, WORKLOAD
+from scheduling.choices import GangPhase as P
+from scheduling.choices import ReconcileOutcome
+from scheduling.kube.objects import JOB, SERVICE
+from scheduling.models import GangJob, ReconcileAttempt
+from tests import builders
+
+from .reconcile_support import make_world, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
+
+
+@pytest.fixture
+def world(kube_cluster, kube_namespace, admin_user, enqueued):
+    return make_world(kube_cluster, kube_namespace, admin_user)
+
+
+def no_jobs_quota(world) -> None:
+    """A ResourceQuota allowing no batch Job in the namespace, once the quota controller has counted it (until then
+    admission answers 'status unknown for quota', a different refusal)."""
+    core = client.CoreV1Api(world.api)
+    core.create_namespaced_resource_quota(world.namespace, {"metadata": {"name": "no-jobs"},
+                                                            "spec": {"hard": {"count/jobs.batch": "0"}}})
+    wait_for(lambda: (core.read_namespaced_resource_quota("no-jobs", world.namespace).status.hard or {}),
+             timeout=30, what="quota no-jobs counted")
+
+
+# (case, how the namespace or the template makes the owner Job unacceptable, HTTP status, server reason, words)
+REFUSALS = [
+    # Passes gangweb's template checks (they do not know every enum of a container); the API server's validation
+    # refuses the Job after the Workload and PodGroup were created.
+    ("invalid", None, {"imagePullPolicy": "Sometimes"}, 422, "Invalid", 'Unsupported value: "Sometimes"'),
+    ("quota", no_jobs_quota, {}, 403, "Forbidden", "exceeded quota: no-jobs"),
+]
+
+
+@pytest.mark.parametrize("case, prepare, container_extra, http, api_reason, words", REFUSALS,
+                         ids=[r[0] for r in REFUSALS])
+def test_a_refused_owner_job_fails_the_job_and_deletes_its_gang_objects(world, case, prepare, container_extra,
+                                                                         http, api_reason, words):
+    if prepare is not None:
+        prepare(world)
+    job = world.submit(backend="k8s-workload", replicas=2,
+                       containers=[builders.container(cpu="100m", memory="64Mi", **container_extra)])
+    owner = world.names(job).pod_sets[0].owner_name
+
+    result = world.reconcile(job)
+
+    assert result.outcome == ReconcileOutcome.TERMINAL_ERROR and result.reason == "CreateRefused"
+    assert result.requeue_after == 5  # as a cancel: the pass that finds nothing left marks the cleanup done
+    job = GangJob.objects.get(pk=job.pk)
+    assert job.phase == P.FAILED
+    assert job.phase_reason == "CreateRefused"
+    assert job.phase_message.startswith(
+        f"the API server refused to create Job {world.namespace}/{owner} (HTTP {http} {api_reason}): ")
+    assert words in job.phase_message
+    assert job.why_pending is None and job.finished_at is not None and job.cleaned_up_at is None
+    timeline = list(job.transitions.order_by("at", "id").values_list("phase", "source", "reason"))
+    assert [t[0] for t in timeline][0] == P.SUBMITTED
+    assert timeline[-1] == (P.FAILED, "gangweb", "CreateRefused")
+    failed = job.transitions.get(phase=P.FAILED)
+    assert failed.message == job.phase_message and failed.at == job.finished_at
+    attempt = ReconcileAttempt.objects.filter(job=job).latest("pk")
+    assert attempt.outcome == ReconcileOutcome.TERMINAL_ERROR and attempt.reason == "CreateRefused"
+    assert attempt.actions[:2] == [f"create Workload {world.namespace}/{world.names(job).gang_name}",
+                                   f"create PodGroup {world.namespace}/{world.names(job).gang_name}"]
+    assert f"delete PodGroup {world.namespace}/{world.names(job).gang_name}" in attempt.actions
+
+    def nothing_left():
+        return not any(world.gang(job, ref) for ref in (WORKLOAD, POD_GROUP, JOB, SERVICE))
+
+    wait_for(nothing_left, timeout=30, what="the refused job's objects deleted")
+
+    # Level-triggered: the next pass neither recreates anything nor moves the job; it marks the cleanup done.
+    again = world.reconcile(job)
+    assert again.error is None and again.actions == [] and again.requeue_after is None
+    job = GangJob.objects.get(pk=job.pk)
+    assert job.phase == P.FAILED and job.phase_reason == "CreateRefused" and job.cleaned_up_at is not None
+    assert not any(world.gang(job, ref) for ref in (WORKLOAD, POD_GROUP, JOB, SERVICE))
