@@ -110,6 +110,10 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Web, worker and beat share one SQLite file on a laptop: wait for locks rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    # models.W040: the job_active_usage index (GangJob.Meta) INCLUDEs the requested totals so that PostgreSQL answers
+    # the usage estimate from the index alone. SQLite has no INCLUDE and creates the same partial index on
+    # queue_id without them, which still narrows the sum to one queue's active jobs: nothing to fix on a laptop.
+    SILENCED_SYSTEM_CHECKS = ["models.W040"]
 if TESTING and DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Threads in tests (the cluster watcher, live servers) need SQLite's real file locking, which waits up to the
     # timeout above; an in-memory shared-cache database fails at once with "database table is locked" instead.

@@ -103,13 +103,16 @@ class ClusterWatcher:
     - `on_change(job_uid, objects, deleted)`: called from the dispatcher thread; `deleted` is True when one of
       the job's gang objects or Jobs was deleted since the last call (the reconciler may need to recreate it);
     - `on_capacity(summary)`: when given, Nodes are watched and it is called from the dispatcher thread with
-      `observe.capacity.summarize(nodes)` each time that summary changes (the first time once Nodes are listed).
+      `observe.capacity.summarize(nodes)` each time that summary changes (the first time once Nodes are listed);
+    - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), to release
+      what the callbacks opened in that thread (reconcile.watching closes the thread's database connections).
     """
 
     def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
                  on_change: Callable[[str, JobObjects, bool], None],
-                 on_capacity: Callable[[dict], None] | None = None):
+                 on_capacity: Callable[[dict], None] | None = None, on_exit: Callable[[], None] | None = None):
         self.name = name
+        self.on_exit = on_exit
         self.api = api
         self.kinds = [POD, JOB, *[k for k in kinds if _key(k) not in (_key(POD), _key(JOB), _key(NODE))]]
         if on_capacity is not None:
@@ -135,14 +138,27 @@ class ClusterWatcher:
     def start(self) -> ClusterWatcher:
         """Start one thread per kind and the dispatcher."""
         for ref in self.kinds:
-            t = threading.Thread(target=self._run_kind, args=(ref,), name=f"watch-{self.name}-{ref.plural}",
-                                 daemon=True)
+            t = threading.Thread(target=self._thread, args=(self._run_kind, ref),
+                                 name=f"watch-{self.name}-{ref.plural}", daemon=True)
             t.start()
             self._threads.append(t)
-        t = threading.Thread(target=self._dispatch, name=f"watch-{self.name}-dispatch", daemon=True)
+        t = threading.Thread(target=self._thread, args=(self._dispatch,), name=f"watch-{self.name}-dispatch",
+                             daemon=True)
         t.start()
         self._threads.append(t)
         return self
+
+    def _thread(self, target: Callable, *args) -> None:
+        """A watcher thread's body: `target(*args)`, then `on_exit()` in the same thread."""
+        try:
+            target(*args)
+        finally:
+            if self.on_exit is not None:
+                try:
+                    self.on_exit()
+                except Exception:  # the thread ends either way; say why its clean-up failed
+                    log.exception("watch %s: clean-up of thread %s failed", self.name,
+                                  threading.current_thread().name)
 
     def wait_synced(self, timeout: float = 30) -> bool:
         """True once every kind has been listed once (within `timeout` seconds)."""

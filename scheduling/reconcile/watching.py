@@ -12,7 +12,7 @@ import logging
 import time
 
 from django.conf import settings
-from django.db import OperationalError, close_old_connections
+from django.db import OperationalError, close_old_connections, connections
 
 from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
@@ -117,4 +117,11 @@ def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWat
 
         api = api_client(cluster)
     return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change,
-                          on_capacity=functools.partial(save_capacity, cluster.pk))
+                          on_capacity=functools.partial(save_capacity, cluster.pk), on_exit=close_thread_connections)
+
+
+def close_thread_connections() -> None:
+    """Close the calling thread's database connections. Django opens one per thread and closes it only at the end
+    of a request; a watcher thread is no request, so it closes its own as it ends (a connection left open keeps
+    PostgreSQL from dropping the database, and holds a server slot until the process exits)."""
+    connections.close_all()

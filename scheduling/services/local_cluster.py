@@ -4,11 +4,16 @@
 then `register(kubeconfig_path)` creates or updates Cluster "local" with its kubeconfig, probes it, and makes sure
 a leaf queue "default" and a sample runtime template "sample-gang" exist. The cluster keeps running after
 `runstack` stops; `python manage.py localcluster down` stops it.
+
+`localcluster down` then `up` writes a new kubeconfig (another API server port, new certificates). runstack keeps a
+`KubeconfigFollower` on that file and re-registers Cluster "local" when it changes, so the running web, worker and
+watcher (which build their clients from the Cluster row) follow without a restart.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from django.db import transaction
 
 from ..kube import client as kube_client
@@ -68,3 +73,49 @@ def start_and_register(stdout) -> Cluster:
 
     cluster = localcluster.up(localcluster.ClusterConfig(), progress=progress)
     return register(cluster.kubeconfig, stdout)
+
+
+def kubeconfig_path() -> Path:
+    """Where `localcluster up` writes the kubeconfig of the default local cluster (`<state dir>/kubeconfig`)."""
+    import localcluster
+
+    return localcluster.ClusterConfig().state_dir / "kubeconfig"
+
+
+class KubeconfigFollower:
+    """Re-registers Cluster "local" when the local cluster's kubeconfig file changes. `check()` costs a `stat` while
+    nothing changed, so runstack calls it every few seconds."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.seen = self._mtime()
+
+    def _mtime(self) -> int | None:
+        try:
+            return self.path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+
+    def check(self, stdout=None) -> Cluster | None:
+        """When the file changed since the last check and differs from Cluster "local"'s kubeconfig, register it
+        again (`register`: stored, old clients dropped, probed) and return the Cluster; else None. Nothing happens
+        while the file is missing (the cluster is down), when it does not parse yet (caught mid-write: read again
+        next time), or when there is no Cluster "local" (an admin deleted it: not brought back)."""
+        mtime = self._mtime()
+        if mtime is None or mtime == self.seen:
+            return None
+        try:
+            text = self.path.read_text()
+            doc = yaml.safe_load(text)
+            complete = isinstance(doc, dict) and "current-context" in doc
+        except (OSError, yaml.YAMLError):
+            complete = False
+        if not complete:
+            return None
+        self.seen = mtime
+        stored = Cluster.objects.filter(name=LOCAL_CLUSTER).values_list("kubeconfig", flat=True).first()
+        if stored is None or stored == text:
+            return None
+        if stdout is not None:
+            stdout.write("local cluster: its kubeconfig changed (restarted?); registering it again\n")
+        return register(self.path, stdout)

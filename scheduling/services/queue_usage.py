@@ -49,10 +49,11 @@ def estimated_usage(cluster: str | None = None, queue_ids=None) -> dict[int, dic
         sums[f"req_{r}"] = Sum(column)
         sums[f"alloc_{r}"] = Sum(column, filter=running)
     usage = {}
+    columns = [(r, f"alloc_{r}", f"req_{r}") for r in RESOURCES]
     for row in rows.order_by().values("queue_id").annotate(**sums):
         usage[row["queue_id"]] = {
-            "allocated": {r: _kai(r, row[f"alloc_{r}"]) for r in RESOURCES},
-            "requested": {r: _kai(r, row[f"req_{r}"]) for r in RESOURCES},
+            "allocated": {r: _kai(r, row[alloc]) for r, alloc, _req in columns},
+            "requested": {r: _kai(r, row[req]) for r, _alloc, req in columns},
             "jobs": row["jobs"],
         }
     return usage
@@ -66,19 +67,22 @@ def rolled_up(tree, usage: dict[int, dict]) -> dict[int, dict]:
     queue with jobs is added to itself and its ancestors: linear in the queues with jobs times the tree's depth.
     """
     out: dict[int, dict] = {}
+    zero = dict.fromkeys(RESOURCES, 0.0)
     for queue_id, own in usage.items():
         queue = tree.by_id.get(queue_id)
         if queue is None:
             continue
+        allocated, requested, jobs = own["allocated"], own["requested"], own["jobs"]
         for q in (queue, *tree.ancestors(queue)):
             acc = out.get(q.id)
-            if acc is None:
-                acc = out[q.id] = {**empty(), "own_jobs": 0}
-            for key in ("allocated", "requested"):
-                into, add = acc[key], own[key]
-                for r in RESOURCES:
-                    into[r] += add[r]
-            acc["jobs"] += own["jobs"]
-            if q is queue:
-                acc["own_jobs"] += own["jobs"]
+            if acc is None:  # empty() with own_jobs, without a call per queue
+                acc = out[q.id] = {"allocated": zero.copy(), "requested": zero.copy(), "jobs": 0, "own_jobs": 0}
+            into = acc["allocated"]
+            for r in RESOURCES:
+                into[r] += allocated[r]
+            into = acc["requested"]
+            for r in RESOURCES:
+                into[r] += requested[r]
+            acc["jobs"] += jobs
+        out[queue.id]["own_jobs"] += jobs
     return out

@@ -45,6 +45,9 @@ from .errors import Conflict, PermissionDenied
 # Sums and comparisons of fractional GPUs (0.1 + 0.2 vs 0.3) must not warn on float rounding.
 TOLERANCE = {"gpu": 1e-6, "cpu": 0, "memory": 0}
 QUOTA_FIELDS = tuple(f"{r}_{k}" for r in RESOURCES for k in ("quota", "limit"))
+# (resource, quota field, limit field, weight field): per-queue loops read these instead of formatting the names.
+RESOURCE_FIELDS = tuple((r, f"{r}_quota", f"{r}_limit", f"{r}_over_quota_weight") for r in RESOURCES)
+SHARE_FIELDS = tuple(f for _r, *fields in RESOURCE_FIELDS for f in fields)  # what a queue's own warnings read
 WEIGHT_FIELDS = tuple(f"{r}_over_quota_weight" for r in RESOURCES)
 WRITABLE = ("name", "display_name", "parent", "priority", *QUOTA_FIELDS, *WEIGHT_FIELDS, "preempt_min_runtime",
             "reclaim_min_runtime", "clusters", "allowed_namespaces")
@@ -95,6 +98,11 @@ class QueueTree:
     # (parent id, resource) -> the children-sum warning of that parent's children, computed once per tree: every
     # sibling shows the same one, and recomputing it per sibling made the tree page quadratic (bench/, 1000 queues).
     sibling_sums: dict[tuple[int, str], dict | None] = field(default_factory=dict, repr=False)
+    # (queue id, resource) -> the queue or ancestor whose finite limit caps that queue's children (read-only trees).
+    _caps: dict[tuple[int, str], object] = field(default_factory=dict, repr=False)
+    # (parent id, own id if it has children, its share fields) -> its warnings (read-only trees): the leaves of one
+    # parent mostly share their values, and warnings depend on nothing else, so 1,000 queues compute a few dozen.
+    _warnings: dict[tuple, list[dict]] = field(default_factory=dict, repr=False)
     # Read-only trees (load_rows) remember each queue's ancestors: the pages ask for them per queue, several times.
     read_only: bool = False
     _ancestors: dict[int, list] = field(default_factory=dict, repr=False)
@@ -137,6 +145,20 @@ class QueueTree:
             pid = self.by_id[pid].parent_id
         return out
 
+    def cap(self, parent, resource: str, limit_field: str):
+        """The queue that caps what a child of `parent` may use of `resource`: of `parent` and its ancestors, the
+        one with the lowest finite limit (the nearest on a tie); None when all are unlimited. KAI checks every
+        ancestor's limit (`max_allowed_check.go`). Remembered per parent in read-only trees, where every sibling
+        asks for it."""
+        key = (parent.id, resource)
+        if key in self._caps:
+            return self._caps[key]
+        capping = [a for a in (parent, *self.ancestors(parent)) if not unlimited(getattr(a, limit_field))]
+        cap = min(capping, key=lambda a: getattr(a, limit_field)) if capping else None
+        if self.read_only and self.by_id.get(parent.id) is parent:
+            self._caps[key] = cap
+        return cap
+
     def descendants(self, policy: QueuePolicy) -> list[QueuePolicy]:
         """Children, grandchildren, ... (breadth first)."""
         out, todo = [], list(self.children.get(policy.id, []))
@@ -171,62 +193,81 @@ def _children_sum_warning(resource: str, parent: QueuePolicy, kids: list[QueuePo
 
 def warnings_for(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
     """Warnings for one queue (as it is in memory) against the others in `tree`: a list of
-    ``{"code": QueueWarning, "field": "gpu_limit", "message": "..."}``. Pure: no queries."""
+    ``{"code": QueueWarning, "field": "gpu_limit", "message": "..."}``. Pure: no queries.
+
+    Constant work per queue in a read-only tree (`QueueTree.load_rows`): what depends only on the parent (the
+    capping ancestor, the siblings' quota sum) is computed once per parent, and queues with the same parent and
+    the same quotas, limits and weights (and no children) share one computation, so drawing the whole tree is
+    linear with a small constant.
+    """
+    if tree.read_only and policy.id is not None and tree.by_id.get(policy.id) is policy:
+        key = (policy.parent_id, policy.id if tree.children.get(policy.id) else None,
+               *[getattr(policy, f) for f in SHARE_FIELDS])
+        found = tree._warnings.get(key)
+        if found is None:
+            found = tree._warnings[key] = _warnings(policy, tree)
+        return [dict(w) for w in found]  # copies: a caller may change its own list
+    return _warnings(policy, tree)
+
+
+def _warnings(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
     out = []
+    in_tree = policy.id is not None and tree.by_id.get(policy.id) is policy
     parent = tree.by_id.get(policy.parent_id) if policy.parent_id else None
-    ancestors = ([parent] + tree.ancestors(parent)) if parent else []
-    kids = [k for k in tree.children.get(policy.id, []) if k.id != policy.id] if policy.id else []
-    for r in RESOURCES:
-        quota, limit = getattr(policy, f"{r}_quota"), getattr(policy, f"{r}_limit")
-        weight = getattr(policy, f"{r}_over_quota_weight")
+    for r, quota_field, limit_field, weight_field in RESOURCE_FIELDS:
+        quota, limit = getattr(policy, quota_field), getattr(policy, limit_field)
         if limit == 0:
-            out.append({"code": QueueWarning.ZERO_LIMIT, "field": f"{r}_limit",
+            out.append({"code": QueueWarning.ZERO_LIMIT, "field": limit_field,
                         "message": f"{r}_limit is 0: KAI allocates no {r} at all in this queue or its children; "
                                    "send -1 for no limit"})
         elif not unlimited(limit) and (unlimited(quota) or _over(r, quota, limit)):
-            out.append({"code": QueueWarning.QUOTA_OVER_LIMIT, "field": f"{r}_quota",
+            out.append({"code": QueueWarning.QUOTA_OVER_LIMIT, "field": quota_field,
                         "message": f"{r}_quota {_fmt(r, quota)} is above {r}_limit {_fmt(r, limit)}: the queue can "
                                    "never use its whole quota"})
-        if weight == 0:
-            out.append({"code": QueueWarning.NO_SURPLUS_SHARE, "field": f"{r}_over_quota_weight",
+        if getattr(policy, weight_field) == 0:
+            out.append({"code": QueueWarning.NO_SURPLUS_SHARE, "field": weight_field,
                         "message": f"{r}_over_quota_weight is 0: the queue gets no share of unused {r} beyond its "
                                    "quota"})
-        capping = [a for a in ancestors if not unlimited(getattr(a, f"{r}_limit"))]
-        if capping:
-            cap = min(capping, key=lambda a: getattr(a, f"{r}_limit"))
-            cap_limit = getattr(cap, f"{r}_limit")
+        cap = tree.cap(parent, r, limit_field) if parent is not None else None
+        if cap is not None:
+            cap_limit = getattr(cap, limit_field)
             if unlimited(limit):
-                out.append({"code": QueueWarning.UNLIMITED_UNDER_FINITE, "field": f"{r}_limit",
+                out.append({"code": QueueWarning.UNLIMITED_UNDER_FINITE, "field": limit_field,
                             "message": f"{r}_limit is unlimited, but ancestor '{cap.name}' has {r}_limit "
                                        f"{_fmt(r, cap_limit)}; KAI checks every ancestor's limit, so at most "
                                        f"{_fmt(r, cap_limit)} can be allocated here"})
             elif _over(r, limit, cap_limit):
-                out.append({"code": QueueWarning.LIMIT_OVER_ANCESTOR, "field": f"{r}_limit",
+                out.append({"code": QueueWarning.LIMIT_OVER_ANCESTOR, "field": limit_field,
                             "message": f"{r}_limit {_fmt(r, limit)} is above ancestor '{cap.name}'s "
                                        f"{_fmt(r, cap_limit)}; at most {_fmt(r, cap_limit)} can be allocated here"})
         if parent is not None:
-            if tree.by_id.get(policy.id) is policy:  # in the tree: its siblings are exactly children[parent]
-                key = (parent.id, r)
-                if key not in tree.sibling_sums:
-                    tree.sibling_sums[key] = _children_sum_warning(r, parent, tree.children.get(parent.id, []),
-                                                                   "their guarantees cannot all be met")
-                w = tree.sibling_sums[key]
+            if in_tree:  # its siblings are exactly children[parent]
+                w = _tree_children_sum(tree, parent, r)
             else:
                 siblings = [s for s in tree.children.get(parent.id, []) if s.id != policy.id] + [policy]
                 siblings.sort(key=lambda q: q.name)
                 w = _children_sum_warning(r, parent, siblings, "their guarantees cannot all be met")
             if w:
                 out.append(dict(w))
-        if policy.id and tree.by_id.get(policy.id) is policy:  # its children as stored: computed once per tree
-            key = (policy.id, r)
-            if key not in tree.sibling_sums:
-                tree.sibling_sums[key] = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
-            w = tree.sibling_sums[key]
+        if in_tree:  # its children as stored
+            w = _tree_children_sum(tree, policy, r)
         else:
+            kids = [k for k in tree.children.get(policy.id, []) if k.id != policy.id] if policy.id else []
             w = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
         if w:
             out.append(dict(w))
     return out
+
+
+def _tree_children_sum(tree: QueueTree, parent, resource: str) -> dict | None:
+    """The children-sum warning of `parent`'s children in `tree` (None if none), computed once per tree."""
+    if parent.id not in tree.children:  # a leaf
+        return None
+    key = (parent.id, resource)
+    if key not in tree.sibling_sums:
+        kids = [k for k in tree.children[parent.id] if k.id != parent.id]
+        tree.sibling_sums[key] = _children_sum_warning(resource, parent, kids, "their guarantees cannot all be met")
+    return tree.sibling_sums[key]
 
 
 def _snapshot(policy: QueuePolicy) -> dict:
@@ -421,10 +462,9 @@ def delete_queue(user, policy: QueuePolicy) -> None:
 def policy_payload(policy: QueuePolicy) -> dict:
     """Per resource: quota, limit and weight in KAI units plus the same as display strings (``"64Gi"``)."""
     out = {}
-    for r in RESOURCES:
-        q, lim = getattr(policy, f"{r}_quota"), getattr(policy, f"{r}_limit")
-        out[r] = {"unit": UNITS[r], "quota": q, "limit": lim,
-                  "over_quota_weight": getattr(policy, f"{r}_over_quota_weight"),
+    for r, quota_field, limit_field, weight_field in RESOURCE_FIELDS:
+        q, lim = getattr(policy, quota_field), getattr(policy, limit_field)
+        out[r] = {"unit": UNITS[r], "quota": q, "limit": lim, "over_quota_weight": getattr(policy, weight_field),
                   "quota_display": display(r, q), "limit_display": display(r, lim)}
     return out
 
@@ -476,7 +516,8 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     shown = (lambda q: True) if visible is None else (lambda q: q.id in visible)
 
     def kids_of(policy_id):
-        return [k for k in tree.children.get(policy_id, []) if shown(k)]
+        kids = tree.children.get(policy_id, [])
+        return kids if visible is None else [k for k in kids if shown(k)]
 
     if ids is not None:
         tops = [tree.by_id[i] for i in ids if i in tree.by_id and shown(tree.by_id[i])]
@@ -522,10 +563,13 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
         usage = queue_usage.estimated_usage(cluster, queue_ids=scope if len(scope) < len(tree.by_id) else None)
     estimates = rolled if rolled is not None else queue_usage.rolled_up(tree, usage)
 
+    nothing = {**queue_usage.empty(), "own_jobs": 0}  # read only: shared by the queues without jobs
+
     def node(policy, level: int, here: int) -> dict:
         mine = states.get(policy.id, [])
-        allocated, requested = _usage_sum(mine, "allocated"), _usage_sum(mine, "requested")
-        est = estimates.get(policy.id) or {**queue_usage.empty(), "own_jobs": 0}
+        allocated = _usage_sum(mine, "allocated") if mine else None
+        requested = _usage_sum(mine, "requested") if mine else None
+        est = estimates.get(policy.id) or nothing
         resources = policy_payload(policy)
         for r in RESOURCES:
             resources[r]["allocated"] = allocated[r] if allocated else None

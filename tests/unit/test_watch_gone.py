@@ -127,3 +127,35 @@ def test_a_node_heartbeat_does_not_count_as_a_capacity_change():
     assert _node_facts(before) == _node_facts(_slim_node(node("2", "2026-01-01T00:00:10Z")))
     assert _node_facts(before) != _node_facts(_slim_node(node("3", "2026-01-01T00:00:20Z", gpus="4")))
     assert _node_facts(before) != _node_facts(_slim_node(node("4", "2026-01-01T00:00:30Z", ready="False")))
+
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stopped_watcher_leaves_no_database_connection_open(fake_server, monkeypatch):
+    """The dispatcher thread reads and writes the database (each observation, the nodes' capacity); once the
+    watcher stopped, that thread's connection is closed, else PostgreSQL cannot drop the test database."""
+    from django.db import connections
+
+    from scheduling.models import Cluster, GangJob
+    from scheduling.reconcile import watching
+    from tests import builders
+
+    monkeypatch.setattr("scheduling.kube.watches.BACKOFF_SECONDS", (0.05,))
+    cluster = builders.make_cluster("fake")
+    used = []
+
+    def observe(uid, objs, deleted):
+        GangJob.objects.filter(name=uid).exists()  # as watching.observe_job reads the job
+        used.append(connections["default"])
+
+    watcher = watching.watcher_for(cluster, api=fake_server, on_change=observe).start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not used:
+            time.sleep(0.05)
+    finally:
+        watcher.stop()
+    assert used and used[0] is not connections["default"]  # the dispatcher thread's own connection
+    assert not any(t.is_alive() for t in watcher._threads)
+    assert Cluster.objects.get(pk=cluster.pk).capacity is not None  # the capacity write went through it too
+    assert used[0].connection is None  # closed as the thread ended

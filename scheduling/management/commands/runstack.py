@@ -25,8 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
         call_command("bootstrap_admin")
-        if not options["no_cluster"]:
-            self._local_cluster()
+        follower = None if options["no_cluster"] else self._local_cluster()
         self._metrics_dir()
         py = sys.executable
         port = options["port"]
@@ -49,6 +48,8 @@ class Command(BaseCommand):
         try:
             while not stop and all(p.poll() is None for p in procs):
                 time.sleep(0.5)
+                if follower is not None:
+                    self._follow(follower)
         except KeyboardInterrupt:
             stop.append(1)
         died = [] if stop else [(n, p.returncode) for n, p in zip(names, procs, strict=True) if p.poll() is not None]
@@ -77,15 +78,25 @@ class Command(BaseCommand):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
 
     def _local_cluster(self):
-        """Start the local control plane and register it as cluster "local" (skipped when not built)."""
+        """Start the local control plane and register it as cluster "local" (skipped when not built). Returns a
+        KubeconfigFollower of its kubeconfig (a `localcluster down` / `up` later re-registers it), or None."""
         try:
             from scheduling.services import local_cluster
         except ImportError:
-            return
+            return None
         try:
             local_cluster.start_and_register(self.stdout)
         except Exception as exc:  # the dashboard still runs; the cluster is optional on a laptop
             self.stderr.write(f"local cluster not started: {exc}")
+            return None
+        return local_cluster.KubeconfigFollower(local_cluster.kubeconfig_path())
+
+    def _follow(self, follower):
+        """Re-register the local cluster if its kubeconfig changed; a failure is reported, never fatal."""
+        try:
+            follower.check(self.stdout)
+        except Exception as exc:  # the next change tries again; web, worker and beat keep running
+            self.stderr.write(f"local cluster: registering its new kubeconfig failed: {exc}")
 
 
 def _wait_for_port(port: int, web: subprocess.Popen, timeout: float = 60.0) -> None:
