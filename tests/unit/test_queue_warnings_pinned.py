@@ -143,3 +143,28 @@ def test_the_api_tree_carries_the_same_warnings(api):
     r = api.get("/api/v1/queues/tree/")
     assert r.status_code == 200
     assert dict(walk(r.json()["roots"])) == EXPECTED
+
+
+def test_a_wide_queue_names_five_children_and_counts_the_rest():
+    """90 children over their parent's quota: each child's warning stays one line (5 names and a count), not 90
+    names repeated 90 times; up to 6 children are all named."""
+    wide = builders.make_queue("wide", gpu_quota=8)
+    for i in range(90):
+        builders.make_queue(f"t{i:02d}", parent=wide, gpu_quota=1)
+    messages = {name: [w[2] for w in ws if w[0] == QueueWarning.CHILDREN_OVER_PARENT]
+                for name, ws in walk(queue_service.queue_tree())}
+    assert messages["t42"] == [
+        "the gpu quotas of t00, t01, t02, t03, t04 and 85 more (children of 'wide') add up to 90 GPUs, more than "
+        "the 8 GPUs quota of 'wide'; their guarantees cannot all be met",
+    ]
+    assert messages["wide"] == messages["t42"]
+
+
+def test_unlimited_children_past_five_are_counted():
+    parent = builders.make_queue("p", cpu_quota=4000)
+    for i in range(8):
+        builders.make_queue(f"c{i}", parent=parent, cpu_quota=-1 if i < 7 else 100)
+    [message] = [w[2] for _, ws in walk(queue_service.queue_tree()) for w in ws
+                 if w[0] == QueueWarning.CHILDREN_OVER_PARENT][:1]
+    assert message.startswith("the cpu quotas of c0, c1, c2, c3, c4 and 3 more (children of 'p') add up to "
+                              "unlimited (c0, c1, c2, c3, c4 and 2 more have quota -1), more than")
