@@ -1,7 +1,8 @@
 """Start what the benchmarks run against, and stop only what was started here.
 
-- PostgreSQL: the Debian cluster (``pg_lsclusters``), started with ``pg_ctlcluster`` when down; a role and a
-  database ``gangweb_bench`` are created when missing. Stopped again only if this run started it.
+- PostgreSQL: the Debian cluster (``pg_lsclusters``), started with ``pg_ctlcluster`` when down; a database
+  ``gangweb_bench`` (``BENCH_DB_NAME``) and a role of the same name, whose password is fixed per role, are created
+  when missing. Stopped again only if this run started it.
 - Redis: ``redis-server`` on a free port, no persistence.
 - gunicorn: ``gangweb.wsgi`` with 2 workers on a free port, settings ``bench.settings``.
 - Celery worker: ``celery -A gangweb worker`` (concurrency 2), started on demand.
@@ -12,8 +13,8 @@ Every process started here is stopped by its pid on ``Stack.close()``.
 """
 from __future__ import annotations
 
+import hashlib
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -29,7 +30,15 @@ from localcluster.processes import free_port, rss_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 DB_NAME = os.environ.get("BENCH_DB_NAME", "gangweb_bench")  # distinct per engineer on a shared machine
-DB_USER = "gangweb_bench"
+# A role per database, with a password derived from its name: a run that set a fresh random password on a role
+# shared by every engineer's database failed the new connections of every other run going on at that moment
+# (HTTP 500s mid-benchmark, "password authentication failed" in the PostgreSQL log). Local bench data only.
+DB_USER = DB_NAME
+
+
+def db_password(role: str) -> str:
+    """The bench role's password: fixed per role name (a local database of benchmark data only)."""
+    return hashlib.sha256(f"gangweb-bench-only:{role}".encode()).hexdigest()[:24]
 
 
 def log(message: str) -> None:
@@ -114,15 +123,17 @@ class Stack:
             log(f"starting PostgreSQL {version}/{name} with pg_ctlcluster")
             subprocess.run(["pg_ctlcluster", version, name, "start"], check=True)
             self.pg_started = (version, name)
-        password = secrets.token_hex(12)
-        # Re-setting the password every run means nothing needs remembering between runs.
-        sql = (f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='{DB_USER}') THEN "
-               f"CREATE ROLE {DB_USER} LOGIN; END IF; END$$; ALTER ROLE {DB_USER} PASSWORD '{password}' CREATEDB;")
+        # A database made before roles were per database keeps its owner (its tables are that role's).
+        user = self._psql(port, "SELECT pg_get_userbyid(datdba) FROM pg_database "
+                                f"WHERE datname='{DB_NAME}'").strip() or DB_USER
+        password = db_password(user)
+        # The same password every run: nothing to remember, and a concurrent run keeps connecting.
+        sql = (f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='{user}') THEN "
+               f"CREATE ROLE {user} LOGIN; END IF; END$$; ALTER ROLE {user} PASSWORD '{password}' CREATEDB;")
         self._psql(port, sql)
-        exists = self._psql(port, f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'").strip()
-        if exists != "1":
+        if user == DB_USER and not self._psql(port, f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'").strip():
             self._psql(port, f"CREATE DATABASE {DB_NAME} OWNER {DB_USER}")
-        return f"postgres://{DB_USER}:{password}@127.0.0.1:{port}/{DB_NAME}"
+        return f"postgres://{user}:{password}@127.0.0.1:{port}/{DB_NAME}"
 
     @staticmethod
     def _psql(port: str, sql: str) -> str:

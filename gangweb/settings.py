@@ -45,6 +45,9 @@ GANGWEB_INSTANCE = os.environ.get("GANGWEB_INSTANCE", "gangweb")
 GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", "900"))
 # Periodic resync of every cluster (seconds); watches deliver changes in between.
 GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
+# Passes of one bulk-reconcile batch run from this many threads per worker process, each with a database
+# connection of its own while the batch runs (bench/: reconcile). 1 runs them one after the other.
+GANGWEB_RECONCILE_THREADS = int(os.environ.get("GANGWEB_RECONCILE_THREADS", "4"))
 # KAI queue sync: how often every cluster's Queues are put in line (seconds); usage samples are written when the
 # numbers change and at least every GANGWEB_QUEUE_SAMPLE_SECONDS; samples older than the retention are dropped.
 GANGWEB_QUEUE_SYNC_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SYNC_SECONDS", "60"))

@@ -124,13 +124,42 @@ def ref_of(backend: SchedulerBackend, obj: dict) -> ObjectRef:
 
 def backend_for(job: GangJob, api) -> SchedulerBackend:
     """The job's backend plugin: the one recorded at dispatch, else the highest version of the template's family
-    the cluster serves (its probed `served_apis`, or live discovery). Raises TerminalKubeError
-    BackendUnavailable when the cluster serves none."""
+    the cluster serves (its probed `served_apis`, or live discovery), recorded on the job at once. Raises
+    TerminalKubeError BackendUnavailable when the cluster serves none."""
     if job.backend_plugin:
         try:
             return registry.by_name(job.backend_plugin)()
         except KeyError:
             raise TerminalKubeError(BACKEND_UNAVAILABLE, f"backend '{job.backend_plugin}' is not registered") from None
+    cls = choose_backend(job, api)
+    job.backend_plugin = cls.name
+    # Recorded at once, before anything is created: a cancel must know which kinds to clean up even if this
+    # pass dies half-way.
+    GangJob.objects.filter(pk=job.pk, backend_plugin="").update(backend_plugin=cls.name)
+    return cls()
+
+
+def record_backends(jobs: list[GangJob], api) -> None:
+    """`backend_for` for a batch of one cluster's jobs, before any of them is created: each undecided job's plugin
+    is chosen, and recorded with one UPDATE per plugin instead of one per job. A job whose backend cannot be
+    chosen is left undecided (its own pass records the error); a discovery error propagates (KubeError)."""
+    chosen: dict[str, list[GangJob]] = {}
+    for job in jobs:
+        if job.backend_plugin:
+            continue
+        try:
+            chosen.setdefault(choose_backend(job, api).name, []).append(job)
+        except TerminalKubeError:
+            continue
+    for name, batch in chosen.items():
+        GangJob.objects.filter(pk__in=[j.pk for j in batch], backend_plugin="").update(backend_plugin=name)
+        for job in batch:
+            job.backend_plugin = name
+
+
+def choose_backend(job: GangJob, api) -> type[SchedulerBackend]:
+    """The highest version of the job's template family that its cluster serves (the probed `served_apis`, or live
+    discovery). Raises TerminalKubeError BackendUnavailable when the cluster serves none."""
     family = job.resolved_spec.get("backend", "")
     served = set(job.cluster.served_apis or []) or discovery.served_versions(api)
     try:
@@ -141,11 +170,7 @@ def backend_for(job: GangJob, api) -> SchedulerBackend:
         wanted = ", ".join(p.api_version for p in registry.plugins(family)) if family in registry.FAMILIES else "?"
         raise TerminalKubeError(BACKEND_UNAVAILABLE,
                                 f"cluster {job.cluster.name} serves no API of backend '{family}' (needs {wanted})")
-    job.backend_plugin = cls.name
-    # Recorded at once, before anything is created: a cancel must know which kinds to clean up even if this
-    # pass dies half-way.
-    GangJob.objects.filter(pk=job.pk, backend_plugin="").update(backend_plugin=cls.name)
-    return cls()
+    return cls
 
 
 class JobReconciler:
@@ -540,6 +565,9 @@ def save_status(job: GangJob, before: dict) -> list[str]:
     touched = [f for f in STATUS_FIELDS if getattr(job, f) != before[f]]
     if not touched:
         return []
+    written = getattr(job, "row_as_written", None)  # the row as a status writer of this pass committed it
+    if written is not None and all(getattr(written, f) == getattr(job, f) for f in touched):
+        return []  # e.g. a new job's Dispatched: `apply_observation` wrote all of it under its lock
     current = GangJob.objects.filter(pk=job.pk).values(*touched).first() or {}
     changed = [f for f in touched if current.get(f) != getattr(job, f)]
     if changed:
@@ -562,6 +590,7 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     """
     started = time.monotonic()
     before = _status_snapshot(job)
+    job.row_as_written = None  # set by a status writer of this pass
     result = PassResult()
     reconciler = None
     try:
@@ -667,53 +696,86 @@ def _record_not_attempted(job: GangJob, err: KubeError) -> None:
                                     message=f"not attempted: {err.message}"[:2000])
 
 
-def reconcile_many(job_ids: list[int]) -> dict[str, int]:
-    """Reconcile a batch of jobs (bulk submit), one pass each, oldest first.
+def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, int]:
+    """Reconcile a batch of jobs (bulk submit), one pass each.
 
     Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does, selected
     by the batch's job UIDs) feeds every job's pass, so a batch of N new jobs costs a constant number of reads
-    plus the creates. A job's error is recorded on it and does not stop the batch; when a cluster cannot be
-    reached its jobs get that error without more connection attempts (the periodic resync retries them).
-    Returns counts {"ok", "failed", "requeued"}.
+    plus the creates; the backends of the batch's new jobs are recorded before anything is created, one UPDATE
+    per plugin. The passes then run from `threads` threads (default `settings.GANGWEB_RECONCILE_THREADS`), each
+    taking every n-th job of the batch with a database connection of its own, closed when it is done: a pass
+    mostly waits on the API server's creates and on PostgreSQL, and the jobs of a batch are independent (each
+    pass locks only its own row). Inside a transaction (tests) the passes run here, one after the other, since
+    other connections could not see its rows. A job's error is recorded on it and does not stop the batch; when
+    a cluster cannot be reached its remaining jobs get that error without more connection attempts (the periodic
+    resync retries them). Returns counts {"ok", "failed", "requeued"}.
     """
+    from django.conf import settings
+    from django.db import connection
+
     from .resync import snapshot
 
-    counts = {"ok": 0, "failed": 0, "requeued": 0}
-    snapshots: dict[int, object] = {}
-    down: dict[int, KubeError] = {}
     batch = list(_load(job_ids).order_by("pk"))
-    uids: dict[int, list[str]] = {}
+    by_cluster: dict[int, list[GangJob]] = {}
     for job in batch:
-        uids.setdefault(job.cluster_id, []).append(str(job.uid))
-    for job in batch:
-        if job.cluster_id in down:
-            _record_not_attempted(job, down[job.cluster_id])
-            counts["failed"] += 1
-            continue
+        by_cluster.setdefault(job.cluster_id, []).append(job)
+    apis, snapshots, broken, down = {}, {}, {}, {}
+    for cluster_id, jobs in by_cluster.items():
         try:
-            api = kube_client.api_client(job.cluster)
-            if job.cluster_id not in snapshots:
-                # Only this batch's objects: the LISTs cost the batch's size, not the cluster's (bench/).
-                snapshots[job.cluster_id] = snapshot(api, set(job.cluster.served_apis or [])
-                                                     or discovery.served_versions(api), uids[job.cluster_id])
-            observed = snapshots[job.cluster_id].for_job(str(job.uid), backend_for(job, api))
+            api = apis[cluster_id] = kube_client.api_client(jobs[0].cluster)
+            served = set(jobs[0].cluster.served_apis or []) or discovery.served_versions(api)
+            # Only this batch's objects: the LISTs cost the batch's size, not the cluster's (bench/).
+            snapshots[cluster_id] = snapshot(api, served, [str(j.uid) for j in jobs])
+            record_backends(jobs, api)
         except KubeError as exc:
             if isinstance(exc, TransientKubeError) or exc.reason == "InvalidKubeconfig":
+                down[cluster_id] = exc
+            else:
+                broken[cluster_id] = exc
+
+    def one(job: GangJob) -> str:
+        err = down.get(job.cluster_id) or broken.get(job.cluster_id)
+        if err is not None:
+            _record_not_attempted(job, err)
+            return "failed"
+        api = apis[job.cluster_id]
+        try:
+            observed = snapshots[job.cluster_id].for_job(str(job.uid), backend_for(job, api))
+        except KubeError as exc:
+            if isinstance(exc, TransientKubeError):
                 down[job.cluster_id] = exc
             _record_not_attempted(job, exc)
-            counts["failed"] += 1
-            continue
+            return "failed"
         try:
             result = run_pass(job, api=api, observed=observed)
         except TransientKubeError as exc:
-            counts["failed"] += 1
             if exc.reason == CLUSTER_UNREACHABLE:
                 down[job.cluster_id] = exc
-            continue
+            return "failed"
         if result.error is not None:
-            counts["failed"] += 1
-        elif result.requeue_after is not None:
-            counts["requeued"] += 1
-        else:
-            counts["ok"] += 1
-    return counts
+            return "failed"
+        return "requeued" if result.requeue_after is not None else "ok"
+
+    workers = min(threads or settings.GANGWEB_RECONCILE_THREADS, len(batch))
+    if workers <= 1 or connection.in_atomic_block:
+        outcomes = [one(job) for job in batch]
+    else:
+        outcomes = [o for part in in_threads(one, [batch[i::workers] for i in range(workers)]) for o in part]
+    return {key: outcomes.count(key) for key in ("ok", "failed", "requeued")}
+
+
+def in_threads(fn, parts: list[list]) -> list[list]:
+    """[[fn(item) for item in part] for part in parts], each part in a thread of its own whose database
+    connections are closed when it is done. Re-raises the first exception of a part (the others finish theirs)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    def run(part: list) -> list:
+        try:
+            return [fn(item) for item in part]
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="reconcile-batch") as pool:
+        return list(pool.map(run, parts))

@@ -13,6 +13,7 @@ recorded phases under the lock, and append only what is still missing, so no pha
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 
 from django.db import transaction
 from django.utils import timezone
@@ -116,7 +117,13 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
             return
     new_phases: set[str] = set()
     with transaction.atomic():
-        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+        # The job's row only (`of`): with the cluster and queue joined, a plain FOR UPDATE also locked their rows,
+        # so every status write of a cluster's jobs queued behind the others' (two worker processes, the watcher),
+        # and so did every submit into the queue (its foreign-key check). NO KEY UPDATE: the key is not changed,
+        # so inserting rows that reference the job (its timeline) is not blocked either; two writers of the same
+        # job still exclude each other. (SQLite ignores row locks; its IMMEDIATE transactions serialize writers.)
+        locked = (GangJob.objects.select_for_update(of=("self",), no_key=True).select_related("cluster", "queue")
+                  .get(pk=job.pk))
         if locked.phase in TERMINAL_PHASES:
             _refresh(job, locked)
             return
@@ -131,7 +138,11 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
         _save_changed(locked, changes)
         _refresh(job, locked)
     if new_phases:
-        spans = timeline.durations(locked.transitions.all())
+        # The timeline as read under the lock plus the entries just appended: no re-read.
+        spans = timeline.durations([SimpleNamespace(phase=phase, at=at, attempt=attempt, id=None)
+                                    for phase, at, attempt in recorded]
+                                   + [SimpleNamespace(phase=e.phase, at=e.at, attempt=e.attempt, id=None)
+                                      for e in obs.entries])
         metrics.observe_durations(locked.cluster.name, locked.queue.name, new_phases, spans)
         log.info("job %s: %s", locked.pk, " -> ".join(f"{e.phase}#{e.attempt}" if e.attempt else e.phase
                                                        for e in obs.entries))
@@ -279,7 +290,10 @@ def _save_changed(locked: GangJob, changes: dict) -> None:
 
 
 def _refresh(job: GangJob, fresh: GangJob) -> None:
-    """Copy the written fields back onto the caller's instance, so it sees what was recorded."""
+    """Copy the written fields back onto the caller's instance, so it sees what was recorded, and keep the row as
+    this writer left it in `job.row_as_written` (the reconcile's `save_status` then knows what it holds without
+    reading it again)."""
     for name in ("phase", "phase_reason", "phase_message", "phase_changed_at", "why_pending", "observed",
                  "finished_at", "updated_at"):
         setattr(job, name, getattr(fresh, name))
+    job.row_as_written = fresh

@@ -48,3 +48,23 @@ def test_listed_objects_come_without_managed_fields(world):
     listed = objects.list_objects(world.api, JOB, world.namespace, f"gangweb.io/job-uid={job.uid}")
     assert len(listed) == 1
     assert "managedFields" not in listed[0]["metadata"] and listed[0]["metadata"]["name"]
+
+
+def test_a_batch_dispatch_costs_a_fixed_number_of_sql_statements_per_job(world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    per_size = {}
+    for size in (2, 5):
+        batch = [world.submit(backend="kai", replicas=1) for _ in range(size)]
+        with CaptureQueriesContext(connection) as queries:
+            assert reconcile_many([j.pk for j in batch]) == {"ok": size, "failed": 0, "requeued": 0}
+        # Savepoints are the test's transaction around each atomic block; outside tests BEGIN/COMMIT instead.
+        per_size[size] = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    # The batch's rows, and one UPDATE recording the backend of all of them; then per job: the cancel check after
+    # its creates, its row (locked on PostgreSQL) and timeline, the Dispatched entry, the row's update and the
+    # attempt row. (Before: 10 per job: the backend UPDATE, a timeline re-read for the metrics, a re-read of the
+    # row to save the pass's status and the metrics signal's cluster lookup came on top.)
+    assert len(per_size[5]) - len(per_size[2]) == 3 * 6
+    assert len(per_size[2]) == 2 + 2 * 6
+    assert sum(q.startswith("UPDATE") and "backend_plugin" in q and '"phase"' not in q for q in per_size[5]) == 1
