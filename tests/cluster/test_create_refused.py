@@ -6,8 +6,8 @@ import pytest
 from kubernetes import client
 
 from scheduling.backends.k8s_workload_v1alpha2 import POD_GROUP, WORKLOAD
-from scheduling.choices import GangPhase as P
 from scheduling.choices import DesiredState, ReconcileOutcome
+from scheduling.choices import GangPhase as P
 from scheduling.kube.objects import JOB, SERVICE
 from scheduling.models import GangJob, ReconcileAttempt
 from tests import builders
