@@ -209,9 +209,11 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
     try:
         return _persist([job], f"by {user}", user)[0], True
     except Conflict:
-        if idempotency_key:  # a concurrent request with the same key won the race
+        if idempotency_key:  # a concurrent request with the same key won the race: answer as its retry would
             existing = GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
-            if existing is not None and existing.request_hash == digest:
+            if existing is not None:
+                if existing.request_hash != digest:
+                    raise _key_mismatch() from None
                 return existing, False
         raise
 

@@ -125,3 +125,31 @@ def test_the_schema_documents_the_header_on_both_submit_endpoints(api):
         params = {p["name"]: p for p in schema["paths"][path]["post"].get("parameters", [])}
         assert params["Idempotency-Key"]["in"] == "header", path
         assert "422" in params["Idempotency-Key"]["description"], path
+
+
+@pytest.mark.parametrize("same_body", [True, False], ids=["same body", "other body"])
+def test_a_key_taken_by_a_concurrent_single_submit_replays_or_is_422_never_a_name_conflict(api, setup, monkeypatch,
+                                                                                           same_body):
+    """Two submits with one key race: both find the key free, the other commits first. The loser's insert hits the
+    key's unique constraint: it answers as a retry would (the winner's job, or 422 for another body), not with a
+    409 about a name nobody uses."""
+    from scheduling.services import jobs as job_service
+
+    mine = builders.submit_body(*setup, name="mine")
+    theirs = mine if same_body else builders.submit_body(*setup, name="theirs")
+    real_load, raced = job_service.Lookups.load, []
+
+    def load_after_the_other_commits(items):
+        if not raced:
+            raced.append(True)
+            assert api.post("/api/v1/jobs/", theirs, format="json", HTTP_IDEMPOTENCY_KEY="race").status_code == 201
+        return real_load(items)
+
+    monkeypatch.setattr(job_service.Lookups, "load", load_after_the_other_commits)
+    r = api.post("/api/v1/jobs/", mine, format="json", HTTP_IDEMPOTENCY_KEY="race")
+    winner = GangJob.objects.get(idempotency_key="race")
+    if same_body:
+        assert (r.status_code, r["Idempotent-Replayed"], r.data["id"]) == (201, "true", winner.pk)
+    else:
+        assert r.status_code == 422 and list(r.data) == ["Idempotency-Key"]
+    assert GangJob.objects.count() == 1
