@@ -199,6 +199,7 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
         if existing is not None:
             if existing.request_hash != digest:
                 raise _key_mismatch()
+            _check_replay(user, [existing])
             return existing, False
         if BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=idempotency_key).exists():
             raise _key_mismatch()
@@ -214,8 +215,24 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
             if existing is not None:
                 if existing.request_hash != digest:
                     raise _key_mismatch() from None
+                _check_replay(user, [existing])
                 return existing, False
         raise
+
+
+def _check_replay(user, jobs: list[GangJob], bulk: bool = False) -> None:
+    """Raise what a submit of `jobs` would raise now when `user` may not submit them (a read-only token of their
+    submitter, a role revoked since): a replay answers 201 as a submit does, so only who may submit gets it.
+    Errors are keyed `queue`, or `jobs[i].queue` for a bulk submit."""
+    with access.cached():
+        for i, job in enumerate(jobs):
+            try:
+                access.check_submit(user, job.queue, job.cluster)
+            except (PermissionDenied, ValidationError) as exc:
+                if not bulk:
+                    raise
+                errors = exc.errors if isinstance(exc, PermissionDenied) else exc.message_dict
+                raise type(exc)({f"jobs[{i}].{k}": msg for k, msg in errors.items()}) from None
 
 
 def _replay_bulk(user, idempotency_key: str, digest: str) -> list[GangJob] | None:
@@ -231,7 +248,9 @@ def _replay_bulk(user, idempotency_key: str, digest: str) -> list[GangJob] | Non
         raise _key_mismatch()
     by_id = GangJob.objects.select_related(*LIST_RELATED).defer(
         "resolved_spec", "observed", "template_version__spec").in_bulk(record.job_ids)
-    return [by_id[i] for i in record.job_ids if i in by_id]  # a job deleted since is left out
+    jobs = [by_id[i] for i in record.job_ids if i in by_id]  # a job deleted since is left out
+    _check_replay(user, jobs, bulk=True)
+    return jobs
 
 
 def submit_many(user, items) -> list[GangJob]:

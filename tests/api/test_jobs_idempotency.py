@@ -153,3 +153,23 @@ def test_a_key_taken_by_a_concurrent_single_submit_replays_or_is_422_never_a_nam
     else:
         assert r.status_code == 422 and list(r.data) == ["Idempotency-Key"]
     assert GangJob.objects.count() == 1
+
+
+@pytest.mark.parametrize("endpoint", ["/api/v1/jobs/", "/api/v1/jobs/bulk/"])
+def test_a_token_that_may_not_submit_gets_403_not_a_replay_of_its_owners_submit(setup, endpoint):
+    """A replay answers 201 as a submit: only a principal who may submit gets it (a read-only token of the same
+    owner gets the 403 a submit would)."""
+    from rest_framework.test import APIClient
+
+    owner = builders.make_user("owner")
+    builders.grant(setup[1], "submitter", user=owner)
+    body = builders.submit_body(*setup, name="r1")
+    body = {"jobs": [body]} if endpoint.endswith("bulk/") else body
+    password = APIClient()
+    password.force_authenticate(owner)
+    assert password.post(endpoint, body, format="json", HTTP_IDEMPOTENCY_KEY="k").status_code == 201
+    read_only = APIClient(HTTP_AUTHORIZATION=f"Bearer {builders.make_token(owner, ['read'])}")
+    r = read_only.post(endpoint, body, format="json", HTTP_IDEMPOTENCY_KEY="k")
+    assert r.status_code == 403
+    assert "Idempotent-Replayed" not in r
+    assert GangJob.objects.count() == 1
