@@ -8,6 +8,7 @@ from kubernetes import client
 from scheduling.backends.k8s_workload_v1alpha2 import POD_GROUP, WORKLOAD
 from scheduling.choices import DesiredState, ReconcileOutcome
 from scheduling.choices import GangPhase as P
+from scheduling.kube.errors import TransientKubeError
 from scheduling.kube.objects import JOB, SERVICE
 from scheduling.models import GangJob, ReconcileAttempt
 from tests import builders
@@ -136,3 +137,40 @@ def test_a_job_cancelled_while_its_refused_create_is_cleaned_up_stays_failed_and
     assert (job.phase, job.phase_reason) == (P.FAILED, "CreateRefused") and job.cleaned_up_at is not None
     phases = list(job.transitions.order_by("at", "id").values_list("phase", flat=True))
     assert phases[-1] == P.FAILED and P.CANCELLED not in phases
+
+
+def test_a_quota_full_of_other_jobs_makes_the_job_wait_not_fail(world):
+    """`count/jobs.batch: 1` with another Job in the namespace: the owner Job is refused 'exceeded quota' only
+    because of what is there now (used + requested > limited, requested <= limited). That frees up, so the job
+    waits (retried, reason QuotaExceeded) and is created once the other Job is gone; only an object that alone
+    exceeds the limit (`0` above) is refused for good."""
+    core, batch = client.CoreV1Api(world.api), client.BatchV1Api(world.api)
+    core.create_namespaced_resource_quota(world.namespace, {"metadata": {"name": "one-job"},
+                                                            "spec": {"hard": {"count/jobs.batch": "1"}}})
+    other = batch.create_namespaced_job(world.namespace, {
+        "metadata": {"name": "someone-elses"},
+        "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "image": "registry.example/x:1"}]}}}})
+    wait_for(lambda: (core.read_namespaced_resource_quota("one-job", world.namespace).status.used or {}).get(
+        "count/jobs.batch") == "1", timeout=30, what="quota one-job counting the other Job")
+    job = world.submit(backend="k8s-workload", replicas=2,
+                       containers=[builders.container(cpu="100m", memory="64Mi")])
+
+    with pytest.raises(TransientKubeError) as failure:  # raised for the task to retry with backoff
+        world.reconcile(job)
+
+    assert failure.value.reason == "QuotaExceeded"
+    attempt = ReconcileAttempt.objects.filter(job=job).latest("pk")
+    assert (attempt.outcome, attempt.reason) == (ReconcileOutcome.TRANSIENT_ERROR, "QuotaExceeded")
+    job = GangJob.objects.get(pk=job.pk)
+    assert job.phase not in (P.FAILED, P.CANCELLED) and job.phase_reason == "QuotaExceeded"
+    assert "exceeded quota: one-job" in job.phase_message
+
+    batch.delete_namespaced_job(other.metadata.name, world.namespace, propagation_policy="Background")
+    wait_for(lambda: (core.read_namespaced_resource_quota("one-job", world.namespace).status.used or {}).get(
+        "count/jobs.batch") == "0", timeout=30, what="quota one-job freed")
+    again = world.reconcile(job)
+    assert again.error is None, again.message
+    job = GangJob.objects.get(pk=job.pk)
+    assert job.phase not in (P.FAILED, P.CANCELLED)
+    assert world.gang(job, JOB)
