@@ -129,8 +129,11 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     fill_requested_totals(jobs)  # bulk_create skips save(): the usage estimate's columns are set here
     for job in jobs:
         job.phase_changed_at = now
+    key = bulk_key[0] if bulk_key is not None else ("" if bulk else jobs[0].idempotency_key)
     try:
         with transaction.atomic():
+            if key:
+                _claim_key(user, key, bulk)
             created = insert_rows(GangJob, jobs) if bulk else GangJob.objects.bulk_create(jobs)
             transitions = new_instances(PhaseTransition, [
                 {"job_id": j.id, "phase": GangPhase.SUBMITTED, "at": now, "source": "gangweb", "reason": "Submitted",
@@ -152,6 +155,18 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     if not bulk:  # a single submit answers with the job's timeline; bulk answers use the list form
         _remember_transitions(created[0], transitions)
     return created
+
+
+def _claim_key(user, key: str, bulk: bool) -> None:
+    """Inside the submit's transaction: hold `user`'s row lock (keyed submits of one user take turns from here to
+    their commit) and raise IdempotencyMismatch when the other endpoint's table has the key by now. Each table's
+    unique constraint catches a race on its own endpoint; nothing else would catch a single and a bulk submit
+    with one key, each finding it free before the other committed."""
+    list(type(user).objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+    other = (GangJob.objects.filter(submitted_by=user, idempotency_key=key) if bulk
+             else BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=key))
+    if other.exists():
+        raise _key_mismatch()
 
 
 def _remember_transitions(job: GangJob, transitions: list[PhaseTransition]) -> None:

@@ -173,3 +173,29 @@ def test_a_token_that_may_not_submit_gets_403_not_a_replay_of_its_owners_submit(
     assert r.status_code == 403
     assert "Idempotent-Replayed" not in r
     assert GangJob.objects.count() == 1
+
+
+@pytest.mark.parametrize("first, second", [("/api/v1/jobs/bulk/", "/api/v1/jobs/"),
+                                           ("/api/v1/jobs/", "/api/v1/jobs/bulk/")], ids=["bulk wins", "single wins"])
+def test_one_key_racing_on_both_endpoints_creates_one_request_only(api, setup, monkeypatch, first, second):
+    """A single and a bulk submit with one key race: both find it free, `first` commits before `second` inserts.
+    One key is one request, so `second` is 422 (the key was used for another request) and creates nothing."""
+    from scheduling.services import jobs as job_service
+
+    def body_for(endpoint, name):
+        job = builders.submit_body(*setup, name=name)
+        return {"jobs": [job]} if endpoint.endswith("bulk/") else job
+
+    real_load, raced = job_service.Lookups.load, []
+
+    def load_after_the_other_commits(items):
+        if not raced:
+            raced.append(True)
+            r = api.post(first, body_for(first, "winner"), format="json", HTTP_IDEMPOTENCY_KEY="both")
+            assert r.status_code == 201
+        return real_load(items)
+
+    monkeypatch.setattr(job_service.Lookups, "load", load_after_the_other_commits)
+    r = api.post(second, body_for(second, "loser"), format="json", HTTP_IDEMPOTENCY_KEY="both")
+    assert r.status_code == 422 and list(r.data) == ["Idempotency-Key"]
+    assert list(GangJob.objects.values_list("name", flat=True)) == ["winner"]
