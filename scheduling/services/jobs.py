@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -162,7 +163,7 @@ def _claim_key(user, key: str, bulk: bool) -> None:
     their commit) and raise IdempotencyMismatch when the other endpoint's table has the key by now. Each table's
     unique constraint catches a race on its own endpoint; nothing else would catch a single and a bulk submit
     with one key, each finding it free before the other committed."""
-    list(type(user).objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
     other = (GangJob.objects.filter(submitted_by=user, idempotency_key=key) if bulk
              else BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=key))
     if other.exists():
