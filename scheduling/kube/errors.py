@@ -8,10 +8,12 @@
 - NamespaceNotFound (transient, for the same reason): a create answered 404 whose Status names the namespace
   itself (`details.kind == "namespaces"`, message `namespaces "x" not found`). The job's namespace is missing
   in its cluster; a user creates it and the next retry or resync proceeds (level-triggered).
+- QuotaExceeded (transient): a 403 "exceeded quota" where the object fits the quota's limit by itself and is
+  refused only because of the objects the namespace holds now (`quota_frees_up`): they go, so the job waits.
 - Terminal: 400 Bad Request and 422 Invalid (the object itself is wrong; retrying cannot help), a 403 by which
-  admission refuses the object itself (`admission_refusal`: a ResourceQuota "exceeded quota", a webhook or
-  ValidatingAdmissionPolicy that "denied the request"; the same object gets the same answer), and other 4xx not
-  handled by the caller.
+  admission refuses the object itself (`admission_refusal`: a ResourceQuota "exceeded quota" the object alone
+  exceeds, a webhook or ValidatingAdmissionPolicy that "denied the request"; the same object gets the same
+  answer), and other 4xx not handled by the caller.
 - Where others stand: Armada's executor fails a job whose pod create is answered Invalid or Forbidden (any
   403, RBAC included; `isRecoverable`, internal/executor/job/submit.go); Kueue and other controller-runtime
   controllers requeue every failed create with backoff. gangweb splits 403 by who is refused: the object
@@ -37,6 +39,7 @@ INVALID = "Invalid"
 REJECTED = "Rejected"
 NAMESPACE_NOT_FOUND = "NamespaceNotFound"
 CREATE_REFUSED = "CreateRefused"
+QUOTA_EXCEEDED = "QuotaExceeded"
 
 # Words of the admission plugins that refuse an object with 403 Forbidden (kube-apiserver): ResourceQuota
 # ("exceeded quota: q, requested: count/jobs.batch=1, used: ..., limited: ..."), admission webhooks
@@ -107,6 +110,37 @@ def admission_refusal(message: str) -> bool:
     return bool(ADMISSION_REFUSAL.search(message or ""))
 
 
+# The ResourceQuota admission plugin's words (kube-apiserver plugin/pkg/admission/resourcequota/controller.go):
+# "exceeded quota: <name>, requested: <r>=<q>[,...], used: <r>=<q>[,...], limited: <r>=<q>[,...]".
+QUOTA_WORDS = re.compile(r"exceeded quota: [^,]+, requested: (?P<requested>\S*), used: (?P<used>\S*), "
+                         r"limited: (?P<limited>\S*)")
+
+
+def _quantities(listed: str) -> dict[str, object]:
+    from kubernetes.utils import parse_quantity
+
+    out = {}
+    for item in filter(None, listed.split(",")):
+        resource, _, value = item.partition("=")
+        out[resource] = parse_quantity(value)
+    return out
+
+
+def quota_frees_up(message: str) -> bool:
+    """True when a 403 "exceeded quota" refuses an object only because of what the namespace holds now: every
+    resource it requests fits the quota's limit by itself (requested <= limited), so it fits once other objects
+    are gone. False when one request alone exceeds its limit (a quota of 0 jobs: the same object is always
+    refused), or the words do not parse (then the refusal is taken as it says: for good)."""
+    found = QUOTA_WORDS.search(message or "")
+    if found is None:
+        return False
+    try:
+        requested, limited = _quantities(found["requested"]), _quantities(found["limited"])
+    except (ValueError, ArithmeticError):
+        return False
+    return bool(requested) and all(r in limited and q <= limited[r] for r, q in requested.items())
+
+
 def missing_namespace(exc: BaseException) -> str | None:
     """The namespace name when `exc` is a 404 saying the namespace itself does not exist (Status
     `{"reason": "NotFound", "details": {"kind": "namespaces", "name": <ns>}}`, as the API server answers a
@@ -137,6 +171,8 @@ def classify(exc: BaseException) -> KubeError | None:
         if status >= 500:
             return TransientKubeError(SERVER_ERROR, f"{status} {message}", status)
         if status == 403:
+            if quota_frees_up(message):  # full of other objects for now: wait (retried) rather than fail
+                return TransientKubeError(QUOTA_EXCEEDED, message, status, api_reason or FORBIDDEN)
             if admission_refusal(message):
                 return TerminalKubeError(FORBIDDEN, message, status, api_reason or FORBIDDEN)
             return TransientKubeError(FORBIDDEN, message, status, api_reason)

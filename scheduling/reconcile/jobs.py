@@ -51,6 +51,7 @@ from ..kube.errors import (
     CLUSTER_UNREACHABLE,
     CREATE_REFUSED,
     NAMESPACE_NOT_FOUND,
+    QUOTA_EXCEEDED,
     CreateRefused,
     KubeError,
     TerminalKubeError,
@@ -78,7 +79,7 @@ BACKEND_UNAVAILABLE = "BackendUnavailable"
 WAITING = "WaitingForDeletion"
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
-                           NAMESPACE_NOT_FOUND})
+                           NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED})
 STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
                  "observed", "backend_plugin")
 

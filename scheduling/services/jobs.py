@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -129,8 +130,11 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     fill_requested_totals(jobs)  # bulk_create skips save(): the usage estimate's columns are set here
     for job in jobs:
         job.phase_changed_at = now
+    key = bulk_key[0] if bulk_key is not None else ("" if bulk else jobs[0].idempotency_key)
     try:
         with transaction.atomic():
+            if key:
+                _claim_key(user, key, bulk)
             created = insert_rows(GangJob, jobs) if bulk else GangJob.objects.bulk_create(jobs)
             transitions = new_instances(PhaseTransition, [
                 {"job_id": j.id, "phase": GangPhase.SUBMITTED, "at": now, "source": "gangweb", "reason": "Submitted",
@@ -152,6 +156,18 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     if not bulk:  # a single submit answers with the job's timeline; bulk answers use the list form
         _remember_transitions(created[0], transitions)
     return created
+
+
+def _claim_key(user, key: str, bulk: bool) -> None:
+    """Inside the submit's transaction: hold `user`'s row lock (keyed submits of one user take turns from here to
+    their commit) and raise IdempotencyMismatch when the other endpoint's table has the key by now. Each table's
+    unique constraint catches a race on its own endpoint; nothing else would catch a single and a bulk submit
+    with one key, each finding it free before the other committed."""
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+    other = (GangJob.objects.filter(submitted_by=user, idempotency_key=key) if bulk
+             else BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=key))
+    if other.exists():
+        raise _key_mismatch()
 
 
 def _remember_transitions(job: GangJob, transitions: list[PhaseTransition]) -> None:
@@ -199,6 +215,7 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
         if existing is not None:
             if existing.request_hash != digest:
                 raise _key_mismatch()
+            _check_replay(user, [existing])
             return existing, False
         if BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=idempotency_key).exists():
             raise _key_mismatch()
@@ -209,11 +226,29 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
     try:
         return _persist([job], f"by {user}", user)[0], True
     except Conflict:
-        if idempotency_key:  # a concurrent request with the same key won the race
+        if idempotency_key:  # a concurrent request with the same key won the race: answer as its retry would
             existing = GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
-            if existing is not None and existing.request_hash == digest:
+            if existing is not None:
+                if existing.request_hash != digest:
+                    raise _key_mismatch() from None
+                _check_replay(user, [existing])
                 return existing, False
         raise
+
+
+def _check_replay(user, jobs: list[GangJob], bulk: bool = False) -> None:
+    """Raise what a submit of `jobs` would raise now when `user` may not submit them (a read-only token of their
+    submitter, a role revoked since): a replay answers 201 as a submit does, so only who may submit gets it.
+    Errors are keyed `queue`, or `jobs[i].queue` for a bulk submit."""
+    with access.cached():
+        for i, job in enumerate(jobs):
+            try:
+                access.check_submit(user, job.queue, job.cluster)
+            except (PermissionDenied, ValidationError) as exc:
+                if not bulk:
+                    raise
+                errors = exc.errors if isinstance(exc, PermissionDenied) else exc.message_dict
+                raise type(exc)({f"jobs[{i}].{k}": msg for k, msg in errors.items()}) from None
 
 
 def _replay_bulk(user, idempotency_key: str, digest: str) -> list[GangJob] | None:
@@ -229,7 +264,9 @@ def _replay_bulk(user, idempotency_key: str, digest: str) -> list[GangJob] | Non
         raise _key_mismatch()
     by_id = GangJob.objects.select_related(*LIST_RELATED).defer(
         "resolved_spec", "observed", "template_version__spec").in_bulk(record.job_ids)
-    return [by_id[i] for i in record.job_ids if i in by_id]  # a job deleted since is left out
+    jobs = [by_id[i] for i in record.job_ids if i in by_id]  # a job deleted since is left out
+    _check_replay(user, jobs, bulk=True)
+    return jobs
 
 
 def submit_many(user, items) -> list[GangJob]:

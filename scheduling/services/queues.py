@@ -390,12 +390,14 @@ def create_queue(user, data) -> tuple[QueuePolicy, list[dict]]:
     v.mapping(data, "body")
     name = v.dns_label(data.get("name"), "name")
     tree = QueueTree.load()
-    if name in tree.by_name:
-        raise Conflict({"name": f"a queue named '{name}' already exists"})
     policy = QueuePolicy(name=name, managed=True, gpu_limit=UNLIMITED, cpu_limit=UNLIMITED, memory_limit=UNLIMITED)
     clusters, _ = _apply(policy, data, tree, user)
     access.check_create_queue(user, policy.parent)
     access.check_queue_scope(user, policy.parent, clusters or [], policy.allowed_namespaces)
+    # Queue names are global (a KAI Queue is cluster-scoped), so a taken name is told, but only after the permission
+    # checks: before them, anyone with a role on some queue could probe for the names of queues they cannot see.
+    if name in tree.by_name:
+        raise Conflict({"name": f"a queue named '{name}' already exists"})
     with transaction.atomic():
         policy.save()
         if clusters:

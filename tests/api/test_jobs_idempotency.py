@@ -125,3 +125,77 @@ def test_the_schema_documents_the_header_on_both_submit_endpoints(api):
         params = {p["name"]: p for p in schema["paths"][path]["post"].get("parameters", [])}
         assert params["Idempotency-Key"]["in"] == "header", path
         assert "422" in params["Idempotency-Key"]["description"], path
+
+
+@pytest.mark.parametrize("same_body", [True, False], ids=["same body", "other body"])
+def test_a_key_taken_by_a_concurrent_single_submit_replays_or_is_422_never_a_name_conflict(api, setup, monkeypatch,
+                                                                                           same_body):
+    """Two submits with one key race: both find the key free, the other commits first. The loser's insert hits the
+    key's unique constraint: it answers as a retry would (the winner's job, or 422 for another body), not with a
+    409 about a name nobody uses."""
+    from scheduling.services import jobs as job_service
+
+    mine = builders.submit_body(*setup, name="mine")
+    theirs = mine if same_body else builders.submit_body(*setup, name="theirs")
+    real_load, raced = job_service.Lookups.load, []
+
+    def load_after_the_other_commits(items):
+        if not raced:
+            raced.append(True)
+            assert api.post("/api/v1/jobs/", theirs, format="json", HTTP_IDEMPOTENCY_KEY="race").status_code == 201
+        return real_load(items)
+
+    monkeypatch.setattr(job_service.Lookups, "load", load_after_the_other_commits)
+    r = api.post("/api/v1/jobs/", mine, format="json", HTTP_IDEMPOTENCY_KEY="race")
+    winner = GangJob.objects.get(idempotency_key="race")
+    if same_body:
+        assert (r.status_code, r["Idempotent-Replayed"], r.data["id"]) == (201, "true", winner.pk)
+    else:
+        assert r.status_code == 422 and list(r.data) == ["Idempotency-Key"]
+    assert GangJob.objects.count() == 1
+
+
+@pytest.mark.parametrize("endpoint", ["/api/v1/jobs/", "/api/v1/jobs/bulk/"])
+def test_a_token_that_may_not_submit_gets_403_not_a_replay_of_its_owners_submit(setup, endpoint):
+    """A replay answers 201 as a submit: only a principal who may submit gets it (a read-only token of the same
+    owner gets the 403 a submit would)."""
+    from rest_framework.test import APIClient
+
+    owner = builders.make_user("owner")
+    builders.grant(setup[1], "submitter", user=owner)
+    body = builders.submit_body(*setup, name="r1")
+    body = {"jobs": [body]} if endpoint.endswith("bulk/") else body
+    password = APIClient()
+    password.force_authenticate(owner)
+    assert password.post(endpoint, body, format="json", HTTP_IDEMPOTENCY_KEY="k").status_code == 201
+    read_only = APIClient(HTTP_AUTHORIZATION=f"Bearer {builders.make_token(owner, ['read'])}")
+    r = read_only.post(endpoint, body, format="json", HTTP_IDEMPOTENCY_KEY="k")
+    assert r.status_code == 403
+    assert "Idempotent-Replayed" not in r
+    assert GangJob.objects.count() == 1
+
+
+@pytest.mark.parametrize("first, second", [("/api/v1/jobs/bulk/", "/api/v1/jobs/"),
+                                           ("/api/v1/jobs/", "/api/v1/jobs/bulk/")], ids=["bulk wins", "single wins"])
+def test_one_key_racing_on_both_endpoints_creates_one_request_only(api, setup, monkeypatch, first, second):
+    """A single and a bulk submit with one key race: both find it free, `first` commits before `second` inserts.
+    One key is one request, so `second` is 422 (the key was used for another request) and creates nothing."""
+    from scheduling.services import jobs as job_service
+
+    def body_for(endpoint, name):
+        job = builders.submit_body(*setup, name=name)
+        return {"jobs": [job]} if endpoint.endswith("bulk/") else job
+
+    real_load, raced = job_service.Lookups.load, []
+
+    def load_after_the_other_commits(items):
+        if not raced:
+            raced.append(True)
+            r = api.post(first, body_for(first, "winner"), format="json", HTTP_IDEMPOTENCY_KEY="both")
+            assert r.status_code == 201
+        return real_load(items)
+
+    monkeypatch.setattr(job_service.Lookups, "load", load_after_the_other_commits)
+    r = api.post(second, body_for(second, "loser"), format="json", HTTP_IDEMPOTENCY_KEY="both")
+    assert r.status_code == 422 and list(r.data) == ["Idempotency-Key"]
+    assert list(GangJob.objects.values_list("name", flat=True)) == ["winner"]

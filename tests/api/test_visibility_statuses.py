@@ -141,6 +141,20 @@ def test_a_queue_you_cannot_see_reads_like_one_that_does_not_exist(world):
     assert GangJob.objects.count() == 3  # j and the two own jobs: nothing created
 
 
+@pytest.mark.parametrize("parent", [None, "elsewhere", "dept"])
+def test_creating_a_queue_named_as_one_you_cannot_see_answers_as_for_a_free_name(world, parent):
+    """Queue names are global, but only who may create a queue there learns that a name is taken."""
+    client = world["api"]["stranger"]
+    answers = []
+    for name in ("q", "no-such-queue"):
+        data = {"name": name, **({"parent": parent} if parent else {})}
+        r = client.post("/api/v1/queues/", data, format="json")
+        answers.append((r.status_code, str(r.data).replace(f"'{name}'", "'<name>'")))
+    assert answers[0] == answers[1]
+    assert answers[0][0] in (400, 403)
+    assert GangJob.objects.count() == 3
+
+
 def test_a_403_names_the_role_the_action_needs(world):
     r = world["api"]["viewer"].post("/api/v1/jobs/", body("q"), format="json")
     assert r.status_code == 403

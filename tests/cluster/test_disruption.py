@@ -106,3 +106,38 @@ def test_an_evicted_member_is_replaced_and_the_owner_job_does_not_fail(world, wa
     page = browser.get(f"/jobs/{job.pk}/").content.decode()
     assert "requeued 1×" in page and "Attempt" in page
     assert P.FAILED not in set(job.transitions.values_list("phase", flat=True))
+
+
+def test_a_gang_evicted_twice_has_attempts_one_and_two_and_durations_of_the_last(world, watcher, api):
+    job = world.submit(backend="k8s-workload", replicas=2,
+                       containers=[builders.container(cpu="100m", memory="64Mi")])
+    assert world.reconcile(job).error is None
+    for attempt in (1, 2):
+        pods = wait_for(lambda: len(p := running_pods(world, job)) == 2 and p, timeout=90, what="2 pods Running")
+        wait_for(lambda: GangJob.objects.get(pk=job.pk).phase == P.RUNNING, timeout=30, what="the job Running")
+        victim = pods[0]["metadata"]["name"]
+        client.CoreV1Api(world.api).create_namespaced_pod_eviction(
+            victim, world.namespace, client.V1Eviction(metadata=client.V1ObjectMeta(name=victim,
+                                                                                   namespace=world.namespace)))
+        wait_for(lambda a=attempt: GangJob.objects.get(pk=job.pk).transitions.filter(phase=P.RUNNING,
+                                                                                     attempt=a).exists(),
+                 timeout=90, what=f"attempt {attempt} Running")
+    assert world.reconcile(job).error is None
+    job = GangJob.objects.get(pk=job.pk)
+    entries = timeline(job)
+    assert [(phase, attempt) for phase, attempt, *_ in entries] == [
+        (P.SUBMITTED, 0), (P.DISPATCHED, 0), (P.QUEUED, 0), (P.SCHEDULED, 0), (P.RUNNING, 0),
+        (P.QUEUED, 1), (P.SCHEDULED, 1), (P.RUNNING, 1), (P.QUEUED, 2), (P.SCHEDULED, 2), (P.RUNNING, 2)]
+    times = [at for *_, at in entries]
+    assert times == sorted(times)
+    detail = api.get(f"/api/v1/jobs/{job.pk}/").data
+    assert detail["requeues"] == 2
+    q2, s2 = (job.transitions.get(phase=ph, attempt=2).at for ph in (P.QUEUED, P.SCHEDULED))
+    assert detail["durations"]["time_in_queue"] == {"duration_s": (s2 - q2).total_seconds(), "ongoing": False}
+    timeline_api = api.get(f"/api/v1/jobs/{job.pk}/timeline/").data
+    rows = timeline_api["timeline"] if isinstance(timeline_api, dict) else timeline_api
+    assert [(e["phase"], e["attempt"]) for e in rows] == [(phase, attempt) for phase, attempt, *_ in entries]
+    # Every entry but the last lasts until the next one; the last (Running#2) is ongoing.
+    assert [e["ongoing"] for e in rows] == [False] * 10 + [True]
+    assert all(e["duration_s"] >= 0 for e in rows)
+    assert job.transitions.filter(phase=P.FAILED).count() == 0

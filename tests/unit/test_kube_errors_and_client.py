@@ -31,6 +31,16 @@ def api_error(status, message="boom"):
     # Admission refuses the object itself: the same object gets the same answer.
     (api_error(403, 'jobs.batch "train-0" is forbidden: exceeded quota: no-jobs, requested: count/jobs.batch=1, '
                     "used: count/jobs.batch=0, limited: count/jobs.batch=0"), errors.TerminalKubeError, "Forbidden"),
+    (api_error(403, 'jobs.batch "train-0" is forbidden: exceeded quota: pods, requested: count/jobs.batch=1,'
+                    'requests.cpu=2, used: count/jobs.batch=0,requests.cpu=0, limited: count/jobs.batch=5,'
+                    'requests.cpu=1'), errors.TerminalKubeError, "Forbidden"),
+    # A quota full of other objects for now: the object fits by itself, so it waits for them to go (retried).
+    (api_error(403, 'jobs.batch "train-0" is forbidden: exceeded quota: few-jobs, requested: count/jobs.batch=1, '
+                    "used: count/jobs.batch=4, limited: count/jobs.batch=4"), errors.TransientKubeError,
+     "QuotaExceeded"),
+    (api_error(403, 'services "s" is forbidden: exceeded quota: q, requested: count/services=1,requests.cpu=500m, '
+                    "used: count/services=0,requests.cpu=1800m, limited: count/services=3,requests.cpu=2"),
+     errors.TransientKubeError, "QuotaExceeded"),
     (api_error(403, 'admission webhook "policy.example.com" denied the request: no GPUs in ml'),
      errors.TerminalKubeError, "Forbidden"),
     (api_error(403, "podgroups.scheduling.k8s.io \"g\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' "
