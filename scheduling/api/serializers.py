@@ -298,8 +298,9 @@ class GangJobDetailSerializer(GangJobSerializer):
 
     timeline = serializers.SerializerMethodField()
     durations = serializers.SerializerMethodField()
-    requeues = serializers.SerializerMethodField(help_text="times a disrupted gang was re-queued (its latest "
-                                                           "timeline attempt); durations read the latest attempt")
+    requeues = serializers.SerializerMethodField(help_text="times the gang started again: re-queued after a "
+        "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "
+        "latest timeline attempt's number, and durations read that attempt")
 
     class Meta(GangJobSerializer.Meta):
         fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues"]

@@ -31,7 +31,8 @@ def current_attempt(rows) -> tuple[int, dict]:
 
 
 def requeues(transitions) -> int:
-    """How many times the job was re-queued: its latest attempt number (0 when never)."""
+    """How many times the gang started again (re-queued after a disruption, or recreated/replaced): its latest
+    attempt number, 0 when never."""
     return max((getattr(t, "attempt", 0) or 0 for t in transitions), default=0)
 
 
