@@ -252,6 +252,10 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    if REDIS_URL.startswith("redis://"):
+        # kombu's Redis transport, publishing through one redis-py client per channel instead of a new one per
+        # message (gangweb/broker.py). Other schemes (rediss://, sentinel://) keep kombu's own transport.
+        CELERY_BROKER_TRANSPORT = "gangweb.broker:Transport"
 else:
     _broker_dir = STATE_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
