@@ -111,12 +111,13 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_PREPARED_STATEMENTS", True):
-    # Server-side binding (Django's psycopg 3 option): parameters travel apart from the SQL, so psycopg prepares a
-    # statement once it ran 5 times on a connection (its `prepare_threshold`) and PostgreSQL then reuses the plan.
-    # A single submit's queue lookup cost ~1.2 ms of planning per request before (bench/README.md). Turn it off
-    # (DATABASE_PREPARED_STATEMENTS=0) behind a pooler that cannot keep prepared statements per client, e.g.
-    # PgBouncer in transaction mode before 1.21 or without `max_prepared_statements`.
-    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
+    # Server-side binding (Django's psycopg 3 option: parameters travel apart from the SQL) and psycopg's own
+    # prepare threshold (5, which Django sets to None, i.e. never, unless OPTIONS says otherwise): a statement that
+    # ran 5 times on a connection is prepared, and PostgreSQL reuses its plan (a generic plan after 5 more runs).
+    # Planning a single submit's queue lookup cost ~1.2 ms of the database's CPU per request (bench/README.md).
+    # Turn it off (DATABASE_PREPARED_STATEMENTS=0) behind a pooler that cannot keep prepared statements per client,
+    # e.g. PgBouncer in transaction mode before 1.21 or without `max_prepared_statements`.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Web, worker and beat share one SQLite file on a laptop: wait for locks rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
