@@ -110,6 +110,14 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_PREPARED_STATEMENTS", True):
+    # Server-side binding (Django's psycopg 3 option: parameters travel apart from the SQL) and psycopg's own
+    # prepare threshold (5, which Django sets to None, i.e. never, unless OPTIONS says otherwise): a statement that
+    # ran 5 times on a connection is prepared, and PostgreSQL reuses its plan (a generic plan after 5 more runs).
+    # Planning a single submit's queue lookup cost ~1.2 ms of the database's CPU per request (bench/README.md).
+    # Turn it off (DATABASE_PREPARED_STATEMENTS=0) behind a pooler that cannot keep prepared statements per client,
+    # e.g. PgBouncer in transaction mode before 1.21 or without `max_prepared_statements`.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Web, worker and beat share one SQLite file on a laptop: wait for locks rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
@@ -252,6 +260,10 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    if REDIS_URL.startswith("redis://"):
+        # kombu's Redis transport, publishing through one redis-py client per channel instead of a new one per
+        # message (gangweb/broker.py). Other schemes (rediss://, sentinel://) keep kombu's own transport.
+        CELERY_BROKER_TRANSPORT = "gangweb.broker:Transport"
 else:
     _broker_dir = STATE_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"

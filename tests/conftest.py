@@ -1,6 +1,40 @@
-"""Shared fixtures: users, API clients, and a recorder in place of the Celery broker for non-cluster tests."""
+"""Shared fixtures: users, API clients, a recorder in place of the Celery broker for non-cluster tests, and a
+real redis-server for the code that talks to Redis (broker transport, submit throttle)."""
+import shutil
+import socket
+import subprocess
+import time
+
 import pytest
 from rest_framework.test import APIClient
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A redis-server of this test session on a free port, without persistence: "redis://127.0.0.1:<port>/0".
+    Skips when redis-server is not installed (`make test` installs it: scripts/ensure-test-deps.sh)."""
+    from localcluster.processes import free_port
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server; make test does it)")
+    port = free_port()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path_factory.mktemp("redis"))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError(f"redis-server did not start on port {port}") from None
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
 
 
 @pytest.fixture
