@@ -147,6 +147,11 @@ def test_a_quota_full_of_other_jobs_makes_the_job_wait_not_fail(world):
     core, batch = client.CoreV1Api(world.api), client.BatchV1Api(world.api)
     core.create_namespaced_resource_quota(world.namespace, {"metadata": {"name": "one-job"},
                                                             "spec": {"hard": {"count/jobs.batch": "1"}}})
+    # Once the quota has a status, admission itself charges the next Job to it; before that, counting it is left
+    # to the quota controller's workers, which pause while it adds monitors for resources an earlier test's quota
+    # named (every 30 s discovery), so the wait below could time out depending on the test order.
+    wait_for(lambda: (core.read_namespaced_resource_quota("one-job", world.namespace).status.hard or {}),
+             timeout=30, what="quota one-job counted")
     other = batch.create_namespaced_job(world.namespace, {
         "metadata": {"name": "someone-elses"},
         "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
@@ -168,7 +173,7 @@ def test_a_quota_full_of_other_jobs_makes_the_job_wait_not_fail(world):
 
     batch.delete_namespaced_job(other.metadata.name, world.namespace, propagation_policy="Background")
     wait_for(lambda: (core.read_namespaced_resource_quota("one-job", world.namespace).status.used or {}).get(
-        "count/jobs.batch") == "0", timeout=30, what="quota one-job freed")
+        "count/jobs.batch") == "0", timeout=90, what="quota one-job freed")  # the controller's workers (see above)
     again = world.reconcile(job)
     assert again.error is None, again.message
     job = GangJob.objects.get(pk=job.pk)
