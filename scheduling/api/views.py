@@ -335,7 +335,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def create(self, request):
         """Submit a job. With an Idempotency-Key that repeats, answers with the first job, 201 as the first time,
         and `Idempotent-Replayed: true`."""
-        job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key", ""))
+        job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key"))
         if created:  # the service returns it with its relations and timeline loaded: no re-read
             response = Response(s.represent(s.GangJobDetailSerializer, job), status=status.HTTP_201_CREATED)
         else:
@@ -368,7 +368,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         items = body.get("jobs") if isinstance(body, dict) else None
         minimal = preferences.wants_minimal(request)
         # In request order, relations loaded (new or replayed): no re-read.
-        created, new = job_service.submit_bulk(request.user, items, request.headers.get("Idempotency-Key", ""))
+        created, new = job_service.submit_bulk(request.user, items, request.headers.get("Idempotency-Key"))
         serializer = s.JobRefSerializer if minimal else s.GangJobSerializer
         jobs = s.represent(serializer, created, many=True)
         response = Response({"count": len(created), "jobs": jobs}, status=status.HTTP_201_CREATED)

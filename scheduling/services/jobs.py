@@ -33,6 +33,7 @@ MAX_BULK = 5000
 # Related rows the job list form shows: what a replayed bulk submit loads with its jobs (as the first answer had).
 LIST_RELATED = ("template_version__template", "queue", "cluster", "submitted_by")
 KEY_REUSED = "was already used with a different request body"
+KEY_OTHER_ENDPOINT = "was already used for a request to the other submit endpoint (single and bulk share keys)"
 
 
 def request_hash(data) -> str:
@@ -41,13 +42,22 @@ def request_hash(data) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _idempotency_key(value: str) -> str:
-    """The `Idempotency-Key` header's value, checked: at most 255 characters. Raises ValidationError naming it."""
-    return v.string(value, "Idempotency-Key", max_length=255) if value else ""
+def _idempotency_key(value: str | None) -> str:
+    """The `Idempotency-Key` header's value ("" when the header is absent), checked: 1 to 255 printable ASCII
+    characters (draft-ietf-httpapi-idempotency-key-header: an sf-string). Raises ValidationError naming the header
+    for a present but empty (or blank) key, which would otherwise silently disable the protection the client
+    asked for, and for other characters."""
+    if value is None:
+        return ""
+    if not value.strip():
+        raise ValidationError({"Idempotency-Key": "must not be empty; leave the header out to submit without one"})
+    if any(not " " <= ch <= "~" for ch in value):
+        raise ValidationError({"Idempotency-Key": "must be printable ASCII (a UUID is a good key)"})
+    return v.string(value, "Idempotency-Key", max_length=255)
 
 
-def _key_mismatch() -> IdempotencyMismatch:
-    return IdempotencyMismatch({"Idempotency-Key": KEY_REUSED})
+def _key_mismatch(other_endpoint: bool = False) -> IdempotencyMismatch:
+    return IdempotencyMismatch({"Idempotency-Key": KEY_OTHER_ENDPOINT if other_endpoint else KEY_REUSED})
 
 
 def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
@@ -167,7 +177,7 @@ def _claim_key(user, key: str, bulk: bool) -> None:
     other = (GangJob.objects.filter(submitted_by=user, idempotency_key=key) if bulk
              else BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=key))
     if other.exists():
-        raise _key_mismatch()
+        raise _key_mismatch(other_endpoint=True)
 
 
 def _remember_transitions(job: GangJob, transitions: list[PhaseTransition]) -> None:
@@ -201,7 +211,7 @@ def _raise_active_clash(jobs: list[GangJob], bulk: bool = False) -> None:
                                    "that cluster"})
 
 
-def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
+def submit(user, data, idempotency_key: str | None = None) -> tuple[GangJob, bool]:
     """Submit one job. Returns (job, created); created is False when an Idempotency-Key repeats (the first
     request's job, unchanged). Keys are per submitter and shared with bulk submits: one key is one request.
 
@@ -218,7 +228,7 @@ def submit(user, data, idempotency_key: str = "") -> tuple[GangJob, bool]:
             _check_replay(user, [existing])
             return existing, False
         if BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=idempotency_key).exists():
-            raise _key_mismatch()
+            raise _key_mismatch(other_endpoint=True)
     with access.cached():  # visibility and permission ask for the same roles: computed once
         job = build_job(user, data, Lookups.load([data] if isinstance(data, dict) else []))
     job.idempotency_key, job.request_hash = idempotency_key, digest
@@ -258,7 +268,7 @@ def _replay_bulk(user, idempotency_key: str, digest: str) -> list[GangJob] | Non
     record = BulkSubmitKey.objects.filter(submitted_by=user, idempotency_key=idempotency_key).first()
     if record is None:
         if GangJob.objects.filter(submitted_by=user, idempotency_key=idempotency_key).exists():
-            raise _key_mismatch()
+            raise _key_mismatch(other_endpoint=True)
         return None
     if record.request_hash != digest:
         raise _key_mismatch()
@@ -274,7 +284,7 @@ def submit_many(user, items) -> list[GangJob]:
     return submit_bulk(user, items)[0]
 
 
-def submit_bulk(user, items, idempotency_key: str = "") -> tuple[list[GangJob], bool]:
+def submit_bulk(user, items, idempotency_key: str | None = None) -> tuple[list[GangJob], bool]:
     """Submit many jobs, all or nothing. Errors are keyed "jobs[i].<field>" so each names its item.
 
     Returns (jobs in request order, created). With an `idempotency_key` that an earlier bulk submit of the same

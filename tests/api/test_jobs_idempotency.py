@@ -84,6 +84,8 @@ def test_a_key_is_one_request_whichever_endpoint_used_it_first(api, setup):
                     HTTP_IDEMPOTENCY_KEY="k-bulk").status_code == 201
     r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name="b1"), format="json", HTTP_IDEMPOTENCY_KEY="k-bulk")
     assert (r.status_code, list(r.data)) == (422, ["Idempotency-Key"])
+    assert r.data["Idempotency-Key"] == ["was already used for a request to the other submit endpoint (single and "
+                                         "bulk share keys)"]
     assert GangJob.objects.count() == 2
 
 
@@ -199,3 +201,22 @@ def test_one_key_racing_on_both_endpoints_creates_one_request_only(api, setup, m
     r = api.post(second, body_for(second, "loser"), format="json", HTTP_IDEMPOTENCY_KEY="both")
     assert r.status_code == 422 and list(r.data) == ["Idempotency-Key"]
     assert list(GangJob.objects.values_list("name", flat=True)) == ["winner"]
+
+
+@pytest.mark.parametrize("endpoint", ["/api/v1/jobs/", "/api/v1/jobs/bulk/"])
+@pytest.mark.parametrize("key, words", [("", "must not be empty"), ("   ", "must not be empty"),
+                                        ("k\u00e9y", "must be printable ASCII"), ("k\tey", "must be printable ASCII")],
+                         ids=["empty", "blank", "non-ASCII", "tab"])
+def test_an_empty_or_unprintable_key_is_400_naming_the_header_and_creates_nothing(api, setup, endpoint, key, words):
+    """A sent but empty key (e.g. `$(uuidgen)` where uuidgen is missing) would silently turn the protection off."""
+    body = (bulk_body(setup, "e1") if endpoint.endswith("bulk/") else builders.submit_body(*setup, name="e1"))
+    r = api.post(endpoint, body, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    assert r.status_code == 400, r.data
+    assert list(r.data) == ["Idempotency-Key"] and words in str(r.data["Idempotency-Key"][0])
+    assert GangJob.objects.count() == 0
+
+
+def test_a_submit_without_the_header_is_not_deduplicated(api, setup):
+    body = builders.submit_body(*setup, name="nokey")
+    assert api.post("/api/v1/jobs/", body, format="json").status_code == 201
+    assert GangJob.objects.get(name="nokey").idempotency_key == ""
