@@ -65,3 +65,23 @@ def test_a_job_page_lists_what_blocks_it_before_the_details(ui, setup, admin_use
     assert ('<li><span class="badge neutral">NoNodeFits</span> One pod needs 16 GPUs; the largest node has 8 '
             'allocatable.</li>') in html
     assert html.index("NoNodeFits") < html.index("pods the gang needs are bound")
+
+
+def test_the_job_page_numbers_attempts_as_the_api_does(ui, api, setup, admin_user):
+    """A re-queued gang: the transitions table's Attempt column shows the API's `attempt` (0, then 1), not a
+    1-based count that disagrees with it."""
+    import re
+    from datetime import timedelta
+
+    from scheduling.models import PhaseTransition
+
+    template, queue, cluster = setup
+    job = builders.make_job(template, queue, cluster, name="again", phase=GangPhase.RUNNING, user=admin_user)
+    later = job.phase_changed_at + timedelta(seconds=30)
+    PhaseTransition.objects.create(job=job, phase=GangPhase.QUEUED, attempt=1, at=later, source="pod/x",
+                                   reason="Requeued")
+    html = ui.get(f"/jobs/{job.pk}/live/", HTTP_HX_REQUEST="true").content.decode()
+    rows = re.findall(r"<tr><td>(\w+)</td><td>(\d+)</td>", html)
+    api_rows = [(t["phase"], str(t["attempt"])) for t in api.get(f"/api/v1/jobs/{job.pk}/").data["timeline"]]
+    assert rows == api_rows
+    assert rows[-1] == ("Queued", "1") and rows[0] == ("Submitted", "0")
