@@ -128,3 +128,15 @@ def kube_namespace(kube_api, request) -> str:
     except ApiException as e:
         if e.status != 404:
             raise
+
+
+@pytest.fixture
+def watcher(world):
+    """The cluster watch of `world` (the test module's fixture) in a thread, as `manage.py watch_clusters` runs
+    it: it records the phases as they happen. Stopped (its threads joined) after the test."""
+    from scheduling.reconcile import watching
+
+    w = watching.watcher_for(world.cluster, api=world.api).start()
+    assert w.wait_synced(30)
+    yield w
+    w.stop()

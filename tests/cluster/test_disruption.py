@@ -11,7 +11,7 @@ localcluster = pytest.importorskip("localcluster")
 from scheduling.choices import GangPhase as P  # noqa: E402
 from scheduling.kube.watches import POD  # noqa: E402
 from scheduling.models import GangJob  # noqa: E402
-from scheduling.reconcile import desired, watching  # noqa: E402
+from scheduling.reconcile import desired  # noqa: E402
 from scheduling.reconcile.desired import JOB  # noqa: E402
 from tests import builders  # noqa: E402
 
@@ -23,15 +23,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def world(kube_cluster, kube_namespace, admin_user, enqueued):
     return make_world(kube_cluster, kube_namespace, admin_user)
-
-
-@pytest.fixture
-def watcher(world):
-    """The cluster watch in a thread (as `manage.py watch_clusters` runs it): it records the phases as they happen."""
-    w = watching.watcher_for(world.cluster, api=world.api).start()
-    assert w.wait_synced(30)
-    yield w
-    w.stop()
 
 
 def running_pods(world, job) -> list[dict]:

@@ -37,14 +37,6 @@ def world(kube_cluster, kube_namespace, admin_user, enqueued):
 
 
 @pytest.fixture
-def watcher(world):
-    w = watching.watcher_for(world.cluster, api=world.api).start()
-    assert w.wait_synced(30)
-    yield w
-    w.stop()
-
-
-@pytest.fixture
 def pool_nodes(kube_cluster, kube_namespace):
     """Adds fake 8-GPU nodes labelled for this test only; removes them afterwards."""
     added = []
