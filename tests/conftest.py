@@ -91,3 +91,14 @@ def queue_syncs(monkeypatch):
     monkeypatch.setattr(tasks.reconcile_queue, "delay", lambda pid, extra=None: calls.append(("reconcile_queue", pid)))
     monkeypatch.setattr(tasks.sync_queues, "delay", lambda cid=None: calls.append(("sync_queues", cid)))
     return calls
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty default cache (local memory in tests): what one test remembered, e.g. a
+    cluster's in-use totals (services/cluster_usage.py, keyed by a cluster id the next test may reuse), must not
+    answer for another."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

@@ -260,7 +260,8 @@ class WhyPendingSerializer(serializers.Serializer):
         help_text='what blocks, most certain first, each {"code", "message", ...numbers}: ExceedsClusterCapacity '
                   '{"resource", "needs", "available", "nodes"}, NoNodeFits {"resource", "per_pod", "largest_node", '
                   '"nodes"}, QueueOverLimit {"queue", "resource", "in_use", "limit", "needs"}, QueueOverQuota '
-                  '{"queue", "resource", "in_use", "quota", "needs"}')
+                  '{"queue", "resource", "in_use", "quota", "needs"}, ClusterBusy {"resource", "needs", '
+                  '"allocatable", "in_use", "free"}')
     reasons = serializers.ListField(child=serializers.DictField(), help_text="every explanation the scheduler gave")
     pod_conditions = serializers.ListField(child=serializers.DictField(),
                                            help_text="pods' PodScheduled=False reasons and messages, with counts")

@@ -26,6 +26,7 @@ from . import objects as o
 
 EXCEEDS_CLUSTER = "ExceedsClusterCapacity"
 NO_NODE_FITS = "NoNodeFits"
+CLUSTER_BUSY = "ClusterBusy"
 # Resources worth a capacity statement: the scheduler counts them all, but pods/ephemeral-storage rarely block.
 CHECKED = ("nvidia.com/gpu", "cpu", "memory")
 
@@ -101,4 +102,30 @@ def blocking(needs: dict, per_pod: list[dict], capacity: dict | None) -> list[di
         if biggest_pod > largest.get(res, 0):
             facts.append({"code": NO_NODE_FITS, "resource": res, "per_pod": biggest_pod,
                           "largest_node": largest.get(res, 0), "nodes": nodes})
+    return facts
+
+
+def busy(needs: dict, capacity: dict | None, in_use: dict | None) -> list[dict]:
+    """Facts for a gang that fits the cluster in total but not next to what gangweb's placed jobs hold now.
+
+    - `needs`: what the whole gang asks per resource (base units: CPU cores, memory bytes, GPU devices);
+    - `capacity`: `Cluster.capacity` (see `summarize`); `in_use`: what gangweb's Scheduled and Running jobs in
+      the cluster request, same keys and units (`services.cluster_usage.in_use`).
+
+    Returns [{"code": "ClusterBusy", "resource", "needs", "allocatable", "in_use", "free"}] for each checked
+    resource where needs > allocatable - in_use (`free` is that difference, at least 0), GPUs first; [] when
+    capacity or in_use is unknown. `free` is an upper bound: pods gangweb does not manage, and how the free
+    room is split over nodes, only make it smaller.
+    """
+    if not capacity or "allocatable" not in capacity or in_use is None:
+        return []
+    total, facts = capacity.get("allocatable") or {}, []
+    for res in CHECKED:
+        asked, have = needs.get(res) or 0, total.get(res, 0)
+        if asked <= 0 or asked > have:  # nothing asked, or never fits (ExceedsClusterCapacity says so)
+            continue
+        held = in_use.get(res) or 0
+        if asked > have - held:
+            facts.append({"code": CLUSTER_BUSY, "resource": res, "needs": asked, "allocatable": have,
+                          "in_use": held, "free": max(have - held, 0)})
     return facts

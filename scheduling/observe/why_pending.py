@@ -13,7 +13,8 @@ Shape (JSON, stored in `GangJob.why_pending`, None once the gang is scheduled)::
      "blocking": [{"code": "QueueOverLimit", "queue": "team-a", "resource": "nvidia.com/gpu", "in_use": 6,
                    "limit": 8, "needs": 4, "message": "queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4"}],
                                                    # what keeps it out, most certain first: ExceedsClusterCapacity,
-                                                   # NoNodeFits (observe.capacity), QueueOverLimit, QueueOverQuota
+                                                   # NoNodeFits (observe.capacity), QueueOverLimit, QueueOverQuota;
+                                                   # else ClusterBusy (room taken now by gangweb's placed jobs)
      "reasons": [{"reason": "OverLimit", "message": "..."}],       # every explanation the scheduler gave
      "pod_conditions": [{"reason": "Unschedulable", "message": "0/4 nodes are available: ...", "pods": 3,
                          "example": "train-worker-0-abcde"}]}
@@ -35,8 +36,9 @@ from kubernetes.utils import parse_quantity
 from ..backends.base import GangStatus
 from ..choices import GangPhase
 from ..kube import resources
-from .capacity import EXCEEDS_CLUSTER
+from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER
 from .capacity import blocking as capacity_blocking
+from .capacity import busy as capacity_busy
 from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, JobShape, bound_of
 from .pods import PodFacts
 
@@ -155,6 +157,18 @@ def _capacity_facts(needs: dict, per_pod: list[dict], cluster_capacity: dict | N
     return facts
 
 
+def _busy_facts(needs: dict, cluster_capacity: dict | None, in_use: dict | None) -> list[dict]:
+    """observe.capacity.busy with each fact's sentence (`message`, lower case: it is also a clause)."""
+    facts = []
+    for f in capacity_busy(needs, cluster_capacity, in_use):
+        res = f["resource"]
+        f["message"] = (f"needs {amount(res, f['needs'])}; gangweb's running jobs hold {_bare(res, f['in_use'])} "
+                        f"of the cluster's {_bare(res, f['allocatable'])} allocatable, so at most "
+                        f"{_bare(res, f['free'])} {'is' if f['free'] == 1 else 'are'} free now")
+        facts.append(f)
+    return facts
+
+
 def _queue_fact(reason: str, queue: dict | None, asks: dict) -> dict | None:
     """The queue's numbers as a blocking fact, for KAI's OverLimit and NonPreemptibleOverQuota (None otherwise)."""
     if reason not in ("OverLimit", "NonPreemptibleOverQuota") or not (queue or {}).get("resources"):
@@ -185,7 +199,7 @@ def summary(why: dict, scheduler_name: str = "") -> str:
     """
     lead = []
     for fact in why.get("blocking") or []:
-        if fact["code"] == EXCEEDS_CLUSTER:
+        if fact["code"] in (EXCEEDS_CLUSTER, CLUSTER_BUSY):
             lead.append("This job " + fact["message"] + ".")
         elif fact["code"] == QUEUE_OVER_QUOTA:
             lead.append(_sentence(fact["message"]) + " A preemptible job may go over quota.")
@@ -244,7 +258,7 @@ def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
 
 def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
             job_requests: dict | None = None, scheduler_name: str = "", capacity: dict | None = None,
-            per_pod: list[dict] | None = None) -> dict | None:
+            per_pod: list[dict] | None = None, in_use=None) -> dict | None:
     """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
     least minMember pods bound).
 
@@ -252,6 +266,9 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
     - `job_requests`: what the whole job asks per resource (base units), used when the scheduler does not say.
     - `capacity`: the cluster's `Cluster.capacity` (observe.capacity.summarize; None when unknown) and `per_pod`:
       what one pod of each pod set asks (observe.capacity.pod_requests), for the capacity facts in `blocking`.
+    - `in_use`: a callable returning what gangweb's placed jobs in the cluster request (observe.capacity.busy's
+      `in_use`), called only when the scheduler says the gang has no room and nothing else blocks it, for a
+      `ClusterBusy` fact.
     """
     live = [p for p in pods if not p.terminating]
     bound = sum(1 for p in live if p.bound)
@@ -278,6 +295,9 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
     queue_fact = _queue_fact(reason, queue, asks)
     if queue_fact is not None:
         blocking.append(queue_fact)
+    if not blocking and in_use is not None and (reason in GANG_UNSCHEDULABLE or any(
+            c["reason"] in GANG_UNSCHEDULABLE for c in pod_conditions)):
+        blocking = _busy_facts(own or asks, capacity, in_use())
     why = {
         "reason": reason,
         "message": message,

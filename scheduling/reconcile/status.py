@@ -25,7 +25,7 @@ from ..models import GangJob, PhaseTransition
 from ..observe import capacity, metrics, phases, why_pending
 from ..observe import objects as o
 from ..observe.pods import owner_facts, pod_facts
-from ..services import timeline
+from ..services import cluster_usage, timeline
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +262,8 @@ def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods
                          attempt=attempt)
     why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec),
                               scheduler, capacity=row.cluster.capacity,
-                              per_pod=capacity.pod_requests(row.resolved_spec))
+                              per_pod=capacity.pod_requests(row.resolved_spec),
+                              in_use=lambda: cluster_usage.in_use(row.cluster_id))
     changes = {
         "phase": obs.phase,
         "phase_reason": obs.reason[:REASON_MAX],

@@ -244,3 +244,26 @@ def test_a_pod_bigger_than_every_node_is_explained_with_the_nodes_numbers_until_
         assert data["phase"] in (P.SCHEDULED, P.RUNNING)
     finally:
         kube_cluster.remove_node(name, wait=False)
+
+
+def test_a_gang_that_fits_the_cluster_but_not_now_says_how_much_gangwebs_running_jobs_hold(world, watcher, api):
+    """Every 8-GPU node but one is taken by a running gang; a 2 x 8 GPU gang fits the cluster, not now: its
+    why_pending says ClusterBusy with the cluster's numbers (needs 16; held total-8 of total; at most 8 free)."""
+    nodes, total, largest = _gpus_of_schedulable_nodes(world.api)
+    assert total == nodes * 8 and largest == 8, "the session's nodes are expected to have 8 GPUs each"
+    big = world.submit(backend="k8s-workload", replicas=nodes - 1,
+                       containers=[builders.container(cpu="1", memory="1Gi", gpu=8)])
+    assert world.reconcile(big).error is None
+    wait_for(lambda: GangJob.objects.get(pk=big.pk).phase == P.RUNNING, timeout=60, what="the big gang running")
+    small = world.submit(backend="k8s-workload", replicas=2,
+                         containers=[builders.container(cpu="1", memory="1Gi", gpu=8)])
+    assert world.reconcile(small).error is None
+    data = wait_for(lambda: (d := api_job(api, small))["why_pending"] and d["why_pending"].get("blocking") and d,
+                    timeout=60, what="a blocking fact in why_pending")
+    why = data["why_pending"]
+    assert why["blocking"] == [{
+        "code": "ClusterBusy", "resource": "nvidia.com/gpu", "needs": 16, "allocatable": total,
+        "in_use": total - 8, "free": 8,
+        "message": f"needs 16 GPUs; gangweb's running jobs hold {total - 8} of the cluster's {total} allocatable, "
+                   "so at most 8 are free now"}]
+    assert why["summary"].startswith("This job needs 16 GPUs; gangweb's running jobs hold")

@@ -35,11 +35,11 @@ def test_per_pod_requests_take_limits_when_no_request_is_set():
     assert capacity.pod_requests(spec(2, gpu=8, cpu="500m")) == [{"cpu": 0.5, "nvidia.com/gpu": 8}]
 
 
-def explain(shape, job_spec, cluster_nodes, gang=None, queue_limits=None):
+def explain(shape, job_spec, cluster_nodes, gang=None, queue_limits=None, in_use=None):
     return why_pending.explain(
         P.QUEUED, shape, gang or GangStatus(), pods(shape.total, unschedulable="0/2 nodes are available"),
         job_requests=why_pending.job_requests(job_spec), capacity=capacity.summarize(cluster_nodes),
-        per_pod=capacity.pod_requests(job_spec))
+        per_pod=capacity.pod_requests(job_spec), in_use=(lambda: in_use) if in_use is not None else None)
 
 
 def test_a_gang_bigger_than_the_whole_cluster_says_so_first_with_numbers():
@@ -63,6 +63,39 @@ def test_a_gang_that_fits_the_cluster_states_no_capacity_fact():
     why = explain(JobShape(min_member=2, total=2), spec(2, gpu=4), [node("a", gpus=4), node("b", gpus=4)])
     assert why["blocking"] == []
     assert why["summary"].startswith("Not enough room for the whole gang")
+
+
+def test_a_gang_that_fits_the_cluster_but_not_next_to_the_placed_jobs_says_how_much_is_free():
+    """4 nodes x 8 GPUs, gangweb's running jobs hold 18 GPUs: a 3 x 8 GPU gang fits the cluster, not now."""
+    nodes = [node(n, gpus=8) for n in "abcd"]
+    why = explain(JobShape(min_member=3, total=3), spec(3, gpu=8), nodes,
+                  in_use={"nvidia.com/gpu": 18, "cpu": 3.5, "memory": 0})
+    assert why["blocking"] == [{
+        "code": "ClusterBusy", "resource": "nvidia.com/gpu", "needs": 24, "allocatable": 32, "in_use": 18,
+        "free": 14, "message": "needs 24 GPUs; gangweb's running jobs hold 18 of the cluster's 32 allocatable, so "
+                               "at most 14 are free now"}]
+    assert why["summary"].startswith("This job needs 24 GPUs; gangweb's running jobs hold 18 of the cluster's 32 "
+                                     "allocatable, so at most 14 are free now. Not enough room for the whole gang")
+
+
+def test_no_busy_fact_when_the_placed_jobs_leave_room_or_a_stronger_fact_blocks():
+    nodes = [node(n, gpus=8) for n in "abcd"]
+    asked = []
+
+    def in_use():
+        asked.append(1)
+        return {"nvidia.com/gpu": 8}
+
+    fits = why_pending.explain(P.QUEUED, JobShape(3, 3), GangStatus(), pods(3, unschedulable="0/4 nodes"),
+                               job_requests=why_pending.job_requests(spec(3, gpu=8)),
+                               capacity=capacity.summarize(nodes), per_pod=capacity.pod_requests(spec(3, gpu=8)),
+                               in_use=in_use)
+    assert fits["blocking"] == [] and asked == [1]  # 24 of 24 free by gangweb's count: other pods or fragmentation
+    never = why_pending.explain(P.QUEUED, JobShape(5, 5), GangStatus(), pods(5, unschedulable="0/4 nodes"),
+                                job_requests=why_pending.job_requests(spec(5, gpu=8)),
+                                capacity=capacity.summarize(nodes), per_pod=capacity.pod_requests(spec(5, gpu=8)),
+                                in_use=in_use)
+    assert [f["code"] for f in never["blocking"]] == ["ExceedsClusterCapacity"] and asked == [1]  # not asked
 
 
 def test_unknown_capacity_states_nothing():
