@@ -40,6 +40,8 @@ from .pods import POD_FAILED, POD_SUCCEEDED, OwnerFacts, PodFacts
 REASON_WAITING_FOR_PODS = "WaitingForPods"
 REASON_WAITING_FOR_SCHEDULER = "WaitingForScheduler"
 REASON_PENDING = "Pending"
+# The Queued entry of a gang the scheduler placed before gangweb ever saw it wait (first seen with minMember bound).
+REASON_NO_WAIT = "PlacedWithoutWait"
 REASON_STARTING = "PodsStarting"
 REASON_RUNNING = "Running"
 REASON_OBJECTS_CREATED = "ObjectsCreated"
@@ -149,6 +151,8 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
                 reason, message, source = gang.reason or "Unschedulable", gang.message, gang.source
             elif waiting:
                 reason, message, source = waiting[0].waiting_reason, waiting[0].waiting_message, waiting[0].ref
+            elif len(bound) >= required and bound:  # never seen waiting: not "Pending" next to "2 of 2 bound"
+                reason, message, source = REASON_NO_WAIT, "placed as soon as it was queued", bound[0].ref
             else:
                 reason, message, source = REASON_PENDING, "", gang.source or (live_pods[0].ref if live_pods else "")
             tail = bound_of(len(bound), required)

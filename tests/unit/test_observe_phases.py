@@ -59,6 +59,16 @@ def test_scheduled_and_running_seen_in_one_pass_each_get_their_own_cluster_time(
     assert (obs.phase, obs.reason, obs.message) == (P.RUNNING, "Running", "3 of 3 pods running")
 
 
+@pytest.mark.parametrize("gang", [NOT_YET, GangStatus(admitted=True, reason="Scheduled", at=t(5),
+                                                       source="PodGroup default/j-pg")], ids=["silent", "admitted"])
+def test_a_gang_first_seen_bound_has_a_queued_entry_that_says_it_never_waited(gang):
+    """Not "Pending" next to "3 of 3 bound" (a fresh user read that as a contradiction)."""
+    pods = [pod(name=f"p-{i}", bound=4) for i in range(3)]
+    queued = next(e for e in run(gang, pods).entries if e.phase == P.QUEUED)
+    assert (queued.reason, queued.message, queued.source) == (
+        "PlacedWithoutWait", "placed as soon as it was queued (3 of 3 bound)", "Pod default/p-0")
+
+
 def test_scheduled_time_is_when_the_min_member_th_pod_was_bound():
     pods = [pod(name="p-0", bound=4), pod(name="p-1", bound=8), pod(name="p-2", unschedulable="no room")]
     obs = run(NOT_YET, pods, shape=phases.JobShape(min_member=2, total=3))
