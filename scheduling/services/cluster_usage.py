@@ -10,19 +10,18 @@ from __future__ import annotations
 from django.core.cache import cache
 from django.db.models import Sum
 
-from ..choices import GangPhase
 from ..models import GangJob
+from .queue_usage import COLUMNS, RUNNING_PHASES
 
 REMEMBER_SECONDS = 5
-PLACED = (GangPhase.SCHEDULED, GangPhase.RUNNING)
 
 
 def in_use(cluster_id: int) -> dict:
     """{"nvidia.com/gpu": devices, "cpu": cores, "memory": bytes} requested by the cluster's Scheduled and
     Running jobs (base units, as `Cluster.capacity` states allocatable). Cached REMEMBER_SECONDS per cluster."""
     def compute() -> dict:
-        sums = GangJob.objects.filter(cluster_id=cluster_id, phase__in=PLACED).aggregate(
-            gpu=Sum("requested_gpu"), cpu=Sum("requested_cpu_millicores"), memory=Sum("requested_memory_bytes"))
+        sums = GangJob.objects.filter(cluster_id=cluster_id, phase__in=RUNNING_PHASES).aggregate(
+            **{r: Sum(column) for r, column in COLUMNS.items()})  # gpu devices, cpu millicores, memory bytes
         gpu = sums["gpu"] or 0
         return {"nvidia.com/gpu": int(gpu) if float(gpu).is_integer() else gpu,
                 "cpu": (sums["cpu"] or 0) / 1000, "memory": sums["memory"] or 0}
