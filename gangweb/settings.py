@@ -201,6 +201,11 @@ if not GANGWEB_ENCRYPTION_KEYS and not (DEBUG or TESTING):
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured("GANGWEB_ENCRYPTION_KEYS must be set when DEBUG is off")
+# Cluster API servers on non-public addresses (scheduling/addresses.py, docs/security.md): "" refuses them, "1"
+# allows every private range, or a CIDR list ("10.0.0.0/8"). Metadata endpoints stay refused. Dev and tests allow
+# loopback only: `make run`'s local cluster and the test control plane listen on 127.0.0.1.
+GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES = os.environ.get(
+    "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES", "127.0.0.0/8,::1/128" if (DEBUG or TESTING) else "")
 # Members of this group are platform admins, like superusers and staff (scheduling/services/access.py).
 GANGWEB_PLATFORM_ADMIN_GROUP = os.environ.get("GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
 # API tokens: default and longest lifetime (days).

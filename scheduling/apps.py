@@ -3,7 +3,8 @@ from django.apps import AppConfig
 
 
 class SchedulingConfig(AppConfig):
-    """App config; checks the backend registry at start-up (an unknown backend name is an error)."""
+    """App config; checks the backend registry at start-up (an unknown backend name is an error) and the
+    outbound address setting (a network that does not parse is an error)."""
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "scheduling"
@@ -13,3 +14,11 @@ class SchedulingConfig(AppConfig):
         from .observe import signals  # noqa: F401 - connects the reconcile metrics receiver
 
         registry.check_registry()
+        from django.core.exceptions import ImproperlyConfigured
+
+        from . import addresses
+
+        try:
+            addresses.cluster_policy()
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES: {exc}") from None

@@ -57,6 +57,14 @@ class ClusterSerializer(serializers.ModelSerializer):
     def get_has_credentials(self, obj) -> bool:
         return bool(obj.kubeconfig) or obj.in_cluster
 
+    def validate(self, attrs):
+        """The kubeconfig follows `kube.kubeconfig_policy` (data only, https, allowed addresses) for the context
+        the cluster will use; a 400 names the offending field ("kubeconfig.users[0].user.exec")."""
+        from ..services import clusters as cluster_service
+
+        cluster_service.check_kubeconfig(attrs, self.instance)
+        return attrs
+
 
 QUANTITY_HELP = {
     "gpu": "GPU devices, fractions allowed (KAI unit). A number is devices; a string is a quantity ('4', '0.5', "

@@ -17,6 +17,7 @@ from ..filtersets import (
     QueuePolicyFilterSet,
     RuntimeTemplateFilterSet,
 )
+from ..kube import errors as kube_errors
 from ..kube.kai_units import UNITS
 from ..models import (
     ApiToken,
@@ -31,6 +32,7 @@ from ..models import (
     RuntimeTemplateVersion,
 )
 from ..services import access, audit, dispatch, timeline
+from ..services import clusters as cluster_service
 from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services import queues as queue_service
@@ -96,7 +98,9 @@ class VisibleObjectMixin:
 class ClusterViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     """Clusters gangweb reconciles into. Credentials are write-only: never returned after upload.
 
-    Registering and deleting clusters is for platform admins; cluster admins may change one (credentials too).
+    Registering and deleting clusters is for platform admins; cluster admins may change one (credentials too),
+    but not its `name` or `in_cluster` (403 naming the field). Kubeconfigs follow docs/security.md (400 naming the
+    offending field, e.g. `kubeconfig.users[0].user.exec`).
     """
 
     queryset = Cluster.objects.all()
@@ -105,6 +109,18 @@ class ClusterViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     lookup_field = "name"
     visible = access.visible_clusters
     check_read = access.check_read_cluster
+
+    def create(self, request, *args, **kwargs):
+        """Who may register is checked before the body is (nothing in a kubeconfig is looked at, or resolved, for
+        someone who may not write it)."""
+        access.check_platform_admin(request.user, "register clusters")
+        return super().create(request, *args, **kwargs)
+
+    def update(self, request, *args, **kwargs):
+        """As `create`: the right to change the cluster first, then the body; `in_cluster` and `name` need a
+        platform admin (services.clusters.check_platform_fields)."""
+        access.check_manage_cluster(request.user, self.get_object())
+        return super().update(request, *args, **kwargs)
 
     @transaction.atomic
     def perform_create(self, serializer):
@@ -115,6 +131,7 @@ class ClusterViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     @transaction.atomic
     def perform_update(self, serializer):
         access.check_manage_cluster(self.request.user, serializer.instance)
+        cluster_service.check_platform_fields(self.request.user, serializer.instance, serializer.validated_data)
         changed = _redacted(_changes(serializer.instance, serializer.validated_data))
         cluster = serializer.save()
         audit.record(self.request.user, "cluster.update", cluster, changed)
@@ -407,8 +424,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         try:
             rows = event_service.job_events(job)
         except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is reported, not raised
-            reason = getattr(exc, "reason", "") or type(exc).__name__
-            return Response({"cluster": job.cluster.name, "events": [], "error": f"{reason}: {exc}"[:1000]},
+            # What any viewer of the job may read: never a token, a response body or a file's content.
+            return Response({"cluster": job.cluster.name, "events": [], "error": kube_errors.describe(exc)},
                             status=status.HTTP_502_BAD_GATEWAY)
         return Response({"cluster": job.cluster.name, "events": rows, "error": None})
 

@@ -1,62 +1,145 @@
 """An API client per cluster: from its stored kubeconfig (+ context) or the pod's service account.
 
+The kubeconfig is validated again here (`kubeconfig_policy.validate`), whatever path it was stored by (rows from
+before the rules, the Django admin, a direct database write), and the connection is built from the validated
+data only: the client library's `KubeConfigLoader` is never used, so nothing in a kubeconfig can run a command,
+read a file or pick another server to talk to (issue 15, C1/H1). The server's addresses are resolved and checked
+(`scheduling.addresses`, the install's `GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES`), and the client connects to the
+checked address itself (pinned: the host name is kept for TLS SNI and certificate verification), so a DNS answer
+that changes after the check (rebinding) is never used. Certificates are handed to OpenSSL from memory (CA) or
+from a private temporary file deleted as soon as it is loaded (client certificate and key).
+
 Clients are cached per process, keyed by the cluster's id and a hash of its connection settings, so editing a
-cluster's kubeconfig takes effect on the next call without a restart. Requests time out (`REQUEST_TIMEOUT`) and
+cluster's kubeconfig takes effect on the next call without a restart; a cached client is rebuilt after
+`PIN_SECONDS` so the host name is resolved (and checked) again. Requests time out (`REQUEST_TIMEOUT`) and
 urllib3 retries once, so an unreachable cluster fails a reconcile pass in seconds instead of hanging a worker.
 """
 from __future__ import annotations
 
 import hashlib
+import os
+import ssl
+import tempfile
 import threading
+import time
 
-import yaml
+import urllib3
+from django.conf import settings
 from kubernetes import client, config
+from requests.utils import should_bypass_proxies
 
-from .errors import TerminalKubeError
+from .. import addresses
+from . import kubeconfig_policy
+from .errors import CLUSTER_UNREACHABLE, TerminalKubeError, TransientKubeError
 
 REQUEST_TIMEOUT = (5, 30)  # (connect, read) seconds, passed as _request_timeout
-_cache: dict[tuple[int, str], client.ApiClient] = {}
+PIN_SECONDS = 300  # a cached client's checked address is trusted this long, then the name is resolved again
+INVALID_KUBECONFIG = "InvalidKubeconfig"
+ADDRESS_NOT_ALLOWED = "AddressNotAllowed"
+_cache: dict[tuple[int, str], tuple[client.ApiClient, float]] = {}
 _lock = threading.Lock()
 
 
 def _fingerprint(cluster) -> str:
-    raw = f"{cluster.in_cluster}\0{cluster.context}\0{cluster.kubeconfig}".encode()
+    policy = getattr(settings, "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES", "")
+    raw = f"{cluster.in_cluster}\0{cluster.context}\0{cluster.kubeconfig}\0{policy}".encode()
     return hashlib.sha256(raw).hexdigest()
 
 
-def build_client(cluster) -> client.ApiClient:
-    """A new ApiClient for `cluster` (a scheduling.models.Cluster). Raises TerminalKubeError("InvalidKubeconfig")
-    when the kubeconfig cannot be parsed or names an unknown context."""
-    configuration = client.Configuration()
+def _ssl_context(conn: kubeconfig_policy.Connection) -> ssl.SSLContext:
+    """Verifying TLS context: the kubeconfig's CA (from memory) or the system's, plus the client certificate."""
+    ctx = ssl.create_default_context(cadata=conn.ca_pem.decode("ascii")) if conn.ca_pem else (
+        ssl.create_default_context())
+    if conn.client_cert_pem and conn.client_key_pem:
+        # OpenSSL loads a certificate chain only from files: a private directory, removed right after loading.
+        with tempfile.TemporaryDirectory(prefix="gangweb-tls-") as folder:
+            cert_path, key_path = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+            for path, data in ((cert_path, conn.client_cert_pem), (key_path, conn.client_key_pem)):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+            ctx.load_cert_chain(cert_path, key_path)
+    return ctx
+
+
+def _pool_manager(conn: kubeconfig_policy.Connection, configuration: client.Configuration) -> urllib3.PoolManager:
+    """A urllib3 pool manager that verifies TLS with `conn`'s CA and presents its client certificate; SNI and
+    the certificate check use the server's host name (or tls-server-name) while the socket goes to the pinned IP.
+    The install's own proxy environment (HTTPS_PROXY / NO_PROXY, read by `client.Configuration`) still applies."""
+    kwargs = {"num_pools": 4, "maxsize": configuration.connection_pool_maxsize or 4, "cert_reqs": ssl.CERT_REQUIRED,
+              "ssl_context": _ssl_context(conn), "retries": configuration.retries}
+    server_name = conn.tls_server_name or (None if addresses.is_ip_literal(conn.host) else conn.host)
+    if server_name:
+        kwargs["server_hostname"] = server_name
+    if configuration.proxy and not should_bypass_proxies(configuration.host, no_proxy=configuration.no_proxy or ""):
+        return urllib3.ProxyManager(proxy_url=configuration.proxy, proxy_headers=configuration.proxy_headers,
+                                    **kwargs)
+    return urllib3.PoolManager(**kwargs)
+
+
+def connection_for(cluster) -> tuple[kubeconfig_policy.Connection, str]:
+    """The validated Connection of `cluster`'s kubeconfig and the checked address to connect to.
+
+    Raises TerminalKubeError InvalidKubeconfig (a rule broken: the message names the field) or AddressNotAllowed
+    (the server is on an address this install refuses), TransientKubeError ClusterUnreachable when the host name
+    does not resolve now.
+    """
     try:
-        if cluster.in_cluster:
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            data = yaml.safe_load(cluster.kubeconfig or "")
-            if not isinstance(data, dict):
-                raise config.ConfigException("the kubeconfig is empty or not a YAML mapping")
-            loader = config.kube_config.KubeConfigLoader(config_dict=data, active_context=cluster.context or None)
-            loader.load_and_set(configuration)
-    except (config.ConfigException, yaml.YAMLError, KeyError, ValueError) as exc:
-        raise TerminalKubeError("InvalidKubeconfig", f"cluster {cluster.name}: {exc}") from exc
+        conn = kubeconfig_policy.validate(cluster.kubeconfig or "", cluster.context or "")
+    except kubeconfig_policy.KubeconfigRefused as exc:
+        raise TerminalKubeError(INVALID_KUBECONFIG, f"cluster {cluster.name}: {exc}") from None
+    try:
+        checked = kubeconfig_policy.resolve_server(conn)
+    except addresses.AddressRefused as exc:
+        raise TerminalKubeError(ADDRESS_NOT_ALLOWED, f"cluster {cluster.name}: server {exc}") from None
+    except OSError:
+        raise TransientKubeError(CLUSTER_UNREACHABLE, f"cluster {cluster.name}: cannot resolve the server's host "
+                                                      f"name {conn.host}") from None
+    return conn, checked[0]
+
+
+def build_client(cluster) -> client.ApiClient:
+    """A new ApiClient for `cluster` (a scheduling.models.Cluster), built from validated data only (module
+    docstring). Raises what `connection_for` raises; in-cluster clusters use gangweb's own service account
+    (`load_incluster_config`, the platform's choice: only platform admins may set `in_cluster`)."""
+    configuration = client.Configuration()
     configuration.retries = 1
-    return client.ApiClient(configuration)
+    if cluster.in_cluster:
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except config.ConfigException as exc:
+            raise TerminalKubeError(INVALID_KUBECONFIG, f"cluster {cluster.name}: not running in a cluster "
+                                                        f"({exc})") from None
+        return client.ApiClient(configuration)
+    conn, address = connection_for(cluster)
+    host = f"[{address}]" if ":" in address else address
+    configuration.host = f"https://{host}:{conn.port}{conn.path}"
+    configuration.verify_ssl = True
+    if conn.token:
+        configuration.api_key = {"authorization": f"Bearer {conn.token}"}
+    api = client.ApiClient(configuration)
+    default_pools = api.rest_client.pool_manager
+    api.rest_client.pool_manager = _pool_manager(conn, configuration)
+    default_pools.clear()
+    return api
 
 
 def api_client(cluster) -> client.ApiClient:
-    """The cached ApiClient for `cluster` (built on first use and whenever its connection settings change)."""
+    """The cached ApiClient for `cluster` (built on first use, whenever its connection settings change, and
+    again after PIN_SECONDS so its server's name is resolved and checked anew)."""
     key = (cluster.pk, _fingerprint(cluster))
+    now = time.monotonic()
     with _lock:
         cached = _cache.get(key)
-        if cached is None:
+        if cached is None or now - cached[1] > PIN_SECONDS:
             for old in [k for k in _cache if k[0] == cluster.pk]:
-                _cache.pop(old).close()
-            cached = _cache[key] = build_client(cluster)
-        return cached
+                _cache.pop(old)[0].close()
+            cached = _cache[key] = (build_client(cluster), now)
+        return cached[0]
 
 
 def forget(cluster_pk: int | None = None) -> None:
     """Drop cached clients (of one cluster, or all); tests and the cluster editor call this."""
     with _lock:
         for key in [k for k in _cache if cluster_pk is None or k[0] == cluster_pk]:
-            _cache.pop(key).close()
+            _cache.pop(key)[0].close()

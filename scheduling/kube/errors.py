@@ -26,6 +26,7 @@ import json
 import re
 import socket
 import ssl
+from http import HTTPStatus
 
 import urllib3
 from kubernetes.client.rest import ApiException
@@ -100,8 +101,46 @@ def _status_body(exc: ApiException) -> dict:
     return body if isinstance(body, dict) else {}
 
 
+MAX_SERVER_MESSAGE = 500  # characters of a Status message kept
+
+
 def _api_message(exc: ApiException) -> str:
-    return _status_body(exc).get("message") or str(exc.reason or exc.body or exc)
+    """What the server said, for people: the `message` of a Kubernetes Status body (kind "Status", capped at
+    MAX_SERVER_MESSAGE), else only the standard phrase of the HTTP status ("HTTP 404 Not Found"). Never the raw
+    body or the server's own reason phrase: a server that is not an API server (an internal service a kubeconfig
+    points at) must not get its answer shown to viewers (issue 15, M1)."""
+    body = _status_body(exc)
+    message = body.get("message") if body.get("kind") == "Status" else None
+    if isinstance(message, str) and message:
+        return redact(message[:MAX_SERVER_MESSAGE])
+    try:
+        phrase = HTTPStatus(exc.status or 0).phrase
+    except ValueError:
+        phrase = "unknown status"
+    return f"HTTP {exc.status or 0} {phrase}" if exc.status else "no HTTP answer"
+
+
+# An Authorization header value that an error message might quote (http.client's "Invalid header value"): the
+# credential must never reach a page, an API answer or a log line (issue 15, M2).
+BEARER = re.compile(r"(?i)(bearer|basic)(\s|%20|\\[nrt])+[^\s'\"]+")
+
+
+def redact(text: str) -> str:
+    """`text` with any "Bearer <token>" / "Basic <credentials>" replaced by "Bearer [redacted]"."""
+    return BEARER.sub(lambda m: f"{m.group(1)} [redacted]", text or "")
+
+
+def describe(exc: BaseException, limit: int = 1000) -> str:
+    """A one-line account of `exc` safe to show any viewer (a job's events error, a cluster's health, an attempt
+    row, a log line): a KubeError's reason and message (server words only from a Status body), a classified API
+    or connection failure likewise, anything else by its type only (its text may quote credentials or a file:
+    it stays in the server log's traceback). Credentials are redacted and the text capped at `limit`."""
+    classified = classify(exc)
+    if classified is not None:
+        text = f"{classified.reason}: {classified.message}"
+    else:
+        text = f"{type(exc).__name__} (unexpected; details are in the server log)"
+    return redact(text)[:limit]
 
 
 def admission_refusal(message: str) -> bool:
@@ -153,6 +192,10 @@ def missing_namespace(exc: BaseException) -> str | None:
     return None
 
 
+def _with_status(status: int, message: str) -> str:
+    return message if message.startswith("HTTP ") else f"{status} {message}"
+
+
 def classify(exc: BaseException) -> KubeError | None:
     """The KubeError for an exception from the kubernetes client, or None when it is not an API failure."""
     if isinstance(exc, KubeError):
@@ -169,7 +212,7 @@ def classify(exc: BaseException) -> KubeError | None:
         if status == 429:
             return TransientKubeError(THROTTLED, message, status)
         if status >= 500:
-            return TransientKubeError(SERVER_ERROR, f"{status} {message}", status)
+            return TransientKubeError(SERVER_ERROR, _with_status(status, message), status)
         if status == 403:
             if quota_frees_up(message):  # full of other objects for now: wait (retried) rather than fail
                 return TransientKubeError(QUOTA_EXCEEDED, message, status, api_reason or FORBIDDEN)
@@ -180,9 +223,9 @@ def classify(exc: BaseException) -> KubeError | None:
             return TransientKubeError(UNAUTHORIZED, message, status)
         if status in (400, 422):
             return TerminalKubeError(INVALID, message, status, api_reason)
-        return TerminalKubeError(REJECTED, f"{status} {message}", status, api_reason)
+        return TerminalKubeError(REJECTED, _with_status(status, message), status, api_reason)
     if isinstance(exc, CONNECTION_ERRORS):
-        return TransientKubeError(CLUSTER_UNREACHABLE, f"{type(exc).__name__}: {exc}"[:500])
+        return TransientKubeError(CLUSTER_UNREACHABLE, redact(f"{type(exc).__name__}: {exc}")[:500])
     return None
 
 

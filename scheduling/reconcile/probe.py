@@ -3,9 +3,16 @@
 Two requests: `GET /version` and `GET /apis`. The result is written to the Cluster row (health,
 health_message, server_version, served_apis as sorted "group/version" strings, available_backends as registry
 names, last_probe_at) and a ReconcileAttempt of kind "probe".
+
+What is shown of a failure is `kube.errors.describe`'s account: never a token, a response body or a file's
+content (issue 15, M1). A server whose answers are not Kubernetes documents (a `/version` without a version, an
+`/apis` that is no APIGroupList) is reported as NotKubernetes on that cluster; `probe_all` probes every cluster
+whatever one of them answers or raises (issue 15, L1).
 """
 from __future__ import annotations
 
+import logging
+import re
 import time
 
 from django.utils import timezone
@@ -14,29 +21,58 @@ from kubernetes import client
 from ..backends import discovery
 from ..choices import ClusterHealth, ReconcileOutcome
 from ..kube import client as kube_client
-from ..kube.errors import FORBIDDEN, UNAUTHORIZED, KubeError, TransientKubeError, call
+from ..kube.errors import FORBIDDEN, UNAUTHORIZED, KubeError, TerminalKubeError, TransientKubeError, call, describe
 from ..models import Cluster, ReconcileAttempt
+
+log = logging.getLogger(__name__)
+NOT_KUBERNETES = "NotKubernetes"
+PROBE_FAILED = "ProbeFailed"
+# kube-apiserver's gitVersion ("v1.36.3", "v1.30.2-eks-1a2b3c", "v1.29.0+k3s1"), within the 64-character column.
+GIT_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?[0-9A-Za-z.+_-]{0,40}$")
+NOT_A_VERSION = "GET /version did not answer a Kubernetes version document"
+
+
+def _version(api: client.ApiClient) -> str:
+    """The server's gitVersion from GET /version. Raises TerminalKubeError NotKubernetes when the answer is not a
+    Kubernetes version document (kubernetes VersionInfo with a gitVersion like "v1.36.3"), and what
+    `kube.errors.call` raises."""
+    try:
+        version = call(client.VersionApi(api).get_code)
+    except (ValueError, TypeError, AttributeError) as exc:  # the client could not read the answer as VersionInfo
+        raise TerminalKubeError(NOT_KUBERNETES, NOT_A_VERSION) from exc
+    git_version = getattr(version, "git_version", None)
+    if not isinstance(git_version, str) or not GIT_VERSION.match(git_version):
+        raise TerminalKubeError(NOT_KUBERNETES, NOT_A_VERSION)
+    return git_version
 
 
 def probe_cluster(cluster: Cluster) -> Cluster:
-    """Probe `cluster` and save what was found. Never raises for cluster failures: they become its health."""
+    """Probe `cluster` and save what was found. Never raises for cluster failures: they become its health
+    (Forbidden for 401/403, else Unreachable), with a message safe for any viewer."""
     started = time.monotonic()
     outcome, reason, message = ReconcileOutcome.OK, "", ""
     try:
         api = kube_client.api_client(cluster)
-        version = call(client.VersionApi(api).get_code)
-        served = discovery.served_versions(api)
+        version = _version(api)
+        try:
+            served = discovery.served_versions(api)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise TerminalKubeError(NOT_KUBERNETES, "GET /apis did not answer a Kubernetes APIGroupList") from exc
         cluster.health, cluster.health_message = ClusterHealth.HEALTHY, ""
-        cluster.server_version = version.git_version or ""
+        cluster.server_version = version
         cluster.served_apis = sorted(served)
         cluster.available_backends = discovery.available_backends(served)
     except KubeError as exc:
         outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
                    else ReconcileOutcome.TERMINAL_ERROR)
-        reason, message = exc.reason, exc.message
+        reason, message = exc.reason, describe(exc, 2000).partition(": ")[2]
         cluster.health = ClusterHealth.FORBIDDEN if exc.reason in (FORBIDDEN, UNAUTHORIZED) else (
             ClusterHealth.UNREACHABLE)
-        cluster.health_message = f"{exc.reason}: {exc.message}"[:2000]
+        cluster.health_message = describe(exc, 2000)
+    except Exception as exc:  # noqa: BLE001 - anything else is this cluster's failure: recorded, never raised
+        log.exception("probe of cluster %s failed unexpectedly", cluster.name)
+        outcome, reason, message = ReconcileOutcome.TERMINAL_ERROR, PROBE_FAILED, describe(exc)
+        cluster.health, cluster.health_message = ClusterHealth.UNREACHABLE, f"{PROBE_FAILED}: {message}"
     cluster.last_probe_at = timezone.now()
     cluster.save(update_fields=["health", "health_message", "server_version", "served_apis", "available_backends",
                                 "last_probe_at", "updated_at"])
@@ -48,5 +84,12 @@ def probe_cluster(cluster: Cluster) -> Cluster:
 
 
 def probe_all() -> list[Cluster]:
-    """Probe every registered cluster."""
-    return [probe_cluster(cluster) for cluster in Cluster.objects.all()]
+    """Probe every registered cluster. One cluster's failure, even one that escapes `probe_cluster` (its row
+    failing to save), is logged and the others are still probed (issue 15, L1). Returns the clusters probed."""
+    probed = []
+    for cluster in Cluster.objects.all():
+        try:
+            probed.append(probe_cluster(cluster))
+        except Exception:  # noqa: BLE001 - isolate each cluster
+            log.exception("probe of cluster %s failed", cluster.name)
+    return probed

@@ -38,7 +38,7 @@ from kubernetes.client.rest import ApiException
 from ..choices import ReconcileOutcome, SyncState
 from ..constants import ANNOTATION_SPEC_HASH, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from ..kube.client import REQUEST_TIMEOUT, api_client
-from ..kube.errors import TerminalKubeError, TransientKubeError, classify
+from ..kube.errors import TerminalKubeError, TransientKubeError, classify, describe
 from ..kube.kai_units import RESOURCES, status_amounts
 from ..models import Cluster, QueueClusterState, QueuePolicy, QueueUsageSample, ReconcileAttempt
 from ..services.queues import QueueTree
@@ -247,7 +247,7 @@ def sync_cluster(cluster: Cluster, api: client.CustomObjectsApi | None = None) -
         error = classify(exc)
         transient = isinstance(error, TransientKubeError)
         _record(cluster, started, ReconcileOutcome.TRANSIENT_ERROR if transient else ReconcileOutcome.TERMINAL_ERROR,
-                "ListFailed", f"{type(exc).__name__}: {exc}"[:2000], [])
+                "ListFailed", describe(exc, 2000), [])
         if error is None or error is exc:
             raise
         raise error from exc
@@ -292,9 +292,9 @@ def _sync(cluster: Cluster, api, observed: dict[str, dict], result: Pass) -> Non
             st = state_of(policy)
             st.state, st.message = SyncState.ERROR, message[:2000]
         except OSError as exc:
-            result.transient.append(f"{policy.name}: {what}: {exc}")
+            result.transient.append(f"{policy.name}: {what}: {describe(exc)}")
             st = state_of(policy)
-            st.state, st.message = SyncState.ERROR, f"{what}: {exc}"[:2000]
+            st.state, st.message = SyncState.ERROR, f"{what}: {describe(exc)}"[:2000]
         return None
 
     # 1-3: create and update, parents first.

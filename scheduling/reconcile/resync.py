@@ -22,7 +22,7 @@ from ..choices import ACTIVE_PHASES, ClusterHealth, ReconcileOutcome
 from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..kube import client as kube_client
 from ..kube import objects
-from ..kube.errors import KubeError, TransientKubeError
+from ..kube.errors import KubeError, TransientKubeError, describe
 from ..kube.objects import JOB, POD, SERVICE
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt
 from . import jobs as job_reconcile
@@ -147,7 +147,7 @@ def resync_cluster(cluster: Cluster) -> dict:
             health_message=exc.message[:2000], last_probe_at=timezone.now())
     except Exception as exc:  # not a cluster answer: a bug; recorded on the resync attempt, the jobs left wait
         log.exception("resync of cluster %s raised unexpected", cluster.name)
-        outcome, reason, message = ReconcileOutcome.TRANSIENT_ERROR, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+        outcome, reason, message = ReconcileOutcome.TRANSIENT_ERROR, INTERNAL_ERROR, describe(exc)
     stats["requests"] = objects.requests.total() - before
     stats["seconds"] = round(time.monotonic() - started, 3)
     ReconcileAttempt.objects.create(
@@ -165,5 +165,5 @@ def resync_all() -> dict[str, dict]:
             stats[cluster.name] = resync_cluster(cluster)
         except Exception as exc:  # e.g. the resync attempt row could not be written: log, go on
             log.exception("resync of cluster %s raised unexpected", cluster.name)
-            stats[cluster.name] = {"failed": 1, "error": f"{type(exc).__name__}: {exc}"[:500]}
+            stats[cluster.name] = {"failed": 1, "error": describe(exc, 500)}
     return stats

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from ..choices import GangPhase
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
+from ..kube import errors as kube_errors
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
 from ..services import access, timeline
 from ..services import events as event_service
@@ -173,7 +174,7 @@ def job_events(request, pk: int):
     try:
         events = event_service.job_events(job)
     except Exception as exc:  # noqa: BLE001 - any cluster failure is shown, never a 500 on the job page
-        error = f"Could not read events from cluster '{job.cluster.name}': {str(exc)[:300]}"
+        error = f"Could not read events from cluster '{job.cluster.name}': {kube_errors.describe(exc, 300)}"
     context = {"job": job, "events": events[-50:][::-1], "error": error}
     if is_htmx(request):
         return render(request, "scheduling/partials/job_events.html", context)

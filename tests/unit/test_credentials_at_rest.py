@@ -12,10 +12,18 @@ pytestmark = pytest.mark.django_db
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
+clusters:
+- name: prod
+  cluster:
+    server: https://127.0.0.1:6443
 users:
 - name: admin
   user:
     token: sekrit-bearer-token-0123456789
+contexts:
+- name: prod
+  context: {cluster: prod, user: admin}
+current-context: prod
 """
 KEY_A, KEY_B = Fernet.generate_key().decode(), Fernet.generate_key().decode()
 

@@ -13,8 +13,9 @@ from scheduling.models import Cluster
 
 
 def api_error(status, message="boom"):
+    """An ApiException with the Status body an API server sends (only a Status body's message is ever shown)."""
     exc = ApiException(status=status, reason="Reason")
-    exc.body = json.dumps({"message": message})
+    exc.body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message})
     return exc
 
 

@@ -17,8 +17,7 @@ def kubeconfig(port: int, token: str = "t0") -> str:
     """A kubeconfig shaped like localcluster's, for an API server nobody listens on (probes fail at once)."""
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "localcluster", "cluster": {"server": f"https://127.0.0.1:{port}",
-                                                          "insecure-skip-tls-verify": True}}],
+        "clusters": [{"name": "localcluster", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
         "users": [{"name": "localcluster", "user": {"token": token}}],
         "contexts": [{"name": "localcluster", "context": {"cluster": "localcluster", "user": "localcluster"}}],
         "current-context": "localcluster"}, sort_keys=False)

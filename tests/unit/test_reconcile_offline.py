@@ -12,7 +12,7 @@ from tests import builders
 
 DEAD = yaml.safe_dump({
     "apiVersion": "v1", "kind": "Config", "current-context": "dead",
-    "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+    "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:1"}}],
     "users": [{"name": "u", "user": {"token": "t"}}],
     "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "u"}}],
 })

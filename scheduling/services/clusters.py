@@ -1,0 +1,54 @@
+"""Cluster writes shared by the API and the dashboard: the kubeconfig rules and the fields only platform admins
+may change.
+
+- `check_kubeconfig`: a kubeconfig being stored follows `kube.kubeconfig_policy` (data only, never code or file
+  paths) and its server's addresses follow `scheduling.addresses` (the install's
+  GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES). The client factory checks both again on every use.
+- `check_platform_fields`: `in_cluster` (gangweb's own service account, with the platform's rights) and `name`
+  (how every queue, job and audit entry refers to the cluster) are the platform admin's to change (issue 15, M6).
+"""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+from .. import addresses
+from ..kube import kubeconfig_policy
+from . import access
+from .errors import PermissionDenied
+
+PLATFORM_FIELDS = ("in_cluster", "name")
+
+
+def check_kubeconfig(data: dict, cluster=None) -> None:
+    """Validate the kubeconfig a create or update would store (`data["kubeconfig"]`, else the stored one when the
+    context changes) for the context it would use. Raises ValidationError({"kubeconfig.users[0].user.exec": ...})
+    or ({"kubeconfig.clusters[0].cluster.server": "... is a loopback address ..."}), ({"context": ...}).
+
+    A host name that does not resolve now is accepted (the cluster then reports Unreachable); the client factory
+    resolves and checks it again before every connection it builds."""
+    if "kubeconfig" not in data and "context" not in data:
+        return
+    text = data["kubeconfig"] if "kubeconfig" in data else (cluster.kubeconfig if cluster else "")
+    if not text:
+        return  # no kubeconfig (cleared, or an in-cluster cluster): nothing to check
+    context = data["context"] if "context" in data else (cluster.context if cluster else "")
+    try:
+        connection = kubeconfig_policy.validate(text or "", context or "")
+    except kubeconfig_policy.KubeconfigRefused as exc:
+        raise ValidationError({exc.field: exc.message}) from None
+    try:
+        kubeconfig_policy.resolve_server(connection)
+    except addresses.AddressRefused as exc:
+        raise ValidationError({connection.server_field: str(exc)}) from None
+    except OSError:
+        pass
+
+
+def check_platform_fields(user, cluster, data: dict) -> None:
+    """Raise PermissionDenied ({"in_cluster": "only platform admins may change ..."}) when `user` is not a platform
+    admin and `data` changes a field of PLATFORM_FIELDS on `cluster`."""
+    if access.is_platform_admin(user):
+        return
+    for field in PLATFORM_FIELDS:
+        if field in data and data[field] != getattr(cluster, field):
+            raise PermissionDenied({field: f"only platform admins may change a cluster's {field}"})
