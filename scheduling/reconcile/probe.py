@@ -21,7 +21,15 @@ from kubernetes import client
 from ..backends import discovery
 from ..choices import ClusterHealth, ReconcileOutcome
 from ..kube import client as kube_client
-from ..kube.errors import FORBIDDEN, UNAUTHORIZED, KubeError, TerminalKubeError, TransientKubeError, call, describe
+from ..kube.errors import (
+    FORBIDDEN,
+    UNAUTHORIZED,
+    TerminalKubeError,
+    TransientKubeError,
+    call,
+    classify,
+    describe,
+)
 from ..models import Cluster, ReconcileAttempt
 
 log = logging.getLogger(__name__)
@@ -62,17 +70,19 @@ def probe_cluster(cluster: Cluster) -> Cluster:
         cluster.server_version = version
         cluster.served_apis = sorted(served)
         cluster.available_backends = discovery.available_backends(served)
-    except KubeError as exc:
-        outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
+    except Exception as exc:  # noqa: BLE001 - any failure is this cluster's: recorded, never raised
+        failure = classify(exc)
+        if failure is None:  # not an API answer: a bug or an answer the client could not read
+            # The traceback's text may quote a server's answer: the log gets it only at DEBUG level.
+            log.warning("probe of cluster %s failed unexpectedly: %s", cluster.name, describe(exc))
+            log.debug("probe of cluster %s: traceback", cluster.name, exc_info=True)
+            failure = TerminalKubeError(PROBE_FAILED, describe(exc))
+        outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(failure, TransientKubeError)
                    else ReconcileOutcome.TERMINAL_ERROR)
-        reason, message = exc.reason, describe(exc, 2000).partition(": ")[2]
-        cluster.health = ClusterHealth.FORBIDDEN if exc.reason in (FORBIDDEN, UNAUTHORIZED) else (
+        reason, message = failure.reason, describe(failure, 2000).partition(": ")[2]
+        cluster.health = ClusterHealth.FORBIDDEN if failure.reason in (FORBIDDEN, UNAUTHORIZED) else (
             ClusterHealth.UNREACHABLE)
-        cluster.health_message = describe(exc, 2000)
-    except Exception as exc:  # noqa: BLE001 - anything else is this cluster's failure: recorded, never raised
-        log.exception("probe of cluster %s failed unexpectedly", cluster.name)
-        outcome, reason, message = ReconcileOutcome.TERMINAL_ERROR, PROBE_FAILED, describe(exc)
-        cluster.health, cluster.health_message = ClusterHealth.UNREACHABLE, f"{PROBE_FAILED}: {message}"
+        cluster.health_message = describe(failure, 2000)
     cluster.last_probe_at = timezone.now()
     cluster.save(update_fields=["health", "health_message", "server_version", "served_apis", "available_backends",
                                 "last_probe_at", "updated_at"])
@@ -90,6 +100,7 @@ def probe_all() -> list[Cluster]:
     for cluster in Cluster.objects.all():
         try:
             probed.append(probe_cluster(cluster))
-        except Exception:  # noqa: BLE001 - isolate each cluster
-            log.exception("probe of cluster %s failed", cluster.name)
+        except Exception as exc:  # noqa: BLE001 - isolate each cluster
+            log.error("probe of cluster %s failed: %s", cluster.name, describe(exc))
+            log.debug("probe of cluster %s: traceback", cluster.name, exc_info=True)
     return probed
