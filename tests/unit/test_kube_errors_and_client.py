@@ -139,3 +139,15 @@ def test_reconcile_task_retries_only_transient_errors_with_backoff_and_a_cap():
     assert tuple(task.autoretry_for) == (errors.TransientKubeError,)
     assert task.retry_backoff and task.retry_jitter and task.max_retries == 8 and task.retry_backoff_max == 300
     assert task.time_limit and task.soft_time_limit
+
+
+def test_what_viewers_read_of_a_failure_holds_no_server_body_token_or_file():
+    not_status = ApiException(status=500, reason="Internal: root:x:0:0")
+    not_status.body = "root:x:0:0:root:/root:/bin/bash"
+    assert errors.describe(not_status) == "ServerError: HTTP 500 Internal Server Error"
+    status = api_error(403, 'pods is forbidden: User "gangweb" cannot list resource "pods"')
+    assert errors.describe(status) == 'Forbidden: pods is forbidden: User "gangweb" cannot list resource "pods"'
+    header = ValueError("Invalid header value b'Bearer tok-secret\\n'")
+    assert errors.describe(header) == "ValueError (unexpected; details are in the server log)"
+    assert errors.redact(str(header)) == "Invalid header value b'Bearer [redacted]'"
+    assert errors.redact("authorization: basic dXNlcjpwdw==") == "authorization: basic [redacted]"
