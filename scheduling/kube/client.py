@@ -126,16 +126,23 @@ def build_client(cluster) -> client.ApiClient:
 
 def api_client(cluster) -> client.ApiClient:
     """The cached ApiClient for `cluster` (built on first use, whenever its connection settings change, and
-    again after PIN_SECONDS so its server's name is resolved and checked anew)."""
+    again after PIN_SECONDS so its server's name is resolved and checked anew). Built outside the lock: a name
+    that is slow to resolve delays only its own cluster's callers."""
     key = (cluster.pk, _fingerprint(cluster))
-    now = time.monotonic()
     with _lock:
         cached = _cache.get(key)
-        if cached is None or now - cached[1] > PIN_SECONDS:
-            for old in [k for k in _cache if k[0] == cluster.pk]:
-                _cache.pop(old)[0].close()
-            cached = _cache[key] = (build_client(cluster), now)
-        return cached[0]
+        if cached is not None and time.monotonic() - cached[1] <= PIN_SECONDS:
+            return cached[0]
+    built = build_client(cluster)
+    with _lock:
+        cached = _cache.get(key)
+        if cached is not None and time.monotonic() - cached[1] <= PIN_SECONDS:
+            built.close()  # another thread built one meanwhile: keep a single client per cluster
+            return cached[0]
+        for old in [k for k in _cache if k[0] == cluster.pk]:
+            _cache.pop(old)[0].close()
+        _cache[key] = (built, time.monotonic())
+        return built
 
 
 def forget(cluster_pk: int | None = None) -> None:
