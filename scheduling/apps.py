@@ -10,14 +10,15 @@ class SchedulingConfig(AppConfig):
     name = "scheduling"
 
     def ready(self):
-        from .backends import registry
-        from .observe import signals  # noqa: F401 - connects the reconcile metrics receiver
-
-        registry.check_registry()
         from django.core.exceptions import ImproperlyConfigured
 
         from . import addresses
+        from .backends import registry
+        from .kube.errors import install_log_redaction
+        from .observe import signals  # noqa: F401 - connects the reconcile metrics receiver
 
+        registry.check_registry()
+        install_log_redaction()  # no server body or credential in any log line's traceback
         try:
             addresses.cluster_policy()
         except ValueError as exc:

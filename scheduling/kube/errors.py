@@ -23,9 +23,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import ssl
+import traceback
 from http import HTTPStatus
 
 import urllib3
@@ -245,3 +247,41 @@ def call(fn, *args, **kwargs):
         raise classify(exc) from exc
     except CONNECTION_ERRORS as exc:
         raise classify(exc) from exc
+
+
+def _redacted_traceback(exc_info) -> str:
+    """The traceback text of `exc_info` with each ApiException's text (status, headers, raw body) replaced by its
+    `describe` account, and credentials redacted."""
+    text = "".join(traceback.format_exception(*exc_info)).rstrip("\n")
+    seen, current = set(), exc_info[1]
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ApiException):
+            raw = str(current)
+            if raw:
+                text = text.replace(raw, describe(current))
+        current = current.__cause__ or current.__context__
+    return redact(text)
+
+
+def install_log_redaction() -> None:
+    """Make every log record of this process carry a redacted traceback (`record.exc_text`, which
+    `logging.Formatter` prints instead of formatting the exception itself): an ApiException's str() holds the
+    server's raw response body and headers, and a failed header its credential (issue 15, M1/M2). A record
+    factory, not a handler filter, so it holds in Celery workers too (they replace the root handlers). Idempotent.
+    """
+    factory = logging.getLogRecordFactory()
+    if getattr(factory, "gangweb_redacting", False):
+        return
+
+    def make_record(*args, **kwargs):
+        record = factory(*args, **kwargs)
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            try:
+                record.exc_text = _redacted_traceback(record.exc_info)
+            except Exception:  # noqa: BLE001 - never lose the log line over its traceback
+                record.exc_text = f"{type(record.exc_info[1]).__name__} (traceback could not be redacted)"
+        return record
+
+    make_record.gangweb_redacting = True
+    logging.setLogRecordFactory(make_record)

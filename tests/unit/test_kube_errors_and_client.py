@@ -151,3 +151,21 @@ def test_what_viewers_read_of_a_failure_holds_no_server_body_token_or_file():
     assert errors.describe(header) == "ValueError (unexpected; details are in the server log)"
     assert errors.redact(str(header)) == "Invalid header value b'Bearer [redacted]'"
     assert errors.redact("authorization: basic dXNlcjpwdw==") == "authorization: basic [redacted]"
+
+
+def test_log_lines_carry_no_server_body_or_token(caplog):
+    import logging
+
+    log = logging.getLogger("scheduling.test")
+    body = ApiException(status=500, reason="Internal")
+    body.body = "INTERNAL-BODY root:x:0:0"
+    for exc in (body, ValueError("Invalid header value b'Bearer tok-secret\\n'")):
+        try:
+            try:
+                raise exc
+            except Exception as inner:
+                raise RuntimeError("pass failed") from inner
+        except RuntimeError:
+            log.exception("reconcile failed")
+    assert "INTERNAL-BODY" not in caplog.text and "tok-secret" not in caplog.text
+    assert "ServerError: HTTP 500 Internal Server Error" in caplog.text and "Bearer [redacted]" in caplog.text
