@@ -45,6 +45,13 @@ def make_template(name=None, user=None, **spec_kwargs):
     return template_service.create_template(user, name or f"tmpl-{next(_seq)}", "", template_spec(**spec_kwargs))
 
 
+def kubeconfig(token: str = "t", server: str = "https://127.0.0.1:6443", comment: str = "") -> str:
+    """A minimal kubeconfig that follows gangweb's rules (inline token, https; loopback is allowed in tests)."""
+    return (f"apiVersion: v1\nkind: Config\n{comment}clusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
+            f"users: [{{name: u, user: {{token: '{token}'}}}}]\n"
+            "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+
+
 def make_cluster(name=None, **fields) -> Cluster:
     """A registered cluster without credentials (API tests never reach it)."""
     return Cluster.objects.create(name=name or f"cluster-{next(_seq)}", **fields)

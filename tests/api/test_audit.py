@@ -29,8 +29,9 @@ def test_each_change_writes_one_event_with_actor_action_and_object(teams):
         (a_admin.post("/api/v1/queues/", {"name": "a-new", "parent": "team-a"}, format="json"), 201),
         (a_admin.patch("/api/v1/queues/a-new/", {"gpu_quota": 2}, format="json"), 200),
         (a_admin.delete("/api/v1/queues/a-new/"), 204),
-        (admin.post("/api/v1/clusters/", {"name": "c2", "kubeconfig": "token: sekrit"}, format="json"), 201),
-        (admin.patch("/api/v1/clusters/c2/", {"kubeconfig": "token: sekrit2"}, format="json"), 200),
+        (admin.post("/api/v1/clusters/", {"name": "c2", "kubeconfig": builders.kubeconfig("sekrit")},
+                    format="json"), 201),
+        (admin.patch("/api/v1/clusters/c2/", {"kubeconfig": builders.kubeconfig("sekrit2")}, format="json"), 200),
         (admin.delete("/api/v1/clusters/c2/"), 204),
         (a_sub.post("/api/v1/tokens/", {"name": "ci"}, format="json"), 201),
     ]

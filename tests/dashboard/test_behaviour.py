@@ -99,7 +99,7 @@ def test_cluster_registration_needs_a_kubeconfig_and_never_shows_it(ui, db):
     response = ui.post("/clusters/new/", {"name": "east"})
     assert response.context["form"].errors == {"kubeconfig_file": ["upload a kubeconfig, paste one, or choose "
                                                                    "in-cluster"]}
-    ui.post("/clusters/new/", {"name": "east", "kubeconfig": "apiVersion: v1\nkind: Config\n# secret-token-xyz\n"})
+    ui.post("/clusters/new/", {"name": "east", "kubeconfig": builders.kubeconfig(comment="# secret-token-xyz\n")})
     assert Cluster.objects.filter(name="east").exists()
     assert "secret-token-xyz" not in ui.get("/clusters/east/").content.decode()
 
