@@ -52,7 +52,8 @@ def self_signed(names=("localhost",), ips=("127.0.0.1",)) -> tuple[bytes, bytes]
 class RecordingServer:
     """A TLS server on 127.0.0.1 that records requests; use as a context manager (started on enter)."""
 
-    def __init__(self, answers: dict | None = None):
+    def __init__(self, answers: dict | None = None, client_ca_pem: bytes | None = None):
+        """`client_ca_pem`: require a client certificate issued by (or equal to) this certificate."""
         self.answers = dict(KUBERNETES if answers is None else answers)
         self.requests: list[dict] = []
         self.cert_pem, key_pem = self_signed()
@@ -62,6 +63,9 @@ class RecordingServer:
         key_path.write_bytes(key_pem)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_path, key_path)
+        if client_ca_pem:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(cadata=client_ca_pem.decode())
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -70,7 +74,8 @@ class RecordingServer:
 
             def do_GET(self):
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                server.requests.append({"method": "GET", "path": self.path, "headers": headers})
+                peer = self.connection.getpeercert() if client_ca_pem else None
+                server.requests.append({"method": "GET", "path": self.path, "headers": headers, "peer": peer})
                 path = self.path.split("?", 1)[0]
                 status, body = server.answers.get(path, server.answers.get(path.rstrip("/"), (404, "no such path")))
                 data = json.dumps(body).encode() if isinstance(body, (dict, list)) else str(body).encode()

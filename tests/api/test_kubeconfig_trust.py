@@ -6,7 +6,9 @@ functions run in-process) against `tests.fake_apiserver.RecordingServer`, a loca
 it receives. The test settings allow loopback cluster addresses (GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES), as
 `make run` does; the address rows turn that off.
 """
+import base64
 import json
+import os
 
 import pytest
 import yaml
@@ -18,7 +20,7 @@ from scheduling import tasks
 from scheduling.kube import client as kube_client
 from scheduling.models import Cluster, GangJob, ReconcileAttempt
 from scheduling.reconcile import jobs as job_reconcile
-from tests.fake_apiserver import RecordingServer, kubeconfig
+from tests.fake_apiserver import RecordingServer, kubeconfig, self_signed
 
 pytestmark = pytest.mark.django_db
 
@@ -307,3 +309,18 @@ def test_a_host_name_is_resolved_checked_and_pinned_with_tls_kept_on_the_name(te
     tasks.probe_all_clusters()  # TLS verified against the certificate's name "localhost" (SNI and check)
     assert Cluster.objects.get(pk=local.pk).health == "Healthy"
     assert fake.requests and all(r["headers"]["host"].startswith("127.0.0.1") for r in fake.requests)
+
+
+def test_a_client_certificate_from_data_fields_is_presented_and_leaves_no_file(teams, tmp_path, monkeypatch):
+    cert, key = self_signed(names=("gangweb-client",), ips=())
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the factory's private key file lives, briefly
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with RecordingServer(client_ca_pem=cert) as mtls:
+        local = store_directly(teams.local, mtls.kubeconfig({"client-certificate-data": base64.b64encode(cert).decode(),
+                                                             "client-key-data": base64.b64encode(key).decode()}))
+        tasks.probe_all_clusters()
+    assert Cluster.objects.get(pk=local.pk).health == "Healthy"
+    assert mtls.requests and all(r["peer"] and "authorization" not in r["headers"] for r in mtls.requests)
+    assert os.listdir(tmp_path) == []
