@@ -159,10 +159,13 @@ def test_a_present_and_a_missing_file_answer_the_same(teams, fake):
     assert answers[0].json() == answers[1].json()
 
 
-def test_a_token_file_stored_before_the_rules_is_never_read_nor_sent(teams, fake, tmp_path):
+@pytest.mark.parametrize("environ", [False, True])
+def test_a_token_file_stored_before_the_rules_is_never_read_nor_sent(teams, fake, tmp_path, monkeypatch, environ):
     secret = tmp_path / "secret"
     secret.write_text("FILE-CONTENT-4f2a")
-    store_directly(teams.local, fake.kubeconfig({"tokenFile": str(secret)}))
+    monkeypatch.setenv("GANGWEB_TEST_ENV_SECRET", "FILE-CONTENT-in-environ")
+    path = "/proc/self/environ" if environ else str(secret)
+    store_directly(teams.local, fake.kubeconfig({"tokenFile": path}))
     events = teams.clients["a_view"].get(f"/api/v1/jobs/{teams.a_job.pk}/events/")
     assert events.status_code == 502 and "tokenFile" in events.json()["error"]
     tasks.probe_all_clusters()
