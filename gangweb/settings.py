@@ -176,7 +176,6 @@ REST_FRAMEWORK = {
     # 415 before anything is read, so no file part is ever spooled to disk (issue 15, L3). The dashboard's forms are
     # Django views with Django's own limits, not the API.
     "DEFAULT_PARSER_CLASSES": ["scheduling.api.parsers.BoundedJSONParser"],
-    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
