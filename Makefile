@@ -26,7 +26,7 @@ setup: venv migrate
 
 run: setup
 	@bash localcluster/build.sh || echo "make run: local cluster build failed; starting without it"
-	DEBUG=1 $(PYTHON) manage.py runstack
+	DEBUG=1 GANGWEB_METRICS_PUBLIC=$${GANGWEB_METRICS_PUBLIC:-1} $(PYTHON) manage.py runstack
 
 test: venv localcluster-build
 	bash scripts/ensure-test-deps.sh

@@ -4,6 +4,7 @@ Every deployment-specific value comes from an environment variable with a safe d
 README lists them all. Nothing here reads a file outside the repository except the state directory.
 """
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -53,10 +54,14 @@ GANGWEB_RECONCILE_THREADS = int(os.environ.get("GANGWEB_RECONCILE_THREADS", "4")
 GANGWEB_QUEUE_SYNC_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SYNC_SECONDS", "60"))
 GANGWEB_QUEUE_SAMPLE_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SAMPLE_SECONDS", "300"))
 GANGWEB_QUEUE_USAGE_RETENTION_DAYS = int(os.environ.get("GANGWEB_QUEUE_USAGE_RETENTION_DAYS", "30"))
-# Bearer token a Prometheus scrape of /metrics must send; empty leaves /metrics open (scraped inside the cluster).
+# Bearer token a Prometheus scrape of /metrics must send. Without one /metrics answers 401 (it lists every tenant's
+# queues and job counts), unless the install opts out with GANGWEB_METRICS_PUBLIC=1 (`make run` does; tests too).
 GANGWEB_METRICS_TOKEN = os.environ.get("GANGWEB_METRICS_TOKEN", "")
+GANGWEB_METRICS_PUBLIC = env_bool("GANGWEB_METRICS_PUBLIC", TESTING)
 # Largest request body the API accepts (bytes); bulk submit of thousands of jobs fits well inside.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GANGWEB_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
+# Largest template spec or job overrides (characters of compact JSON; YAML text too): services/spec_limits.py.
+GANGWEB_MAX_SPEC_BYTES = int(os.environ.get("GANGWEB_MAX_SPEC_BYTES", str(256 * 1024)))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -70,6 +75,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
+    "axes",
     "scheduling",
 ]
 
@@ -84,6 +90,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: turns a locked-out login (request.axes_locked_out) into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "gangweb.urls"
@@ -161,15 +169,13 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "scheduling.api.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "scheduling.api.authentication.ThrottledBasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # JSON within DATA_UPLOAD_MAX_MEMORY_SIZE (DRF's own parser reads past it); forms keep Django's limits.
-    "DEFAULT_PARSER_CLASSES": [
-        "scheduling.api.parsers.BoundedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only, within DATA_UPLOAD_MAX_MEMORY_SIZE (DRF's own parser reads past it): a form or multipart body is
+    # 415 before anything is read, so no file part is ever spooled to disk (issue 15, L3). The dashboard's forms are
+    # Django views with Django's own limits, not the API.
+    "DEFAULT_PARSER_CLASSES": ["scheduling.api.parsers.BoundedJSONParser"],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
@@ -220,11 +226,30 @@ def env_rate(name: str, default: str) -> str | None:
 
 GANGWEB_SUBMIT_RATE_PER_TOKEN = env_rate("GANGWEB_SUBMIT_RATE_PER_TOKEN", "120/minute")
 GANGWEB_SUBMIT_RATE_PER_USER = env_rate("GANGWEB_SUBMIT_RATE_PER_USER", "300/minute")
+# Jobs that one user's bulk submits may create per minute (scheduling/api/throttling.BulkJobsQuota); "off" or 0
+# disables it. Off in tests.
+_bulk_quota = os.environ.get("GANGWEB_BULK_JOBS_PER_MINUTE", "off" if TESTING else "20000").strip().lower()
+GANGWEB_BULK_JOBS_PER_MINUTE = None if _bulk_quota in {"off", "none", "", "0"} else int(_bulk_quota)
 # Throttle counters must be shared by all web workers: Redis when configured, else this process's memory.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 if os.environ.get("REDIS_URL") and not TESTING:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                           "LOCATION": os.environ["REDIS_URL"], "KEY_PREFIX": "gangweb"}}
+
+# Login throttling (django-axes, issue 15 L7): after GANGWEB_LOGIN_FAILURE_LIMIT failed passwords for one username
+# from one IP address, that pair is locked out for GANGWEB_LOGIN_COOLOFF_SECONDS: the login form answers 429 and
+# Basic auth 429 with Retry-After (scheduling/api/authentication.py), before any password is hashed. Attempts
+# are rows in the database (shared by every web process; platform admins see and clear them in /admin/); a
+# successful login clears the pair's count. Off under testing (GANGWEB_LOGIN_THROTTLE=1 turns it on).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_ENABLED = env_bool("GANGWEB_LOGIN_THROTTLE", not TESTING)
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = int(os.environ.get("GANGWEB_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("GANGWEB_LOGIN_COOLOFF_SECONDS", "900")))
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
 
 # Behind TLS in production: SECURE_COOKIES=1 marks cookies Secure and turns on HSTS.
 SECURE_COOKIES = env_bool("SECURE_COOKIES", False)

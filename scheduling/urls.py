@@ -24,6 +24,7 @@ urlpatterns = [
     path("templates/preview/", views.template_preview, name="template-preview"),
     path("templates/<slug:name>/", views.template_detail, name="template"),
     path("templates/<slug:name>/edit/", views.template_edit, name="template-edit"),
+    path("templates/<slug:name>/versions/<int:version>/retire/", views.template_retire, name="template-retire"),
     path("clusters/", views.cluster_list, name="clusters"),
     path("clusters/new/", views.cluster_create, name="cluster-new"),
     path("clusters/<slug:name>/", views.cluster_detail, name="cluster"),

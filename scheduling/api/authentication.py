@@ -3,6 +3,7 @@
 Listed first in DEFAULT_AUTHENTICATION_CLASSES so that DRF answers 401 (with `WWW-Authenticate: Bearer`) rather
 than 403 to a request without credentials.
 """
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
@@ -37,6 +38,23 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'
+
+
+class ThrottledBasicAuthentication(authentication.BasicAuthentication):
+    """DRF's Basic auth with django-axes' lockout made visible: a username+IP pair locked out after
+    AXES_FAILURE_LIMIT failed passwords is 429 with `Retry-After` (the cool-off, seconds) instead of 401, and its
+    password is not even hashed (axes' backend refuses before ModelBackend runs). Settings: gangweb/settings.py."""
+
+    def authenticate_credentials(self, userid, password, request=None):
+        try:
+            return super().authenticate_credentials(userid, password, request)
+        except exceptions.AuthenticationFailed:
+            if getattr(request, "axes_locked_out", False):
+                cooloff = settings.AXES_COOLOFF_TIME
+                raise exceptions.Throttled(
+                    wait=cooloff.total_seconds() if cooloff else None,
+                    detail="too many failed logins for this username from this address; try again later") from None
+            raise
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

@@ -1,8 +1,13 @@
 """Request body parsing with limits: the size Django allows, and JSON that cannot exhaust the stack.
 
+The API takes JSON only (settings.REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] lists this parser alone): a form or
+multipart body is 415 before it is read, so no file part is spooled to disk.
+
 Python's json module raises RecursionError (a 500 through DRF's JSONParser) on deeply nested input; this parser
-answers 400. Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE are 413 (DRF 3.16+ already stops at Django's check, which
-api/errors.py turns into 413; the read limit here keeps that true for any stream).
+answers 400, and so it does for any body nested deeper than MAX_JSON_DEPTH (what passes json.loads can still be
+too deep for the recursive code after it: the encoder, copy.deepcopy). Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE
+are 413 (DRF 3.16+ already stops at Django's check, which api/errors.py turns into 413; the read limit here keeps
+that true for any stream).
 """
 import codecs
 import json
@@ -23,6 +28,22 @@ class RequestTooLarge(exceptions.APIException):
 
 def _refuse_constant(name):
     raise ValueError(f"{name} is not valid JSON")
+
+
+# A template spec may nest services.spec_limits.MAX_DEPTH (32) levels; the body around it adds a few.
+MAX_JSON_DEPTH = 64
+
+
+def _too_deep(value) -> bool:
+    """True when `value` nests objects/arrays deeper than MAX_JSON_DEPTH (an iterative walk)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                return True
+            stack.extend((sub, depth + 1) for sub in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _nul_path(value, path="body"):
@@ -57,6 +78,8 @@ class BoundedJSONParser(JSONParser):
             text = codecs.decode(raw, encoding)
             strict = {"parse_constant": _refuse_constant} if api_settings.STRICT_JSON else {}
             data = json.loads(text, **strict)
+            if _too_deep(data):
+                raise exceptions.ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
             nul = _nul_path(data)
         except (ValueError, UnicodeDecodeError) as exc:
             raise exceptions.ParseError(f"JSON parse error - {exc}") from None

@@ -17,6 +17,7 @@ from ..models import (
 )
 from ..models.tokens import TOKEN_PREFIX
 from ..services import queues as queue_service
+from ..services import templates as template_service
 from ..services import timeline
 
 # One bound serializer per (class, many), per process: see represent().
@@ -157,12 +158,33 @@ class QueueUsageSampleSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+def _shown(version) -> tuple[dict | None, str]:
+    """(spec, error) of a version loaded with `shown_spec=templates.loadable_spec()` (the viewsets do): a spec
+    stored before the size/depth limits is not sent, and `error` says why (services/templates.spec_shown)."""
+    shown = getattr(version, "_spec_shown", None)
+    if shown is None:  # walked once per version, though two fields read it
+        shown = version._spec_shown = template_service.spec_shown(
+            version.shown_spec if hasattr(version, "shown_spec") else version.spec)
+    return shown
+
+
 class TemplateVersionSerializer(serializers.ModelSerializer):
-    """One immutable template version."""
+    """One immutable template version. `spec` is null, and `spec_error` says why, for a spec stored before the
+    size and depth limits that breaks them. `retired_at` is set once the version takes no new jobs."""
+
+    spec = serializers.SerializerMethodField()
+    spec_error = serializers.SerializerMethodField()
 
     class Meta:
         model = RuntimeTemplateVersion
-        fields = ["version", "spec", "created_at"]
+        fields = ["version", "spec", "spec_error", "created_at", "retired_at"]
+        read_only_fields = fields
+
+    def get_spec(self, obj) -> dict | None:
+        return _shown(obj)[0]
+
+    def get_spec_error(self, obj) -> str | None:
+        return _shown(obj)[1] or None
 
 
 class RuntimeTemplateSerializer(serializers.ModelSerializer):
@@ -173,10 +195,13 @@ class RuntimeTemplateSerializer(serializers.ModelSerializer):
                                          required=False, help_text="owning team queue; empty = shared")
     latest_version = serializers.SerializerMethodField()
     latest_spec = serializers.SerializerMethodField()
+    latest_spec_error = serializers.SerializerMethodField(help_text="why latest_spec is null: it breaks the size "
+                                                                    "or depth limit (stored before the limits)")
 
     class Meta:
         model = RuntimeTemplate
-        fields = ["id", "name", "description", "queue", "spec", "latest_version", "latest_spec", "created_at"]
+        fields = ["id", "name", "description", "queue", "spec", "latest_version", "latest_spec", "latest_spec_error",
+                  "created_at"]
         read_only_fields = ["created_at"]
 
     def get_latest_version(self, obj) -> int | None:
@@ -185,7 +210,11 @@ class RuntimeTemplateSerializer(serializers.ModelSerializer):
 
     def get_latest_spec(self, obj) -> dict | None:
         latest = obj.latest
-        return latest.spec if latest else None
+        return _shown(latest)[0] if latest else None
+
+    def get_latest_spec_error(self, obj) -> str | None:
+        latest = obj.latest
+        return (_shown(latest)[1] or None) if latest else None
 
 
 class PhaseTransitionSerializer(serializers.ModelSerializer):

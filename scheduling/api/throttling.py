@@ -16,6 +16,7 @@ allowed in the `period` seconds before it; refused requests are not recorded; th
 from __future__ import annotations
 
 import os
+import time
 
 import redis
 from django.conf import settings
@@ -127,3 +128,61 @@ class SubmitPerUserThrottle(SlidingWindowThrottle):
 
 
 SUBMIT_THROTTLES = [SubmitPerTokenThrottle, SubmitPerUserThrottle]
+
+
+class BulkJobsQuota:
+    """A per-user quota of jobs created by bulk submits per minute: `settings.GANGWEB_BULK_JOBS_PER_MINUTE` (None
+    or 0: no quota). The submit throttles count a bulk submit as one request, so without this a user could create
+    5,000 jobs × 300 requests a minute (issue 15, L9).
+
+    Fixed one-minute windows (a counter per user and minute in the default cache, `cache.incr`: atomic in Redis and
+    in the local-memory cache), so at most twice the quota can pass around a window's edge. A bulk is charged its
+    job count before it runs and refunded when it creates nothing (refused, or an idempotent replay); refused
+    bulks are not counted. Over the quota: `exceptions.Throttled` (429) with `Retry-After` = seconds to the next
+    window. A single bulk larger than the whole quota can never pass: ValidationError naming `jobs` (400).
+    """
+
+    scope = "bulk-jobs"
+    period = 60
+    clock = staticmethod(time.time)  # Unix seconds; tests replace it
+
+    def __init__(self, request):
+        self.limit = getattr(settings, "GANGWEB_BULK_JOBS_PER_MINUTE", None) or None
+        self.now = self.clock()
+        self.window = int(self.now // self.period)
+        user = request.user
+        ident = user.pk if user and user.is_authenticated else request.META.get("REMOTE_ADDR", "")
+        self.key = f"throttle_{self.scope}_{ident}_{self.window}"
+        self.charged = 0
+
+    def charge(self, jobs: int) -> None:
+        """Count `jobs` against the quota, or raise Throttled (429) / ValidationError (400) counting nothing."""
+        from django.core.exceptions import ValidationError
+        from rest_framework.exceptions import Throttled
+
+        if self.limit is None or jobs <= 0:
+            return
+        if jobs > self.limit:
+            raise ValidationError({"jobs": f"{jobs} jobs in one request is more than the quota of {self.limit} jobs "
+                                           "per minute; split it into smaller requests"})
+        cache.add(self.key, 0, timeout=self.period * 2)
+        try:
+            used = cache.incr(self.key, jobs)
+        except ValueError:  # expired between add and incr: start the window again
+            cache.set(self.key, jobs, timeout=self.period * 2)
+            used = jobs
+        if used > self.limit:
+            cache.decr(self.key, jobs)
+            wait = max(1, int((self.window + 1) * self.period - self.now + 0.999))
+            raise Throttled(wait=wait, detail=f"bulk submits may create at most {self.limit} jobs per minute per "
+                                              f"user; {used - jobs} were created in this minute")
+        self.charged = jobs
+
+    def refund(self) -> None:
+        """Give back what `charge` counted (the bulk created nothing)."""
+        if self.charged:
+            try:
+                cache.decr(self.key, self.charged)
+            except ValueError:  # the window's counter expired meanwhile: nothing to give back
+                pass
+            self.charged = 0

@@ -22,6 +22,7 @@ from ..kube.kai_units import UNITS
 from ..models import (
     ApiToken,
     AuditEvent,
+    BulkSubmitKey,
     Cluster,
     GangJob,
     PhaseTransition,
@@ -42,7 +43,7 @@ from ..services.errors import PermissionDenied
 from . import preferences
 from . import serializers as s
 from .permissions import IsPlatformAdmin, NotWithToken
-from .throttling import SUBMIT_THROTTLES
+from .throttling import SUBMIT_THROTTLES, BulkJobsQuota
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
@@ -191,6 +192,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     def get_serializer_context(self):
         context = super().get_serializer_context()
         context["tree"] = queue_service.QueueTree.load_rows()  # read for warnings only
+        context["tree"].visible = access.queue_tree_filter(self.request.user)  # warnings name only what they see
         return context
 
     def _detail(self, policy, code):
@@ -279,7 +281,10 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     """Runtime templates. Writing a spec stores a new version. Shared templates (no queue) are managed by platform
     admins, team templates by admins of their queue."""
 
-    queryset = RuntimeTemplate.objects.select_related("queue").prefetch_related("versions")
+    # Specs come through templates.loadable_spec: one stored before the size limit stays in the database.
+    queryset = RuntimeTemplate.objects.select_related("queue").prefetch_related(Prefetch(
+        "versions", queryset=RuntimeTemplateVersion.objects.defer("spec").annotate(
+            shown_spec=template_service.loadable_spec())))
     serializer_class = s.RuntimeTemplateSerializer
     filterset_class = RuntimeTemplateFilterSet
     lookup_field = "name"
@@ -311,8 +316,20 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     def versions(self, request, name=None):
         """Every version of the template, newest first."""
         template = self.get_object()
-        versions = RuntimeTemplateVersion.objects.filter(template=template).order_by("-version")
+        versions = RuntimeTemplateVersion.objects.filter(template=template).defer("spec").annotate(
+            shown_spec=template_service.loadable_spec()).order_by("-version")
         return Response(s.TemplateVersionSerializer(versions, many=True).data)
+
+    @extend_schema(request=None, responses=s.TemplateVersionSerializer)
+    @action(detail=True, methods=["post"], url_path=r"versions/(?P<version>[0-9]+)/retire")
+    def retire(self, request, name=None, version=None):
+        """Retire one version: it takes no new jobs (submit and resubmit answer 400); jobs that used it keep it.
+        One-way; retiring it again changes nothing. Managers of the template only."""
+        template = self.get_object()
+        retired = template_service.retire_version(request.user, template, int(version))
+        retired = RuntimeTemplateVersion.objects.defer("spec").annotate(
+            shown_spec=template_service.loadable_spec()).get(pk=retired.pk)
+        return Response(s.TemplateVersionSerializer(retired).data)
 
 
 class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -384,8 +401,20 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             raise DjangoValidationError({unknown[0]: 'unknown field; the body is {"jobs": [...]}'})
         items = body.get("jobs") if isinstance(body, dict) else None
         minimal = preferences.wants_minimal(request)
-        # In request order, relations loaded (new or replayed): no re-read.
-        created, new = job_service.submit_bulk(request.user, items, request.headers.get("Idempotency-Key"))
+        quota = BulkJobsQuota(request)  # jobs per minute per user (429); refunded when nothing is created
+        key = request.headers.get("Idempotency-Key")
+        replay = bool(key) and quota.limit is not None and BulkSubmitKey.objects.filter(
+            submitted_by=request.user, idempotency_key=key).exists()  # creates nothing: costs nothing
+        quota.charge(len(items) if isinstance(items, list) and len(items) <= job_service.MAX_BULK and not replay
+                     else 0)
+        try:
+            # In request order, relations loaded (new or replayed): no re-read.
+            created, new = job_service.submit_bulk(request.user, items, key)
+        except BaseException:
+            quota.refund()
+            raise
+        if not new:
+            quota.refund()
         serializer = s.JobRefSerializer if minimal else s.GangJobSerializer
         jobs = s.represent(serializer, created, many=True)
         response = Response({"count": len(created), "jobs": jobs}, status=status.HTTP_201_CREATED)

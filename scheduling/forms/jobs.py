@@ -19,7 +19,7 @@ from ..services.errors import ServiceError
 from .errors import apply_errors
 from .specs import parse_yaml_or_json
 
-INTEGER = re.compile(r"^[+-]?\d+$")
+INTEGER = re.compile(r"[+-]?\d+")
 TOP_INPUTS = (("minMember", "Gang minMember", True), ("scheduleTimeoutSeconds", "Schedule timeout (seconds)", True),
               ("priorityClassName", "Priority class", False))
 
@@ -141,7 +141,7 @@ class SubmitForm(forms.Form):
             raw = (data.get(spec_input.field) or "").strip()
             if not raw:
                 continue
-            value = int(raw) if spec_input.integer and INTEGER.match(raw) else raw
+            value = int(raw) if spec_input.integer and INTEGER.fullmatch(raw) else raw
             _merge(overrides, _nest(spec_input, value))
         body = {"name": data["name"], "namespace": data.get("namespace") or "default", "template": data["template"],
                 "queue": data["queue"], "cluster": data["cluster"]}

@@ -239,6 +239,13 @@ def check_cancel(user, job) -> None:
     _check_own_or_admin(user, job, TokenAction.CANCEL, "cancel")
 
 
+def check_resubmit(user, job) -> None:
+    """Raise PermissionDenied unless `user` may resubmit `job`: the submitter role on its queue (403 naming
+    `queue`, as a submit), and then their own job, or any as queue admin (403 naming `job`)."""
+    check_submit(user, job.queue)
+    _check_own_or_admin(user, job, TokenAction.SUBMIT, "resubmit")
+
+
 def check_update_job(user, job) -> None:
     """Raise PermissionDenied unless `user` may change `job`'s queue or priority (same rule as cancel; token
     action "submit")."""
@@ -297,11 +304,13 @@ def check_create_queue(user, parent) -> None:
         raise PermissionDenied({"parent": "creating a queue here needs admin on its parent queue"})
 
 
-def check_manage_queue(user, queue, changed: set[str] | frozenset = frozenset(), new_parent=None) -> None:
+def check_manage_queue(user, queue, changed: set[str] | frozenset = frozenset(), new_parent=None, *,
+                       moved: bool = False) -> None:
     """Raise PermissionDenied unless `user` may change `queue`'s fields named in `changed`.
 
-    Display fields need admin on the queue; SHARE_FIELDS need admin on its parent; moving it needs admin on the
-    new parent too.
+    Display fields need admin on the queue; SHARE_FIELDS need admin on its parent; moving it (`moved`) needs the
+    rights at the destination too: admin on `new_parent`, or a platform admin when `new_parent` is None (the top
+    level, where no ancestor's limit or namespaces bound the queue any more: issue 15, H2).
     """
     if is_platform_admin(user):
         return
@@ -314,6 +323,8 @@ def check_manage_queue(user, queue, changed: set[str] | frozenset = frozenset(),
     if share and not _at_least(queue_role(user, queue.parent), GrantRole.ADMIN):
         raise PermissionDenied({share[0]: f"changing {', '.join(share)} of queue '{queue.name}' needs admin on "
                                           "its parent queue"})
+    if moved and new_parent is None:
+        raise PermissionDenied({"parent": f"moving queue '{queue.name}' to the top level needs a platform admin"})
     if new_parent is not None and not _at_least(queue_role(user, new_parent), GrantRole.ADMIN):
         raise PermissionDenied({"parent": f"not allowed to move a queue under '{new_parent.name}'"})
 

@@ -20,6 +20,7 @@ from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePoli
 from ..models.jobs import fill_requested_totals
 from . import access, audit, dispatch, policy
 from . import queues as queue_service
+from . import templates as template_service
 from . import validation as v
 from .copy_rows import insert_rows, new_instances
 from .errors import Conflict, IdempotencyMismatch, PermissionDenied
@@ -106,6 +107,7 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     # What the user cannot see answers as what does not exist (services/access.py), before any check that would
     # describe it (has children, its clusters and namespaces).
     access.named_template(user, version.template, template_name)
+    template_service.check_not_retired(version, template_name)
     queue_name = v.string(data.get("queue"), "queue", max_length=63)
     queue = access.named_queue(user, lookups.queues.get(queue_name), queue_name)
     if queue.id in lookups.parents:
@@ -202,13 +204,21 @@ def _check_names(jobs: list[GangJob]) -> None:
 def _raise_active_clash(jobs: list[GangJob], bulk: bool = False) -> None:
     """Raise Conflict naming the first job of the request (in request order) whose cluster, namespace and name an
     active stored job already has, if any. The field is `name`, or `jobs[i].name` for a bulk submit."""
-    clashes = set(GangJob.objects.filter(phase__in=list(ACTIVE_PHASES), name__in=[j.name for j in jobs]).values_list(
-        "cluster_id", "namespace", "name"))
+    clashes = {(c, ns, n): q for c, ns, n, q in GangJob.objects.filter(
+        phase__in=list(ACTIVE_PHASES), name__in=[j.name for j in jobs]).values_list(
+        "cluster_id", "namespace", "name", "queue_id")}
     for i, job in enumerate(jobs):
-        if (job.cluster_id, job.namespace, job.name) in clashes:
+        key = (job.cluster_id, job.namespace, job.name)
+        if key in clashes:
             field = f"jobs[{i}].name" if bulk else "name"
-            raise Conflict({field: f"an active job '{job.name}' already exists in namespace '{job.namespace}' of "
-                                   "that cluster"})
+            user = job.submitted_by
+            if access.is_platform_admin(user) or clashes[key] in access.visible_queue_ids(user):
+                raise Conflict({field: f"an active job '{job.name}' already exists in namespace '{job.namespace}' "
+                                       "of that cluster"})
+            # Another team's job: its objects would collide in the cluster, so the name is refused, but nothing is
+            # said of that job (issue 15, L5: what a user cannot list is not disclosed).
+            raise Conflict({field: f"'{job.name}' is not available as a job name in namespace '{job.namespace}' of "
+                                   "that cluster now; choose another"})
 
 
 def submit(user, data, idempotency_key: str | None = None) -> tuple[GangJob, bool]:
@@ -379,25 +389,34 @@ def cancel(user, job: GangJob) -> GangJob:
     return job
 
 
+def resubmit_body(job: GangJob) -> dict:
+    """The submit body that asks again for what `job` asked: its name, namespace, template and version, queue,
+    cluster, overrides, and its priority class when it is not the one the template gives."""
+    body = {"name": job.name, "namespace": job.namespace, "template": job.template_version.template.name,
+            "template_version": job.template_version.version, "queue": job.queue.name, "cluster": job.cluster.name,
+            "overrides": job.overrides or {}}
+    if job.priority_class_name and job.priority_class_name != (job.resolved_spec or {}).get("priorityClassName", ""):
+        body["priority_class_name"] = job.priority_class_name
+    return body
+
+
 def resubmit(user, job: GangJob) -> GangJob:
     """Submit a finished job again: same template version, overrides, queue, cluster and priority, same name.
 
-    Raises PermissionDenied (403) unless `user` may submit to the job's queue, then Conflict while the original
-    is still active (cancel it first).
+    Only the job's submitter (with the submitter role) or an admin of its queue may (access.check_resubmit), and
+    the new job passes every check a submit does, as `user`: it is built by `build_job` from `resubmit_body`, so
+    a priority class `user` may not choose (a platform admin's `system-*`), a retired template version, a queue
+    that no longer takes the job, or a limit it no longer fits is refused as a submit would be (issue 15, M3).
+
+    Raises PermissionDenied (403) unless `user` may, Conflict while the original is still active (cancel it
+    first), and what `build_job` raises.
     """
-    access.check_submit(user, job.queue)
+    access.check_resubmit(user, job)
     if not job.is_terminal:
         raise Conflict({"phase": f"job is {job.phase}; cancel it or wait for it to finish before resubmitting"})
-    # The queue may have changed since (become a parent, dropped the cluster or the namespace): same checks as a
-    # submit, so a resubmit never places a job where a submit could not.
-    lookups = Lookups.load([{"queue": job.queue.name, "cluster": job.cluster.name}])
-    check_queue_takes(lookups.queues.get(job.queue.name, job.queue), job.cluster, job.namespace, lookups)
-    access.check_submit(user, job.queue, job.cluster)
-    queue_service.check_job_limits(job.queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
-    new = GangJob(
-        name=job.name, namespace=job.namespace, template_version=job.template_version, overrides=job.overrides,
-        queue=job.queue, cluster=job.cluster, priority_class_name=job.priority_class_name,
-        resolved_spec=job.resolved_spec, submitted_by=user, resubmitted_from=job,
-    )
+    body = resubmit_body(job)
+    with access.cached():
+        new = build_job(user, body, Lookups.load([body]))
+    new.resubmitted_from = job
     _check_names([new])
     return _persist([new], f"by {user}, resubmitting job {job.uid}", user, "job.resubmit")[0]

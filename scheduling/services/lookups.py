@@ -21,14 +21,20 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 
+from django.core.exceptions import ValidationError
 from django.db import connections, router
 from django.db.models.expressions import Col
 from django.db.models.sql import Query
 
+from ..constants import GPU_RESOURCE
+from ..kube import resources
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from ..models.jobs import requested_totals
 from . import policy
 from . import queues as queue_service
 from . import templates as template_service
@@ -37,7 +43,7 @@ from . import templates as template_service
 # queue statement; more (a bulk spread over many clusters) costs two more queries instead.
 FOLDED_CLUSTERS = 8
 PARENT_LEVELS = 3  # parents that come with a queue; deeper trees cost one query per further level
-_VERSION_FIELDS = ("id", "template_id", "version", "created_at")  # spec from the cache; created_by never read
+_VERSION_FIELDS = ("id", "template_id", "version", "created_at", "retired_at")  # spec from the cache
 
 
 @dataclass
@@ -73,6 +79,7 @@ class Lookups:
             return self.rendered[key], key
         resolved = template_service.render(version.spec, overrides)
         policy.check_job_spec(resolved, version.spec)
+        check_storable_totals(resolved, overrides)
         if key is not None:
             self.rendered[key] = resolved
         return resolved, key
@@ -177,6 +184,41 @@ class Lookups:
                     queuepolicy_id__in=[q.id for q in self.queues.values()],
                     cluster_id__in=[c.id for c in self.clusters.values()]).values_list("queuepolicy_id", "cluster_id"):
                 self.queue_clusters.setdefault(qid, set()).add(cid)
+
+
+# The requested-total columns (GangJob.requested_*): BigIntegerField is a signed 64-bit integer in every database.
+BIGINT_MAX = 2**63 - 1
+TOTAL_COLUMNS = (("cpu", "CPU millicores", 1), ("memory", "memory bytes", 2))
+
+
+def check_storable_totals(resolved: dict, overrides, field: str = "overrides") -> None:
+    """Raise ValidationError naming the field when the gang's requested totals (`models.jobs.requested_totals`:
+    CPU millicores, memory bytes; GPUs must be finite) do not fit the job's 64-bit columns, e.g. cpu
+    "9000000000000000" × 3 replicas or memory "8Pi" × 1,200: the insert would fail with a 500 (issue 15). The
+    field is the override that set the amount (`overrides.podSets.worker.resources.cpu`), else the pod set's
+    `replicas` override, else `template` (the template's own amounts)."""
+    totals = requested_totals(resolved)
+    if math.isfinite(totals[0]) and all(totals[i] <= BIGINT_MAX for _r, _u, i in TOTAL_COLUMNS):
+        return
+    over = [(r, unit) for r, unit, i in TOTAL_COLUMNS if totals[i] > BIGINT_MAX] or [(GPU_RESOURCE, "GPUs")]
+    resource, unit = over[0]
+    # The pod set that asks for the most of it is the one to name.
+    biggest, amount = None, Decimal(-1)
+    for ps in resolved.get("podSets") or []:
+        share = resources.pod_requests((ps.get("template") or {}).get("spec") or {}).get(resource, Decimal(0)) \
+            * ps.get("replicas", 0)
+        if share > amount:
+            biggest, amount = ps.get("name"), share
+    given = ((overrides or {}).get("podSets") or {}).get(biggest) if isinstance(overrides, dict) else None
+    given = given if isinstance(given, dict) else {}
+    if resource in (given.get("resources") or {}):
+        where = f"{field}.podSets.{biggest}.resources.{resource}"
+    elif "replicas" in given:
+        where = f"{field}.podSets.{biggest}.replicas"
+    else:
+        where = "template"
+    raise ValidationError({where: f"the gang would request more {unit} in all than gangweb can record (at most "
+                                  f"{BIGINT_MAX}); ask for less"})
 
 
 def with_ancestors(queues) -> list[QueuePolicy]:

@@ -54,7 +54,12 @@ WRITABLE = ("name", "display_name", "parent", "priority", *QUOTA_FIELDS, *WEIGHT
 # Fields the API returns; a client that PUTs back what it read is not refused for them.
 READ_ONLY = ("id", "managed", "created_at", "updated_at", "warnings", "quantities", "sync", "units")
 # Go `time.ParseDuration` as metav1.Duration accepts it: "0", "20s", "1h30m", "1.5h".
-GO_DURATION = re.compile(r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$")
+GO_DURATION = re.compile(r"0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
+GO_DURATION_PART = re.compile(r"([0-9]+(\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+GO_DURATION_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+# Go's time.Duration is an int64 of nanoseconds (`maxDuration` in time/time.go): ~2562047h47m16.85s.
+GO_DURATION_MAX_NS = 2**63 - 1
+GO_DURATION_MAX_HOURS = GO_DURATION_MAX_NS // GO_DURATION_UNITS["h"]
 INT32 = (-(2**31), 2**31 - 1)
 
 
@@ -105,6 +110,9 @@ class QueueTree:
     _warnings: dict[tuple, list[dict]] = field(default_factory=dict, repr=False)
     # Read-only trees (load_rows) remember each queue's ancestors: the pages ask for them per queue, several times.
     read_only: bool = False
+    # Ids of the queues the reader may see (access.queue_tree_filter), None for all: warnings never name a queue
+    # outside it nor give its quota (issue 15, L5). Set once per tree, before any warning is computed.
+    visible: set[int] | None = None
     _ancestors: dict[int, list] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -185,11 +193,25 @@ def _some_names(names: list[str]) -> str:
     return f"{', '.join(names[:NAMES_SHOWN])} and {len(names) - NAMES_SHOWN} more"
 
 
-def _children_sum_warning(resource: str, parent: QueuePolicy, kids: list[QueuePolicy], on: str) -> dict | None:
+def _children_sum_warning(resource: str, parent: QueuePolicy, kids: list[QueuePolicy], on: str,
+                          visible: set[int] | None = None) -> dict | None:
+    """The CHILDREN_OVER_PARENT warning of `parent` when its `kids`' quotas add up to more than its own, else None.
+    With `visible` (queue ids the reader may see), queues outside it are only counted: neither their names nor the
+    total their quotas make is said."""
     pquota = getattr(parent, f"{resource}_quota")
     if unlimited(pquota) or not kids:
         return None
     quotas = [getattr(k, f"{resource}_quota") for k in kids]
+    hidden = 0 if visible is None else sum(1 for k in kids if k.id not in visible and k.id is not None)
+    if hidden:
+        if not (any(unlimited(q) for q in quotas) or _over(resource, sum(quotas), pquota)):
+            return None
+        shown = [k.name for k in kids if k.id in visible or k.id is None]
+        others = f"{hidden} other queue{'s' if hidden != 1 else ''} you cannot see"
+        names = f"{_some_names(shown)} and {others}" if shown else others
+        return {"code": QueueWarning.CHILDREN_OVER_PARENT, "field": f"{resource}_quota",
+                "message": f"the {resource} quotas of the children of '{parent.name}' ({names}) add up to more than "
+                           f"the {_fmt(resource, pquota)} quota of '{parent.name}'; {on}"}
     unlimited_kids = [k.name for k, q in zip(kids, quotas, strict=True) if unlimited(q)]
     if unlimited_kids:
         total = f"unlimited ({_some_names(unlimited_kids)} {'has' if len(unlimited_kids) == 1 else 'have'} quota -1)"
@@ -258,14 +280,14 @@ def _warnings(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
             else:
                 siblings = [s for s in tree.children.get(parent.id, []) if s.id != policy.id] + [policy]
                 siblings.sort(key=lambda q: q.name)
-                w = _children_sum_warning(r, parent, siblings, "their guarantees cannot all be met")
+                w = _children_sum_warning(r, parent, siblings, "their guarantees cannot all be met", tree.visible)
             if w:
                 out.append(dict(w))
         if in_tree:  # its children as stored
             w = _tree_children_sum(tree, policy, r)
         else:
             kids = [k for k in tree.children.get(policy.id, []) if k.id != policy.id] if policy.id else []
-            w = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met")
+            w = _children_sum_warning(r, policy, kids, "their guarantees cannot all be met", tree.visible)
         if w:
             out.append(dict(w))
     return out
@@ -278,7 +300,8 @@ def _tree_children_sum(tree: QueueTree, parent, resource: str) -> dict | None:
     key = (parent.id, resource)
     if key not in tree.sibling_sums:
         kids = [k for k in tree.children[parent.id] if k.id != parent.id]
-        tree.sibling_sums[key] = _children_sum_warning(resource, parent, kids, "their guarantees cannot all be met")
+        tree.sibling_sums[key] = _children_sum_warning(resource, parent, kids, "their guarantees cannot all be met",
+                                                       tree.visible)
     return tree.sibling_sums[key]
 
 
@@ -294,11 +317,26 @@ def _audit_details(before: dict, after: dict) -> dict:
     return {k: (sorted(v) if isinstance(v, set) else v) for k, v in after.items() if before.get(k) != v}
 
 
+def duration_nanoseconds(text: str) -> int:
+    """The length of a Go duration string (already matched by GO_DURATION) in nanoseconds, exactly (Decimal
+    arithmetic: "1.5h" is 5,400,000,000,000). Go's `time.ParseDuration` truncates fractions to whole nanoseconds."""
+    total = Decimal(0)
+    for number, _fraction, unit in GO_DURATION_PART.findall(text):
+        total += Decimal(number) * GO_DURATION_UNITS[unit]
+    return int(total)
+
+
 def _duration(value, field_name: str) -> str:
+    """A Go duration string for a KAI Queue's `preemptMinRuntime`/`reclaimMinRuntime` (metav1.Duration), or "".
+    Raises ValidationError naming `field_name` for another shape, and for a length beyond Go's `time.Duration`
+    (int64 nanoseconds, about 2562047h): the API server refuses the Queue then, and every sync of it fails."""
     if value in (None, ""):
         return ""
-    if not isinstance(value, str) or not GO_DURATION.match(value.strip()):
+    if not isinstance(value, str) or not GO_DURATION.fullmatch(value.strip()):
         raise ValidationError({field_name: f"'{str(value)[:40]}' is not a duration such as '20s', '10m' or '1h30m'"})
+    if duration_nanoseconds(value.strip()) > GO_DURATION_MAX_NS:
+        raise ValidationError({field_name: f"'{value.strip()[:40]}' is longer than a Go duration can hold (at most "
+                                           f"{GO_DURATION_MAX_HOURS}h)"})
     return value.strip()
 
 
@@ -373,6 +411,17 @@ def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple
     return clusters, parent_changed
 
 
+def name_taken(user, kind: str, name: str, queue_id: int | None) -> str:
+    """The 409 message for a `kind` ("queue", "runtime template") `name` already taken by an object of queue
+    `queue_id` (None: shared). Names are global, so a taken name must be refused; but when `user` may not see the
+    owner, the answer names nothing about it (not that it is a queue, nor whose), the same for every hidden clash
+    (issue 15, L5; docs/security.md)."""
+    if queue_id is None and kind == "runtime template" or access.is_platform_admin(user) or (
+            queue_id is not None and queue_id in access.visible_queue_ids(user)):
+        return f"a {kind} named '{name}' already exists"
+    return f"'{name}' is not available as a {kind} name; choose another"
+
+
 def _reflect(tree: QueueTree, policy: QueuePolicy) -> QueueTree:
     """`tree` with `policy`'s in-memory values in place of its stored row (for warnings before saving)."""
     policies = [p for p in tree.by_id.values() if p.id != policy.id] + [policy]
@@ -397,7 +446,7 @@ def create_queue(user, data) -> tuple[QueuePolicy, list[dict]]:
     # Queue names are global (a KAI Queue is cluster-scoped), so a taken name is told, but only after the permission
     # checks: before them, anyone with a role on some queue could probe for the names of queues they cannot see.
     if name in tree.by_name:
-        raise Conflict({"name": f"a queue named '{name}' already exists"})
+        raise Conflict({"name": name_taken(user, "queue", name, tree.by_name[name].id)})
     with transaction.atomic():
         policy.save()
         if clusters:
@@ -431,9 +480,13 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
     changed = _audit_details(snapshot, after)
     # Share fields are checked against the queue's place before the move; a move also needs admin on the new parent.
     moved_from = QueuePolicy(pk=policy.pk, name=policy.name, parent=original_parent)
-    access.check_manage_queue(user, moved_from, set(changed), policy.parent if parent_changed else None)
-    access.check_queue_scope(user, policy.parent, clusters if "clusters" in changed else None,
-                             policy.allowed_namespaces if "allowed_namespaces" in changed else None)
+    access.check_manage_queue(user, moved_from, set(changed), policy.parent if parent_changed else None,
+                              moved=parent_changed)
+    if parent_changed:
+        _check_moved_scope(user, policy, clusters, tree)
+    else:
+        access.check_queue_scope(user, policy.parent, clusters if "clusters" in changed else None,
+                                 policy.allowed_namespaces if "allowed_namespaces" in changed else None)
     with transaction.atomic():
         policy.save()
         if clusters is not None:
@@ -441,6 +494,31 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
         audit.record(user, "queue.update", policy, changed)
         dispatch.reconcile_queue_on_commit(policy.id, extra_cluster_ids=sorted(before))
     return policy, warnings_for(policy, _reflect(tree, policy))
+
+
+def _check_moved_scope(user, policy: QueuePolicy, clusters: list[Cluster] | None, tree: QueueTree) -> None:
+    """A queue moved under a new parent must fit inside it as a new child would, with every queue below it: each
+    one's clusters and namespaces (as they will be after this request) within the new parent's. Raises
+    PermissionDenied naming the field (`clusters`/`allowed_namespaces` for the queue itself, `parent` for a queue
+    below it). Platform admins pass (access.check_queue_scope)."""
+    if access.is_platform_admin(user):
+        return
+    own = clusters if clusters is not None else list(policy.clusters.all())
+    access.check_queue_scope(user, policy.parent, own, policy.allowed_namespaces)
+    below = tree.descendants(policy)
+    if not below:
+        return
+    links: dict[int, list[Cluster]] = {}
+    for link in QueuePolicy.clusters.through.objects.filter(
+            queuepolicy_id__in=[q.id for q in below]).select_related("cluster"):
+        links.setdefault(link.queuepolicy_id, []).append(link.cluster)
+    for queue in below:
+        try:
+            access.check_queue_scope(user, policy.parent, links.get(queue.id, []), queue.allowed_namespaces)
+        except PermissionDenied as exc:
+            (field_name, message), = list(exc.errors.items())[:1]
+            raise PermissionDenied({"parent": f"queue '{queue.name}' below '{policy.name}' does not fit in "
+                                              f"'{policy.parent.name}': {field_name}: {message}"}) from None
 
 
 def delete_queue(user, policy: QueuePolicy) -> None:
@@ -527,6 +605,10 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     from . import queue_usage
 
     tree = tree or QueueTree.load_rows()
+    if visible is not None and tree.visible != visible:  # warnings say nothing of the queues hidden from the reader
+        tree.visible = set(visible)
+        tree.sibling_sums.clear()
+        tree._warnings.clear()
     shown = (lambda q: True) if visible is None else (lambda q: q.id in visible)
 
     def kids_of(policy_id):

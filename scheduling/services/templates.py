@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 
 from ..backends import registry
 from ..kube import quantities
+from . import spec_limits
 from . import validation as v
 
 POD_SET_OVERRIDE_FIELDS = ("replicas", "image", "command", "args", "env", "resources", "nodeSelector", "container")
@@ -44,7 +45,7 @@ def _container(c, field: str, names: set) -> None:
         for i, e in enumerate(c["env"]):
             v.mapping(e, f"{field}.env[{i}]")
             name = v.string(e.get("name"), f"{field}.env[{i}].name", max_length=253)
-            if not v.ENV_NAME.match(name):
+            if not v.ENV_NAME.fullmatch(name):
                 raise ValidationError({f"{field}.env[{i}].name": f"'{name}' is not a valid environment variable name"})
             if "value" in e:
                 v.string(e["value"], f"{field}.env[{i}].value", allow_empty=True, max_length=65536)
@@ -86,9 +87,11 @@ def validate_pod_template(template, field: str) -> None:
 def validate_template_spec(spec, field: str = "spec") -> dict:
     """Validate a runtime template spec and return it with defaults filled in (a new dict).
 
-    Raises ValidationError naming the field, e.g. {"spec.podSets[1].name": "duplicate pod set name 'worker'"}.
+    Raises ValidationError naming the field, e.g. {"spec.podSets[1].name": "duplicate pod set name 'worker'"}, or
+    naming the limit for a spec over `spec_limits` (size, depth), checked first: copying it is recursive.
     """
     v.mapping(spec, field)
+    spec_limits.check(spec, field)
     spec = copy.deepcopy(spec)
     backend = spec.get("backend")
     if backend not in registry.family_names():
@@ -167,9 +170,16 @@ def render(spec: dict, overrides, field: str = "overrides") -> dict:
     """Apply a job's overrides to a validated template spec and return the resolved spec (a new dict).
 
     The template spec is never mutated. Raises ValidationError naming the override, e.g.
-    {"overrides.podSets.worker.image": "is not overridable in this template (allowed: podSets.*.replicas)"}.
+    {"overrides.podSets.worker.image": "is not overridable in this template (allowed: podSets.*.replicas)"}, and
+    {"template_version": ...} for a stored spec over `spec_limits` (written before the limits existed): copying
+    it is recursive, and a job would carry all of it.
     """
     v.mapping(overrides, field)
+    spec_limits.check(overrides, field)
+    too_big = spec_limits.problem(spec)
+    if too_big:
+        raise ValidationError({"template_version": f"this template version's spec {too_big}; it was stored before "
+                                                   "that limit existed: store a smaller version"})
     allowed = spec.get("overridable", [])
     pod_set_names = [ps["name"] for ps in spec["podSets"]]
     for path in _override_paths(overrides):
@@ -234,7 +244,7 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
     if "env" in fields:
         env = {e["name"]: e for e in target.get("env", [])}
         for name, value in v.mapping(fields["env"], f"{field}.env").items():
-            if not v.ENV_NAME.match(name):
+            if not v.ENV_NAME.fullmatch(name):
                 raise ValidationError({f"{field}.env.{name[:80]}": "is not a valid environment variable name"})
             env[name] = {"name": name, "value": v.string(value, f"{field}.env.{name}", allow_empty=True)}
         target["env"] = list(env.values())
@@ -281,6 +291,34 @@ def version_specs(keys) -> dict[tuple[int, object], dict]:
     return {key: _SPECS[key] for key in keys if key in _SPECS}
 
 
+def loadable_spec(field_name: str = "spec"):
+    """An ORM expression for `RuntimeTemplateVersion.spec` that is the spec when its JSON text is within twice
+    `spec_limits.max_bytes()` characters and NULL otherwise, measured in the database. Pages that list or show
+    stored versions select it instead of `spec`, so a spec stored before the limits existed (a 70 MB alias bomb)
+    is never sent to Python; `spec_limits.problem` then checks exactly what was loaded. (PostgreSQL's `jsonb::text`
+    has a space after each separator, hence the margin.)"""
+    from django.db.models import Case, F, IntegerField, JSONField, TextField, Value, When
+    from django.db.models.functions import Cast, Length
+    from django.db.models.lookups import LessThanOrEqual
+
+    size = Length(Cast(field_name, TextField()), output_field=IntegerField())
+    return Case(When(LessThanOrEqual(size, 2 * spec_limits.max_bytes()), then=F(field_name)),
+                default=Value(None, output_field=JSONField()), output_field=JSONField())
+
+
+def spec_shown(spec) -> tuple[dict | None, str]:
+    """(spec, "") when a stored spec (as `loadable_spec` loaded it: None when too large) may be shown, else
+    (None, message) saying which limit it breaks, for pages to print instead of the spec."""
+    if spec is None:
+        return None, (f"This version's spec is larger than {spec_limits.max_bytes()} characters; it was stored "
+                      "before that limit existed and is not shown. Store a smaller version.")
+    found = spec_limits.problem(spec)
+    if found:
+        return None, (f"This version's spec {found}; it was stored before that limit existed and is not shown. "
+                      "Store a smaller version.")
+    return spec, ""
+
+
 def _owner_queue(queue, user=None):
     """Resolve the `queue` of a template body: None, a QueuePolicy, or a queue name. Raises ValidationError for a
     name that does not exist or, when `user` is given, that they cannot see (access.named_queue)."""
@@ -318,8 +356,12 @@ def create_template(user, name, description, spec, queue=None):
     spec = validate_template_spec(spec)
     if user is not None:
         policy.check_template_spec(user, spec)
-    if RuntimeTemplate.objects.filter(name=name).exists():
-        raise Conflict({"name": f"a runtime template named '{name}' already exists"})
+    taken = list(RuntimeTemplate.objects.filter(name=name).values_list("queue_id", flat=True))
+    if taken:  # said only as far as `user` may see the owner (queues.name_taken)
+        from .queues import name_taken
+
+        raise Conflict({"name": name_taken(user, "runtime template", name, taken[0]) if user is not None
+                        else f"a runtime template named '{name}' already exists"})
     with transaction.atomic():
         template = RuntimeTemplate.objects.create(name=name, description=description or "", queue=queue)
         version = RuntimeTemplateVersion.objects.create(template=template, version=1, spec=spec, created_by=user)
@@ -349,13 +391,48 @@ def add_version(user, template, spec, description=None):
             template.description = v.string(description, "description", allow_empty=True, max_length=300)
             template.save(update_fields=["description"])
         latest = template.versions.select_for_update().order_by("-version").first()
-        if latest is not None and latest.spec == spec:
+        if latest is not None and latest.spec == spec and latest.retired_at is None:
             return latest
         version = RuntimeTemplateVersion.objects.create(
             template=template, version=(latest.version + 1) if latest else 1, spec=spec, created_by=user)
         if user is not None:
             audit.record(user, "template.version", template, {"version": version.version})
         return version
+
+
+def retire_version(user, template, version_no):
+    """Retire version `version_no` of `template`: it takes no new jobs from now on (submit and resubmit answer 400
+    naming `template_version`); jobs that used it keep it, with their history. One-way, and idempotent (retiring a
+    retired version changes nothing). Returns the RuntimeTemplateVersion.
+
+    Raises PermissionDenied unless `user` manages the template (access.check_manage_template), ValidationError
+    ({"version": ...}) for a version the template does not have.
+    """
+    from django.db import transaction
+    from django.utils import timezone
+
+    from . import access, audit
+
+    access.check_manage_template(user, template)
+    if isinstance(version_no, str) and version_no.isdigit():
+        version_no = int(version_no)
+    v.integer(version_no, "version", minimum=1, maximum=2**31 - 1)
+    with transaction.atomic():
+        version = template.versions.select_for_update().filter(version=version_no).defer("spec").first()
+        if version is None:
+            raise ValidationError({"version": f"template '{template.name}' has no version {version_no}"})
+        if version.retired_at is None:
+            version.retired_at, version.retired_by = timezone.now(), user
+            version.save(update_fields=["retired_at", "retired_by"])
+            audit.record(user, "template.retire", template, {"version": version_no})
+    return version
+
+
+def check_not_retired(version, template_name: str) -> None:
+    """Raise ValidationError({"template_version": ...}) when `version` (a RuntimeTemplateVersion) is retired."""
+    if version.retired_at is not None:
+        raise ValidationError({"template_version": f"version {version.version} of template '{template_name}' is "
+                                                   "retired and takes no new jobs; use a newer version"})
 
 
 def update_description(user, template, description):

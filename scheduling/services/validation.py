@@ -1,17 +1,22 @@
-"""Small validators shared by templates, jobs and queues. Each raises ValidationError({field: message})."""
+"""Small validators shared by templates, jobs and queues. Each raises ValidationError({field: message}).
+
+Patterns are matched against the whole string with ``re.fullmatch``: ``re.match`` with ``$`` also accepts a
+trailing newline (``$`` matches before a final "\\n"), so ``"sample-gang\\n"`` passed as a name that looks like
+``sample-gang`` (issue 15, L4).
+"""
 from __future__ import annotations
 
 import re
 
 from django.core.exceptions import ValidationError
 
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 # A container image reference: printable, no whitespace or quotes (docker/distribution reference grammar is stricter;
 # the kubelet reports the rest as InvalidImageName).
-IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
 
 
 def dns_label(value, field: str, max_length: int = 63) -> str:
@@ -20,7 +25,7 @@ def dns_label(value, field: str, max_length: int = 63) -> str:
         raise ValidationError({field: "is required and must be a string"})
     if len(value) > max_length:
         raise ValidationError({field: f"'{value[:80]}' is {len(value)} characters; at most {max_length} allowed"})
-    if not DNS1123_LABEL.match(value):
+    if not DNS1123_LABEL.fullmatch(value):
         raise ValidationError({field: f"'{value[:80]}' is not a DNS-1123 label (lower-case letters, digits and '-', "
                                       "starting and ending with a letter or digit)"})
     return value
@@ -28,7 +33,7 @@ def dns_label(value, field: str, max_length: int = 63) -> str:
 
 def dns_subdomain(value, field: str, max_length: int = 253) -> str:
     """A DNS-1123 subdomain (dot-separated labels, at most 253 characters)."""
-    if not isinstance(value, str) or not value or len(value) > max_length or not DNS1123_SUBDOMAIN.match(value):
+    if not isinstance(value, str) or not value or len(value) > max_length or not DNS1123_SUBDOMAIN.fullmatch(value):
         raise ValidationError({field: f"'{str(value)[:80]}' is not a DNS-1123 subdomain"})
     return value
 
@@ -76,10 +81,10 @@ def label_map(value, field: str) -> dict[str, str]:
     mapping(value, field)
     for key, val in value.items():
         prefix, _, name = key.rpartition("/")
-        bad_prefix = prefix and not DNS1123_SUBDOMAIN.match(prefix)
-        if not name or len(name) > 63 or not LABEL_VALUE.match(name) or bad_prefix:
+        bad_prefix = prefix and not DNS1123_SUBDOMAIN.fullmatch(prefix)
+        if not name or len(name) > 63 or not LABEL_VALUE.fullmatch(name) or bad_prefix:
             raise ValidationError({f"{field}.{key[:80]}": "is not a valid label key"})
-        if not isinstance(val, str) or len(val) > 63 or not LABEL_VALUE.match(val):
+        if not isinstance(val, str) or len(val) > 63 or not LABEL_VALUE.fullmatch(val):
             raise ValidationError({f"{field}.{key[:80]}": f"'{str(val)[:80]}' is not a valid label value (<= 63 "
                                                           "alphanumerics, '-', '_' or '.')"})
     return value
@@ -88,6 +93,6 @@ def label_map(value, field: str) -> dict[str, str]:
 def image(value, field: str) -> str:
     """A container image reference: 1-1024 characters of letters, digits and . _ / : @ + -."""
     string(value, field, max_length=1024)
-    if not IMAGE_REF.match(value):
+    if not IMAGE_REF.fullmatch(value):
         raise ValidationError({field: f"'{value[:80]}' is not a container image reference"})
     return value

@@ -3,12 +3,19 @@ from .clusters import cluster_create, cluster_detail, cluster_list, cluster_test
 from .jobs import job_cancel, job_detail, job_events, job_list, job_live, job_objects, job_resubmit
 from .overview import overview
 from .queues import queue_children, queue_create, queue_detail, queue_tree
-from .runtime_templates import template_create, template_detail, template_edit, template_list, template_preview
+from .runtime_templates import (
+    template_create,
+    template_detail,
+    template_edit,
+    template_list,
+    template_preview,
+    template_retire,
+)
 from .submit import submit
 
 __all__ = [
     "cluster_create", "cluster_detail", "cluster_list", "cluster_test", "job_cancel", "job_detail", "job_events",
     "job_list", "job_objects",
     "job_live", "job_resubmit", "overview", "queue_children", "queue_create", "queue_detail", "queue_tree", "submit",
-    "template_create", "template_detail", "template_edit", "template_list", "template_preview",
+    "template_create", "template_detail", "template_edit", "template_list", "template_preview", "template_retire",
 ]

@@ -151,7 +151,8 @@ def queue_detail(request, name: str):
     window = request.GET.get("window") if request.GET.get("window") in WINDOWS else "24h"
     now = timezone.now()
     start = now - WINDOWS[window]
-    node = queue_service.queue_tree(cluster, ids=[policy.id], depth=0)[0]
+    visible = access.queue_tree_filter(request.user)  # its warnings name only queues the reader may see
+    node = queue_service.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible)[0]
     decorate([node])
     samples = QueueUsageSample.objects.filter(policy=policy)
     if cluster:

@@ -3,16 +3,19 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Max, Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from ..filtersets import RuntimeTemplateFilterSet
+from ..forms.errors import error_items
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
 from ..services import access
-from ..services.errors import PermissionDenied
+from ..services import templates as template_service
+from ..services.errors import PermissionDenied, ServiceError
 from .common import allowed
 from .preview import preview
 
@@ -32,8 +35,14 @@ def template_list(request):
     filterset = RuntimeTemplateFilterSet(request.GET or None, queryset=visible.annotate(
         n_versions=Count("versions", distinct=True), latest_no=Max("versions__version")))
     templates = list(filterset.qs)
-    latest = {(v.template_id, v.version): v for v in RuntimeTemplateVersion.objects.filter(
-        template__in=templates).only("template_id", "version", "spec", "created_at")}
+    # Only the latest versions, and their specs only when within the size limit (a spec stored before the limits,
+    # e.g. a 70 MB alias bomb, stays in the database: services/templates.loadable_spec).
+    latest = {}
+    for version in RuntimeTemplateVersion.objects.filter(template__in=templates).only(
+            "template_id", "version", "created_at").annotate(shown_spec=template_service.loadable_spec()):
+        version.spec, version.spec_error = template_service.spec_shown(version.shown_spec)
+        version.spec = version.spec or {}
+        latest[(version.template_id, version.version)] = version
     rows = [{"t": t, "latest": latest.get((t.id, t.latest_no))} for t in templates]
     return render(request, "scheduling/templates.html", {"section": "templates", "rows": rows,
                                                           "q": request.GET.get("q", "")})
@@ -43,14 +52,18 @@ def template_list(request):
 def template_detail(request, name: str):
     """GET /templates/<name>/: latest spec as YAML, the preview, and every version."""
     template = get_object_or_404(RuntimeTemplate.objects.prefetch_related(
-        Prefetch("versions", queryset=RuntimeTemplateVersion.objects.select_related("created_by")
-                 .order_by("-version"))).select_related("queue"), name=name)
+        Prefetch("versions", queryset=RuntimeTemplateVersion.objects.select_related("created_by").defer("spec")
+                 .annotate(shown_spec=template_service.loadable_spec()).order_by("-version"))).select_related("queue"),
+        name=name)
     allowed(access.check_read_template, request.user, template)
     versions = list(template.versions.all())
     latest = versions[0] if versions else None
+    spec = spec_error = None
+    if latest is not None:  # a spec over the limits (stored before them) is named, not drawn: no 500, no 1 GB
+        spec, spec_error = template_service.spec_shown(latest.shown_spec)
     return render(request, "scheduling/template_detail.html", {
-        "section": "templates", "template": template, "versions": versions, "latest": latest,
-        "preview": preview(latest.spec) if latest else None,
+        "section": "templates", "template": template, "versions": versions, "latest": latest, "spec": spec,
+        "spec_error": spec_error, "preview": preview(spec) if spec is not None else None,
         "can_edit": _may(access.check_manage_template, request.user, template),
     })
 
@@ -76,8 +89,10 @@ def template_edit(request, name: str):
     """GET/POST /templates/<name>/edit/: saving stores a new version; jobs already submitted keep theirs."""
     template = get_object_or_404(RuntimeTemplate, name=name)
     allowed(access.check_manage_template, request.user, template)
-    latest = template.versions.order_by("-version").first()
-    initial = {"description": template.description, "spec": dump_yaml(latest.spec) if latest else ""}
+    latest = template.versions.defer("spec").annotate(shown_spec=template_service.loadable_spec()).order_by(
+        "-version").first()
+    spec = template_service.spec_shown(latest.shown_spec)[0] if latest else None
+    initial = {"description": template.description, "spec": dump_yaml(spec) if spec is not None else ""}
     form = TemplateForm(request.POST or None, instance=template, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         if request.POST.get("action") == "preview":
@@ -102,3 +117,20 @@ def template_preview(request):
     spec = form.parsed_spec() if form.is_valid() else None
     return render(request, "scheduling/partials/template_preview.html", {"form": form,
                                                                          "preview": preview(spec) if spec else None})
+
+
+@login_required
+@require_POST
+def template_retire(request, name: str, version: int):
+    """POST /templates/<name>/versions/<n>/retire/: services.templates.retire_version, as the API's
+    POST /api/v1/templates/<name>/versions/<n>/retire/; back to the template page with the outcome."""
+    template = get_object_or_404(RuntimeTemplate, name=name)
+    allowed(access.check_read_template, request.user, template)
+    try:
+        template_service.retire_version(request.user, template, version)
+    except (ServiceError, ValidationError) as exc:
+        for path, message in error_items(exc):
+            messages.error(request, message if path in ("", "detail", "template", "version") else f"{path}: {message}")
+    else:
+        messages.success(request, f"Version {version} is retired: it takes no new jobs.")
+    return redirect("scheduling:template", name=template.name)

@@ -57,3 +57,35 @@ def test_events_of_a_job_whose_cluster_cannot_be_asked_are_a_502_naming_it(api, 
     r = api.get(f"/api/v1/jobs/{job_id}/events/")
     assert r.status_code == 502
     assert r.data["cluster"] == "local" and r.data["events"] == [] and r.data["error"]
+
+
+def test_without_a_token_metrics_are_closed_unless_the_install_opts_out(settings, api, setup):
+    # Every tenant's queue names and job counts are in the series (issue 15, L6).
+    api.post("/api/v1/jobs/", builders.submit_body(*setup, name="m"), format="json")
+    settings.GANGWEB_METRICS_TOKEN = ""
+    settings.GANGWEB_METRICS_PUBLIC = False
+    r = Client().get("/metrics")
+    assert r.status_code == 401
+    assert r["WWW-Authenticate"] == 'Bearer realm="metrics"'
+    assert "team-a" not in r.content.decode() and "GANGWEB_METRICS_PUBLIC" in r.content.decode()
+    settings.GANGWEB_METRICS_PUBLIC = True
+    assert ("gangweb_jobs", (("phase", "Submitted"), ("queue", "team-a"))) in scrape()
+    # A token, once set, is required even on an install that opted out.
+    settings.GANGWEB_METRICS_TOKEN = "s3cret"
+    assert Client().get("/metrics").status_code == 401
+
+
+def test_metrics_are_closed_by_default_outside_tests_and_make_run_opts_out():
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("GANGWEB_TESTING", "GANGWEB_METRICS_PUBLIC")}
+    env.update(DEBUG="1")
+    code = "from django.conf import settings; print(settings.GANGWEB_METRICS_PUBLIC)"
+    out = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {code}"], env=dict(
+        env, DJANGO_SETTINGS_MODULE="gangweb.settings"), capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    makefile = (pathlib.Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    assert "GANGWEB_METRICS_PUBLIC=$${GANGWEB_METRICS_PUBLIC:-1} $(PYTHON) manage.py runstack" in makefile
