@@ -24,6 +24,9 @@ from django.db import models
 from django.db.models import OuterRef, Subquery
 
 ALIAS_PREFIX = "rel_"
+# What the job lists (dashboard and API) show of a job's relations.
+JOB_LIST_RELATED = {"queue": ["name"], "cluster": ["name"], "template_version": ["version"],
+                    "template_version__template": ["name"], "submitted_by": ["username"]}
 
 
 def alias(path: str, field: str) -> str:
