@@ -160,7 +160,12 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     visible = access.visible_queues
     check_read = access.check_read_queue
 
+    # The list: each queue's parent name by a lookup per queue shown, not a self-join (issue 14).
+    LIST_RELATED = {"parent": ["name"]}
+
     def base_queryset(self):
+        if self.action == "list":
+            return related.annotate(QueuePolicy.objects.prefetch_related("clusters"), self.LIST_RELATED)
         qs = QueuePolicy.objects.select_related("parent").prefetch_related("clusters")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("cluster_states",
@@ -170,6 +175,12 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
 
     def get_serializer_class(self):
         return s.QueuePolicyDetailSerializer if self.action == "retrieve" else s.QueuePolicySerializer
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None and self.action == "list":
+            page = related.attach(page, self.LIST_RELATED)
+        return page
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
@@ -268,6 +279,21 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     lookup_field = "name"
     visible = access.visible_templates
     check_read = access.check_read_template
+    # The list: the owning queue's name by a lookup per template, the versions without the model's ordering by
+    # template name (a join): joins planned from stale statistics scanned whole tables per row (issue 14).
+    LIST_RELATED = {"queue": ["name"]}
+
+    def base_queryset(self):
+        if self.action != "list":
+            return super().base_queryset()
+        return related.annotate(RuntimeTemplate.objects.prefetch_related(
+            Prefetch("versions", queryset=RuntimeTemplateVersion.objects.order_by())), self.LIST_RELATED)
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None and self.action == "list":
+            page = related.attach(page, self.LIST_RELATED)
+        return page
 
     def create(self, request, *args, **kwargs):
         data = request.data if isinstance(request.data, dict) else {}

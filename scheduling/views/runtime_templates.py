@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Max, Prefetch
+from django.db.models import Count, OuterRef, Prefetch, Subquery
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -11,7 +11,7 @@ from ..filtersets import RuntimeTemplateFilterSet
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access
+from ..services import access, related
 from ..services.errors import PermissionDenied
 from .common import allowed
 from .preview import preview
@@ -28,12 +28,16 @@ def _may(check, user, obj) -> bool:
 @login_required
 def template_list(request):
     """GET /templates/: name search (the API's RuntimeTemplateFilterSet); 2 queries for any number."""
-    visible = access.visible_templates(request.user, RuntimeTemplate.objects.select_related("queue"))
+    # Version count and latest number per template by the (template, version) index, a subquery each: a join and
+    # GROUP BY can be planned as a scan of every version per template when statistics are stale (issue 14).
+    versions = RuntimeTemplateVersion.objects.filter(template_id=OuterRef("pk")).order_by()
+    visible = access.visible_templates(request.user, RuntimeTemplate.objects.all())
     filterset = RuntimeTemplateFilterSet(request.GET or None, queryset=visible.annotate(
-        n_versions=Count("versions", distinct=True), latest_no=Max("versions__version")))
+        n_versions=Subquery(versions.values("template_id").annotate(n=Count("*")).values("n")),
+        latest_no=Subquery(versions.order_by("-version").values("version")[:1])))
     templates = list(filterset.qs)
     latest = {(v.template_id, v.version): v for v in RuntimeTemplateVersion.objects.filter(
-        template__in=templates).only("template_id", "version", "spec", "created_at")}
+        template__in=templates).order_by().only("template_id", "version", "spec", "created_at")}
     rows = [{"t": t, "latest": latest.get((t.id, t.latest_no))} for t in templates]
     return render(request, "scheduling/templates.html", {"section": "templates", "rows": rows,
                                                           "q": request.GET.get("q", "")})
@@ -42,11 +46,13 @@ def template_list(request):
 @login_required
 def template_detail(request, name: str):
     """GET /templates/<name>/: latest spec as YAML, the preview, and every version."""
+    # Each version's author by a lookup per version, not a join (issue 14: stale statistics).
+    by = {"created_by": ["username"]}
     template = get_object_or_404(RuntimeTemplate.objects.prefetch_related(
-        Prefetch("versions", queryset=RuntimeTemplateVersion.objects.select_related("created_by")
+        Prefetch("versions", queryset=related.annotate(RuntimeTemplateVersion.objects.all(), by)
                  .order_by("-version"))).select_related("queue"), name=name)
     allowed(access.check_read_template, request.user, template)
-    versions = list(template.versions.all())
+    versions = related.attach(template.versions.all(), by)
     latest = versions[0] if versions else None
     return render(request, "scheduling/template_detail.html", {
         "section": "templates", "template": template, "versions": versions, "latest": latest,
