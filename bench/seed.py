@@ -39,6 +39,7 @@ def make_queues(count: int, prefix: str = "q", clusters=()) -> list[QueuePolicy]
         through = QueuePolicy.clusters.through
         through.objects.bulk_create([through(queuepolicy_id=q.id, cluster_id=c.id)
                                      for q in [*parents, *leaves] for c in clusters])
+    analyze_tables(QueuePolicy, QueuePolicy.clusters.through)
     return leaves
 
 
@@ -92,6 +93,7 @@ def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster
                     f"FROM generate_series(1, %(count)s) AS g", {**params, "count": count})
         cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
         _insert_history(cur, offset + 1, offset + count, phase_order)
+    analyze_tables(GangJob, PhaseTransition)
     return offset + 1, offset + count
 
 
@@ -115,6 +117,16 @@ def _insert_history(cur, first: int, last: int, phase_order: dict) -> None:
         SELECT j.id, j.phase, j.finished_at, j.finished_at, 'gangweb', 'Seeded', '', 0
         FROM {jobs} j WHERE j.id BETWEEN %s AND %s AND j.finished_at IS NOT NULL
     """, [first, last, first, last])
+
+
+def analyze_tables(*models) -> None:
+    """ANALYZE the tables of `models` right after a bulk load (issue 14): until autovacuum gets to them, PostgreSQL
+    plans from the statistics of the table before the load, possibly an empty one, and estimates 1 row for every
+    scan. Plain ANALYZE (no VACUUM), so it also works inside a caller's transaction. PostgreSQL only."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE " + ", ".join(connection.ops.quote_name(m._meta.db_table) for m in models))
 
 
 def analyze() -> None:

@@ -32,7 +32,7 @@ from ..models import (
     RuntimeTemplate,
     RuntimeTemplateVersion,
 )
-from ..services import access, audit, dispatch, timeline
+from ..services import access, audit, dispatch, related, timeline
 from ..services import clusters as cluster_service
 from ..services import events as event_service
 from ..services import jobs as job_service
@@ -178,7 +178,12 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     visible = access.visible_queues
     check_read = access.check_read_queue
 
+    # The list: each queue's parent name by a lookup per queue shown, not a self-join (issue 14).
+    LIST_RELATED = {"parent": ["name"]}
+
     def base_queryset(self):
+        if self.action == "list":
+            return related.annotate(QueuePolicy.objects.prefetch_related("clusters"), self.LIST_RELATED)
         qs = QueuePolicy.objects.select_related("parent").prefetch_related("clusters")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("cluster_states",
@@ -188,6 +193,12 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
 
     def get_serializer_class(self):
         return s.QueuePolicyDetailSerializer if self.action == "retrieve" else s.QueuePolicySerializer
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None and self.action == "list":
+            page = related.attach(page, self.LIST_RELATED)
+        return page
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
@@ -290,6 +301,21 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     lookup_field = "name"
     visible = access.visible_templates
     check_read = access.check_read_template
+    # The list: the owning queue's name by a lookup per template, the versions without the model's ordering by
+    # template name (a join): joins planned from stale statistics scanned whole tables per row (issue 14).
+    LIST_RELATED = {"queue": ["name"]}
+
+    def base_queryset(self):
+        if self.action != "list":
+            return super().base_queryset()
+        return related.annotate(RuntimeTemplate.objects.prefetch_related(
+            Prefetch("versions", queryset=RuntimeTemplateVersion.objects.order_by())), self.LIST_RELATED)
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None and self.action == "list":
+            page = related.attach(page, self.LIST_RELATED)
+        return page
 
     def create(self, request, *args, **kwargs):
         data = request.data if isinstance(request.data, dict) else {}
@@ -341,15 +367,24 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     search_fields = ["name", "namespace"]
 
     def _base_queryset(self):
+        if self.action == "list":
+            # JSON the list form never shows: not fetched, not decoded 50 times a page. The relations' names by a
+            # lookup per row shown, not joins: joins planned from stale statistics scanned whole tables per job
+            # (services/related.py, issue 14).
+            return related.annotate(GangJob.objects.defer("resolved_spec", "observed"), related.JOB_LIST_RELATED)
         qs = GangJob.objects.select_related("template_version__template", "queue", "cluster", "submitted_by")
-        if self.action == "list":  # JSON the list form never shows: not fetched, not decoded 50 times a page
-            qs = qs.defer("resolved_spec", "observed", "template_version__spec")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
         return qs
 
     def get_queryset(self):
         return access.visible_jobs(self.request.user, self._base_queryset())
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None and self.action == "list":
+            page = related.attach(page, related.JOB_LIST_RELATED)
+        return page
 
     def get_throttles(self):
         if self.action in self.submit_actions:

@@ -16,7 +16,8 @@ from django.db.models import Count, Q, Sum
 
 from ..choices import GangPhase
 from ..kube.kai_units import RESOURCES
-from ..models import GangJob
+from ..models import Cluster, GangJob
+from . import related
 
 RUNNING_PHASES = (GangPhase.SCHEDULED, GangPhase.RUNNING)
 ACTIVE = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED, *RUNNING_PHASES)
@@ -40,7 +41,7 @@ def estimated_usage(cluster: str | None = None, queue_ids=None) -> dict[int, dic
     queue_id` query, read from the job_active_usage index (its key is the queue: `queue_ids` narrows the scan)."""
     rows = GangJob.objects.filter(phase__in=ACTIVE)
     if cluster:
-        rows = rows.filter(cluster__name=cluster)
+        rows = rows.filter(cluster_id=related.key_of(Cluster, name=cluster))  # no join: issue 14
     if queue_ids is not None:
         rows = rows.filter(queue_id__in=sorted(queue_ids))
     running = Q(phase__in=RUNNING_PHASES)

@@ -33,12 +33,13 @@ from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from kubernetes.utils import parse_quantity
 
 from ..choices import ACTIVE_PHASES, QueueWarning
 from ..kube.kai_units import RESOURCES, STATUS_RESOURCE_NAMES, UNITS, UNLIMITED, display, from_quantity, to_kai
 from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
-from . import access, audit, dispatch
+from . import access, audit, dispatch, related
 from . import validation as v
 from .errors import Conflict, PermissionDenied
 
@@ -633,19 +634,22 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
         drawn.append(p)
         if depth is None or level < depth:
             todo.extend((k, level + 1) for k in kids_of(p.id))
-    links = QueuePolicy.clusters.through.objects.all()
-    states_qs = QueueClusterState.objects.select_related("cluster").order_by("cluster__name")
+    # Cluster names by a lookup per row, not a join (services/related.py: stale statistics, issue 14).
+    by_name = {"cluster": ["name"]}
+    links = QueuePolicy.clusters.through.objects.annotate(cluster_name=Subquery(
+        Cluster.objects.filter(pk=OuterRef("cluster_id")).values("name")[:1]))
+    states_qs = related.annotate(QueueClusterState.objects.all(), by_name).order_by(related.alias("cluster", "name"))
     if len(drawn) < len(tree.by_id):  # a part of the tree: read only its rows (an IN of every id costs more)
         drawn_ids = [p.id for p in drawn]
         links = links.filter(queuepolicy_id__in=drawn_ids)
         states_qs = states_qs.filter(policy_id__in=drawn_ids)
     names: dict[int, list[str]] = {}
-    for pid, cname in links.values_list("queuepolicy_id", "cluster__name"):
+    for pid, cname in links.values_list("queuepolicy_id", "cluster_name"):
         names.setdefault(pid, []).append(cname)
     if cluster:
-        states_qs = states_qs.filter(cluster__name=cluster)
+        states_qs = states_qs.filter(cluster_id=related.key_of(Cluster, name=cluster))
     states: dict[int, list[QueueClusterState]] = {}
-    for st in states_qs:
+    for st in related.attach(states_qs, by_name):
         states.setdefault(st.policy_id, []).append(st)
     if rolled is None and usage is None:
         # Only the jobs below the drawn queues: expanding one queue reads its subtree's jobs, not every job.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -12,7 +12,7 @@ from ..backends import registry
 from ..choices import ACTIVE_PHASES
 from ..filtersets import ClusterFilterSet
 from ..forms.clusters import ClusterForm
-from ..models import Cluster
+from ..models import Cluster, GangJob
 from ..reconcile import probe
 from ..services import access
 from .common import allowed
@@ -44,11 +44,19 @@ def backend_rows(cluster) -> list[dict]:
 
 @login_required
 def cluster_list(request):
-    """GET /clusters/: every cluster with health, version, backends and active job count (1 query)."""
+    """GET /clusters/: every cluster with health, version, backends and active job count (2 queries)."""
     clusters = access.visible_clusters(request.user, Cluster.objects.all())
-    filterset = ClusterFilterSet(request.GET or None, queryset=clusters.annotate(
-        active_jobs=Count("jobs", filter=Q(jobs__phase__in=list(ACTIVE_PHASES)))))
-    return render(request, "scheduling/clusters.html", {"section": "clusters", "clusters": list(filterset.qs)})
+    filterset = ClusterFilterSet(request.GET or None, queryset=clusters)
+    clusters = list(filterset.qs)
+    # Active jobs per cluster: one GROUP BY over the active jobs alone (the job_active_usage index), in a query of
+    # its own. Joined to the clusters it was planned, with stale statistics, as a scan of every job per cluster
+    # (1.9-4.2 s at 1,000 clusters and 1,000 jobs, bench/README.md "Stale statistics"), and a per-cluster subquery
+    # as a scan of every active job per cluster (issue 14).
+    active = dict(GangJob.objects.filter(phase__in=sorted(ACTIVE_PHASES)).order_by().values_list("cluster_id")
+                  .annotate(n=Count("*")))
+    for cluster in clusters:
+        cluster.active_jobs = active.get(cluster.id, 0)
+    return render(request, "scheduling/clusters.html", {"section": "clusters", "clusters": clusters})
 
 
 @login_required

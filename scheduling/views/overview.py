@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase
 from ..models import Cluster, GangJob, QueueClusterState
-from ..services import access, queue_usage
+from ..services import access, queue_usage, related
 from ..services import queues as queue_service
 from .common import page_or_fragment
 from .queues import decorate
@@ -21,6 +21,10 @@ RECENT_FAILURES = 8
 STUCK_SHOWN = 10
 BUSIEST_SHOWN = 8
 FINISHED_WINDOW, FINISHED_WINDOW_WORDS = timedelta(hours=24), "24 hours"
+# What the stuck and failed lists show (templates/scheduling/partials/overview_body.html).
+LISTED_FIELDS = ("id", "name", "namespace", "phase", "phase_reason", "phase_message", "phase_changed_at",
+                 "why_pending", "queue")
+LISTED_RELATED = {"queue": ["name"]}
 
 
 def busiest(tree, rolled: dict[int, dict], reported: dict[int, float], visible: set[int] | None,
@@ -84,14 +88,16 @@ def overview_context(user) -> dict:
     rows = [{"name": n["name"], "path": n["path"], "estimated": n["estimated"], "bar": n["bars"][0],
              "children_count": n["children_count"]} for n in nodes]
 
+    # Stuck and failed jobs: a range of job_phase_changed each, the queue's name by a lookup per row shown
+    # (services/related.py: no join for the planner to get wrong with stale statistics, issue 14).
     stuck_before = now - timedelta(seconds=settings.GANGWEB_STUCK_AFTER_SECONDS)
-    related = ("queue", "cluster", "template_version__template")
-    stuck = list(jobs.filter(phase=GangPhase.QUEUED, phase_changed_at__lt=stuck_before)
-                 .select_related(*related).order_by("phase_changed_at")[:STUCK_SHOWN])
+    listed = related.annotate(jobs.only(*LISTED_FIELDS), LISTED_RELATED)
+    stuck = related.attach(listed.filter(phase=GangPhase.QUEUED, phase_changed_at__lt=stuck_before)
+                           .order_by("phase_changed_at", "id")[:STUCK_SHOWN], LISTED_RELATED)
     for job in stuck:
         job.why = explain(job.why_pending, job.phase)
-    failures = list(jobs.filter(phase=GangPhase.FAILED).select_related(*related)
-                    .order_by("-phase_changed_at", "-id")[:RECENT_FAILURES])
+    failures = related.attach(listed.filter(phase=GangPhase.FAILED).order_by("-phase_changed_at", "-id")
+                              [:RECENT_FAILURES], LISTED_RELATED)
     return {
         "section": "overview",
         "clusters": list(access.visible_clusters(user, Cluster.objects.all())),

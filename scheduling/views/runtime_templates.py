@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Max, Prefetch
+from django.db.models import Count, OuterRef, Prefetch, Subquery
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -13,7 +13,7 @@ from ..forms.errors import error_items
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access
+from ..services import access, related
 from ..services import templates as template_service
 from ..services.errors import PermissionDenied, ServiceError
 from .common import allowed
@@ -31,14 +31,18 @@ def _may(check, user, obj) -> bool:
 @login_required
 def template_list(request):
     """GET /templates/: name search (the API's RuntimeTemplateFilterSet); 2 queries for any number."""
-    visible = access.visible_templates(request.user, RuntimeTemplate.objects.select_related("queue"))
+    # Version count and latest number per template by the (template, version) index, a subquery each: a join and
+    # GROUP BY can be planned as a scan of every version per template when statistics are stale (issue 14).
+    versions = RuntimeTemplateVersion.objects.filter(template_id=OuterRef("pk")).order_by()
+    visible = access.visible_templates(request.user, RuntimeTemplate.objects.all())
     filterset = RuntimeTemplateFilterSet(request.GET or None, queryset=visible.annotate(
-        n_versions=Count("versions", distinct=True), latest_no=Max("versions__version")))
+        n_versions=Subquery(versions.values("template_id").annotate(n=Count("*")).values("n")),
+        latest_no=Subquery(versions.order_by("-version").values("version")[:1])))
     templates = list(filterset.qs)
     # Only the latest versions, and their specs only when within the size limit (a spec stored before the limits,
     # e.g. a 70 MB alias bomb, stays in the database: services/templates.loadable_spec).
     latest = {}
-    for version in RuntimeTemplateVersion.objects.filter(template__in=templates).only(
+    for version in RuntimeTemplateVersion.objects.filter(template__in=templates).order_by().only(
             "template_id", "version", "created_at").annotate(shown_spec=template_service.loadable_spec()):
         version.spec, version.spec_error = template_service.spec_shown(version.shown_spec)
         version.spec = version.spec or {}
@@ -51,12 +55,14 @@ def template_list(request):
 @login_required
 def template_detail(request, name: str):
     """GET /templates/<name>/: latest spec as YAML, the preview, and every version."""
+    # Each version's author by a lookup per version, not a join (issue 14: stale statistics).
+    by = {"created_by": ["username"]}
     template = get_object_or_404(RuntimeTemplate.objects.prefetch_related(
-        Prefetch("versions", queryset=RuntimeTemplateVersion.objects.select_related("created_by").defer("spec")
-                 .annotate(shown_spec=template_service.loadable_spec()).order_by("-version"))).select_related("queue"),
-        name=name)
+        Prefetch("versions", queryset=related.annotate(RuntimeTemplateVersion.objects.defer("spec").annotate(
+                     shown_spec=template_service.loadable_spec()), by)
+                 .order_by("-version"))).select_related("queue"), name=name)
     allowed(access.check_read_template, request.user, template)
-    versions = list(template.versions.all())
+    versions = related.attach(template.versions.all(), by)
     latest = versions[0] if versions else None
     spec = spec_error = None
     if latest is not None:  # a spec over the limits (stored before them) is named, not drawn: no 500, no 1 GB

@@ -3,20 +3,25 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect, render
 
 from ..forms.jobs import SubmitForm
 from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access
+from ..services import access, related
 from .common import is_htmx
 
 
 def _latest_version(user, name: str | None):
     if not name:
         return None
+    # The template's key first (a subquery run once), then its versions by index, the template's name by a lookup:
+    # no join for stale statistics to turn into a scan of every version per template (services/related.py).
     visible = access.visible_templates(user, RuntimeTemplate.objects.all())
-    return (RuntimeTemplateVersion.objects.select_related("template").filter(template__in=visible, template__name=name)
-            .order_by("-version").first())
+    spec = {"template": ["name", "description", "queue"]}
+    versions = RuntimeTemplateVersion.objects.filter(template_id=Subquery(visible.filter(name=name).values("pk")[:1]))
+    version = related.annotate(versions, spec).order_by("-version").first()
+    return related.attach([version], spec)[0] if version else None
 
 
 @login_required
@@ -26,7 +31,10 @@ def submit(request):
     source = request.POST if request.method == "POST" else request.GET
     user = request.user
     version = _latest_version(user, source.get("template"))
-    leaf_queues = access.visible_queues(user, QueuePolicy.objects.filter(children__isnull=True))
+    # Leaves: no child, asked of the parent_id index per queue (a scalar subquery; a join or NOT EXISTS may be
+    # planned as a scan of every queue per queue when statistics are stale, issue 14).
+    leaf_queues = access.visible_queues(user, QueuePolicy.objects.annotate(any_child=Subquery(
+        QueuePolicy.objects.filter(parent_id=OuterRef("pk")).order_by().values("pk")[:1])).filter(any_child=None))
     choices = {  # what this user may see; the service still decides what they may submit to
         "templates": list(access.visible_templates(user, RuntimeTemplate.objects.all()).values_list("name", flat=True)),
         "queues": list(leaf_queues.values_list("name", flat=True)),

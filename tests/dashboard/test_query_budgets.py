@@ -35,7 +35,7 @@ BUDGETS = {
     "/submit/?template=base": 6,
     "/templates/": 4,
     "/templates/base/": 5,
-    "/clusters/": 3,
+    "/clusters/": 4,  # active jobs per cluster: a GROUP BY of its own, not a join (issue 14, stale statistics)
     "/clusters/local/": 4,
 }
 # A user who is not a platform admin also has their queue roles, visible queue ids and cluster grants read (once
@@ -54,7 +54,7 @@ NON_ADMIN_BUDGETS = {
     "/submit/?template=base": 12,
     "/templates/": 8,
     "/templates/base/": 9,
-    "/clusters/": 8,
+    "/clusters/": 9,
     "/clusters/local/": 9,
 }
 PHASES = [GangPhase.SUBMITTED, GangPhase.QUEUED, GangPhase.RUNNING, GangPhase.FAILED, GangPhase.SUCCEEDED]
@@ -105,7 +105,7 @@ def count_queries(client, url: str) -> int:
 
 
 @pytest.mark.parametrize("principal", ["platform admin", "queue submitter"])
-def test_every_page_stays_within_its_query_budget_from_10_to_1000_rows(ui, admin_user, principal):
+def test_every_page_stays_within_its_query_budget_from_10_to_1000_rows(ui, admin_user, principal, analyze):
     cluster = builders.make_cluster("local")
     org = builders.make_queue("org", clusters=[cluster])
     team_a = builders.make_queue("team-a", parent=org, clusters=[cluster])
@@ -120,8 +120,10 @@ def test_every_page_stays_within_its_query_budget_from_10_to_1000_rows(ui, admin
                             phase=GangPhase.RUNNING, user=admin_user)
     urls = {page: page.format(job=job.pk) for page in BUDGETS}
     grow(10, admin_user, 0)
+    analyze()
     small = {page: count_queries(ui, url) for page, url in urls.items()}
     grow(990, admin_user, 10)
+    analyze()  # the plans with stale statistics are test_stale_statistics.py's subject, not this test's
     assert GangJob.objects.count() == 1001
     large = {page: count_queries(ui, url) for page, url in urls.items()}
     assert large == small, "query counts changed from 10 to 1,000 rows"
