@@ -55,6 +55,8 @@ GANGWEB_QUEUE_SAMPLE_SECONDS = int(os.environ.get("GANGWEB_QUEUE_SAMPLE_SECONDS"
 GANGWEB_QUEUE_USAGE_RETENTION_DAYS = int(os.environ.get("GANGWEB_QUEUE_USAGE_RETENTION_DAYS", "30"))
 # Bearer token a Prometheus scrape of /metrics must send; empty leaves /metrics open (scraped inside the cluster).
 GANGWEB_METRICS_TOKEN = os.environ.get("GANGWEB_METRICS_TOKEN", "")
+# Long-poll waits (GET /api/v1/jobs/wait/): each web process reads the jobs its waiters wait on this often (s).
+GANGWEB_WAIT_POLL_SECONDS = float(os.environ.get("GANGWEB_WAIT_POLL_SECONDS", "1.0"))
 # Largest request body the API accepts (bytes); bulk submit of thousands of jobs fits well inside.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GANGWEB_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
 

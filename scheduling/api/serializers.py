@@ -327,6 +327,44 @@ class GangJobDetailSerializer(GangJobSerializer):
         return timeline.requeues(obj.transitions.all())
 
 
+class JobWaitEntrySerializer(serializers.ModelSerializer):
+    """One timeline entry as the wait endpoint returns it (the entry's own fields; no derived durations)."""
+
+    class Meta:
+        model = PhaseTransition
+        fields = ["phase", "attempt", "at", "source", "reason", "message"]
+        read_only_fields = fields
+
+
+class JobWaitStateSerializer(serializers.ModelSerializer):
+    """A job's current state as the wait endpoint returns it: phase, reason, why it waits, its whole timeline."""
+
+    queue = serializers.CharField(source="queue.name", read_only=True)
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+    why_pending = WhyPendingField(read_only=True, allow_null=True)
+    terminal = serializers.BooleanField(source="is_terminal", read_only=True,
+                                        help_text="Succeeded, Failed or Cancelled: the job will not change again")
+    timeline = JobWaitEntrySerializer(source="transitions", many=True, read_only=True)
+
+    class Meta:
+        model = GangJob
+        fields = ["id", "name", "namespace", "queue", "cluster", "desired_state", "phase", "phase_reason",
+                  "phase_message", "phase_changed_at", "finished_at", "why_pending", "terminal", "timeline"]
+        read_only_fields = fields
+
+
+class JobWaitSerializer(serializers.Serializer):
+    """The wait endpoint's answer: every named job's current state, and the cursor to send back as `after`."""
+
+    cursor = serializers.CharField(help_text="send it back as `after` to wait for the next change")
+    changed = serializers.BooleanField(help_text="the jobs' state differs from `after` (always true without it)")
+    timed_out = serializers.BooleanField(help_text="answered at the timeout, nothing having changed")
+    all_terminal = serializers.BooleanField(help_text="every job found is Succeeded, Failed or Cancelled")
+    jobs = JobWaitStateSerializer(many=True, help_text="in the order of `ids`")
+    missing = serializers.ListField(child=serializers.IntegerField(),
+                                    help_text="ids with no job you can see (as a 404 would say)")
+
+
 class JobSubmitSerializer(serializers.Serializer):
     """Submit body (documentation; validation is strict and lives in scheduling.services.jobs)."""
 

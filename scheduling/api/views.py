@@ -1,4 +1,6 @@
 """API viewsets, mounted at /api/v1/. Each write calls a scheduling.services function."""
+import time
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch
@@ -30,7 +32,7 @@ from ..models import (
     RuntimeTemplate,
     RuntimeTemplateVersion,
 )
-from ..services import access, audit, dispatch, timeline
+from ..services import access, audit, dispatch, job_wait, timeline
 from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services import queues as queue_service
@@ -397,6 +399,56 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         job = self.get_object()
         entries = timeline.annotate(job.transitions.all(), timezone.now())
         return Response(s.PhaseTransitionSerializer(entries, many=True).data)
+
+    def _wait_read(self, ids: list[int]) -> list[GangJob]:
+        """The visible jobs among `ids`, in that order, with queue, cluster and timeline: two queries."""
+        rows = access.visible_jobs(self.request.user, GangJob.objects.filter(pk__in=ids)).select_related(
+            "queue", "cluster").only(
+            *(f for f in s.JobWaitStateSerializer.Meta.fields if f not in ("queue", "cluster", "terminal", "timeline")),
+            "queue__name", "cluster__name").prefetch_related(
+            Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
+        by_id = {job.pk: job for job in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    @extend_schema(parameters=[
+        OpenApiParameter("ids", str, required=True, description=f"job ids, comma-separated (at most "
+                                                                f"{job_wait.MAX_IDS})"),
+        OpenApiParameter("after", str, description="the `cursor` of a previous answer: wait until the jobs "
+                                                   "differ from it; empty = answer at once"),
+        OpenApiParameter("timeout", float, description=f"seconds to wait at most, 0 to "
+                                                       f"{job_wait.MAX_TIMEOUT_SECONDS:g} (default "
+                                                       f"{job_wait.DEFAULT_TIMEOUT_SECONDS:g})"),
+    ], responses=s.JobWaitSerializer)
+    @action(detail=False, methods=["get"])
+    def wait(self, request):
+        """Long-poll: answer as soon as any named job changes phase (a new timeline entry) after `after`, at
+        once when nothing can change (every job terminal, or none visible), else at `timeout`. The answer is the
+        current state of every job named, never a history: a client is done when `all_terminal` is true.
+
+        A waiting request holds a web thread but no database connection; each web process reads the jobs all its
+        waiters wait on in one query per `GANGWEB_WAIT_POLL_SECONDS` (services/job_wait.py). Ids of jobs you
+        cannot see are listed in `missing`, as a 404 would answer them."""
+        params = request.query_params
+        ids = job_wait.parse_ids(params.get("ids"))
+        timeout = job_wait.parse_timeout(params.get("timeout"))
+        after = (params.get("after") or "")[:64]
+        deadline = time.monotonic() + timeout
+        jobs = self._wait_read(ids)
+        cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
+        timed_out = False
+        while cursor == after and jobs and not all(j.is_terminal for j in jobs):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            job_wait.wait_for_change([j.pk for j in jobs], cursor, remaining)
+            jobs = self._wait_read(ids)  # judged on the rows as they are now, whatever woke us
+            cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
+        found = {j.pk for j in jobs}
+        return Response({"cursor": cursor, "changed": cursor != after, "timed_out": timed_out,
+                         "all_terminal": all(j.is_terminal for j in jobs),
+                         "jobs": s.JobWaitStateSerializer(jobs, many=True).data,
+                         "missing": [i for i in ids if i not in found]})
 
     @extend_schema(responses={200: s.JobEventsSerializer, 502: s.JobEventsSerializer})
     @action(detail=True, methods=["get"])
