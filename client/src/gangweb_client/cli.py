@@ -180,11 +180,13 @@ class Progress:
         counts: dict[str, int] = {}
         for job in jobs:
             counts[job.phase] = counts.get(job.phase, 0) + 1
-        for job in jobs[:40]:
+        shown = max(5, err.size.height - 6)  # leave room for the header and the counts caption
+        active_first = sorted(jobs, key=lambda job: job.terminal)  # the jobs still going are the interesting ones
+        for job in active_first[:shown]:
             why = (job.why_pending or {}).get("summary") if not job.terminal else None
             table.add_row(str(job.id), job.name, output.phase_text(job.phase), why or job.phase_reason)
         table.caption = "  ".join(f"{phase}: {n}" for phase, n in sorted(counts.items())) + (
-            f"  (first 40 of {len(jobs)})" if len(jobs) > 40 else "")
+            f"  ({shown} of {len(jobs)} shown)" if len(jobs) > shown else "")
         self.live.update(table, refresh=True)
 
     def __enter__(self):
