@@ -5,10 +5,12 @@ from .overview import overview
 from .queues import queue_children, queue_create, queue_detail, queue_tree
 from .runtime_templates import template_create, template_detail, template_edit, template_list, template_preview
 from .submit import submit
+from .webhooks import webhook_list, webhook_test
 
 __all__ = [
     "cluster_create", "cluster_detail", "cluster_list", "cluster_test", "job_cancel", "job_detail", "job_events",
     "job_list", "job_objects",
     "job_live", "job_resubmit", "overview", "queue_children", "queue_create", "queue_detail", "queue_tree", "submit",
-    "template_create", "template_detail", "template_edit", "template_list", "template_preview",
+    "template_create", "template_detail", "template_edit", "template_list", "template_preview", "webhook_list",
+    "webhook_test",
 ]
