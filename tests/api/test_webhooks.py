@@ -172,3 +172,17 @@ def test_users_see_only_their_own_subscriptions(teams, settings):
     assert [w["name"] for w in teams.clients["a_sub"].get("/api/v1/webhooks/").data["results"]] == ["a"]
     assert teams.clients["b_sub"].get("/api/v1/webhooks/").data["results"] == []
     assert [w["name"] for w in teams.clients["admin"].get("/api/v1/webhooks/").data["results"]] == ["a"]
+
+
+def test_the_celery_task_retries_until_delivered_and_gives_up_after_its_last_retry(api, setup, admin_user, receiver):
+    receiver.codes = [500, 500]
+    _subscribe(api, name="hook", url=receiver.url, phases=["Queued", "Dispatched"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    first, second = notifications.scan()
+    tasks.deliver_webhook.apply(args=[first])  # eager: the task's own retries run at once, without the countdown
+    row = WebhookDelivery.objects.get(pk=first)
+    assert (row.status, row.attempts) == ("Delivered", 3)
+    receiver.codes = [503] * 20
+    tasks.deliver_webhook.apply(args=[second])
+    row = WebhookDelivery.objects.get(pk=second)
+    assert (row.status, row.attempts) == ("Failed", tasks.deliver_webhook.max_retries + 1)
