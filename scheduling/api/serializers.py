@@ -397,8 +397,8 @@ class WebhookSubscriptionWriteSerializer(serializers.Serializer):
     url = serializers.URLField(help_text="receiver; public addresses only unless the install allows private ones")
     job = serializers.IntegerField(required=False, allow_null=True, help_text="one job's phase changes")
     queue = serializers.CharField(required=False, allow_null=True, help_text="the phase changes of a queue's jobs")
-    phases = serializers.ListField(child=serializers.ChoiceField(choices=GangPhase.choices), required=False,
-                                   help_text="phases to send; empty = all")
+    phases = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text=f"phases to send ({', '.join(GangPhase.values)}); empty = all")
     active = serializers.BooleanField(required=False)
 
 
