@@ -3,12 +3,12 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 PYTHON := $(VENV)/bin/python
-STAMP := $(VENV)/.requirements-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.requirements-$(shell cat requirements.txt requirements-dev.txt client/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
 .PHONY: run test setup venv migrate localcluster-build lint bench clean-state screenshots
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@rm -f $(VENV)/.requirements-* && touch $(STAMP)

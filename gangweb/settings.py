@@ -58,6 +58,13 @@ GANGWEB_QUEUE_USAGE_RETENTION_DAYS = int(os.environ.get("GANGWEB_QUEUE_USAGE_RET
 # queues and job counts), unless the install opts out with GANGWEB_METRICS_PUBLIC=1 (`make run` does; tests too).
 GANGWEB_METRICS_TOKEN = os.environ.get("GANGWEB_METRICS_TOKEN", "")
 GANGWEB_METRICS_PUBLIC = env_bool("GANGWEB_METRICS_PUBLIC", TESTING)
+# Long-poll waits (GET /api/v1/jobs/wait/): each web process reads the jobs its waiters wait on this often (s).
+GANGWEB_WAIT_POLL_SECONDS = float(os.environ.get("GANGWEB_WAIT_POLL_SECONDS", "1.0"))
+# Webhooks (services/notifications.py): how often new timeline entries become deliveries (s); the dashboard's
+# address that job links in payloads start with; whether receivers may be loopback/private/link-local addresses.
+GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))
+GANGWEB_PUBLIC_URL = os.environ.get("GANGWEB_PUBLIC_URL", "http://127.0.0.1:8000")
+GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = env_bool("GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", False)
 # Largest request body the API accepts (bytes); bulk submit of thousands of jobs fits well inside.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GANGWEB_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
 # Largest template spec or job overrides (characters of compact JSON; YAML text too): services/spec_limits.py.
@@ -323,6 +330,7 @@ CELERY_BEAT_SCHEDULE = {
     "resync-clusters": {"task": "scheduling.resync_all_clusters", "schedule": float(GANGWEB_RESYNC_SECONDS)},
     "probe-clusters": {"task": "scheduling.probe_all_clusters", "schedule": 60.0},
     "sync-queues": {"task": "scheduling.sync_queues", "schedule": float(GANGWEB_QUEUE_SYNC_SECONDS)},
+    "notify-transitions": {"task": "scheduling.notify_transitions", "schedule": float(GANGWEB_NOTIFY_SCAN_SECONDS)},
 }
 
 LOGGING = {

@@ -70,3 +70,27 @@ def sync_queues(cluster_id: int | None = None) -> None:
             sync_queues.delay(cid)
         return
     queues.sync_cluster_id(cluster_id)
+
+
+@shared_task(name="scheduling.notify_transitions", ignore_result=True, soft_time_limit=60, time_limit=90)
+def notify_transitions() -> None:
+    """Beat: turn recent timeline entries into webhook deliveries and hand each to deliver_webhook."""
+    from .services import notifications
+
+    for delivery_id in notifications.scan():
+        deliver_webhook.delay(delivery_id)
+
+
+# A receiver that fails is retried with exponential backoff from 2 s capped at 10 min, with jitter, 8 times
+# (about 30 min); each attempt is written on the delivery row. The last attempt marks it Failed.
+@shared_task(name="scheduling.deliver_webhook", bind=True, acks_late=True, ignore_result=True,
+             retry_backoff=2, retry_backoff_max=600, retry_jitter=True, max_retries=8, soft_time_limit=30,
+             time_limit=45)
+def deliver_webhook(self, delivery_id: int) -> None:
+    """POST one webhook delivery (see scheduling.services.notifications.deliver)."""
+    from .services import notifications
+
+    try:
+        notifications.deliver(delivery_id, final=self.request.retries >= self.max_retries)
+    except notifications.DeliveryRetry as exc:
+        raise self.retry(exc=exc) from None

@@ -29,4 +29,6 @@ urlpatterns = [
     path("clusters/new/", views.cluster_create, name="cluster-new"),
     path("clusters/<slug:name>/", views.cluster_detail, name="cluster"),
     path("clusters/<slug:name>/test/", views.cluster_test, name="cluster-test"),
+    path("webhooks/", views.webhook_list, name="webhooks"),
+    path("webhooks/<int:pk>/test/", views.webhook_test, name="webhook-test"),
 ]

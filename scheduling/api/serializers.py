@@ -3,7 +3,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ..choices import TokenAction
+from ..choices import GangPhase, TokenAction
 from ..models import (
     ApiToken,
     AuditEvent,
@@ -14,6 +14,8 @@ from ..models import (
     QueueUsageSample,
     RuntimeTemplate,
     RuntimeTemplateVersion,
+    WebhookDelivery,
+    WebhookSubscription,
 )
 from ..models.tokens import TOKEN_PREFIX
 from ..services import queues as queue_service
@@ -362,6 +364,89 @@ class GangJobDetailSerializer(GangJobSerializer):
 
     def get_requeues(self, obj) -> int:
         return timeline.requeues(obj.transitions.all())
+
+
+class JobWaitEntrySerializer(serializers.ModelSerializer):
+    """One timeline entry as the wait endpoint returns it (the entry's own fields; no derived durations)."""
+
+    class Meta:
+        model = PhaseTransition
+        fields = ["phase", "attempt", "at", "source", "reason", "message"]
+        read_only_fields = fields
+
+
+class JobWaitStateSerializer(serializers.ModelSerializer):
+    """A job's current state as the wait endpoint returns it: phase, reason, why it waits, its whole timeline."""
+
+    queue = serializers.CharField(source="queue.name", read_only=True)
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+    why_pending = WhyPendingField(read_only=True, allow_null=True)
+    terminal = serializers.BooleanField(source="is_terminal", read_only=True,
+                                        help_text="Succeeded, Failed or Cancelled: the job will not change again")
+    timeline = JobWaitEntrySerializer(source="transitions", many=True, read_only=True)
+
+    class Meta:
+        model = GangJob
+        fields = ["id", "name", "namespace", "queue", "cluster", "desired_state", "phase", "phase_reason",
+                  "phase_message", "phase_changed_at", "finished_at", "why_pending", "terminal", "timeline"]
+        read_only_fields = fields
+
+
+class JobWaitSerializer(serializers.Serializer):
+    """The wait endpoint's answer: every named job's current state, and the cursor to send back as `after`."""
+
+    cursor = serializers.CharField(help_text="send it back as `after` to wait for the next change")
+    changed = serializers.BooleanField(help_text="the jobs' state differs from `after` (always true without it)")
+    timed_out = serializers.BooleanField(help_text="answered at the timeout, nothing having changed")
+    all_terminal = serializers.BooleanField(help_text="every job found is Succeeded, Failed or Cancelled")
+    jobs = JobWaitStateSerializer(many=True, help_text="in the order of `ids`")
+    missing = serializers.ListField(child=serializers.IntegerField(),
+                                    help_text="ids with no job you can see (as a 404 would say)")
+
+
+class WebhookSubscriptionSerializer(serializers.ModelSerializer):
+    """A webhook subscription (never its secret). Scope: `job`, else `queue`, else every job you submitted."""
+
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    queue = serializers.CharField(source="queue.name", read_only=True, allow_null=True, default=None)
+    job = serializers.IntegerField(source="job_id", read_only=True, allow_null=True)
+
+    class Meta:
+        model = WebhookSubscription
+        fields = ["id", "name", "url", "owner", "job", "queue", "phases", "active", "created_at"]
+        read_only_fields = fields
+
+
+class WebhookSubscriptionCreatedSerializer(WebhookSubscriptionSerializer):
+    """The create response: the only time the signing `secret` (Standard Webhooks `whsec_...`) is shown."""
+
+    secret = serializers.CharField(read_only=True, help_text="store it now to verify signatures; never shown again")
+
+    class Meta(WebhookSubscriptionSerializer.Meta):
+        fields = WebhookSubscriptionSerializer.Meta.fields + ["secret"]
+        read_only_fields = fields
+
+
+class WebhookSubscriptionWriteSerializer(serializers.Serializer):
+    """Create / update body (documentation; validation lives in scheduling.services.notifications)."""
+
+    name = serializers.CharField(max_length=100)
+    url = serializers.URLField(help_text="receiver; public addresses only unless the install allows private ones")
+    job = serializers.IntegerField(required=False, allow_null=True, help_text="one job's phase changes")
+    queue = serializers.CharField(required=False, allow_null=True, help_text="the phase changes of a queue's jobs")
+    phases = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text=f"phases to send ({', '.join(GangPhase.values)}); empty = all")
+    active = serializers.BooleanField(required=False)
+
+
+class WebhookDeliverySerializer(serializers.ModelSerializer):
+    """One delivery: the event sent, its status, attempts and last error."""
+
+    class Meta:
+        model = WebhookDelivery
+        fields = ["id", "event_id", "status", "attempts", "last_status_code", "last_error", "created_at",
+                  "last_attempt_at", "delivered_at", "payload"]
+        read_only_fields = fields
 
 
 class JobSubmitSerializer(serializers.Serializer):

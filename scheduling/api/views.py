@@ -1,4 +1,6 @@
 """API viewsets, mounted at /api/v1/. Each write calls a scheduling.services function."""
+import time
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch
@@ -31,8 +33,9 @@ from ..models import (
     QueueUsageSample,
     RuntimeTemplate,
     RuntimeTemplateVersion,
+    WebhookSubscription,
 )
-from ..services import access, audit, dispatch, related, timeline
+from ..services import access, audit, dispatch, job_wait, notifications, related, timeline
 from ..services import clusters as cluster_service
 from ..services import events as event_service
 from ..services import jobs as job_service
@@ -479,6 +482,56 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         entries = timeline.annotate(job.transitions.all(), timezone.now())
         return Response(s.PhaseTransitionSerializer(entries, many=True).data)
 
+    def _wait_read(self, ids: list[int]) -> list[GangJob]:
+        """The visible jobs among `ids`, in that order, with queue, cluster and timeline: two queries."""
+        rows = access.visible_jobs(self.request.user, GangJob.objects.filter(pk__in=ids)).select_related(
+            "queue", "cluster").only(
+            *(f for f in s.JobWaitStateSerializer.Meta.fields if f not in ("queue", "cluster", "terminal", "timeline")),
+            "queue__name", "cluster__name").prefetch_related(
+            Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
+        by_id = {job.pk: job for job in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    @extend_schema(parameters=[
+        OpenApiParameter("ids", str, required=True, description=f"job ids, comma-separated (at most "
+                                                                f"{job_wait.MAX_IDS})"),
+        OpenApiParameter("after", str, description="the `cursor` of a previous answer: wait until the jobs "
+                                                   "differ from it; empty = answer at once"),
+        OpenApiParameter("timeout", float, description=f"seconds to wait at most, 0 to "
+                                                       f"{job_wait.MAX_TIMEOUT_SECONDS:g} (default "
+                                                       f"{job_wait.DEFAULT_TIMEOUT_SECONDS:g})"),
+    ], responses=s.JobWaitSerializer)
+    @action(detail=False, methods=["get"])
+    def wait(self, request):
+        """Long-poll: answer as soon as any named job changes phase (a new timeline entry) after `after`, at
+        once when nothing can change (every job terminal, or none visible), else at `timeout`. The answer is the
+        current state of every job named, never a history: a client is done when `all_terminal` is true.
+
+        A waiting request holds a web thread but no database connection; each web process reads the jobs all its
+        waiters wait on in one query per `GANGWEB_WAIT_POLL_SECONDS` (services/job_wait.py). Ids of jobs you
+        cannot see are listed in `missing`, as a 404 would answer them."""
+        params = request.query_params
+        ids = job_wait.parse_ids(params.get("ids"))
+        timeout = job_wait.parse_timeout(params.get("timeout"))
+        after = (params.get("after") or "")[:64]
+        deadline = time.monotonic() + timeout
+        jobs = self._wait_read(ids)
+        cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
+        timed_out = False
+        while cursor == after and jobs and not all(j.is_terminal for j in jobs):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            job_wait.wait_for_change([j.pk for j in jobs], cursor, remaining)
+            jobs = self._wait_read(ids)  # judged on the rows as they are now, whatever woke us
+            cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
+        found = {j.pk for j in jobs}
+        return Response({"cursor": cursor, "changed": cursor != after, "timed_out": timed_out,
+                         "all_terminal": all(j.is_terminal for j in jobs),
+                         "jobs": s.JobWaitStateSerializer(jobs, many=True).data,
+                         "missing": [i for i in ids if i not in found]})
+
     @extend_schema(responses={200: s.JobEventsSerializer, 502: s.JobEventsSerializer})
     @action(detail=True, methods=["get"])
     def events(self, request, pk=None):
@@ -492,6 +545,55 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             return Response({"cluster": job.cluster.name, "events": [], "error": kube_errors.describe(exc)},
                             status=status.HTTP_502_BAD_GATEWAY)
         return Response({"cluster": job.cluster.name, "events": rows, "error": None})
+
+
+class WebhookSubscriptionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                                 viewsets.GenericViewSet):
+    """Webhooks on job phase changes (Standard Webhooks signatures): yours only; managed with a password login.
+    The create answer holds the signing secret, shown once. `deliveries` is the delivery log; `test` sends a test
+    event."""
+
+    serializer_class = s.WebhookSubscriptionSerializer
+
+    def get_queryset(self):
+        qs = WebhookSubscription.objects.select_related("owner", "queue")
+        return notifications.visible_subscriptions(self.request.user, qs)
+
+    @extend_schema(request=s.WebhookSubscriptionWriteSerializer,
+                   responses={201: s.WebhookSubscriptionCreatedSerializer})
+    def create(self, request):
+        """Subscribe a receiver URL to phase changes of a job, a queue's jobs, or every job you submitted."""
+        sub, secret = notifications.create_subscription(request.user, request.data)
+        sub = self.get_queryset().get(pk=sub.pk)
+        sub.secret = secret
+        return Response(s.WebhookSubscriptionCreatedSerializer(sub).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.WebhookSubscriptionWriteSerializer, responses=s.WebhookSubscriptionSerializer)
+    def partial_update(self, request, pk=None):
+        """Change a subscription (fields sent only)."""
+        sub = notifications.update_subscription(request.user, self.get_object(), request.data)
+        return Response(s.WebhookSubscriptionSerializer(sub).data)
+
+    def perform_destroy(self, instance):
+        notifications.check_manage(self.request.user)
+        instance.delete()
+
+    @extend_schema(responses=s.WebhookDeliverySerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def deliveries(self, request, pk=None):
+        """The subscription's last 200 deliveries, newest first: status, attempts, last status code and error."""
+        sub = self.get_object()
+        return Response(s.WebhookDeliverySerializer(sub.deliveries.all()[:200], many=True).data)
+
+    @extend_schema(request=None, responses={202: s.WebhookDeliverySerializer})
+    @action(detail=True, methods=["post"])
+    def test(self, request, pk=None):
+        """Send a test event now (type `webhook.test`); the answer is its delivery row, Pending."""
+        sub = self.get_object()
+        notifications.check_manage(request.user)
+        delivery = notifications.send_test(request.user, sub)
+        dispatch.deliver_webhook_on_commit(delivery.pk)
+        return Response(s.WebhookDeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
 
 
 class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

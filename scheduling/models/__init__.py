@@ -4,6 +4,7 @@ from .clusters import Cluster
 from .grants import ClusterGrant, QueueGrant
 from .idempotency import BulkSubmitKey
 from .jobs import GangJob, PhaseTransition
+from .notifications import DeliveryStatus, WebhookDelivery, WebhookSubscription
 from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
 from .runs import ReconcileAttempt
 from .templates import RuntimeTemplate, RuntimeTemplateVersion
@@ -15,6 +16,7 @@ __all__ = [
     "BulkSubmitKey",
     "Cluster",
     "ClusterGrant",
+    "DeliveryStatus",
     "GangJob",
     "PhaseTransition",
     "QueueClusterState",
@@ -24,4 +26,6 @@ __all__ = [
     "ReconcileAttempt",
     "RuntimeTemplate",
     "RuntimeTemplateVersion",
+    "WebhookDelivery",
+    "WebhookSubscription",
 ]

@@ -39,3 +39,10 @@ def sync_queue_clusters_on_commit(cluster_ids: list[int] | None) -> None:
         transaction.on_commit(lambda: tasks.sync_queues.delay())
         return
     transaction.on_commit(lambda: [tasks.sync_queues.delay(cid) for cid in cluster_ids])
+
+
+def deliver_webhook_on_commit(delivery_id: int) -> None:
+    """Send one webhook delivery once the transaction that created it commits."""
+    from .. import tasks
+
+    transaction.on_commit(lambda: tasks.deliver_webhook.delay(delivery_id))

@@ -12,10 +12,12 @@ from .runtime_templates import (
     template_retire,
 )
 from .submit import submit
+from .webhooks import webhook_list, webhook_test
 
 __all__ = [
     "cluster_create", "cluster_detail", "cluster_list", "cluster_test", "job_cancel", "job_detail", "job_events",
     "job_list", "job_objects",
     "job_live", "job_resubmit", "overview", "queue_children", "queue_create", "queue_detail", "queue_tree", "submit",
     "template_create", "template_detail", "template_edit", "template_list", "template_preview", "template_retire",
+    "webhook_list", "webhook_test",
 ]

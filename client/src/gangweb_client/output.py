@@ -1,0 +1,129 @@
+"""-o json|yaml|table. JSON and YAML print the API's own representation; tables are drawn by rich."""
+from __future__ import annotations
+
+import json
+import sys
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+FORMATS = ("table", "json", "yaml")
+stdout = Console(soft_wrap=True)
+
+
+def emit(data, fmt: str, table=None) -> None:
+    """Print `data` (JSON-safe) as JSON or YAML, or call `table(data)` for a rich renderable."""
+    if fmt == "json":
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    elif fmt == "yaml":
+        sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    elif table is not None:
+        stdout.print(table(data))
+    else:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def jobs_table(rows: list[dict]) -> Table:
+    """Jobs: id, name, queue, cluster, phase, reason, since."""
+    table = Table(box=None, header_style="bold")
+    for column in ("ID", "NAME", "QUEUE", "CLUSTER", "PHASE", "REASON", "SINCE"):
+        table.add_column(column, no_wrap=column != "REASON")
+    for job in rows:
+        table.add_row(str(job["id"]), job.get("name", ""), job.get("queue", ""), job.get("cluster", ""),
+                      phase_text(job.get("phase", "")), job.get("phase_reason", "") or "",
+                      (job.get("phase_changed_at") or "")[:19].replace("T", " "))
+    return table
+
+
+PHASE_STYLE = {"Succeeded": "green", "Failed": "red", "Cancelled": "yellow", "Running": "cyan", "Queued": "magenta"}
+
+
+def phase_text(phase: str) -> str:
+    """The phase with rich markup (colour on a terminal, plain text otherwise)."""
+    style = PHASE_STYLE.get(phase)
+    return f"[{style}]{phase}[/]" if style else phase
+
+
+def timeline_table(entries: list[dict]) -> Table:
+    """Timeline: phase, attempt, at, duration, reason, source."""
+    table = Table(box=None, header_style="bold")
+    for column in ("PHASE", "ATTEMPT", "AT", "DURATION", "REASON", "SOURCE"):
+        table.add_column(column)
+    for e in entries:
+        duration = e.get("duration_s")
+        table.add_row(phase_text(e["phase"]), str(e.get("attempt", 0)), (e.get("at") or "")[:23].replace("T", " "),
+                      "" if duration is None else f"{duration:.1f}s" + (" …" if e.get("ongoing") else ""),
+                      e.get("reason", ""), e.get("source", ""))
+    return table
+
+
+def why_text(job: dict):
+    """Why a job waits: the summary, then each blocking fact with its numbers."""
+    why = job.get("why_pending")
+    if not why:
+        return f"job {job['id']} ({job['name']}) is {job['phase']}" + (
+            f" ({job['phase_reason']})" if job.get("phase_reason") else "") + ": it is not waiting."
+    tree = Tree(f"[bold]job {job['id']} ({job['name']}) {job['phase']}[/]: {why.get('summary') or why.get('message')}")
+    if why.get("reason"):
+        tree.add(f"reason: {why['reason']}" + (f" (from {why['source']})" if why.get("source") else ""))
+    pods = why.get("pods")
+    if pods:
+        tree.add(f"pods: {pods.get('bound')} of {pods.get('required')} bound, {pods.get('created')} created")
+    for fact in why.get("blocking") or []:
+        numbers = ", ".join(f"{k}={v}" for k, v in fact.items() if k not in ("code", "message"))
+        suffix = f" [dim]({numbers})[/]" if numbers else ""
+        tree.add(f"[red]{fact.get('code')}[/]: {fact.get('message', '')}{suffix}")
+    return tree
+
+
+def _amount(resource: dict, key: str) -> str:
+    value = resource.get(key)
+    if value is None:
+        return "-"
+    if value == -1:
+        return "∞"
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+def queue_tree(data: dict):
+    """The queue tree with GPU quota / limit / allocated (estimated) and active jobs per queue."""
+    root = Tree("[bold]queues[/] (GPU: quota / limit / in use)")
+
+    def add(parent, node):
+        gpu = (node.get("resources") or {}).get("gpu") or {}
+        used = gpu.get("allocated") if gpu.get("allocated") is not None else gpu.get("estimated_allocated")
+        label = (f"[bold]{node['name']}[/]  {_amount(gpu, 'quota')} / {_amount(gpu, 'limit')} / "
+                 f"{'-' if used is None else f'{used:g}'}  jobs {node.get('subtree_jobs', node.get('jobs', 0))}")
+        if node.get("warnings"):
+            label += f"  [yellow]{len(node['warnings'])} warning(s)[/]"
+        branch = parent.add(label)
+        for child in node.get("children") or []:
+            add(branch, child)
+
+    for node in data.get("roots", []):
+        add(root, node)
+    return root
+
+
+def simple_table(columns: list[tuple[str, str]]):
+    """A function rows -> Table of the given (header, key) columns."""
+    def draw(rows: list[dict]) -> Table:
+        table = Table(box=None, header_style="bold")
+        for header, _ in columns:
+            table.add_column(header)
+        for row in rows:
+            table.add_row(*(_cell(row.get(key)) for _, key in columns))
+        return table
+    return draw
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}" for k in value)
+    return str(value)

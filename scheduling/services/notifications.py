@@ -1,0 +1,263 @@
+"""Webhook notifications of job phase changes, signed per the Standard Webhooks specification.
+
+Flow (an outbox read from the append-only timeline, so reconcile never waits on a receiver):
+
+1. `scan()` (Celery beat, `scheduling.notify_transitions`, every GANGWEB_NOTIFY_SCAN_SECONDS) turns the timeline
+   entries recorded in the last SCAN_WINDOW into one WebhookDelivery per matching subscription. The row is unique
+   per (subscription, event id = `msg_<transition id>`), so scanning the same entries again creates nothing: an
+   entry committed late is still found by the next scans while it is inside the window.
+2. New deliveries (and ones whose task was lost: enqueued more than REENQUEUE_AFTER ago and still Pending) are
+   handed to `scheduling.deliver_webhook`, which calls `deliver()`: one signed POST with a short timeout, the
+   outcome written on the row. A failure raises DeliveryRetry and the task retries it with exponential backoff and
+   jitter; after the last retry the row is Failed. The `webhook-id` stays the same on every attempt (at least once:
+   receivers deduplicate on it).
+
+Webhook targets obey `check_target_url()`: http(s) only, and the outbound address rules cluster servers obey
+(`scheduling/addresses.py`): no loopback, private or link-local address unless GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES
+is on, and never a cloud metadata address.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import secrets
+import uuid
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import requests
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from .. import addresses
+from ..choices import GangPhase
+from ..models import (
+    DeliveryStatus,
+    GangJob,
+    PhaseTransition,
+    QueuePolicy,
+    WebhookDelivery,
+    WebhookSubscription,
+)
+from . import access
+from .errors import PermissionDenied
+
+log = logging.getLogger(__name__)
+
+SCAN_WINDOW = timedelta(minutes=10)
+REENQUEUE_AFTER = timedelta(minutes=30)  # a Pending delivery's task longer ago than this was lost: send again
+TIMEOUT_SECONDS = (3.0, 10.0)  # connect, read: a slow receiver costs a worker slot this long at most
+FIELDS = ("name", "url", "job", "queue", "phases", "active")
+
+
+class DeliveryRetry(Exception):
+    """A delivery attempt failed in a way worth retrying (connection error, timeout, 408/429/5xx)."""
+
+
+def check_target_url(url: str, field: str = "url") -> None:
+    """Raise ValidationError({field: reason}) unless `url` is an http(s) URL whose host resolves only to
+    addresses webhooks may reach under the install's outbound address rules (`scheduling/addresses.py`, shared with
+    cluster API servers): public addresses, plus every non-public range when
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES is on. Cloud metadata, unspecified, multicast and reserved
+    addresses are refused always."""
+    parts = urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError({field: "must be an http:// or https:// URL with a host"})
+    policy = addresses.AddressPolicy(all_private=bool(getattr(settings, "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES",
+                                                                False)))
+    try:
+        addresses.resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), policy)
+    except addresses.AddressRefused as exc:
+        raise ValidationError({field: f"{exc}"}) from None
+    except (OSError, UnicodeError) as exc:
+        raise ValidationError({field: f"host '{parts.hostname[:100]}' does not resolve ({exc})"}) from None
+
+
+def _clean(user, data, instance: WebhookSubscription | None = None) -> dict:
+    """Validated fields of a create or update body (ValidationError naming the field)."""
+    if not isinstance(data, dict):
+        raise ValidationError({"body": "must be a JSON object"})
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ValidationError({unknown[0]: f"unknown field; allowed fields are {', '.join(FIELDS)}"})
+    out: dict = {}
+    if instance is None or "name" in data:
+        name = data.get("name")
+        if not isinstance(name, str) or not name.strip() or len(name) > 100:
+            raise ValidationError({"name": "give a name of 1 to 100 characters"})
+        out["name"] = name.strip()
+    if instance is None or "url" in data:
+        url = data.get("url")
+        if not isinstance(url, str) or len(url) > 2000:
+            raise ValidationError({"url": "give the receiver's URL (at most 2000 characters)"})
+        check_target_url(url)
+        out["url"] = url
+    if "job" in data and data["job"] is not None:
+        job = GangJob.objects.filter(pk=data["job"]).first() if isinstance(data["job"], int) else None
+        if job is None or not access.visible_jobs(user, GangJob.objects.filter(pk=job.pk)).exists():
+            raise ValidationError({"job": f"no job {str(data['job'])[:20]} that you can see"})
+        out["job"] = job
+    elif "job" in data:
+        out["job"] = None
+    if "queue" in data and data["queue"] not in (None, ""):
+        queue = QueuePolicy.objects.filter(name=data["queue"]).first() if isinstance(data["queue"], str) else None
+        out["queue"] = access.named_queue(user, queue, str(data["queue"])[:63])
+    elif "queue" in data:
+        out["queue"] = None
+    if "phases" in data:
+        phases = data["phases"]
+        if not isinstance(phases, list) or any(p not in GangPhase.values for p in phases):
+            raise ValidationError({"phases": f"a list of phases from {', '.join(GangPhase.values)}"})
+        out["phases"] = sorted(set(phases), key=GangPhase.values.index)
+    if "active" in data:
+        if not isinstance(data["active"], bool):
+            raise ValidationError({"active": "true or false"})
+        out["active"] = data["active"]
+    return out
+
+
+def create_subscription(user, data) -> tuple[WebhookSubscription, str]:
+    """Create a subscription for `user`; returns it and its signing secret (`whsec_...`, shown once).
+    Raises ValidationError naming the field (bad URL or refused address, a job or queue the user cannot see)."""
+    check_manage(user)
+    fields = _clean(user, data)
+    secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    sub = WebhookSubscription.objects.create(owner=user, secret=secret, **fields)
+    return sub, secret
+
+
+def check_manage(user) -> None:
+    """Webhooks are added and changed with a password login (session or basic auth): an API token, which may
+    only read, submit or cancel, never adds a receiver that jobs' details are sent to."""
+    if not getattr(user, "is_authenticated", False) or access.token_of(user) is not None:
+        raise PermissionDenied({"detail": "webhooks are managed with a password login, not an API token"})
+
+
+def update_subscription(user, sub: WebhookSubscription, data) -> WebhookSubscription:
+    """Change a subscription's fields (those sent); same checks as create."""
+    check_manage(user)
+    for name, value in _clean(user, data, sub).items():
+        setattr(sub, name, value)
+    sub.save()
+    return sub
+
+
+def visible_subscriptions(user, queryset):
+    """A user's own subscriptions (platform admins: all)."""
+    if not getattr(user, "is_authenticated", False):
+        return queryset.none()
+    return queryset if access.is_platform_admin(user) else queryset.filter(owner=user)
+
+
+def job_url(job_id: int) -> str:
+    """The job's dashboard page (settings.GANGWEB_PUBLIC_URL + /jobs/<id>/)."""
+    return f"{getattr(settings, 'GANGWEB_PUBLIC_URL', '').rstrip('/')}/jobs/{job_id}/"
+
+
+def payload_for(entry: PhaseTransition, job: GangJob) -> dict:
+    """The event body: Standard Webhooks' {type, timestamp, data} plus a Slack-compatible `text`."""
+    reason = f" ({entry.reason})" if entry.reason else ""
+    attempt = f", attempt {entry.attempt}" if entry.attempt else ""
+    return {
+        "type": "job.phase_changed",
+        "timestamp": entry.recorded_at.isoformat(),
+        "text": f"gangweb: job {job.pk} {job.name} (queue {job.queue.name}, cluster {job.cluster.name}) is "
+                f"{entry.phase}{reason}{attempt} {job_url(job.pk)}",
+        "data": {"job": {"id": job.pk, "uid": str(job.uid), "name": job.name, "namespace": job.namespace,
+                         "url": job_url(job.pk)},
+                 "queue": job.queue.name, "cluster": job.cluster.name, "phase": entry.phase,
+                 "attempt": entry.attempt, "reason": entry.reason, "message": entry.message,
+                 "at": entry.at.isoformat(), "recorded_at": entry.recorded_at.isoformat(),
+                 "submitted_by": job.submitted_by.username if job.submitted_by_id else None},
+    }
+
+
+def scan(now=None) -> list[int]:
+    """Create the deliveries of every timeline entry recorded in the last SCAN_WINDOW for every active
+    subscription it matches (scope, phases, the owner can see the job, recorded after the subscription), and
+    return the ids of deliveries to send now (new ones, and lost ones). Idempotent."""
+    now = now or timezone.now()
+    since = now - SCAN_WINDOW
+    rows: list[WebhookDelivery] = []
+    for sub in WebhookSubscription.objects.filter(active=True).select_related("owner"):
+        entries = PhaseTransition.objects.filter(recorded_at__gte=max(since, sub.created_at))
+        if sub.phases:
+            entries = entries.filter(phase__in=sub.phases)
+        jobs = GangJob.objects.all()
+        if sub.job_id:
+            jobs = jobs.filter(pk=sub.job_id)
+        elif sub.queue_id:
+            jobs = jobs.filter(queue_id=sub.queue_id)
+        else:
+            jobs = jobs.filter(submitted_by_id=sub.owner_id)
+        jobs = access.visible_jobs(sub.owner, jobs)
+        entries = entries.filter(job__in=jobs.values("pk")).select_related(
+            "job__queue", "job__cluster", "job__submitted_by")
+        rows += [WebhookDelivery(subscription=sub, event_id=f"msg_{e.pk}", transition=e,
+                                 payload=payload_for(e, e.job)) for e in entries]
+    if rows:
+        WebhookDelivery.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    with transaction.atomic():
+        due = list(WebhookDelivery.objects.select_for_update(skip_locked=True).filter(
+            status=DeliveryStatus.PENDING).filter(
+            Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=now - REENQUEUE_AFTER)).values_list("pk", flat=True)[:1000])
+        WebhookDelivery.objects.filter(pk__in=due).update(enqueued_at=now)
+    return due
+
+
+def send_test(user, sub: WebhookSubscription) -> WebhookDelivery:
+    """A test event for `sub` (not tied to a job), queued for delivery at once."""
+    now = timezone.now()
+    payload = {"type": "webhook.test", "timestamp": now.isoformat(),
+               "text": f"gangweb: test event for webhook '{sub.name}'", "data": {"subscription": sub.pk}}
+    return WebhookDelivery.objects.create(subscription=sub, event_id=f"msg_test_{uuid.uuid4().hex}",
+                                          payload=payload, enqueued_at=now)
+
+
+def deliver(delivery_id: int, final: bool = False) -> str:
+    """One signed POST of a delivery; records the attempt on its row and returns the status.
+
+    Raises DeliveryRetry for a retryable failure unless `final` (the last retry: the row becomes Failed). A row
+    already Delivered or Failed, or gone, is left alone (a duplicate task)."""
+    delivery = WebhookDelivery.objects.select_related("subscription").filter(pk=delivery_id).first()
+    if delivery is None or delivery.status != DeliveryStatus.PENDING:
+        return delivery.status if delivery else "missing"
+    sub = delivery.subscription
+    now = timezone.now()
+    delivery.attempts += 1
+    delivery.last_attempt_at = now
+    body = json.dumps(delivery.payload, separators=(",", ":"))
+    retry = False
+    try:
+        check_target_url(sub.url)
+        signature = Webhook(sub.secret).sign(delivery.event_id, now, body)
+        response = requests.post(sub.url, data=body.encode(), timeout=TIMEOUT_SECONDS, allow_redirects=False,
+                                 headers={"Content-Type": "application/json", "User-Agent": "gangweb-webhooks/1",
+                                          "webhook-id": delivery.event_id,
+                                          "webhook-timestamp": str(int(now.timestamp())),
+                                          "webhook-signature": signature})
+        delivery.last_status_code = response.status_code
+        if 200 <= response.status_code < 300:
+            delivery.status, delivery.delivered_at, delivery.last_error = DeliveryStatus.DELIVERED, now, ""
+        else:
+            delivery.last_error = f"HTTP {response.status_code}: {response.text[:200]}"
+            retry = response.status_code in (408, 429) or response.status_code >= 500
+            if not retry:
+                delivery.status = DeliveryStatus.FAILED
+    except ValidationError as exc:
+        delivery.status, delivery.last_error = DeliveryStatus.FAILED, "; ".join(
+            m for ms in exc.message_dict.values() for m in ms)[:1000]
+    except requests.RequestException as exc:
+        delivery.last_error, retry = f"{type(exc).__name__}: {exc}"[:1000], True
+    if retry and final:
+        delivery.status = DeliveryStatus.FAILED
+    delivery.save(update_fields=["attempts", "last_attempt_at", "last_status_code", "status", "delivered_at",
+                                 "last_error"])
+    if retry and not final:
+        raise DeliveryRetry(delivery.last_error)
+    return delivery.status

@@ -1,0 +1,188 @@
+"""Webhook notifications: subscriptions (scope, phases, address rules, who may), the outbox scan (one delivery per
+subscribed timeline entry, idempotent), and delivery to a local receiver: signed per Standard Webhooks (verified
+with the `standardwebhooks` library), retried on a 500 with the same webhook-id, Failed after the last attempt."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from standardwebhooks.webhooks import Webhook
+
+from scheduling import tasks
+from scheduling.choices import GangPhase
+from scheduling.models import DeliveryStatus, WebhookDelivery, WebhookSubscription
+from scheduling.services import notifications
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+
+class Receiver:
+    """A local HTTP receiver: answers each POST with the next of `codes` (then 200), keeps what it got."""
+
+    def __init__(self, codes=()):
+        self.codes, self.got = list(codes), []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.codes.pop(0) if receiver.codes else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver(settings):
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = True
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _subscribe(api, **body):
+    r = api.post("/api/v1/webhooks/", body, format="json")
+    assert r.status_code == 201, r.data
+    return r.data
+
+
+@pytest.mark.parametrize(("url", "words"), [
+    ("http://127.0.0.1:9/hook", "127.0.0.1, a non-public address"),
+    ("http://169.254.169.254/latest/meta-data", "169.254.169.254, a non-public address"),
+    ("http://10.1.2.3/hook", "a non-public address"),
+    ("http://[::1]/hook", "::1, a non-public address"),
+    ("ftp://example.com/hook", "must be an http:// or https:// URL"),
+    ("hook", "must be an http:// or https:// URL"),
+])
+def test_receivers_on_private_or_metadata_addresses_are_refused_naming_the_url(api, url, words):
+    r = api.post("/api/v1/webhooks/", {"name": "x", "url": url}, format="json")
+    assert r.status_code == 400 and words in str(r.data["url"])
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_an_api_token_cannot_add_a_receiver_and_a_hidden_job_is_unknown(teams, settings):
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = True
+    r = teams.clients["t_sub"].post("/api/v1/webhooks/", {"name": "x", "url": "http://127.0.0.1/h"}, format="json")
+    assert r.status_code == 403 and "password login" in str(r.data)
+    r = teams.clients["a_sub"].post("/api/v1/webhooks/", {"name": "x", "url": "http://127.0.0.1/h",
+                                                          "job": teams.b_job.pk}, format="json")
+    assert r.status_code == 400 and f"no job {teams.b_job.pk} that you can see" in str(r.data["job"])
+    r = teams.clients["a_sub"].post("/api/v1/webhooks/", {"name": "x", "url": "http://127.0.0.1/h",
+                                                          "queue": "b-train"}, format="json")
+    assert r.status_code == 400 and "no queue named 'b-train'" in str(r.data["queue"])
+    r = teams.clients["a_sub"].post("/api/v1/webhooks/", {"name": "x", "url": "http://127.0.0.1/h",
+                                                          "phases": ["Done"]}, format="json")
+    assert r.status_code == 400 and "phases" in r.data
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_each_subscribed_transition_becomes_one_delivery_and_a_rescan_adds_none(api, setup, admin_user, receiver):
+    mine = _subscribe(api, name="all mine", url=receiver.url)
+    finished = _subscribe(api, name="finished", url=receiver.url, phases=["Succeeded", "Failed"])
+    assert mine["secret"].startswith("whsec_") and "secret" not in api.get("/api/v1/webhooks/").data["results"][0]
+    job = builders.make_job(*setup, user=admin_user, name="t1", phase=GangPhase.SUCCEEDED)
+    due = notifications.scan()
+    assert len(due) == 6 + 1  # Submitted..Succeeded for "all mine", Succeeded for "finished"
+    assert notifications.scan() == []  # same entries again: nothing new, nothing re-sent
+    rows = WebhookDelivery.objects.filter(subscription_id=finished["id"])
+    assert [d.payload["data"]["phase"] for d in rows] == ["Succeeded"]
+    payload = rows[0].payload
+    assert payload["type"] == "job.phase_changed"
+    assert payload["data"]["job"] == {"id": job.pk, "uid": str(job.uid), "name": "t1", "namespace": "default",
+                                      "url": f"http://127.0.0.1:8000/jobs/{job.pk}/"}
+    assert (payload["data"]["queue"], payload["data"]["cluster"]) == ("team-a", "local")
+    assert payload["text"].startswith(f"gangweb: job {job.pk} t1 (queue team-a, cluster local) is Succeeded")
+
+
+def test_a_delivery_is_signed_and_verifies_with_the_standard_webhooks_library(api, setup, admin_user, receiver):
+    sub = _subscribe(api, name="hook", url=receiver.url, phases=["Running"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.RUNNING)
+    [delivery_id] = notifications.scan()
+    assert notifications.deliver(delivery_id) == DeliveryStatus.DELIVERED
+    [(headers, body)] = receiver.got
+    verified = Webhook(sub["secret"]).verify(body, headers)  # raises WebhookVerificationError if not
+    assert verified["data"]["phase"] == "Running"
+    assert headers["webhook-id"] == WebhookDelivery.objects.get(pk=delivery_id).event_id
+    row = WebhookDelivery.objects.get(pk=delivery_id)
+    assert (row.status, row.attempts, row.last_status_code, row.last_error) == ("Delivered", 1, 200, "")
+
+
+def test_a_500_is_retried_with_the_same_id_and_delivered_after(api, setup, admin_user, receiver):
+    receiver.codes = [500, 503]
+    _subscribe(api, name="hook", url=receiver.url, phases=["Queued"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    [delivery_id] = notifications.scan()
+    for _ in range(2):
+        with pytest.raises(notifications.DeliveryRetry):
+            notifications.deliver(delivery_id)
+    row = WebhookDelivery.objects.get(pk=delivery_id)
+    assert (row.status, row.attempts, row.last_status_code) == ("Pending", 2, 503)
+    assert notifications.deliver(delivery_id) == "Delivered"
+    assert len({headers["webhook-id"] for headers, _ in receiver.got}) == 1 and len(receiver.got) == 3
+    assert notifications.deliver(delivery_id) == "Delivered" and len(receiver.got) == 3  # a duplicate task: no-op
+
+
+def test_the_last_attempt_marks_the_delivery_failed_and_a_4xx_is_not_retried(api, setup, admin_user, receiver):
+    receiver.codes = [502, 410]
+    _subscribe(api, name="hook", url=receiver.url, phases=["Queued", "Dispatched"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    first, second = notifications.scan()
+    assert notifications.deliver(first, final=True) == "Failed"
+    assert notifications.deliver(second) == "Failed"  # 410: the receiver said no; retrying would not help
+    assert WebhookDelivery.objects.get(pk=second).last_error.startswith("HTTP 410")
+
+
+def test_the_delivery_log_and_the_send_test_button(api, receiver, monkeypatch):
+    sent = []
+    monkeypatch.setattr(tasks.deliver_webhook, "delay", sent.append)
+    sub = _subscribe(api, name="hook", url=receiver.url)
+    r = api.post(f"/api/v1/webhooks/{sub['id']}/test/")
+    assert r.status_code == 202 and r.data["status"] == "Pending"
+    assert sent == [r.data["id"]]
+    notifications.deliver(sent[0])
+    log = api.get(f"/api/v1/webhooks/{sub['id']}/deliveries/").data
+    assert [(d["status"], d["attempts"], d["payload"]["type"]) for d in log] == [("Delivered", 1, "webhook.test")]
+    assert json.loads(receiver.got[0][1])["text"] == "gangweb: test event for webhook 'hook'"
+
+
+def test_a_receiver_whose_address_became_private_is_failed_not_called(api, setup, admin_user, receiver, settings):
+    _subscribe(api, name="hook", url=receiver.url, phases=["Queued"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    [delivery_id] = notifications.scan()
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = False
+    assert notifications.deliver(delivery_id) == "Failed"
+    assert receiver.got == [] and "non-public address" in WebhookDelivery.objects.get(pk=delivery_id).last_error
+
+
+def test_users_see_only_their_own_subscriptions(teams, settings):
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = True
+    _subscribe(teams.clients["a_sub"], name="a", url="http://127.0.0.1/a")
+    assert [w["name"] for w in teams.clients["a_sub"].get("/api/v1/webhooks/").data["results"]] == ["a"]
+    assert teams.clients["b_sub"].get("/api/v1/webhooks/").data["results"] == []
+    assert [w["name"] for w in teams.clients["admin"].get("/api/v1/webhooks/").data["results"]] == ["a"]
+
+
+def test_the_celery_task_retries_until_delivered_and_gives_up_after_its_last_retry(api, setup, admin_user, receiver):
+    receiver.codes = [500, 500]
+    _subscribe(api, name="hook", url=receiver.url, phases=["Queued", "Dispatched"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    first, second = notifications.scan()
+    tasks.deliver_webhook.apply(args=[first])  # eager: the task's own retries run at once, without the countdown
+    row = WebhookDelivery.objects.get(pk=first)
+    assert (row.status, row.attempts) == ("Delivered", 3)
+    receiver.codes = [503] * 20
+    tasks.deliver_webhook.apply(args=[second])
+    row = WebhookDelivery.objects.get(pk=second)
+    assert (row.status, row.attempts) == ("Failed", tasks.deliver_webhook.max_retries + 1)

@@ -1,0 +1,77 @@
+"""The client's pure parts: exit codes from a wait's result, the API's error shapes, config precedence and the
+0600 file, job files. (Everything that talks to a server is in test_cli_server.py and tests/cluster.)"""
+import os
+import stat
+
+import pytest
+import yaml
+from gangweb_client import config, exitcodes
+from gangweb_client.cli import _load_jobs
+from gangweb_client.errors import ApiError, InputError, NotFound, from_response
+from gangweb_client.models import Job, WaitResult
+
+
+def _job(phase):
+    return Job(id=1, name="j", phase=phase)
+
+
+@pytest.mark.parametrize(("phases", "timed_out", "code"), [
+    (["Succeeded", "Succeeded"], False, exitcodes.OK),
+    (["Succeeded", "Failed", "Cancelled"], False, exitcodes.FAILED),
+    (["Succeeded", "Cancelled"], False, exitcodes.CANCELLED),
+    (["Succeeded", "Running"], True, exitcodes.TIMEOUT),
+    (["Failed", "Running"], True, exitcodes.FAILED),  # a failure already known outranks the timeout
+    (["Running"], False, exitcodes.TIMEOUT),  # never 0 while a job is still active
+])
+def test_a_waits_exit_code_follows_the_jobs_phases(phases, timed_out, code):
+    assert WaitResult(jobs=tuple(_job(p) for p in phases), timed_out=timed_out).exit_code == code
+
+
+@pytest.mark.parametrize(("status", "body", "field", "message", "cls", "exit_code"), [
+    (400, {"queue": ["no queue named 'x'"]}, "queue", "no queue named 'x'", ApiError, 4),
+    (400, {"jobs[3].name": ["too long", "bad"]}, "jobs[3].name", "too long; bad", ApiError, 4),
+    (404, {"detail": "Not found."}, "detail", "Not found.", NotFound, 4),
+    (422, {"Idempotency-Key": ["reused with a different body"]}, "Idempotency-Key", "reused with a different body",
+     ApiError, 4),
+    (400, {"overrides": {"podSets": ["unknown pod set"]}}, "overrides.podSets", "unknown pod set", ApiError, 4),
+    (500, ["boom"], "detail", "boom", ApiError, 5),
+    (503, None, "detail", "HTTP 503", ApiError, 5),
+])
+def test_api_errors_carry_the_field_and_message_the_server_named(status, body, field, message, cls, exit_code):
+    error = from_response(status, body, "POST", "jobs/")
+    assert type(error) is cls
+    assert (error.status, error.field, error.message, error.exit_code) == (status, field, message, exit_code)
+
+
+def test_flags_beat_the_environment_which_beats_the_profile(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANGWEB_CONFIG", str(tmp_path / "gw" / "config.yaml"))
+    for name in ("GANGWEB_URL", "GANGWEB_TOKEN", "GANGWEB_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    path = config.save_profile("default", "https://a.example", "gw_a")
+    config.save_profile("staging", "https://s.example", "gw_s", make_current=False)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    assert yaml.safe_load(path.read_text())["current"] == "default"
+    assert config.resolve() == config.Settings("https://a.example", "gw_a", "default")
+    assert config.resolve(profile="staging").token == "gw_s"
+    monkeypatch.setenv("GANGWEB_TOKEN", "gw_env")
+    assert config.resolve().token == "gw_env"
+    assert config.resolve(token="gw_flag").token == "gw_flag"
+    with pytest.raises(InputError, match="no profile 'nope'.*default, staging"):
+        config.resolve(profile="nope")
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("name: one\ntemplate: t\n", ["one"]),
+    ("- name: a\n- name: b\n", ["a", "b"]),
+    ('{"jobs": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}', ["a", "b", "c"]),
+])
+def test_a_job_file_holds_one_job_a_list_or_a_bulk_body(tmp_path, text, names):
+    (tmp_path / "f.yaml").write_text(text)
+    assert [job["name"] for job in _load_jobs(str(tmp_path / "f.yaml"))] == names
+
+
+def test_a_job_file_of_the_wrong_shape_is_refused_before_sending(tmp_path):
+    (tmp_path / "f.yaml").write_text("- name: a\n- just a string\n")
+    with pytest.raises(InputError, match="job 1 is a str, not a mapping"):
+        _load_jobs(str(tmp_path / "f.yaml"))
