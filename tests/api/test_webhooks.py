@@ -59,10 +59,10 @@ def _subscribe(api, **body):
 
 
 @pytest.mark.parametrize(("url", "words"), [
-    ("http://127.0.0.1:9/hook", "127.0.0.1, a non-public address"),
-    ("http://169.254.169.254/latest/meta-data", "169.254.169.254, a non-public address"),
-    ("http://10.1.2.3/hook", "a non-public address"),
-    ("http://[::1]/hook", "::1, a non-public address"),
+    ("http://127.0.0.1:9/hook", "127.0.0.1 is a loopback address"),
+    ("http://169.254.169.254/latest/meta-data", "169.254.169.254 is a cloud metadata endpoint"),
+    ("http://10.1.2.3/hook", "10.1.2.3 is a private address"),
+    ("http://[::1]/hook", "::1 is a loopback address"),
     ("ftp://example.com/hook", "must be an http:// or https:// URL"),
     ("hook", "must be an http:// or https:// URL"),
 ])
@@ -163,7 +163,7 @@ def test_a_receiver_whose_address_became_private_is_failed_not_called(api, setup
     [delivery_id] = notifications.scan()
     settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = False
     assert notifications.deliver(delivery_id) == "Failed"
-    assert receiver.got == [] and "non-public address" in WebhookDelivery.objects.get(pk=delivery_id).last_error
+    assert receiver.got == [] and "loopback address" in WebhookDelivery.objects.get(pk=delivery_id).last_error
 
 
 def test_users_see_only_their_own_subscriptions(teams, settings):
@@ -186,3 +186,10 @@ def test_the_celery_task_retries_until_delivered_and_gives_up_after_its_last_ret
     tasks.deliver_webhook.apply(args=[second])
     row = WebhookDelivery.objects.get(pk=second)
     assert (row.status, row.attempts) == ("Failed", tasks.deliver_webhook.max_retries + 1)
+
+
+def test_a_metadata_address_stays_refused_when_private_receivers_are_allowed(api, settings):
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = True
+    r = api.post("/api/v1/webhooks/", {"name": "x", "url": "http://169.254.169.254/latest/"}, format="json")
+    assert r.status_code == 400 and "cloud metadata endpoint" in str(r.data["url"])
+    assert api.post("/api/v1/webhooks/", {"name": "y", "url": "http://10.1.2.3/hook"}, format="json").status_code == 201
