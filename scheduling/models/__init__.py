@@ -4,6 +4,7 @@ from .clusters import Cluster
 from .grants import ClusterGrant, QueueGrant
 from .idempotency import BulkSubmitKey
 from .jobs import GangJob, PhaseTransition
+from .leases import Lease
 from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
 from .runs import ReconcileAttempt
 from .templates import RuntimeTemplate, RuntimeTemplateVersion
@@ -16,6 +17,7 @@ __all__ = [
     "Cluster",
     "ClusterGrant",
     "GangJob",
+    "Lease",
     "PhaseTransition",
     "QueueClusterState",
     "QueueGrant",
