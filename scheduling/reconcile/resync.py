@@ -194,7 +194,7 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
     before = objects.requests.total()
     stats = {"jobs": 0, "acted": 0, "failed": 0, "left": 0}
     outcome, reason, message = ReconcileOutcome.OK, "", ""
-    cursor, interrupted = None, None
+    cursor, interrupted, ids = None, None, []
     try:
         api = kube_client.api_client(cluster)
         served = set(cluster.served_apis or [])
@@ -209,25 +209,21 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
         # The cluster row is the one in hand: not joined per job (its kubeconfig is decrypted per loaded row).
         rows = jobs_to_resync(cluster, grace_seconds).select_related(None).select_related("queue")
-        ids = list(rows.order_by("pk").values_list("pk", flat=True))
-        if len(ids) > max_jobs:
-            ids = _order_from(ids, leases.cursor_of(lease))
-        turn, stats["left"] = ids[:max_jobs], max(len(ids) - max_jobs, 0)
-        cursor = 0 if len(ids) <= max_jobs else turn[-1]
-        for job, recorded in chunked(GangJob.objects.filter(pk__in=turn).select_related("queue"), ordered=turn):
+        ids = _order_from(list(rows.order_by("pk").values_list("pk", flat=True)), leases.cursor_of(lease))
+        turn = ids[:max_jobs]
+        for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
             if time.monotonic() - started > budget_seconds:
-                stats["left"] += len(turn) - stats["jobs"]
                 break
             job.cluster = cluster
             stats["jobs"] += 1
-            cursor = job.pk if stats["left"] else cursor
+            cursor = job.pk
             try:
                 acted, failed = resync_job(job, api, snap, recorded)
             except SoftTimeLimitExceeded:
                 raise
             except Exception:  # a bug in one job's pass must not stop the resync of the others
                 log.exception("resync of cluster %s: job %s (%s) raised unexpected", cluster.name, job.pk, job)
-                dbconn.discard_if_broken()  # e.g. an error inside a driver call: never reuse that connection
+                dbconn.discard_if_broken(force=True)  # an error inside a driver call: never reuse that connection
                 acted, failed = False, True
             stats["acted"] += acted
             stats["failed"] += failed
@@ -247,6 +243,9 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         log.exception("resync of cluster %s raised unexpected", cluster.name)
         dbconn.discard_if_broken()
         outcome, reason, message = ReconcileOutcome.TRANSIENT_ERROR, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+    stats["left"] = len(ids) - (ids.index(cursor) + 1 if cursor in ids else 0)
+    if cursor is not None and not stats["left"]:
+        cursor = 0  # every job looked at: the next run starts from the first one again
     stats["requests"] = objects.requests.total() - before
     stats["seconds"] = round(time.monotonic() - started, 3)
     ReconcileAttempt.objects.create(
