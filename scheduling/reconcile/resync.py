@@ -212,8 +212,8 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         ids = _order_from(list(rows.order_by("pk").values_list("pk", flat=True)), leases.cursor_of(lease))
         turn = ids[:max_jobs]
         for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
-            if time.monotonic() - started > budget_seconds:
-                break
+            if stats["jobs"] and time.monotonic() - started > budget_seconds:
+                break  # at least one job per run: every job's turn comes, however slow the snapshot
             job.cluster = cluster
             stats["jobs"] += 1
             cursor = job.pk
