@@ -94,13 +94,16 @@ def adoptable(name: str, uid: str | None, recorded: dict | None) -> bool:
 
 
 def record(job, owners: dict[str, dict]) -> None:
-    """Note on `job` (in memory) the UIDs of the owner Jobs in `owners` ({name: Job dict}, as created or adopted).
-    A row from before UIDs were recorded (None) starts from every owner it trusted. The pass's status write
-    (`status.apply_observation` under the row lock, else `jobs.save_status`) stores it merged with the row's."""
+    """Note on `job` (in memory) the UIDs of the owner Jobs in `owners` ({name: Job dict}, as created or adopted):
+    `job.owner_uids` for the rest of the pass, and `job.new_owner_uids` for what is not written yet. A row from
+    before UIDs were recorded (None) starts from every owner it trusted. The pass's status write
+    (`status.apply_observation` under the row lock, else `jobs.save_status`) stores it merged with the row's; only
+    a pass's own `new_owner_uids` are written that way, never a stale copy of the row (the watch's)."""
     recorded = dict(job.owner_uids or {})
+    new = dict(getattr(job, "new_owner_uids", None) or {})
     for name, obj in owners.items():
         uid = _meta(obj).get("uid")
-        if uid:
-            recorded[name] = uid
-    if recorded != (job.owner_uids or {}) or job.owner_uids is None:
-        job.owner_uids = recorded
+        if uid and (recorded.get(name) != uid or job.owner_uids is None):
+            recorded[name] = new[name] = uid
+    if new:
+        job.owner_uids, job.new_owner_uids = recorded, new
