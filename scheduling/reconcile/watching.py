@@ -3,7 +3,8 @@
 `observe_job` is the watcher's `on_change`: it records the job's phase from the watch cache at once (no API call,
 `status.apply_observation`), and when one of the job's gang objects or Jobs was deleted under a running job it
 enqueues `scheduling.reconcile_job`, which recreates what is missing. Acting stays with the reconciler; the watch
-only observes.
+only observes, and only the job's own objects (`select`, reconcile/ownership.py). `finished_with` tells the watcher
+which cached jobs gangweb is done with, so its cache follows the live jobs (kube/watches.py).
 """
 from __future__ import annotations
 
