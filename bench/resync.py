@@ -177,7 +177,7 @@ def _first_pass(api, cluster, first: int, last: int, threads: int) -> int:
     snap = resync.snapshot(api, set(cluster.served_apis))
     jobs = list(GangJob.objects.filter(pk__range=(first, last)).select_related("queue"))
     backend = job_reconcile.backend_for(jobs[0], api)
-    work = [(job, snap.take(str(job.uid), backend)) for job in jobs]
+    work = [(job, snap.take(job, backend)) for job in jobs]
     del snap
 
     def one(chunk):

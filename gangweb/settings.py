@@ -46,6 +46,14 @@ GANGWEB_INSTANCE = os.environ.get("GANGWEB_INSTANCE", "gangweb")
 GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", "900"))
 # Periodic resync of every cluster (seconds); watches deliver changes in between.
 GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
+# A periodic resync passes over at most this many jobs of a cluster, for at most this many seconds (below the task's
+# soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
+GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))
+GANGWEB_RESYNC_MAX_SECONDS = float(os.environ.get("GANGWEB_RESYNC_MAX_SECONDS", "240"))
+# ... and leaves to their own queued task the jobs submitted or cancelled less than this long ago (seconds); after
+# it, the resync takes over a task lost with the broker.
+GANGWEB_RESYNC_GRACE_SECONDS = float(os.environ.get("GANGWEB_RESYNC_GRACE_SECONDS",
+                                                    str(max(60, 2 * GANGWEB_RESYNC_SECONDS))))
 # Passes of one bulk-reconcile batch run from this many threads per worker process, each with a database
 # connection of its own while the batch runs (bench/: reconcile). 1 runs them one after the other.
 GANGWEB_RECONCILE_THREADS = int(os.environ.get("GANGWEB_RECONCILE_THREADS", "4"))
@@ -292,11 +300,19 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# Celery: tasks carry IDs only, are acknowledged late and are safe to run twice.
+# Celery: tasks carry IDs only, are acknowledged late and are safe to run twice: delivery is at least once per task
+# (docs/architecture.md, "Delivery").
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Redis transport: a message taken by a worker that dies unacknowledged goes back to the queue after this many
+# seconds (it was 3600). Shorter than the longest a healthy worker may hold a message (a countdown of up to 300 s, a
+# task of up to 960 s: reconcile_jobs' hard limit), the message is delivered a second time while the first copy
+# still waits or runs: harmless, since every task is idempotent, but wasted work; so it is the longest hard limit.
+# The work of a lost reconcile task is taken over sooner by the periodic resync (GANGWEB_RESYNC_GRACE_SECONDS plus
+# one period); this only bounds when the message itself comes back.
+GANGWEB_BROKER_VISIBILITY_TIMEOUT = int(os.environ.get("GANGWEB_BROKER_VISIBILITY_TIMEOUT", "960"))
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": GANGWEB_BROKER_VISIBILITY_TIMEOUT}
     if REDIS_URL.startswith("redis://"):
         # kombu's Redis transport, publishing through one redis-py client per channel instead of a new one per
         # message (gangweb/broker.py). Other schemes (rediss://, sentinel://) keep kombu's own transport.

@@ -36,3 +36,8 @@ DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 
 GPU_RESOURCE = "nvidia.com/gpu"
+
+# Celery time limits of the periodic resync (seconds): soft, then hard (SIGKILL of the pool process). Its job passes
+# stop earlier, at GANGWEB_RESYNC_MAX_SECONDS; its lease lapses after the hard limit (reconcile/resync.py).
+RESYNC_SOFT_TIME_LIMIT = 300
+RESYNC_TIME_LIMIT = 330

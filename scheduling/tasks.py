@@ -5,6 +5,7 @@ import logging
 
 from celery import shared_task
 
+from .constants import RESYNC_SOFT_TIME_LIMIT, RESYNC_TIME_LIMIT
 from .kube.errors import TransientKubeError
 
 log = logging.getLogger(__name__)
@@ -32,12 +33,17 @@ def reconcile_jobs(job_ids: list[int]) -> None:
     jobs.reconcile_many(job_ids)
 
 
-@shared_task(name="scheduling.resync_all_clusters", ignore_result=True, soft_time_limit=600, time_limit=660)
+# Not acknowledged late: beat sends the next one within a period, so a resync lost with its worker is not redelivered
+# (a redelivered one would only find the lease held). One per cluster at a time, bounded (reconcile/resync.py).
+@shared_task(name="scheduling.resync_all_clusters", ignore_result=True, acks_late=False,
+             soft_time_limit=RESYNC_SOFT_TIME_LIMIT, time_limit=RESYNC_TIME_LIMIT)
 def resync_all_clusters() -> None:
-    """Beat: LIST-based resync of every cluster."""
+    """Beat: LIST-based resync of every cluster, leaving recently submitted or cancelled jobs to their own task."""
+    from django.conf import settings
+
     from .reconcile import resync
 
-    resync.resync_all()
+    resync.resync_all(grace_seconds=settings.GANGWEB_RESYNC_GRACE_SECONDS)
 
 
 @shared_task(name="scheduling.probe_all_clusters", ignore_result=True)

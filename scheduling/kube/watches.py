@@ -18,6 +18,12 @@ objects from the cache, so observing a job costs no API call. Objects are camelC
 With `on_capacity` given, Nodes are watched too (all of them: nodes carry no gangweb label), kept in the cache
 reduced to what capacity needs; when what they offer changes (`observe.capacity.summarize`), the dispatcher calls
 `on_capacity(summary)` and then marks every job it knows dirty, so pending jobs' why-pending is rebuilt with it.
+
+Memory follows the live jobs, not the cluster's history: objects without a job-UID label are not kept, and with
+`finished_with` given the dispatcher asks it every `SWEEP_SECONDS` which of the cached jobs gangweb is done with
+(finished and cleaned up, or no job at all) and forgets them: their objects leave the cache, and later events and
+LISTs of them are not cached again (`forget`; the last `FORGOTTEN_MAX` such job UIDs are remembered). Finished
+pods and Jobs stay in a cluster for inspection, so without this the cache grew with every job ever run.
 """
 from __future__ import annotations
 
@@ -25,7 +31,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import urllib3
@@ -45,6 +52,8 @@ WATCH_SECONDS = 240  # server-side watch timeout; the watch is then resumed from
 DEBOUNCE_SECONDS = 0.05
 BACKOFF_SECONDS = (0.2, 0.5, 1, 2, 5, 10)
 GONE = 410
+SWEEP_SECONDS = 30  # how often the dispatcher asks `finished_with` which cached jobs to forget
+FORGOTTEN_MAX = 100_000  # job UIDs remembered as forgotten (~10 MB at most), oldest dropped first
 
 
 @dataclass
@@ -105,13 +114,19 @@ class ClusterWatcher:
     - `on_capacity(summary)`: when given, Nodes are watched and it is called from the dispatcher thread with
       `observe.capacity.summarize(nodes)` each time that summary changes (the first time once Nodes are listed);
     - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), to release
-      what the callbacks opened in that thread (reconcile.watching closes the thread's database connections).
+      what the callbacks opened in that thread (reconcile.watching closes the thread's database connections);
+    - `finished_with(job_uids) -> set of job UIDs`: when given, called from the dispatcher thread every
+      `SWEEP_SECONDS` with the job UIDs the cache holds; the jobs it returns are forgotten (`forget`).
     """
 
     def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
                  on_change: Callable[[str, JobObjects, bool], None],
-                 on_capacity: Callable[[dict], None] | None = None, on_exit: Callable[[], None] | None = None):
+                 on_capacity: Callable[[dict], None] | None = None, on_exit: Callable[[], None] | None = None,
+                 finished_with: Callable[[list[str]], set[str]] | None = None):
         self.name = name
+        self.finished_with = finished_with
+        self._forgotten: OrderedDict[str, None] = OrderedDict()
+        self._swept_at = time.monotonic()
         self.on_exit = on_exit
         self.api = api
         self.kinds = [POD, JOB, *[k for k in kinds if _key(k) not in (_key(POD), _key(JOB), _key(NODE))]]
@@ -239,12 +254,14 @@ class ClusterWatcher:
         resp = fn(*args, label_selector=self._selector(ref), _preload_content=False, _request_timeout=(5, 60))
         body = json.loads(resp.data)
         fresh = {}
-        for item in body.get("items") or []:
-            item.setdefault("apiVersion", ref.api_version)
-            item.setdefault("kind", ref.kind)
-            fresh[item["metadata"]["uid"]] = _slim_node(item) if ref == NODE else item
         key = _key(ref)
         with self._lock:
+            for item in body.get("items") or []:
+                if ref != NODE and not self._keeps(item):
+                    continue
+                item.setdefault("apiVersion", ref.api_version)
+                item.setdefault("kind", ref.kind)
+                fresh[item["metadata"]["uid"]] = _slim_node(item) if ref == NODE else item
             old = self.cache[key]
             self.cache[key] = fresh
             for uid, obj in old.items():
@@ -266,7 +283,6 @@ class ClusterWatcher:
 
     def _watch(self, ref: ObjectRef, rv: str) -> None:
         """Watch from `rv` until stopped; resumes after normal server timeouts. Raises _Lost when lost."""
-        key = _key(ref)
         fn, args = self._list_call(ref)
         while not self._stop.is_set():
             w = _DictWatch()
@@ -281,26 +297,7 @@ class ClusterWatcher:
                     if etype == "BOOKMARK":
                         continue
                     metrics.WATCH_EVENTS.labels(self.name, resource_label(ref), etype or "").inc()
-                    uid = (obj.get("metadata") or {}).get("uid")
-                    if not uid:
-                        continue
-                    obj.setdefault("apiVersion", ref.api_version)
-                    obj.setdefault("kind", ref.kind)
-                    if ref == NODE:
-                        obj = _slim_node(obj)
-                    with self._lock:
-                        previous = self.cache[key].pop(uid, None)
-                        if previous is not None:
-                            self._unindex(key, uid, previous)
-                        if etype != "DELETED":
-                            self.cache[key][uid] = obj
-                            self._index(key, uid, obj)
-                        self._mark(obj, etype == "DELETED" and ref != POD)
-                        if ref == NODE and (etype == "DELETED" or _node_facts(previous) != _node_facts(obj)):
-                            # Kubelet heartbeats modify every node every few seconds; only a change of what
-                            # capacity reads wakes the dispatcher.
-                            self._nodes_changed = True
-                            self._wake.notify()
+                    self.apply_event(ref, etype, obj)
             except ApiException as exc:
                 if self._stop.is_set():
                     return
@@ -312,6 +309,77 @@ class ClusterWatcher:
             finally:
                 with self._lock:
                     self._watches.discard(w)
+
+    def apply_event(self, ref: ObjectRef, etype: str, obj: dict) -> None:
+        """Apply one watch event (ADDED / MODIFIED / DELETED) of kind `ref` to the cache and mark its job dirty.
+        Objects without a UID, gangweb objects without a job-UID label and objects of forgotten jobs are not kept."""
+        key = _key(ref)
+        uid = (obj.get("metadata") or {}).get("uid")
+        if not uid:
+            return
+        obj.setdefault("apiVersion", ref.api_version)
+        obj.setdefault("kind", ref.kind)
+        if ref == NODE:
+            obj = _slim_node(obj)
+        with self._lock:
+            previous = self.cache[key].pop(uid, None)
+            if previous is not None:
+                self._unindex(key, uid, previous)
+            if ref != NODE and not self._keeps(obj):
+                return
+            if etype != "DELETED":
+                self.cache[key][uid] = obj
+                self._index(key, uid, obj)
+            self._mark(obj, etype == "DELETED" and ref != POD)
+            if ref == NODE and (etype == "DELETED" or _node_facts(previous) != _node_facts(obj)):
+                # Kubelet heartbeats modify every node every few seconds; only a change of what capacity reads
+                # wakes the dispatcher.
+                self._nodes_changed = True
+                self._wake.notify()
+
+    def _keeps(self, obj: dict) -> bool:
+        """Whether a gangweb object belongs in the cache: it names a job that is not forgotten (caller holds the
+        lock)."""
+        job = job_uid_of(obj)
+        return bool(job) and job not in self._forgotten
+
+    # ---- memory: forget the jobs gangweb is done with ----------------------------------------------------------
+    def forget(self, job_uids: Iterable[str]) -> int:
+        """Drop the cached objects of these jobs and keep their later events out of the cache. Returns how many
+        objects left the cache."""
+        dropped = 0
+        with self._lock:
+            for job in job_uids:
+                for key, uid in self._by_job.pop(job, ()):
+                    dropped += self.cache[key].pop(uid, None) is not None
+                self._dirty.pop(job, None)
+                self._forgotten[job] = None
+                self._forgotten.move_to_end(job)
+            while len(self._forgotten) > FORGOTTEN_MAX:
+                self._forgotten.popitem(last=False)
+        return dropped
+
+    def sweep(self) -> int:
+        """Ask `finished_with` about every job the cache holds and forget those it names. Returns the objects
+        dropped; 0 without `finished_with` or when it fails (logged: the next sweep asks again)."""
+        self._swept_at = time.monotonic()
+        if self.finished_with is None:
+            return 0
+        with self._lock:
+            jobs = list(self._by_job)
+        if not jobs:
+            return 0
+        try:
+            done = self.finished_with(jobs)
+        except Exception:  # e.g. the database is restarting: keep everything until the next sweep
+            log.exception("watch %s: asking which jobs are finished failed", self.name)
+            return 0
+        return self.forget(done) if done else 0
+
+    def cached_objects(self) -> int:
+        """How many gangweb objects (not Nodes) the cache holds."""
+        with self._lock:
+            return sum(len(objs) for key, objs in self.cache.items() if key != _key(NODE))
 
     def _selector(self, ref: ObjectRef) -> str | None:
         """Nodes are not gangweb's: all of them count. Everything else by the instance label."""
@@ -374,8 +442,12 @@ class ClusterWatcher:
             with self._lock:
                 while not self._dirty and not self._nodes_changed and not self._stop.is_set():
                     self._wake.wait(1)
+                    if time.monotonic() - self._swept_at > SWEEP_SECONDS:
+                        break
             if self._stop.is_set():
                 return
+            if time.monotonic() - self._swept_at > SWEEP_SECONDS:
+                self.sweep()
             time.sleep(DEBOUNCE_SECONDS)  # let a burst (3 pods bound at once) arrive: one observation for all
             if self.on_capacity is not None:
                 self._capacity_changed()

@@ -4,6 +4,7 @@ from .clusters import Cluster
 from .grants import ClusterGrant, QueueGrant
 from .idempotency import BulkSubmitKey
 from .jobs import GangJob, PhaseTransition
+from .leases import Lease
 from .notifications import DeliveryStatus, WebhookDelivery, WebhookSubscription
 from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
 from .runs import ReconcileAttempt
@@ -18,6 +19,7 @@ __all__ = [
     "ClusterGrant",
     "DeliveryStatus",
     "GangJob",
+    "Lease",
     "PhaseTransition",
     "QueueClusterState",
     "QueueGrant",

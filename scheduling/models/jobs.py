@@ -59,6 +59,11 @@ class GangJob(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cleaned_up_at = models.DateTimeField(null=True, blank=True, help_text="cluster objects deleted")
+    # {Indexed Job name: its metadata.uid}, recorded as gangweb creates (or first adopts) each of the job's Jobs:
+    # the only owners whose pods count for the job (reconcile/ownership.py). NULL on rows written before it existed:
+    # those trust any Job in the job's namespace that carries its label (and record nothing) until they finish.
+    owner_uids = models.JSONField(null=True, blank=True, default=dict,
+                                  help_text="UIDs of the Indexed Jobs gangweb created for the job, by name")
 
     class Meta:
         ordering = ["-created_at", "-id"]

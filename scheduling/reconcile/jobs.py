@@ -62,7 +62,7 @@ from ..kube.objects import JOB, SERVICE
 from ..models import GangJob, PhaseTransition, ReconcileAttempt
 from ..observe.objects import created_at as o_created_at
 from . import desired as desired_mod
-from . import status
+from . import ownership, status
 from .observed import Observed, kind_key, obj_key, read
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "T
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
                            NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED})
 STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
-                 "observed", "backend_plugin")
+                 "observed", "backend_plugin", "owner_uids")
 
 
 class Requeue(Exception):
@@ -184,9 +184,25 @@ class JobReconciler:
         self.backend = backend_for(job, api)
         self.uid = str(job.uid)
         self.ns = job.namespace
-        self.observed = observed if observed is not None else read(api, self.backend, self.ns, self.uid)
+        self.observed = observed if observed is not None else self.read()
         self.actions: list[str] = []
         self.created: list[dict] = []  # objects this pass created (not adopted on 409), in creation order
+
+    def read(self) -> Observed:
+        """The job's own objects, listed now (one LIST per kind in its namespace)."""
+        return read(self.api, self.backend, self.ns, self.uid, self.job.owner_uids)
+
+    def confirm_absence(self) -> bool:
+        """Before a pass concludes that something of the job is gone (cleaned up, nothing left to delete): when what
+        it holds came from a snapshot (listed for many jobs, maybe before the job's last change), read the job's
+        objects again and go on with those. Returns True when it read again. Absence in an old list is no proof."""
+        if not self.observed.from_snapshot:
+            return False
+        recorded = self.observed.recorded_phases
+        self.observed = self.read()
+        self.observed.recorded_phases = recorded
+        self.actions.append("read again before concluding absence")
+        return True
 
     # ---- entry -------------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -242,6 +258,9 @@ class JobReconciler:
                 self.observed.owners[name] = self.create_plain(JOB, want)
             else:
                 self.correct_owner(want, self.observed.owners[name])
+        # Their UIDs are what the job's pods are recognised by (reconcile/ownership.py); saved with the status.
+        ownership.record(self.job, {w["metadata"]["name"]: self.observed.owners[w["metadata"]["name"]]
+                                    for w in owners})
         if svc["metadata"]["name"] not in self.observed.services:
             self.observed.services[svc["metadata"]["name"]] = self.create_plain(SERVICE, svc)
         self.delete_stale(wanted, owners, svc)
@@ -383,6 +402,9 @@ class JobReconciler:
                 raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} was deleted meanwhile") from None
             raise
         other = owner_uid_label(have)
+        if ref == JOB and other == self.uid and not ownership.adoptable(name, have["metadata"].get("uid"),
+                                                                        self.job.owner_uids):
+            other = None  # carries the job's label, but is not the Job gangweb recorded under that name
         if other != self.uid:
             whose = f"gangweb job {other}" if other else "something other than gangweb"
             raise TerminalKubeError(NAME_CONFLICT, f"{ref.kind} {self.ns}/{name} already exists and belongs to "
@@ -499,8 +521,11 @@ class JobReconciler:
 
     def delete_all(self) -> bool:
         """Delete every object of the job (Jobs with their pods, Service, gang objects). Returns True when the
-        pass found nothing left to delete (the cleanup is complete)."""
+        pass found nothing left to delete (the cleanup is complete), in objects read for this pass: a snapshot's
+        "nothing" is checked by reading again (`confirm_absence`)."""
         nothing_left = self.observed.is_empty()
+        if nothing_left and self.confirm_absence():
+            return self.delete_all()
         for owner in self.observed.owners.values():
             if not is_terminating(owner):
                 self.delete(JOB, owner)
@@ -538,6 +563,9 @@ class JobReconciler:
         if any((p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES for p in self.observed.pods):
             return
         if not any(self.observed.gang.values()) and not self.observed.services:
+            if self.confirm_absence():  # a snapshot's "nothing" may predate the job's objects: look now
+                self.clean_up_finished()
+                return
             self.job.cleaned_up_at = timezone.now()
             return
         for svc in self.observed.services.values():
@@ -741,7 +769,7 @@ def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, 
             return "failed"
         api = apis[job.cluster_id]
         try:
-            observed = snapshots[job.cluster_id].for_job(str(job.uid), backend_for(job, api))
+            observed = snapshots[job.cluster_id].for_job(job, backend_for(job, api))
         except KubeError as exc:
             if isinstance(exc, TransientKubeError):
                 down[job.cluster_id] = exc

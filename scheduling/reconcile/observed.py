@@ -2,11 +2,17 @@
 
 Read per job with one LIST per kind in the job's namespace, selected by the job-UID label (`read`), or sliced
 out of a cluster-wide resync LIST (`Snapshot.for_job`). Either way an object is in here only when its
-`gangweb.io/job-uid` label names this job: same-named objects of anybody else are found by the reconciler's
-create (409) and never adopted.
+`gangweb.io/job-uid` label names this job, it lives in the job's namespace, and (owner Jobs and pods) it is owned by
+what gangweb created for the job (`reconcile.ownership`): same-named objects of anybody else are found by the
+reconciler's create (409) and never adopted, and look-alikes elsewhere in the cluster are never read.
+
+A snapshot's slice is as old as the snapshot: `Observed.listed_at` says when it was listed (None: read for this
+pass). The reconciler never concludes from such a slice that something is gone: it reads the job again first
+(`JobReconciler.confirm_absence`).
 """
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +21,7 @@ from ..backends.base import ObjectRef, SchedulerBackend
 from ..constants import LABEL_JOB_UID
 from ..kube import objects
 from ..kube.objects import JOB, POD, SERVICE
+from . import ownership
 
 
 def kind_key(ref: ObjectRef) -> str:
@@ -34,6 +41,9 @@ class Observed:
     `recorded_phases` ([(phase, at, attempt)]) is set by a resync, which reads the job's timeline together with its
     row: with it, a pass that observes nothing new writes nothing without locking the row again
     (`status.apply_observation(recorded=...)`).
+
+    `listed_at` (time.time() seconds) is when a resync or batch snapshot was listed; None when the objects were
+    read for this pass alone (`read`), i.e. after the job's row was loaded.
     """
 
     gang: dict[str, dict[str, dict]] = field(default_factory=dict)
@@ -41,6 +51,12 @@ class Observed:
     services: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)
     recorded_phases: list | None = None
+    listed_at: float | None = None
+
+    @property
+    def from_snapshot(self) -> bool:
+        """True when these objects were listed for many jobs at once, possibly before the job's row last changed."""
+        return self.listed_at is not None
 
     def gang_of(self, ref: ObjectRef) -> dict[str, dict]:
         """{name: object} of one gang kind."""
@@ -91,8 +107,9 @@ def projection(ref: ObjectRef) -> Callable[[dict], dict] | None:
     return {POD: slim_pod, SERVICE: slim_service}.get(ref)
 
 
-def read(api, backend: SchedulerBackend, namespace: str, uid: str) -> Observed:
-    """LIST each kind of the job once (gang kinds, Jobs, Services, Pods) by its job-UID label."""
+def read(api, backend: SchedulerBackend, namespace: str, uid: str, owner_uids: dict | None = None) -> Observed:
+    """LIST each kind of the job once (gang kinds, Jobs, Services, Pods) by its job-UID label in `namespace`, and
+    keep what is the job's own (`ownership.trust` with the job's recorded `owner_uids`; None trusts any Job there)."""
     selector = f"{LABEL_JOB_UID}={uid}"
     observed = Observed()
     for ref in backend.gang_kinds:
@@ -100,23 +117,27 @@ def read(api, backend: SchedulerBackend, namespace: str, uid: str) -> Observed:
     observed.owners = _by_name(objects.list_objects(api, JOB, namespace, selector))
     observed.services = _by_name(objects.list_objects(api, SERVICE, namespace, selector))
     observed.pods = objects.list_objects(api, POD, namespace, selector)
-    return observed
+    return ownership.trust(observed, namespace, owner_uids)
 
 
 @dataclass
 class Snapshot:
-    """Every gangweb object of one instance in a cluster, grouped by job UID (from the resync LISTs)."""
+    """Every gangweb object of one instance in a cluster, grouped by job UID and namespace (from the resync LISTs):
+    `by_uid[job uid][namespace]` is an Observed, so objects are keyed by (namespace, name) and one namespace's
+    objects never stand in for another's. `listed_at` is when the first LIST started (time.time())."""
 
-    by_uid: dict[str, Observed] = field(default_factory=lambda: defaultdict(Observed))
+    by_uid: dict[str, dict[str, Observed]] = field(default_factory=lambda: defaultdict(dict))
+    listed_at: float = field(default_factory=time.time)
 
     def add(self, items: list[dict], ref: ObjectRef) -> None:
-        """File LISTed objects of kind `ref` under their job UID."""
+        """File LISTed objects of kind `ref` under their job UID and namespace."""
         for item in items:
-            uid = ((item.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB_UID)
+            meta = item.get("metadata") or {}
+            uid = (meta.get("labels") or {}).get(LABEL_JOB_UID)
             if not uid:
                 continue
-            observed = self.by_uid[uid]
-            name = item["metadata"]["name"]
+            observed = self.by_uid[uid].setdefault(meta.get("namespace") or "", Observed())
+            name = meta["name"]
             if ref == JOB:
                 observed.owners[name] = item
             elif ref == SERVICE:
@@ -126,15 +147,19 @@ class Snapshot:
             else:
                 observed.gang_of(ref)[name] = item
 
-    def for_job(self, uid: str, backend: SchedulerBackend) -> Observed:
-        """The job's Observed (empty when the cluster holds nothing of it), with every gang kind present."""
-        observed = self.by_uid.get(uid) or Observed()
+    def for_job(self, job, backend: SchedulerBackend) -> Observed:
+        """The job's own objects (a GangJob: its uid, namespace and recorded `owner_uids`; `ownership.trust`), empty
+        when the cluster holds nothing of it, with every gang kind present and `listed_at` set. Objects labelled
+        with its UID in other namespaces are left out."""
+        found = (self.by_uid.get(str(job.uid)) or {}).get(job.namespace) or Observed()
+        observed = ownership.trust(found, job.namespace, job.owner_uids)
+        observed.listed_at = self.listed_at
         for ref in backend.gang_kinds:
             observed.gang_of(ref)
         return observed
 
-    def take(self, uid: str, backend: SchedulerBackend) -> Observed:
+    def take(self, job, backend: SchedulerBackend) -> Observed:
         """Like `for_job`, and removes the job from the snapshot (a resync looks at each job once)."""
-        observed = self.for_job(uid, backend)
-        self.by_uid.pop(uid, None)
+        observed = self.for_job(job, backend)
+        self.by_uid.pop(str(job.uid), None)
         return observed

@@ -8,23 +8,39 @@ changed. Each job's pass is the same `run_pass` as the per-job task, fed with it
 
 Jobs covered: every job of the cluster that is not finished, plus finished jobs whose objects were not yet
 cleaned up. A job that fails transiently here is recorded and simply looked at again on the next resync.
+
+Under a backlog (resync_all from the periodic task):
+- one resync per cluster at a time: a database lease (`models.leases`, works on SQLite and PostgreSQL) that lapses
+  after `LEASE_SECONDS` if its holder is killed; a resync that finds it held skips that cluster;
+- bounded: at most `max_jobs` job passes and `budget_seconds` of them per run, going on next run from the job id
+  where this one stopped (kept in the lease's cursor), so every job's turn comes;
+- it leaves to their own task the jobs whose per-job task is surely queued: submitted, or asked to cancel, less than
+  `grace_seconds` ago (a task lost with a broker is then picked up after the grace);
+- Celery's SoftTimeLimitExceeded is never swallowed (recorded on the resync attempt, then raised again), and a
+  database connection broken by an error inside a driver call is closed before anything else uses it (`dbconn`).
+A snapshot is older than what a pass may learn from the database: a job whose row changed after the snapshot was
+listed is read afresh, and no pass concludes from a snapshot that anything is gone (`JobReconciler.confirm_absence`).
 """
 from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime, timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
 from ..backends import registry
-from ..choices import ACTIVE_PHASES, ClusterHealth, ReconcileOutcome
-from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
+from ..choices import ACTIVE_PHASES, ClusterHealth, DesiredState, GangPhase, ReconcileOutcome
+from ..constants import LABEL_INSTANCE, LABEL_JOB_UID, RESYNC_TIME_LIMIT
 from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
 from ..kube.objects import JOB, POD, SERVICE
-from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt
+from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
+from . import dbconn
 from . import jobs as job_reconcile
 from .desired import instance_label
 from .observed import Snapshot, projection
@@ -32,6 +48,15 @@ from .observed import Snapshot, projection
 log = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "InternalError"  # reason of a resync attempt cut short by an unexpected exception (a bug)
+TIME_LIMIT = "TimeLimit"  # reason of a resync attempt cut short by Celery's soft time limit
+# A resync lease outlives the task's hard time limit: a worker killed mid-pass releases nothing, and the next
+# resync of that cluster may start once it has lapsed.
+LEASE_SECONDS = RESYNC_TIME_LIMIT + 30
+
+
+def lease_name(cluster: Cluster) -> str:
+    """The lease that lets one resync of `cluster` run at a time."""
+    return f"resync:cluster:{cluster.pk}"
 
 
 def gang_kinds(served: set[str]) -> list:
@@ -60,12 +85,13 @@ def snapshot(api, served: set[str], uids=None) -> Snapshot:
 JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are most of a row's size)
 
 
-def chunked(queryset, size: int = JOB_CHUNK):
+def chunked(queryset, size: int = JOB_CHUNK, ordered: list[int] | None = None):
     """Yield (job, [(phase, at, attempt)] recorded for it) for the rows of `queryset`, `size` at a time by primary
-    key: the ids first (one query), then two queries per chunk (rows, their timelines), so a resync of 10,000 jobs never
-    holds 10,000 model instances with their JSON. Unlike `.iterator()` it needs no server-side cursor held open
-    across the passes' own writes and transactions. Rows deleted meanwhile are skipped."""
-    ids = list(queryset.order_by("pk").values_list("pk", flat=True))
+    key: the ids first (one query, unless given in `ordered`: then in that order), then two queries per chunk (rows,
+    their timelines), so a resync of 10,000 jobs never holds 10,000 model instances with their JSON. Unlike
+    `.iterator()` it needs no server-side cursor held open across the passes' own writes and transactions. Rows
+    deleted meanwhile are skipped."""
+    ids = ordered if ordered is not None else list(queryset.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), size):
         chunk = ids[start:start + size]
         recorded: dict[int, list] = {}
@@ -73,26 +99,46 @@ def chunked(queryset, size: int = JOB_CHUNK):
         for job_id, phase, at, attempt in PhaseTransition.objects.filter(job_id__in=chunk).values_list(
                 "job_id", "phase", "at", "attempt"):
             recorded.setdefault(job_id, []).append((phase, at, attempt))
-        for job in queryset.filter(pk__in=chunk).order_by("pk"):
-            yield job, recorded.get(job.pk, [])
+        rows = {job.pk: job for job in queryset.filter(pk__in=chunk)}
+        for pk in chunk:
+            if pk in rows:
+                yield rows[pk], recorded.get(pk, [])
 
 
-def jobs_to_resync(cluster: Cluster):
-    """Jobs of `cluster` that need looking at: unfinished ones, and finished ones not yet cleaned up."""
-    return (GangJob.objects.filter(cluster=cluster)
+def jobs_to_resync(cluster: Cluster, grace_seconds: float = 0):
+    """Jobs of `cluster` that need looking at: unfinished ones, and finished ones not yet cleaned up. With
+    `grace_seconds`, not those whose own task was queued less than that ago: submitted (phase Submitted) or asked to
+    cancel (not yet Cancelled) since then (`updated_at`); their task does it, and the resync after the grace does it
+    if that task was lost."""
+    rows = (GangJob.objects.filter(cluster=cluster)
             .filter(Q(phase__in=list(ACTIVE_PHASES)) | Q(cleaned_up_at__isnull=True))
             .select_related("cluster", "queue"))
+    if grace_seconds > 0:
+        since = timezone.now() - timedelta(seconds=grace_seconds)
+        queued = Q(phase=GangPhase.SUBMITTED) | (Q(desired_state=DesiredState.CANCEL) & ~Q(phase=GangPhase.CANCELLED))
+        rows = rows.exclude(queued & Q(updated_at__gt=since))
+    return rows
+
+
+def changed_since(job: GangJob, listed_at: float) -> bool:
+    """True when the job's row was written after a snapshot was listed (`listed_at`, time.time()): the snapshot may
+    not hold what that change led to (objects created or deleted since), so the job is read afresh instead."""
+    updated = job.updated_at or job.created_at
+    return updated is not None and updated >= datetime.fromtimestamp(listed_at, tz=UTC)
 
 
 def resync_job(job: GangJob, api, snap: Snapshot, recorded: list) -> tuple[bool, bool]:
-    """One job's pass within a resync, fed with its slice of `snap`. Returns (acted, failed). A transient error
-    was recorded on the job by the pass (NamespaceNotFound, Forbidden, ...) and counts as failed; the next
-    resync looks again."""
+    """One job's pass within a resync, fed with its slice of `snap` (or, when its row changed after `snap` was
+    listed, with its objects read afresh). Returns (acted, failed). A transient error was recorded on the job by the
+    pass (NamespaceNotFound, Forbidden, ...) and counts as failed; the next resync looks again."""
     try:
         backend = job_reconcile.backend_for(job, api)
         # Popped: what a job's pass has seen is garbage once the pass ends.
-        observed = snap.take(str(job.uid), backend)
-        observed.recorded_phases = recorded
+        observed = snap.take(job, backend)
+        if changed_since(job, snap.listed_at):
+            observed = None  # the pass reads the job's objects itself
+        else:
+            observed.recorded_phases = recorded
         result = job_reconcile.run_pass(job, api=api, observed=observed, record_idle=False)
     except TransientKubeError:
         return False, True
@@ -106,15 +152,49 @@ def resync_job(job: GangJob, api, snap: Snapshot, recorded: list) -> tuple[bool,
     return bool(result.actions), result.error is not None
 
 
-def resync_cluster(cluster: Cluster) -> dict:
-    """One resync pass over `cluster`. Returns {"jobs", "acted", "failed", "orphaned_jobs", "requests",
-    "seconds"}; records a ReconcileAttempt of kind "resync" (and one per job that was acted on or failed).
-    `orphaned_jobs` counts job UIDs that have objects labelled with this instance but no job row here. A job whose
-    pass raises something unexpected is logged with its id and counted in "failed"; the other jobs go on."""
+def _order_from(ids: list[int], cursor: int) -> list[int]:
+    """`ids` (ascending) starting after `cursor`, then from the start: where the previous bounded run stopped."""
+    later = [i for i in ids if i > cursor]
+    return later + ids[:len(ids) - len(later)]
+
+
+def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int | None = None,
+                   budget_seconds: float | None = None) -> dict:
+    """One resync pass over `cluster`, unless another is running (then {"skipped": 1} and nothing else is done).
+
+    Returns {"jobs", "acted", "failed", "left", "orphaned_jobs", "requests", "seconds"}; records a ReconcileAttempt of
+    kind "resync" (and one per job that was acted on or failed). At most `max_jobs` (default
+    `settings.GANGWEB_RESYNC_MAX_JOBS`) job passes and `budget_seconds` (default `GANGWEB_RESYNC_MAX_SECONDS`) of
+    them; `left` counts the jobs left for the next run, which starts after the last job this one looked at.
+    `grace_seconds`: see `jobs_to_resync`. `orphaned_jobs` counts job UIDs that have objects labelled with this
+    instance but no job row here. A job whose pass raises something unexpected is logged with its id and counted in
+    "failed"; the other jobs go on. Raises SoftTimeLimitExceeded (after recording the attempt) when Celery's soft
+    time limit lands during the pass."""
+    name = lease_name(cluster)
+    token = leases.acquire(name, LEASE_SECONDS)
+    if token is None:
+        log.info("resync of cluster %s skipped: another resync of it is running", cluster.name)
+        return {"skipped": 1}
+    cursor = None
+    try:
+        stats, cursor = _resync_cluster(cluster, grace_seconds,
+                                        settings.GANGWEB_RESYNC_MAX_JOBS if max_jobs is None else max_jobs,
+                                        settings.GANGWEB_RESYNC_MAX_SECONDS if budget_seconds is None
+                                        else budget_seconds, name)
+    finally:
+        dbconn.discard_if_broken()
+        leases.release(name, token, cursor)
+    return stats
+
+
+def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budget_seconds: float,
+                    lease: str) -> tuple[dict, int | None]:
+    """The body of `resync_cluster` under its lease. Returns (stats, the lease cursor to keep)."""
     started = time.monotonic()
     before = objects.requests.total()
-    stats = {"jobs": 0, "acted": 0, "failed": 0}
+    stats = {"jobs": 0, "acted": 0, "failed": 0, "left": 0}
     outcome, reason, message = ReconcileOutcome.OK, "", ""
+    cursor, interrupted, ids = None, None, []
     try:
         api = kube_client.api_client(cluster)
         served = set(cluster.served_apis or [])
@@ -128,16 +208,30 @@ def resync_cluster(cluster: Cluster) -> dict:
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
         stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
         # The cluster row is the one in hand: not joined per job (its kubeconfig is decrypted per loaded row).
-        for job, recorded in chunked(jobs_to_resync(cluster).select_related(None).select_related("queue")):
+        rows = jobs_to_resync(cluster, grace_seconds).select_related(None).select_related("queue")
+        ids = _order_from(list(rows.order_by("pk").values_list("pk", flat=True)), leases.cursor_of(lease))
+        turn = ids[:max_jobs]
+        for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
+            if stats["jobs"] and time.monotonic() - started > budget_seconds:
+                break  # at least one job per run: every job's turn comes, however slow the snapshot
             job.cluster = cluster
             stats["jobs"] += 1
+            cursor = job.pk
             try:
                 acted, failed = resync_job(job, api, snap, recorded)
+            except SoftTimeLimitExceeded:
+                raise
             except Exception:  # a bug in one job's pass must not stop the resync of the others
                 log.exception("resync of cluster %s: job %s (%s) raised unexpected", cluster.name, job.pk, job)
+                dbconn.discard_if_broken(force=True)  # an error inside a driver call: never reuse that connection
                 acted, failed = False, True
             stats["acted"] += acted
             stats["failed"] += failed
+    except SoftTimeLimitExceeded as exc:
+        log.warning("resync of cluster %s hit the task's soft time limit after %s jobs", cluster.name, stats["jobs"])
+        outcome, reason, message = ReconcileOutcome.TRANSIENT_ERROR, TIME_LIMIT, "stopped by the soft time limit"
+        interrupted = exc
+        dbconn.discard_if_broken(force=True)  # it may have landed inside a database call
     except KubeError as exc:
         outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
                    else ReconcileOutcome.TERMINAL_ERROR)
@@ -147,23 +241,35 @@ def resync_cluster(cluster: Cluster) -> dict:
             health_message=exc.message[:2000], last_probe_at=timezone.now())
     except Exception as exc:  # not a cluster answer: a bug; recorded on the resync attempt, the jobs left wait
         log.exception("resync of cluster %s raised unexpected", cluster.name)
+        dbconn.discard_if_broken()
         outcome, reason, message = ReconcileOutcome.TRANSIENT_ERROR, INTERNAL_ERROR, describe(exc)
+    stats["left"] = len(ids) - (ids.index(cursor) + 1 if cursor in ids else 0)
+    if cursor is not None and not stats["left"]:
+        cursor = 0  # every job looked at: the next run starts from the first one again
     stats["requests"] = objects.requests.total() - before
     stats["seconds"] = round(time.monotonic() - started, 3)
     ReconcileAttempt.objects.create(
         kind=ReconcileAttempt.KIND_RESYNC, cluster=cluster, duration_ms=int(stats["seconds"] * 1000),
         outcome=outcome, reason=reason, message=message[:2000],
         actions=[f"{k}={v}" for k, v in stats.items()])
-    return stats
+    if interrupted is not None:
+        raise interrupted
+    return stats, cursor
 
 
-def resync_all() -> dict[str, dict]:
-    """Resync every cluster; one cluster's failure never stops the others. Returns stats per cluster name."""
+def resync_all(grace_seconds: float = 0, max_jobs: int | None = None,
+               budget_seconds: float | None = None) -> dict[str, dict]:
+    """Resync every cluster (`resync_cluster` with these limits); one cluster's failure never stops the others.
+    Returns stats per cluster name. SoftTimeLimitExceeded ends the run (raised again)."""
     stats = {}
     for cluster in Cluster.objects.all():
         try:
-            stats[cluster.name] = resync_cluster(cluster)
+            stats[cluster.name] = resync_cluster(cluster, grace_seconds=grace_seconds, max_jobs=max_jobs,
+                                                 budget_seconds=budget_seconds)
+        except SoftTimeLimitExceeded:
+            raise
         except Exception as exc:  # e.g. the resync attempt row could not be written: log, go on
             log.exception("resync of cluster %s raised unexpected", cluster.name)
+            dbconn.discard_if_broken()
             stats[cluster.name] = {"failed": 1, "error": describe(exc, 500)}
     return stats

@@ -274,6 +274,10 @@ def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods
     if job.backend_plugin and not row.backend_plugin:
         # Chosen by the reconcile pass that called us; written here so it is saved together with the phase.
         changes["backend_plugin"] = job.backend_plugin
+    pending = getattr(job, "new_owner_uids", None)
+    if pending and any((row.owner_uids or {}).get(name) != uid for name, uid in pending.items()):
+        # UIDs of the Jobs the calling pass just created (reconcile/ownership.py), merged with the row's under its lock.
+        changes["owner_uids"] = {**(row.owner_uids or {}), **pending}
     if obs.entries:
         changes["phase_changed_at"] = obs.entries[-1].at
         if obs.phase in TERMINAL_PHASES:
@@ -297,4 +301,7 @@ def _refresh(job: GangJob, fresh: GangJob) -> None:
     for name in ("phase", "phase_reason", "phase_message", "phase_changed_at", "why_pending", "observed",
                  "finished_at", "updated_at"):
         setattr(job, name, getattr(fresh, name))
+    # The caller may hold UIDs of Jobs it just created that are not written yet: they stay on top.
+    pending = getattr(job, "new_owner_uids", None)
+    job.owner_uids = {**(fresh.owner_uids or {}), **pending} if pending else fresh.owner_uids
     job.row_as_written = fresh

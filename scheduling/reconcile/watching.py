@@ -3,13 +3,15 @@
 `observe_job` is the watcher's `on_change`: it records the job's phase from the watch cache at once (no API call,
 `status.apply_observation`), and when one of the job's gang objects or Jobs was deleted under a running job it
 enqueues `scheduling.reconcile_job`, which recreates what is missing. Acting stays with the reconciler; the watch
-only observes.
+only observes, and only the job's own objects (`select`, reconcile/ownership.py). `finished_with` tells the watcher
+which cached jobs gangweb is done with, so its cache follows the live jobs (kube/watches.py).
 """
 from __future__ import annotations
 
 import functools
 import logging
 import time
+import uuid
 
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, connections
@@ -18,12 +20,11 @@ from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
 from ..kube.watches import ClusterWatcher, JobObjects
 from ..models import Cluster, GangJob
-from . import status
+from . import ownership, status
 
 log = logging.getLogger(__name__)
 
 LOCK_RETRIES = 8
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # the Job controller labels its pods with their Job's name
 
 
 def gang_kinds(cluster: Cluster) -> list:
@@ -56,14 +57,17 @@ def backend_of(job: GangJob):
     return cls() if cls is not None else None
 
 
-def select(job_objects: JobObjects, backend) -> tuple[list[dict], list[dict], list[dict]]:
-    """(gang objects of the job's backend kinds, owner Jobs, pods of those Jobs), as the reconciler passes them."""
+def select(job_objects: JobObjects, backend, job: GangJob) -> tuple[list[dict], list[dict], list[dict]]:
+    """(gang objects of the job's backend kinds, owner Jobs, pods of those Jobs), as the reconciler passes them: only
+    what is the job's own (reconcile/ownership.py): in its namespace, owner Jobs by their recorded UID, pods by
+    their ownerReferences. The cache holds whatever carries the job's label anywhere in the cluster."""
     kinds = {(r.api_version, r.kind) for r in getattr(backend, "gang_kinds", ())}
-    gang = [g for g in job_objects.gang if (g.get("apiVersion"), g.get("kind")) in kinds]
-    owners = job_objects.owners
-    names = {(w.get("metadata") or {}).get("name") for w in owners}
-    pods = [p for p in job_objects.pods
-            if not owners or ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in names]
+    ns, recorded = job.namespace, job.owner_uids
+    gang = [g for g in job_objects.gang
+            if (g.get("apiVersion"), g.get("kind")) in kinds and ownership.in_namespace(g, ns)]
+    owners = [w for w in job_objects.owners if ownership.trusted_owner(w, ns, recorded)]
+    uids = ownership.accepted_owner_uids(owners, recorded)
+    pods = [p for p in job_objects.pods if ownership.trusted_pod(p, ns, uids)]
     return gang, owners, pods
 
 
@@ -91,7 +95,7 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
     if job is None or job.phase in TERMINAL_PHASES:
         return None
     backend = backend_of(job)
-    gang, owners, pods = select(job_objects, backend)
+    gang, owners, pods = select(job_objects, backend, job)
     status.apply_observation(job, backend, gang, pods, owners)
     return job
 
@@ -117,7 +121,36 @@ def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWat
 
         api = api_client(cluster)
     return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change,
-                          on_capacity=functools.partial(save_capacity, cluster.pk), on_exit=close_thread_connections)
+                          on_capacity=functools.partial(save_capacity, cluster.pk), on_exit=close_thread_connections,
+                          finished_with=finished_with)
+
+
+SWEEP_CHUNK = 500  # job UIDs per query of `finished_with`
+
+
+def finished_with(job_uids: list[str]) -> set[str]:
+    """Of these job-UID label values (from the watch cache), the ones the watch may forget: jobs that ended and
+    whose objects gangweb cleaned up (`cleaned_up_at`), and values that name no job of this database (not a UUID,
+    or no row: orphans, or look-alike labels). Raises the database's errors (the watcher logs them and asks again
+    at its next sweep)."""
+    close_old_connections()
+    valid = {}
+    for value in job_uids:
+        try:
+            valid[str(uuid.UUID(value))] = value
+        except (ValueError, TypeError, AttributeError):
+            continue
+    done = {v for v in job_uids if v not in valid.values()}
+    keys = list(valid)
+    for start in range(0, len(keys), SWEEP_CHUNK):
+        chunk = keys[start:start + SWEEP_CHUNK]
+        live = set()
+        for uid, phase, cleaned in GangJob.objects.filter(uid__in=chunk).values_list("uid", "phase",
+                                                                                    "cleaned_up_at"):
+            if not (phase in TERMINAL_PHASES and cleaned is not None):
+                live.add(str(uid))
+        done |= {valid[k] for k in chunk if k not in live}
+    return done
 
 
 def close_thread_connections() -> None:

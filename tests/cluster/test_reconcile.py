@@ -256,7 +256,9 @@ def test_resync_lists_each_kind_once_whatever_the_number_of_jobs(world):
         counts.append((stats["jobs"], objects.requests.total(), len(sql)))
     # In-sync jobs are neither locked nor written: the SQL queries of a resync do not grow with its jobs either.
     assert counts[0][:2] == (3, kinds) and counts[1][:2] == (6, kinds)
-    assert counts[0][2] == counts[1][2] == 5  # ids, timelines, rows (one chunk), orphan check, the attempt row
+    # ids, timelines, rows (one chunk), orphan check, the attempt row; and the resync lease: claimed, its cursor read
+    # (where the last bounded run stopped), released.
+    assert counts[0][2] == counts[1][2] == 8
 
 
 def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, kube_namespace, admin_user, enqueued):

@@ -1,0 +1,85 @@
+"""A resync under a backlog (issue 16): one per cluster at a time (a database lease), bounded per run and going on
+where the previous run stopped, leaving jobs whose own task is queued to that task, and reading afresh a job whose
+row changed after the snapshot was listed."""
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.utils import timezone
+
+from scheduling.choices import DesiredState, GangPhase
+from scheduling.models import GangJob, Lease, leases
+from scheduling.reconcile import resync
+from tests import builders
+
+
+@pytest.mark.parametrize(("cursor", "order"), [
+    (0, [3, 5, 8, 13]),
+    (5, [8, 13, 3, 5]),
+    (13, [3, 5, 8, 13]),
+    (99, [3, 5, 8, 13]),
+    (4, [5, 8, 13, 3]),  # the job the cursor named is gone: go on from the next id
+])
+def test_a_bounded_resync_goes_on_after_the_last_job_it_looked_at(cursor, order):
+    assert resync._order_from([3, 5, 8, 13], cursor) == order
+
+
+def test_every_job_gets_its_turn_over_successive_bounded_runs():
+    ids, cursor, seen = list(range(1, 11)), 0, []
+    for _ in range(4):  # 3 per run, as resync_cluster slices them
+        turn = resync._order_from(ids, cursor)[:3]
+        seen += turn
+        cursor = turn[-1]
+    assert sorted(set(seen)) == ids
+
+
+@pytest.mark.django_db
+def test_a_lease_is_held_by_one_claimant_until_released_or_lapsed():
+    first = leases.acquire("resync:cluster:1", 60)
+    assert first and leases.acquire("resync:cluster:1", 60) is None
+    assert leases.acquire("resync:cluster:2", 60)  # another cluster's lease is another row
+    assert not leases.release("resync:cluster:1", "not-the-holder")
+    assert leases.release("resync:cluster:1", first, cursor=42)
+    assert leases.cursor_of("resync:cluster:1") == 42
+    second = leases.acquire("resync:cluster:1", 60)
+    assert second and second != first
+
+    # A holder killed mid-run never releases; its lease lapses and the next run takes it.
+    Lease.objects.filter(name="resync:cluster:1").update(expires_at=timezone.now() - timedelta(seconds=1))
+    third = leases.acquire("resync:cluster:1", 60)
+    assert third and not leases.release("resync:cluster:1", second)
+
+
+@pytest.mark.django_db
+def test_a_resync_of_a_cluster_whose_lease_is_held_does_nothing():
+    cluster = builders.make_cluster("busy")
+    leases.acquire(resync.lease_name(cluster), 60)
+    assert resync.resync_cluster(cluster) == {"skipped": 1}
+    assert not cluster.attempts.exists()
+
+
+@pytest.mark.django_db
+def test_the_periodic_resync_leaves_freshly_submitted_and_cancelled_jobs_to_their_task(admin_user, enqueued):
+    cluster = builders.make_cluster("local")
+    queue = builders.make_queue("team-a", clusters=[cluster])
+    version = builders.make_template("llm")
+    new = builders.make_job(version, queue, cluster, user=admin_user)
+    old = builders.make_job(version, queue, cluster, user=admin_user)
+    running = builders.make_job(version, queue, cluster, user=admin_user, phase=GangPhase.RUNNING)
+    cancelling = builders.make_job(version, queue, cluster, user=admin_user, phase=GangPhase.RUNNING,
+                                   desired_state=DesiredState.CANCEL)
+    GangJob.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(seconds=120))
+
+    assert set(resync.jobs_to_resync(cluster, grace_seconds=60)) == {old, running}
+    assert set(resync.jobs_to_resync(cluster)) == {new, old, running, cancelling}
+
+
+def test_a_job_changed_after_the_snapshot_was_listed_is_read_afresh():
+    listed_at = time.time()
+    before = SimpleNamespace(updated_at=timezone.now() - timedelta(seconds=5), created_at=None)
+    after = SimpleNamespace(updated_at=timezone.now() + timedelta(seconds=1), created_at=None)
+    assert not resync.changed_since(before, listed_at)
+    assert resync.changed_since(after, listed_at)
