@@ -153,9 +153,10 @@ def _claim_backend(job_ids: list[int], name: str) -> set[int]:
     """Record backend `name` on those of `job_ids` that have none yet and are not being cancelled; returns the
     ids it was recorded on."""
     rows = GangJob.objects.filter(pk__in=job_ids, backend_plugin="").exclude(desired_state=DesiredState.CANCEL)
+    if rows.update(backend_plugin=name) == len(job_ids):
+        return set(job_ids)  # the usual case: one statement
     if len(job_ids) == 1:
-        return set(job_ids) if rows.update(backend_plugin=name) else set()
-    rows.update(backend_plugin=name)
+        return set()
     return set(GangJob.objects.filter(pk__in=job_ids, backend_plugin=name).values_list("pk", flat=True))
 
 
