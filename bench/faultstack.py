@@ -70,7 +70,7 @@ class FaultStack(Stack):
             "SECRET_KEY": uuid.uuid4().hex * 2, "GANGWEB_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
             "GANGWEB_STATE_DIR": str(state), "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "GANGWEB_RESYNC_SECONDS": str(resync_seconds), "GANGWEB_SUBMIT_RATE_PER_TOKEN": "100000/minute",
-            "GANGWEB_SUBMIT_RATE_PER_USER": "100000/minute", "LOG_LEVEL": "INFO",
+            "GANGWEB_SUBMIT_RATE_PER_USER": "100000/minute", "LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1",
         })
         self.env["DATABASE_URL"] = self.start_private_postgres()
         self.env["REDIS_URL"] = self.start_redis()
@@ -81,7 +81,7 @@ class FaultStack(Stack):
         seeded = json.loads(self.manage_output([sys.executable, "-m", "bench.faultstack", "seed", kubeconfig]))
         self.token, self.password = seeded["token"], seeded["password"]
         self.base_url = self.start_web()
-        for i in range(workers):
+        for i in range(workers):  # 0: no worker (a run that only watches)
             self.start_worker(worker_concurrency, name=f"worker{i}" if i else "worker", loglevel="INFO")
         if beat:
             self.start_beat()
