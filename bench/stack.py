@@ -3,9 +3,12 @@
 - PostgreSQL: the Debian cluster (``pg_lsclusters``), started with ``pg_ctlcluster`` when down; a database
   ``gangweb_bench`` (``BENCH_DB_NAME``) and a role of the same name, whose password is fixed per role, are created
   when missing. Stopped again only if this run started it.
-- Redis: ``redis-server`` on a free port, no persistence.
+- Redis: ``redis-server`` on a free port, no persistence; `restart_redis` kills it and starts it again on that port.
+- A private PostgreSQL (`start_private_postgres`, for fault runs that stop it): ``initdb`` in a temporary directory,
+  ``pg_ctl`` on a free port, trust authentication on 127.0.0.1 only, removed on ``close()``.
 - gunicorn: ``gangweb.wsgi`` with 2 workers on a free port, settings ``bench.settings``.
-- Celery worker: ``celery -A gangweb worker`` (concurrency 2), started on demand.
+- Celery worker: ``celery -A gangweb worker`` (concurrency 2), started on demand; Celery beat and
+  ``manage.py watch_clusters`` likewise (`start_beat`, `start_watch`).
 - The local control plane (``localcluster``), started on demand in a state directory of its own.
 
 Debian packages (``postgresql``, ``redis-server``) are installed with apt-get when missing and we are root.
@@ -20,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -102,6 +106,8 @@ class Stack:
     cluster: object | None = None
     cluster_state_dir: Path | None = None
     web_port: int = 0
+    redis_port: int = 0
+    private_pg: dict | None = None  # {"bindir", "root", "data", "port"} of start_private_postgres
 
     def __enter__(self) -> Stack:
         return self
@@ -140,16 +146,56 @@ class Stack:
         return subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", port, "-tAq", "-c", sql],
                               capture_output=True, text=True, check=True, cwd="/").stdout
 
+    # A private PostgreSQL (fault runs stop and restart it) ----------------------------------------------------
+    def start_private_postgres(self) -> str:
+        """initdb a new PostgreSQL in a temporary directory and start it on a free port of 127.0.0.1 (trust
+        authentication, fsync off: test data only); return its DATABASE_URL (role and database ``gangweb``).
+        As root the server runs as the ``postgres`` user (PostgreSQL refuses root)."""
+        bindir = _pg_bindir()
+        root = Path(tempfile.mkdtemp(prefix="gangweb-pg-"))
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres", "postgres")
+        self.private_pg = {"bindir": bindir, "root": root, "data": root / "data", "port": free_port()}
+        self._pg(["initdb", "-D", str(root / "data"), "-U", "gangweb", "-A", "trust", "-E", "UTF8", "--no-sync"])
+        self.start_postgres_again()
+        self._pg(["createdb", "-h", "127.0.0.1", "-p", str(self.private_pg["port"]), "-U", "gangweb", "gangweb"])
+        return f"postgres://gangweb@127.0.0.1:{self.private_pg['port']}/gangweb"
+
+    def stop_postgres(self, mode: str = "fast") -> None:
+        """Stop the private PostgreSQL (`pg_ctl stop -m mode`: fast disconnects every client at once)."""
+        self._pg(["pg_ctl", "-D", str(self.private_pg["data"]), "-m", mode, "-w", "stop"])
+
+    def start_postgres_again(self) -> None:
+        """Start the private PostgreSQL on its port (after `stop_postgres`); returns once it accepts connections."""
+        pg = self.private_pg
+        options = (f"-p {pg['port']} -k {pg['root']} -c listen_addresses=127.0.0.1 -c fsync=off "
+                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        self._pg(["pg_ctl", "-D", str(pg["data"]), "-l", str(pg["root"] / "postgres.log"), "-o", options, "-w",
+                  "start"])
+
+    def _pg(self, argv: list[str]) -> None:
+        run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        argv = [str(Path(self.private_pg["bindir"]) / argv[0]), *argv[1:]]
+        subprocess.run([*run_as, *argv], check=True, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
     # Redis ----------------------------------------------------------------------------------------------------
     def start_redis(self) -> str:
-        """Start redis-server on a free port without persistence; return its REDIS_URL."""
+        """Start redis-server on a free port (the same port again after `restart_redis`) without persistence;
+        return its REDIS_URL."""
         if not shutil.which("redis-server"):
             apt_install("redis-server")
-        port = free_port()
+        port = self.redis_port = self.redis_port or free_port()
         self._spawn("redis", ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no", "--dir", str(self.workdir)])
         wait_for(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() or True, 30, "redis")
         return f"redis://127.0.0.1:{port}/0"
+
+    def restart_redis(self, down_seconds: float = 0) -> None:
+        """kill -9 Redis (no persistence: every queued message is lost, as after a crash without AOF), wait
+        `down_seconds`, start it again on the same port."""
+        self.kill("redis", signal.SIGKILL)
+        time.sleep(down_seconds)
+        self.start_redis()
 
     # Django processes -----------------------------------------------------------------------------------------
     def start_web(self, workers: int = 2) -> str:
@@ -162,11 +208,29 @@ class Stack:
         wait_for(lambda: _answers(f"{base}/api/v1/"), 60, "gunicorn", interval=0.5)
         return base
 
-    def start_worker(self, concurrency: int = 2) -> None:
-        """Start a Celery worker for the gangweb app."""
-        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=WARNING",
-                               f"--concurrency={concurrency}", "--without-gossip", "--without-mingle",
-                               "--without-heartbeat", "-n", f"bench-{os.getpid()}@%h"])
+    def start_worker(self, concurrency: int = 2, name: str = "worker", loglevel: str = "WARNING") -> None:
+        """Start a Celery worker for the gangweb app (process `name`, `concurrency` pool processes)."""
+        self._spawn(name, [sys.executable, "-m", "celery", "-A", "gangweb", "worker", f"--loglevel={loglevel}",
+                           f"--concurrency={concurrency}", "--without-gossip", "--without-mingle",
+                           "--without-heartbeat", "-n", f"bench-{name}-{os.getpid()}-{time.monotonic_ns()}@%h"])
+
+    def start_beat(self) -> None:
+        """Start Celery beat (the periodic resync, probe and queue sync), its schedule file in the workdir."""
+        self._spawn("beat", [sys.executable, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO",
+                             f"--schedule={self.workdir / 'celerybeat-schedule'}"])
+
+    def start_watch(self) -> None:
+        """Start `manage.py watch_clusters` (the list-then-watch of every registered cluster)."""
+        self._spawn("watch", [sys.executable, "manage.py", "watch_clusters"])
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to a started process's whole group (a Celery worker and its pool children alike) and, for
+        a fatal signal, reap it; it is forgotten (start it again to replace it)."""
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=30)
 
     def stop(self, name: str) -> None:
         """Stop one started process (SIGTERM, then SIGKILL after 20 s) by its pid."""
@@ -232,6 +296,13 @@ class Stack:
                 log(f"stopping the local control plane failed: {exc}")
         if self.pg_started:
             self._stop_postgres()
+        if self.private_pg is not None:
+            try:
+                self.stop_postgres("immediate")
+            except subprocess.CalledProcessError:
+                pass  # already stopped
+            shutil.rmtree(self.private_pg["root"], ignore_errors=True)
+            self.private_pg = None
 
     def _stop_postgres(self) -> None:
         """Stop the PostgreSQL cluster this run started, unless someone else connected to it meanwhile."""
@@ -249,3 +320,12 @@ class Stack:
             return
         log(f"stopping PostgreSQL {version}/{name} (this run started it)")
         subprocess.run(["pg_ctlcluster", version, name, "stop"], check=False)
+
+
+def _pg_bindir() -> str:
+    """The newest installed PostgreSQL's bin directory (Debian: /usr/lib/postgresql/<major>/bin)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
+    if not found:
+        apt_install("postgresql")
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
+    return str(found[-1].parent)

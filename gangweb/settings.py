@@ -102,6 +102,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "scheduling.middleware.AccessMemoMiddleware",
+    "scheduling.middleware.DependencyUnavailableMiddleware",  # PostgreSQL/Redis down: 503 + Retry-After, not 500
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -131,6 +132,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{STATE_DIR / 'gangweb.sqlite3'}"),
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+        # A kept connection is checked (SELECT 1) before its first use in each request or task: after a PostgreSQL
+        # restart the first request reconnects instead of failing on the dead connection.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DATABASE_PREPARED_STATEMENTS", True):

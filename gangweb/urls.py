@@ -17,3 +17,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
 ]
+
+# A dependency down outside any view (e.g. saving the session while PostgreSQL restarts): 503, not a 500 page.
+handler500 = "scheduling.unavailable.server_error"

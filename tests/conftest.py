@@ -47,7 +47,7 @@ def enqueued(monkeypatch):
 
     calls = []
     # Test transactions never commit, so run on-commit hooks at once.
-    monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None: fn()))
+    monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None, robust=False: fn()))
     monkeypatch.setattr(tasks.reconcile_job, "delay", lambda job_id: calls.append([job_id]))
     monkeypatch.setattr(tasks.reconcile_jobs, "delay", lambda ids: calls.append(list(ids)))
     return calls
@@ -97,7 +97,7 @@ def queue_syncs(monkeypatch):
     from scheduling.services import dispatch
 
     calls = []
-    monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None: fn()))
+    monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None, robust=False: fn()))
     monkeypatch.setattr(tasks.reconcile_queue, "delay", lambda pid, extra=None: calls.append(("reconcile_queue", pid)))
     monkeypatch.setattr(tasks.sync_queues, "delay", lambda cid=None: calls.append(("sync_queues", cid)))
     return calls

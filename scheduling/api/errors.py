@@ -8,12 +8,22 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from .. import unavailable
 from ..services.errors import ServiceError
 
 
 def exception_handler(exc, context):
     """DRF exception handler: Django ValidationError -> 400, ServiceError -> its status, a delete blocked by
-    PROTECT -> 409; else DRF's default."""
+    PROTECT -> 409, a dependency down (PostgreSQL, Redis, broker) -> 503 with Retry-After; else DRF's default."""
+    dependency = unavailable.dependency_of(exc)
+    if dependency is not None:
+        request = context.get("request")
+        if request is not None:
+            unavailable.log.warning("%s %s: %s unavailable (%s: %s); answered 503", request.method, request.path,
+                                    dependency, type(exc).__name__, exc)
+        return Response({"detail": unavailable.message(dependency), "dependency": dependency},
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(unavailable.RETRY_AFTER_SECONDS)})
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)

@@ -329,7 +329,7 @@ class GangJobSerializer(serializers.ModelSerializer):
         fields = ["id", "uid", "name", "namespace", "template", "template_version", "queue", "cluster",
                   "priority_class_name", "overrides", "desired_state", "phase", "phase_reason", "phase_message",
                   "phase_changed_at", "why_pending", "backend_plugin", "submitted_by", "created_at", "updated_at",
-                  "finished_at"]
+                  "finished_at", "cleaned_up_at"]
         read_only_fields = fields
 
 

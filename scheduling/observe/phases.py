@@ -13,7 +13,8 @@ Phases (scheduling.choices.GangPhase), each reached when:
   Succeeded (time: the latest container finish).
 - **Failed**: an owner Job has `Failed=True` (time: that condition's lastTransitionTime), or without owners a
   pod Failed.
-- **Cancelled**: the user asked to cancel and nothing of the job is left live in the cluster (time: now).
+- **Cancelled** is not observed here: the reconcile pass records it (reconcile/jobs.py `cancel`) once its own LIST
+  finds nothing of the job left, pods included; until then an observation says `Cancelling`.
 
 Rules: phases only move forward within an attempt; each phase gets one entry per attempt, in lifecycle order, and
 an entry is never invented without a timestamp from the cluster (gangweb's own clock is used only for Cancelled). A
@@ -47,7 +48,6 @@ REASON_RUNNING = "Running"
 REASON_OBJECTS_CREATED = "ObjectsCreated"
 REASON_OBJECTS_MISSING = "ObjectsMissing"
 REASON_CANCELLING = "Cancelling"
-REASON_CANCELLED = "Cancelled"
 REASON_COMPLETED = "Completed"
 REASON_POD_FAILED = "PodFailed"
 REASON_REQUEUED = "Requeued"  # a scheduled gang fell below minMember bound and its pods wait in the scheduler again
@@ -119,7 +119,8 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
                owners: list[OwnerFacts], now: datetime) -> dict[str, Entry]:
     """Every phase the evidence shows the job has reached, each with its own cluster time, source and reason.
 
-    Pure; `now` is used only for Cancelled. Terminating objects and pods do not count as live.
+    Pure; `now` is used only for a Failed pod's missing finish time. Terminating objects and pods do not count as
+    live. Cancelled is never among them (only a reconcile pass decides it).
     """
     live_gang = [g for g in gang_objects if not o.is_terminating(g)]
     live_owners = [w for w in owners if not w.terminating]
@@ -199,10 +200,9 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
             found[GangPhase.SUCCEEDED] = Entry(GangPhase.SUCCEEDED, at, last.ref, REASON_COMPLETED,
                                                f"{len(done)} of {shape.total} pods succeeded")
 
-    if shape.cancelling and not (live_gang or live_owners or live_pods) and GangPhase.SUCCEEDED not in found \
-            and GangPhase.FAILED not in found:
-        found[GangPhase.CANCELLED] = Entry(GangPhase.CANCELLED, now, "gangweb", REASON_CANCELLED,
-                                           "cancelled by the user; cluster objects deleted")
+    # Never Cancelled from an observation: that is gangweb's decision (reconcile/jobs.py `cancel`), made only by a
+    # pass whose own LIST found nothing of the job left, pods included, and recorded with `cleaned_up_at`. A watch
+    # cache (or a resync's snapshot) may lag behind what exists; a cancelling job keeps its phase, reason Cancelling.
     return found
 
 
@@ -230,7 +230,6 @@ def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], 
     # One terminal phase only: Failed wins over Succeeded when both show (a Job can fail after others completed).
     if GangPhase.FAILED in found:
         found.pop(GangPhase.SUCCEEDED, None)
-        found.pop(GangPhase.CANCELLED, None)
     # A re-queued attempt is scheduled again only by its pods: a gang object's admitted condition may still hold
     # from before the disruption (it is not reset when a member is evicted).
     again = {p: e for p, e in found.items() if p != GangPhase.SCHEDULED or obs.bound >= shape.min_member}

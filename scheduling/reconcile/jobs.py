@@ -77,6 +77,7 @@ RECREATED = "Recreated"  # a Scheduled/Running job's vanished objects were creat
 REPLACED = "Replaced"  # a Scheduled/Running job's gang was replaced under a new generation: a new attempt
 BACKEND_UNAVAILABLE = "BackendUnavailable"
 WAITING = "WaitingForDeletion"
+CANCELLING = "Cancelling"  # phase_reason of a job whose cancel is deleting its objects (observe/phases.py too)
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
                            NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED})
@@ -133,11 +134,30 @@ def backend_for(job: GangJob, api) -> SchedulerBackend:
         except KeyError:
             raise TerminalKubeError(BACKEND_UNAVAILABLE, f"backend '{job.backend_plugin}' is not registered") from None
     cls = choose_backend(job, api)
-    job.backend_plugin = cls.name
     # Recorded at once, before anything is created: a cancel must know which kinds to clean up even if this
-    # pass dies half-way.
-    GangJob.objects.filter(pk=job.pk, backend_plugin="").update(backend_plugin=cls.name)
+    # pass dies half-way. Never on a job cancelled meanwhile: its cancel pass, seeing no backend, may already have
+    # ended it Cancelled without reading the cluster, so nothing may be created for it. This pass then cancels it
+    # too, as any cancel does (it reads the cluster: nothing of it can be there), without recording a backend.
+    if not _claim_backend([job.pk], cls.name):
+        row = GangJob.objects.filter(pk=job.pk).values("backend_plugin", "desired_state").first() or {}
+        if row.get("backend_plugin"):
+            job.backend_plugin = row["backend_plugin"]  # a concurrent pass chose first
+            return registry.by_name(job.backend_plugin)()
+        job.desired_state = DesiredState.CANCEL
+        return cls()
+    job.backend_plugin = cls.name
     return cls()
+
+
+def _claim_backend(job_ids: list[int], name: str) -> set[int]:
+    """Record backend `name` on those of `job_ids` that have none yet and are not being cancelled; returns the
+    ids it was recorded on."""
+    rows = GangJob.objects.filter(pk__in=job_ids, backend_plugin="").exclude(desired_state=DesiredState.CANCEL)
+    if rows.update(backend_plugin=name) == len(job_ids):
+        return set(job_ids)  # the usual case: one statement
+    if len(job_ids) == 1:
+        return set()
+    return set(GangJob.objects.filter(pk__in=job_ids, backend_plugin=name).values_list("pk", flat=True))
 
 
 def record_backends(jobs: list[GangJob], api) -> None:
@@ -153,9 +173,10 @@ def record_backends(jobs: list[GangJob], api) -> None:
         except TerminalKubeError:
             continue
     for name, batch in chosen.items():
-        GangJob.objects.filter(pk__in=[j.pk for j in batch], backend_plugin="").update(backend_plugin=name)
+        claimed = _claim_backend([j.pk for j in batch], name)
         for job in batch:
-            job.backend_plugin = name
+            if job.pk in claimed:
+                job.backend_plugin = name  # the others' own passes find out why (backend_for)
 
 
 def choose_backend(job: GangJob, api) -> type[SchedulerBackend]:
@@ -457,12 +478,13 @@ class JobReconciler:
         return self.read_ours(ref, name)
 
     # ---- deletion ----------------------------------------------------------------------------------------------
-    def delete(self, ref: ObjectRef, obj: dict) -> dict | None:
+    def delete(self, ref: ObjectRef, obj: dict, propagation: str = "Background") -> dict | None:
         """Delete one of our objects with a UID precondition (a 409 means it was already replaced: leave it).
-        Returns the object when the server kept it terminating (finalizers pending), else None."""
+        `propagation` is the DeleteOptions propagationPolicy. Returns the object when the server kept it
+        terminating (finalizers pending), else None."""
         meta = obj["metadata"]
         try:
-            left = objects.delete(self.api, ref, self.ns, meta["name"], uid=meta.get("uid"))
+            left = objects.delete(self.api, ref, self.ns, meta["name"], uid=meta.get("uid"), propagation=propagation)
         except ApiException as exc:
             if exc.status != 409:
                 raise
@@ -521,14 +543,20 @@ class JobReconciler:
 
     def delete_all(self) -> bool:
         """Delete every object of the job (Jobs with their pods, Service, gang objects). Returns True when the
-        pass found nothing left to delete (the cleanup is complete), in objects read for this pass: a snapshot's
-        "nothing" is checked by reading again (`confirm_absence`)."""
+        pass found nothing left to delete (the cleanup is complete).
+
+        "Nothing left" is concluded only from a LIST made by this pass: a resync snapshot was listed before the
+        pass began, and a job's objects created after it (a pass that was creating them when the cancel landed)
+        are not in it, so an empty slice of a snapshot is read again (`confirm_absence`). The Jobs are deleted with
+        Foreground propagation: each stays (terminating) until the garbage collector has deleted its pods, so a LIST that
+        finds no Job has no pod of it to miss either, and the watch's cache, which sees the Job go last, never
+        shows the job empty while its pods run (observe/phases.py decides Cancelled from it)."""
         nothing_left = self.observed.is_empty()
         if nothing_left and self.confirm_absence():
             return self.delete_all()
         for owner in self.observed.owners.values():
             if not is_terminating(owner):
-                self.delete(JOB, owner)
+                self.delete(JOB, owner, propagation="Foreground")
         for svc in self.observed.services.values():
             if not is_terminating(svc):
                 self.delete(SERVICE, svc)
@@ -536,11 +564,17 @@ class JobReconciler:
         return nothing_left
 
     def cancel(self) -> None:
-        """Delete every object of the job and end it Cancelled; done (`cleaned_up_at`) once nothing is left."""
+        """Delete every object of the job; once a pass finds nothing of it left (no gang object, Job, Service or
+        pod, terminating ones included), end it Cancelled and set `cleaned_up_at`, together. Until then the job
+        keeps its phase with reason `Cancelling` (docs/observability.md) and the pass comes back (a countdown;
+        the watch also queues a pass at each of the job's deletions): Cancelled is a promise that nothing of the
+        job runs or holds quota any more."""
         nothing_left = self.delete_all()
-        if self.job.phase != GangPhase.CANCELLED:
+        if nothing_left and self.job.phase != GangPhase.CANCELLED:
             status.record_phase(self.job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
                                 "cancelled; the job's cluster objects are deleted")
+        elif not nothing_left and self.job.phase != GangPhase.CANCELLED:
+            self.job.phase_reason, self.job.phase_message = CANCELLING, "deleting the job's cluster objects"
         self.finish_cleanup(nothing_left)
 
     def discard(self) -> None:
@@ -625,6 +659,8 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     try:
         if job.desired_state == DesiredState.CANCEL and not job.backend_plugin:
             # Never dispatched: nothing of it can be in the cluster, so no request is needed (works offline too).
+            # No pass creates anything for it from now on: a backend is never recorded on a cancelled job
+            # (backend_for), and no pass creates without one.
             status.record_phase(job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
                                 "cancelled before it was dispatched")
             job.cleaned_up_at = job.cleaned_up_at or timezone.now()

@@ -14,7 +14,7 @@ import time
 import uuid
 
 from django.conf import settings
-from django.db import OperationalError, close_old_connections, connections
+from django.db import InterfaceError, OperationalError, close_old_connections, connections
 
 from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
@@ -24,7 +24,8 @@ from . import ownership, status
 
 log = logging.getLogger(__name__)
 
-LOCK_RETRIES = 8
+LOCK_RETRIES = 8  # quick tries (a SQLite lock) before a database error is logged as an outage
+DB_OUTAGE_SECONDS = 120  # how long an observation waits for the database (a PostgreSQL restart takes seconds)
 
 
 def gang_kinds(cluster: Cluster) -> list:
@@ -72,22 +73,42 @@ def select(job_objects: JobObjects, backend, job: GangJob) -> tuple[list[dict], 
 
 
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
-    """Record what the watch cache holds of one job; enqueue a reconcile when its objects were deleted."""
-    close_old_connections()
-    for attempt in range(LOCK_RETRIES):
-        try:
-            job = _observe(job_uid, job_objects)
-            break
-        except OperationalError:
-            # SQLite (a laptop, or the in-memory test database shared between threads) reports a concurrent
-            # writer as an error instead of waiting; the observation is idempotent, so try again shortly.
-            if attempt == LOCK_RETRIES - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
+    """Record what the watch cache holds of one job; enqueue a reconcile when its objects were deleted (or it is
+    being cancelled). Waits out a database outage (`with_database`); a broker that cannot take the reconcile is
+    logged and left to the periodic resync, so the watch goes on either way."""
+    job = with_database(lambda: _observe(job_uid, job_objects))
     if job is not None and (deleted or job.desired_state == DesiredState.CANCEL):
         from .. import tasks
 
-        tasks.reconcile_job.delay(job.pk)
+        try:
+            tasks.reconcile_job.delay(job.pk)
+        except Exception as exc:  # Redis down: kombu's OperationalError after its publish retries
+            log.warning("watch: could not queue a reconcile of job %s (%s: %s); the resync will", job.pk,
+                        type(exc).__name__, exc)
+
+
+def with_database(fn):
+    """`fn()`, tried again while the database refuses, for up to DB_OUTAGE_SECONDS; then its error is raised.
+
+    Two causes, one cure: SQLite (a laptop, or the test database shared between threads) reports a concurrent
+    writer as an OperationalError instead of waiting; PostgreSQL restarting or a cut connection raises
+    OperationalError / InterfaceError, and Django closes the broken connection only at the end of a request,
+    which a watcher thread never reaches (`close_old_connections()` before each try closes it here, and the next
+    query connects anew). The callers' writes are idempotent observations, so trying again is harmless; the
+    dispatcher's other dirty jobs wait meanwhile, as they would have nothing to write to."""
+    deadline = time.monotonic() + DB_OUTAGE_SECONDS
+    attempt = 0
+    while True:
+        close_old_connections()
+        try:
+            return fn()
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if attempt == LOCK_RETRIES:
+                log.warning("watch: database unavailable (%s); retrying for up to %d s", exc, DB_OUTAGE_SECONDS)
+            time.sleep(min(0.05 * (attempt + 1), 2.0))
+            attempt += 1
 
 
 def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
@@ -102,15 +123,7 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
 
 def save_capacity(cluster_pk: int, summary: dict) -> None:
     """Record what the cluster's schedulable nodes offer (`Cluster.capacity`, observe.capacity.summarize)."""
-    close_old_connections()
-    for attempt in range(LOCK_RETRIES):
-        try:
-            Cluster.objects.filter(pk=cluster_pk).update(capacity=summary)
-            return
-        except OperationalError:  # SQLite: a concurrent writer (see observe_job)
-            if attempt == LOCK_RETRIES - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
+    with_database(lambda: Cluster.objects.filter(pk=cluster_pk).update(capacity=summary))
 
 
 def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWatcher:

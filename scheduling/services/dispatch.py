@@ -1,4 +1,11 @@
-"""Enqueue reconcile work after the surrounding transaction commits (never for a row that may roll back)."""
+"""Enqueue reconcile work after the surrounding transaction commits (never for a row that may roll back).
+
+The enqueues are robust on-commit callbacks (Django's `robust=True`): when the broker cannot take a message
+(Redis down), the error is logged and the request still answers with what it committed. The committed rows are
+the record: the periodic resync reconciles every unfinished job and the periodic queue sync every queue, so the
+work happens within a resync period instead (docs/architecture.md). Failing the request after the commit would
+tell a client that a job it can see was not created, and a retry without an Idempotency-Key would submit it twice.
+"""
 from __future__ import annotations
 
 from django.db import transaction
@@ -17,10 +24,10 @@ def reconcile_jobs_on_commit(job_ids: list[int]) -> None:
     if not job_ids:
         return
     if len(job_ids) == 1:
-        transaction.on_commit(lambda: tasks.reconcile_job.delay(job_ids[0]))
+        transaction.on_commit(lambda: tasks.reconcile_job.delay(job_ids[0]), robust=True)
         return
     chunks = [job_ids[i:i + BATCH] for i in range(0, len(job_ids), BATCH)]
-    transaction.on_commit(lambda: [tasks.reconcile_jobs.delay(chunk) for chunk in chunks])
+    transaction.on_commit(lambda: [tasks.reconcile_jobs.delay(chunk) for chunk in chunks], robust=True)
 
 
 def reconcile_queue_on_commit(policy_id: int, extra_cluster_ids: list[int] | None = None) -> None:
@@ -28,7 +35,7 @@ def reconcile_queue_on_commit(policy_id: int, extra_cluster_ids: list[int] | Non
     targeted before the change (so a dropped cluster gets its Queue CR deleted)."""
     from .. import tasks
 
-    transaction.on_commit(lambda: tasks.reconcile_queue.delay(policy_id, extra_cluster_ids or []))
+    transaction.on_commit(lambda: tasks.reconcile_queue.delay(policy_id, extra_cluster_ids or []), robust=True)
 
 
 def sync_queue_clusters_on_commit(cluster_ids: list[int] | None) -> None:
@@ -36,13 +43,13 @@ def sync_queue_clusters_on_commit(cluster_ids: list[int] | None) -> None:
     from .. import tasks
 
     if cluster_ids is None:
-        transaction.on_commit(lambda: tasks.sync_queues.delay())
+        transaction.on_commit(lambda: tasks.sync_queues.delay(), robust=True)
         return
-    transaction.on_commit(lambda: [tasks.sync_queues.delay(cid) for cid in cluster_ids])
+    transaction.on_commit(lambda: [tasks.sync_queues.delay(cid) for cid in cluster_ids], robust=True)
 
 
 def deliver_webhook_on_commit(delivery_id: int) -> None:
     """Send one webhook delivery once the transaction that created it commits."""
     from .. import tasks
 
-    transaction.on_commit(lambda: tasks.deliver_webhook.delay(delivery_id))
+    transaction.on_commit(lambda: tasks.deliver_webhook.delay(delivery_id), robust=True)

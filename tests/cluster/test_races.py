@@ -5,7 +5,7 @@ import pytest
 
 from scheduling.backends import kai_v2alpha2
 from scheduling.choices import GangPhase
-from scheduling.kube.objects import JOB, SERVICE
+from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob
 from scheduling.reconcile import jobs
 from scheduling.services import jobs as job_service
@@ -45,6 +45,12 @@ def test_a_cancel_during_a_dispatching_pass_leaves_no_objects_behind(world, disp
     job.refresh_from_db()
     assert job.phase == GangPhase.CANCELLED
     assert list(job.transitions.values_list("phase", flat=True)).count(GangPhase.CANCELLED) == 1
+    if not dispatched:
+        # No backend is ever recorded on a cancelled job, and no pass creates without one: pass A created nothing.
+        assert job.backend_plugin == "" and job.cleaned_up_at is not None
+        for ref in (KAI_PG, JOB, SERVICE, POD):
+            assert world.gang(job, ref) == [], ref.kind
+        return
     assert job.cleaned_up_at is None  # so the resync keeps looking until everything is really gone
 
     wait_for(lambda: world.reconcile(job) and GangJob.objects.get(pk=job.pk).cleaned_up_at, 60, "the cleanup")

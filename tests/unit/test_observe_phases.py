@@ -116,14 +116,17 @@ def test_a_terminal_job_never_changes():
     assert obs.entries == [] and obs.phase == P.CANCELLED
 
 
-def test_cancelled_once_nothing_of_the_job_is_left():
+def test_a_cancelling_job_says_cancelling_and_is_never_cancelled_by_an_observation():
+    # Only the reconcile pass's own LIST may conclude that nothing is left (reconcile/jobs.py `cancel`): a watch
+    # cache or a resync snapshot may lag behind objects that exist, e.g. pods the Job controller just made.
     shape = phases.JobShape(min_member=3, total=3, cancelling=True)
     still = run(UNSCHEDULABLE, pods3(unschedulable="x", terminating=True), current=P.QUEUED, shape=shape,
                 recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)})
     assert still.entries == [] and still.reason == "Cancelling"
-    gone = run(GangStatus(), [], owners=[], gang_objects=[], current=P.QUEUED, shape=shape, now=t(50),
-               recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)})
-    assert [(e.phase, e.at, e.source) for e in gone.entries] == [(P.CANCELLED, t(50), "gangweb")]
+    empty = run(GangStatus(), [], owners=[], gang_objects=[], current=P.RUNNING, shape=shape, now=t(50),
+                recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2)})
+    assert P.CANCELLED not in [e.phase for e in empty.entries] and empty.phase != P.CANCELLED
+    assert empty.reason == "Cancelling"
 
 
 @pytest.mark.parametrize("submitted_at,expected", [

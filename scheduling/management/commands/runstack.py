@@ -10,11 +10,16 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+STARTUP_SECONDS = 10  # a process that exits this soon after its first start has a setup problem: stop everything
+RESTART_BACKOFF_SECONDS = (1, 2, 5, 10, 30)  # pauses before restarting a process that exited later, per exit in a row
+STEADY_SECONDS = 60  # a restarted process that runs this long resets its backoff
+
 
 class Command(BaseCommand):
     """`manage.py runstack [--port 8000] [--no-cluster]`: bootstrap the admin, start (and register) the local
     control plane when its binaries are built, then run web, worker, beat and the cluster watcher until Ctrl-C
-    stops them all."""
+    stops them all. A process that exits later than STARTUP_SECONDS after its start is started again after a
+    pause (RESTART_BACKOFF_SECONDS); one that exits at once stops the others (a setup problem to report)."""
 
     help = "Run web, worker and beat (and the local cluster) in the foreground."
 
@@ -29,15 +34,17 @@ class Command(BaseCommand):
         self._metrics_dir()
         py = sys.executable
         port = options["port"]
-        names = ["web", "worker", "beat", "watch_clusters"]
-        procs = [
-            subprocess.Popen([py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]),
-            subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
-                              "--without-gossip", "--without-mingle", "-n", "gangweb-worker@%h"]),
-            subprocess.Popen([py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"]),
-            subprocess.Popen([py, "manage.py", "watch_clusters"]),
-        ]
-        _wait_for_port(port, procs[0])
+        argvs = {
+            "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            "worker": [py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
+                       "--without-gossip", "--without-mingle", "-n", "gangweb-worker@%h"],
+            "beat": [py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"],
+            "watch_clusters": [py, "manage.py", "watch_clusters"],
+        }
+        procs = {name: subprocess.Popen(argv) for name, argv in argvs.items()}
+        started = {name: time.monotonic() for name in procs}
+        failures: dict[str, int] = {}
+        _wait_for_port(port, procs["web"])
         self.stdout.write(self.style.SUCCESS(
             f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
             "Log in with the admin user above. Ctrl-C stops web, worker and beat.\n"))
@@ -45,26 +52,44 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
         # Also when started in the background (SIGINT inherited as ignored): `kill -INT` of the group still stops it.
         signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+        died = []
         try:
-            while not stop and all(p.poll() is None for p in procs):
+            while not stop and not died:
                 time.sleep(0.5)
+                for name, proc in list(procs.items()):
+                    if proc.poll() is None or stop:
+                        continue
+                    if time.monotonic() - started[name] < STARTUP_SECONDS and name not in failures:
+                        died.append((name, proc.returncode))  # never came up: a setup problem, not an outage
+                        continue
+                    # Exited after running a while (a crash, a database outage it did not survive): start it again
+                    # after a growing pause, as the compose file's restart policy does.
+                    n = failures[name] = failures.get(name, 0) + 1
+                    wait = RESTART_BACKOFF_SECONDS[min(n - 1, len(RESTART_BACKOFF_SECONDS) - 1)]
+                    self.stderr.write(f"runstack: {name} exited with code {proc.returncode}; restarting it in "
+                                      f"{wait} s (restart {n})")
+                    time.sleep(wait)
+                    procs[name], started[name] = subprocess.Popen(argvs[name]), time.monotonic()
+                for name in list(failures):
+                    if time.monotonic() - started[name] > STEADY_SECONDS:
+                        del failures[name]  # ran long enough again: the next exit starts the backoff anew
                 if follower is not None:
                     self._follow(follower)
         except KeyboardInterrupt:
             stop.append(1)
-        died = [] if stop else [(n, p.returncode) for n, p in zip(names, procs, strict=True) if p.poll() is not None]
-        for p in procs:
+        for p in procs.values():
             if p.poll() is None:
                 p.terminate()
-        for p in procs:
+        for p in procs.values():
             try:
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
         if died:
-            # One process exiting stops the others; say which, so the run does not just end in silence.
+            # A process that exits right after its start stops the others; say which, so the run does not just
+            # end in silence.
             self.stderr.write("runstack: " + ", ".join(f"{n} exited with code {rc}" for n, rc in died)
-                              + "; stopped the others (see its output above)."
+                              + " right after starting; stopped the others (see its output above)."
                               + ("" if options["no_cluster"] else
                                  " The local cluster keeps running: `manage.py localcluster down` stops it."))
             sys.exit(1)

@@ -7,6 +7,7 @@ import signal
 import threading
 
 from django.core.management.base import BaseCommand
+from django.db import close_old_connections, connections
 
 from scheduling.models import Cluster
 from scheduling.reconcile import watching
@@ -14,6 +15,9 @@ from scheduling.reconcile import watching
 log = logging.getLogger(__name__)
 
 RESCAN_SECONDS = 15  # how often the set of clusters (and their credentials) is re-read
+# After a failed rescan (PostgreSQL restarting, a network cut): wait this long, growing per failure in a row,
+# then read again. The running watches are kept meanwhile; they need no database to keep their caches.
+RESCAN_BACKOFF_SECONDS = (1, 2, 5, 10, 15)
 
 
 def _fingerprint(cluster: Cluster) -> str:
@@ -24,7 +28,11 @@ def _fingerprint(cluster: Cluster) -> str:
 class Command(BaseCommand):
     """Runs until SIGTERM/Ctrl-C. Adds a watcher for each new cluster, restarts it when the cluster's credentials
     or served APIs change, and stops it when the cluster is deleted. A cluster that cannot be reached keeps
-    retrying inside its watcher (each loss counted in gangweb_watch_restarts_total)."""
+    retrying inside its watcher (each loss counted in gangweb_watch_restarts_total).
+
+    A database outage never ends the command: a rescan that fails (OperationalError, InterfaceError, or anything
+    else) is logged, its broken connection closed, and retried after RESCAN_BACKOFF_SECONDS while every running
+    watch keeps going; their observations wait for the database themselves (reconcile/watching.observe_job)."""
 
     help = "Watch every cluster's gangweb objects and record job phases within a second of a change."
 
@@ -35,19 +43,37 @@ class Command(BaseCommand):
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         running: dict[int, tuple[str, object]] = {}
+        failures = 0
         try:
             while not stop.is_set():
-                self._rescan(running)
-                if options["once"]:
-                    for _, watcher in running.values():
-                        watcher.wait_synced(30)
-                    break
-                stop.wait(RESCAN_SECONDS)
+                if self._rescan_safely(running):
+                    failures = 0
+                    if options["once"]:
+                        for _, watcher in running.values():
+                            watcher.wait_synced(30)
+                        break
+                    stop.wait(RESCAN_SECONDS)
+                else:
+                    stop.wait(RESCAN_BACKOFF_SECONDS[min(failures, len(RESCAN_BACKOFF_SECONDS) - 1)])
+                    failures += 1
         except KeyboardInterrupt:
             pass
         finally:
             for _, watcher in running.values():
                 watcher.stop()
+
+    def _rescan_safely(self, running: dict) -> bool:
+        """One rescan; False (logged, connection dropped) when it failed, so the caller backs off and tries again.
+        Django closes a broken connection only at the end of a request; this loop is no request, so it does."""
+        close_old_connections()
+        try:
+            self._rescan(running)
+            return True
+        except Exception as exc:  # a database outage above all; nothing may end the watches
+            log.warning("watch_clusters: reading the clusters failed (%s: %s); keeping %d watch(es), retrying",
+                        type(exc).__name__, exc, len(running))
+            connections.close_all()
+            return False
 
     def _rescan(self, running: dict) -> None:
         clusters = {c.pk: c for c in Cluster.objects.all()}

@@ -1,0 +1,171 @@
+"""Soak: a sustained submit rate against the whole of gangweb on this machine, then the count of what is left.
+
+    python -m bench.soak                                  # 5 min at 20 submits/s: 6,000 short jobs (issue 16)
+    python -m bench.soak --seconds 60 --concurrency 1     # reconcile capacity with 1 worker process
+    python -m bench.soak --seconds 60 --concurrency 4 --json bench/results/soak-c4.json
+
+A private stack (`bench.faultstack.FaultStack`: PostgreSQL from initdb, Redis, the local control plane, gunicorn,
+one Celery worker of `--concurrency` processes, beat, the watcher) takes `--rate` single submits per second from
+`--clients` threads for `--seconds` (each with an Idempotency-Key, retried on 503), of 2-pod jobs whose pods run
+15 s; every `--cancel-every`-th job is cancelled right after its submit. Then it waits (up to `--drain-seconds`)
+until every job has finished or been cancelled and cleaned up.
+
+Reported (stdout, and `--json`): submits answered per second; reconcile capacity, i.e. jobs dispatched (left
+Submitted) per second while the load lasted and while the backlog drained after it, and the largest backlog;
+seconds to drain; the end count (`faultstack.census`: jobs by phase, gang objects, Services and live pods of
+finished or cancelled jobs, orphans; 0 problems is the goal); every status read of a cancelled job that said
+Cancelled followed by a LIST of its pods (how many found pods: the goal is 0); from the worker's log, the number of
+`SoftTimeLimitExceeded` lines and the most resyncs of the cluster that ran at once (Celery's received/succeeded
+lines). Not part of the test suite: it takes 6-15 minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .faultstack import Client, FaultStack, census, cluster_objects, create_namespace
+from .stack import log
+
+NAMESPACE = "soak"
+
+
+def backlog_sampler(database_url: str, samples: list, stop: threading.Event, every: float = 5.0) -> None:
+    """Append (monotonic time, jobs, jobs still Submitted) every `every` seconds until `stop` is set."""
+    import psycopg
+
+    while not stop.is_set():
+        try:
+            with psycopg.connect(database_url, connect_timeout=5) as conn:
+                total, waiting = conn.execute(
+                    "SELECT count(*), count(*) FILTER (WHERE phase = 'Submitted') FROM scheduling_gangjob").fetchone()
+            samples.append((time.monotonic(), total, waiting))
+        except Exception as exc:  # noqa: BLE001 - a sample missed is a gap in the curve, not a failed run
+            log(f"sample failed: {exc}")
+        stop.wait(every)
+
+
+def rate_between(samples: list, t0: float, t1: float) -> float:
+    """Jobs dispatched per second between t0 and t1 (dispatched = total - still Submitted), from the samples."""
+    inside = [s for s in samples if t0 <= s[0] <= t1]
+    if len(inside) < 2:
+        return 0.0
+    (a, ta, wa), (b, tb, wb) = inside[0], inside[-1]
+    return round(((tb - wb) - (ta - wa)) / (b - a), 2) if b > a else 0.0
+
+
+def resyncs_at_once(worker_log: str) -> int:
+    """The most `scheduling.resync_all_clusters` tasks running at the same time, from Celery's INFO lines
+    ("Task <name>[<id>] received" ... "Task <name>[<id>] succeeded/raised")."""
+    running, most = 0, 0
+    for line in worker_log.splitlines():
+        if "scheduling.resync_all_clusters[" not in line:
+            continue
+        if re.search(r"\] received", line):
+            running += 1
+        elif re.search(r"\] (succeeded|raised|retry)", line) or "Hard time limit" in line:
+            running = max(running - 1, 0)
+        most = max(most, running)
+    return most
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=float, default=20.0, help="submits per second (default 20)")
+    parser.add_argument("--seconds", type=float, default=300.0, help="how long the load lasts (default 300)")
+    parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes (default 2)")
+    parser.add_argument("--clients", type=int, default=6, help="submitting threads (default 6)")
+    parser.add_argument("--cancel-every", type=int, default=10, help="cancel every n-th job (0: none)")
+    parser.add_argument("--drain-seconds", type=float, default=900.0, help="how long to wait for the backlog")
+    parser.add_argument("--resync-seconds", type=int, default=30, help="GANGWEB_RESYNC_SECONDS of the stack")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+
+    workdir = Path(tempfile.mkdtemp(prefix="gangweb-soak-"))
+    figures: dict = {"rate": args.rate, "seconds": args.seconds, "concurrency": args.concurrency}
+    with FaultStack(workdir) as stack:
+        t = time.monotonic()
+        stack.start(worker_concurrency=args.concurrency, resync_seconds=args.resync_seconds)
+        log(f"stack up in {time.monotonic() - t:.0f} s (workdir {workdir})")
+        api = stack.cluster.api_client()
+        create_namespace(api, NAMESPACE)
+        # 4 default nodes hold 110 pods each; at 20 jobs/s of 2 pods living ~20 s the load needs ~800 at once.
+        for i in range(4):
+            stack.cluster.add_node(f"soak-{i}", pods=1000, gpus=0)
+        client = Client(stack.base_url, stack.token)
+        samples: list = []
+        stop = threading.Event()
+        sampler = threading.Thread(target=backlog_sampler, args=(stack.env["DATABASE_URL"], samples, stop),
+                                   daemon=True)
+        sampler.start()
+
+        total = int(args.rate * args.seconds)
+        to_cancel: list[tuple[int, str]] = []
+        lock = threading.Lock()
+        start = time.monotonic()
+
+        def submit(i: int) -> None:
+            time.sleep(max(0.0, start + i / args.rate - time.monotonic()))  # hold the rate, not a burst
+            job = client.submit(f"soak-{i}", NAMESPACE, "fault-short")
+            if args.cancel_every and i % args.cancel_every == 0:
+                client.cancel(job["id"])
+                with lock:
+                    to_cancel.append((job["id"], job["uid"]))
+
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(submit, range(total)))
+        load_end = time.monotonic()
+        figures["submits_per_second"] = round(total / (load_end - start), 2)
+        log(f"{total} submits in {load_end - start:.0f} s")
+
+        # Drain, reading every cancelled job until it says Cancelled, then listing what of it is left.
+        cancelled_reads = pods_after_cancelled = 0
+        pending = dict(to_cancel)
+        deadline = load_end + args.drain_seconds
+        done_at = None
+        while time.monotonic() < deadline:
+            for job_id, uid in list(pending.items()):
+                job = client.job(job_id)
+                if job["phase"] == "Cancelled":
+                    cancelled_reads += 1
+                    left = cluster_objects(api, NAMESPACE).get(uid, Counter())
+                    pods_after_cancelled += left["pods"]
+                    del pending[job_id]
+            jobs = client.jobs(NAMESPACE)
+            unfinished = [j for j in jobs if j["phase"] not in ("Succeeded", "Failed", "Cancelled")
+                          or not j["cleaned_up_at"]]
+            if not unfinished and not pending:
+                done_at = time.monotonic()
+                break
+            time.sleep(5)
+        stop.set()
+        sampler.join(10)
+        figures["drain_seconds_after_load"] = round((done_at or time.monotonic()) - load_end, 1)
+        figures["drained"] = done_at is not None
+        figures["dispatch_rate_during_load"] = rate_between(samples, start, load_end)
+        figures["dispatch_rate_after_load"] = rate_between(samples, load_end, done_at or time.monotonic())
+        figures["largest_backlog"] = max((w for _, _, w in samples), default=0)
+        result = census(client, api, NAMESPACE)
+        figures["census"] = result.summary()
+        figures["problems"] = result.problems[:20]
+        figures["problem_count"] = len(result.problems)
+        figures["cancelled_reads"] = cancelled_reads
+        figures["pods_found_after_a_cancelled_read"] = pods_after_cancelled
+        worker_log = stack.log_text("worker")
+        figures["soft_time_limit_lines"] = worker_log.count("SoftTimeLimitExceeded")
+        figures["most_resyncs_at_once"] = resyncs_at_once(worker_log)
+        figures["answers"] = dict(client.answers)
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    return 0 if figures["drained"] and not figures["problem_count"] and not pods_after_cancelled else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
