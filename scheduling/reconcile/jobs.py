@@ -548,9 +548,9 @@ class JobReconciler:
         "Nothing left" is concluded only from a LIST made by this pass: a resync snapshot was listed before the
         pass began, and a job's objects created after it (a pass that was creating them when the cancel landed)
         are not in it, so an empty slice of a snapshot is read again (`confirm_absence`). The Jobs are deleted with
-        Foreground propagation: each stays (terminating) until the garbage collector has deleted its pods, so a LIST that
-        finds no Job has no pod of it to miss either, and the watch's cache, which sees the Job go last, never
-        shows the job empty while its pods run (observe/phases.py decides Cancelled from it)."""
+        Foreground propagation: each stays (terminating) until the garbage collector has deleted its pods, so a
+        LIST that finds no Job has no pod of it to miss either, and the watch's cache, which sees the Job go last,
+        never shows the job empty while its pods run."""
         nothing_left = self.observed.is_empty()
         if nothing_left and self.confirm_absence():
             return self.delete_all()
