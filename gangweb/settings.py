@@ -203,6 +203,10 @@ if not GANGWEB_ENCRYPTION_KEYS and not (DEBUG or TESTING):
     raise ImproperlyConfigured("GANGWEB_ENCRYPTION_KEYS must be set when DEBUG is off")
 # Members of this group are platform admins, like superusers and staff (scheduling/services/access.py).
 GANGWEB_PLATFORM_ADMIN_GROUP = os.environ.get("GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
+# Namespaces no queue may run jobs in, besides Kubernetes' own kube-*: gangweb's own namespace in a managed cluster
+# (when it runs in one) and any others of the install (docs/security.md "Pod-spec policy").
+GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "")
+GANGWEB_RESERVED_NAMESPACES = env_list("GANGWEB_RESERVED_NAMESPACES", "")
 # API tokens: default and longest lifetime (days).
 GANGWEB_TOKEN_DEFAULT_DAYS = int(os.environ.get("GANGWEB_TOKEN_DEFAULT_DAYS", "90"))
 GANGWEB_TOKEN_MAX_DAYS = int(os.environ.get("GANGWEB_TOKEN_MAX_DAYS", "366"))

@@ -11,7 +11,7 @@ from ..filtersets import RuntimeTemplateFilterSet
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access
+from ..services import access, policy
 from ..services.errors import PermissionDenied
 from .common import allowed
 from .preview import preview
@@ -52,6 +52,7 @@ def template_detail(request, name: str):
         "section": "templates", "template": template, "versions": versions, "latest": latest,
         "preview": preview(latest.spec) if latest else None,
         "can_edit": _may(access.check_manage_template, request.user, template),
+        "pod_security": policy.template_summary(template),
     })
 
 

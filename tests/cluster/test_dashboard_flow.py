@@ -54,7 +54,7 @@ def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, ku
     page.wait_for_url("**/templates/train/")
     assert "Workload" in page.inner_text("#template-preview")  # the builders' objects, for an example job
 
-    create_queue(page, "team-a", gpu_quota="8", cluster="local")
+    create_queue(page, "team-a", gpu_quota="8", cluster="local", namespaces=kube_namespace)
 
     page.goto("/submit/?template=train")
     page.get_by_label("Name", exact=True).fill("ui-gang")
