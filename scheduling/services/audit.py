@@ -2,7 +2,8 @@
 
 Actions are "<object type>.<verb>": job.submit, job.cancel, job.update, job.resubmit, template.create,
 template.version, template.update, template.policy (level or exceptions), template.delete, queue.create,
-queue.update, queue.delete, cluster.create, cluster.update, cluster.delete, token.create, token.revoke. `details` never holds a secret.
+queue.update, queue.delete, cluster.create, cluster.update, cluster.delete, token.create, token.revoke.
+`details` never holds a secret.
 """
 from __future__ import annotations
 
