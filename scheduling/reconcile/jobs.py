@@ -60,7 +60,7 @@ from ..kube.errors import (
     refuses_for_good,
 )
 from ..kube.objects import JOB, SERVICE
-from ..models import GangJob, PhaseTransition, ReconcileAttempt
+from ..models import GangJob, PhaseTransition, ReconcileAttempt, RuntimeTemplate
 from ..observe.objects import created_at as o_created_at
 from ..services import policy
 from . import desired as desired_mod
@@ -279,9 +279,13 @@ class JobReconciler:
         if getattr(self, "_policy_checked", False):
             return
         job = self.job
+        # one statement: the template's level and exceptions (not the version's spec: the job has its resolved spec)
+        level, exceptions = RuntimeTemplate.objects.filter(versions__pk=job.template_version_id).values_list(
+            "pod_security_level", "policy_exceptions").first() or ("", [])
         try:
             policy.check_namespace(job.queue, job.namespace)
-            policy.check_job_spec(job.resolved_spec, job.template_version.template, job.queue)
+            policy.check_job_spec(job.resolved_spec, RuntimeTemplate(pod_security_level=level,
+                                                                     policy_exceptions=exceptions), job.queue)
         except ValidationError as exc:
             field, messages = next(iter(exc.message_dict.items()))
             raise PolicyRefused(JOB.kind, f"{self.ns}/{want['metadata']['name']}", f"{field}: {messages[0]}") \
