@@ -233,6 +233,10 @@ GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES = os.environ.get(
     "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES", "127.0.0.0/8,::1/128" if (DEBUG or TESTING) else "")
 # Members of this group are platform admins, like superusers and staff (scheduling/services/access.py).
 GANGWEB_PLATFORM_ADMIN_GROUP = os.environ.get("GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
+# Namespaces no queue may run jobs in, besides Kubernetes' own kube-*: gangweb's own namespace in a managed cluster
+# (when it runs in one) and any others of the install (docs/security.md "Pod-spec policy").
+GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "")
+GANGWEB_RESERVED_NAMESPACES = env_list("GANGWEB_RESERVED_NAMESPACES", "")
 # API tokens: default and longest lifetime (days).
 GANGWEB_TOKEN_DEFAULT_DAYS = int(os.environ.get("GANGWEB_TOKEN_DEFAULT_DAYS", "90"))
 GANGWEB_TOKEN_MAX_DAYS = int(os.environ.get("GANGWEB_TOKEN_MAX_DAYS", "366"))

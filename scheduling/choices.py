@@ -24,6 +24,14 @@ ACTIVE_PHASES = frozenset(set(GangPhase) - TERMINAL_PHASES)
 PHASE_ORDER = {phase: index for index, phase in enumerate(GangPhase)}
 
 
+class PodSecurityLevel(models.TextChoices):
+    """A Kubernetes Pod Security Standards level that gangweb enforces on the pods it creates
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/; `services/pod_security.py`)."""
+
+    BASELINE = "baseline"
+    RESTRICTED = "restricted"
+
+
 class DesiredState(models.TextChoices):
     """What the user wants of a job: keep it running, or cancel it (delete its cluster objects)."""
 

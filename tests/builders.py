@@ -58,7 +58,8 @@ def make_cluster(name=None, **fields) -> Cluster:
 
 
 def make_queue(name=None, parent=None, clusters=(), **fields) -> QueuePolicy:
-    """A leaf queue with unlimited limits."""
+    """A leaf queue with unlimited limits that allows namespace "default" (a queue allows none unless listed)."""
+    fields.setdefault("allowed_namespaces", ["default"])
     queue = QueuePolicy.objects.create(name=name or f"queue-{next(_seq)}", parent=parent, **fields)
     if clusters:
         queue.clusters.set(clusters)

@@ -99,7 +99,8 @@ class QueuePolicySerializer(serializers.ModelSerializer):
         fields = ["id", "name", "display_name", "parent", "priority", "gpu_quota", "gpu_limit",
                   "gpu_over_quota_weight", "cpu_quota", "cpu_limit", "cpu_over_quota_weight", "memory_quota",
                   "memory_limit", "memory_over_quota_weight", "preempt_min_runtime", "reclaim_min_runtime",
-                  "clusters", "allowed_namespaces", "managed", "warnings", "quantities", "created_at", "updated_at"]
+                  "clusters", "allowed_namespaces", "allowed_service_accounts", "pod_security_level", "managed",
+                  "warnings", "quantities", "created_at", "updated_at"]
         read_only_fields = fields
 
     def get_warnings(self, obj) -> list[dict]:
@@ -145,7 +146,15 @@ class QueuePolicyWriteSerializer(serializers.Serializer):
     reclaim_min_runtime = serializers.CharField(required=False, allow_blank=True, help_text="Go duration, e.g. 30m")
     clusters = serializers.ListField(child=serializers.CharField(), required=False,
                                      help_text="cluster names; empty = every cluster")
-    allowed_namespaces = serializers.ListField(child=serializers.CharField(), required=False)
+    allowed_namespaces = serializers.ListField(child=serializers.CharField(), required=False,
+                                               help_text="namespaces its jobs may use, within the parent's; "
+                                                         "empty = none; kube-* and gangweb's own are refused")
+    allowed_service_accounts = serializers.ListField(child=serializers.CharField(), required=False,
+                                                     help_text="service accounts its pods may run as besides "
+                                                               "'default', within the parent's")
+    pod_security_level = serializers.ChoiceField(["baseline", "restricted"], required=False,
+                                                 help_text="Pod Security Standard of its jobs (default baseline); "
+                                                           "the strictest along the queue's ancestors applies")
 
 
 class QueueUsageSampleSerializer(serializers.ModelSerializer):
@@ -202,9 +211,11 @@ class RuntimeTemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = RuntimeTemplate
-        fields = ["id", "name", "description", "queue", "spec", "latest_version", "latest_spec", "latest_spec_error",
-                  "created_at"]
+        fields = ["id", "name", "description", "queue", "spec", "pod_security_level", "policy_exceptions",
+                  "latest_version", "latest_spec", "latest_spec_error", "created_at"]
         read_only_fields = ["created_at"]
+        extra_kwargs = {"policy_exceptions": {"help_text": "pod-security control ids waived for this template; "
+                                                           "only platform admins change them"}}
 
     def get_latest_version(self, obj) -> int | None:
         latest = obj.latest

@@ -35,7 +35,7 @@ from ..models import (
     RuntimeTemplateVersion,
     WebhookSubscription,
 )
-from ..services import access, audit, dispatch, job_wait, notifications, related, timeline
+from ..services import access, audit, dispatch, job_wait, notifications, policy, related, timeline
 from ..services import clusters as cluster_service
 from ..services import events as event_service
 from ..services import jobs as job_service
@@ -323,7 +323,9 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         data = request.data if isinstance(request.data, dict) else {}
         version = template_service.create_template(request.user, data.get("name"), data.get("description", ""),
-                                                   data.get("spec"), queue=data.get("queue"))
+                                                   data.get("spec"), queue=data.get("queue"),
+                                                   pod_security_level=data.get("pod_security_level", ""),
+                                                   policy_exceptions=data.get("policy_exceptions"))
         template = self.queryset.get(pk=version.template_id)
         return Response(self.get_serializer(template).data, status=status.HTTP_201_CREATED)
 
@@ -331,9 +333,14 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         template = self.get_object()
         data = request.data if isinstance(request.data, dict) else {}
         if "spec" in data:
-            template_service.add_version(request.user, template, data["spec"], data.get("description"))
-        elif "description" in data:
-            template_service.update_description(request.user, template, data["description"])
+            template_service.add_version(request.user, template, data["spec"], data.get("description"),
+                                         data.get("pod_security_level"), data.get("policy_exceptions"))
+        else:
+            if "pod_security_level" in data or "policy_exceptions" in data:
+                policy.update_template_settings(request.user, template, data.get("pod_security_level"),
+                                                data.get("policy_exceptions"))
+            if "description" in data:
+                template_service.update_description(request.user, template, data["description"])
         template = self.queryset.get(pk=template.pk)
         return Response(self.get_serializer(template).data)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from ..choices import PodSecurityLevel
 from ..models import Cluster, QueuePolicy
 from ..services import access
 from ..services import queues as queue_service
@@ -29,6 +30,15 @@ class QueueForm(forms.Form):
     priority = forms.IntegerField(initial=100)
     clusters = forms.ModelMultipleChoiceField(Cluster.objects.all(), required=False, to_field_name="name",
                                               help_text="none selected: every cluster")
+    allowed_namespaces = forms.CharField(
+        required=False, label="Allowed namespaces",
+        help_text="comma-separated; jobs may run only there (and within the parent's); empty = no namespace at all")
+    allowed_service_accounts = forms.CharField(
+        required=False, label="Allowed service accounts",
+        help_text="comma-separated, besides 'default'; within the parent's")
+    pod_security_level = forms.ChoiceField(choices=PodSecurityLevel.choices, initial=PodSecurityLevel.BASELINE,
+                                           required=False, label="Pod Security level",
+                                           help_text="Kubernetes Pod Security Standard of its jobs and its children's")
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -54,6 +64,10 @@ class QueueForm(forms.Form):
         data = {k: v for k, v in self.cleaned_data.items() if k not in ("parent", "clusters")}
         data["parent"] = self.cleaned_data["parent"].name if self.cleaned_data.get("parent") else None
         data["clusters"] = [c.name for c in self.cleaned_data.get("clusters") or []]
+        if not data.get("pod_security_level"):
+            data.pop("pod_security_level", None)  # the model's default, baseline
+        for name in ("allowed_namespaces", "allowed_service_accounts"):
+            data[name] = [n.strip() for n in (self.cleaned_data.get(name) or "").split(",") if n.strip()]
         try:
             return queue_service.create_queue(user, data)
         except (ValidationError, ServiceError) as exc:

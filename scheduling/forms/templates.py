@@ -5,8 +5,10 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from ..choices import PodSecurityLevel
 from ..models import QueuePolicy
 from ..services import access
+from ..services import pod_security as pss
 from ..services import templates as template_service
 from ..services.errors import ServiceError
 from .errors import apply_errors
@@ -27,8 +29,19 @@ class TemplateForm(forms.Form):
     description = forms.CharField(max_length=300, required=False)
     spec = forms.CharField(widget=forms.Textarea(attrs={"class": "tall", "spellcheck": "false", "rows": 24}),
                            help_text=SPEC_HELP)
+    pod_security_level = forms.ChoiceField(
+        choices=[("", "the queue's level"), *PodSecurityLevel.choices], required=False, label="Pod Security level",
+        help_text="Kubernetes Pod Security Standard its pods meet; the queue's (and its parents') may be stricter")
+    policy_exceptions = forms.MultipleChoiceField(
+        choices=[(c.id, f"{c.id}: {c.title}") for c in pss.CONTROLS.values()], required=False,
+        widget=forms.CheckboxSelectMultiple, label="Pod-security exceptions",
+        help_text="controls waived for this template; only platform admins grant them")
 
     def __init__(self, *args, instance=None, user=None, **kwargs):
+        if instance is not None:
+            kwargs.setdefault("initial", {})
+            kwargs["initial"].setdefault("pod_security_level", instance.pod_security_level)
+            kwargs["initial"].setdefault("policy_exceptions", list(instance.policy_exceptions or []))
         super().__init__(*args, **kwargs)
         self.instance = instance
         if instance is not None:
@@ -36,6 +49,9 @@ class TemplateForm(forms.Form):
             del self.fields["queue"]
         elif user is not None:
             self.fields["queue"].queryset = access.visible_queues(user, QueuePolicy.objects.all())
+        if user is not None and not access.is_platform_admin(user):
+            # shown, so a queue admin sees what was granted, but not changeable: the service would refuse (403)
+            self.fields["policy_exceptions"].disabled = True
 
     def parsed_spec(self) -> dict | None:
         """The spec dict, validated by the service (defaults filled in); None with form errors otherwise."""
@@ -51,10 +67,13 @@ class TemplateForm(forms.Form):
         try:
             spec = parse_yaml_or_json(self.cleaned_data.get("spec", ""), "spec")
             description = self.cleaned_data.get("description", "")
+            level = self.cleaned_data.get("pod_security_level", "")
+            exceptions = self.cleaned_data.get("policy_exceptions") or []
             if self.instance is None:
                 return template_service.create_template(user, self.cleaned_data["name"], description, spec,
-                                                        queue=self.cleaned_data.get("queue"))
-            return template_service.add_version(user, self.instance, spec, description)
+                                                        queue=self.cleaned_data.get("queue"),
+                                                        pod_security_level=level, policy_exceptions=exceptions)
+            return template_service.add_version(user, self.instance, spec, description, level, exceptions)
         except (ValidationError, ServiceError) as exc:
             apply_errors(self, exc)
             return None

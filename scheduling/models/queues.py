@@ -5,7 +5,7 @@ millicores, memory in decimal megabytes (10^6 bytes). `-1` means unlimited for q
 """
 from django.db import models
 
-from ..choices import SyncState
+from ..choices import PodSecurityLevel, SyncState
 
 UNLIMITED = -1
 
@@ -16,6 +16,8 @@ class QueuePolicy(models.Model):
     Source of the semantics: KAI `QueueSpec` / `QueueResource`. An omitted limit in KAI means 0 (nothing can
     be allocated), so gangweb stores and sends every limit explicitly, defaulting to -1 (unlimited).
     `managed=False` marks a queue imported from a cluster that gangweb never changes or deletes.
+    `allowed_namespaces`, `allowed_service_accounts` and `pod_security_level` are gangweb's own (never sent to
+    KAI): what pods of its jobs may use, see docs/security.md "Pod-spec policy".
     """
 
     name = models.SlugField(max_length=63, unique=True)
@@ -34,7 +36,15 @@ class QueuePolicy(models.Model):
     preempt_min_runtime = models.CharField(max_length=32, blank=True, help_text='duration, e.g. "10m"')
     reclaim_min_runtime = models.CharField(max_length=32, blank=True, help_text='duration, e.g. "30m"')
     clusters = models.ManyToManyField("scheduling.Cluster", blank=True, related_name="queue_policies")
-    allowed_namespaces = models.JSONField(default=list, blank=True, help_text="namespaces jobs may use; empty = any")
+    allowed_namespaces = models.JSONField(default=list, blank=True,
+                                          help_text="namespaces jobs may use (within every ancestor's); empty = none")
+    allowed_service_accounts = models.JSONField(
+        default=list, blank=True, help_text="service accounts pods may run as besides 'default' (within every "
+                                            "ancestor's)")
+    pod_security_level = models.CharField(max_length=16, choices=PodSecurityLevel.choices,
+                                          default=PodSecurityLevel.BASELINE,
+                                          help_text="Pod Security Standard of its jobs; the strictest of the "
+                                                    "queue's, its ancestors' and the template's applies")
     managed = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

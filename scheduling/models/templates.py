@@ -2,18 +2,28 @@
 from django.conf import settings
 from django.db import models
 
+from ..choices import PodSecurityLevel
+
 
 class RuntimeTemplate(models.Model):
     """A named template. Its content lives in immutable versions; editing creates a new version.
 
     `queue` is the team queue that owns it: admins of that queue manage it and its users see it. A template
     without a queue is shared: every user sees it, only platform admins change it.
+
+    `pod_security_level` ("" = the queue's) can only make the job's level stricter than its queue's.
+    `policy_exceptions` lists control ids of `services.pod_security.CONTROLS` waived for every version of this
+    template; only platform admins set it (services/policy.py).
     """
 
     name = models.SlugField(max_length=63, unique=True)
     description = models.CharField(max_length=300, blank=True)
     queue = models.ForeignKey("scheduling.QueuePolicy", null=True, blank=True, on_delete=models.PROTECT,
                               related_name="templates", help_text="owning team queue; empty = shared")
+    pod_security_level = models.CharField(max_length=16, choices=PodSecurityLevel.choices, blank=True, default="",
+                                          help_text="empty = the queue's level")
+    policy_exceptions = models.JSONField(default=list, blank=True,
+                                         help_text="pod-security control ids waived (platform admins only)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

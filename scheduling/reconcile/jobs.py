@@ -37,6 +37,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
@@ -59,8 +60,9 @@ from ..kube.errors import (
     refuses_for_good,
 )
 from ..kube.objects import JOB, SERVICE
-from ..models import GangJob, PhaseTransition, ReconcileAttempt
+from ..models import GangJob, PhaseTransition, ReconcileAttempt, RuntimeTemplate
 from ..observe.objects import created_at as o_created_at
+from ..services import policy
 from . import desired as desired_mod
 from . import ownership, status
 from .observed import Observed, kind_key, obj_key, read
@@ -91,6 +93,16 @@ class Requeue(Exception):
     def __init__(self, countdown: int, reason: str, message: str):
         super().__init__(message)
         self.countdown, self.reason, self.message = countdown, reason, message
+
+
+class PolicyRefused(CreateRefused):
+    """gangweb's own pod-spec policy refuses a job's pods (services/policy.py). Ends the job as a create the API
+    server refused does (reason CreateRefused, `api_reason` "PolicyRefused"), naming the field and the control."""
+
+    def __init__(self, kind: str, name: str, message: str):
+        TerminalKubeError.__init__(self, CREATE_REFUSED, f"gangweb's pod-spec policy refused to create {kind} {name}: "
+                                                         f"{message}", None, "PolicyRefused")
+        self.kind, self.name = kind, name
 
 
 class _Done(Exception):
@@ -276,6 +288,7 @@ class JobReconciler:
         for want in owners:
             name = want["metadata"]["name"]
             if name not in self.observed.owners:
+                self.check_pod_policy(want)
                 self.observed.owners[name] = self.create_plain(JOB, want)
             else:
                 self.correct_owner(want, self.observed.owners[name])
@@ -298,6 +311,26 @@ class JobReconciler:
                                  recorded=self.observed.recorded_phases)
         if self.job.is_terminal:
             self.clean_up_finished()
+
+    def check_pod_policy(self, want: dict) -> None:
+        """Before creating an owner Job (what makes pods), check the job's namespace and resolved spec against the
+        pod-spec policy as it stands now (services/policy.py), once per pass: defense in depth behind the submit's
+        check (rows written before it, a queue or template tightened since). Raises PolicyRefused."""
+        if getattr(self, "_policy_checked", False):
+            return
+        job = self.job
+        # one statement: the template's level and exceptions (not the version's spec: the job has its resolved spec)
+        level, exceptions = RuntimeTemplate.objects.filter(versions__pk=job.template_version_id).values_list(
+            "pod_security_level", "policy_exceptions").first() or ("", [])
+        try:
+            policy.check_namespace(job.queue, job.namespace)
+            policy.check_job_spec(job.resolved_spec, RuntimeTemplate(pod_security_level=level,
+                                                                     policy_exceptions=exceptions), job.queue)
+        except ValidationError as exc:
+            field, messages = next(iter(exc.message_dict.items()))
+            raise PolicyRefused(JOB.kind, f"{self.ns}/{want['metadata']['name']}", f"{field}: {messages[0]}") \
+                from None
+        self._policy_checked = True
 
     def note_restart(self, replaced: list[str]) -> None:
         """When this pass created an owner Job of a job that was Scheduled or Running (its Job had been there: its

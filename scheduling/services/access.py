@@ -47,7 +47,7 @@ from .errors import NotFound, PermissionDenied
 SHARE_FIELDS = frozenset({
     "name", "parent", "priority", "gpu_quota", "gpu_limit", "gpu_over_quota_weight", "cpu_quota", "cpu_limit",
     "cpu_over_quota_weight", "memory_quota", "memory_limit", "memory_over_quota_weight", "clusters",
-    "allowed_namespaces",
+    "allowed_namespaces", "allowed_service_accounts", "pod_security_level",
 })
 
 
@@ -329,10 +329,10 @@ def check_manage_queue(user, queue, changed: set[str] | frozenset = frozenset(),
         raise PermissionDenied({"parent": f"not allowed to move a queue under '{new_parent.name}'"})
 
 
-def check_queue_scope(user, parent, clusters=None, namespaces=None) -> None:
+def check_queue_scope(user, parent, clusters=None, namespaces=None, service_accounts=None) -> None:
     """A queue made or changed by a queue admin stays inside its parent: its clusters are among the parent's (or,
-    when the parent names none, among those the user can see) and, when the parent restricts namespaces, its
-    namespaces are a non-empty subset of the parent's. Raises PermissionDenied naming the field.
+    when the parent names none, among those the user can see), and its namespaces and service accounts are among
+    the parent's (an empty list allows none: services/policy.py). Raises PermissionDenied naming the field.
 
     Without this, a team admin could attach a cluster or namespace nobody gave them to a new child queue.
     """
@@ -347,11 +347,14 @@ def check_queue_scope(user, parent, clusters=None, namespaces=None) -> None:
         outside = sorted(c.name for c in clusters if c.pk not in allowed)
         if outside:
             raise PermissionDenied({"clusters": f"not allowed to use cluster '{outside[0]}' in this queue"})
-    if namespaces is not None and parent is not None and parent.allowed_namespaces:
-        outside = [n for n in namespaces if n not in parent.allowed_namespaces] if namespaces else ["(any)"]
+    for name, asked in (("allowed_namespaces", namespaces), ("allowed_service_accounts", service_accounts)):
+        if asked is None or parent is None:
+            continue
+        theirs = getattr(parent, name) or []
+        outside = [n for n in asked if n not in theirs]
         if outside:
-            raise PermissionDenied({"allowed_namespaces": f"'{outside[0]}' is not among the parent queue's "
-                                                          f"namespaces {', '.join(parent.allowed_namespaces)}"})
+            raise PermissionDenied({name: f"'{outside[0]}' is not among the parent queue's "
+                                          f"{name.split('_', 1)[1].replace('_', ' ')} ({', '.join(theirs) or 'none'})"})
 
 
 def check_delete_queue(user, queue) -> None:

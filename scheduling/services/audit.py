@@ -1,8 +1,9 @@
 """Write the audit log (models.AuditEvent). Called by the services inside the transaction of the change they log.
 
 Actions are "<object type>.<verb>": job.submit, job.cancel, job.update, job.resubmit, template.create,
-template.version, template.retire, template.update, template.delete, queue.create, queue.update, queue.delete,
-cluster.create, cluster.update, cluster.delete, token.create, token.revoke. `details` never holds a secret.
+template.version, template.retire, template.update, template.policy (level or exceptions), template.delete,
+queue.create, queue.update, queue.delete, cluster.create, cluster.update, cluster.delete, token.create,
+token.revoke. `details` never holds a secret.
 """
 from __future__ import annotations
 

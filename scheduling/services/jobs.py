@@ -70,7 +70,8 @@ def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
 def check_queue_takes(queue: QueuePolicy, cluster: Cluster, namespace: str, lookups: Lookups,
                       field_names: tuple[str, str, str] = ("queue", "cluster", "namespace")) -> None:
     """Raise ValidationError unless `queue` takes jobs on `cluster` in `namespace`: it is a leaf, targets the
-    cluster (when it names clusters at all) and allows the namespace (when it restricts them). Shared by submit,
+    cluster (when it names clusters at all) and it and its ancestors allow the namespace (policy.check_namespace;
+    an empty list allows none, reserved namespaces never). Shared by submit,
     update (a queue move) and resubmit, so a job can never end up where a submit could not put it.
     `field_names` are the keys the errors are reported under (a queue move reports everything under "queue")."""
     f_queue, f_cluster, f_namespace = field_names
@@ -78,9 +79,7 @@ def check_queue_takes(queue: QueuePolicy, cluster: Cluster, namespace: str, look
         raise ValidationError({f_queue: f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
     if not lookups.takes(queue, cluster):
         raise ValidationError({f_cluster: f"queue '{queue.name}' is not synced to cluster '{cluster.name}'"})
-    if queue.allowed_namespaces and namespace not in queue.allowed_namespaces:
-        raise ValidationError({f_namespace: f"queue '{queue.name}' allows namespaces "
-                                            f"{', '.join(queue.allowed_namespaces)}, not '{namespace}'"})
+    policy.check_namespace(queue, namespace, policy.queue_chain(queue, lookups.tree), f_namespace)
 
 
 def build_job(user, data, lookups: Lookups) -> GangJob:
@@ -358,6 +357,7 @@ def _update(user, job: GangJob, data) -> GangJob:
         queue = access.named_queue(user, lookups.queues.get(name), name)
         check_queue_takes(queue, job.cluster, job.namespace, lookups, ("queue", "queue", "queue"))
         access.check_submit(user, queue, job.cluster)
+        policy.check_job_spec(job.resolved_spec, job.template_version.template, queue, lookups.tree)
         queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
         job.queue = queue
     if "priority_class_name" in data:

@@ -2,8 +2,8 @@
 
 `start_and_register(stdout)` starts (or reuses) the `localcluster` control plane in the default state directory,
 then `register(kubeconfig_path)` creates or updates Cluster "local" with its kubeconfig, probes it, and makes sure
-a leaf queue "default" and a sample runtime template "sample-gang" exist. The cluster keeps running after
-`runstack` stops; `python manage.py localcluster down` stops it.
+a leaf queue "default" (allowed namespace "default") and a sample runtime template "sample-gang" exist. The
+cluster keeps running after `runstack` stops; `python manage.py localcluster down` stops it.
 
 `localcluster down` then `up` writes a new kubeconfig (another API server port, new certificates). runstack keeps a
 `KubeconfigFollower` on that file and re-registers Cluster "local" when it changes, so the running web, worker and
@@ -24,6 +24,9 @@ from . import templates as template_service
 LOCAL_CLUSTER = "local"
 DEFAULT_QUEUE = "default"
 SAMPLE_TEMPLATE = "sample-gang"
+# The namespace queue "default" may use. A queue allows no namespace until one is listed (docs/security.md); the
+# local cluster's "default" namespace always exists and holds nothing but gangweb's sample jobs.
+SAMPLE_NAMESPACE = "default"
 # A 2-pod gang for the k8s-workload backend (kube-scheduler's GangScheduling plugin runs locally); kwok finishes
 # each pod 120 s after it starts (localcluster's gangweb.io/sim-duration stage).
 SAMPLE_SPEC = {
@@ -50,7 +53,11 @@ def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
         cluster, _ = Cluster.objects.update_or_create(
             name=LOCAL_CLUSTER, defaults={"kubeconfig": text, "context": "", "in_cluster": False,
                                           "description": "local control plane (localcluster, kwok nodes)"})
-        queue, _ = QueuePolicy.objects.get_or_create(name=DEFAULT_QUEUE, defaults={"display_name": "Default"})
+        queue, _ = QueuePolicy.objects.get_or_create(name=DEFAULT_QUEUE, defaults={
+            "display_name": "Default", "allowed_namespaces": [SAMPLE_NAMESPACE]})
+        if not queue.allowed_namespaces:  # made before queues allowed no namespace by default
+            queue.allowed_namespaces = [SAMPLE_NAMESPACE]
+            queue.save(update_fields=["allowed_namespaces"])
         queue.clusters.add(cluster)
         if not RuntimeTemplate.objects.filter(name=SAMPLE_TEMPLATE).exists():
             template_service.create_template(None, SAMPLE_TEMPLATE, "2-pod gang that runs for 2 minutes",

@@ -63,10 +63,11 @@ class Lookups:
     limits: dict[tuple, list[dict]] = field(default_factory=dict)
 
     def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
-        """The resolved spec of `version` with `overrides`, rendered and policy-checked once per distinct pair.
+        """The resolved spec of `version` with `overrides`, rendered once per distinct pair (the pod-spec policy
+        depends on the queue too: `check_limits` applies it).
 
         Bulk submits usually repeat the same overrides; jobs that do share one resolved-spec dict, which nothing
-        mutates before it is saved. Raises what `templates.render` and `policy.check_job_spec` raise.
+        mutates before it is saved. Raises what `templates.render` raises.
         """
         return self._render(version, overrides)[0]
 
@@ -78,19 +79,20 @@ class Lookups:
         if key is not None and key in self.rendered:
             return self.rendered[key], key
         resolved = template_service.render(version.spec, overrides)
-        policy.check_job_spec(resolved, version.spec)
         check_storable_totals(resolved, overrides)
         if key is not None:
             self.rendered[key] = resolved
         return resolved, key
 
     def check_limits(self, queue: QueuePolicy, cluster: Cluster, version, overrides) -> tuple[dict, list[dict]]:
-        """(resolved spec, limit warnings) of one job: `render` plus `queues.check_job_limits`, each computed once
-        per distinct (version, overrides, queue, cluster) in a request. Raises what both raise."""
+        """(resolved spec, limit warnings) of one job: `render`, the pod-spec policy of the template in `queue`
+        (`policy.check_job_spec`) and `queues.check_job_limits`, each computed once per distinct (version,
+        overrides, queue, cluster) in a request. Raises what they raise."""
         resolved, key = self._render(version, overrides)
         limit_key = (key, queue.id, cluster.id) if key is not None else None
         if limit_key is not None and limit_key in self.limits:
             return resolved, [dict(w) for w in self.limits[limit_key]]
+        policy.check_job_spec(resolved, version.template, queue, self.tree)
         warnings = queue_service.check_job_limits(queue, cluster, resolved, self.tree, self.usage)
         if limit_key is not None:
             self.limits[limit_key] = warnings

@@ -1,54 +1,34 @@
-"""Pod-spec policy: what a job or a team's template may not smuggle into a cluster.
+"""Pod-spec policy: what the pods gangweb creates may contain, and where they may run. Deny by default.
 
-The controls are those of the Kubernetes Pod Security Standards "baseline" profile
-(https://kubernetes.io/docs/concepts/security/pod-security-standards/) that let a pod escape its container:
-privileged containers, host namespaces (hostNetwork, hostPID, hostIPC), hostPath volumes, host ports, added
-capabilities, Windows host processes, an unmasked /proc and an unconfined seccomp profile. Also the priority
-classes Kubernetes reserves for itself ("system-" prefix: system-node-critical, system-cluster-critical), which
-would let a job preempt the cluster's own components.
+- **Level.** Every pod set of a template, and of a job's resolved spec, meets a Kubernetes Pod Security Standard
+  (services/pod_security.py): the strictest of the template's `pod_security_level`, its queue's and that queue's
+  ancestors' (`baseline` unless one says `restricted`). A template is checked against its owning queue's chain
+  when saved; a job against its own queue's chain when submitted, bulk-submitted or resubmitted, and again before
+  the reconciler creates anything (reconcile/jobs.py).
+- **Tenant controls** (service accounts, token automount, nodeName, schedulerName, tolerating every taint,
+  runtimeClassName, node-mounted volume types, system- priority classes): at every level.
+- **Exceptions** are explicit: control ids in the template's `policy_exceptions`, set only by a platform admin,
+  waive those controls for every version of that template wherever it is used. Nobody else bypasses anything,
+  platform admins included: their templates need the exception like anyone's.
+- **Namespaces** (`check_namespace`): a job's namespace must be in its queue's `allowed_namespaces` and in every
+  ancestor's (an empty list allows none); reserved namespaces (`kube-*`, gangweb's own, GANGWEB_RESERVED_NAMESPACES)
+  are refused always, also in a queue's list.
 
-- Templates of platform admins may use them (an admin owns that decision).
-- Templates made by anyone else may not (`check_template_spec`, 403 naming the field).
-- A job's resolved spec may use only what its template version already has (`check_job_spec`, 400). Overrides
-  cannot reach these fields today; the check keeps it so if the override rules ever grow.
+A refusal is a ValidationError (400) keyed by the field, e.g.
+{"spec.podSets[worker].template.spec.hostNetwork": "Pod Security baseline control hostNamespaces: ..."}.
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from . import access
+from . import pod_security as pss
 from .errors import PermissionDenied
 
-HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 RESERVED_PRIORITY_PREFIX = "system-"  # k8s reserves it: pkg/apis/scheduling (SystemPriorityClassPrefix)
-CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
-
-
-def _name(item, index: int) -> str:
-    name = item.get("name") if isinstance(item, dict) else None
-    return str(name)[:63] if isinstance(name, str) and name else str(index)
-
-
-def _security_context_escalations(sc, at: str) -> list[tuple[str, str]]:
-    found = []
-    if not isinstance(sc, dict):
-        return found
-    if sc.get("privileged") is True:
-        found.append((f"{at}.securityContext.privileged", "privileged containers"))
-    caps = sc.get("capabilities")
-    added = caps.get("add") if isinstance(caps, dict) else None
-    if isinstance(added, list):
-        for cap in added:
-            found.append((f"{at}.securityContext.capabilities.add[{str(cap)[:40]}]", f"added capability {cap}"))
-    windows = sc.get("windowsOptions")
-    if isinstance(windows, dict) and windows.get("hostProcess") is True:
-        found.append((f"{at}.securityContext.windowsOptions.hostProcess", "Windows host processes"))
-    if sc.get("procMount") == "Unmasked":
-        found.append((f"{at}.securityContext.procMount", "an unmasked /proc"))
-    seccomp = sc.get("seccompProfile")
-    if isinstance(seccomp, dict) and seccomp.get("type") == "Unconfined":
-        found.append((f"{at}.securityContext.seccompProfile", "an unconfined seccomp profile"))
-    return found
+RESERVED_NAMESPACE_PREFIX = "kube-"  # kube-system, kube-public, kube-node-lease: Kubernetes' own
+EXCEPTION_HINT = "a platform admin can waive it for this template in policy_exceptions"
 
 
 def _reserved(priority_class) -> bool:
@@ -61,62 +41,215 @@ def check_priority_class(user, name: str, field: str = "priority_class_name") ->
         raise PermissionDenied({field: f"'{name}' is reserved for the cluster's own components"})
 
 
-def escalations(spec) -> dict[str, str]:
-    """{path: what} for every escalating setting in a template or resolved spec.
+# ---- namespaces ----------------------------------------------------------------------------------------------------
 
-    Paths name pod sets, containers and volumes by name (stable between a template and the jobs made from it),
-    e.g. "podSets[worker].template.spec.containers[main].securityContext.privileged". Tolerates any shape.
-    """
-    found: list[tuple[str, str]] = []
-    if isinstance(spec, dict) and _reserved(spec.get("priorityClassName")):
-        found.append(("priorityClassName", "system priority classes"))
-    pod_sets = spec.get("podSets") if isinstance(spec, dict) else None
-    for i, ps in enumerate(pod_sets if isinstance(pod_sets, list) else []):
-        template = ps.get("template") if isinstance(ps, dict) else None
-        pod = template.get("spec") if isinstance(template, dict) else None
-        if not isinstance(pod, dict):
+def reserved_namespaces() -> frozenset[str]:
+    """Namespaces no queue may use besides the `kube-` prefix: GANGWEB_NAMESPACE (where gangweb itself runs, when
+    set) and GANGWEB_RESERVED_NAMESPACES (comma-separated, e.g. the scheduler's own namespaces)."""
+    names = set(getattr(settings, "GANGWEB_RESERVED_NAMESPACES", ()) or ())
+    own = getattr(settings, "GANGWEB_NAMESPACE", "")
+    if own:
+        names.add(own)
+    return frozenset(names)
+
+
+def is_reserved_namespace(name) -> bool:
+    """True for Kubernetes' own namespaces (`kube-*`) and those of `reserved_namespaces()`."""
+    return isinstance(name, str) and (name.startswith(RESERVED_NAMESPACE_PREFIX) or name in reserved_namespaces())
+
+
+def check_allowed_namespace(name: str, field: str) -> None:
+    """Raise ValidationError({field: ...}) when a queue is given a reserved namespace."""
+    if is_reserved_namespace(name):
+        raise ValidationError({field: f"'{name}' is reserved for the cluster's or gangweb's own components; no "
+                                      "queue may run jobs there"})
+
+
+def queue_chain(queue, tree=None) -> list:
+    """[queue, parent, ..., top-level queue]: from `tree` (a services.queues.QueueTree holding the ancestors) when
+    given, else by following `parent` (one query per level)."""
+    if queue is None:
+        return []
+    if tree is not None and queue.id in tree.by_id:
+        return [queue, *tree.ancestors(tree.by_id[queue.id])]
+    chain, seen, q = [queue], {queue.pk}, queue.parent
+    while q is not None and q.pk not in seen:
+        chain.append(q)
+        seen.add(q.pk)
+        q = q.parent
+    return chain
+
+
+def check_namespace(queue, namespace: str, chain=None, field: str = "namespace") -> None:
+    """Raise ValidationError({field: ...}) unless jobs of `queue` may run in `namespace`: not reserved, in the
+    queue's `allowed_namespaces` and in each ancestor's (`chain` from `queue_chain`, default: walked)."""
+    if is_reserved_namespace(namespace):
+        raise ValidationError({field: f"'{namespace}' is reserved for the cluster's or gangweb's own components"})
+    for q in chain if chain is not None else queue_chain(queue):
+        allowed = q.allowed_namespaces or []
+        if namespace in allowed:
             continue
-        at = f"podSets[{_name(ps, i)}].template.spec"
-        for key in HOST_NAMESPACES:
-            if pod.get(key) is True:
-                found.append((f"{at}.{key}", f"the host's {key[4:].lower()} namespace ({key})"))
-        found.extend(_security_context_escalations(pod.get("securityContext"), at))
-        if _reserved(pod.get("priorityClassName")):
-            found.append((f"{at}.priorityClassName", "system priority classes"))
-        volumes = pod.get("volumes")
-        for j, vol in enumerate(volumes if isinstance(volumes, list) else []):
-            if isinstance(vol, dict) and "hostPath" in vol:
-                found.append((f"{at}.volumes[{_name(vol, j)}].hostPath", "hostPath volumes"))
-        for list_name in CONTAINER_LISTS:
-            containers = pod.get(list_name)
-            for j, c in enumerate(containers if isinstance(containers, list) else []):
-                if not isinstance(c, dict):
-                    continue
-                c_at = f"{at}.{list_name}[{_name(c, j)}]"
-                found.extend(_security_context_escalations(c.get("securityContext"), c_at))
-                ports = c.get("ports")
-                for k, port in enumerate(ports if isinstance(ports, list) else []):
-                    if isinstance(port, dict) and port.get("hostPort") not in (None, 0):
-                        found.append((f"{c_at}.ports[{k}].hostPort", "host ports"))
-    return dict(found)
+        mine = q is queue or (q.pk is not None and q.pk == queue.pk)
+        whose = f"queue '{q.name}'" if mine else f"its parent queue '{q.name}'"
+        if not allowed:
+            raise ValidationError({field: f"{whose} allows no namespaces; its parent's admin (a platform admin for "
+                                          "a top-level queue) lists them in allowed_namespaces"})
+        raise ValidationError({field: f"{whose} allows namespaces {', '.join(allowed)}, not '{namespace}'"})
 
 
-def check_template_spec(user, spec: dict, field: str = "spec") -> None:
-    """Refuse escalating settings in a template unless `user` is a platform admin.
+# ---- levels, rules, exceptions -------------------------------------------------------------------------------------
 
-    Raises PermissionDenied({"spec.<path>": "<what>: only allowed in templates made by platform admins"}).
-    """
-    if access.is_platform_admin(user):
-        return
-    found = escalations(spec)
+def level_of(template=None, chain=()) -> str:
+    """The level a template's pods meet in a queue: the strictest of the template's and of the queue chain's."""
+    levels = [getattr(q, "pod_security_level", "") for q in chain]
+    return pss.stricter(getattr(template, "pod_security_level", "") or "", *levels)
+
+
+def tenant_rules(chain=()) -> pss.TenantRules:
+    """Service accounts (besides "default") allowed by every queue of `chain`; none without a queue."""
+    accounts = None
+    for q in chain:
+        mine = set(q.allowed_service_accounts or [])
+        accounts = mine if accounts is None else accounts & mine
+    return pss.TenantRules(service_accounts=frozenset(accounts or ()))
+
+
+def check_exceptions(user, value, before=(), field: str = "policy_exceptions") -> list[str]:
+    """Validate a template's `policy_exceptions` (a list of control ids of pod_security.CONTROLS) and return it
+    deduplicated. Raises ValidationError naming `policy_exceptions[i]` for an unknown id, PermissionDenied (403)
+    when `user` is not a platform admin and the list differs from `before`."""
+    if value is None:
+        value = []
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise ValidationError({field: "must be a list of control ids"})
+    for i, control in enumerate(value):
+        if control not in pss.CONTROLS:
+            raise ValidationError({f"{field}[{i}]": f"'{control[:80]}' is not a control; controls are "
+                                                    f"{', '.join(pss.CONTROLS)}"})
+    value = list(dict.fromkeys(value))
+    if sorted(value) != sorted(before or []) and not access.is_platform_admin(user):
+        raise PermissionDenied({field: "only platform admins grant or withdraw pod-security exceptions"})
+    return value
+
+
+def _title(control: str) -> str:
+    c = pss.CONTROLS[control]
+    kind = "gangweb tenant control" if c.level == pss.TENANT else f"Pod Security {c.level} control"
+    return f"{kind} {control}"
+
+
+def violations(spec, level: str, rules: pss.TenantRules, exceptions=()) -> dict[str, str]:
+    """{path: message} for every violation in a template spec or resolved spec (any shape tolerated). Paths name
+    pod sets by name, e.g. "podSets[worker].template.spec.hostNetwork"; messages name the control."""
+    found: dict[str, str] = {}
+    if not isinstance(spec, dict):
+        return found
+    if _reserved(spec.get("priorityClassName")) and "priorityClassName" not in exceptions:
+        found["priorityClassName"] = (f"{_title('priorityClassName')}: system- priority classes are the cluster's "
+                                      f"own; {EXCEPTION_HINT}")
+    pod_sets = spec.get("podSets")
+    for i, ps in enumerate(pod_sets if isinstance(pod_sets, list) else []):
+        name = ps.get("name") if isinstance(ps, dict) else None
+        at = f"podSets[{str(name)[:20] if isinstance(name, str) and name else i}].template"
+        template = ps.get("template") if isinstance(ps, dict) else None
+        for v in pss.check_pod(template, level, rules, exceptions):
+            found.setdefault(f"{at}.{v.field}", f"{_title(v.control)}: {v.message}; {EXCEPTION_HINT}")
+    return found
+
+
+def _raise(found: dict[str, str], field: str) -> None:
     if found:
-        path, what = next(iter(found.items()))
-        raise PermissionDenied({f"{field}.{path}": f"{what}: only allowed in templates made by platform admins"})
+        raise ValidationError({f"{field}.{path}": message for path, message in found.items()})
 
 
-def check_job_spec(resolved: dict, template_spec: dict) -> None:
-    """Raise ValidationError naming the field when `resolved` has an escalating setting `template_spec` lacks."""
-    allowed = escalations(template_spec)
-    for path, what in escalations(resolved).items():
-        if path not in allowed:
-            raise ValidationError({f"resolved_spec.{path}": f"{what}: not in the template, so not allowed"})
+def check_template_spec(spec: dict, template=None, queue=None, exceptions=None, level: str | None = None,
+                        field: str = "spec") -> None:
+    """Raise ValidationError naming each refused field of a template spec (`field`.<path>) and its control.
+
+    Checked at the strictest of `level` (the template's pod_security_level being saved; default: `template`'s) and
+    the owning `queue` chain's, with that queue chain's service accounts and `exceptions` (default: `template`'s).
+    """
+    chain = queue_chain(queue)
+    level = pss.stricter(level if level is not None else getattr(template, "pod_security_level", "") or "",
+                         level_of(None, chain))
+    if exceptions is None:
+        exceptions = getattr(template, "policy_exceptions", None) or []
+    _raise(violations(spec, level, tenant_rules(chain), exceptions), field)
+
+
+def check_job_spec(resolved: dict, template, queue, tree=None, field: str = "resolved_spec") -> None:
+    """Raise ValidationError naming each refused field of a job's resolved spec: the level of `template` in
+    `queue`'s chain (`tree` from the submit's lookups saves the queries), the chain's service accounts and the
+    template's exceptions. Every submit path calls it; so does the reconciler before creating anything."""
+    chain = queue_chain(queue, tree)
+    _raise(violations(resolved, level_of(template, chain), tenant_rules(chain),
+                      getattr(template, "policy_exceptions", None) or []), field)
+
+
+# ---- a template's level and exceptions ------------------------------------------------------------------------------
+
+def template_settings(user, level=None, exceptions=None, template=None) -> tuple[str, list[str]]:
+    """Validate a template's `pod_security_level` ("", "baseline" or "restricted"; None: `template`'s) and
+    `policy_exceptions` (None: `template`'s) as `user` sets them; returns (level, exceptions).
+
+    Raises ValidationError naming the field, PermissionDenied when anyone but a platform admin changes the
+    exceptions (`user` None, an internal caller, may set none)."""
+    current_level = getattr(template, "pod_security_level", "") or ""
+    current = list(getattr(template, "policy_exceptions", None) or [])
+    level = current_level if level is None else level
+    if level not in ("", *pss.LEVELS):
+        raise ValidationError({"pod_security_level": f"must be '' (the queue's), {' or '.join(pss.LEVELS)}"})
+    if exceptions is None:
+        return level, current
+    if user is None:
+        if exceptions:
+            raise PermissionDenied({"policy_exceptions": "only platform admins grant pod-security exceptions"})
+        return level, []
+    return level, check_exceptions(user, exceptions, current)
+
+
+def save_template_settings(user, template, level: str, exceptions: list[str]) -> bool:
+    """Store a validated level and exceptions on `template` when they changed, with an audit event
+    ("template.policy": before and after). Returns True when something changed. Call inside a transaction."""
+    from . import audit
+
+    before = {"pod_security_level": template.pod_security_level or "",
+              "policy_exceptions": list(template.policy_exceptions or [])}
+    after = {"pod_security_level": level, "policy_exceptions": exceptions}
+    if before == after:
+        return False
+    template.pod_security_level, template.policy_exceptions = level, exceptions
+    template.save(update_fields=["pod_security_level", "policy_exceptions"])
+    if user is not None:
+        audit.record(user, "template.policy", template, {"before": before, "after": after})
+    return True
+
+
+def update_template_settings(user, template, level=None, exceptions=None):
+    """Change only a template's level and/or exceptions (no new version). Raises PermissionDenied unless `user`
+    manages the template (and, for exceptions, is a platform admin), ValidationError for bad values. A stricter
+    level or a withdrawn exception is not checked against the existing versions: jobs that no longer pass are
+    refused at submit (400 naming the field and control), so tightening is never blocked."""
+    from django.db import transaction
+
+    access.check_manage_template(user, template)
+    level, exceptions = template_settings(user, level, exceptions, template)
+    with transaction.atomic():
+        save_template_settings(user, template, level, exceptions)
+    return template
+
+
+def template_summary(template) -> dict:
+    """What the template page shows: {"level": "baseline" | "restricted", "level_source": words saying where it
+    comes from, "exceptions": [Control, ...]} (unknown ids in old rows are left out). Walks the owning queue's
+    parents (one query per level)."""
+    chain = queue_chain(template.queue) if template.queue_id else []
+    level = level_of(template, chain)
+    if template.pod_security_level == level:
+        source = "set on the template"
+    elif chain:
+        source = f"of queue '{template.queue.name}' and its parents"
+    else:
+        source = "the default; a stricter queue makes its jobs stricter"
+    return {"level": level, "level_source": source,
+            "exceptions": [pss.CONTROLS[c] for c in template.policy_exceptions or [] if c in pss.CONTROLS]}

@@ -36,10 +36,11 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from kubernetes.utils import parse_quantity
 
-from ..choices import ACTIVE_PHASES, QueueWarning
+from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueWarning
 from ..kube.kai_units import RESOURCES, STATUS_RESOURCE_NAMES, UNITS, UNLIMITED, display, from_quantity, to_kai
 from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
 from . import access, audit, dispatch, related
+from . import policy as pod_policy
 from . import validation as v
 from .errors import Conflict, PermissionDenied
 
@@ -51,7 +52,7 @@ RESOURCE_FIELDS = tuple((r, f"{r}_quota", f"{r}_limit", f"{r}_over_quota_weight"
 SHARE_FIELDS = tuple(f for _r, *fields in RESOURCE_FIELDS for f in fields)  # what a queue's own warnings read
 WEIGHT_FIELDS = tuple(f"{r}_over_quota_weight" for r in RESOURCES)
 WRITABLE = ("name", "display_name", "parent", "priority", *QUOTA_FIELDS, *WEIGHT_FIELDS, "preempt_min_runtime",
-            "reclaim_min_runtime", "clusters", "allowed_namespaces")
+            "reclaim_min_runtime", "clusters", "allowed_namespaces", "allowed_service_accounts", "pod_security_level")
 # Fields the API returns; a client that PUTs back what it read is not refused for them.
 READ_ONLY = ("id", "managed", "created_at", "updated_at", "warnings", "quantities", "sync", "units")
 # Go `time.ParseDuration` as metav1.Duration accepts it: "0", "20s", "1h30m", "1.5h".
@@ -372,7 +373,19 @@ def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple
             raise ValidationError({"allowed_namespaces": "must be a list of namespace names"})
         for i, ns in enumerate(namespaces):
             v.dns_label(ns, f"allowed_namespaces[{i}]")
+            pod_policy.check_allowed_namespace(ns, f"allowed_namespaces[{i}]")
         policy.allowed_namespaces = list(dict.fromkeys(namespaces))
+    if "allowed_service_accounts" in data:
+        accounts = data["allowed_service_accounts"] or []
+        if not isinstance(accounts, list):
+            raise ValidationError({"allowed_service_accounts": "must be a list of service account names"})
+        for i, name in enumerate(accounts):
+            v.dns_subdomain(name, f"allowed_service_accounts[{i}]")
+        policy.allowed_service_accounts = list(dict.fromkeys(accounts))
+    if "pod_security_level" in data:
+        if data["pod_security_level"] not in PodSecurityLevel.values:
+            raise ValidationError({"pod_security_level": f"must be {' or '.join(PodSecurityLevel.values)}"})
+        policy.pod_security_level = data["pod_security_level"]
     clusters = None
     if "clusters" in data:
         names = data["clusters"] or []
@@ -443,7 +456,8 @@ def create_queue(user, data) -> tuple[QueuePolicy, list[dict]]:
     policy = QueuePolicy(name=name, managed=True, gpu_limit=UNLIMITED, cpu_limit=UNLIMITED, memory_limit=UNLIMITED)
     clusters, _ = _apply(policy, data, tree, user)
     access.check_create_queue(user, policy.parent)
-    access.check_queue_scope(user, policy.parent, clusters or [], policy.allowed_namespaces)
+    access.check_queue_scope(user, policy.parent, clusters or [], policy.allowed_namespaces,
+                             policy.allowed_service_accounts)
     # Queue names are global (a KAI Queue is cluster-scoped), so a taken name is told, but only after the permission
     # checks: before them, anyone with a role on some queue could probe for the names of queues they cannot see.
     if name in tree.by_name:
@@ -487,7 +501,8 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
         _check_moved_scope(user, policy, clusters, tree)
     else:
         access.check_queue_scope(user, policy.parent, clusters if "clusters" in changed else None,
-                                 policy.allowed_namespaces if "allowed_namespaces" in changed else None)
+                                 policy.allowed_namespaces if "allowed_namespaces" in changed else None,
+                                 policy.allowed_service_accounts if "allowed_service_accounts" in changed else None)
     with transaction.atomic():
         policy.save()
         if clusters is not None:
@@ -505,7 +520,7 @@ def _check_moved_scope(user, policy: QueuePolicy, clusters: list[Cluster] | None
     if access.is_platform_admin(user):
         return
     own = clusters if clusters is not None else list(policy.clusters.all())
-    access.check_queue_scope(user, policy.parent, own, policy.allowed_namespaces)
+    access.check_queue_scope(user, policy.parent, own, policy.allowed_namespaces, policy.allowed_service_accounts)
     below = tree.descendants(policy)
     if not below:
         return
@@ -515,7 +530,8 @@ def _check_moved_scope(user, policy: QueuePolicy, clusters: list[Cluster] | None
         links.setdefault(link.queuepolicy_id, []).append(link.cluster)
     for queue in below:
         try:
-            access.check_queue_scope(user, policy.parent, links.get(queue.id, []), queue.allowed_namespaces)
+            access.check_queue_scope(user, policy.parent, links.get(queue.id, []), queue.allowed_namespaces,
+                                     queue.allowed_service_accounts)
         except PermissionDenied as exc:
             (field_name, message), = list(exc.errors.items())[:1]
             raise PermissionDenied({"parent": f"queue '{queue.name}' below '{policy.name}' does not fit in "

@@ -334,13 +334,14 @@ def _owner_queue(queue, user=None):
     return found
 
 
-def create_template(user, name, description, spec, queue=None):
+def create_template(user, name, description, spec, queue=None, pod_security_level="", policy_exceptions=None):
     """Create a template and its version 1. Returns the RuntimeTemplateVersion.
 
     `queue` (a QueuePolicy, a queue name or None for a shared template) owns the template. `user` None means an
-    internal caller (management command, fixtures): no permission or pod-security check; views pass request.user.
-    Raises ValidationError for a bad name or spec, PermissionDenied (see access.check_create_template and
-    policy.check_template_spec), Conflict when the name is taken.
+    internal caller (management command, fixtures): no permission check; views pass request.user. The pod-spec
+    policy applies to every caller (policy.check_template_spec, at `pod_security_level` with `policy_exceptions`).
+    Raises ValidationError for a bad name or spec or a refused pod setting, PermissionDenied (see
+    access.check_create_template; exceptions need a platform admin), Conflict when the name is taken.
     """
     from django.db import transaction
 
@@ -354,8 +355,8 @@ def create_template(user, name, description, spec, queue=None):
     if user is not None:
         access.check_create_template(user, queue)
     spec = validate_template_spec(spec)
-    if user is not None:
-        policy.check_template_spec(user, spec)
+    level, exceptions = policy.template_settings(user, pod_security_level, policy_exceptions)
+    policy.check_template_spec(spec, queue=queue, level=level, exceptions=exceptions)
     taken = list(RuntimeTemplate.objects.filter(name=name).values_list("queue_id", flat=True))
     if taken:  # said only as far as `user` may see the owner (queues.name_taken)
         from .queues import name_taken
@@ -363,18 +364,21 @@ def create_template(user, name, description, spec, queue=None):
         raise Conflict({"name": name_taken(user, "runtime template", name, taken[0]) if user is not None
                         else f"a runtime template named '{name}' already exists"})
     with transaction.atomic():
-        template = RuntimeTemplate.objects.create(name=name, description=description or "", queue=queue)
+        template = RuntimeTemplate.objects.create(name=name, description=description or "", queue=queue,
+                                                  pod_security_level=level, policy_exceptions=exceptions)
         version = RuntimeTemplateVersion.objects.create(template=template, version=1, spec=spec, created_by=user)
         if user is not None:
             audit.record(user, "template.create", template, {"version": 1, "queue": queue.name if queue else None})
         return version
 
 
-def add_version(user, template, spec, description=None):
+def add_version(user, template, spec, description=None, pod_security_level=None, policy_exceptions=None):
     """Store `spec` as the next version of `template`; jobs already submitted keep theirs.
 
-    Returns the new RuntimeTemplateVersion, or the latest one unchanged when `spec` equals it.
-    Raises ValidationError for a bad spec, PermissionDenied unless `user` manages the template (None: internal).
+    Returns the new RuntimeTemplateVersion, or the latest one unchanged when `spec` equals it. `pod_security_level`
+    and `policy_exceptions` (None: unchanged) are saved with it (policy.template_settings).
+    Raises ValidationError for a bad spec or a refused pod setting (policy.check_template_spec),
+    PermissionDenied unless `user` manages the template (None: internal).
     """
     from django.db import transaction
 
@@ -384,12 +388,13 @@ def add_version(user, template, spec, description=None):
     if user is not None:
         access.check_manage_template(user, template)
     spec = validate_template_spec(spec)
-    if user is not None:
-        policy.check_template_spec(user, spec)
+    level, exceptions = policy.template_settings(user, pod_security_level, policy_exceptions, template)
+    policy.check_template_spec(spec, queue=template.queue, level=level, exceptions=exceptions)
     with transaction.atomic():
         if description is not None:
             template.description = v.string(description, "description", allow_empty=True, max_length=300)
             template.save(update_fields=["description"])
+        policy.save_template_settings(user, template, level, exceptions)
         latest = template.versions.select_for_update().order_by("-version").first()
         if latest is not None and latest.spec == spec and latest.retired_at is None:
             return latest

@@ -13,7 +13,7 @@ from ..forms.errors import error_items
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access, related
+from ..services import access, policy, related
 from ..services import templates as template_service
 from ..services.errors import PermissionDenied, ServiceError
 from .common import allowed
@@ -71,6 +71,7 @@ def template_detail(request, name: str):
         "section": "templates", "template": template, "versions": versions, "latest": latest, "spec": spec,
         "spec_error": spec_error, "preview": preview(spec) if spec is not None else None,
         "can_edit": _may(access.check_manage_template, request.user, template),
+        "pod_security": policy.template_summary(template),
     })
 
 

@@ -42,7 +42,8 @@ PRINCIPALS = ["anon", "admin", "padmin", "a_admin", "a_sub", "a_view", "b_sub", 
 def teams(db, enqueued, queue_syncs):
     """Build the two teams (see the module docstring) and return a Teams with a client per principal."""
     local, spare = builders.make_cluster("local"), builders.make_cluster("spare")
-    team_a, team_b = builders.make_queue("team-a"), builders.make_queue("team-b")
+    team_a = builders.make_queue("team-a", allowed_namespaces=["default", "team-a"])
+    team_b = builders.make_queue("team-b")
     a_train = builders.make_queue("a-train", parent=team_a, clusters=[local], allowed_namespaces=["team-a"])
     a_dev = builders.make_queue("a-dev", parent=team_a, clusters=[local])
     b_train = builders.make_queue("b-train", parent=team_b, clusters=[local])

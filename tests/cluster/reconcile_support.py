@@ -91,6 +91,6 @@ def make_world(kube_cluster, kube_namespace, admin_user) -> World:
     probe.probe_cluster(cluster)
     cluster.refresh_from_db()
     assert cluster.health == "Healthy", cluster.health_message
-    builders.make_queue("team-a")
-    builders.make_queue("team-b")
+    builders.make_queue("team-a", allowed_namespaces=[kube_namespace])
+    builders.make_queue("team-b", allowed_namespaces=[kube_namespace])
     return World(cluster=cluster, user=admin_user, namespace=kube_namespace, api=kube_client.api_client(cluster))

@@ -48,13 +48,13 @@ def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, ku
     assert "k8s-workload-v1alpha2" in page.locator("tr:has-text('k8s-workload-v1alpha2')").inner_text()
 
     page.goto("/templates/new/")
-    page.get_by_label("Name").fill("train")
+    page.get_by_label("Name", exact=True).fill("train")
     page.get_by_label("Spec").fill(SPEC_YAML)
     page.get_by_role("button", name="Create template").click()
     page.wait_for_url("**/templates/train/")
     assert "Workload" in page.inner_text("#template-preview")  # the builders' objects, for an example job
 
-    create_queue(page, "team-a", gpu_quota="8", cluster="local")
+    create_queue(page, "team-a", gpu_quota="8", cluster="local", namespaces=kube_namespace)
 
     page.goto("/submit/?template=train")
     page.get_by_label("Name", exact=True).fill("ui-gang")

@@ -11,7 +11,7 @@ from kubernetes.client.rest import ApiException
 
 from scheduling.choices import GangPhase, ReconcileOutcome
 from scheduling.kube.objects import JOB
-from scheduling.models import ReconcileAttempt
+from scheduling.models import QueuePolicy, ReconcileAttempt
 from scheduling.reconcile import resync
 
 from .reconcile_support import make_world, wait_for
@@ -25,9 +25,11 @@ def world(kube_cluster, kube_namespace, admin_user, enqueued):
 
 
 @pytest.fixture
-def missing_namespace(kube_api):
-    """A namespace name that does not exist yet; deleted after the test if the test created it."""
+def missing_namespace(kube_api, world):
+    """A namespace name that does not exist yet (queue team-a allows it); deleted after the test if the test
+    created it."""
     name = f"t-missing-{uuid.uuid4().hex[:6]}"
+    QueuePolicy.objects.filter(name="team-a").update(allowed_namespaces=[world.namespace, name])
     yield name
     try:
         client.CoreV1Api(kube_api).delete_namespace(name)

@@ -13,7 +13,7 @@ from scheduling.choices import GangPhase
 from scheduling.constants import LABEL_JOB_UID
 from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD, SERVICE
-from scheduling.models import GangJob
+from scheduling.models import GangJob, QueuePolicy
 from scheduling.reconcile import resync
 from scheduling.services import jobs as job_service
 
@@ -266,6 +266,8 @@ def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, k
 
     cluster = local_cluster.register(kube_cluster.kubeconfig)
     assert cluster.health == "Healthy" and "k8s-workload-v1alpha2" in cluster.available_backends
+    assert QueuePolicy.objects.get(name="default").allowed_namespaces == ["default"]
+    QueuePolicy.objects.filter(name="default").update(allowed_namespaces=[kube_namespace])  # this test's namespace
     job, _ = job_service.submit(admin_user, {"name": "first", "namespace": kube_namespace,
                                              "template": "sample-gang", "queue": "default", "cluster": "local"})
     result = resync.job_reconcile.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk))

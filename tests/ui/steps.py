@@ -30,11 +30,13 @@ def register_cluster(page, name: str, kubeconfig: Path | str) -> None:
     page.wait_for_url(f"**/clusters/{name}/")
 
 
-def create_queue(page, name: str, gpu_quota: str, cluster: str) -> None:
-    """Create a queue through /queues/new/ with a GPU quota (GPUs) on one cluster; returns on the queue list."""
+def create_queue(page, name: str, gpu_quota: str, cluster: str, namespaces: str = "default") -> None:
+    """Create a queue through /queues/new/ with a GPU quota (GPUs) on one cluster, allowing `namespaces`
+    (comma-separated); returns on the queue list."""
     page.goto("/queues/new/")
     page.get_by_label("Name", exact=True).fill(name)
     page.get_by_label("GPU quota").fill(gpu_quota)
     page.get_by_label("Clusters").select_option(cluster)
+    page.get_by_label("Allowed namespaces").fill(namespaces)
     page.get_by_role("button", name="Create queue").click()
     page.wait_for_url("**/queues/")

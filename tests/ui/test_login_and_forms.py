@@ -42,7 +42,7 @@ def test_register_cluster_create_template_and_queue_then_submit_from_the_form(ad
     assert "token: t" not in page.content()  # never shown after upload
 
     page.goto("/templates/new/")
-    page.get_by_label("Name").fill("llm")
+    page.get_by_label("Name", exact=True).fill("llm")
     page.get_by_label("Spec").fill(SPEC_YAML)
     page.get_by_role("button", name="Preview").click()
     preview = page.locator("#template-preview")

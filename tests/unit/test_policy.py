@@ -1,54 +1,153 @@
-"""Pod-spec policy as a pure function: which settings count as escalations, and where they are named."""
+"""Pod-spec policy as pure functions: the Pod Security Standards controls (each after its upstream check), gangweb's
+tenant controls, exceptions, levels and where a refusal is named."""
 import pytest
 from django.core.exceptions import ValidationError
 
+from scheduling.models import QueuePolicy, RuntimeTemplate
+from scheduling.services import pod_security as pss
 from scheduling.services import policy
-from tests import builders
+from tests import builders, pod_specs
+
+NO_RULES = pss.TenantRules()
 
 
-def spec_with(container=None, **pod):
-    ps = builders.pod_set(containers=[builders.container(**(container or {}))])
+@pytest.mark.parametrize("level,expected,template", [pytest.param(*c[1:], id=c[0]) for c in pod_specs.CASES])
+def test_each_control_refuses_its_setting_and_allows_the_safe_one(level, expected, template):
+    assert {v.control for v in pss.check_standard(template, level)} == pod_specs.refused(expected)
+
+
+def test_every_baseline_and_restricted_control_has_a_refused_and_an_allowed_case():
+    refused = set().union(*(pod_specs.refused(c[2]) for c in pod_specs.CASES))
+    standard = {c.id for c in pss.CONTROLS.values() if c.level != pss.TENANT}
+    assert standard - refused == set()
+    assert sum(1 for c in pod_specs.CASES if c[2] is None and c[1] == "baseline") >= 12
+
+
+def test_every_control_cites_its_upstream_check():
+    for control in pss.CONTROLS.values():
+        if control.level != pss.TENANT:
+            assert control.source.startswith("k8s.io/pod-security-admission/policy/check_"), control
+
+
+def test_restricted_replaces_the_baseline_checks_it_overrides():
+    assert "capabilities_baseline" not in pss.controls_at("restricted")
+    assert "hostPathVolumes" not in pss.controls_at("restricted")
+    assert set(pss.controls_at("baseline")) < set(pss.controls_at("restricted")) | set(pss.OVERRIDES.values())
+
+
+def test_refusals_name_the_field_by_container_and_volume_name():
+    template = pod_specs.pod(sc={"privileged": True}, spec={"volumes": [{"name": "dev", "hostPath": {"path": "/"}}]})
+    assert [(v.control, v.field) for v in pss.check_standard(template, "baseline")] == [
+        ("privileged", "spec.containers[main].securityContext.privileged"),
+        ("hostPathVolumes", "spec.volumes[dev].hostPath"),
+    ]
+
+
+def test_the_seccomp_annotation_is_refused_even_though_only_old_versions_check_it():
+    template = pod_specs.pod(annotations={"seccomp.security.alpha.kubernetes.io/pod": "unconfined"})
+    assert [v.field for v in pss.check_standard(template, "baseline")] == [
+        "metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]"]
+
+
+@pytest.mark.parametrize("changes,control,field", [
+    ({"serviceAccountName": "clusterrole-aggregation-controller"}, "serviceAccountName", "spec.serviceAccountName"),
+    ({"serviceAccount": "admin"}, "serviceAccountName", "spec.serviceAccount"),
+    ({"automountServiceAccountToken": True}, "automountServiceAccountToken", "spec.automountServiceAccountToken"),
+    ({"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]},
+     "automountServiceAccountToken", "spec.volumes[t].projected.sources[0].serviceAccountToken"),
+    ({"nodeName": "control-plane"}, "nodeName", "spec.nodeName"),
+    ({"schedulerName": "default-scheduler"}, "schedulerName", "spec.schedulerName"),
+    ({"tolerations": [{"operator": "Exists"}]}, "tolerations", "spec.tolerations[0]"),
+    ({"tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}]},
+     "tolerations", "spec.tolerations[0].key"),
+    ({"runtimeClassName": "privileged-runc"}, "runtimeClassName", "spec.runtimeClassName"),
+    ({"volumes": [{"name": "data", "nfs": {"server": "10.0.0.2", "path": "/"}}]}, "volumeTypes",
+     "spec.volumes[data].nfs"),
+    ({"volumes": [{"name": "f", "flexVolume": {"driver": "x/y"}}]}, "volumeTypes", "spec.volumes[f].flexVolume"),
+    ({"volumes": [{"name": "c", "csi": {"driver": "secrets-store.csi.k8s.io"}}]}, "volumeTypes", "spec.volumes[c].csi"),
+    ({"priorityClassName": "system-node-critical"}, "priorityClassName", "spec.priorityClassName"),
+])
+def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, field):
+    assert [(v.control, v.field) for v in pss.check_tenant(pod_specs.pod(spec=changes), NO_RULES)] == [(control, field)]
+
+
+@pytest.mark.parametrize("changes", [
+    {"serviceAccountName": "default"}, {"serviceAccountName": "trainer"}, {"automountServiceAccountToken": False},
+    {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+    {"volumes": [{"name": "s", "secret": {"secretName": "hf-token"}}, {"name": "e", "emptyDir": {}},
+                 {"name": "p", "projected": {"sources": [{"configMap": {"name": "c"}}]}}]},
+])
+def test_tenant_controls_allow_what_the_queue_grants_and_ordinary_settings(changes):
+    rules = pss.TenantRules(service_accounts=frozenset({"trainer"}))
+    assert pss.check_tenant(pod_specs.pod(spec=changes), rules) == []
+
+
+def test_exceptions_waive_exactly_the_named_controls():
+    template = pod_specs.pod(sc={"privileged": True}, spec={"nodeName": "n1", "hostNetwork": True})
+    assert {v.control for v in pss.check_pod(template, "baseline", NO_RULES, ["privileged", "nodeName"])} == {
+        "hostNamespaces"}
+
+
+@pytest.mark.parametrize("template", [None, "x", {"spec": "x"}, {"spec": {"containers": [1, None, "x"],
+                                                                          "volumes": "x", "securityContext": []}},
+                                      pod_specs.pod(sc={"capabilities": {"add": [{"x": 1}]},
+                                                        "seLinuxOptions": {"type": ["x"]}},
+                                                    pod_sc={"sysctls": [{"name": {"a": 1}}]},
+                                                    spec={"serviceAccountName": ["x"], "volumes": [{"name": "v"}]})])
+def test_malformed_templates_never_raise(template):
+    pss.check_pod(template, "restricted", NO_RULES)
+
+
+def spec_with(**pod):
+    ps = builders.pod_set(containers=[builders.container()])
     ps["template"]["spec"].update(pod)
     return builders.template_spec(pod_sets=[ps])
 
 
-AT = "podSets[worker].template.spec"
-
-
-@pytest.mark.parametrize("spec,path", [
-    (spec_with(hostNetwork=True), f"{AT}.hostNetwork"),
-    (spec_with(hostPID=True), f"{AT}.hostPID"),
-    (spec_with(hostIPC=True), f"{AT}.hostIPC"),
-    (spec_with(volumes=[{"name": "dev", "hostPath": {"path": "/dev"}}]), f"{AT}.volumes[dev].hostPath"),
-    (spec_with({"securityContext": {"privileged": True}}), f"{AT}.containers[main].securityContext.privileged"),
-    (spec_with({"securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}),
-     f"{AT}.containers[main].securityContext.capabilities.add[NET_ADMIN]"),
-    (spec_with({"securityContext": {"procMount": "Unmasked"}}), f"{AT}.containers[main].securityContext.procMount"),
-    (spec_with({"securityContext": {"seccompProfile": {"type": "Unconfined"}}}),
-     f"{AT}.containers[main].securityContext.seccompProfile"),
-    (spec_with(securityContext={"windowsOptions": {"hostProcess": True}}),
-     f"{AT}.securityContext.windowsOptions.hostProcess"),
-    (spec_with({"ports": [{"containerPort": 80, "hostPort": 8080}]}), f"{AT}.containers[main].ports[0].hostPort"),
-    (spec_with(priorityClassName="system-node-critical"), f"{AT}.priorityClassName"),
-])
-def test_escalations_are_named_by_path(spec, path):
-    assert list(policy.escalations(spec)) == [path]
-
-
-@pytest.mark.parametrize("spec", [
-    spec_with(),
-    spec_with(hostNetwork=False, volumes=[{"name": "scratch", "emptyDir": {}}]),
-    spec_with({"securityContext": {"privileged": False, "capabilities": {"drop": ["ALL"]}}}),
-    spec_with({"ports": [{"containerPort": 80, "hostPort": 0}]}),
-    {"podSets": "not a list"}, {"podSets": [{"template": {"spec": {"volumes": "x", "containers": [1]}}}]}, None,
-])
-def test_safe_or_malformed_specs_have_no_escalations(spec):
-    assert policy.escalations(spec) == {}
-
-
-def test_a_job_may_keep_but_not_add_escalations():
-    template = spec_with({"securityContext": {"privileged": True}})
-    policy.check_job_spec(template, template)
+def test_a_refusal_names_the_pod_set_field_and_the_control():
     with pytest.raises(ValidationError) as err:
-        policy.check_job_spec(spec_with({"securityContext": {"privileged": True}}, hostNetwork=True), template)
-    assert list(err.value.message_dict) == [f"resolved_spec.{AT}.hostNetwork"]
+        policy.check_template_spec(spec_with(hostNetwork=True))
+    [(field, [message])] = err.value.message_dict.items()
+    assert field == "spec.podSets[worker].template.spec.hostNetwork"
+    assert message.startswith("Pod Security baseline control hostNamespaces: ")
+    assert "policy_exceptions" in message
+
+
+def test_the_strictest_of_template_queue_and_ancestors_applies():
+    parent = QueuePolicy(name="org", pod_security_level="restricted")
+    child = QueuePolicy(name="team", pod_security_level="baseline", parent=parent)
+    assert policy.level_of(RuntimeTemplate(pod_security_level=""), [child]) == "baseline"
+    assert policy.level_of(RuntimeTemplate(pod_security_level=""), [child, parent]) == "restricted"
+    assert policy.level_of(RuntimeTemplate(pod_security_level="restricted"), [child]) == "restricted"
+
+
+def test_service_accounts_are_those_every_queue_of_the_chain_allows():
+    parent = QueuePolicy(name="org", allowed_service_accounts=["trainer", "eval"])
+    child = QueuePolicy(name="team", allowed_service_accounts=["trainer", "admin"], parent=parent)
+    assert policy.tenant_rules([child, parent]).service_accounts == {"trainer"}
+    assert policy.tenant_rules([]).service_accounts == frozenset()
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease", "kube-anything"])
+def test_kube_namespaces_are_refused_whatever_the_queue_allows(namespace):
+    queue = QueuePolicy(name="q", allowed_namespaces=[namespace])
+    with pytest.raises(ValidationError) as err:
+        policy.check_namespace(queue, namespace, [queue])
+    assert "reserved" in err.value.message_dict["namespace"][0]
+
+
+def test_gangweb_s_own_and_configured_namespaces_are_reserved(settings):
+    settings.GANGWEB_NAMESPACE = "gangweb"
+    settings.GANGWEB_RESERVED_NAMESPACES = ["kai-scheduler"]
+    assert policy.is_reserved_namespace("gangweb") and policy.is_reserved_namespace("kai-scheduler")
+    assert not policy.is_reserved_namespace("team-a")
+
+
+def test_an_empty_list_allows_no_namespace_and_ancestors_bound_the_queue():
+    parent = QueuePolicy(name="org", allowed_namespaces=["team-a"])
+    child = QueuePolicy(name="team", allowed_namespaces=["team-a", "team-b"], parent=parent)
+    policy.check_namespace(child, "team-a", [child, parent])
+    with pytest.raises(ValidationError, match="its parent queue 'org' allows namespaces team-a, not 'team-b'"):
+        policy.check_namespace(child, "team-b", [child, parent])
+    with pytest.raises(ValidationError, match="allows no namespaces"):
+        policy.check_namespace(QueuePolicy(name="new"), "default", [QueuePolicy(name="new")])
