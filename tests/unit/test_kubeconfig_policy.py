@@ -81,8 +81,7 @@ def test_data_fields_and_a_stripped_token_make_the_connection():
                                     "client-key-data": B64(KEY).decode()}))
     conn = validate(text)
     assert (conn.host, conn.port, conn.path, conn.tls_server_name) == ("k8s.example", 6443, "", "api")
-    assert conn.token == "tok-1" and conn.ca_pem.startswith(b"-----BEGIN CERTIFICATE-----")
-    assert conn.client_key_pem.startswith(b"-----BEGIN PRIVATE KEY-----")
+    assert conn.token == "tok-1" and conn.ca_pem == CERT and conn.client_key_pem == KEY
     assert "tok-1" not in repr(conn)
 
 
