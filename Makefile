@@ -5,6 +5,10 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
+# Kubernetes releases of the local control plane (localcluster/versions.env): the first runs the whole suite, the
+# second the tests marked for it (`@pytest.mark.k8s_version("1.36")`: the v1alpha2 plugin, the in-place upgrade).
+K8S_VERSIONS := $(shell . localcluster/versions.env && echo $$K8S_VERSIONS)
+K8S_PREVIOUS := $(word 2,$(K8S_VERSIONS))
 
 .PHONY: run test setup venv migrate localcluster-build lint bench clean-state screenshots
 
@@ -16,7 +20,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 venv: $(STAMP)
 
 localcluster-build:
-	bash localcluster/build.sh
+	bash localcluster/build.sh --all
 
 migrate: venv
 	@mkdir -p var
@@ -31,6 +35,7 @@ run: setup
 test: venv localcluster-build
 	bash scripts/ensure-test-deps.sh
 	GANGWEB_TESTING=1 $(PYTHON) -m pytest $(PYTEST_ARGS)
+	GANGWEB_TESTING=1 GANGWEB_K8S_VERSION=$(K8S_PREVIOUS) $(PYTHON) -m pytest -m k8s_version tests/cluster $(PYTEST_ARGS)
 
 lint: venv
 	$(PYTHON) -m ruff check .

@@ -48,6 +48,9 @@ class GangStatus:
     - `source`: the object it came from, "Kind namespace/name".
     - `queue_details`: KAI QuotaDetails, numbers per resource, when the scheduler gives them.
     - `conditions`: the raw conditions, for display.
+    - `scheduled_at_admission`: True when `at` of an admitted gang is the time it was scheduled, written once by
+      the scheduler (v1beta1 `PodGroupInitiallyScheduled`): the Scheduled entry then comes from it, not from the
+      pods' bind times. Such a condition never reverts, so a later attempt is still judged from its pods.
     """
 
     admitted: bool | None = None
@@ -57,6 +60,7 @@ class GangStatus:
     source: str = ""
     queue_details: dict | None = None
     conditions: list[dict] = field(default_factory=list)
+    scheduled_at_admission: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,10 @@ class GangSpec:
     - `min_resources`: ResourceList of the whole gang ({"cpu": "8", "nvidia.com/gpu": "2"}), see kube/resources.py;
     - `labels`: the labels every object of this job carries (job, job UID, instance, managed-by);
     - `topology`: the template's `topologyConstraint` dict or None; `preemptibility`: "", "preemptible" or
-      "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds.
+      "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds;
+    - `disruption_mode`: the template's `gang.disruptionMode`, "" (scheduler default), "single" or "all";
+    - `durations`: KAI v0.17 `{"preemptionDelay": "5m", "stalenessGracePeriod": "-1s"}` from the template's gang
+      (Go duration strings, validated), only the keys it sets.
     """
 
     job_name: str
@@ -101,6 +108,8 @@ class GangSpec:
     min_resources: dict
     pod_sets: tuple[PodSetSpec, ...]
     labels: dict
+    disruption_mode: str = ""
+    durations: dict = field(default_factory=dict)
 
     @property
     def total_replicas(self) -> int:

@@ -1,4 +1,8 @@
-"""Fixtures for tests against a real Kubernetes 1.36 control plane (the ``localcluster`` package).
+"""Fixtures for tests against a real Kubernetes control plane (the ``localcluster`` package).
+
+The release is ``$GANGWEB_K8S_VERSION``, else the default of ``localcluster/versions.env`` (1.37). A test that
+holds only on one release carries ``@pytest.mark.k8s_version("1.36")``; in a session on another release it is
+deselected (shown in the summary), and ``make test`` runs a second session on 1.36 with ``-m k8s_version``.
 
 - ``kube_cluster`` (session): starts one control plane per pytest run in a temporary state directory and stops it
   at the end, also when tests fail. With ``GANGWEB_TEST_KUBECONFIG`` set, that cluster is used instead and nothing
@@ -35,6 +39,28 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "cluster: needs the real local Kubernetes control plane (localcluster; make localcluster-build)"
     )
+
+
+def session_k8s_minor() -> str | None:
+    """The Kubernetes minor ("1.37") the session's control plane runs, or None for an external cluster
+    (``GANGWEB_TEST_KUBECONFIG``), whose tests are never deselected by release."""
+    if os.environ.get("GANGWEB_TEST_KUBECONFIG"):
+        return None
+    return localcluster.binaries.minor_of(localcluster.resolve_k8s_version())
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the tests marked ``k8s_version(minor)`` for another release than the session's."""
+    minor = session_k8s_minor()
+    if minor is None:
+        return
+    keep, drop = [], []
+    for item in items:
+        marker = item.get_closest_marker("k8s_version")
+        (drop if marker is not None and marker.args and marker.args[0] != minor else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.hookimpl(hookwrapper=True)
