@@ -225,6 +225,10 @@ class JobReconciler:
         names (its pods name them)."""
         old = type(self.backend)
         new = registry.select(old.family, served)
+        if (new is None or new is old) and self.job.is_terminal:
+            # Finished, and its gang objects are out of the API's reach: nothing left that gangweb could delete.
+            self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
+            raise _Done
         if new is None or new is old:
             known = ", ".join(p.api_version for p in registry.plugins(old.family))
             message = (f"cluster {self.job.cluster.name} no longer serves {old.api_version} (backend {old.name}) "

@@ -16,6 +16,7 @@ import time
 
 from django.db.models import Q
 from django.utils import timezone
+from kubernetes.client.rest import ApiException
 
 from ..backends import registry
 from ..choices import ACTIVE_PHASES, ClusterHealth, ReconcileOutcome
@@ -122,7 +123,17 @@ def resync_cluster(cluster: Cluster) -> dict:
             from . import probe
 
             served = set(probe.probe_cluster(cluster).served_apis or [])
-        snap = snapshot(api, served)
+        try:
+            snap = snapshot(api, served)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            # A kind the last probe listed is not served any more (the cluster changed version under us): probe
+            # again and list what it serves now; the jobs pinned to the old version then move (reconcile/jobs.py).
+            from . import probe
+
+            served = set(probe.probe_cluster(cluster).served_apis or [])
+            snap = snapshot(api, served)
         known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
                  .values_list("uid", flat=True)}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).

@@ -25,3 +25,24 @@ def test_a_job_whose_family_has_no_served_version_left_fails_naming_both_version
     attempt = job.attempts.order_by("-id").first()
     assert (attempt.outcome, attempt.reason) == (ReconcileOutcome.TERMINAL_ERROR, "APIVersionRemoved")
     assert job.transitions.order_by("-at").first().reason == "APIVersionRemoved"
+
+
+def test_a_failed_job_of_a_removed_version_is_not_failed_again_at_every_pass(api, setup):
+    template, queue, cluster = setup
+    cluster.kubeconfig = DEAD
+    cluster.served_apis = ["v1", "batch/v1"]
+    cluster.save()
+    job = submit(api, template, queue, cluster, "stranded")
+    GangJob.objects.filter(pk=job.pk).update(backend_plugin="k8s-workload-v1alpha2", phase=GangPhase.QUEUED)
+    jobs.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk))
+    attempts = GangJob.objects.get(pk=job.pk).attempts.count()
+
+    again = jobs.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk), record_idle=False)
+
+    job.refresh_from_db()
+    assert again.error is None and again.outcome == ReconcileOutcome.OK
+    assert job.phase == GangPhase.FAILED and job.cleaned_up_at is not None
+    assert job.attempts.count() == attempts + 1  # the cleanup is recorded once (cleaned_up_at changed), then quiet
+    assert jobs.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk),
+                         record_idle=False).actions == []
+    assert job.attempts.count() == attempts + 1
