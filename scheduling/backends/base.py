@@ -152,6 +152,26 @@ def is_subset(desired, observed, quantities: bool = False) -> bool:
     return desired == observed
 
 
+def is_exactly(desired, observed, quantities: bool = False) -> bool:
+    """Like `is_subset`, but maps must have the same keys at every level (nothing extra in `observed`)."""
+    if isinstance(desired, dict):
+        return (isinstance(observed, dict) and set(desired) == set(observed)
+                and all(is_exactly(v, observed[k], quantities) for k, v in desired.items()))
+    if isinstance(desired, list):
+        return (isinstance(observed, list) and len(desired) == len(observed)
+                and all(is_exactly(d, o, quantities) for d, o in zip(desired, observed, strict=True)))
+    return is_subset(desired, observed, quantities)
+
+
+def replacing(desired, observed):
+    """The JSON merge patch value (RFC 7386) that turns `observed` into exactly `desired`: a merge patch merges
+    maps, so keys only `observed` has are named with null, at every level; lists and leaves are replaced whole."""
+    if isinstance(desired, dict) and isinstance(observed, dict):
+        return {**{k: None for k in observed if k not in desired},
+                **{k: replacing(v, observed.get(k)) for k, v in desired.items()}}
+    return desired
+
+
 def parse_time(value) -> datetime | None:
     """An RFC 3339 timestamp from the API ("2026-11-29T14:00:00Z") as an aware datetime, or None."""
     return parse_datetime(value) if isinstance(value, str) and value else None
@@ -186,6 +206,9 @@ class SchedulerBackend:
     mutable_fields: tuple[str, ...] = ()
     # Spec fields whose values are ResourceLists (compared as quantities).
     quantity_fields: tuple[str, ...] = ("minResources",)
+    # Spec fields gangweb owns whole (maps and lists of maps it writes completely): a key or item field present only
+    # in the cluster object is drift, not a server default, and the patch removes it (a merge patch would merge).
+    owned_whole: tuple[str, ...] = ()
     # Finalizers gangweb may release on its own objects once no live pod needs them.
     releasable_finalizers: tuple[str, ...] = ()
 
@@ -232,6 +255,8 @@ class SchedulerBackend:
                 changed.append(key)
             elif key in self.quantity_fields and set(want[key] or {}) != set(have.get(key) or {}):
                 changed.append(key)
+            elif key in self.owned_whole and not is_exactly(want[key], have.get(key), key in self.quantity_fields):
+                changed.append(key)
         if not changed:
             return Drift()
         if self.immutable_spec or any(key not in self.mutable_fields for key in changed):
@@ -239,10 +264,7 @@ class SchedulerBackend:
         patch = {}
         for key in changed:
             value = want.get(key)
-            if isinstance(value, dict) and isinstance(have.get(key), dict):
-                # A merge patch merges maps: name the keys to drop explicitly.
-                value = {**{k: None for k in have[key] if k not in value}, **value}
-            patch[key] = value
+            patch[key] = replacing(value, have.get(key))
         return Drift(fields=changed, patch={"spec": patch})
 
     # ---- helpers for subclasses ---------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ class KaiV2alpha2(SchedulerBackend):
     immutable_spec = False
     mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint",
                       "preemptionDelay", "stalenessGracePeriod")
+    owned_whole = ("subGroups", "topologyConstraint")  # written whole from the job: extra keys/fields are drift
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """One PodGroup named `spec.gang_name`."""
