@@ -281,6 +281,15 @@ class SchedulerBackend:
                 "spec": body}
 
     def gang_object(self, ref: ObjectRef, objects: list[dict]) -> dict | None:
-        """The first of `objects` of kind `ref` (by apiVersion and kind), or None."""
-        return next((o for o in objects if o.get("kind") == ref.kind and o.get("apiVersion") == ref.api_version),
-                    None)
+        """The job's current object of kind `ref` among `objects` (by apiVersion and kind), or None: a live one
+        before a terminating one, and among those the newest (creationTimestamp). After a replacement the list
+        can hold the old generation's object, terminating while its finalizer holds it; its status is history."""
+        mine = [o for o in objects if o.get("kind") == ref.kind and o.get("apiVersion") == ref.api_version]
+        if not mine:
+            return None
+
+        def rank(obj: dict):
+            meta = obj.get("metadata") or {}
+            return (not meta.get("deletionTimestamp"), meta.get("creationTimestamp") or "")
+
+        return max(mine, key=rank)

@@ -64,7 +64,7 @@ class K8sWorkloadV1beta1(K8sWorkloadV1alpha2):
         """As v1alpha2, from `PodGroupInitiallyScheduled`; `scheduled_at_admission`: its True time is the Scheduled
         time (the condition is written once, when the gang is placed)."""
         result = super().read_status(objects)
-        result.scheduled_at_admission = True
+        result.scheduled_at_admission = bool(result.source)  # no PodGroup: nothing said
         return result
 
     # ---- drift ------------------------------------------------------------------------------------------------
