@@ -83,7 +83,7 @@ def test_v1beta1_is_served_and_v1alpha2_is_not(kube_api):
     versions = {v.version for v in groups["scheduling.k8s.io"].versions}
     assert "v1beta1" in versions and "v1alpha2" not in versions
     resources = {r["name"]: r for r in kube_api.call_api(
-        "/apis/scheduling.k8s.io/v1beta1", "GET", response_type="object", auth_settings=["BearerToken"],
+        "/apis/scheduling.k8s.io/v1beta1", "GET", response_types_map={200: "object"}, auth_settings=["BearerToken"],
         _return_http_data_only=True)["resources"]}
     assert {"workloads", "podgroups", "podgroups/status"} <= set(resources)
     assert client.VersionApi(kube_api).get_code().git_version == "v1.37.2"
