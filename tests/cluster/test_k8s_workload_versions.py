@@ -9,6 +9,7 @@ import uuid
 import pytest
 from kubernetes import client
 
+import localcluster
 from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
 from scheduling.backends.k8s_workload_v1beta1 import K8sWorkloadV1beta1
 from scheduling.choices import GangPhase, ReconcileOutcome
@@ -117,34 +118,47 @@ def test_v1beta1_priority_class_change_replaces_the_gang_under_new_names_and_the
 
 
 @pytest.mark.k8s_version("1.37")
-def test_v1beta1_leaves_the_protection_finalizer_to_the_controller_while_pods_run(world):
-    """The early-strip race (upstream review of KubeRay's plugin): a replaced gang's old PodGroup is deleted while its
-    pods still run. gangweb must not remove `podgroup-protection` then; kube-controller-manager removes it once the
-    pods have finished, and the PodGroup goes."""
+def test_v1beta1_leaves_the_protection_finalizer_to_the_controller_while_any_pod_of_the_group_can_run(world):
+    """The early-strip race (upstream review of KubeRay's plugin): a PodGroup is deleted while a pod of its group
+    still runs, here one gangweb does not own (a debugging pod someone pointed at the group), so gangweb's own view
+    says "no live pods". Stripping `podgroup-protection` then would race kube-controller-manager's
+    podgroup-protection-controller; gangweb must leave it, and the controller removes it once the pod finished."""
     job = small(world)
     assert world.reconcile(job).error is None
-    old = world.names(job)
+    name = world.names(job).gang_name
     wait_for(lambda: len(running(world, job)) == 2, 90, "2 pods Running")
-    # Force a replacement: the owner Jobs are deleted (pods terminating, kwok keeps them a moment) and the gang too.
-    GangJob.objects.filter(pk=job.pk).update(resolved_spec={**job.resolved_spec, "gang": {
-        **job.resolved_spec["gang"], "disruptionMode": "all"}})
-    result = world.reconcile(job)
-    assert result.error is None and result.actions[0].startswith("replace gang"), result.actions
-    for _ in range(3):  # passes while the old pods may still be alive: none may strip the finalizer
-        left = world.get(K8sWorkloadV1beta1.POD_GROUP, old.gang_name)
-        live = [p for p in world.gang(job, POD) if p["spec"].get("schedulingGroup", {}).get("podGroupName")
-                == old.gang_name and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
-        if left is None:
-            break
-        assert left["metadata"].get("deletionTimestamp")
-        if live:
-            assert PROTECTION in left["metadata"]["finalizers"], "stripped while a pod of the group could run"
+    core = client.CoreV1Api(world.api)
+    core.create_namespaced_pod(world.namespace, {"metadata": {"name": "visitor"}, "spec": {
+        "schedulingGroup": {"podGroupName": name}, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "main", "image": "registry.invalid/debug:1",
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}})
+    wait_for(lambda: core.read_namespaced_pod("visitor", world.namespace).status.phase == "Running", 60,
+             "the visitor Running")
+    job_service.cancel(world.user, GangJob.objects.get(pk=job.pk))
+
+    def own_pods_gone():
+        world.reconcile(job)
+        return not world.gang(job, POD)
+
+    wait_for(own_pods_gone, 90, "the job's own pods deleted", interval=1)
+    for _ in range(3):  # passes while only the visitor holds the group: none may strip the finalizer
         actions = world.reconcile(job).actions
         assert not any(a.startswith("release finalizers") for a in actions), actions
-    wait_for(lambda: world.get(K8sWorkloadV1beta1.POD_GROUP, old.gang_name) is None, 90,
-             "the old PodGroup removed once its pods were gone (the protection controller)")
-    new = world.names(job)
-    assert world.get(K8sWorkloadV1beta1.POD_GROUP, new.gang_name)["spec"]["disruptionMode"] == {"all": {}}
+        left = world.get(K8sWorkloadV1beta1.POD_GROUP, name)
+        assert left is not None and left["metadata"].get("deletionTimestamp")
+        assert left["metadata"]["finalizers"] == [PROTECTION], "stripped while a pod of the group could run"
+    assert GangJob.objects.get(pk=job.pk).cleaned_up_at is None  # still waiting for it
+
+    core.patch_namespaced_pod("visitor", world.namespace,
+                              {"metadata": {"annotations": {localcluster.SIM_EXIT_ANNOTATION: "0"}}})
+    wait_for(lambda: world.get(K8sWorkloadV1beta1.POD_GROUP, name) is None, 90,
+             "the PodGroup removed by the protection controller once the visitor finished")
+
+    def cleaned():
+        world.reconcile(job)
+        return GangJob.objects.get(pk=job.pk).cleaned_up_at is not None
+
+    wait_for(cleaned, 60, "the cancel complete", interval=1)
 
 
 @pytest.mark.k8s_version("1.36")
