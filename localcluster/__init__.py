@@ -1,5 +1,5 @@
-"""A real Kubernetes control plane (1.37, or 1.36) on this machine, as plain processes: gangweb's test and default
-cluster.
+"""A real Kubernetes control plane (1.36; 1.37 built but not yet verified) on this machine, as plain processes:
+gangweb's test and default cluster.
 
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler are built from the Go module proxy by
 ``localcluster/build.sh``; kwok simulates GPU nodes and the pods bound to them. See ``docs/local-cluster.md``.

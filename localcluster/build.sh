@@ -5,7 +5,7 @@
 #                                          ($GANGWEB_K8S_VERSION, else the first of K8S_VERSIONS); a warm
 #                                          cache returns in about a second
 #   localcluster/build.sh --k8s-version V  the same for Kubernetes V (one of K8S_VERSIONS)
-#   localcluster/build.sh --all            every Kubernetes version in K8S_VERSIONS (what `make test` needs)
+#   localcluster/build.sh --all            every Kubernetes version in K8S_VERSIONS (make test builds only the default)
 #   localcluster/build.sh --regen ...      rewrite the wrapper go.mod files from upstream (k8s staging list
 #                                          read from k8s.io/kubernetes' own go.mod), then build
 #
