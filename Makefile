@@ -45,7 +45,8 @@ test-k8s-other: venv
 	bash localcluster/build.sh --k8s-version $(K8S_OTHER)
 	bash scripts/ensure-test-deps.sh
 	GANGWEB_TESTING=1 GANGWEB_K8S_VERSION=$(K8S_OTHER) $(PYTHON) -m pytest -m k8s_version tests/cluster $(PYTEST_ARGS)
-	GANGWEB_TESTING=1 GANGWEB_K8S_UPGRADE_TO=$(K8S_OTHER) $(PYTHON) -m pytest -m k8s_version tests/cluster $(PYTEST_ARGS)
+	GANGWEB_TESTING=1 GANGWEB_K8S_UPGRADE_TO=$(K8S_OTHER) $(PYTHON) -m pytest tests/cluster/test_upgrade.py \
+		tests/cluster/test_localcluster_137.py $(PYTEST_ARGS)
 
 lint: venv
 	$(PYTHON) -m ruff check .
