@@ -41,7 +41,7 @@ test: venv localcluster-build
 	GANGWEB_TESTING=1 $(PYTHON) -m pytest $(PYTEST_ARGS)
 
 # Unverified: the tests marked k8s_version on the other release (1.37.2); builds it first (a long Go build).
-test-k8s-other: venv
+test-k8s-other: venv localcluster-build
 	bash localcluster/build.sh --k8s-version $(K8S_OTHER)
 	bash scripts/ensure-test-deps.sh
 	GANGWEB_TESTING=1 GANGWEB_K8S_VERSION=$(K8S_OTHER) $(PYTHON) -m pytest -m k8s_version tests/cluster $(PYTEST_ARGS)
