@@ -71,6 +71,8 @@ class FaultStack(Stack):
             "GANGWEB_STATE_DIR": str(state), "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "GANGWEB_RESYNC_SECONDS": str(resync_seconds), "GANGWEB_SUBMIT_RATE_PER_TOKEN": "100000/minute",
             "GANGWEB_SUBMIT_RATE_PER_USER": "100000/minute", "LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1",
+            # The local control plane listens on loopback, which production installs refuse (docs/security.md).
+            "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES": "127.0.0.0/8,::1/128",
         })
         self.env["DATABASE_URL"] = self.start_private_postgres()
         self.env["REDIS_URL"] = self.start_redis()
@@ -88,6 +90,10 @@ class FaultStack(Stack):
         if watch:
             self.start_watch()
         return self
+
+    def allow_namespace(self, name: str) -> None:
+        """Let queue "default" run jobs in namespace `name` (a queue allows only the namespaces it lists)."""
+        self.manage_output([sys.executable, "-m", "bench.faultstack", "allow-namespace", name])
 
     def manage(self, *args: str) -> None:
         """Run `manage.py <args>` against the stack's database (raises on failure)."""
@@ -352,6 +358,21 @@ def create_namespace(api, name: str) -> None:
     wait_for(lambda: core.read_namespaced_service_account("default", name), 60, f"namespace {name}")
 
 
+def allow_namespace(name: str) -> None:
+    """(In the stack's environment.) Add `name` to queue "default"'s allowed namespaces."""
+    import django
+
+    django.setup()
+    from scheduling.models import QueuePolicy
+
+    queue = QueuePolicy.objects.get(name="default")
+    if name not in queue.allowed_namespaces:
+        queue.allowed_namespaces = [*queue.allowed_namespaces, name]
+        queue.save(update_fields=["allowed_namespaces"])
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["seed"]:
     print(json.dumps(seed(sys.argv[2])))
     log("seeded")
+elif __name__ == "__main__" and sys.argv[1:2] == ["allow-namespace"]:
+    allow_namespace(sys.argv[2])

@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"stack up in {time.monotonic() - t:.0f} s (workdir {workdir})")
         api = stack.cluster.api_client()
         create_namespace(api, NAMESPACE)
+        stack.allow_namespace(NAMESPACE)
         # 4 default nodes hold 110 pods each; at 20 jobs/s of 2 pods living ~20 s the load needs ~800 at once.
         for i in range(4):
             stack.cluster.add_node(f"soak-{i}", pods=1000, gpus=0)

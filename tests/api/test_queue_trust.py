@@ -109,8 +109,8 @@ def test_a_template_name_taken_by_another_team_is_refused_without_saying_whose(t
 
 
 def test_a_job_name_active_in_another_teams_queue_is_refused_without_saying_whose(teams):
-    # b-job runs in namespace "default" of cluster local, in team-b's queue.
-    teams.a_train.allowed_namespaces = ["default", "team-a"]  # [] allows none (deny by default since 9664228)
+    # b-job runs in namespace "default" of cluster local, in team-b's queue; a-train is given it too (team-a has it).
+    teams.a_train.allowed_namespaces = ["team-a", "default"]
     teams.a_train.save()
     body = builders.submit_body(teams.llm, teams.a_train, teams.local, name="b-job", namespace="default")
     r = teams.clients["a_sub"].post("/api/v1/jobs/", body, format="json")

@@ -55,10 +55,12 @@ def kube(stack):
 
 
 @pytest.fixture
-def namespace(kube) -> str:
-    """A fresh namespace for one test's jobs (left behind: the control plane goes with the run)."""
+def namespace(stack, kube) -> str:
+    """A fresh namespace for one test's jobs, allowed to queue "default" (left behind: the control plane goes with
+    the run)."""
     name = f"faults-{uuid.uuid4().hex[:8]}"
     create_namespace(kube, name)
+    stack.allow_namespace(name)
     return name
 
 
