@@ -1,4 +1,5 @@
-"""A real Kubernetes 1.36 control plane on this machine, as plain processes: gangweb's test and default cluster.
+"""A real Kubernetes control plane (1.36; 1.37 built but not yet verified) on this machine, as plain processes:
+gangweb's test and default cluster.
 
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler are built from the Go module proxy by
 ``localcluster/build.sh``; kwok simulates GPU nodes and the pods bound to them. See ``docs/local-cluster.md``.
@@ -8,10 +9,21 @@ etcd, kube-apiserver, kube-controller-manager and kube-scheduler are built from 
     >>> cluster.add_node("extra-0", gpus=2, labels={"topology.kubernetes.io/rack": "rack-9"})
     >>> down()
 
-Command line: ``python -m localcluster up|down|status|build`` or ``python manage.py localcluster ...``.
+    >>> switch_version(default_state_dir(), "1.37.2")            # in-place upgrade over the same etcd
+
+Command line: ``python -m localcluster up|down|status|build|switch [--k8s-version 1.36.3]`` or
+``python manage.py localcluster ...``; ``GANGWEB_K8S_VERSION`` picks the release too.
 """
 
-from .binaries import Binaries, BinariesMissing, find_binaries, require_binaries
+from .binaries import (
+    K8S_VERSION_ENV,
+    Binaries,
+    BinariesMissing,
+    find_binaries,
+    k8s_versions,
+    require_binaries,
+    resolve_k8s_version,
+)
 from .cluster import (
     ClusterConfig,
     ClusterStartError,
@@ -21,6 +33,7 @@ from .cluster import (
     attach,
     down,
     status,
+    switch_version,
     up,
 )
 from .components import FEATURE_GATES, RUNTIME_CONFIG
@@ -45,6 +58,7 @@ __all__ = [
     "GPU_COUNT_LABEL",
     "GPU_PRODUCT_LABEL",
     "GPU_RESOURCE",
+    "K8S_VERSION_ENV",
     "RACK_LABEL",
     "RUNTIME_CONFIG",
     "SIM_DURATION_ANNOTATION",
@@ -62,8 +76,11 @@ __all__ = [
     "default_state_dir",
     "down",
     "find_binaries",
+    "k8s_versions",
     "remove_node",
     "require_binaries",
+    "resolve_k8s_version",
     "status",
+    "switch_version",
     "up",
 ]

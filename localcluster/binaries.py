@@ -3,6 +3,10 @@
 `localcluster/build.sh` builds them from the Go module proxy into a cache outside the repository, keyed by the
 versions pinned in `localcluster/versions.env`. This module reads the same file and computes the same paths, so
 the Python side and the build script can never disagree about which binaries a cluster runs.
+
+Several Kubernetes releases can be built side by side (``K8S_VERSIONS``, the first is the default); the
+environment variable ``GANGWEB_K8S_VERSION`` (or an explicit argument) picks another. etcd and kwok are shared by
+every release, so a control plane can be upgraded in place over the same etcd data.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 VERSIONS_FILE = PACKAGE_DIR / "versions.env"
 BUILD_SCRIPT = PACKAGE_DIR / "build.sh"
+K8S_VERSION_ENV = "GANGWEB_K8S_VERSION"
 
 
 class BinariesMissing(RuntimeError):
@@ -22,7 +27,7 @@ class BinariesMissing(RuntimeError):
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
-    """Return the pinned versions, e.g. ``{"K8S_VERSION": "1.36.3", ...}``.
+    """Return the pinned versions, e.g. ``{"K8S_VERSIONS": "1.36.3 1.37.2", "ETCD_VERSION": "3.6.16", ...}``.
 
     Reads the shell-style ``KEY=value`` lines of ``versions.env``; comments and blank lines are skipped.
     """
@@ -58,36 +63,66 @@ class Binaries:
     kube_controller_manager: Path
     kube_scheduler: Path
     kwok: Path
+    k8s_version: str = ""  # the Kubernetes release of the three kube-* binaries; "" means `resolve_k8s_version()`
 
     def missing(self) -> list[Path]:
         """Return the paths that do not exist or are not executable."""
-        paths = [getattr(self, f.name) for f in fields(self)]
+        paths = [getattr(self, f.name) for f in fields(self) if f.name != "k8s_version"]
         return [p for p in paths if not (p.is_file() and os.access(p, os.X_OK))]
 
 
-def find_binaries(versions: dict[str, str] | None = None) -> Binaries:
-    """Return where the pinned binaries are expected, whether or not they exist yet."""
+def k8s_versions(versions: dict[str, str] | None = None) -> list[str]:
+    """The Kubernetes releases localcluster can build and run, default first, e.g. ``["1.36.3", "1.37.2"]``."""
+    return (versions or read_versions())["K8S_VERSIONS"].split()
+
+
+def resolve_k8s_version(wanted: str | None = None, versions: dict[str, str] | None = None) -> str:
+    """The Kubernetes release to run: ``wanted``, else ``$GANGWEB_K8S_VERSION``, else the first of ``K8S_VERSIONS``.
+
+    A leading "v" is accepted ("v1.36.3"). Raises ValueError naming the known releases for any other value.
+    """
+    known = k8s_versions(versions)
+    chosen = (wanted or os.environ.get(K8S_VERSION_ENV) or known[0]).strip().removeprefix("v")
+    if chosen not in known:
+        raise ValueError(f"Kubernetes {chosen} is not one localcluster builds ({', '.join(known)}; "
+                         f"see {VERSIONS_FILE.relative_to(REPO_DIR)})")
+    return chosen
+
+
+def minor_of(k8s_version: str) -> str:
+    """``"1.37.2"`` -> ``"1.37"``."""
+    return ".".join(k8s_version.split(".")[:2])
+
+
+def find_binaries(versions: dict[str, str] | None = None, k8s_version: str | None = None) -> Binaries:
+    """Return where the pinned binaries of Kubernetes ``k8s_version`` (default: `resolve_k8s_version`) are
+    expected, whether or not they exist yet. Raises ValueError for a release that is not pinned."""
     v = versions or read_versions()
     root = cache_dir()
-    k8s = root / f"k8s-v{v['K8S_VERSION']}" / "bin"
+    version = resolve_k8s_version(k8s_version, v)
+    k8s = root / f"k8s-v{version}" / "bin"
     return Binaries(
         etcd=root / f"etcd-v{v['ETCD_VERSION']}" / "bin" / "etcd",
         kube_apiserver=k8s / "kube-apiserver",
         kube_controller_manager=k8s / "kube-controller-manager",
         kube_scheduler=k8s / "kube-scheduler",
         kwok=root / f"kwok-v{v['KWOK_VERSION']}" / "bin" / "kwok",
+        k8s_version=version,
     )
 
 
-def require_binaries() -> Binaries:
-    """Return the pinned binaries, or raise `BinariesMissing` naming what is missing and how to build it."""
-    binaries = find_binaries()
+def require_binaries(k8s_version: str | None = None) -> Binaries:
+    """Return the pinned binaries of ``k8s_version`` (default: `resolve_k8s_version`), or raise `BinariesMissing`
+    naming what is missing and how to build it."""
+    version = resolve_k8s_version(k8s_version)
+    binaries = find_binaries(k8s_version=version)
     missing = binaries.missing()
     if missing:
         listing = "\n  ".join(str(p) for p in missing)
         raise BinariesMissing(
-            f"local control-plane binaries are missing:\n  {listing}\n"
-            f"Build them with `make localcluster-build` (runs {BUILD_SCRIPT.relative_to(REPO_DIR)}; "
-            "about 10 minutes cold on 2 cores, under a second warm)."
+            f"local control-plane binaries of Kubernetes {version} are missing:\n  {listing}\n"
+            f"Build them with `make localcluster-build` (runs {BUILD_SCRIPT.relative_to(REPO_DIR)} --all; "
+            f"`{BUILD_SCRIPT.relative_to(REPO_DIR)} --k8s-version {version}` builds only this one; "
+            "about 10 minutes cold per release on 2 cores, under a second warm)."
         )
     return binaries

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Build the local control plane from the Go module proxy into a cache outside the repo, keyed by version.
 #
-#   localcluster/build.sh            build what is missing (a warm cache returns in about a second)
-#   localcluster/build.sh --regen    rewrite the wrapper go.mod files from upstream (k8s staging list
-#                                    read from k8s.io/kubernetes' own go.mod), then build
+#   localcluster/build.sh                  build what is missing for the default Kubernetes version
+#                                          ($GANGWEB_K8S_VERSION, else the first of K8S_VERSIONS); a warm
+#                                          cache returns in about a second
+#   localcluster/build.sh --k8s-version V  the same for Kubernetes V (one of K8S_VERSIONS)
+#   localcluster/build.sh --all            every Kubernetes version in K8S_VERSIONS (make test builds only the default)
+#   localcluster/build.sh --regen ...      rewrite the wrapper go.mod files from upstream (k8s staging list
+#                                          read from k8s.io/kubernetes' own go.mod), then build
 #
 # Binaries land in $GANGWEB_CACHE/localcluster/{k8s-vX,etcd-vY,kwok-vZ}/bin. Build logs sit beside them.
 set -euo pipefail
@@ -12,14 +16,37 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 CACHE=${GANGWEB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangweb}/localcluster
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
-regen=0; [ "${1:-}" = "--regen" ] && regen=1
+regen=0; all=0; wanted=${GANGWEB_K8S_VERSION:-}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --regen) regen=1 ;;
+    --all) all=1 ;;
+    --k8s-version) wanted=${2:?--k8s-version needs a version}; shift ;;
+    --k8s-version=*) wanted=${1#*=} ;;
+    *) echo "localcluster/build.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+read -r -a known <<<"$K8S_VERSIONS"
+if [ $all = 1 ]; then versions=("${known[@]}"); else versions=("${wanted:-${known[0]}}"); fi
+for v in "${versions[@]}"; do
+  [[ " ${known[*]} " == *" $v "* ]] ||
+    { echo "localcluster: Kubernetes $v is not one of K8S_VERSIONS (${known[*]}) in versions.env" >&2; exit 2; }
+done
 # Regenerating may rewrite go.mod/go.sum; a plain build must build exactly what is committed.
 [ $regen = 1 ] && export GOFLAGS="-mod=mod -buildvcs=false"
 
 command -v go >/dev/null || { echo "localcluster: Go is required (go >= 1.26)" >&2; exit 1; }
 
+k8s_dir() { local minor=${1#1.}; echo "$here/go/k8s-1.${minor%%.*}"; }
+
 k8s_regen() {
-  local d=$here/go/k8s staging=v0.${K8S_VERSION#1.} gomod
+  local K8S_VERSION=$1; local d; d=$(k8s_dir "$K8S_VERSION"); local staging=v0.${K8S_VERSION#1.} gomod
+  mkdir -p "$d"
+  [ -f "$d/tools.go" ] || printf '%s\n' '//go:build tools' '' \
+    '// Package tools pins the Kubernetes commands this wrapper module builds.' 'package tools' '' 'import (' \
+    '	_ "k8s.io/kubernetes/cmd/kube-apiserver"' '	_ "k8s.io/kubernetes/cmd/kube-controller-manager"' \
+    '	_ "k8s.io/kubernetes/cmd/kube-scheduler"' ')' >"$d/tools.go"
   (cd "$d" && rm -f go.mod go.sum && go mod init gangweb.invalid/localcluster/k8s >/dev/null 2>&1 &&
     go mod edit -go=1.26 -require="k8s.io/kubernetes@v$K8S_VERSION" &&
     gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" |
@@ -41,6 +68,7 @@ kwok_regen() {
 }
 
 build_k8s() {
+  local K8S_VERSION=$1; local d; d=$(k8s_dir "$K8S_VERSION")
   local out=$CACHE/k8s-v$K8S_VERSION/bin v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version
   local minor=${K8S_VERSION#1.}; minor=${minor%%.*}
   [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-scheduler" ] && [ -x "$out/kube-controller-manager" ] && return 0
@@ -49,8 +77,8 @@ build_k8s() {
   for p in $v $cv; do
     ldf+=" -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitVersion=v$K8S_VERSION -X $p.gitTreeState=clean -X $p.buildDate=$date"
   done
-  echo "localcluster: building kube-apiserver, kube-scheduler, kube-controller-manager v$K8S_VERSION (cold: ~20-40 min on 2 cores)"
-  (cd "$here/go/k8s" && go build -trimpath -ldflags "$ldf" -o "$out/.tmp/" \
+  echo "localcluster: building kube-apiserver, kube-scheduler, kube-controller-manager v$K8S_VERSION (cold: ~10 min on 2 idle cores)"
+  (cd "$d" && go build -trimpath -ldflags "$ldf" -o "$out/.tmp/" \
      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager) \
      >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
   mv "$out"/.tmp/* "$out/" && rmdir "$out/.tmp"
@@ -72,10 +100,12 @@ build_kwok() {
   mv "$out/kwok.tmp" "$out/kwok"
 }
 
-if [ $regen = 1 ]; then k8s_regen; etcd_regen; kwok_regen; fi
+if [ $regen = 1 ]; then for v in "${versions[@]}"; do k8s_regen "$v"; done; etcd_regen; kwok_regen; fi
 build_etcd
 build_kwok
-build_k8s
-"$CACHE/k8s-v$K8S_VERSION/bin/kube-apiserver" --version
+for v in "${versions[@]}"; do
+  build_k8s "$v"
+  "$CACHE/k8s-v$v/bin/kube-apiserver" --version
+done
 "$CACHE/etcd-v$ETCD_VERSION/bin/etcd" --version | sed -n 1p  # reads all of it: head would close the pipe early, and pipefail turns SIGPIPE into exit 141
 echo "localcluster: binaries in $CACHE"

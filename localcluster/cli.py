@@ -13,16 +13,21 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .binaries import BUILD_SCRIPT, BinariesMissing
-from .cluster import ClusterConfig, ClusterStartError, down, status, up
+from .binaries import BUILD_SCRIPT, K8S_VERSION_ENV, BinariesMissing, k8s_versions, resolve_k8s_version
+from .cluster import ClusterConfig, ClusterStartError, down, status, switch_version, up
 from .state import default_state_dir
 
-ACTIONS = ("up", "down", "status", "build")
+ACTIONS = ("up", "down", "status", "build", "switch")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the action and the options of ``localcluster`` to ``parser``."""
-    parser.add_argument("action", choices=ACTIONS, help="start, stop, report on, or build the local control plane")
+    parser.add_argument("action", choices=ACTIONS,
+                        help="start, stop, report on, or build the local control plane; switch: upgrade or "
+                             "downgrade the running one in place to --k8s-version (same etcd)")
+    parser.add_argument("--k8s-version", default=None, choices=k8s_versions(),
+                        help=f"Kubernetes release (default ${K8S_VERSION_ENV}, else {k8s_versions()[0]}); "
+                             "build: also 'all'")
     parser.add_argument("--state-dir", type=Path, default=None,
                         help="state directory (default $GANGWEB_STATE_DIR/localcluster or <repo>/var/localcluster)")
     parser.add_argument("--nodes", type=int, default=4, help="fake nodes to create (default 4)")
@@ -65,7 +70,17 @@ def run(options: dict, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
     action = options["action"]
     state_dir = options.get("state_dir") or default_state_dir()
     if action == "build":
-        return subprocess.call(["bash", str(BUILD_SCRIPT)])
+        version = options.get("k8s_version")
+        return subprocess.call(["bash", str(BUILD_SCRIPT), *(["--k8s-version", version] if version else [])])
+    if action == "switch":
+        try:
+            cluster = switch_version(state_dir, resolve_k8s_version(options.get("k8s_version")),
+                                     lambda m: _print(out, m), timeout=options.get("timeout", 180.0))
+        except (ValueError, BinariesMissing, ClusterStartError) as e:
+            _print(err, f"localcluster switch failed: {e}")
+            return 1
+        _print(out, f"now Kubernetes {cluster.state.k8s_version}; export KUBECONFIG={cluster.kubeconfig}")
+        return 0
     if action == "down":
         stopped = down(state_dir, lambda m: _print(out, m), purge_logs=options.get("purge_logs", False))
         _print(out, f"down: {len(stopped)} process(es) stopped, state cleared in {state_dir}")
@@ -76,7 +91,7 @@ def run(options: dict, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
             _print(out, f"no local cluster recorded in {state_dir}")
             return 1
         _print(out, f"state dir:  {st.state_dir}\nkubeconfig: {st.kubeconfig}\nserver:     {st.server}")
-        _print(out, f"ready:      {st.ready}")
+        _print(out, f"ready:      {st.ready}\nkubernetes: {st.k8s_version or '?'}")
         for comp in st.components:
             state = f"running  rss {comp.rss_bytes / 2**20:7.1f} MiB" if comp.alive else "NOT RUNNING"
             _print(out, f"  {comp.name:24} pid {comp.pid:<8} {state}  log {comp.log}")
@@ -84,6 +99,7 @@ def run(options: dict, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         return 0 if st.running else 1
     config = ClusterConfig(
         state_dir=Path(state_dir),
+        k8s_version=options.get("k8s_version"),
         nodes=options.get("nodes", 4),
         gpus_per_node=options.get("gpus_per_node", 8),
         cpu_per_node=options.get("cpu_per_node", "64"),
@@ -99,7 +115,7 @@ def run(options: dict, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         cluster = up(config, lambda m: _print(out, m))
-    except (BinariesMissing, ClusterStartError) as e:
+    except (ValueError, BinariesMissing, ClusterStartError) as e:
         _print(err, f"localcluster up failed: {e}")
         return 1
     finally:

@@ -1,9 +1,11 @@
-"""Bring a local Kubernetes 1.36 control plane up, tear it down, report on it.
+"""Bring a local Kubernetes control plane (1.37 or 1.36) up, tear it down, upgrade it in place, report on it.
 
 `up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as plain processes on
 127.0.0.1, installs the CRDs, creates the fake nodes and returns once the cluster is usable. The state file is
 rewritten after every process start, so `down` (from any process) stops whatever was started, whether `up`
-finished, failed or was killed half-way.
+finished, failed or was killed half-way. `switch_version` replaces kube-apiserver, kube-controller-manager,
+kube-scheduler and kwok by those of another release over the same etcd, ports and certificates: an in-place
+upgrade (or downgrade) as an admin would do it, for tests of clusters that change version under running jobs.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from . import components as c
-from .binaries import Binaries, require_binaries
+from .binaries import Binaries, require_binaries, resolve_k8s_version
 from .crds import install_crds
 from .kubeconfig import admin_ssl_context, api_client, write_kubeconfig
 from .nodes import add_node, create_node, default_node_specs, remove_node, wait_nodes_ready
-from .pki import generate_pki
+from .pki import PKIPaths, generate_pki
 from .processes import (
     ProcessRecord,
     http_ok,
@@ -59,13 +61,15 @@ class ClusterConfig:
     """Settings of `up`. Defaults: 4 nodes × 8 GPUs, 64 CPUs and 512Gi each, 2 nodes per rack, 2 racks per block."""
 
     state_dir: Path = field(default_factory=default_state_dir)
+    # Kubernetes release (one of versions.env K8S_VERSIONS); None: $GANGWEB_K8S_VERSION, else the default (first)
+    k8s_version: str | None = None
     nodes: int = 4
     gpus_per_node: int = 8
     cpu_per_node: str = "64"
     memory_per_node: str = "512Gi"
     nodes_per_rack: int = 2
     racks_per_block: int = 2
-    feature_gates: dict[str, bool] = field(default_factory=dict)  # extra gates on top of components.FEATURE_GATES
+    feature_gates: dict[str, bool] = field(default_factory=dict)  # extra gates on top of the release's (components)
     # kube-scheduler only; default components.SCHEDULER_FEATURE_GATES (SchedulerPopFromBackoffQ=false, see there)
     scheduler_feature_gates: dict[str, bool] = field(default_factory=lambda: dict(c.SCHEDULER_FEATURE_GATES))
     install_crds: bool = True
@@ -95,6 +99,7 @@ class ClusterStatus:
     server: str | None
     ready: bool
     components: list[ComponentStatus]
+    k8s_version: str = ""
 
     @property
     def running(self) -> bool:
@@ -173,8 +178,11 @@ class _Starter:
     def __init__(self, config: ClusterConfig, progress: Progress):
         self.config = config
         self.progress = progress
-        self.binaries = config.binaries or require_binaries()
-        self.state = ClusterState(state_dir=Path(config.state_dir).resolve())
+        self.binaries = config.binaries or require_binaries(config.k8s_version)
+        self.k8s_version = self.binaries.k8s_version or resolve_k8s_version(config.k8s_version)
+        self.state = ClusterState(state_dir=Path(config.state_dir).resolve(), k8s_version=self.k8s_version,
+                                  feature_gates=dict(config.feature_gates),
+                                  scheduler_feature_gates=dict(config.scheduler_feature_gates))
         self.popens: dict[str, subprocess.Popen] = {}
         self.step = "prepare"
 
@@ -209,6 +217,23 @@ class _Starter:
         self.state.timings[key] = round(time.monotonic() - start, 2)
         return result
 
+    def start_kube(self, ports: c.Ports, pki: PKIPaths, kubeconfig: Path, stages: Path) -> None:
+        """Start kube-apiserver, kube-controller-manager, kube-scheduler and kwok of `self.binaries` (etcd runs)
+        and wait until each answers its health endpoint."""
+        self._start(c.APISERVER, c.apiserver_args(self.binaries, pki, ports, self.config.feature_gates))
+        self._wait_http(c.APISERVER, c.health_url(c.APISERVER, ports), admin_ssl_context(pki))
+
+        gates = self.config.feature_gates
+        kcm_dir, sched_dir = pki.dir / "kube-controller-manager", pki.dir / "kube-scheduler"
+        self._start(c.CONTROLLER_MANAGER,
+                    c.controller_manager_args(self.binaries, kubeconfig, pki, ports, kcm_dir, gates))
+        self._start(c.SCHEDULER, c.scheduler_args(self.binaries, kubeconfig, ports, sched_dir, gates,
+                                                  self.config.scheduler_feature_gates))
+        self._start(c.KWOK, c.kwok_args(self.binaries, kubeconfig, stages, ports))
+        for name in (c.CONTROLLER_MANAGER, c.SCHEDULER):
+            self._wait_http(name, c.health_url(name, ports), insecure_context())
+        self._wait_http(c.KWOK, c.health_url(c.KWOK, ports))
+
     # ---- the steps ------------------------------------------------------------------------------------------
     def run(self) -> LocalCluster:
         start = time.monotonic()
@@ -227,20 +252,7 @@ class _Starter:
 
         self._start(c.ETCD, c.etcd_args(self.binaries, etcd_data, ports))
         self._wait_http(c.ETCD, c.health_url(c.ETCD, ports))
-
-        self._start(c.APISERVER, c.apiserver_args(self.binaries, pki, ports, self.config.feature_gates))
-        self._wait_http(c.APISERVER, c.health_url(c.APISERVER, ports), admin_ssl_context(pki))
-
-        gates = self.config.feature_gates
-        kcm_dir, sched_dir = pki.dir / "kube-controller-manager", pki.dir / "kube-scheduler"
-        self._start(c.CONTROLLER_MANAGER,
-                    c.controller_manager_args(self.binaries, kubeconfig, pki, ports, kcm_dir, gates))
-        self._start(c.SCHEDULER, c.scheduler_args(self.binaries, kubeconfig, ports, sched_dir, gates,
-                                                  self.config.scheduler_feature_gates))
-        self._start(c.KWOK, c.kwok_args(self.binaries, kubeconfig, stages, ports))
-        for name in (c.CONTROLLER_MANAGER, c.SCHEDULER):
-            self._wait_http(name, c.health_url(name, ports), insecure_context())
-        self._wait_http(c.KWOK, c.health_url(c.KWOK, ports))
+        self.start_kube(ports, pki, kubeconfig, stages)
 
         with api_client(kubeconfig) as api:
             if self.config.install_crds:
@@ -315,6 +327,55 @@ def up(config: ClusterConfig | None = None, progress: Progress | None = None) ->
             raise
 
 
+KUBE_COMPONENTS = (c.APISERVER, c.CONTROLLER_MANAGER, c.SCHEDULER, c.KWOK)
+
+
+def switch_version(state_dir: Path | str, k8s_version: str, progress: Progress | None = None, *,
+                   timeout: float = 180.0, die_with_parent: bool = False) -> LocalCluster:
+    """Upgrade (or downgrade) a running cluster in place to Kubernetes ``k8s_version``.
+
+    Stops kwok, kube-scheduler, kube-controller-manager and kube-apiserver, then starts those of ``k8s_version``
+    with that release's feature gates and runtime config (`components.FEATURE_GATES`), on the same ports and
+    certificates and over the same etcd and its data, as an admin upgrading a control plane would (nodes stay;
+    pods keep their state in etcd). Returns once every component is healthy again. Objects of an API version the
+    new release no longer serves stay in etcd, unreadable through the API, as upstream describes.
+
+    Raises ValueError for an unknown release or a state dir without a ready cluster, `binaries.BinariesMissing`,
+    and `ClusterStartError` (with log tails) when a new component does not come up; the old ones are not restarted.
+    """
+    progress = progress or (lambda msg: None)
+    state_dir = Path(state_dir).resolve()
+    version = resolve_k8s_version(k8s_version)
+    with locked(state_dir):
+        state = load_state(state_dir)
+        if state is None or not state.ready:
+            raise ValueError(f"no ready local cluster in {state_dir}")
+        config = ClusterConfig(state_dir=state_dir, k8s_version=version, timeout=timeout,
+                               feature_gates=dict(state.feature_gates), die_with_parent=die_with_parent,
+                               scheduler_feature_gates=dict(state.scheduler_feature_gates))
+        starter = _Starter(config, progress)  # require_binaries first: nothing is stopped when they are missing
+        old = state.k8s_version
+        for record in reversed([p for p in state.processes if p.name in KUBE_COMPONENTS]):
+            stop(record)
+            progress(f"stopped {record.name} {old} (pid {record.pid})")
+        state.processes = [p for p in state.processes if p.name not in KUBE_COMPONENTS]
+        state.k8s_version, state.ready = version, False
+        state.save()
+        starter.state = state
+        start = time.monotonic()
+        try:
+            starter.start_kube(c.Ports(**state.ports), PKIPaths(state_dir / "pki"), Path(state.kubeconfig),
+                               state_dir / "kwok-stages.yaml")
+        except (ClusterStartError, TimeoutError, OSError) as exc:
+            raise ClusterStartError(f"switching to Kubernetes {version} failed while {starter.step}: {exc}\n"
+                                    f"{format_log_tails(state, 25)}", state.processes) from exc
+        state.ready = True
+        state.timings[f"switch_to_{version}_s"] = round(time.monotonic() - start, 2)
+        state.save()
+        progress(f"Kubernetes {old} -> {version}: ready")
+        return LocalCluster(state.kubeconfig, state)
+
+
 def _down_locked(state_dir: Path, progress: Progress, popens: dict | None = None, purge_logs: bool = False):
     state = load_state(state_dir)
     stopped: list[ProcessRecord] = []
@@ -356,4 +417,4 @@ def status(state_dir: Path | str | None = None) -> ClusterStatus:
         alive = is_running(record)
         comps.append(ComponentStatus(record.name, record.pid, alive, rss_bytes(record.pid) if alive else 0,
                                      record.log))
-    return ClusterStatus(state_dir, state.kubeconfig, state.server, state.ready, comps)
+    return ClusterStatus(state_dir, state.kubeconfig, state.server, state.ready, comps, state.k8s_version)

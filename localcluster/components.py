@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .binaries import Binaries
+from .binaries import Binaries, minor_of, resolve_k8s_version
 from .pki import PKIPaths
 from .processes import free_port
 
@@ -23,16 +23,43 @@ SCHEDULER = "kube-scheduler"
 KWOK = "kwok"
 START_ORDER = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, KWOK)
 
-# Workload-aware scheduling (KEP-4671 / KEP-5832): alpha and off by default in 1.36, needed on every component.
-FEATURE_GATES = {"GenericWorkload": True, "GangScheduling": True}
+# Workload-aware scheduling (KEP-4671 / KEP-5832) per Kubernetes minor release, on every component. Read from
+# k8s.io/kubernetes pkg/features/kube_features.go of each release:
+# - 1.36: GenericWorkload and GangScheduling are alpha (off by default); the API is scheduling.k8s.io/v1alpha2.
+# - 1.37: GenericWorkload is beta but still off by default and now covers gang scheduling and workload-aware
+#   preemption; the GangScheduling gate is gone (a component named it refuses to start: "unrecognized feature
+#   gate"). v1alpha2 is removed; Workload/PodGroup are scheduling.k8s.io/v1beta1, not served unless asked for.
+#   disruptionMode, priorityClassName and priority are served under GenericWorkload alone; preemptionPolicy needs
+#   the alpha gate PodGroupPreemptionPolicy and schedulingConstraints TopologyAwareWorkloadScheduling (both off).
+FEATURE_GATES: dict[str, dict[str, bool]] = {
+    "1.36": {"GenericWorkload": True, "GangScheduling": True},
+    "1.37": {"GenericWorkload": True},
+}
+RUNTIME_CONFIG: dict[str, dict[str, str]] = {
+    "1.36": {"scheduling.k8s.io/v1alpha2": "true"},
+    "1.37": {"scheduling.k8s.io/v1beta1": "true"},
+}
 # kube-scheduler only. With SchedulerPopFromBackoffQ on (beta, the default since 1.33), a 1.36.3 scheduler retries an
 # unschedulable PodGroup in a tight loop whenever its queue is otherwise empty: measured 1,000-2,000 PodGroup cycles
 # per second and one full CPU core for as long as a gang cannot fit. Off, the group's pods wait out the usual
 # 1-10 s backoff between attempts. The API server is unaffected; only the retry timing differs from a default
 # scheduler. ClusterConfig.scheduler_feature_gates restores the upstream default. See docs/local-cluster.md.
 SCHEDULER_FEATURE_GATES = {"SchedulerPopFromBackoffQ": False}
-# Alpha API groups are not served unless asked for; v1alpha2 is the 1.36 Workload/PodGroup API.
-RUNTIME_CONFIG = {"scheduling.k8s.io/v1alpha2": "true"}
+
+
+def feature_gates_for(k8s_version: str) -> dict[str, bool]:
+    """The workload-scheduling gates of a release ("1.37.2" -> {"GenericWorkload": True}). KeyError if unknown."""
+    return dict(FEATURE_GATES[minor_of(k8s_version)])
+
+
+def runtime_config_for(k8s_version: str) -> dict[str, str]:
+    """The ``--runtime-config`` entries of a release ("1.37.2" -> {"scheduling.k8s.io/v1beta1": "true"})."""
+    return dict(RUNTIME_CONFIG[minor_of(k8s_version)])
+
+
+def _version(binaries: Binaries) -> str:
+    return binaries.k8s_version or resolve_k8s_version()
+
 
 SERVICE_CIDR = "10.96.0.0/16"
 SERVICE_IP = "10.96.0.1"  # first address of SERVICE_CIDR: the in-cluster `kubernetes` Service
@@ -73,8 +100,8 @@ class Ports:
         return asdict(self)
 
 
-def _gates(extra: dict[str, bool] | None = None) -> str:
-    gates = {**FEATURE_GATES, **(extra or {})}
+def _gates(k8s_version: str, extra: dict[str, bool] | None = None) -> str:
+    gates = {**feature_gates_for(k8s_version), **(extra or {})}
     return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
 
 
@@ -101,7 +128,9 @@ def etcd_args(binaries: Binaries, data_dir: Path, ports: Ports) -> list[str]:
 def apiserver_args(
     binaries: Binaries, pki: PKIPaths, ports: Ports, feature_gates: dict[str, bool] | None = None
 ) -> list[str]:
-    """kube-apiserver: client-certificate auth against our CA, RBAC, SA key pair, v1alpha2 scheduling API on."""
+    """kube-apiserver: client-certificate auth against our CA, RBAC, SA key pair, the release's Workload API on
+    (v1alpha2 on 1.36, v1beta1 on 1.37)."""
+    version = _version(binaries)
     return [
         str(binaries.kube_apiserver),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -120,12 +149,13 @@ def apiserver_args(
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
         "--profiling=false",
-        f"--feature-gates={_gates(feature_gates)}",
-        "--runtime-config=" + ",".join(f"{k}={v}" for k, v in RUNTIME_CONFIG.items()),
+        f"--feature-gates={_gates(version, feature_gates)}",
+        "--runtime-config=" + ",".join(f"{k}={v}" for k, v in runtime_config_for(version).items()),
     ]
 
 
-def _kube_component_common(kubeconfig: Path, port: int, cert_dir: Path, feature_gates) -> list[str]:
+def _kube_component_common(kubeconfig: Path, port: int, cert_dir: Path, k8s_version: str,
+                           feature_gates) -> list[str]:
     return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
@@ -138,7 +168,7 @@ def _kube_component_common(kubeconfig: Path, port: int, cert_dir: Path, feature_
         # Nothing calls these components with client certificates; skipping the lookup of the front-proxy CA
         # (which this cluster does not configure) avoids a stream of "missing content for CA bundle" errors.
         "--authentication-skip-lookup=true",
-        f"--feature-gates={_gates(feature_gates)}",
+        f"--feature-gates={_gates(k8s_version, feature_gates)}",
     ]
 
 
@@ -153,7 +183,7 @@ def controller_manager_args(
     """kube-controller-manager: all default controllers, signing SA tokens, publishing the root CA."""
     return [
         str(binaries.kube_controller_manager),
-        *_kube_component_common(kubeconfig, ports.controller_manager, cert_dir, feature_gates),
+        *_kube_component_common(kubeconfig, ports.controller_manager, cert_dir, _version(binaries), feature_gates),
         f"--service-account-private-key-file={pki.sa_key}",
         f"--root-ca-file={pki.ca_cert}",
         f"--cluster-signing-cert-file={pki.ca_cert}",
@@ -179,7 +209,7 @@ def scheduler_args(
     feature_gates: dict[str, bool] | None = None,
     scheduler_feature_gates: dict[str, bool] | None = None,
 ) -> list[str]:
-    """kube-scheduler with the default profile; the GangScheduling gate adds the gang plugin by itself.
+    """kube-scheduler with the default profile; the workload gates add the gang plugin by themselves.
 
     ``scheduler_feature_gates`` (default `SCHEDULER_FEATURE_GATES`) apply to the scheduler only, on top of
     ``feature_gates``.
@@ -188,7 +218,7 @@ def scheduler_args(
              **(SCHEDULER_FEATURE_GATES if scheduler_feature_gates is None else scheduler_feature_gates)}
     return [
         str(binaries.kube_scheduler),
-        *_kube_component_common(kubeconfig, ports.scheduler, cert_dir, gates),
+        *_kube_component_common(kubeconfig, ports.scheduler, cert_dir, _version(binaries), gates),
         "--v=2",  # one line per scheduling decision: what a failing gang test needs to explain itself
     ]
 

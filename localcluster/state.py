@@ -47,6 +47,9 @@ class ClusterState:
     ready: bool = False
     timings: dict = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
+    k8s_version: str = ""  # the Kubernetes release the kube-* components run
+    feature_gates: dict = field(default_factory=dict)  # extra gates `up` was given (kept for `switch_version`)
+    scheduler_feature_gates: dict = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -74,6 +77,9 @@ class ClusterState:
             "ready": self.ready,
             "timings": self.timings,
             "nodes": self.nodes,
+            "k8s_version": self.k8s_version,
+            "feature_gates": self.feature_gates,
+            "scheduler_feature_gates": self.scheduler_feature_gates,
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2))
@@ -97,6 +103,9 @@ def load_state(state_dir: Path) -> ClusterState | None:
         ready=data.get("ready", False),
         timings=data.get("timings", {}),
         nodes=data.get("nodes", []),
+        k8s_version=data.get("k8s_version", ""),
+        feature_gates=data.get("feature_gates", {}),
+        scheduler_feature_gates=data.get("scheduler_feature_gates", {}),
     )
 
 

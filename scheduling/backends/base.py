@@ -48,6 +48,9 @@ class GangStatus:
     - `source`: the object it came from, "Kind namespace/name".
     - `queue_details`: KAI QuotaDetails, numbers per resource, when the scheduler gives them.
     - `conditions`: the raw conditions, for display.
+    - `scheduled_at_admission`: True when `at` of an admitted gang is the time it was scheduled, written once by
+      the scheduler (v1beta1 `PodGroupInitiallyScheduled`): the Scheduled entry then comes from it, not from the
+      pods' bind times. Such a condition never reverts, so a later attempt is still judged from its pods.
     """
 
     admitted: bool | None = None
@@ -57,6 +60,7 @@ class GangStatus:
     source: str = ""
     queue_details: dict | None = None
     conditions: list[dict] = field(default_factory=list)
+    scheduled_at_admission: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,10 @@ class GangSpec:
     - `min_resources`: ResourceList of the whole gang ({"cpu": "8", "nvidia.com/gpu": "2"}), see kube/resources.py;
     - `labels`: the labels every object of this job carries (job, job UID, instance, managed-by);
     - `topology`: the template's `topologyConstraint` dict or None; `preemptibility`: "", "preemptible" or
-      "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds.
+      "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds;
+    - `disruption_mode`: the template's `gang.disruptionMode`, "" (scheduler default), "single" or "all";
+    - `durations`: KAI v0.17 `{"preemptionDelay": "5m", "stalenessGracePeriod": "-1s"}` from the template's gang
+      (Go duration strings, validated), only the keys it sets.
     """
 
     job_name: str
@@ -101,6 +108,8 @@ class GangSpec:
     min_resources: dict
     pod_sets: tuple[PodSetSpec, ...]
     labels: dict
+    disruption_mode: str = ""
+    durations: dict = field(default_factory=dict)
 
     @property
     def total_replicas(self) -> int:
@@ -143,6 +152,26 @@ def is_subset(desired, observed, quantities: bool = False) -> bool:
     return desired == observed
 
 
+def is_exactly(desired, observed, quantities: bool = False) -> bool:
+    """Like `is_subset`, but maps must have the same keys at every level (nothing extra in `observed`)."""
+    if isinstance(desired, dict):
+        return (isinstance(observed, dict) and set(desired) == set(observed)
+                and all(is_exactly(v, observed[k], quantities) for k, v in desired.items()))
+    if isinstance(desired, list):
+        return (isinstance(observed, list) and len(desired) == len(observed)
+                and all(is_exactly(d, o, quantities) for d, o in zip(desired, observed, strict=True)))
+    return is_subset(desired, observed, quantities)
+
+
+def replacing(desired, observed):
+    """The JSON merge patch value (RFC 7386) that turns `observed` into exactly `desired`: a merge patch merges
+    maps, so keys only `observed` has are named with null, at every level; lists and leaves are replaced whole."""
+    if isinstance(desired, dict) and isinstance(observed, dict):
+        return {**{k: None for k in observed if k not in desired},
+                **{k: replacing(v, observed.get(k)) for k, v in desired.items()}}
+    return desired
+
+
 def parse_time(value) -> datetime | None:
     """An RFC 3339 timestamp from the API ("2026-11-29T14:00:00Z") as an aware datetime, or None."""
     return parse_datetime(value) if isinstance(value, str) and value else None
@@ -177,6 +206,9 @@ class SchedulerBackend:
     mutable_fields: tuple[str, ...] = ()
     # Spec fields whose values are ResourceLists (compared as quantities).
     quantity_fields: tuple[str, ...] = ("minResources",)
+    # Spec fields gangweb owns whole (maps and lists of maps it writes completely): a key or item field present only
+    # in the cluster object is drift, not a server default, and the patch removes it (a merge patch would merge).
+    owned_whole: tuple[str, ...] = ()
     # Finalizers gangweb may release on its own objects once no live pod needs them.
     releasable_finalizers: tuple[str, ...] = ()
 
@@ -223,6 +255,8 @@ class SchedulerBackend:
                 changed.append(key)
             elif key in self.quantity_fields and set(want[key] or {}) != set(have.get(key) or {}):
                 changed.append(key)
+            elif key in self.owned_whole and not is_exactly(want[key], have.get(key), key in self.quantity_fields):
+                changed.append(key)
         if not changed:
             return Drift()
         if self.immutable_spec or any(key not in self.mutable_fields for key in changed):
@@ -230,10 +264,7 @@ class SchedulerBackend:
         patch = {}
         for key in changed:
             value = want.get(key)
-            if isinstance(value, dict) and isinstance(have.get(key), dict):
-                # A merge patch merges maps: name the keys to drop explicitly.
-                value = {**{k: None for k in have[key] if k not in value}, **value}
-            patch[key] = value
+            patch[key] = replacing(value, have.get(key))
         return Drift(fields=changed, patch={"spec": patch})
 
     # ---- helpers for subclasses ---------------------------------------------------------------------------------
@@ -250,6 +281,15 @@ class SchedulerBackend:
                 "spec": body}
 
     def gang_object(self, ref: ObjectRef, objects: list[dict]) -> dict | None:
-        """The first of `objects` of kind `ref` (by apiVersion and kind), or None."""
-        return next((o for o in objects if o.get("kind") == ref.kind and o.get("apiVersion") == ref.api_version),
-                    None)
+        """The job's current object of kind `ref` among `objects` (by apiVersion and kind), or None: a live one
+        before a terminating one, and among those the newest (creationTimestamp). After a replacement the list
+        can hold the old generation's object, terminating while its finalizer holds it; its status is history."""
+        mine = [o for o in objects if o.get("kind") == ref.kind and o.get("apiVersion") == ref.api_version]
+        if not mine:
+            return None
+
+        def rank(obj: dict):
+            meta = obj.get("metadata") or {}
+            return (not meta.get("deletionTimestamp"), meta.get("creationTimestamp") or "")
+
+        return max(mine, key=rank)

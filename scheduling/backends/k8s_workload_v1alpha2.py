@@ -24,12 +24,21 @@ DISRUPTION_TARGET = "DisruptionTarget"
 
 
 class K8sWorkloadV1alpha2(SchedulerBackend):
-    """Workload + PodGroup v1alpha2 with kube-scheduler's GangScheduling plugin; immutable, replaced on change."""
+    """Workload + PodGroup v1alpha2 with kube-scheduler's GangScheduling plugin; immutable, replaced on change.
+
+    The refs, the template name and the condition types are class attributes, so a later API version
+    (`k8s_workload_v1beta1`) subclasses this one and overrides only what changed.
+    """
 
     family = "k8s-workload"
     name = "k8s-workload-v1alpha2"
     api_version = "scheduling.k8s.io/v1alpha2"
     scheduler_name = ""
+    WORKLOAD = WORKLOAD
+    POD_GROUP = POD_GROUP
+    TEMPLATE_NAME = TEMPLATE_NAME
+    SCHEDULED = SCHEDULED  # the PodGroup condition kube-scheduler writes when it admits (or cannot admit) the gang
+    DISRUPTION_TARGET = DISRUPTION_TARGET
     gang_kinds = (WORKLOAD, POD_GROUP)
     immutable_spec = True
     releasable_finalizers = (K8S_PODGROUP_PROTECTION_FINALIZER,)
@@ -39,15 +48,24 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
         """The gang policy: all-or-nothing for `min_member` pods."""
         return {"gang": {"minCount": spec.min_member}}
 
+    def template_fields(self, spec: GangSpec) -> dict:
+        """Optional fields the pod-group template and the PodGroup both carry. None in v1alpha2: the gates that
+        serve them (WorkloadAwarePreemption, TopologyAwareWorkloadScheduling) are off on the 1.36 clusters gangweb
+        is tested on, and the API server would drop them silently."""
+        return {}
+
+    def pod_group_ref(self, spec: GangSpec) -> dict:
+        """`spec.podGroupTemplateRef` of the PodGroup: the Workload and template it was made from."""
+        return {"podGroupTemplateRef": {"workload": {"workloadName": spec.gang_name,
+                                                     "podGroupTemplateName": self.TEMPLATE_NAME}}}
+
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """[Workload, PodGroup], both named `spec.gang_name`, in creation order."""
-        workload = self.new_gang_object(WORKLOAD, spec, {
-            "podGroupTemplates": [{"name": TEMPLATE_NAME, "schedulingPolicy": self.policy(spec)}]})
-        pod_group = self.new_gang_object(POD_GROUP, spec, {
-            "podGroupTemplateRef": {"workload": {"workloadName": spec.gang_name,
-                                                 "podGroupTemplateName": TEMPLATE_NAME}},
-            "schedulingPolicy": self.policy(spec),
-        })
+        extra = self.template_fields(spec)
+        workload = self.new_gang_object(self.WORKLOAD, spec, {
+            "podGroupTemplates": [{"name": self.TEMPLATE_NAME, "schedulingPolicy": self.policy(spec), **extra}]})
+        pod_group = self.new_gang_object(self.POD_GROUP, spec, {
+            **self.pod_group_ref(spec), "schedulingPolicy": self.policy(spec), **extra})
         return [workload, pod_group]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
@@ -57,24 +75,24 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
         return out
 
     def read_status(self, objects: list[dict]) -> GangStatus:
-        """PodGroup conditions written by kube-scheduler: PodGroupScheduled True/Scheduled (admitted),
+        """PodGroup conditions written by kube-scheduler: `SCHEDULED` True/Scheduled (admitted),
         False/Unschedulable or SchedulerError (not admitted); DisruptionTarget True (PreemptionByScheduler)
         takes precedence in reason and message."""
-        pg = self.gang_object(POD_GROUP, objects)
+        pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
         conditions = (pg.get("status") or {}).get("conditions") or []
         by_type = {c.get("type"): c for c in conditions}
         result = GangStatus(source=object_source(pg), conditions=conditions)
-        scheduled = by_type.get(SCHEDULED)
+        scheduled = by_type.get(self.SCHEDULED)
         if scheduled is not None:
             result.admitted = {"True": True, "False": False}.get(scheduled.get("status"))
             result.reason = scheduled.get("reason", "")
             result.message = scheduled.get("message", "")
             result.at = parse_time(scheduled.get("lastTransitionTime"))
-        disrupted = by_type.get(DISRUPTION_TARGET)
+        disrupted = by_type.get(self.DISRUPTION_TARGET)
         if disrupted is not None and disrupted.get("status") == "True":
-            result.reason = disrupted.get("reason") or DISRUPTION_TARGET
+            result.reason = disrupted.get("reason") or self.DISRUPTION_TARGET
             result.message = disrupted.get("message", "")
             result.at = parse_time(disrupted.get("lastTransitionTime"))
         return result

@@ -1,7 +1,11 @@
 """KAI Scheduler, PodGroup `scheduling.run.ai/v2alpha2`.
 
 One PodGroup per job: minMember, queue, priorityClassName, preemptibility, one subGroup per pod set (its own
-minMember) and a topologyConstraint when the template asks for one. Pods: `schedulerName: kai-scheduler`,
+minMember), a topologyConstraint and the v0.17 durations `preemptionDelay` / `stalenessGracePeriod` when the
+template asks for them. KAI v0.15-v0.17 CRDs reject `minMember: 0` ("should be greater than or equal to 1"): the
+template and job validation keep every gang and pod-set minimum >= 1 (400 naming the field), so a PodGroup with 0
+is never sent. `schedulingConditions` are removed once the group schedules (v0.17), so admission is read from
+`resourcesStatus`, never from a condition that survived. Pods: `schedulerName: kai-scheduler`,
 annotation `pod-group-name`, labels `kai.scheduler/queue` and `kai.scheduler/subgroup-name`. The pods' owners
 carry `kai.scheduler/skip-podgrouper: "true"` so KAI's podgrouper leaves the grouping alone (KAI v0.15.0+).
 
@@ -32,7 +36,9 @@ class KaiV2alpha2(SchedulerBackend):
     scheduler_name = KAI_SCHEDULER_NAME
     gang_kinds = (POD_GROUP,)
     immutable_spec = False
-    mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint")
+    mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint",
+                      "preemptionDelay", "stalenessGracePeriod")
+    owned_whole = ("subGroups", "topologyConstraint")  # written whole from the job: extra keys/fields are drift
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """One PodGroup named `spec.gang_name`."""
@@ -47,6 +53,7 @@ class KaiV2alpha2(SchedulerBackend):
             body["preemptibility"] = spec.preemptibility
         if spec.topology:
             body["topologyConstraint"] = dict(spec.topology)
+        body.update(spec.durations)  # v0.17: preemptionDelay, stalenessGracePeriod (Go durations)
         return [self.new_gang_object(POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:

@@ -1,7 +1,9 @@
 """The backend registry: a plain mapping from plugin name to plugin class.
 
 Templates name a backend *family* ("kai", "k8s-workload", "coscheduling", "volcano"); each family has one
-plugin per API version, and `select` picks the highest version the cluster serves (KubeRay-style discovery).
+plugin per API version, and `select` picks the highest version the cluster serves (KubeRay-style discovery). The
+k8s-workload family has v1beta1 (Kubernetes 1.37) above v1alpha2 (1.36); a cluster upgraded from one to the other
+moves its jobs across (reconcile/jobs.py `JobReconciler.retire`).
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from django.core.exceptions import ImproperlyConfigured
 # Family -> plugin classes' dotted paths, highest API version first. A new version is one more line.
 FAMILIES: dict[str, list[str]] = {
     "kai": ["scheduling.backends.kai_v2alpha2.KaiV2alpha2"],
-    "k8s-workload": ["scheduling.backends.k8s_workload_v1alpha2.K8sWorkloadV1alpha2"],
+    "k8s-workload": ["scheduling.backends.k8s_workload_v1beta1.K8sWorkloadV1beta1",
+                     "scheduling.backends.k8s_workload_v1alpha2.K8sWorkloadV1alpha2"],
     "coscheduling": ["scheduling.backends.coscheduling_v1alpha1.CoschedulingV1alpha1"],
     "volcano": ["scheduling.backends.volcano_v1beta1.VolcanoV1beta1"],
 }
@@ -40,13 +43,14 @@ def all_plugins() -> list:
 
 
 def select(family: str, served: Iterable[str]):
-    """The highest-versioned plugin of `family` whose group/version is in `served` ("group/version" strings).
+    """The highest-versioned plugin of `family` the cluster can run: the first whose own `available(served)`
+    says yes (served: "group/version" strings from discovery).
 
     Returns None when the cluster serves none of them. Raises KeyError for an unknown family.
     """
     served = set(served)
     for cls in plugins(family):
-        if cls.api_version in served:
+        if cls.available(served):
             return cls
     return None
 

@@ -29,6 +29,7 @@ class VolcanoV1beta1(SchedulerBackend):
     scheduler_name = VOLCANO_SCHEDULER_NAME
     gang_kinds = (POD_GROUP,)
     mutable_fields = ("minMember", "minTaskMember", "queue", "priorityClassName", "minResources")
+    owned_whole = ("minTaskMember",)  # one entry per pod set: a task name added by hand is drift
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """One PodGroup named `spec.gang_name`."""

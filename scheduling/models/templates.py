@@ -45,7 +45,8 @@ class RuntimeTemplateVersion(models.Model):
     `spec` shape (validated by `scheduling.services.templates.validate_template_spec`)::
 
         {"backend": "kai" | "k8s-workload" | "coscheduling" | "volcano",
-         "gang": {"minMember": int | null, "scheduleTimeoutSeconds": int},
+         "gang": {"minMember": int | null, "scheduleTimeoutSeconds": int, "disruptionMode": "single" | "all" (opt.),
+                  "preemptionDelay": "5m" (kai, opt.), "stalenessGracePeriod": "-1s" (kai, opt.)},
          "priorityClassName": str, "preemptibility": "" | "preemptible" | "non-preemptible",
          "topologyConstraint": {...} | null,
          "podSets": [{"name": str, "replicas": int, "minMember": int | null,

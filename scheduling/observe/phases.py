@@ -116,11 +116,14 @@ def _latest(times) -> datetime | None:
 
 
 def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods: list[PodFacts],
-               owners: list[OwnerFacts], now: datetime) -> dict[str, Entry]:
+               owners: list[OwnerFacts], now: datetime, pods_only: bool = False) -> dict[str, Entry]:
     """Every phase the evidence shows the job has reached, each with its own cluster time, source and reason.
 
     Pure; `now` is used only for a Failed pod's missing finish time. Terminating objects and pods do not count as
-    live. Cancelled is never among them (only a reconcile pass decides it).
+    live. Cancelled is never among them (only a reconcile pass decides it). Scheduled comes from the gang object
+    when its backend says the admission time is the scheduling time (`GangStatus.scheduled_at_admission`, v1beta1
+    `PodGroupInitiallyScheduled`), unless `pods_only` (a re-queued attempt: that condition never reverts, so only
+    the pods tell whether the gang is whole again).
     """
     live_gang = [g for g in gang_objects if not o.is_terminating(g)]
     live_owners = [w for w in owners if not w.terminating]
@@ -160,7 +163,10 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
             found[GangPhase.QUEUED] = Entry(GangPhase.QUEUED, at, source, reason,
                                             f"{message} ({tail})" if message else tail)
 
-    if len(bound) >= required and bound:
+    if gang.scheduled_at_admission and gang.admitted is True and gang.at is not None and not pods_only:
+        found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
+                                           gang.message or bound_of(len(bound), required))
+    elif len(bound) >= required and bound:
         at = _kth([p.scheduled_at for p in bound], required)
         ordered = sorted((p for p in bound if p.scheduled_at is not None), key=lambda p: p.scheduled_at)
         source = ordered[min(required, len(ordered)) - 1].ref if ordered else bound[0].ref
@@ -226,13 +232,16 @@ def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], 
     )
     if current_phase in TERMINAL_PHASES:
         return obs
-    found = candidates(shape, gang, gang_objects, pods, owners, now)
+    found = candidates(shape, gang, gang_objects, pods, owners, now, pods_only=attempt > 0)
+    by_pods = found if attempt > 0 or not gang.scheduled_at_admission else candidates(
+        shape, gang, gang_objects, pods, owners, now, pods_only=True)
     # One terminal phase only: Failed wins over Succeeded when both show (a Job can fail after others completed).
-    if GangPhase.FAILED in found:
-        found.pop(GangPhase.SUCCEEDED, None)
+    for evidence in {id(found): found, id(by_pods): by_pods}.values():
+        if GangPhase.FAILED in evidence:
+            evidence.pop(GangPhase.SUCCEEDED, None)
     # A re-queued attempt is scheduled again only by its pods: a gang object's admitted condition may still hold
-    # from before the disruption (it is not reset when a member is evicted).
-    again = {p: e for p, e in found.items() if p != GangPhase.SCHEDULED or obs.bound >= shape.min_member}
+    # from before the disruption (it is not reset when a member is evicted; v1beta1's never reverts).
+    again = {p: e for p, e in by_pods.items() if p != GangPhase.SCHEDULED or obs.bound >= shape.min_member}
     last_at = _advance(obs, found if attempt == 0 else again, recorded, attempt)
     if obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) and not shape.cancelling:
         since = recorded.get(GangPhase.SCHEDULED) or next(

@@ -16,7 +16,7 @@ from ..backends.base import GangSpec, PodSetSpec, SchedulerBackend
 from ..constants import LABEL_INSTANCE, LABEL_JOB, LABEL_JOB_UID, LABEL_MANAGED_BY, LABEL_POD_SET, MANAGED_BY_VALUE
 from ..kube import resources
 from ..kube.objects import JOB, SERVICE
-from ..services.templates import DEFAULT_SCHEDULE_TIMEOUT_SECONDS
+from ..services.templates import DEFAULT_SCHEDULE_TIMEOUT_SECONDS, KAI_DURATIONS
 from . import names
 
 
@@ -48,7 +48,8 @@ def gang_spec(job) -> GangSpec:
         min_member=gang.get("minMember") or total,
         schedule_timeout_seconds=gang.get("scheduleTimeoutSeconds") or DEFAULT_SCHEDULE_TIMEOUT_SECONDS,
         min_resources=resources.as_resource_list(resources.gang_requests(resolved["podSets"])),
-        pod_sets=pod_sets, labels=job_labels_from(job.name, uid),
+        pod_sets=pod_sets, labels=job_labels_from(job.name, uid), disruption_mode=gang.get("disruptionMode") or "",
+        durations={k: gang[k] for k in KAI_DURATIONS if gang.get(k) is not None},
     )
 
 

@@ -57,6 +57,8 @@ from ..kube.errors import (
     KubeError,
     TerminalKubeError,
     TransientKubeError,
+    classify,
+    describe,
     refuses_for_good,
 )
 from ..kube.objects import JOB, SERVICE
@@ -78,11 +80,16 @@ NAME_CONFLICT = "NameConflict"
 RECREATED = "Recreated"  # a Scheduled/Running job's vanished objects were created again: a new attempt
 REPLACED = "Replaced"  # a Scheduled/Running job's gang was replaced under a new generation: a new attempt
 BACKEND_UNAVAILABLE = "BackendUnavailable"
+# The cluster stopped serving the API version of the job's plugin (an upgrade, e.g. Kubernetes 1.36 -> 1.37 removed
+# scheduling.k8s.io/v1alpha2): the job moves to the newest served version of its backend family.
+API_VERSION_CHANGED = "APIVersionChanged"
+API_VERSION_REMOVED = "APIVersionRemoved"  # ... and the family has no served version left: the job fails
+UNEXPECTED_ERROR = "UnexpectedError"  # an exception no handler expected; recorded on the job, never a bare traceback
 WAITING = "WaitingForDeletion"
 CANCELLING = "Cancelling"  # phase_reason of a job whose cancel is deleting its objects (observe/phases.py too)
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
-                           NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED})
+                           NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, UNEXPECTED_ERROR})
 STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
                  "observed", "backend_plugin", "owner_uids")
 
@@ -107,6 +114,14 @@ class PolicyRefused(CreateRefused):
 
 class _Done(Exception):
     """The pass finished early without needing the cluster."""
+
+
+class _Failed(Exception):
+    """The pass ended the job Failed by gangweb's own finding (already recorded); `reason`, `message` say why."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason, self.message = reason, message
 
 
 @dataclass
@@ -217,9 +232,57 @@ class JobReconciler:
         self.backend = backend_for(job, api)
         self.uid = str(job.uid)
         self.ns = job.namespace
-        self.observed = observed if observed is not None else self.read()
         self.actions: list[str] = []
         self.created: list[dict] = []  # objects this pass created (not adopted on 409), in creation order
+        self.retired: type[SchedulerBackend] | None = None  # the plugin whose API the cluster stopped serving
+        served = set(job.cluster.served_apis or [])
+        if served and not self.backend.available(served):  # the last probe says its API is gone
+            self.retire(served)
+        try:
+            # A snapshot (resync) listed the kinds of the plugin it knew; after a switch only the new ones count.
+            self.observed = observed if observed is not None and self.retired is None else self.read()
+        except ApiException as exc:
+            # A LIST answered 404: the kind's API version is not served (the probe has not noticed the change yet).
+            if exc.status != 404 or self.retired is not None:
+                raise
+            served = discovery.served_versions(api)
+            if self.backend.available(served):
+                raise
+            self.retire(served)
+            self.observed = self.read()
+
+    def retire(self, served: set[str]) -> None:
+        """The cluster no longer serves the API of the job's pinned plugin: pin the newest plugin of the same family
+        it does serve (`registry.select`), or, when there is none, end the job Failed (`API_VERSION_REMOVED`,
+        naming the version it had and those it could use) and stop the pass (`_Failed`). What happens to the
+        gang then is `ensure`'s: a job not yet scheduled is recreated in the new version under new names; a
+        scheduled or running one keeps its pods and gets its gang objects in the new version under the same
+        names (its pods name them)."""
+        old = type(self.backend)
+        new = registry.select(old.family, served)
+        if (new is None or new is old) and self.job.is_terminal:
+            # Finished, and its gang objects are out of the API's reach: nothing left that gangweb could delete.
+            self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
+            raise _Done
+        if new is None or new is old:
+            known = ", ".join(p.api_version for p in registry.plugins(old.family))
+            message = (f"cluster {self.job.cluster.name} no longer serves {old.api_version} (backend {old.name}) "
+                       f"and serves no other version of backend '{old.family}' ({known}); the job cannot continue")
+            status.record_failure(self.job, API_VERSION_REMOVED, message)
+            raise _Failed(API_VERSION_REMOVED, message)
+        GangJob.objects.filter(pk=self.job.pk, backend_plugin=old.name).update(backend_plugin=new.name)
+        self.job.backend_plugin = new.name
+        self.backend, self.retired = new(), old
+        self.actions.append(f"switch backend {old.name} -> {new.name}: cluster {self.job.cluster.name} no longer "
+                            f"serves {old.api_version}; it serves {new.api_version}")
+
+    @property
+    def version_message(self) -> str:
+        """`APIVersionChanged` message naming both versions (empty when the version did not change this pass)."""
+        if self.retired is None:
+            return ""
+        return (f"cluster {self.job.cluster.name} stopped serving {self.retired.api_version}; the job's gang moves "
+                f"to {self.backend.api_version} (backend {self.retired.name} -> {self.backend.name})")
 
     def read(self) -> Observed:
         """The job's own objects, listed now (one LIST per kind in its namespace)."""
@@ -253,6 +316,10 @@ class JobReconciler:
     # ---- the running job ---------------------------------------------------------------------------------------
     def ensure(self) -> None:
         """Make the cluster hold exactly the desired objects of the current generation, then derive status."""
+        if self.retired is not None and self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+            # Its pods (if any) name gang objects of an API the cluster no longer serves: start over under new
+            # names in the new version. A scheduled or running gang keeps its pods and names.
+            self.replace([f"apiVersion {self.retired.api_version} -> {self.backend.api_version}"])
         spec = desired_mod.gang_spec(self.job)
         wanted = self.backend.build_gang_objects(spec)
         patches, replace_fields = [], []
@@ -268,12 +335,15 @@ class JobReconciler:
                 replace_fields += [f"{ref.kind}.spec.{f}" for f in drift.fields]
             elif drift.patch:
                 patches.append((ref, want, have, drift))
-        if replace_fields:
+        refused = []
+        for ref, want, have, drift in patches:
+            if not replace_fields and not self.patch(ref, want, have, drift):
+                refused.append(f"{ref.kind}.spec.{', '.join(drift.fields)} (patch refused)")
+        if replace_fields or refused:
+            replace_fields += refused
             self.replace(replace_fields)
             spec = desired_mod.gang_spec(self.job)
-            wanted, patches = self.backend.build_gang_objects(spec), []
-        for ref, want, have, drift in patches:
-            self.patch(ref, want, have, drift)
+            wanted = self.backend.build_gang_objects(spec)
         for want in wanted:
             ref = ref_of(self.backend, want)
             if want["metadata"]["name"] not in self.observed.gang_of(ref):
@@ -340,13 +410,15 @@ class JobReconciler:
         them), naming every object this pass created. The run before it ends there (run_time reads the latest
         attempt) instead of spanning the loss. A job still Dispatched or Queued just goes on waiting."""
         jobs = [obj for obj in self.created if obj.get("kind") == JOB.kind]
-        if not jobs or self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+        if not jobs or (self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING) and self.retired is None):
             return
         at = min((t for t in (o_created_at(obj) for obj in self.created) if t is not None), default=None)
         if at is None:
             return
         names = ", ".join(object_source(obj) for obj in self.created)
-        if replaced:
+        if self.retired is not None:
+            reason, message = API_VERSION_CHANGED, f"{self.version_message}; recreated under new names: {names}"
+        elif replaced:
             reason, message = REPLACED, f"replaced the gang (immutable change of {', '.join(replaced)}): {names}"
         else:
             reason, message = RECREATED, f"recreated what was missing from the cluster: {names}"
@@ -394,8 +466,12 @@ class JobReconciler:
             raise Requeue(1, "Conflict", "another reconcile pass replaced the gang first")
         self.job.gang_generation = old + 1
 
-    def patch(self, ref: ObjectRef, want: dict, have: dict, drift) -> None:
-        """Merge-patch drifted mutable fields with the read resourceVersion; on 409 read again and retry."""
+    def patch(self, ref: ObjectRef, want: dict, have: dict, drift) -> bool:
+        """Merge-patch drifted mutable fields with the read resourceVersion; on 409 read again and retry.
+
+        Returns False when the API server refuses the patch for good (400/422: a field the backend believed
+        mutable is not, on this cluster's version): the caller replaces the gang instead of patching again on
+        every pass. True once the object is in sync."""
         name = want["metadata"]["name"]
         for _ in range(MAX_CONFLICT_RETRIES):
             try:
@@ -403,7 +479,12 @@ class JobReconciler:
                                           have["metadata"].get("resourceVersion"))
                 self.actions.append(f"update {ref.kind} {self.ns}/{name}: {', '.join(drift.fields)}")
                 self.observed.gang_of(ref)[name] = obj
-                return
+                return True
+            except TerminalKubeError as exc:
+                if exc.status not in (400, 422):
+                    raise
+                self.actions.append(f"patch of {ref.kind} {self.ns}/{name} refused ({exc.status}): {exc.message}")
+                return False
             except ApiException as exc:
                 if exc.status == 404:
                     raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} vanished during update") from None
@@ -413,7 +494,7 @@ class JobReconciler:
             drift = self.backend.diff(want, have)
             if drift.in_sync:
                 self.observed.gang_of(ref)[name] = have
-                return
+                return True
             if drift.replace:
                 raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
         raise TransientKubeError("Conflict", f"{ref.kind} {self.ns}/{name} kept changing; will retry")
@@ -494,8 +575,9 @@ class JobReconciler:
             raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} appeared with immutable drift "
                                          f"({', '.join(drift.fields)})")
         self.observed.gang_of(ref)[name] = have
-        if drift.patch:
-            self.patch(ref, want, have, drift)
+        if drift.patch and not self.patch(ref, want, have, drift):
+            raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} appeared with drift the server does not let "
+                                         "gangweb patch; it is replaced at the next pass")
 
     def create_plain(self, ref: ObjectRef, want: dict) -> dict:
         """Create an Indexed Job or Service; on AlreadyExists accept it only when it is ours and alive."""
@@ -704,6 +786,8 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
         _clear_error(job)
     except _Done:
         pass
+    except _Failed as exc:
+        result.outcome, result.reason, result.message = ReconcileOutcome.TERMINAL_ERROR, exc.reason, exc.message
     except Requeue as exc:
         result.reason, result.message, result.requeue_after = exc.reason, exc.message, exc.countdown
     except CreateRefused as exc:
@@ -719,8 +803,22 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
                           else ReconcileOutcome.TERMINAL_ERROR)
         result.reason, result.message = exc.reason, exc.message
         status.record_error(job, exc.reason, exc.message, exc.status)
+    except Exception as exc:  # noqa: BLE001 - no exception leaves a pass unrecorded (a bug, an unexpected answer)
+        err = classify(exc)  # a raw ApiException (a 404/409 nobody handled) still says what the server answered
+        # describe: server words only from a Status body, anything else by its type (its text may quote secrets).
+        message = f"{type(exc).__name__}: {describe(exc, 1900)}" if err is not None else describe(exc, 2000)
+        # An API answer nobody handled is logged in one line; anything else is a bug, worth its traceback.
+        log.warning("job %s: unexpected error in a reconcile pass: %s", job.pk, message, exc_info=err is None)
+        reason = UNEXPECTED_ERROR
+        result.outcome, result.reason, result.message = ReconcileOutcome.TERMINAL_ERROR, reason, message
+        try:
+            status.record_error(job, reason, result.message, getattr(exc, "status", None))
+        except Exception:  # noqa: BLE001 - the attempt row below still records it
+            log.exception("job %s: could not record the error on the job", job.pk)
     if reconciler is not None:
         result.actions = reconciler.actions
+        if reconciler.retired is not None and not result.reason:
+            result.reason, result.message = API_VERSION_CHANGED, reconciler.version_message
     with transaction.atomic():
         changed = save_status(job, before)
         if record_idle or result.actions or changed or result.outcome != ReconcileOutcome.OK:

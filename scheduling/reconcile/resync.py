@@ -31,6 +31,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
+from kubernetes.client.rest import ApiException
 
 from ..backends import registry
 from ..choices import ACTIVE_PHASES, ClusterHealth, DesiredState, GangPhase, ReconcileOutcome
@@ -202,7 +203,17 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
             from . import probe
 
             served = set(probe.probe_cluster(cluster).served_apis or [])
-        snap = snapshot(api, served)
+        try:
+            snap = snapshot(api, served)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            # A kind the last probe listed is not served any more (the cluster changed version under us): probe
+            # again and list what it serves now; the jobs pinned to the old version then move (reconcile/jobs.py).
+            from . import probe
+
+            served = set(probe.probe_cluster(cluster).served_apis or [])
+            snap = snapshot(api, served)
         known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
                  .values_list("uid", flat=True)}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).

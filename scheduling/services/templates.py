@@ -25,6 +25,12 @@ from . import validation as v
 POD_SET_OVERRIDE_FIELDS = ("replicas", "image", "command", "args", "env", "resources", "nodeSelector", "container")
 TOP_OVERRIDE_FIELDS = ("podSets", "minMember", "scheduleTimeoutSeconds", "priorityClassName")
 PREEMPTIBILITY = ("", "preemptible", "non-preemptible")
+# gang.disruptionMode: Kubernetes v1beta1 PodGroup `disruptionMode` {single: {}} | {all: {}} (k8s-workload family;
+# other backends and v1alpha2 on 1.36, where its gate is off, ignore it).
+DISRUPTION_MODES = ("single", "all")
+# KAI v0.17 PodGroup durations a template may set under `gang` -> whether a negative value is meaningful
+# (stalenessGracePeriod: negative disables the stale-gang eviction; kai.md, KAI v0.17 CRD).
+KAI_DURATIONS = {"preemptionDelay": False, "stalenessGracePeriod": True}
 DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # scheduler-plugins PodGroup scheduleTimeoutSeconds default
 MAX_REPLICAS = 10_000
 
@@ -118,6 +124,16 @@ def validate_template_spec(spec, field: str = "spec") -> dict:
         v.integer(gang["minMember"], f"{field}.gang.minMember", minimum=1, maximum=total)
     gang.setdefault("scheduleTimeoutSeconds", DEFAULT_SCHEDULE_TIMEOUT_SECONDS)
     v.integer(gang["scheduleTimeoutSeconds"], f"{field}.gang.scheduleTimeoutSeconds", minimum=1, maximum=86400 * 7)
+    for key, negative in KAI_DURATIONS.items():
+        if gang.get(key) is None:
+            continue
+        if backend != "kai":
+            raise ValidationError({f"{field}.gang.{key}": f"only the kai backend has {key} (this template uses "
+                                                          f"'{backend}')"})
+        v.duration(gang[key], f"{field}.gang.{key}", allow_negative=negative)
+    if gang.get("disruptionMode") is not None and gang["disruptionMode"] not in DISRUPTION_MODES:
+        raise ValidationError({f"{field}.gang.disruptionMode": "must be 'single' (members may be disrupted one by "
+                                                               "one) or 'all' (only together)"})
     if spec.get("priorityClassName"):
         v.dns_subdomain(spec["priorityClassName"], f"{field}.priorityClassName")
     if spec.setdefault("preemptibility", "") not in PREEMPTIBILITY:

@@ -69,6 +69,20 @@ def string_list(value, field: str) -> list[str]:
     return value
 
 
+# A Go `time.Duration` string as metav1.Duration parses it ("90s", "1h30m", "-1s", "0"): KAI v0.17 PodGroup
+# `preemptionDelay` / `stalenessGracePeriod`.
+GO_DURATION = re.compile(r"^-?(0|(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+)$")
+
+
+def duration(value, field: str, *, allow_negative: bool = False) -> str:
+    """A Go duration string ("5m", "1h30m"; "-1s" only with `allow_negative`); ValidationError naming `field`."""
+    if not isinstance(value, str) or not GO_DURATION.match(value) or len(value) > 64:
+        raise ValidationError({field: f"{value!r} is not a duration such as '30s', '5m' or '1h30m'"})
+    if value.startswith("-") and not allow_negative:
+        raise ValidationError({field: "must not be negative"})
+    return value
+
+
 def mapping(value, field: str) -> dict:
     """A JSON object."""
     if not isinstance(value, dict):

@@ -1,4 +1,11 @@
-"""Fixtures for tests against a real Kubernetes 1.36 control plane (the ``localcluster`` package).
+"""Fixtures for tests against a real Kubernetes control plane (the ``localcluster`` package).
+
+The release is ``$GANGWEB_K8S_VERSION``, else the default of ``localcluster/versions.env`` (1.36.3). A test that
+holds only on one release carries ``@pytest.mark.k8s_version("1.37")``; in a session on another release it is
+deselected (shown in the summary). ``make test`` runs only the default release; ``make test-k8s-other`` runs the
+marked tests on 1.37.2 (built, not yet verified on a real 1.37 control plane). A test that upgrades a cluster of
+its own to another release carries ``k8s_version("1.36", upgrade_to="1.37.2")`` and is deselected unless
+``$GANGWEB_K8S_UPGRADE_TO`` names that release (it needs that release's binaries too).
 
 - ``kube_cluster`` (session): starts one control plane per pytest run in a temporary state directory and stops it
   at the end, also when tests fail. With ``GANGWEB_TEST_KUBECONFIG`` set, that cluster is used instead and nothing
@@ -35,6 +42,32 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "cluster: needs the real local Kubernetes control plane (localcluster; make localcluster-build)"
     )
+
+
+def session_k8s_minor() -> str | None:
+    """The Kubernetes minor ("1.37") the session's control plane runs, or None for an external cluster
+    (``GANGWEB_TEST_KUBECONFIG``), whose tests are never deselected by release."""
+    if os.environ.get("GANGWEB_TEST_KUBECONFIG"):
+        return None
+    return localcluster.binaries.minor_of(localcluster.resolve_k8s_version())
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the tests marked ``k8s_version(minor)`` for another release than the session's, and those marked
+    ``k8s_version(minor, upgrade_to=release)`` unless ``$GANGWEB_K8S_UPGRADE_TO`` is that release."""
+    minor = session_k8s_minor()
+    if minor is None:
+        return
+    upgrade_to = os.environ.get("GANGWEB_K8S_UPGRADE_TO", "").strip().removeprefix("v")
+    keep, drop = [], []
+    for item in items:
+        marker = item.get_closest_marker("k8s_version")
+        other = marker is not None and marker.args and marker.args[0] != minor
+        unwanted_upgrade = marker is not None and marker.kwargs.get("upgrade_to", upgrade_to) != upgrade_to
+        (drop if other or unwanted_upgrade else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -61,6 +61,12 @@ class World:
         fresh = GangJob.objects.select_related("cluster", "queue").get(pk=job.pk)
         return jobs.run_pass(fresh)
 
+    @property
+    def k8s(self):
+        """The k8s-workload plugin class discovery picks for this cluster: v1beta1 on 1.37, v1alpha2 on 1.36 (its
+        refs WORKLOAD and POD_GROUP, condition SCHEDULED, name and api_version)."""
+        return k8s_workload(self.cluster)
+
     def backend(self, job: GangJob):
         """The plugin instance the job uses (chosen at its first pass)."""
         job.refresh_from_db()
@@ -83,6 +89,13 @@ class World:
         """The GangSpec (names) of the job at its current generation."""
         job.refresh_from_db()
         return desired.gang_spec(GangJob.objects.select_related("queue").get(pk=job.pk))
+
+
+def k8s_workload(cluster: Cluster):
+    """The k8s-workload plugin class `registry.select` picks for `cluster`'s served APIs (probed)."""
+    cls = registry.select("k8s-workload", set(cluster.served_apis or []))
+    assert cls is not None, f"cluster {cluster.name} serves no scheduling.k8s.io Workload API"
+    return cls
 
 
 def make_world(kube_cluster, kube_namespace, admin_user) -> World:

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from scheduling.backends import k8s_workload_v1alpha2
 from scheduling.choices import ReconcileOutcome
 from scheduling.kube import errors, objects
 from scheduling.kube.objects import JOB, SERVICE
@@ -74,7 +73,7 @@ def test_apiserver_stopped_mid_reconcile_is_recorded_and_the_job_converges_after
     with apiserver_restart_after(kube_cluster) as stop_apiserver:
         def create_then_stop(api, ref, body):  # the API server goes away right after the Workload is created
             created = real_create(api, ref, body)
-            if ref == k8s_workload_v1alpha2.WORKLOAD:
+            if ref == world.k8s.WORKLOAD:
                 stop_apiserver()
             return created
 
@@ -97,8 +96,8 @@ def test_apiserver_stopped_mid_reconcile_is_recorded_and_the_job_converges_after
     assert result.error is None, result.message
     job.refresh_from_db()
     assert job.phase == "Dispatched" and job.phase_reason == "WaitingForPods"
-    assert len(world.gang(job, k8s_workload_v1alpha2.WORKLOAD)) == 1
-    [pg] = world.gang(job, k8s_workload_v1alpha2.POD_GROUP)
+    assert len(world.gang(job, world.k8s.WORKLOAD)) == 1
+    [pg] = world.gang(job, world.k8s.POD_GROUP)
     assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
     assert len(world.gang(job, JOB)) == 1 and len(world.gang(job, SERVICE)) == 1
     assert world.reconcile(job).actions == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from scheduling.backends.k8s_workload_v1alpha2 import POD_GROUP, WORKLOAD
 from scheduling.choices import DesiredState, ReconcileOutcome
 from scheduling.choices import GangPhase as P
 from scheduling.kube.errors import TransientKubeError
@@ -75,7 +74,7 @@ def test_a_refused_owner_job_fails_the_job_and_deletes_its_gang_objects(world, c
     assert f"delete PodGroup {world.namespace}/{world.names(job).gang_name}" in attempt.actions
 
     def nothing_left():
-        return not any(world.gang(job, ref) for ref in (WORKLOAD, POD_GROUP, JOB, SERVICE))
+        return not any(world.gang(job, ref) for ref in (world.k8s.WORKLOAD, world.k8s.POD_GROUP, JOB, SERVICE))
 
     wait_for(nothing_left, timeout=30, what="the refused job's objects deleted")
 
@@ -84,7 +83,7 @@ def test_a_refused_owner_job_fails_the_job_and_deletes_its_gang_objects(world, c
     assert again.error is None and again.actions == [] and again.requeue_after is None
     job = GangJob.objects.get(pk=job.pk)
     assert job.phase == P.FAILED and job.phase_reason == "CreateRefused" and job.cleaned_up_at is not None
-    assert not any(world.gang(job, ref) for ref in (WORKLOAD, POD_GROUP, JOB, SERVICE))
+    assert not any(world.gang(job, ref) for ref in (world.k8s.WORKLOAD, world.k8s.POD_GROUP, JOB, SERVICE))
 
 
 def quota_of_none(world, resource: str) -> None:
@@ -111,7 +110,8 @@ def test_a_refused_gang_object_fails_the_job_and_leaves_nothing(world, resource,
     assert job.phase_message.startswith(
         f"the API server refused to create {kind} {world.namespace}/{gang} (HTTP 403 Forbidden): ")
     assert "exceeded quota: none" in job.phase_message
-    wait_for(lambda: not any(world.gang(job, ref) for ref in (WORKLOAD, POD_GROUP, JOB, SERVICE)), timeout=30,
+    wait_for(lambda: not any(world.gang(job, ref)
+                             for ref in (world.k8s.WORKLOAD, world.k8s.POD_GROUP, JOB, SERVICE)), timeout=30,
              what="nothing left")
     again = world.reconcile(job)
     assert again.error is None and again.actions == []
@@ -129,7 +129,8 @@ def test_a_job_cancelled_while_its_refused_create_is_cleaned_up_stays_failed_and
     # A cancel that raced with the refusal (it was asked while the job was still Dispatched).
     GangJob.objects.filter(pk=job.pk).update(desired_state=DesiredState.CANCEL)
     job = GangJob.objects.get(pk=job.pk)
-    wait_for(lambda: not any(world.gang(job, ref) for ref in (WORKLOAD, POD_GROUP, JOB, SERVICE)), timeout=30,
+    wait_for(lambda: not any(world.gang(job, ref)
+                             for ref in (world.k8s.WORKLOAD, world.k8s.POD_GROUP, JOB, SERVICE)), timeout=30,
              what="nothing left")
     again = world.reconcile(job)
     assert again.error is None

@@ -10,8 +10,10 @@ import time
 
 import pytest
 
+import localcluster
+from scheduling.backends import registry
 from scheduling.choices import DesiredState, GangPhase
-from scheduling.models import GangJob
+from scheduling.models import Cluster, GangJob
 from scheduling.reconcile import jobs as job_reconcile
 from tests.ui.browser import screenshot
 from tests.ui.steps import SPEC_YAML, create_queue, register_cluster
@@ -43,9 +45,11 @@ def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, ku
     register_cluster(page, "local", kube_cluster.kubeconfig)
     page.get_by_role("button", name="Test connection").click()
     page.locator("#cluster-health:text-is('Healthy')").wait_for()
-    assert page.locator("#cluster-version").inner_text().startswith("v1.36")
-    assert "scheduling.k8s.io/v1alpha2" in page.inner_text("main")
-    assert "k8s-workload-v1alpha2" in page.locator("tr:has-text('k8s-workload-v1alpha2')").inner_text()
+    assert page.locator("#cluster-version").inner_text().startswith("v" + localcluster.binaries.minor_of(
+        localcluster.resolve_k8s_version()))
+    plugin = registry.select("k8s-workload", set(Cluster.objects.get(name="local").served_apis))
+    assert plugin.api_version in page.inner_text("main")
+    assert plugin.name in page.locator(f"tr:has-text('{plugin.name}')").inner_text()
 
     page.goto("/templates/new/")
     page.get_by_label("Name", exact=True).fill("train")
@@ -68,7 +72,7 @@ def test_register_submit_watch_it_run_and_cancel_from_the_browser(admin_page, ku
     page.evaluate("window.gangwebNoReload = 'still here'")
 
     job = reconcile_until(page, job_pk, GangPhase.RUNNING)
-    assert job.phase == GangPhase.RUNNING and job.backend_plugin == "k8s-workload-v1alpha2"
+    assert job.phase == GangPhase.RUNNING and job.backend_plugin == plugin.name
     assert page.evaluate("window.gangwebNoReload") == "still here"
     # The objects gangweb sent appear without a reload too (the objects block polls until there are some).
     page.locator("#job-objects summary:has-text('Workload')").wait_for()

@@ -1,6 +1,8 @@
-"""The local control plane behaves like a real Kubernetes 1.36 cluster with gang scheduling (issue 2, "done when").
+"""The local control plane behaves like a real Kubernetes cluster with gang scheduling (issue 2, "done when").
 
-Every test talks to real processes: kube-apiserver, kube-scheduler, kube-controller-manager, etcd and kwok.
+Every test talks to real processes: kube-apiserver, kube-scheduler, kube-controller-manager, etcd and kwok. The
+tests of the scheduling.k8s.io/v1alpha2 API hold on 1.36 only (marked); test_localcluster_137.py has the 1.37
+(v1beta1) counterparts.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def node_pool(kube_cluster, kube_namespace):
 
 
 # ---- the API is there ----------------------------------------------------------------------------------------
+@pytest.mark.k8s_version("1.36")
 def test_scheduling_v1alpha2_is_served_with_workloads_and_pod_groups(kube_api):
     resources = client.SchedulingV1alpha2Api(kube_api).get_api_resources()
     served = {r.name: r for r in resources.resources}
@@ -118,6 +121,7 @@ def test_default_nodes_are_four_ready_untainted_gpu_nodes_in_racks(kube_api):
 
 
 # ---- gang scheduling -----------------------------------------------------------------------------------------
+@pytest.mark.k8s_version("1.36")
 def test_gang_of_three_binds_nothing_with_room_for_two_then_all_run_after_a_node_is_added(
     kube_cluster, kube_api, kube_namespace, node_pool
 ):
@@ -158,6 +162,7 @@ def test_gang_of_three_binds_nothing_with_room_for_two_then_all_run_after_a_node
     assert {p.spec.node_name for p in pods_by_name(core, ns).values()} == {f"{ns}-a", f"{ns}-b"}
 
 
+@pytest.mark.k8s_version("1.36")
 def test_pod_group_scheduling_policy_is_immutable(kube_api, kube_namespace):
     ns = kube_namespace
     sched = client.SchedulingV1alpha2Api(kube_api)
@@ -177,6 +182,7 @@ def test_pod_group_scheduling_policy_is_immutable(kube_api, kube_namespace):
     assert read_back.spec.scheduling_policy.gang.min_count == 3
 
 
+@pytest.mark.k8s_version("1.36")
 def test_workload_spec_is_immutable_too(kube_api, kube_namespace):
     sched = client.SchedulingV1alpha2Api(kube_api)
     sched.create_namespaced_workload(kube_namespace, make_workload("train", "workers", 3))
@@ -189,6 +195,7 @@ def test_workload_spec_is_immutable_too(kube_api, kube_namespace):
     assert raised.value.status == 422
 
 
+@pytest.mark.k8s_version("1.36")
 def test_pod_group_admission_requires_its_workload_and_template(kube_api, kube_namespace):
     ns, sched = kube_namespace, client.SchedulingV1alpha2Api(kube_api)
     with pytest.raises(ApiException) as no_workload:
@@ -205,6 +212,7 @@ def test_pod_group_admission_requires_its_workload_and_template(kube_api, kube_n
     sched.create_namespaced_pod_group(ns, make_pod_group("train-workers", "train", "workers", 2))
 
 
+@pytest.mark.k8s_version("1.36")
 def test_pod_group_protection_finalizer_holds_deletion_until_its_pods_finish(kube_api, kube_namespace):
     ns = kube_namespace
     core, sched = client.CoreV1Api(kube_api), client.SchedulingV1alpha2Api(kube_api)
@@ -490,5 +498,6 @@ def test_status_reports_live_components_and_their_memory(kube_cluster):
 
 def test_apiserver_reports_the_pinned_version(kube_api):
     version = client.VersionApi(kube_api).get_code()
-    assert version.git_version == "v" + localcluster.binaries.read_versions()["K8S_VERSION"]
-    assert os.environ.get("GANGWEB_TEST_KUBECONFIG") or version.minor == "36"
+    pinned = localcluster.resolve_k8s_version()
+    assert os.environ.get("GANGWEB_TEST_KUBECONFIG") or (
+        version.git_version == "v" + pinned and version.minor == pinned.split(".")[1])

@@ -64,6 +64,7 @@ def test_a_stale_podgroup_with_min_member_4_is_updated_in_place_to_3(world, fami
     assert world.reconcile(job).actions == []  # idempotent: a second pass changes nothing
 
 
+@pytest.mark.k8s_version("1.36")
 def test_a_stale_v1alpha2_podgroup_is_replaced_and_pods_point_at_the_new_one(world):
     job = world.submit(backend="k8s-workload", replicas=3)
     spec = world.names(job)
@@ -140,7 +141,7 @@ def test_a_60_character_job_name_gives_valid_objects_and_label_values(world):
     result = world.reconcile(job)
     assert result.error is None, result.message
     pods = wait_for(lambda: len(p := world.gang(job, POD)) == 2 and p, 60, "2 pods")
-    everything = [*world.gang(job, V1A2_WORKLOAD), *world.gang(job, V1A2_POD_GROUP), *world.gang(job, JOB),
+    everything = [*world.gang(job, world.k8s.WORKLOAD), *world.gang(job, world.k8s.POD_GROUP), *world.gang(job, JOB),
                   *world.gang(job, SERVICE), *pods]
     assert len(everything) == 6  # Workload, PodGroup, Job, Service, 2 pods
     label_value = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -170,8 +171,8 @@ def test_after_the_pods_finish_the_gang_object_is_gone_within_one_resync(world, 
 
     job.refresh_from_db()
     assert job.phase == phase and job.finished_at is not None
-    assert world.get(V1A2_POD_GROUP, spec.gang_name) is None
-    assert world.get(V1A2_WORKLOAD, spec.gang_name) is None
+    assert world.get(world.k8s.POD_GROUP, spec.gang_name) is None
+    assert world.get(world.k8s.WORKLOAD, spec.gang_name) is None
     assert world.gang(job, SERVICE) == []
     assert len(world.gang(job, JOB)) == 1  # the Indexed Job stays for inspection; it holds no quota
     assert stats["failed"] == 0
@@ -213,11 +214,11 @@ def test_a_3_pod_gang_with_room_for_2_stays_pending_until_capacity_is_added(worl
         spec = world.names(job)
 
         def unschedulable():
-            pg = world.get(V1A2_POD_GROUP, spec.gang_name)
-            return any(c["type"] == "PodGroupScheduled" and c["status"] == "False"
+            pg = world.get(world.k8s.POD_GROUP, spec.gang_name)
+            return any(c["type"] == world.k8s.SCHEDULED and c["status"] == "False"
                        for c in (pg.get("status") or {}).get("conditions") or [])
 
-        wait_for(unschedulable, 60, "PodGroupScheduled=False")
+        wait_for(unschedulable, 60, f"{world.k8s.SCHEDULED}=False")
         pods = world.gang(job, POD)
         assert len(pods) == 3 and not any(p["spec"].get("nodeName") for p in pods)  # wholly pending
         world.reconcile(job)
@@ -265,7 +266,8 @@ def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, k
     from scheduling.services import local_cluster
 
     cluster = local_cluster.register(kube_cluster.kubeconfig)
-    assert cluster.health == "Healthy" and "k8s-workload-v1alpha2" in cluster.available_backends
+    expected = registry.select("k8s-workload", set(cluster.served_apis)).name
+    assert cluster.health == "Healthy" and expected in cluster.available_backends
     assert QueuePolicy.objects.get(name="default").allowed_namespaces == ["default"]
     QueuePolicy.objects.filter(name="default").update(allowed_namespaces=[kube_namespace])  # this test's namespace
     job, _ = job_service.submit(admin_user, {"name": "first", "namespace": kube_namespace,
@@ -273,7 +275,7 @@ def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, k
     result = resync.job_reconcile.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk))
     assert result.error is None, result.message
     job.refresh_from_db()
-    assert job.phase == GangPhase.DISPATCHED and job.backend_plugin == "k8s-workload-v1alpha2"
+    assert job.phase == GangPhase.DISPATCHED and job.backend_plugin == expected
 
 
 def test_a_bulk_batch_shares_one_snapshot_and_then_only_creates(world):

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 
-from scheduling.backends.k8s_workload_v1alpha2 import POD_GROUP, WORKLOAD
 from scheduling.choices import GangPhase as P
 from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD
@@ -42,10 +41,11 @@ def test_a_running_jobs_vanished_owner_and_gang_objects_are_recreated_as_a_new_a
     owner = names.pod_sets[0].owner_name
 
     # Gone by hand: the owner Job (its pods go with it) and the gang objects.
-    for ref in (JOB, POD_GROUP, WORKLOAD):
+    for ref in (JOB, world.k8s.POD_GROUP, world.k8s.WORKLOAD):
         for obj in world.gang(job, ref):
             objects.delete(world.api, ref, world.namespace, obj["metadata"]["name"])
-    wait_for(lambda: not any(world.gang(job, ref) for ref in (JOB, POD_GROUP, WORKLOAD, POD)), timeout=60,
+    wait_for(lambda: not any(world.gang(job, ref)
+                             for ref in (JOB, world.k8s.POD_GROUP, world.k8s.WORKLOAD, POD)), timeout=60,
              what="the owner Job, its pods and the gang objects gone")
 
     result = world.reconcile(job)

@@ -197,3 +197,27 @@ def test_volcano_status_from_conditions_and_phase(status, admitted, reason):
     pg["status"] = status
     st = backend.read_status([pg])
     assert (st.admitted, st.reason) == (admitted, reason)
+
+
+def test_map_valued_fields_gangweb_owns_are_replaced_not_merged():
+    """A key added by hand to Volcano's minTaskMember, KAI's topologyConstraint or a KAI subGroups item is drift; the
+    patch removes it (a merge patch would keep it for ever)."""
+    volcano = VolcanoV1beta1()
+    [want] = volcano.build_gang_objects(spec())
+    have = {**want, "spec": {**want["spec"], "minTaskMember": {"a": 1, "leader": 1, "worker": 2}}}
+    drift = volcano.diff(want, have)
+    assert drift.fields == ["minTaskMember"] and not drift.replace
+    assert drift.patch == {"spec": {"minTaskMember": {"a": None, "leader": 1, "worker": 2}}}
+
+    kai = KaiV2alpha2()
+    [want] = kai.build_gang_objects(spec(topology={"topology": "net", "requiredTopologyLevel": "rack"}))
+    have = {**want, "spec": {**want["spec"], "topologyConstraint": {**want["spec"]["topologyConstraint"],
+                                                                     "preferredTopologyLevel": "block"},
+                             "subGroups": [{"name": "leader", "minMember": 1},
+                                           {"name": "worker", "minMember": 2, "parent": "x"}]}}
+    drift = kai.diff(want, have)
+    assert drift.fields == ["subGroups", "topologyConstraint"] and not drift.replace
+    assert drift.patch == {"spec": {
+        "subGroups": [{"name": "leader", "minMember": 1}, {"name": "worker", "minMember": 2}],
+        "topologyConstraint": {"preferredTopologyLevel": None, "topology": "net", "requiredTopologyLevel": "rack"}}}
+    assert kai.diff(want, {**want, "metadata": {**want["metadata"], "uid": "u"}}).in_sync

@@ -1,0 +1,64 @@
+"""One contract over every registered plugin: registering a plugin is what gets it tested. For each: the gang objects
+it builds (apiVersion/kind among its `gang_kinds`, in that order, named and labelled for the job), the pod stamp
+(template not mutated), drift (its own objects as the server returns them are in sync; an extra spec field is not
+mistaken for a change), and status read from recorded objects (none -> nothing said; the current, non-terminating
+object wins over a terminating one of an earlier generation)."""
+import copy
+
+import pytest
+
+from scheduling.backends import registry
+from scheduling.backends.base import GangStatus, SchedulerBackend
+from tests.unit.test_backends import LABELS, spec
+
+PLUGINS = registry.all_plugins()
+
+
+def as_served(obj: dict, name: str | None = None, terminating: bool = False, created: str = "2026-12-01T21:00:00Z"):
+    """`obj` as the API server would return it: uid, resourceVersion, creationTimestamp, a server-only field."""
+    out = copy.deepcopy(obj)
+    meta = out["metadata"]
+    meta.update(uid=f"uid-{name or meta['name']}", resourceVersion="1", creationTimestamp=created)
+    if name:
+        meta["name"] = name
+    if terminating:
+        meta["deletionTimestamp"] = "2026-12-01T21:05:00Z"
+    out["spec"]["serverDefaulted"] = "x"
+    return out
+
+
+def test_every_family_has_plugins_and_names_are_unique():
+    assert {cls.family for cls in PLUGINS} == set(registry.family_names())
+    assert len({cls.name for cls in PLUGINS}) == len(PLUGINS)
+    registry.check_registry()
+
+
+@pytest.mark.parametrize("cls", PLUGINS, ids=lambda c: c.name)
+def test_plugin_contract(cls):
+    assert issubclass(cls, SchedulerBackend) and cls.name.startswith(cls.family)
+    assert cls.available({cls.api_version}) and not cls.available({"v1"})
+    assert registry.select(cls.family, {cls.api_version}) is cls
+    backend = cls()
+    s = spec()
+    built = backend.build_gang_objects(s)
+    kinds = [(r.api_version, r.kind) for r in cls.gang_kinds]
+    assert [(o["apiVersion"], o["kind"]) for o in built] == kinds
+    for obj in built:
+        assert obj["metadata"]["name"] == s.gang_name and obj["metadata"]["namespace"] == s.namespace
+        assert obj["metadata"]["labels"] == LABELS
+        assert backend.diff(obj, as_served(obj)).in_sync, obj["kind"]
+
+    template = s.pod_sets[0].template
+    before = copy.deepcopy(template)
+    stamped = backend.stamp_pod_template(template, s, s.pod_sets[0])
+    assert template == before and stamped != before
+    if cls.scheduler_name:
+        assert stamped["spec"]["schedulerName"] == cls.scheduler_name
+
+    assert backend.read_status([]) == GangStatus()
+    served = [as_served(o) for o in built]
+    status = backend.read_status(served)
+    assert isinstance(status, GangStatus) and status.source.endswith(f"{s.namespace}/{s.gang_name}")
+    # An earlier generation's object, terminating, listed first: the current one is read.
+    old = [as_served(o, name="train-old", terminating=True, created="2026-12-01T20:00:00Z") for o in built]
+    assert backend.read_status([*old, *served]).source == status.source
