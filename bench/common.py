@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import secrets
 import threading
 import time
@@ -48,6 +49,7 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     # A team queue under a department, as most installs have: submits check the limits of both.
     dept, _ = QueuePolicy.objects.get_or_create(name=f"bench-dept{suffix}")
     queue, _ = QueuePolicy.objects.get_or_create(name=f"bench{suffix}", defaults={"parent": dept})
+    allow_namespaces([dept, queue], ["default"])
     dept.clusters.add(cluster)
     queue.clusters.add(cluster)
     name = f"bench{suffix}"
@@ -55,6 +57,15 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     if version is None:
         version = template_service.create_template(user, name, "benchmark template", template_spec())
     return user, version, queue, cluster
+
+
+def allow_namespaces(queues, names) -> None:
+    """Add `names` to each queue's allowed_namespaces (a queue allows none until listed; docs/security.md)."""
+    for queue in queues:
+        missing = [n for n in names if n not in queue.allowed_namespaces]
+        if missing:
+            queue.allowed_namespaces = [*queue.allowed_namespaces, *missing]
+            queue.save(update_fields=["allowed_namespaces"])
 
 
 def template_spec(replicas: int = 4) -> dict:
@@ -139,8 +150,10 @@ def profile(name: str, fn: Callable[[], object]) -> str:
         fn()
     finally:
         profiler.stop()
-    path = RESULTS_DIR / f"profile-{name}.txt"
+    directory = Path(os.environ.get("BENCH_PROFILE_DIR") or RESULTS_DIR)  # --quick: its work directory
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"profile-{name}.txt"
     tree = profiler.output_text(unicode=True, color=False)
     flat = profiler.output_text(unicode=True, color=False, flat=True).splitlines()
     path.write_text(tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n")
-    return str(path.relative_to(RESULTS_DIR.parent.parent))
+    return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)

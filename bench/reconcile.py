@@ -18,7 +18,7 @@ import json
 import time
 import uuid
 
-from .common import logged_in_session, ms, percentile, ratio
+from .common import allow_namespaces, logged_in_session, ms, percentile, ratio
 from .stack import log
 
 GOAL_RATIO = 0.8
@@ -54,6 +54,7 @@ def setup(stack, replicas: int = 4):
 
     cluster = local_cluster.register(stack.cluster.kubeconfig)
     queue = QueuePolicy.objects.get(name=local_cluster.DEFAULT_QUEUE)
+    allow_namespaces([queue], [GANG_NS, BASE_NS])
     version = RuntimeTemplateVersion.objects.filter(template__name=TEMPLATE).order_by("-version").first()
     if version is None:
         user = get_user_model().objects.filter(is_superuser=True).first()
@@ -83,14 +84,16 @@ def baseline_objects(version, queue, namespace: str, name: str) -> list[tuple[ob
     """[(ObjectRef, body)] gangweb would create for a job `name`: gang objects, Indexed Jobs, Service."""
     from scheduling.backends import registry
     from scheduling.kube.objects import JOB, SERVICE
-    from scheduling.models import GangJob
+    from scheduling.models import Cluster, GangJob
     from scheduling.reconcile import desired
     from scheduling.reconcile.jobs import ref_of
     from scheduling.services import templates as template_service
 
     job = GangJob(name=name, namespace=namespace, template_version=version, queue=queue, uid=uuid.uuid4(),
                   resolved_spec=template_service.render(version.spec, {}))
-    backend = registry.plugins(job.resolved_spec["backend"])[0]()
+    # The plugin gangweb's worker picks for this cluster (discovery), e.g. v1alpha2 on 1.36, v1beta1 on 1.37.
+    served = Cluster.objects.get(pk=queue.clusters.values_list("pk", flat=True).first()).served_apis or []
+    backend = registry.select(job.resolved_spec["backend"], served)()
     spec = desired.gang_spec(job)
     out = [(ref_of(backend, o), o) for o in backend.build_gang_objects(spec)]
     out += [(JOB, o) for o in desired.owners(backend, spec)] + [(SERVICE, desired.service(spec))]

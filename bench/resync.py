@@ -54,7 +54,7 @@ def setup(stack):
     from scheduling.services import local_cluster
     from scheduling.services import templates as template_service
 
-    from .common import bench_fixtures
+    from .common import allow_namespaces, bench_fixtures
 
     user = bench_fixtures()[0]
     if stack.cluster is None:
@@ -63,6 +63,7 @@ def setup(stack):
     if cluster is None or not cluster.kubeconfig or cluster.kubeconfig != _kubeconfig(stack):
         cluster = local_cluster.register(stack.cluster.kubeconfig)
     queue = QueuePolicy.objects.get(name=local_cluster.DEFAULT_QUEUE)
+    allow_namespaces([queue], [NAMESPACE])
     version = RuntimeTemplateVersion.objects.filter(template__name=TEMPLATE).order_by("-version").first()
     if version is None:
         version = template_service.create_template(get_user_model().objects.filter(is_superuser=True).first(),

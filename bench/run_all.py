@@ -53,6 +53,8 @@ def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, st
         "LOG_LEVEL": "WARNING",
         # Beat is not started: each benchmark triggers resyncs itself, so none runs at a random moment.
         "GANGWEB_RESYNC_SECONDS": "3600",
+        # The local control plane listens on loopback, which production refuses (docs/security.md).
+        "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES": "127.0.0.0/8,::1/128",
     }
     os.environ.update(env)
     return env
@@ -80,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     scale = 10 if args.quick else 1
     sys.path.insert(0, str(REPO))
     workdir = Path(tempfile.mkdtemp(prefix="gangweb-bench-"))
+    if args.quick:  # a smoke run leaves the committed profiles alone
+        os.environ["BENCH_PROFILE_DIR"] = str(workdir / "profiles")
     started = time.monotonic()
     results: dict[str, object] = {}
     lines: list[str] = []
@@ -119,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     took = ", ".join(f"{name} {r['seconds']:.0f} s" for name, r in results.items() if "seconds" in r)
     print(f"\nall benchmarks: {total:.0f} s ({took}; the rest is starting and stopping services)")
-    if not args.quick and set(selected) == set(BENCHMARKS):
+    if failed:
+        log(f"failed: {', '.join(failed)}; nothing saved (README and latest.json keep the last complete run)")
+    elif not args.quick and set(selected) == set(BENCHMARKS):
         RESULTS_DIR.mkdir(exist_ok=True)
         (RESULTS_DIR / "latest.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
         log(f"wrote {RESULTS_DIR / 'latest.json'}")
