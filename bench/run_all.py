@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import secrets
+import signal
 import sys
 import tempfile
 import time
@@ -75,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tenfold smaller sizes; results not saved")
     parser.add_argument("--keep-workdir", action="store_true")
     args = parser.parse_args(argv)
+    # `timeout`, Ctrl-C in another shell, CI cancelling: unwind so the Stack stops its services and control plane
+    # instead of leaving them running.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     selected = [b.strip() for b in args.only.split(",") if b.strip()]
     unknown = sorted(set(selected) - set(BENCHMARKS))
     if unknown:
