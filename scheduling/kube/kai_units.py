@@ -54,6 +54,13 @@ def from_quantity(resource: str, amount: Decimal) -> float | int:
     return _whole(amount / BYTES_PER_MB)
 
 
+def kai_amounts(resources: dict) -> dict[str, float | int]:
+    """What a gang asks (`kube.resources.gang_requests`: {"nvidia.com/gpu": Decimal devices, "cpu": cores, "memory":
+    bytes}) in KAI units for gpu, cpu and memory: ``{"gpu": 3.0, "cpu": 8500, "memory": 7785}`` (0 when not asked;
+    other resources are not queue resources and are left out)."""
+    return {r: from_quantity(r, resources.get(name, Decimal(0))) for r, name in STATUS_RESOURCE_NAMES.items()}
+
+
 def to_kai(resource: str, value, field: str, *, allow_unlimited: bool = True) -> float | int:
     """What a user sent for `resource` (number in KAI units, quantity string, or -1/"unlimited") to KAI units.
 

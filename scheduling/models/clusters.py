@@ -16,6 +16,8 @@ class Cluster(models.Model):
     `capacity` is what the cluster's Ready, uncordoned nodes offer (`status.allocatable`, base units), written by
     the cluster watcher when nodes change: ``{"nodes": 4, "allocatable": {"nvidia.com/gpu": 32, ...},
     "largest": {"nvidia.com/gpu": 8, ...}}`` (scheduling.observe.capacity.summarize); {} until first seen.
+    `runtime_classes` is the cluster's RuntimeClasses with their `overhead.podFixed` (``{"kata": {"cpu": "250m"},
+    "runc": {}}``), written by the probe; the pod overhead gangweb counts (scheduling.kube.runtime_classes).
     """
 
     name = models.SlugField(max_length=63, unique=True)
@@ -30,6 +32,8 @@ class Cluster(models.Model):
     served_apis = models.JSONField(default=list, blank=True)
     available_backends = models.JSONField(default=list, blank=True)
     capacity = models.JSONField(default=dict, blank=True, help_text="allocatable of schedulable nodes, base units")
+    runtime_classes = models.JSONField(default=dict, blank=True,
+                                       help_text="RuntimeClass name -> overhead.podFixed, as last probed")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,7 +1,7 @@
 """Gang jobs and their append-only phase history."""
 import math
 import uuid
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, DesiredState, GangPhase
 from ..constants import GPU_RESOURCE
-from ..kube import resources
+from ..kube import resources, runtime_classes
 
 
 class GangJob(models.Model):
@@ -22,9 +22,10 @@ class GangJob(models.Model):
     - `gang_generation` grows each time an immutable gang object must be replaced; it feeds the name hash, so a
       replacement never reuses a previous object's name.
     - `requested_gpu` / `requested_cpu_millicores` / `requested_memory_bytes` are the gang's total requests
-      (`kube.resources.gang_requests` of `resolved_spec`: every pod set's per-pod requests × replicas, as
-      kube-scheduler counts a pod), kept in columns when the job is created so gangweb's usage estimate per queue
-      is one `SUM … GROUP BY queue` in the database (services/queues.py `estimated_usage`).
+      (`kube.resources.gang_requests` of `resolved_spec` with the cluster's RuntimeClass overheads: every pod
+      set's per-pod requests × replicas, as kube-scheduler counts a pod), kept in columns when the job is created
+      so gangweb's usage estimate per queue is one `SUM … GROUP BY queue` in the database
+      (services/queues.py `estimated_usage`).
     """
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
@@ -108,27 +109,36 @@ class GangJob(models.Model):
         return self.phase in TERMINAL_PHASES
 
 
-def requested_totals(resolved_spec: dict) -> tuple[float, int, int]:
-    """(GPU devices, CPU millicores, memory bytes) a resolved spec's whole gang requests: `gang_requests` over its
-    `podSets` (requests, limits standing in, init containers and overhead as kube-scheduler counts them).
-    Millicores and bytes are rounded up, as Kubernetes rounds a quantity to its smallest unit. A spec that cannot
-    be read (no pod sets, an unparseable amount; submit validates specs, so only hand-made rows) counts as 0."""
+BIGINT_MAX = 2**63 - 1  # the requested-total columns: BigIntegerField, a signed 64-bit integer in every database
+
+
+def requested_totals(resolved_spec: dict, overheads: resources.RuntimeClasses | None = None) -> tuple[float, int, int]:
+    """(GPU devices, CPU millicores, memory bytes) a resolved spec's whole gang requests: gangweb's one request
+    arithmetic (`kube.resources.gang_requests`, kube-scheduler's `PodRequests`; `overheads` are the target cluster's
+    RuntimeClass overheads, `kube.runtime_classes.for_spec`). Millicores and bytes are rounded up, as Kubernetes
+    rounds a quantity to its smallest unit. A spec that cannot be read (no pod sets, an unparseable amount; submit
+    validates specs, so only hand-made rows) counts as 0."""
     try:
-        total = resources.gang_requests((resolved_spec or {}).get("podSets") or [])
-    except (AttributeError, KeyError, TypeError, ValueError, InvalidOperation):
+        total = resources.spec_requests(resolved_spec, overheads)
+    except resources.UNREADABLE:
         return 0.0, 0, 0
     cpu, memory = total.get("cpu", Decimal(0)), total.get("memory", Decimal(0))
     return (float(total.get(GPU_RESOURCE, Decimal(0))), math.ceil(cpu * 1000), math.ceil(memory))
 
 
 def fill_requested_totals(jobs) -> None:
-    """Set the requested-total columns of unsaved GangJobs from their `resolved_spec`, in place. Jobs of one bulk
-    submit often share their spec object, which is then read once."""
-    seen: dict[int, tuple[float, int, int]] = {}
+    """Set the requested-total columns of unsaved GangJobs from their `resolved_spec` and their cluster's
+    RuntimeClass overheads, in place. Jobs of one bulk submit often share their spec object, which is then read
+    once per cluster."""
+    seen: dict[tuple[int, int | None], tuple[float, int, int]] = {}
     for job in jobs:
-        key = id(job.resolved_spec)
+        key = (id(job.resolved_spec), job.cluster_id)
         if key not in seen:
-            seen[key] = requested_totals(job.resolved_spec)
+            overheads = runtime_classes.for_job(job)
+            gpu, cpu, memory = requested_totals(job.resolved_spec, overheads)
+            # `services.lookups.check_storable_totals` refuses a spec too big for the columns; a cluster's absurd
+            # RuntimeClass overhead on top is held to what they take rather than failing the insert.
+            seen[key] = (gpu, min(cpu, BIGINT_MAX), min(memory, BIGINT_MAX))
         job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes = seen[key]
 
 

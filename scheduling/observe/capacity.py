@@ -62,17 +62,18 @@ def summarize(nodes: list[dict]) -> dict:
             "largest": {r: _number(largest[r]) for r in sorted(largest)}}
 
 
-def pod_requests(resolved_spec: dict) -> list[dict]:
+def pod_requests(resolved_spec: dict, runtime_classes: resources.RuntimeClasses | None = None) -> list[dict]:
     """What one pod of each pod set asks, in base units (cores, bytes, devices): [{resource: amount}], in pod-set
-    order; as kube-scheduler counts a pod (`kube.resources.pod_requests`: init and sidecar containers, overhead).
-    A pod set that cannot be read asks nothing ({})."""
+    order; as kube-scheduler counts a pod (`kube.resources.per_pod`: sidecars, init peaks, pod-level resources,
+    overhead with `runtime_classes`). A pod set that cannot be read asks nothing ({})."""
     out = []
-    for ps in resolved_spec.get("podSets") or []:
+    for i, ps in enumerate(resolved_spec.get("podSets") or []):
         try:
-            asks = resources.pod_requests(((ps.get("template") or {}).get("spec")) or {})
-        except (AttributeError, KeyError, TypeError, ValueError, InvalidOperation):
+            asks = resources.pod_requests(((ps.get("template") or {}).get("spec")) or {}, runtime_classes,
+                                          f"podSets[{i}].template.spec")
+        except resources.UNREADABLE:
             asks = {}
-        out.append({name: _number(amount) for name, amount in sorted(asks.items())})
+        out.append(resources.as_numbers(asks))
     return out
 
 

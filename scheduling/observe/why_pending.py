@@ -90,17 +90,17 @@ def queue_numbers(details: dict | None) -> tuple[dict | None, dict]:
     return {"name": details.get("name", ""), "resources": resources}, job
 
 
-def job_requests(resolved_spec: dict) -> dict:
+def job_requests(resolved_spec: dict, runtime_classes: resources.RuntimeClasses | None = None) -> dict:
     """What the whole job asks per resource, in base units (cores, bytes, devices): {resource: amount}.
 
-    The same count as the scheduler's and as gangweb's usage estimate (`kube.resources.gang_requests`: requests,
-    a missing request falling back to the limit, init and sidecar containers, pod overhead). A spec that cannot be
-    read (only hand-made rows; submit validates specs) asks nothing: {}."""
+    gangweb's one request arithmetic (`kube.resources.gang_requests`, kube-scheduler's `PodRequests`: sidecars,
+    init peaks, pod-level resources, overhead; `runtime_classes` from `kube.runtime_classes.for_spec`), so the
+    page, the queue checks and the usage estimate say the same number. A spec that cannot be read (only hand-made
+    rows; submit validates specs) asks nothing: {}."""
     try:
-        total = resources.gang_requests(resolved_spec.get("podSets") or [])
-    except (AttributeError, KeyError, TypeError, ValueError, InvalidOperation):
+        return resources.as_numbers(resources.spec_requests(resolved_spec, runtime_classes))
+    except resources.UNREADABLE:
         return {}
-    return {name: number(amount) for name, amount in sorted(total.items())}
 
 
 def _kai_reasons(gang: GangStatus) -> list[dict]:

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from ..backends.base import GangSpec, PodSetSpec, SchedulerBackend
 from ..constants import LABEL_INSTANCE, LABEL_JOB, LABEL_JOB_UID, LABEL_MANAGED_BY, LABEL_POD_SET, MANAGED_BY_VALUE
-from ..kube import resources
+from ..kube import resources, runtime_classes
 from ..kube.objects import JOB, SERVICE
 from ..services.templates import DEFAULT_SCHEDULE_TIMEOUT_SECONDS, KAI_DURATIONS
 from . import names
@@ -34,9 +34,11 @@ def gang_spec(job) -> GangSpec:
     """The GangSpec of `job` at its current `gang_generation` (names change with the generation)."""
     resolved = job.resolved_spec
     uid, gen = str(job.uid), job.gang_generation
+    owner_names = names.owner_names(job.name, [ps["name"] for ps in resolved["podSets"]], uid, gen,
+                                    job.owner_uids)
     pod_sets = tuple(
         PodSetSpec(name=ps["name"], replicas=ps["replicas"], min_member=ps.get("minMember") or ps["replicas"],
-                   template=ps["template"], owner_name=names.owner_name(job.name, ps["name"], uid, gen))
+                   template=ps["template"], owner_name=owner_names[ps["name"]])
         for ps in resolved["podSets"])
     gang = resolved.get("gang") or {}
     total = sum(ps.replicas for ps in pod_sets)
@@ -47,7 +49,8 @@ def gang_spec(job) -> GangSpec:
         preemptibility=resolved.get("preemptibility") or "", topology=resolved.get("topologyConstraint") or None,
         min_member=gang.get("minMember") or total,
         schedule_timeout_seconds=gang.get("scheduleTimeoutSeconds") or DEFAULT_SCHEDULE_TIMEOUT_SECONDS,
-        min_resources=resources.as_resource_list(resources.gang_requests(resolved["podSets"])),
+        min_resources=resources.as_resource_list(resources.gang_requests(
+            resolved["podSets"], runtime_classes.for_job(job))),
         pod_sets=pod_sets, labels=job_labels_from(job.name, uid), disruption_mode=gang.get("disruptionMode") or "",
         durations={k: gang[k] for k in KAI_DURATIONS if gang.get(k) is not None},
     )

@@ -5,6 +5,13 @@ Every name is `<readable prefix>-<hash>`, where the hash is 8 hex digits of SHA-
 replacement (generation + 1) never reuses a name, and a job resubmitted under the same name (new UID) never
 reuses an earlier incarnation's names.
 
+Each name is unique per object whatever the job and pod-set names (issue 19): an Indexed Job's name is
+`<job>-<pod set>-<hash>`; when that does not fit its 52 characters, the job name is cut, never the pod-set name
+(at most 20 characters, `services.templates`), and the hash also covers the pod-set name, so two pod sets of one
+job never share a name. (Until issue 19 the whole `<job>-<pod set>` was cut, and a job name of 42+ characters
+gave every pod set the same Indexed Job.) Names that fit are unchanged, and a running job keeps a cut name it
+created before (`owner_names`), so an upgrade replaces nothing that worked.
+
 Limits (Kubernetes apimachinery validation):
 - gang objects and Services: DNS-1123 labels, at most 63 characters (the name is also a label value);
   Services must also start with a letter (DNS-1035);
@@ -24,9 +31,13 @@ _INVALID = re.compile(r"[^a-z0-9-]+")
 _LABEL_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def name_hash(uid, generation: int) -> str:
-    """8 hex digits of SHA-256("<uid>/<generation>")."""
-    return hashlib.sha256(f"{uid}/{generation}".encode()).hexdigest()[:HASH_LEN]
+POD_SET_MAX = 20  # pod-set names are DNS labels of at most 20 characters (services/templates.py)
+
+
+def name_hash(uid, generation: int, part: str = "") -> str:
+    """8 hex digits of SHA-256("<uid>/<generation>"), or of "<uid>/<generation>/<part>" when `part` is given."""
+    text = f"{uid}/{generation}/{part}" if part else f"{uid}/{generation}"
+    return hashlib.sha256(text.encode()).hexdigest()[:HASH_LEN]
 
 
 def _prefix(text: str, room: int) -> str:
@@ -45,8 +56,40 @@ def gang_name(job_name: str, uid, generation: int) -> str:
 
 
 def owner_name(job_name: str, pod_set: str, uid, generation: int) -> str:
-    """Name of the Indexed Job running one pod set: at most 52 characters, e.g. "train-worker-1a2b3c4d"."""
+    """Name of the Indexed Job running one pod set: at most 52 characters, e.g. "train-worker-1a2b3c4d".
+
+    When `<job>-<pod set>` is longer than the 43 characters before the hash, the job name is cut to make room for
+    the whole pod-set name and the hash covers the pod-set name too ("aaaa…a-launcher-<hash>"), so every pod set
+    of a job gets its own name."""
+    room = JOB_NAME_MAX - HASH_LEN - 1
+    whole = _INVALID.sub("-", f"{job_name}-{pod_set}".lower()).strip("-")
+    if len(whole) <= room:
+        return _join(whole, uid, generation, JOB_NAME_MAX)
+    part = _prefix(pod_set, POD_SET_MAX)
+    return f"{_prefix(job_name, room - len(part) - 1)}-{part}-{name_hash(uid, generation, pod_set)}"
+
+
+def legacy_owner_name(job_name: str, pod_set: str, uid, generation: int) -> str:
+    """The Indexed Job name gangweb gave a pod set before issue 19 (`<job>-<pod set>` cut to 43, then the hash);
+    the same as `owner_name` whenever that fits."""
     return _join(f"{job_name}-{pod_set}", uid, generation, JOB_NAME_MAX)
+
+
+def owner_names(job_name: str, pod_sets: list[str], uid, generation: int, recorded: dict | None) -> dict[str, str]:
+    """{pod set: Indexed Job name} for a job's pod sets: `owner_name`, except that a pod set whose pre-issue-19 name
+    is recorded as created (`recorded`: `GangJob.owner_uids`) and was its own (no other pod set of the job had it)
+    keeps that name, so a running job is not replaced by an upgrade. A shared old name (the issue 19 defect) is
+    not kept: those pod sets get their own names and the shared Job is deleted as stale.
+
+    Raises ValueError if two pod sets would still share a name (an 8-hex-digit hash collision: never seen; a
+    refused pass is better than two pod sets fighting over one Job)."""
+    legacy = {ps: legacy_owner_name(job_name, ps, uid, generation) for ps in pod_sets}
+    shared = {n for n in legacy.values() if list(legacy.values()).count(n) > 1}
+    out = {ps: legacy[ps] if legacy[ps] in (recorded or {}) and legacy[ps] not in shared
+           else owner_name(job_name, ps, uid, generation) for ps in pod_sets}
+    if len(set(out.values())) != len(out):
+        raise ValueError(f"pod sets of job {job_name} would share an Indexed Job name: {sorted(out.values())}")
+    return out
 
 
 def service_name(job_name: str, uid, generation: int) -> str:

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from ..backends.base import GangStatus
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState, GangPhase
+from ..kube import runtime_classes
 from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import capacity, metrics, phases, why_pending
@@ -260,9 +261,10 @@ def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods
     attempt, current = timeline.current_attempt(recorded)
     obs = phases.observe(shape, row.phase, current, gang, gang_objects, pod_list, owner_list, timezone.now(),
                          attempt=attempt)
-    why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec),
+    overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
+    why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec, overheads),
                               scheduler, capacity=row.cluster.capacity,
-                              per_pod=capacity.pod_requests(row.resolved_spec),
+                              per_pod=capacity.pod_requests(row.resolved_spec, overheads),
                               in_use=lambda: cluster_usage.in_use(row.cluster_id))
     changes = {
         "phase": obs.phase,

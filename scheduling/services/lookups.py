@@ -206,9 +206,8 @@ def check_storable_totals(resolved: dict, overrides, field: str = "overrides") -
     resource, unit = over[0]
     # The pod set that asks for the most of it is the one to name.
     biggest, amount = None, Decimal(-1)
-    for ps in resolved.get("podSets") or []:
-        share = resources.pod_requests((ps.get("template") or {}).get("spec") or {}).get(resource, Decimal(0)) \
-            * ps.get("replicas", 0)
+    for ps, one in zip(resolved.get("podSets") or [], resources.per_pod(resolved.get("podSets") or []), strict=True):
+        share = one.get(resource, Decimal(0)) * ps.get("replicas", 0)
         if share > amount:
             biggest, amount = ps.get("name"), share
     given = ((overrides or {}).get("podSets") or {}).get(biggest) if isinstance(overrides, dict) else None

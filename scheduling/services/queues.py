@@ -34,10 +34,10 @@ from types import SimpleNamespace
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
-from kubernetes.utils import parse_quantity
 
 from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueWarning
-from ..kube.kai_units import RESOURCES, STATUS_RESOURCE_NAMES, UNITS, UNLIMITED, display, from_quantity, to_kai
+from ..kube import resources, runtime_classes
+from ..kube.kai_units import RESOURCES, UNITS, UNLIMITED, display, kai_amounts, to_kai
 from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
 from . import access, audit, dispatch, related
 from . import policy as pod_policy
@@ -712,25 +712,11 @@ def sync_payload(state: QueueClusterState) -> dict:
             "last_drift_at": state.last_drift_at, "status": state.status, "status_at": state.status_at}
 
 
-def _requests(container: dict) -> dict[str, Decimal]:
-    resources = container.get("resources") or {}
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-    return {n: parse_quantity(requests[n] if n in requests else limits[n]) for n in {*requests, *limits}}
-
-
-def job_request(resolved_spec: dict) -> dict[str, float | int]:
-    """What a job asks of its queue in KAI units (``{"gpu": 8.0, "cpu": 16000, "memory": 64000}``): per pod the
-    sum of its containers' requests (a missing request falls back to the limit, as the API server defaults it),
-    or its largest init container if bigger, times the pod set's replicas, summed over pod sets."""
-    total = {name: Decimal(0) for name in STATUS_RESOURCE_NAMES.values()}
-    for ps in resolved_spec.get("podSets") or []:
-        spec = (ps.get("template") or {}).get("spec") or {}
-        for name in total:
-            main = sum((_requests(c).get(name, Decimal(0)) for c in spec.get("containers") or []), Decimal(0))
-            init = max((_requests(c).get(name, Decimal(0)) for c in spec.get("initContainers") or []),
-                       default=Decimal(0))
-            total[name] += max(main, init) * int(ps.get("replicas") or 0)
-    return {r: from_quantity(r, total[name]) for r, name in STATUS_RESOURCE_NAMES.items()}
+def job_request(resolved_spec: dict, cluster: Cluster | None = None) -> dict[str, float | int]:
+    """What a job asks of its queue in KAI units (``{"gpu": 3.0, "cpu": 8500, "memory": 7785}``): the whole gang's
+    requests as kube-scheduler counts them (`kube.resources.gang_requests`: sidecars, init peaks, pod-level
+    resources, the overhead of `cluster`'s RuntimeClasses), converted by `kai_units.kai_amounts`."""
+    return kai_amounts(resources.spec_requests(resolved_spec, runtime_classes.for_spec(cluster, resolved_spec)))
 
 
 def load_usage(queue_ids, cluster_ids) -> dict[tuple[int, int], dict]:
@@ -751,7 +737,7 @@ def check_job_limits(queue: QueuePolicy, cluster: Cluster, resolved_spec: dict, 
       a warning ``{"code": "OverQueueLimit", "queue", "resource", "limit", "allocated", "requested", "message"}``.
     Returns the warnings (empty when the job fits).
     """
-    request = job_request(resolved_spec)
+    request = job_request(resolved_spec, cluster)
     chain = [tree.by_id.get(queue.id, queue), *tree.ancestors(tree.by_id.get(queue.id, queue))]
     out = []
     for q in chain:

@@ -85,6 +85,12 @@ def validate_pod_template(template, field: str) -> None:
         v.dns_subdomain(spec["priorityClassName"], f"{field}.spec.priorityClassName")
     for rname, qty in v.mapping(spec.get("overhead", {}), f"{field}.spec.overhead").items():
         quantities.parse(qty, f"{field}.spec.overhead.{rname}")
+    if spec.get("runtimeClassName") is not None:
+        v.dns_subdomain(spec["runtimeClassName"], f"{field}.spec.runtimeClassName")
+    pod_resources = v.mapping(spec.get("resources", {}), f"{field}.spec.resources")  # pod-level (KEP-2837)
+    for part in ("requests", "limits"):
+        for rname, qty in v.mapping(pod_resources.get(part, {}), f"{field}.spec.resources.{part}").items():
+            quantities.parse_resource(rname, qty, f"{field}.spec.resources.{part}.{rname}")
     meta = v.mapping(template.get("metadata", {}), f"{field}.metadata")
     if "labels" in meta:
         v.label_map(meta["labels"], f"{field}.metadata.labels")

@@ -9,13 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal
-
-from django.core.exceptions import ValidationError
 
 from ..choices import PHASE_ORDER, TERMINAL_PHASES
-from ..constants import GPU_RESOURCE
-from ..kube import quantities
+from ..kube import resources
+from ..kube.kai_units import kai_amounts
 
 UNLIMITED = -1
 
@@ -197,30 +194,18 @@ def quota_bar(resource: str, unit: str, quota, limit, allocated=None, requested=
     return QuotaBar(resource, unit, float(quota), float(limit), allocated, requested, scale=scale)
 
 
-KAI_UNITS = {"gpu": (GPU_RESOURCE, Decimal(1)), "cpu": ("cpu", Decimal(1000)), "memory": ("memory", Decimal(10) ** -6)}
-
-
-def requests_of_spec(resolved_spec: dict) -> dict[str, float]:
+def requests_of_spec(resolved_spec: dict, overheads: resources.RuntimeClasses | None = None) -> dict[str, float]:
     """What a resolved job spec asks for in KAI queue units: {"gpu": devices, "cpu": millicores, "memory": MB}.
 
-    Per pod: the sum of regular containers' requests (a limit stands in when there is no request, as the API
-    server defaults it), times replicas, over all pod sets. Units follow KAI `resources.go` (CPU millicores,
-    memory in 10^6 bytes). Unparseable values count as 0 (the spec was validated at submit).
+    The whole gang as kube-scheduler counts it (`kube.resources.gang_requests`: sidecars, init peaks, pod-level
+    resources, overhead; `overheads` from `kube.runtime_classes.for_job`), in KAI `resources.go` units
+    (`kai_units.kai_amounts`). A spec that cannot be read (hand-made rows only: submit validates) asks 0.
     """
-    totals = {k: Decimal(0) for k in KAI_UNITS}
-    for ps in (resolved_spec or {}).get("podSets", []):
-        replicas = int(ps.get("replicas", 0) or 0)
-        for c in ps.get("template", {}).get("spec", {}).get("containers", []):
-            res = c.get("resources", {})
-            for key, (rname, factor) in KAI_UNITS.items():
-                qty = res.get("requests", {}).get(rname, res.get("limits", {}).get(rname))
-                if qty is None:
-                    continue
-                try:
-                    totals[key] += quantities.parse(qty, rname) * factor * replicas
-                except ValidationError:
-                    pass
-    return {k: float(v) for k, v in totals.items()}
+    try:
+        total = resources.spec_requests(resolved_spec, overheads)
+    except resources.UNREADABLE:
+        total = {}
+    return {k: float(v) for k, v in kai_amounts(total).items()}
 
 
 def gpus_of_spec(resolved_spec: dict) -> float:

@@ -14,6 +14,7 @@ from ..choices import GangPhase
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..kube import errors as kube_errors
+from ..kube import runtime_classes
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
 from ..services import access, related, timeline
 from ..services import events as event_service
@@ -146,7 +147,7 @@ def job_detail(request, pk: int):
     context = job_live_context(job)
     context.update({
         "section": "jobs",
-        "asks": requests_of_spec(job.resolved_spec),
+        "asks": requests_of_spec(job.resolved_spec, runtime_classes.for_job(job)),
         "pod_count": pods_of_spec(job.resolved_spec),
         "objects": objects_sent(job),
     })

@@ -17,7 +17,9 @@ from .objects import example_objects
 @dataclass
 class Preview:
     """What a job from the template creates: `resolved` spec, `asks` in KAI units, `pod_sets` summaries and
-    the gang objects (`objects`, dicts) when a backend builder is available."""
+    the gang objects (`objects`, dicts) when a backend builder is available. `asks` counts no RuntimeClass
+    overhead (a template names no cluster); `runtime_class_names` are the RuntimeClasses whose overhead the cluster
+    that runs a job adds (`kube.runtime_classes`)."""
 
     resolved: dict
     asks: dict
@@ -26,6 +28,7 @@ class Preview:
     objects: list = field(default_factory=list)
     gang_min: int | None = None
     error: str = ""
+    runtime_class_names: list = field(default_factory=list)  # their overhead is added in the cluster that runs it
 
 
 def preview(spec: dict) -> Preview:
@@ -43,5 +46,8 @@ def preview(spec: dict) -> Preview:
                             "requests": c.get("resources", {}).get("requests", {})} for c in containers],
         })
     gang_min = resolved.get("gang", {}).get("minMember") or pods_of_spec(resolved)
+    classes = sorted({ps["template"]["spec"]["runtimeClassName"] for ps in resolved["podSets"]
+                      if isinstance(ps["template"]["spec"].get("runtimeClassName"), str)})
     return Preview(resolved=resolved, asks=requests_of_spec(resolved), pods=pods_of_spec(resolved),
-                   pod_sets=pod_sets, gang_min=gang_min, objects=example_objects(resolved))
+                   pod_sets=pod_sets, gang_min=gang_min, objects=example_objects(resolved),
+                   runtime_class_names=classes)

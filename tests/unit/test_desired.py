@@ -77,3 +77,35 @@ def test_on_failure_pods_get_no_pod_failure_policy():
     [owner] = desired.owners(registry.by_name("kai-v2alpha2")(), desired.gang_spec(job))
     assert owner["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
     assert "podFailurePolicy" not in owner["spec"]
+
+
+@pytest.mark.parametrize("plugin", ["kai-v2alpha2", "k8s-workload-v1alpha2", "k8s-workload-v1beta1",
+                                    "coscheduling-v1alpha1", "volcano-v1beta1"])
+@pytest.mark.parametrize("job_name", ["a" * 42, "z" * 63, "run-" * 15 + "end"])
+def test_the_longest_names_with_several_pod_sets_give_one_object_per_name_within_limits(plugin, job_name):
+    """Issue 19: a 42+ character job name with two pod sets gave both Indexed Jobs one name."""
+    pod_sets = [builders.pod_set(n, replicas=r) for n, r in
+                [("launcher", 1), ("worker-pool-aaaaaaaa", 10_000), ("worker-pool-aaaaaaab", 2), ("w", 1)]]
+    spec = template_service.validate_template_spec(builders.template_spec(backend=registry.by_name(plugin).family,
+                                                                          pod_sets=pod_sets))
+    job = GangJob(name=job_name, namespace="n" * 63, uid=uuid.UUID(int=42), queue=QueuePolicy(name="q" * 63),
+                  priority_class_name="", resolved_spec=template_service.render(spec, {}))
+    backend = registry.by_name(plugin)()
+    gang_spec = desired.gang_spec(job)
+    owners = desired.owners(backend, gang_spec)
+    objs = [*backend.build_gang_objects(gang_spec), *owners, desired.service(gang_spec)]
+    by_kind: dict[str, list[str]] = {}
+    for obj in objs:
+        name = obj["metadata"]["name"]
+        by_kind.setdefault(obj["kind"], []).append(name)
+        assert DNS_LABEL.match(name) and len(name) <= 63, name
+        for value in all_label_values(obj):
+            assert LABEL_VALUE.match(value) and len(value) <= 63, value
+    assert all(len(set(v)) == len(v) for v in by_kind.values()), by_kind
+    assert len(by_kind["Job"]) == 4
+    for owner in owners:
+        name = owner["metadata"]["name"]
+        assert len(name) <= 52, name
+        # The Job controller's pod hostname `<job>-<index>` and label batch.kubernetes.io/job-name stay <= 63.
+        assert len(f"{name}-{owner['spec']['completions'] - 1}") <= 63
+        assert owner["metadata"]["labels"]["gangweb.io/pod-set"] in name

@@ -3,6 +3,7 @@ import copy
 from decimal import Decimal
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from scheduling.kube import resources
 from scheduling.services import templates as template_service
@@ -57,3 +58,57 @@ def test_every_resource_name_is_kept_and_formatted():
     assert resources.as_resource_list(resources.gang_requests(pod_sets)) == {
         "cpu": "750m", "memory": str(3 * 1024**3), "ephemeral-storage": str(30 * 1024**3),
         "nvidia.com/gpu": "3", "example.com/fpga": "6"}
+
+
+def test_a_runtime_class_overhead_replaces_the_pods_own_and_an_unknown_class_adds_only_the_pods_own():
+    pod = {"containers": [c("main", "1")], "runtimeClassName": "kata", "overhead": {"cpu": "100m"}}
+    kata = {"kata": {"cpu": Decimal("0.25")}}
+    assert resources.pod_requests(pod, kata) == {"cpu": Decimal("1.25")}  # admission writes the class's overhead
+    assert resources.pod_requests(pod, {"gvisor": {"cpu": Decimal(1)}}) == {"cpu": Decimal("1.1")}
+    assert resources.pod_requests(pod) == {"cpu": Decimal("1.1")}
+
+
+def test_the_cached_runtime_classes_of_a_hostile_cluster_count_only_what_parses():
+    from scheduling.kube import runtime_classes
+    from scheduling.models import Cluster
+
+    cluster = Cluster(name="c", runtime_classes={"kata": {"cpu": "250m", "memory": "128Mi"}, "runc": {},
+                                                 "bad": {"cpu": "lots"}, "neg": {"cpu": "-1"}, "odd": "x"})
+    assert runtime_classes.overheads(cluster) == {"kata": {"cpu": Decimal("0.25"), "memory": Decimal(128 * 2**20)}}
+    assert runtime_classes.overheads(None) == {}
+    spec = {"podSets": [{"name": "w", "replicas": 1, "template": {"spec": {"containers": []}}}]}
+    assert runtime_classes.for_spec(cluster, spec) == {}  # a spec naming no RuntimeClass never reads the row
+    spec["podSets"][0]["template"]["spec"]["runtimeClassName"] = "kata"
+    assert set(runtime_classes.for_spec(cluster, spec)) == {"kata"}
+
+
+@pytest.mark.parametrize("pod_level, expected", [
+    ({"requests": {"cpu": "3"}}, {"cpu": Decimal(3), "memory": Decimal(2**30), "nvidia.com/gpu": Decimal(1)}),
+    # a pod-level limit becomes the request only for a resource no container requests (defaultPodRequests)
+    ({"limits": {"cpu": "6", "memory": "8Gi"}}, {"cpu": Decimal(1), "memory": Decimal(2**30),
+                                                "nvidia.com/gpu": Decimal(1)}),
+    ({"limits": {"hugepages-2Mi": "64Mi"}}, {"cpu": Decimal(1), "memory": Decimal(2**30), "nvidia.com/gpu": Decimal(1),
+                                             "hugepages-2Mi": Decimal(64 * 2**20)}),
+    # GPUs are not a pod-level resource: the containers' count stands
+    ({"requests": {"nvidia.com/gpu": "4"}},
+     {"cpu": Decimal(1), "memory": Decimal(2**30), "nvidia.com/gpu": Decimal(1)}),
+], ids=["requests", "limits-only", "hugepages-limit", "gpu-not-pod-level"])
+def test_pod_level_resources_follow_pod_requests(pod_level, expected):
+    pod = {"containers": [{"name": "m", "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                      "limits": {"nvidia.com/gpu": "1"}}}], "resources": pod_level}
+    assert resources.pod_requests(pod) == expected
+
+
+@pytest.mark.parametrize("field, value, where", [
+    ("resources", {"requests": {"cpu": "lots"}}, "spec.podSets[0].template.spec.resources.requests.cpu"),
+    ("resources", {"limits": {"nvidia.com/gpu": "0.5"}},
+     "spec.podSets[0].template.spec.resources.limits.nvidia.com/gpu"),
+    ("resources", ["cpu"], "spec.podSets[0].template.spec.resources"),
+    ("runtimeClassName", "Not_A_Name", "spec.podSets[0].template.spec.runtimeClassName"),
+])
+def test_a_template_with_unreadable_pod_level_resources_is_refused_naming_the_field(field, value, where):
+    pod_set = builders.pod_set("worker")
+    pod_set["template"]["spec"][field] = value
+    with pytest.raises(ValidationError) as refused:
+        template_service.validate_template_spec(builders.template_spec(pod_sets=[pod_set]))
+    assert where in refused.value.message_dict
