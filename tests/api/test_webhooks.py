@@ -193,3 +193,57 @@ def test_a_metadata_address_stays_refused_when_private_receivers_are_allowed(api
     r = api.post("/api/v1/webhooks/", {"name": "x", "url": "http://169.254.169.254/latest/"}, format="json")
     assert r.status_code == 400 and "cloud metadata endpoint" in str(r.data["url"])
     assert api.post("/api/v1/webhooks/", {"name": "y", "url": "http://10.1.2.3/hook"}, format="json").status_code == 201
+
+
+def test_the_task_retries_with_exponential_backoff_and_jitter(api, setup, admin_user, receiver, monkeypatch):
+    """Celery's autoretry computes each retry's countdown: full jitter under 2 s x 2^n, capped at 600 s."""
+    from celery import Task
+
+    countdowns = []
+    real_retry = Task.retry
+
+    def spy(self, *args, **kwargs):
+        countdowns.append(kwargs.get("countdown"))
+        return real_retry(self, *args, **kwargs)
+
+    monkeypatch.setattr(Task, "retry", spy)
+    receiver.codes = [500] * 20
+    _subscribe(api, name="hook", url=receiver.url, phases=["Queued"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    [delivery_id] = notifications.scan()
+    tasks.deliver_webhook.apply(args=[delivery_id])
+    assert len(countdowns) == tasks.deliver_webhook.max_retries == 8
+    assert all(c is not None and 0 <= c <= min(2 * 2 ** n, 600) for n, c in enumerate(countdowns)), countdowns
+    assert WebhookDelivery.objects.get(pk=delivery_id).status == "Failed"
+
+
+def test_a_receiver_slower_than_the_read_timeout_is_a_failed_attempt_to_retry(api, setup, admin_user, settings):
+    """A receiver that answers after the read timeout (here 0.3 s; 5 s by default) costs one attempt, recorded as
+    a timeout and retried; it never holds the worker for as long as it sleeps."""
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = True
+    settings.GANGWEB_WEBHOOK_TIMEOUT_SECONDS = 0.3
+    release = threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self):
+            release.wait(30)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _subscribe(api, name="slow", url=f"http://127.0.0.1:{server.server_address[1]}/hook", phases=["Queued"])
+        builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+        [delivery_id] = notifications.scan()
+        with pytest.raises(notifications.DeliveryRetry, match="ReadTimeout"):
+            notifications.deliver(delivery_id)
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+    row = WebhookDelivery.objects.get(pk=delivery_id)
+    assert (row.status, row.attempts) == ("Pending", 1) and "ReadTimeout" in row.last_error
