@@ -247,3 +247,33 @@ def test_a_receiver_slower_than_the_read_timeout_is_a_failed_attempt_to_retry(ap
         server.server_close()
     row = WebhookDelivery.objects.get(pk=delivery_id)
     assert (row.status, row.attempts) == ("Pending", 1) and "ReadTimeout" in row.last_error
+
+
+def test_every_subscribed_transition_reaches_the_receiver_once_signed_and_a_500_is_retried(api, setup, admin_user,
+                                                                                          receiver):
+    """The whole path a beat tick takes: scan, then the Celery task per delivery (eager). The receiver's first
+    answer is a 500; that delivery is retried with the same webhook-id and delivered. Scanning and sending again
+    sends nothing twice."""
+    from scheduling.models import PhaseTransition
+
+    receiver.codes = [500]
+    phases = ["Submitted", "Running", "Succeeded", "Failed"]
+    sub = _subscribe(api, name="pipeline", url=receiver.url, phases=phases)
+    jobs = [builders.make_job(*setup, user=admin_user, name="ok", phase=GangPhase.SUCCEEDED),
+            builders.make_job(*setup, user=admin_user, name="bad", phase=GangPhase.FAILED)]
+    for _ in range(2):
+        for delivery_id in notifications.scan():
+            tasks.deliver_webhook.apply(args=[delivery_id])
+    wanted = sorted(PhaseTransition.objects.filter(job__in=jobs, phase__in=phases).values_list("job_id", "phase"))
+    assert len(wanted) == 6  # Submitted, Running and the end of each
+    verified = {}
+    for headers, body in receiver.got:
+        payload = Webhook(sub["secret"]).verify(body, headers)  # raises WebhookVerificationError if not
+        verified.setdefault(headers["webhook-id"], []).append(payload)
+    assert len(receiver.got) == len(wanted) + 1  # each once, and the one that got the 500 twice
+    assert sorted((p[0]["data"]["job"]["id"], p[0]["data"]["phase"]) for p in verified.values()) == wanted
+    first_id = receiver.got[0][0]["webhook-id"]
+    assert len(verified[first_id]) == 2 and verified[first_id][0] == verified[first_id][1]
+    rows = WebhookDelivery.objects.filter(subscription_id=sub["id"])
+    assert sorted((r.status, r.attempts) for r in rows) == [("Delivered", 1)] * 5 + [("Delivered", 2)]
+    assert rows.get(event_id=first_id).attempts == 2

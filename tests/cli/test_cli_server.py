@@ -137,12 +137,13 @@ def test_waiting_on_a_job_the_token_cannot_see_exits_4_as_not_found(env, cli_wor
 def test_the_server_dying_mid_wait_exits_5_after_the_retries(env, own_server, cli_world):
     job = builders.make_job(*cli_world.setup, user=cli_world.admin, name="orphan")
     waiter = support.start_cli(["wait", str(job.pk)], {**env, "GANGWEB_URL": own_server.url, "GANGWEB_RETRIES": "2"})
-    time.sleep(3)  # the waiter is in its long-poll
+    # The first answer printed the job's phase: the waiter is now in its next long-poll (the job cannot change).
+    before = support.read_stderr_until(waiter, rf"job {job.pk} orphan: Submitted")
     assert waiter.poll() is None
     own_server.stop()
     stdout, stderr = waiter.communicate(timeout=60)
-    assert waiter.returncode == 5, stderr
-    assert "error:" in stderr and "127.0.0.1" in stderr
+    assert waiter.returncode == 5, before + stderr
+    assert "error:" in stderr and "127.0.0.1" in stderr and "gave up after retries" in stderr, stderr
 
 
 def test_a_submit_retried_after_a_dropped_connection_creates_exactly_one_job(env, server, cli_world):
