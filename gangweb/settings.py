@@ -365,7 +365,10 @@ CELERY_BEAT_SCHEDULE = {
     "resync-clusters": {"task": "scheduling.resync_all_clusters", "schedule": float(GANGWEB_RESYNC_SECONDS)},
     "probe-clusters": {"task": "scheduling.probe_all_clusters", "schedule": 60.0},
     "sync-queues": {"task": "scheduling.sync_queues", "schedule": float(GANGWEB_QUEUE_SYNC_SECONDS)},
-    "notify-transitions": {"task": "scheduling.notify_transitions", "schedule": float(GANGWEB_NOTIFY_SCAN_SECONDS)},
+    # A scan not started within a period is dropped (the next one covers the same window), so scans never pile up
+    # in the webhook queue behind a busy worker.
+    "notify-transitions": {"task": "scheduling.notify_transitions", "schedule": float(GANGWEB_NOTIFY_SCAN_SECONDS),
+                           "options": {"expires": float(GANGWEB_NOTIFY_SCAN_SECONDS)}},
 }
 
 LOGGING = {

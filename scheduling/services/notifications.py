@@ -34,7 +34,7 @@ import requests
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
@@ -186,8 +186,9 @@ def payload_for(entry: PhaseTransition, job: GangJob) -> dict:
 
 def scan(now=None) -> list[int]:
     """Create the deliveries of every timeline entry recorded in the last SCAN_WINDOW for every active
-    subscription it matches (scope, phases, the owner can see the job, recorded after the subscription), and
-    return the ids of deliveries to send now (new ones, and lost ones). Idempotent."""
+    subscription it matches (scope, phases, the owner can see the job, recorded after the subscription) and that
+    has no delivery for it yet, and return the ids of deliveries to send now (new ones, and lost ones). Idempotent:
+    the unique (subscription, event id) also stops a row that a concurrent scan just made."""
     now = now or timezone.now()
     since = now - SCAN_WINDOW
     rows: list[WebhookDelivery] = []
@@ -203,7 +204,10 @@ def scan(now=None) -> list[int]:
         else:
             jobs = jobs.filter(submitted_by_id=sub.owner_id)
         jobs = access.visible_jobs(sub.owner, jobs)
-        entries = entries.filter(job__in=jobs.values("pk")).select_related(
+        # Only entries without a delivery for this subscription yet: a scan's cost follows the new entries, not
+        # the whole window (it rebuilt and re-inserted every payload of the last 10 minutes on each tick).
+        entries = entries.filter(job__in=jobs.values("pk")).exclude(
+            Exists(WebhookDelivery.objects.filter(subscription=sub, transition=OuterRef("pk")))).select_related(
             "job__queue", "job__cluster", "job__submitted_by")
         rows += [WebhookDelivery(subscription=sub, event_id=f"msg_{e.pk}", transition=e,
                                  payload=payload_for(e, e.job)) for e in entries]

@@ -277,3 +277,25 @@ def test_every_subscribed_transition_reaches_the_receiver_once_signed_and_a_500_
     rows = WebhookDelivery.objects.filter(subscription_id=sub["id"])
     assert sorted((r.status, r.attempts) for r in rows) == [("Delivered", 1)] * 5 + [("Delivered", 2)]
     assert rows.get(event_id=first_id).attempts == 2
+
+
+def test_a_rescan_builds_no_payload_for_entries_that_already_have_a_delivery(api, setup, admin_user, receiver,
+                                                                           monkeypatch):
+    """Each beat tick scans a 10-minute window: only entries new to a subscription are loaded and turned into
+    payloads, so a tick's work follows the new entries, not the window."""
+    _subscribe(api, name="all mine", url=receiver.url)
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.RUNNING)
+    built = []
+    real = notifications.payload_for
+    monkeypatch.setattr(notifications, "payload_for", lambda entry, job: built.append(entry.pk) or real(entry, job))
+    assert len(notifications.scan()) == 5 and len(built) == 5
+    assert notifications.scan() == [] and len(built) == 5
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.DISPATCHED)
+    assert len(notifications.scan()) == 2 and len(built) == 7
+
+
+def test_beat_drops_a_scan_not_started_within_its_period():
+    from django.conf import settings as conf
+
+    entry = conf.CELERY_BEAT_SCHEDULE["notify-transitions"]
+    assert entry["options"]["expires"] == entry["schedule"] == conf.GANGWEB_NOTIFY_SCAN_SECONDS
