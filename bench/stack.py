@@ -208,10 +208,12 @@ class Stack:
         wait_for(lambda: _answers(f"{base}/api/v1/"), 60, "gunicorn", interval=0.5)
         return base
 
-    def start_worker(self, concurrency: int = 2, name: str = "worker", loglevel: str = "WARNING") -> None:
-        """Start a Celery worker for the gangweb app (process `name`, `concurrency` pool processes)."""
+    def start_worker(self, concurrency: int = 2, name: str = "worker", loglevel: str = "WARNING",
+                     queues: str = "celery") -> None:
+        """Start a Celery worker for the gangweb app (process `name`, `concurrency` pool processes) consuming
+        `queues` (comma-separated: "celery" is reconcile's, "webhooks" the webhook deliveries')."""
         self._spawn(name, [sys.executable, "-m", "celery", "-A", "gangweb", "worker", f"--loglevel={loglevel}",
-                           f"--concurrency={concurrency}", "--without-gossip", "--without-mingle",
+                           f"--concurrency={concurrency}", "-Q", queues, "--without-gossip", "--without-mingle",
                            "--without-heartbeat", "-n", f"bench-{name}-{os.getpid()}-{time.monotonic_ns()}@%h"])
 
     def start_beat(self) -> None:

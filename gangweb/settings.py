@@ -73,6 +73,12 @@ GANGWEB_WAIT_POLL_SECONDS = float(os.environ.get("GANGWEB_WAIT_POLL_SECONDS", "1
 GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))
 GANGWEB_PUBLIC_URL = os.environ.get("GANGWEB_PUBLIC_URL", "http://127.0.0.1:8000")
 GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = env_bool("GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", False)
+# One delivery attempt's connect and read timeouts (s): a slower receiver is a failed attempt, retried with backoff.
+GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS", "3"))
+GANGWEB_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_TIMEOUT_SECONDS", "5"))
+# The Celery queue of webhook work (the outbox scan and the deliveries), consumed by a worker of its own so that a
+# slow or failing receiver never holds a slot of the worker that reconciles (which consumes CELERY_TASK_DEFAULT_QUEUE).
+GANGWEB_WEBHOOK_QUEUE = "webhooks"
 # Largest request body the API accepts (bytes); bulk submit of thousands of jobs fits well inside.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GANGWEB_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
 # Largest template spec or job overrides (characters of compact JSON; YAML text too): services/spec_limits.py.
@@ -342,6 +348,11 @@ else:
             (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
         except OSError:  # read-only state dir: the worker reports the real error when it starts
             pass
+CELERY_TASK_DEFAULT_QUEUE = "celery"  # reconcile, resync, probe and queue sync: `celery worker -Q celery`
+CELERY_TASK_ROUTES = {
+    "scheduling.notify_transitions": {"queue": GANGWEB_WEBHOOK_QUEUE},
+    "scheduling.deliver_webhook": {"queue": GANGWEB_WEBHOOK_QUEUE},
+}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -354,7 +365,10 @@ CELERY_BEAT_SCHEDULE = {
     "resync-clusters": {"task": "scheduling.resync_all_clusters", "schedule": float(GANGWEB_RESYNC_SECONDS)},
     "probe-clusters": {"task": "scheduling.probe_all_clusters", "schedule": 60.0},
     "sync-queues": {"task": "scheduling.sync_queues", "schedule": float(GANGWEB_QUEUE_SYNC_SECONDS)},
-    "notify-transitions": {"task": "scheduling.notify_transitions", "schedule": float(GANGWEB_NOTIFY_SCAN_SECONDS)},
+    # A scan not started within a period is dropped (the next one covers the same window), so scans never pile up
+    # in the webhook queue behind a busy worker.
+    "notify-transitions": {"task": "scheduling.notify_transitions", "schedule": float(GANGWEB_NOTIFY_SCAN_SECONDS),
+                           "options": {"expires": float(GANGWEB_NOTIFY_SCAN_SECONDS)}},
 }
 
 LOGGING = {

@@ -7,6 +7,7 @@ from celery import shared_task
 
 from .constants import RESYNC_SOFT_TIME_LIMIT, RESYNC_TIME_LIMIT
 from .kube.errors import TransientKubeError
+from .services.errors import DeliveryRetry
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +88,16 @@ def notify_transitions() -> None:
         deliver_webhook.delay(delivery_id)
 
 
-# A receiver that fails is retried with exponential backoff from 2 s capped at 10 min, with jitter, 8 times
-# (about 30 min); each attempt is written on the delivery row. The last attempt marks it Failed.
+# A receiver that fails (connection error, timeout, 408/429/5xx) is retried by Celery's autoretry with exponential
+# backoff from 2 s capped at 10 min, with full jitter, 8 times (about 30 min); each attempt is written on the delivery
+# row and the last marks it Failed. Routed to settings.GANGWEB_WEBHOOK_QUEUE (its own worker), with time limits just
+# above one attempt's connect + read timeouts, so a slow receiver never holds a reconcile worker's slot.
 @shared_task(name="scheduling.deliver_webhook", bind=True, acks_late=True, ignore_result=True,
-             retry_backoff=2, retry_backoff_max=600, retry_jitter=True, max_retries=8, soft_time_limit=30,
-             time_limit=45)
+             autoretry_for=(DeliveryRetry,), retry_backoff=2, retry_backoff_max=600, retry_jitter=True,
+             max_retries=8, soft_time_limit=20, time_limit=30)
 def deliver_webhook(self, delivery_id: int) -> None:
-    """POST one webhook delivery (see scheduling.services.notifications.deliver)."""
+    """POST one webhook delivery (see scheduling.services.notifications.deliver); raises DeliveryRetry (retried)
+    unless this is the last retry."""
     from .services import notifications
 
-    try:
-        notifications.deliver(delivery_id, final=self.request.retries >= self.max_retries)
-    except notifications.DeliveryRetry as exc:
-        raise self.retry(exc=exc) from None
+    notifications.deliver(delivery_id, final=self.request.retries >= self.max_retries)

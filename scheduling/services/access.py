@@ -440,20 +440,37 @@ def _compute_cluster_grant_roles(user) -> dict[int, str]:
 
 
 def visible_clusters(user, queryset: QuerySet) -> QuerySet:
-    """Clusters `user` has a grant on, plus those targeted by queues they have a role on."""
+    """Clusters `user` has a grant on, plus those the queues they have a role on take jobs on: the clusters a queue
+    names, or every cluster for a leaf queue that names none (as `Lookups.takes` reads it). A token
+    sees only its queues' clusters (no cluster grants); a platform admin's token, every cluster."""
     if not _authenticated(user) or not (_token_allows(user, TokenAction.READ) or _token_allows(
             user, TokenAction.SUBMIT)):
         return queryset.none()
-    if is_platform_admin(user) or (token_of(user) is not None and _owner_is_platform_admin(user)):
+    if _sees_every_cluster(user):
         return queryset
     return queryset.filter(pk__in=_memoized("cluster-ids", user, lambda: _visible_cluster_ids(user)))
 
 
-def _visible_cluster_ids(user) -> set[int]:
-    from ..models import QueuePolicy
+def _sees_every_cluster(user) -> bool:
+    """Platform admins and their tokens see every cluster, whichever clusters the queues name."""
+    return is_platform_admin(user) or (token_of(user) is not None and _owner_is_platform_admin(user))
 
-    through = QueuePolicy.clusters.through.objects.filter(queuepolicy_id__in=list(queue_roles(user)))
-    ids = set(through.values_list("cluster_id", flat=True))
+
+def _visible_cluster_ids(user) -> set[int]:
+    """Ids of the clusters `visible_clusters` shows to a user who is not a platform admin (nor their token): one
+    query for the queue-cluster links, one more only when one of their queues names no cluster."""
+    from ..models import Cluster, QueuePolicy
+
+    queue_ids = set(queue_roles(user))
+    links = list(QueuePolicy.clusters.through.objects.filter(queuepolicy_id__in=queue_ids).values_list(
+        "queuepolicy_id", "cluster_id"))
+    parents = set(_queue_parents(user).values())
+    if queue_ids - parents - {queue_id for queue_id, _ in links}:
+        # A leaf queue naming no cluster takes jobs on every cluster: its viewers see them all. A parent naming none
+        # takes no jobs: its viewers see its children's clusters (roles reach the children, so they are in
+        # queue_ids), not every cluster.
+        return set(Cluster.objects.values_list("pk", flat=True))
+    ids = {cluster_id for _, cluster_id in links}
     if token_of(user) is None:
         ids |= set(_cluster_grant_roles(user))
     return ids
@@ -468,7 +485,7 @@ def check_read_cluster(user, cluster) -> None:
 def named_cluster(user, cluster, name: str, field: str = "cluster"):
     """`cluster` (what a request body names as `name`, or None) when `user` may see it; else
     ValidationError({field: "no cluster named '<name>'"}), the answer for an unknown name."""
-    if cluster is not None and _authenticated(user) and (is_platform_admin(user) or cluster.pk in _memoized(
+    if cluster is not None and _authenticated(user) and (_sees_every_cluster(user) or cluster.pk in _memoized(
             "cluster-ids", user, lambda: _visible_cluster_ids(user))):
         return cluster
     raise ValidationError({field: f"no cluster named '{name}'"})

@@ -7,10 +7,14 @@ Flow (an outbox read from the append-only timeline, so reconcile never waits on 
    per (subscription, event id = `msg_<transition id>`), so scanning the same entries again creates nothing: an
    entry committed late is still found by the next scans while it is inside the window.
 2. New deliveries (and ones whose task was lost: enqueued more than REENQUEUE_AFTER ago and still Pending) are
-   handed to `scheduling.deliver_webhook`, which calls `deliver()`: one signed POST with a short timeout, the
-   outcome written on the row. A failure raises DeliveryRetry and the task retries it with exponential backoff and
-   jitter; after the last retry the row is Failed. The `webhook-id` stays the same on every attempt (at least once:
-   receivers deduplicate on it).
+   handed to `scheduling.deliver_webhook`, which calls `deliver()`: one signed POST with short timeouts
+   (`timeouts()`), the outcome written on the row. A failure raises DeliveryRetry and the task retries it with
+   exponential backoff and jitter (Celery's autoretry); after the last retry the row is Failed. The `webhook-id`
+   stays the same on every attempt (at least once: receivers deduplicate on it).
+
+Both tasks run on a Celery queue of their own (settings.GANGWEB_WEBHOOK_QUEUE, "webhooks"), consumed by a worker of
+its own (`make run`'s runstack, docker compose's `webhooks` service): a receiver that is slow or down holds a slot
+of that worker, never one of the worker that reconciles jobs (measured in bench/webhooks.py).
 
 Webhook targets obey `check_target_url()`: http(s) only, and the outbound address rules cluster servers obey
 (`scheduling/addresses.py`): no loopback, private or link-local address unless GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES
@@ -30,7 +34,7 @@ import requests
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
@@ -45,18 +49,21 @@ from ..models import (
     WebhookSubscription,
 )
 from . import access
-from .errors import PermissionDenied
+from .errors import DeliveryRetry, PermissionDenied  # noqa: F401 - DeliveryRetry: raised by deliver()
 
 log = logging.getLogger(__name__)
 
 SCAN_WINDOW = timedelta(minutes=10)
 REENQUEUE_AFTER = timedelta(minutes=30)  # a Pending delivery's task longer ago than this was lost: send again
-TIMEOUT_SECONDS = (3.0, 10.0)  # connect, read: a slow receiver costs a worker slot this long at most
 FIELDS = ("name", "url", "job", "queue", "phases", "active")
 
 
-class DeliveryRetry(Exception):
-    """A delivery attempt failed in a way worth retrying (connection error, timeout, 408/429/5xx)."""
+def timeouts() -> tuple[float, float]:
+    """(connect, read) seconds of one delivery's POST: settings.GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS (3) and
+    GANGWEB_WEBHOOK_TIMEOUT_SECONDS (5). A receiver slower than that is a failed attempt, retried with backoff; it
+    costs a slot of the webhook worker (its own Celery queue, never the reconcile worker's) that long at most."""
+    return (float(getattr(settings, "GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS", 3.0)),
+            float(getattr(settings, "GANGWEB_WEBHOOK_TIMEOUT_SECONDS", 5.0)))
 
 
 def check_target_url(url: str, field: str = "url") -> None:
@@ -179,8 +186,9 @@ def payload_for(entry: PhaseTransition, job: GangJob) -> dict:
 
 def scan(now=None) -> list[int]:
     """Create the deliveries of every timeline entry recorded in the last SCAN_WINDOW for every active
-    subscription it matches (scope, phases, the owner can see the job, recorded after the subscription), and
-    return the ids of deliveries to send now (new ones, and lost ones). Idempotent."""
+    subscription it matches (scope, phases, the owner can see the job, recorded after the subscription) and that
+    has no delivery for it yet, and return the ids of deliveries to send now (new ones, and lost ones). Idempotent:
+    the unique (subscription, event id) also stops a row that a concurrent scan just made."""
     now = now or timezone.now()
     since = now - SCAN_WINDOW
     rows: list[WebhookDelivery] = []
@@ -196,7 +204,10 @@ def scan(now=None) -> list[int]:
         else:
             jobs = jobs.filter(submitted_by_id=sub.owner_id)
         jobs = access.visible_jobs(sub.owner, jobs)
-        entries = entries.filter(job__in=jobs.values("pk")).select_related(
+        # Only entries without a delivery for this subscription yet: a scan's cost follows the new entries, not
+        # the whole window (it rebuilt and re-inserted every payload of the last 10 minutes on each tick).
+        entries = entries.filter(job__in=jobs.values("pk")).exclude(
+            Exists(WebhookDelivery.objects.filter(subscription=sub, transition=OuterRef("pk")))).select_related(
             "job__queue", "job__cluster", "job__submitted_by")
         rows += [WebhookDelivery(subscription=sub, event_id=f"msg_{e.pk}", transition=e,
                                  payload=payload_for(e, e.job)) for e in entries]
@@ -236,7 +247,7 @@ def deliver(delivery_id: int, final: bool = False) -> str:
     try:
         check_target_url(sub.url)
         signature = Webhook(sub.secret).sign(delivery.event_id, now, body)
-        response = requests.post(sub.url, data=body.encode(), timeout=TIMEOUT_SECONDS, allow_redirects=False,
+        response = requests.post(sub.url, data=body.encode(), timeout=timeouts(), allow_redirects=False,
                                  headers={"Content-Type": "application/json", "User-Agent": "gangweb-webhooks/1",
                                           "webhook-id": delivery.event_id,
                                           "webhook-timestamp": str(int(now.timestamp())),

@@ -14,6 +14,11 @@ from scheduling.models import GangJob, PhaseTransition
 from scheduling.services import job_wait
 from tests import builders
 
+# "At once" is judged against the request's own timeout (20 s here, 25 s by default): an answer that waited for
+# it would say timed_out and come after it. The bound is that, with room for a loaded machine, not a speed target
+# (bench/waiters.py measures latency); it was 2 s and failed under a load average of 15.
+BEFORE_TIMEOUT = 15.0
+
 
 def _wait(client, ids, **params):
     query = "&".join(f"{k}={v}" for k, v in {"ids": ",".join(map(str, ids)), **params}.items())
@@ -26,7 +31,7 @@ def test_without_after_it_answers_at_once_with_every_job_and_its_timeline_in_ord
     done = builders.make_job(*setup, user=admin_user, name="d", phase=GangPhase.SUCCEEDED)
     started = time.monotonic()
     r = _wait(api, [done.pk, running.pk])
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < BEFORE_TIMEOUT
     assert r.status_code == 200, r.data
     assert (r.data["changed"], r.data["timed_out"], r.data["all_terminal"], r.data["missing"]) == (
         True, False, False, [])
@@ -43,7 +48,7 @@ def test_with_its_own_cursor_it_waits_until_the_timeout_and_says_so(api, setup, 
     cursor = _wait(api, [job.pk]).data["cursor"]
     started = time.monotonic()
     r = _wait(api, [job.pk], after=cursor, timeout="0.6")
-    assert 0.55 <= time.monotonic() - started < 5
+    assert 0.55 <= time.monotonic() - started < BEFORE_TIMEOUT  # its 0.6 s, not the default 25 s
     assert (r.data["changed"], r.data["timed_out"], r.data["cursor"]) == (False, True, cursor)
     assert r.data["jobs"][0]["phase"] == "Queued"
 
@@ -55,7 +60,7 @@ def test_finished_jobs_answer_at_once_even_with_their_cursor(api, setup, admin_u
     cursor = _wait(api, [j.pk for j in jobs]).data["cursor"]
     started = time.monotonic()
     r = _wait(api, [j.pk for j in jobs], after=cursor, timeout="20")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < BEFORE_TIMEOUT
     assert (r.data["all_terminal"], r.data["changed"], r.data["timed_out"]) == (True, False, False)
 
 
@@ -88,7 +93,7 @@ def test_a_waiter_wakes_within_a_tick_when_another_process_records_a_phase(api, 
     r = _wait(api, [job.pk], after=cursor, timeout="20")
     took = time.monotonic() - started
     writer.join()
-    assert 0.7 < took < 5, took
+    assert 0.7 < took < BEFORE_TIMEOUT, took  # after the write at 0.8 s, long before the 20 s timeout
     assert (r.data["changed"], r.data["timed_out"], r.data["jobs"][0]["phase"]) == (True, False, "Scheduled")
     assert [e["phase"] for e in r.data["jobs"][0]["timeline"]][-1] == "Scheduled"
 
@@ -159,5 +164,5 @@ def test_nothing_visible_answers_at_once_with_everything_missing(teams):
     cursor = _wait(teams.clients["b_sub"], [teams.a_job.pk]).data["cursor"]
     started = time.monotonic()
     r = _wait(teams.clients["b_sub"], [teams.a_job.pk], after=cursor, timeout="20")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < BEFORE_TIMEOUT
     assert (r.data["jobs"], r.data["missing"], r.data["all_terminal"]) == ([], [teams.a_job.pk], True)

@@ -193,3 +193,109 @@ def test_a_metadata_address_stays_refused_when_private_receivers_are_allowed(api
     r = api.post("/api/v1/webhooks/", {"name": "x", "url": "http://169.254.169.254/latest/"}, format="json")
     assert r.status_code == 400 and "cloud metadata endpoint" in str(r.data["url"])
     assert api.post("/api/v1/webhooks/", {"name": "y", "url": "http://10.1.2.3/hook"}, format="json").status_code == 201
+
+
+def test_the_task_retries_with_exponential_backoff_and_jitter(api, setup, admin_user, receiver, monkeypatch):
+    """Celery's autoretry computes each retry's countdown: full jitter under 2 s x 2^n, capped at 600 s."""
+    from celery import Task
+
+    countdowns = []
+    real_retry = Task.retry
+
+    def spy(self, *args, **kwargs):
+        countdowns.append(kwargs.get("countdown"))
+        return real_retry(self, *args, **kwargs)
+
+    monkeypatch.setattr(Task, "retry", spy)
+    receiver.codes = [500] * 20
+    _subscribe(api, name="hook", url=receiver.url, phases=["Queued"])
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    [delivery_id] = notifications.scan()
+    tasks.deliver_webhook.apply(args=[delivery_id])
+    assert len(countdowns) == tasks.deliver_webhook.max_retries == 8
+    assert all(c is not None and 0 <= c <= min(2 * 2 ** n, 600) for n, c in enumerate(countdowns)), countdowns
+    assert WebhookDelivery.objects.get(pk=delivery_id).status == "Failed"
+
+
+def test_a_receiver_slower_than_the_read_timeout_is_a_failed_attempt_to_retry(api, setup, admin_user, settings):
+    """A receiver that answers after the read timeout (here 0.3 s; 5 s by default) costs one attempt, recorded as
+    a timeout and retried; it never holds the worker for as long as it sleeps."""
+    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = True
+    settings.GANGWEB_WEBHOOK_TIMEOUT_SECONDS = 0.3
+    release = threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self):
+            release.wait(30)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _subscribe(api, name="slow", url=f"http://127.0.0.1:{server.server_address[1]}/hook", phases=["Queued"])
+        builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+        [delivery_id] = notifications.scan()
+        with pytest.raises(notifications.DeliveryRetry, match="ReadTimeout"):
+            notifications.deliver(delivery_id)
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+    row = WebhookDelivery.objects.get(pk=delivery_id)
+    assert (row.status, row.attempts) == ("Pending", 1) and "ReadTimeout" in row.last_error
+
+
+def test_every_subscribed_transition_reaches_the_receiver_once_signed_and_a_500_is_retried(api, setup, admin_user,
+                                                                                          receiver):
+    """The whole path a beat tick takes: scan, then the Celery task per delivery (eager). The receiver's first
+    answer is a 500; that delivery is retried with the same webhook-id and delivered. Scanning and sending again
+    sends nothing twice."""
+    from scheduling.models import PhaseTransition
+
+    receiver.codes = [500]
+    phases = ["Submitted", "Running", "Succeeded", "Failed"]
+    sub = _subscribe(api, name="pipeline", url=receiver.url, phases=phases)
+    jobs = [builders.make_job(*setup, user=admin_user, name="ok", phase=GangPhase.SUCCEEDED),
+            builders.make_job(*setup, user=admin_user, name="bad", phase=GangPhase.FAILED)]
+    for _ in range(2):
+        for delivery_id in notifications.scan():
+            tasks.deliver_webhook.apply(args=[delivery_id])
+    wanted = sorted(PhaseTransition.objects.filter(job__in=jobs, phase__in=phases).values_list("job_id", "phase"))
+    assert len(wanted) == 6  # Submitted, Running and the end of each
+    verified = {}
+    for headers, body in receiver.got:
+        payload = Webhook(sub["secret"]).verify(body, headers)  # raises WebhookVerificationError if not
+        verified.setdefault(headers["webhook-id"], []).append(payload)
+    assert len(receiver.got) == len(wanted) + 1  # each once, and the one that got the 500 twice
+    assert sorted((p[0]["data"]["job"]["id"], p[0]["data"]["phase"]) for p in verified.values()) == wanted
+    first_id = receiver.got[0][0]["webhook-id"]
+    assert len(verified[first_id]) == 2 and verified[first_id][0] == verified[first_id][1]
+    rows = WebhookDelivery.objects.filter(subscription_id=sub["id"])
+    assert sorted((r.status, r.attempts) for r in rows) == [("Delivered", 1)] * 5 + [("Delivered", 2)]
+    assert rows.get(event_id=first_id).attempts == 2
+
+
+def test_a_rescan_builds_no_payload_for_entries_that_already_have_a_delivery(api, setup, admin_user, receiver,
+                                                                           monkeypatch):
+    """Each beat tick scans a 10-minute window: only entries new to a subscription are loaded and turned into
+    payloads, so a tick's work follows the new entries, not the window."""
+    _subscribe(api, name="all mine", url=receiver.url)
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.RUNNING)
+    built = []
+    real = notifications.payload_for
+    monkeypatch.setattr(notifications, "payload_for", lambda entry, job: built.append(entry.pk) or real(entry, job))
+    assert len(notifications.scan()) == 5 and len(built) == 5
+    assert notifications.scan() == [] and len(built) == 5
+    builders.make_job(*setup, user=admin_user, phase=GangPhase.DISPATCHED)
+    assert len(notifications.scan()) == 2 and len(built) == 7
+
+
+def test_beat_drops_a_scan_not_started_within_its_period():
+    from django.conf import settings as conf
+
+    entry = conf.CELERY_BEAT_SCHEDULE["notify-transitions"]
+    assert entry["options"]["expires"] == entry["schedule"] == conf.GANGWEB_NOTIFY_SCAN_SECONDS

@@ -103,6 +103,27 @@ def start_cli(args: list[str], env: dict) -> subprocess.Popen:
                             text=True)
 
 
+def read_stderr_until(proc: subprocess.Popen, pattern: str, timeout: float = 60) -> str:
+    """Read a started CLI's stderr line by line until a line matches the regex `pattern`; return what was read.
+    Raises AssertionError (with the text so far) if the process ends or `timeout` seconds pass first. The CLI's
+    stderr is line-buffered (Python 3.9+), so each progress line arrives when printed."""
+    import re
+    import select
+
+    text, deadline = "", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = proc.stderr.readline()
+        if not line:  # EOF: the process ended
+            break
+        text += line
+        if re.search(pattern, line):
+            return text
+    raise AssertionError(f"no line matching {pattern!r} on the CLI's stderr; got: {text[-2000:]}")
+
+
 def phases_printed(stderr: str) -> dict[int, list[str]]:
     """{job id: [phase, ...]} in the order the CLI printed its plain progress lines ("12:00:01 job 7 name: Running
     (reason)")."""

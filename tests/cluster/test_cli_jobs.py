@@ -24,12 +24,12 @@ pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def live(kube_cluster, kube_namespace, admin_user, tmp_path):
-    """Cluster `local` (the session's control plane), queue team-a, an admin token, and gunicorn serving them."""
+    """Cluster `local` (the session's control plane), queue team-a (naming no cluster: it takes every cluster), the
+    token of a submitter on team-a as a CI pipeline would hold, and gunicorn serving them."""
     world = make_world(kube_cluster, kube_namespace, admin_user)
-    # Named explicitly: a token sees the clusters its queues name (a queue naming none takes every cluster, but
-    # does not make them visible to a token).
-    QueuePolicy.objects.get(name="team-a").clusters.add(world.cluster)
-    token = builders.make_token(admin_user, ["read", "submit", "cancel"])
+    ci = builders.make_user("ci-pipeline")
+    builders.grant(QueuePolicy.objects.get(name="team-a"), "submitter", user=ci)
+    token = builders.make_token(ci, ["read", "submit", "cancel"], queues=[QueuePolicy.objects.get(name="team-a")])
     (tmp_path / "server").mkdir()
     server = support.Server(tmp_path / "server")
     yield SimpleNamespace(world=world, server=server, env=support.cli_env(server.url, token, tmp_path),

@@ -17,11 +17,12 @@ STEADY_SECONDS = 60  # a restarted process that runs this long resets its backof
 
 class Command(BaseCommand):
     """`manage.py runstack [--port 8000] [--no-cluster]`: bootstrap the admin, start (and register) the local
-    control plane when its binaries are built, then run web, worker, beat and the cluster watcher until Ctrl-C
+    control plane when its binaries are built, then run web, the reconcile worker (queue "celery"), the webhook
+    worker (queue settings.GANGWEB_WEBHOOK_QUEUE), beat and the cluster watcher until Ctrl-C
     stops them all. A process that exits later than STARTUP_SECONDS after its start is started again after a
     pause (RESTART_BACKOFF_SECONDS); one that exits at once stops the others (a setup problem to report)."""
 
-    help = "Run web, worker and beat (and the local cluster) in the foreground."
+    help = "Run web, the workers and beat (and the local cluster) in the foreground."
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
@@ -32,22 +33,15 @@ class Command(BaseCommand):
         call_command("bootstrap_admin")
         follower = None if options["no_cluster"] else self._local_cluster()
         self._metrics_dir()
-        py = sys.executable
         port = options["port"]
-        argvs = {
-            "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-            "worker": [py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
-                       "--without-gossip", "--without-mingle", "-n", "gangweb-worker@%h"],
-            "beat": [py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"],
-            "watch_clusters": [py, "manage.py", "watch_clusters"],
-        }
+        argvs = process_argvs(port)
         procs = {name: subprocess.Popen(argv) for name, argv in argvs.items()}
         started = {name: time.monotonic() for name in procs}
         failures: dict[str, int] = {}
         _wait_for_port(port, procs["web"])
         self.stdout.write(self.style.SUCCESS(
             f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
-            "Log in with the admin user above. Ctrl-C stops web, worker and beat.\n"))
+            "Log in with the admin user above. Ctrl-C stops web, workers and beat.\n"))
         stop = []
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
         # Also when started in the background (SIGINT inherited as ignored): `kill -INT` of the group still stops it.
@@ -122,6 +116,24 @@ class Command(BaseCommand):
             follower.check(self.stdout)
         except Exception as exc:  # the next change tries again; web, worker and beat keep running
             self.stderr.write(f"local cluster: registering its new kubeconfig failed: {exc}")
+
+
+def process_argvs(port: int) -> dict[str, list[str]]:
+    """{name: argv} of the processes runstack runs: web on 127.0.0.1:`port`, the reconcile worker (Celery's default
+    queue only), the webhook worker (settings.GANGWEB_WEBHOOK_QUEUE only), beat and the cluster watcher."""
+    py = sys.executable
+    return {
+        "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        "worker": [py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
+                   "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-gossip", "--without-mingle",
+                   "-n", "gangweb-worker@%h"],
+        # Webhook deliveries on a worker of their own: a slow receiver never holds a reconcile slot.
+        "webhooks": [py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
+                     "-Q", settings.GANGWEB_WEBHOOK_QUEUE, "--without-gossip", "--without-mingle",
+                     "-n", "gangweb-webhooks@%h"],
+        "beat": [py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"],
+        "watch_clusters": [py, "manage.py", "watch_clusters"],
+    }
 
 
 def _wait_for_port(port: int, web: subprocess.Popen, timeout: float = 60.0) -> None:
