@@ -75,3 +75,23 @@ def test_a_job_file_of_the_wrong_shape_is_refused_before_sending(tmp_path):
     (tmp_path / "f.yaml").write_text("- name: a\n- just a string\n")
     with pytest.raises(InputError, match="job 1 is a str, not a mapping"):
         _load_jobs(str(tmp_path / "f.yaml"))
+
+
+def test_why_and_timeline_print_whole_lines_into_a_pipe(capsys):
+    """Off a terminal (a CI log) rich used 80 columns and cut the why-pending summary mid-word."""
+    from gangweb_client import output
+
+    summary = ("This job needs 40 GPUs; the cluster has 32 allocatable in total (4 schedulable nodes). "
+               "Not enough room for the whole gang.")
+    job = {"id": 2, "name": "big", "phase": "Queued", "why_pending": {
+        "summary": summary,
+        "blocking": [{"code": "Capacity", "message": "40 GPUs needed, 32 allocatable", "need": 40}]}}
+    pipe = output.console()  # capsys replaced stdout: not a terminal
+    pipe.print(output.why_text(job))
+    pipe.print(output.timeline_table([{"phase": "Queued", "attempt": 1, "at": "2026-12-02T01:50:37.649Z",
+                                       "duration_s": 38.0, "reason": "PlacedWithoutWait",
+                                       "source": "default/hello-world-a-rather-long-podgroup-name-0123456789"}]))
+    printed = capsys.readouterr().out
+    assert summary in printed
+    assert "Capacity: 40 GPUs needed, 32 allocatable (need=40)" in printed
+    assert "PlacedWithoutWait" in printed and "default/hello-world-a-rather-long-podgroup-name-0123456789" in printed

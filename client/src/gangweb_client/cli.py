@@ -10,7 +10,6 @@ from datetime import datetime
 
 import click
 import yaml
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
@@ -19,7 +18,7 @@ from .client import Client
 from .errors import ApiError, GangwebError, InputError
 from .models import Job, TimelineEntry
 
-err = Console(stderr=True, soft_wrap=True)
+err = output.console(stderr=True)
 
 output_option = click.option("-o", "--output", "fmt", type=click.Choice(output.FORMATS), default="table",
                              show_default=True, help="table for people; json/yaml print the API's representation")

@@ -10,7 +10,18 @@ from rich.table import Table
 from rich.tree import Tree
 
 FORMATS = ("table", "json", "yaml")
-stdout = Console(soft_wrap=True)
+# Off a terminal (a CI log, a pipe) rich would lay everything out in 80 columns and cut the reasons people read
+# there; no width limit then, so each line is whole.
+UNLIMITED_WIDTH = 100_000
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich Console on stdout (or stderr): the terminal's width on a terminal, whole lines otherwise."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, soft_wrap=True, width=None if stream.isatty() else UNLIMITED_WIDTH)
+
+
+stdout = console()
 
 
 def emit(data, fmt: str, table=None) -> None:
