@@ -38,10 +38,14 @@ class Command(BaseCommand):
         procs = {name: subprocess.Popen(argv) for name, argv in argvs.items()}
         started = {name: time.monotonic() for name in procs}
         failures: dict[str, int] = {}
-        _wait_for_port(port, procs["web"])
-        self.stdout.write(self.style.SUCCESS(
-            f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
-            "Log in with the admin user above. Ctrl-C stops web, workers and beat.\n"))
+        if _wait_for_port(port, procs["web"]):
+            self.stdout.write(self.style.SUCCESS(
+                f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
+                "Log in with the admin user above. Ctrl-C stops web, workers, beat and the cluster watcher.\n"))
+        elif procs["web"].poll() is None:
+            self.stdout.write(self.style.WARNING(
+                f"\nthe web server is not answering on http://127.0.0.1:{port}/ after {WEB_READY_SECONDS:.0f} s; "
+                "it is still starting (a loaded machine) - try the URL again shortly. Ctrl-C stops everything.\n"))
         stop = []
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
         # Also when started in the background (SIGINT inherited as ignored): `kill -INT` of the group still stops it.
@@ -136,9 +140,12 @@ def process_argvs(port: int) -> dict[str, list[str]]:
     }
 
 
-def _wait_for_port(port: int, web: subprocess.Popen, timeout: float = 60.0) -> None:
-    """Return once 127.0.0.1:`port` accepts connections (or the web process died, or `timeout` seconds passed),
-    so the "running" line is printed only when the URL works."""
+WEB_READY_SECONDS = 300.0  # runserver's first start imports everything: over 60 s on a loaded 2-core machine
+
+
+def _wait_for_port(port: int, web: subprocess.Popen, timeout: float = WEB_READY_SECONDS) -> bool:
+    """True once 127.0.0.1:`port` accepts connections; False when the web process died or `timeout` seconds
+    passed first. The "running" line is printed only on True."""
     import socket
 
     deadline = time.monotonic() + timeout
@@ -146,6 +153,7 @@ def _wait_for_port(port: int, web: subprocess.Popen, timeout: float = 60.0) -> N
         with socket.socket() as s:
             s.settimeout(0.5)
             if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+                return True
         time.sleep(0.25)
+    return False
 
