@@ -4,6 +4,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
 from django.db.models import ProtectedError, RestrictedError
+from django.http import Http404
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -30,6 +31,8 @@ def exception_handler(exc, context):
         return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, ServiceError):
         return Response({k: [v] for k, v in exc.errors.items()}, status=exc.status)
+    if isinstance(exc, Http404):
+        return Response({"detail": not_found_message(context.get("view"))}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, RequestDataTooBig):
         return Response({"detail": [f"request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"]},
                         status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
@@ -42,3 +45,22 @@ def exception_handler(exc, context):
         return Response({"detail": [f"still in use by {', '.join(names) or 'other objects'}; delete those first"]},
                         status=status.HTTP_409_CONFLICT)
     return drf_exception_handler(exc, context)
+
+
+def not_found_message(view) -> str:
+    """"no job '12' that you can see": one wording for an object that does not exist and one the caller may not
+    see (services.errors.NotFound), built from the view alone so the two can never differ."""
+    model = getattr(getattr(view, "queryset", None), "model", None)
+    if model is None and hasattr(view, "get_serializer_class"):
+        try:
+            model = getattr(getattr(view.get_serializer_class(), "Meta", None), "model", None)
+        except Exception:  # noqa: BLE001 - a view without one: the message says "object"
+            model = None
+    noun = {"GangJob": "job", "QueuePolicy": "queue", "RuntimeTemplate": "template"}.get(
+        getattr(model, "__name__", ""), str(model._meta.verbose_name) if model is not None else "object")
+    kwargs = getattr(view, "kwargs", None) or {}
+    key = getattr(view, "lookup_url_kwarg", None) or getattr(view, "lookup_field", None) or "pk"
+    lookup = kwargs.get(key)
+    if lookup is None and len(kwargs) == 1:
+        lookup = next(iter(kwargs.values()))
+    return f"no {noun} '{lookup}' that you can see" if lookup is not None else f"no such {noun} that you can see"

@@ -132,8 +132,14 @@ def test_each_endpoint_answers_a_queue_you_cannot_see_or_use_the_same_way(world,
 
 def test_a_queue_you_cannot_see_reads_like_one_that_does_not_exist(world):
     client = world["api"]["stranger"]
-    for path in ("/api/v1/queues/q/", "/api/v1/queues/no-such-queue/"):
-        assert client.get(path).status_code == 404
+    hidden_queue, missing_queue = client.get("/api/v1/queues/q/"), client.get("/api/v1/queues/no-such-queue/")
+    assert (hidden_queue.status_code, missing_queue.status_code) == (404, 404)
+    assert hidden_queue.json() == {"detail": "no queue 'q' that you can see"}
+    assert missing_queue.json() == {"detail": "no queue 'no-such-queue' that you can see"}
+    hidden_job = client.get(f"/api/v1/jobs/{world['j'].pk}/")
+    missing_job = client.get(f"/api/v1/jobs/{world['j'].pk + 1000}/")
+    assert hidden_job.json() == {"detail": f"no job '{world['j'].pk}' that you can see"}
+    assert missing_job.json() == {"detail": f"no job '{world['j'].pk + 1000}' that you can see"}
     hidden = client.post("/api/v1/jobs/", body("q"), format="json")
     missing = client.post("/api/v1/jobs/", body("no-such-queue"), format="json")
     assert (hidden.status_code, missing.status_code) == (400, 400)
