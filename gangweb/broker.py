@@ -17,8 +17,9 @@ It also makes a channel whose connection is gone fail with a connection error in
 cause of a worker that stopped consuming for good after a Redis kill -9 (issue 16). On a connection loss Celery 5.7
 (``Consumer.on_connection_error_after_connected``) calls ``Connection.collect()`` and then ``Connection.close()``.
 ``collect()`` closes the channels through ``Transport.close_connection``, which stops at the first channel whose
-``close()`` raises (the pidbox channel deleting its fanout queue on a dead Redis raises ``ConnectionError``), so the
-task channel is left open; then it detaches the transport (``transport.client = None``). ``close()`` then closes the
+``close()`` raises (the pidbox channel deleting its fanout queue on a dead Redis raises ``ConnectionError``; the
+task channel's own close raises too while a BRPOP is in flight, before it marks itself closed), so the task
+channel is left open; then it detaches the transport (``transport.client = None``). ``close()`` then closes the
 task channel again: it restores its unacknowledged messages through a new pool, ``Channel._connparams`` reads
 ``self.connection.client.hostname`` and raises ``AttributeError``, which is not among the transport's connection
 errors, so it escapes ``ignore_errors``, the worker logs "Unrecoverable error" and stops; acks of tasks that finish
