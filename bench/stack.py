@@ -50,6 +50,10 @@ def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+class _Exited(RuntimeError):
+    """A process being waited for has exited: `wait_for` stops polling at once."""
+
+
 def wait_for(check, timeout: float, what: str, interval: float = 0.2) -> None:
     """Poll `check()` until truthy; raise RuntimeError naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -57,6 +61,8 @@ def wait_for(check, timeout: float, what: str, interval: float = 0.2) -> None:
         try:
             if check():
                 return
+        except _Exited:
+            raise
         except Exception:  # noqa: BLE001 - not up yet; any error means "poll again"
             pass
         time.sleep(interval)
@@ -205,8 +211,22 @@ class Stack:
                             "--bind", f"127.0.0.1:{self.web_port}", "--log-level",
                             "warning", "--backlog", "256"])
         base = f"http://127.0.0.1:{self.web_port}"
-        wait_for(lambda: _answers(f"{base}/api/v1/"), 60, "gunicorn", interval=0.5)
+        self.wait_for_process("web", lambda: _answers(f"{base}/api/v1/"), "gunicorn")
         return base
+
+    def wait_for_process(self, name: str, check, what: str, timeout: float = 180) -> None:
+        """Wait until `check()` is truthy while started process `name` runs: RuntimeError (with its log's tail)
+        at once if it exits, or after `timeout` s. A loaded 2-core machine needs 60-120 s to import Django in two
+        gunicorn workers (fault runs at load 20-25), so the bound is the control plane's readiness bound."""
+        proc = self.procs[name]
+
+        def ready():
+            if proc.poll() is not None:
+                tail = (self.workdir / f"{name}.log").read_text(errors="replace")[-2000:]
+                raise _Exited(f"{what} exited with {proc.returncode} before it was ready:\n{tail}")
+            return check()
+
+        wait_for(ready, timeout, what, interval=0.5)
 
     def start_worker(self, concurrency: int = 2, name: str = "worker", loglevel: str = "WARNING",
                      queues: str = "celery") -> None:

@@ -13,6 +13,22 @@ close and on connection errors, ``Channel._disconnect_pools``). A redis-py clien
 share between threads: each command borrows a connection from the pool and returns it. Everything else is kombu's
 own transport, unchanged.
 
+It also makes a channel whose connection is gone fail with a connection error instead of an AttributeError, the
+cause of a worker that stopped consuming for good after a Redis kill -9 (issue 16). On a connection loss Celery 5.7
+(``Consumer.on_connection_error_after_connected``) calls ``Connection.collect()`` and then ``Connection.close()``.
+``collect()`` closes the channels through ``Transport.close_connection``, which stops at the first channel whose
+``close()`` raises (the pidbox channel deleting its fanout queue on a dead Redis raises ``ConnectionError``; the
+task channel's own close raises too while a BRPOP is in flight, before it marks itself closed), so the task
+channel is left open; then it detaches the transport (``transport.client = None``). ``close()`` then closes the
+task channel again: it restores its unacknowledged messages through a new pool, ``Channel._connparams`` reads
+``self.connection.client.hostname`` and raises ``AttributeError``, which is not among the transport's connection
+errors, so it escapes ``ignore_errors``, the worker logs "Unrecoverable error" and stops; acks of tasks that finish
+afterwards raise the same from the hub. kombu's own transport does the same (``conn_or_acquire`` ->
+``_create_client`` -> ``pool`` -> ``_connparams``; reproduced by tests/faults/test_broker_recovery.py with both).
+Here ``_connparams`` raises ``redis.exceptions.ConnectionError`` instead: the close and the acks fail as connection
+errors, which Celery logs and recovers from (it reconnects on a new connection; a message left unacknowledged in
+Redis comes back after the visibility timeout, and the resync takes over its work sooner).
+
 Selected by ``CELERY_BROKER_TRANSPORT = "gangweb.broker:Transport"`` for ``redis://`` broker URLs
 (gangweb/settings.py); kombu still parses the URL for host, port, database and password.
 """
@@ -21,12 +37,25 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from kombu.transport import redis as kombu_redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 
 class Channel(kombu_redis.Channel):
-    """kombu's Redis channel whose ``conn_or_acquire()`` reuses one synchronous client (see the module docstring)."""
+    """kombu's Redis channel whose ``conn_or_acquire()`` reuses one synchronous client, and which fails with a
+    connection error once its connection was closed (see the module docstring)."""
 
     _shared_client = None
+
+    def _connparams(self, asynchronous=False):
+        """kombu's connection parameters of a new pool (a dict for ``redis.ConnectionPool``).
+
+        Raises ``redis.exceptions.ConnectionError`` when the channel's transport was detached from its
+        ``kombu.Connection`` (``Connection.collect()``/``close()`` set ``transport.client`` to None): there is no
+        broker address left to connect to, and a connection error is what every caller recovers from."""
+        transport = self.connection
+        if transport is None or transport.client is None:
+            raise RedisConnectionError("the broker connection of this channel was closed")
+        return super()._connparams(asynchronous=asynchronous)
 
     @contextmanager
     def conn_or_acquire(self, client=None):

@@ -353,6 +353,10 @@ CELERY_TASK_ROUTES = {
     "scheduling.notify_transitions": {"queue": GANGWEB_WEBHOOK_QUEUE},
     "scheduling.deliver_webhook": {"queue": GANGWEB_WEBHOOK_QUEUE},
 }
+# A worker keeps reconnecting to the broker for as long as it is down, at start and after a loss (Celery's default
+# gives up after 100 attempts, ~50 minutes, and then exits); docs/architecture.md, "When a dependency fails".
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
