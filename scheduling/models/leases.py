@@ -1,10 +1,12 @@
 """Leases: named, expiring claims in the database, so that only one process at a time does a piece of work."""
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
 from datetime import timedelta
 
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connection, connections, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -58,3 +60,54 @@ def release(name: str, token: str, cursor: int | None = None) -> bool:
 def cursor_of(name: str) -> int:
     """The lease's saved cursor (0 when it never was)."""
     return Lease.objects.filter(name=name).values_list("cursor", flat=True).first() or 0
+
+
+def renew(name: str, token: str, seconds: float) -> bool:
+    """Push lease `name`'s expiry to now + `seconds` if `token` still holds it. Returns False when it does not
+    (it lapsed and someone else took it)."""
+    until = timezone.now() + timedelta(seconds=seconds)
+    return bool(Lease.objects.filter(name=name, holder=token).update(expires_at=until))
+
+
+log = logging.getLogger(__name__)
+
+
+class Heartbeat:
+    """Keeps a held lease alive while its holder works: a thread renews it for `seconds` every `every` seconds, so
+    the lease can be short (a holder killed with SIGKILL blocks the work for at most `seconds`) however long the
+    work runs. A context manager; `lost` is set when a renewal found the lease taken by someone else.
+
+    Inside a transaction (tests) the lease row is not visible to another connection and renewing it from one could
+    wait on the holder's own row lock, so then nothing is renewed: the lease is the transaction's anyway."""
+
+    def __init__(self, name: str, token: str, seconds: float, every: float):
+        self.name, self.token, self.seconds, self.every = name, token, seconds, every
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def __enter__(self) -> Heartbeat:
+        if not connection.in_atomic_block:
+            self._thread = threading.Thread(target=self._run, name=f"lease-heartbeat:{self.name}", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.every + 30)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.every):
+                try:
+                    if not renew(self.name, self.token, self.seconds):
+                        log.warning("lease %s was lost (it lapsed and another holder took it)", self.name)
+                        self.lost.set()
+                        return
+                except Exception:  # noqa: BLE001 - a database outage: try again next beat; the lease may lapse
+                    log.warning("lease %s: renewing failed; trying again in %s s", self.name, self.every,
+                                exc_info=True)
+                    connections.close_all()
+        finally:
+            connections.close_all()  # this thread's own connections only

@@ -11,7 +11,8 @@ cleaned up. A job that fails transiently here is recorded and simply looked at a
 
 Under a backlog (resync_all from the periodic task):
 - one resync per cluster at a time: a database lease (`models.leases`, works on SQLite and PostgreSQL) that lapses
-  after `LEASE_SECONDS` if its holder is killed; a resync that finds it held skips that cluster;
+  after `LEASE_SECONDS` (60 s) if its holder is killed (a heartbeat thread renews it while the pass runs); a
+  resync that finds it held skips that cluster;
 - bounded: at most `max_jobs` job passes and `budget_seconds` of them per run, going on next run from the job id
   where this one stopped (kept in the lease's cursor), so every job's turn comes;
 - it leaves to their own task the jobs whose per-job task is surely queued: submitted, or asked to cancel, less than
@@ -35,7 +36,7 @@ from kubernetes.client.rest import ApiException
 
 from ..backends import registry
 from ..choices import ACTIVE_PHASES, ClusterHealth, DesiredState, GangPhase, ReconcileOutcome
-from ..constants import LABEL_INSTANCE, LABEL_JOB_UID, RESYNC_TIME_LIMIT
+from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
@@ -50,9 +51,11 @@ log = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "InternalError"  # reason of a resync attempt cut short by an unexpected exception (a bug)
 TIME_LIMIT = "TimeLimit"  # reason of a resync attempt cut short by Celery's soft time limit
-# A resync lease outlives the task's hard time limit: a worker killed mid-pass releases nothing, and the next
-# resync of that cluster may start once it has lapsed.
-LEASE_SECONDS = RESYNC_TIME_LIMIT + 30
+# A resync holds a short lease that a heartbeat renews while the pass runs: a worker killed mid-pass releases
+# nothing, and the next resync of that cluster may start once the lease has lapsed (at most LEASE_SECONDS later,
+# not the pass's hard time limit).
+LEASE_SECONDS = 60
+LEASE_RENEW_SECONDS = 15
 
 
 def lease_name(cluster: Cluster) -> str:
@@ -178,10 +181,11 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
         return {"skipped": 1}
     cursor = None
     try:
-        stats, cursor = _resync_cluster(cluster, grace_seconds,
-                                        settings.GANGWEB_RESYNC_MAX_JOBS if max_jobs is None else max_jobs,
-                                        settings.GANGWEB_RESYNC_MAX_SECONDS if budget_seconds is None
-                                        else budget_seconds, name)
+        with leases.Heartbeat(name, token, LEASE_SECONDS, LEASE_RENEW_SECONDS) as heartbeat:
+            stats, cursor = _resync_cluster(cluster, grace_seconds,
+                                            settings.GANGWEB_RESYNC_MAX_JOBS if max_jobs is None else max_jobs,
+                                            settings.GANGWEB_RESYNC_MAX_SECONDS if budget_seconds is None
+                                            else budget_seconds, name, heartbeat.lost)
     finally:
         dbconn.discard_if_broken()
         leases.release(name, token, cursor)
@@ -189,8 +193,9 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
 
 
 def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budget_seconds: float,
-                    lease: str) -> tuple[dict, int | None]:
-    """The body of `resync_cluster` under its lease. Returns (stats, the lease cursor to keep)."""
+                    lease: str, lease_lost=None) -> tuple[dict, int | None]:
+    """The body of `resync_cluster` under its lease. Returns (stats, the lease cursor to keep). Stops before the
+    next job once `lease_lost` (a threading.Event) is set: another resync of the cluster holds the lease now."""
     started = time.monotonic()
     before = objects.requests.total()
     stats = {"jobs": 0, "acted": 0, "failed": 0, "left": 0}
@@ -225,6 +230,10 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
             if stats["jobs"] and time.monotonic() - started > budget_seconds:
                 break  # at least one job per run: every job's turn comes, however slow the snapshot
+            if lease_lost is not None and lease_lost.is_set():
+                log.warning("resync of cluster %s stopped after %s jobs: its lease was lost", cluster.name,
+                            stats["jobs"])
+                break
             job.cluster = cluster
             stats["jobs"] += 1
             cursor = job.pk

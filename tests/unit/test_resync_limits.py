@@ -83,3 +83,27 @@ def test_a_job_changed_after_the_snapshot_was_listed_is_read_afresh():
     after = SimpleNamespace(updated_at=timezone.now() + timedelta(seconds=1), created_at=None)
     assert not resync.changed_since(before, listed_at)
     assert resync.changed_since(after, listed_at)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_keeps_a_short_lease_held_while_the_work_runs_and_a_killed_holder_frees_it_soon():
+    """The worker-kill fault run: a worker killed mid-resync kept the cluster's lease for 360 s (the hard limit plus
+    30) and every resync skipped it meanwhile. Now the lease is short and renewed while its holder lives."""
+    token = leases.acquire("resync:cluster:7", 1.0)
+    with leases.Heartbeat("resync:cluster:7", token, seconds=1.0, every=0.2) as heartbeat:
+        time.sleep(1.6)  # longer than the lease: only the heartbeat keeps it
+        assert leases.acquire("resync:cluster:7", 1.0) is None
+        assert not heartbeat.lost.is_set()
+    # The holder "dies" (no release, no more beats): within the lease's 1 s someone else may take it.
+    time.sleep(1.2)
+    assert leases.acquire("resync:cluster:7", 1.0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_that_finds_its_lease_taken_says_so():
+    token = leases.acquire("resync:cluster:8", 0.3)
+    time.sleep(0.5)
+    assert leases.acquire("resync:cluster:8", 60)  # lapsed: taken by another resync
+    with leases.Heartbeat("resync:cluster:8", token, seconds=1.0, every=0.1) as heartbeat:
+        assert heartbeat.lost.wait(5)
+    assert resync.LEASE_SECONDS <= 60  # a killed worker blocks a cluster's resync for at most a minute
