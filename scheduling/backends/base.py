@@ -16,25 +16,7 @@ from datetime import datetime
 from django.utils.dateparse import parse_datetime
 from kubernetes.utils import parse_quantity
 
-
-@dataclass(frozen=True)
-class ObjectRef:
-    """Where a kind lives: API group/version, kind, plural, and whether it is namespaced."""
-
-    api_version: str  # "scheduling.k8s.io/v1alpha2", "scheduling.run.ai/v2alpha2", "batch/v1", "v1"
-    kind: str
-    plural: str
-    namespaced: bool = True
-
-    @property
-    def group(self) -> str:
-        """API group ("" for core)."""
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        """API version."""
-        return self.api_version.rpartition("/")[2]
+from ..kube.refs import ObjectRef  # lives in kube/ (kube/ takes any ref); plugins may name it from here too
 
 
 @dataclass
@@ -191,7 +173,10 @@ class SchedulerBackend:
     - `name`: unique plugin name, family plus version, e.g. "k8s-workload-v1alpha2";
     - `api_version`: the group/version it needs, checked through API discovery;
     - `scheduler_name`: the pods' `spec.schedulerName` ("" keeps the default scheduler);
-    - `gang_kinds`: ObjectRefs of the gang objects it creates, in creation order;
+    - `gang_refs`: names of the class attributes holding the ObjectRefs of the gang objects it creates, in creation
+      order (e.g. ("WORKLOAD", "POD_GROUP")); the refs are class attributes so that a later API version subclasses
+      a plugin and overrides only the refs that changed;
+    - `gang_kinds`: those ObjectRefs, computed for each subclass from `gang_refs` (`__init_subclass__`);
     - `immutable_spec`: True when the gang objects' spec cannot be updated (replace under a new name instead).
     """
 
@@ -199,6 +184,7 @@ class SchedulerBackend:
     name: str = ""
     api_version: str = ""
     scheduler_name: str = ""
+    gang_refs: tuple[str, ...] = ()
     gang_kinds: tuple[ObjectRef, ...] = ()
     immutable_spec: bool = False
 
@@ -211,6 +197,13 @@ class SchedulerBackend:
     owned_whole: tuple[str, ...] = ()
     # Finalizers gangweb may release on its own objects once no live pod needs them.
     releasable_finalizers: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        """Compute `gang_kinds` from `gang_refs` (the subclass's own refs, inherited or overridden), unless the
+        subclass sets `gang_kinds` itself."""
+        super().__init_subclass__(**kwargs)
+        if cls.gang_refs and "gang_kinds" not in cls.__dict__:
+            cls.gang_kinds = tuple(getattr(cls, attr) for attr in cls.gang_refs)
 
     @classmethod
     def available(cls, served: set[str]) -> bool:

@@ -14,7 +14,8 @@ priorityClassName, disruptionMode) are not set: the API server would drop them s
 from __future__ import annotations
 
 from ..constants import K8S_PODGROUP_PROTECTION_FINALIZER
-from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+from ..kube.refs import ObjectRef
+from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 WORKLOAD = ObjectRef("scheduling.k8s.io/v1alpha2", "Workload", "workloads")
 POD_GROUP = ObjectRef("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
@@ -39,7 +40,7 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
     TEMPLATE_NAME = TEMPLATE_NAME
     SCHEDULED = SCHEDULED  # the PodGroup condition kube-scheduler writes when it admits (or cannot admit) the gang
     DISRUPTION_TARGET = DISRUPTION_TARGET
-    gang_kinds = (WORKLOAD, POD_GROUP)
+    gang_refs = ("WORKLOAD", "POD_GROUP")
     immutable_spec = True
     releasable_finalizers = (K8S_PODGROUP_PROTECTION_FINALIZER,)
 

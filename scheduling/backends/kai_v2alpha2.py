@@ -22,7 +22,8 @@ from ..constants import (
     KAI_SKIP_PODGROUPER_LABEL,
     KAI_SUBGROUP_LABEL,
 )
-from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+from ..kube.refs import ObjectRef
+from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.run.ai/v2alpha2", "PodGroup", "podgroups")
 
@@ -33,8 +34,9 @@ class KaiV2alpha2(SchedulerBackend):
     family = "kai"
     name = "kai-v2alpha2"
     api_version = POD_GROUP.api_version
+    POD_GROUP = POD_GROUP
     scheduler_name = KAI_SCHEDULER_NAME
-    gang_kinds = (POD_GROUP,)
+    gang_refs = ("POD_GROUP",)
     immutable_spec = False
     mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint",
                       "preemptionDelay", "stalenessGracePeriod")
@@ -54,7 +56,7 @@ class KaiV2alpha2(SchedulerBackend):
         if spec.topology:
             body["topologyConstraint"] = dict(spec.topology)
         body.update(spec.durations)  # v0.17: preemptionDelay, stalenessGracePeriod (Go durations)
-        return [self.new_gang_object(POD_GROUP, spec, body)]
+        return [self.new_gang_object(self.POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """schedulerName kai-scheduler, annotation pod-group-name, labels queue and subgroup-name."""
@@ -75,7 +77,7 @@ class KaiV2alpha2(SchedulerBackend):
         """The latest `status.schedulingConditions[]` entry: its `reasons[]` (first reason and message, plus
         `details.queueDetails`) say why the gang waits. No condition and some `resourcesStatus.allocated`
         means admitted; neither means KAI said nothing yet (admitted None)."""
-        pg = self.gang_object(POD_GROUP, objects)
+        pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
         status = pg.get("status") or {}

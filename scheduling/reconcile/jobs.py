@@ -43,7 +43,7 @@ from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
 from ..backends import discovery, registry
-from ..backends.base import ObjectRef, SchedulerBackend, object_source
+from ..backends.base import SchedulerBackend, object_source
 from ..choices import DesiredState, GangPhase, ReconcileOutcome
 from ..constants import LABEL_JOB_UID
 from ..kube import client as kube_client
@@ -62,6 +62,7 @@ from ..kube.errors import (
     refuses_for_good,
 )
 from ..kube.objects import JOB, SERVICE
+from ..kube.refs import ObjectRef
 from ..models import GangJob, PhaseTransition, ReconcileAttempt, RuntimeTemplate
 from ..observe.objects import created_at as o_created_at
 from ..services import policy

@@ -17,10 +17,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..backends.base import ObjectRef, SchedulerBackend
+from ..backends.base import SchedulerBackend
 from ..constants import LABEL_JOB_UID
 from ..kube import objects
 from ..kube.objects import JOB, POD, SERVICE
+from ..kube.refs import ObjectRef
 from . import ownership
 
 
