@@ -212,12 +212,9 @@ def choose_backend(job: GangJob, api) -> type[SchedulerBackend]:
     discovery). Raises TerminalKubeError BackendUnavailable when the cluster serves none."""
     family = job.resolved_spec.get("backend", "")
     served = set(job.cluster.served_apis or []) or discovery.served_versions(api)
-    try:
-        cls = registry.select(family, served)
-    except KeyError:
-        cls = None
+    cls = registry.plugin_for(family=family, served=served)
     if cls is None:
-        wanted = ", ".join(p.api_version for p in registry.plugins(family)) if family in registry.FAMILIES else "?"
+        wanted = ", ".join(registry.api_versions(family)) or "?"
         raise TerminalKubeError(BACKEND_UNAVAILABLE,
                                 f"cluster {job.cluster.name} serves no API of backend '{family}' (needs {wanted})")
     return cls
@@ -266,7 +263,7 @@ class JobReconciler:
             self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
             raise _Done
         if new is None or new is old:
-            known = ", ".join(p.api_version for p in registry.plugins(old.family))
+            known = ", ".join(registry.api_versions(old.family))
             message = (f"cluster {self.job.cluster.name} no longer serves {old.api_version} (backend {old.name}) "
                        f"and serves no other version of backend '{old.family}' ({known}); the job cannot continue")
             status.record_failure(self.job, API_VERSION_REMOVED, message)

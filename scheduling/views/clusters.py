@@ -28,18 +28,9 @@ def scheduling_apis(served: list[str]) -> list[str]:
 
 
 def backend_rows(cluster) -> list[dict]:
-    """Per registered plugin: its family, name, API version and whether this cluster serves it."""
-    served = set(cluster.served_apis or [])
-    rows = []
-    for family in registry.family_names():
-        plugins = registry.plugins(family)
-        chosen = registry.select(family, served)
-        for cls in plugins:
-            rows.append({"family": family, "name": cls.name, "api_version": cls.api_version,
-                         "served": cls.api_version in served, "chosen": cls is chosen})
-        if not plugins:
-            rows.append({"family": family, "name": "—", "api_version": "", "served": False, "chosen": False})
-    return rows
+    """Per registered plugin: its family, name, API version, whether this cluster serves it and which one is
+    chosen (`registry.catalogue` of the cluster's probed APIs)."""
+    return registry.catalogue(cluster.served_apis or [])
 
 
 @login_required
