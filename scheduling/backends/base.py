@@ -29,7 +29,11 @@ class GangStatus:
     - `at`: the cluster's timestamp for that statement (condition lastTransitionTime), or None.
     - `source`: the object it came from, "Kind namespace/name".
     - `queue_details`: KAI QuotaDetails, numbers per resource, when the scheduler gives them.
-    - `conditions`: the raw conditions, for display.
+    - `conditions`: the raw conditions, for display only: observe/ reads the fields below, never these.
+    - `reasons`: every {"reason", "message", "details"} the scheduler gives for the gang's wait, most relevant
+      first (KAI: the latest scheduling condition's `reasons[]`), for why-pending.
+    - `disruption_reason` / `disruption_message`: set while the scheduler says it is disrupting an admitted gang
+      (Kubernetes PodGroup `DisruptionTarget=True`, e.g. "PreemptionByScheduler"); "" otherwise.
     - `scheduled_at_admission`: True when `at` of an admitted gang is the time it was scheduled, written once by
       the scheduler (v1beta1 `PodGroupInitiallyScheduled`): the Scheduled entry then comes from it, not from the
       pods' bind times. Such a condition never reverts, so a later attempt is still judged from its pods.
@@ -43,6 +47,9 @@ class GangStatus:
     queue_details: dict | None = None
     conditions: list[dict] = field(default_factory=list)
     scheduled_at_admission: bool = False
+    reasons: list[dict] = field(default_factory=list)
+    disruption_reason: str = ""
+    disruption_message: str = ""
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
     def read_status(self, objects: list[dict]) -> GangStatus:
         """PodGroup conditions written by kube-scheduler: `SCHEDULED` True/Scheduled (admitted),
         False/Unschedulable or SchedulerError (not admitted); DisruptionTarget True (PreemptionByScheduler)
-        takes precedence in reason and message."""
+        takes precedence in reason and message, and sets `disruption_reason` / `disruption_message`."""
         pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
@@ -95,5 +95,6 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
         if disrupted is not None and disrupted.get("status") == "True":
             result.reason = disrupted.get("reason") or self.DISRUPTION_TARGET
             result.message = disrupted.get("message", "")
+            result.disruption_reason, result.disruption_message = result.reason, result.message
             result.at = parse_time(disrupted.get("lastTransitionTime"))
         return result

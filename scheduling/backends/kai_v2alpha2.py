@@ -74,9 +74,9 @@ class KaiV2alpha2(SchedulerBackend):
         return {"labels": {KAI_SKIP_PODGROUPER_LABEL: "true"}, "annotations": {KAI_SKIP_PODGROUPER_LABEL: "true"}}
 
     def read_status(self, objects: list[dict]) -> GangStatus:
-        """The latest `status.schedulingConditions[]` entry: its `reasons[]` (first reason and message, plus
-        `details.queueDetails`) say why the gang waits. No condition and some `resourcesStatus.allocated`
-        means admitted; neither means KAI said nothing yet (admitted None)."""
+        """The latest `status.schedulingConditions[]` entry: its `reasons[]` (all of them in `reasons`; the first
+        one's reason and message, and `details.queueDetails`) say why the gang waits. No condition and some
+        `resourcesStatus.allocated` means admitted; neither means KAI said nothing yet (admitted None)."""
         pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
@@ -85,7 +85,7 @@ class KaiV2alpha2(SchedulerBackend):
         source = object_source(pg)
         if conditions:
             latest = max(conditions, key=lambda c: c.get("lastTransitionTime") or "")
-            reasons = latest.get("reasons") or []
+            reasons = [r for r in latest.get("reasons") or [] if isinstance(r, dict)]
             first = reasons[0] if reasons else {}
             details = next(((r.get("details") or {}).get("queueDetails") for r in reasons
                             if (r.get("details") or {}).get("queueDetails")), None)
@@ -94,7 +94,7 @@ class KaiV2alpha2(SchedulerBackend):
                 reason=first.get("reason") or latest.get("reason") or "Unschedulable",
                 message=first.get("message") or latest.get("message") or "",
                 at=parse_time(latest.get("lastTransitionTime")), source=source, queue_details=details,
-                conditions=conditions)
+                conditions=conditions, reasons=reasons)
         allocated = (status.get("resourcesStatus") or {}).get("allocated") or {}
         if allocated:
             return GangStatus(admitted=True, reason="Allocated", source=source)

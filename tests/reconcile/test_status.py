@@ -131,7 +131,7 @@ def test_kai_over_limit_numbers_reach_the_job_and_disappear_when_cleared(job):
     reason = condition["reasons"][0]
     gang = GangStatus(admitted=False, reason="OverLimit", message=reason["message"], at=t(3),
                       source="PodGroup default/j-pg", queue_details=reason["details"]["queueDetails"],
-                      conditions=[condition])
+                      conditions=[condition], reasons=condition["reasons"])
     status.apply_observation(job, StubBackend(gang), [over], [pod(name=f"p-{i}") for i in range(3)], [batch_job()])
     job.refresh_from_db()
     gpu = job.why_pending["queue"]["resources"]["nvidia.com/gpu"]
