@@ -204,6 +204,8 @@ class SchedulerBackend:
     owned_whole: tuple[str, ...] = ()
     # Finalizers gangweb may release on its own objects once no live pod needs them.
     releasable_finalizers: tuple[str, ...] = ()
+    # Pod `spec` fields the plugin reads back from the cluster (`pod_in_group`); kept when pods are listed slim.
+    pod_spec_keys: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         """Compute `gang_kinds` from `gang_refs` (the subclass's own refs, inherited or overridden), unless the
@@ -233,6 +235,11 @@ class SchedulerBackend:
     def owner_metadata(self, spec: GangSpec) -> dict:
         """Extra {"labels": {...}, "annotations": {...}} for the pods' owners (the Indexed Jobs)."""
         return {"labels": {}, "annotations": {}}
+
+    def pod_in_group(self, pod: dict, gang_name: str) -> bool:
+        """True when the observed `pod` (one of the job's) belongs to the gang object named `gang_name`, as the
+        scheduler links them. The base says every pod of the job does (one gang per job, named by labels)."""
+        return True
 
     def read_status(self, objects: list[dict]) -> GangStatus:
         """Read the observed gang objects of one job into a GangStatus (empty list: GangStatus())."""

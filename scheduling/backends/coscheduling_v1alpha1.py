@@ -9,11 +9,12 @@ Source: shared/reference/k8s-gang-apis.md §3 (scheduler-plugins `apis/schedulin
 """
 from __future__ import annotations
 
-from ..constants import COSCHEDULING_POD_GROUP_LABEL, COSCHEDULING_SCHEDULER_NAME
 from ..kube.refs import ObjectRef
 from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # the pods' label naming their PodGroup
+COSCHEDULING_SCHEDULER_NAME = "scheduler-plugins-scheduler"  # the default; often a profile of another scheduler
 ADMITTED_PHASES = {"Running", "Finished"}
 
 

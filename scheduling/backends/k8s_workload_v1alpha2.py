@@ -13,13 +13,15 @@ priorityClassName, disruptionMode) are not set: the API server would drop them s
 """
 from __future__ import annotations
 
-from ..constants import K8S_PODGROUP_PROTECTION_FINALIZER
 from ..kube.refs import ObjectRef
 from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 WORKLOAD = ObjectRef("scheduling.k8s.io/v1alpha2", "Workload", "workloads")
 POD_GROUP = ObjectRef("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
 TEMPLATE_NAME = "gang"
+# Added by admission while pods reference the PodGroup (lifecycle.md); gangweb releases it on its own terminating
+# v1alpha2 PodGroups once none of the group's pods is alive.
+K8S_PODGROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 SCHEDULED = "PodGroupScheduled"
 DISRUPTION_TARGET = "DisruptionTarget"
 
@@ -41,6 +43,7 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
     SCHEDULED = SCHEDULED  # the PodGroup condition kube-scheduler writes when it admits (or cannot admit) the gang
     DISRUPTION_TARGET = DISRUPTION_TARGET
     gang_refs = ("WORKLOAD", "POD_GROUP")
+    pod_spec_keys = ("schedulingGroup",)
     immutable_spec = True
     releasable_finalizers = (K8S_PODGROUP_PROTECTION_FINALIZER,)
 
@@ -74,6 +77,10 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
         out = super().stamp_pod_template(template, spec, pod_set)
         out.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": spec.gang_name}
         return out
+
+    def pod_in_group(self, pod: dict, gang_name: str) -> bool:
+        """A pod names its PodGroup in `spec.schedulingGroup.podGroupName`."""
+        return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == gang_name
 
     def read_status(self, objects: list[dict]) -> GangStatus:
         """PodGroup conditions written by kube-scheduler: `SCHEDULED` True/Scheduled (admitted),

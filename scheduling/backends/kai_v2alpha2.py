@@ -15,17 +15,17 @@ phase (removed in v0.17.0), only `schedulingConditions` and `resourcesStatus`.
 """
 from __future__ import annotations
 
-from ..constants import (
-    KAI_POD_GROUP_ANNOTATION,
-    KAI_QUEUE_LABEL,
-    KAI_SCHEDULER_NAME,
-    KAI_SKIP_PODGROUPER_LABEL,
-    KAI_SUBGROUP_LABEL,
-)
 from ..kube.refs import ObjectRef
 from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.run.ai/v2alpha2", "PodGroup", "podgroups")
+# KAI's keys (kai.md §3): the pods' scheduler (configurable at install: a cluster setting overrides it), queue and
+# subgroup labels, the annotation naming the PodGroup, and the owner key that keeps KAI's podgrouper away.
+KAI_SCHEDULER_NAME = "kai-scheduler"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+KAI_SKIP_PODGROUPER_LABEL = "kai.scheduler/skip-podgrouper"
 
 
 class KaiV2alpha2(SchedulerBackend):

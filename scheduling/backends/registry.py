@@ -95,6 +95,15 @@ def gang_kinds(served: Iterable[str] | None) -> list:
     return refs
 
 
+def pod_spec_keys() -> tuple[str, ...]:
+    """The pod `spec` fields any registered plugin reads back (`SchedulerBackend.pod_spec_keys`), e.g.
+    ("schedulingGroup",): a slim pod listing keeps them."""
+    keys: list[str] = []
+    for cls in all_plugins():
+        keys += [k for k in cls.pod_spec_keys if k not in keys]
+    return tuple(keys)
+
+
 def catalogue(served: Iterable[str]) -> list[dict]:
     """Per registered plugin, family by family: {"family", "name", "api_version", "served", "chosen"}, where
     `served` is the plugin's own `available(served)` and `chosen` marks the one `select` picks (the cluster page)."""

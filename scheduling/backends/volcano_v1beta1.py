@@ -12,11 +12,12 @@ object, to leave Volcano's status alone.
 """
 from __future__ import annotations
 
-from ..constants import VOLCANO_GROUP_NAME_ANNOTATION, VOLCANO_SCHEDULER_NAME
 from ..kube.refs import ObjectRef
 from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # the pods' annotation naming their PodGroup
+VOLCANO_SCHEDULER_NAME = "volcano"
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 ADMITTED_PHASES = {"Running", "Completed"}
 

@@ -608,13 +608,13 @@ class JobReconciler:
         return None
 
     def live_pods_of(self, gang_name: str) -> list[dict]:
-        """The job's pods not yet Succeeded/Failed (terminating ones included) that name `gang_name` as their group
-        (v1alpha2 schedulingGroup) or, for other backends, any live pod of the job."""
+        """The job's pods not yet Succeeded/Failed (terminating ones included) that belong to the gang object
+        `gang_name` as its plugin links them (`pod_in_group`: v1alpha2 `schedulingGroup`; any pod of the job by
+        default)."""
         live = [p for p in self.observed.pods if (p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES]
         if not self.backend.releasable_finalizers:
             return live
-        return [p for p in live if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-                == gang_name]
+        return [p for p in live if self.backend.pod_in_group(p, gang_name)]
 
     def release_finalizers(self, ref: ObjectRef, obj: dict) -> None:
         """Drop the backend's protection finalizer from our terminating object once no live pod references it."""

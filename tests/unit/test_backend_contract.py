@@ -10,6 +10,7 @@ import pytest
 from scheduling.backends import registry
 from scheduling.backends.base import GangStatus, SchedulerBackend
 from scheduling.kube.refs import ObjectRef
+from scheduling.reconcile.observed import slim_pod
 from tests.unit.test_backends import LABELS, spec
 
 PLUGINS = registry.all_plugins()
@@ -55,6 +56,12 @@ def test_plugin_contract(cls):
     assert template == before and stamped != before
     if cls.scheduler_name:
         assert stamped["spec"]["schedulerName"] == cls.scheduler_name
+    # A pod made from the stamped template belongs to the gang, also as a resync lists it (slim), and not to another.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": stamped.get("metadata", {}), "spec": stamped["spec"],
+           "status": {"phase": "Running"}}
+    assert backend.pod_in_group(pod, s.gang_name) and backend.pod_in_group(slim_pod(pod), s.gang_name)
+    if cls.releasable_finalizers:  # it names the group: a pod of another generation's group holds nothing
+        assert not backend.pod_in_group(pod, "train-old")
 
     assert backend.read_status([]) == GangStatus()
     served = [as_served(o) for o in built]
