@@ -79,7 +79,9 @@ class GangSpec:
       "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds;
     - `disruption_mode`: the template's `gang.disruptionMode`, "" (scheduler default), "single" or "all";
     - `durations`: KAI v0.17 `{"preemptionDelay": "5m", "stalenessGracePeriod": "-1s"}` from the template's gang
-      (Go duration strings, validated), only the keys it sets.
+      (Go duration strings, validated), only the keys it sets;
+    - `scheduler_name`: the pods' `schedulerName` on the job's cluster (`Cluster.scheduler_names`), "" for the
+      plugin's default.
     """
 
     job_name: str
@@ -99,6 +101,7 @@ class GangSpec:
     labels: dict
     disruption_mode: str = ""
     durations: dict = field(default_factory=dict)
+    scheduler_name: str = ""
 
     @property
     def total_replicas(self) -> int:
@@ -226,10 +229,11 @@ class SchedulerBackend:
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """A copy of the pod template with what the scheduler needs to group the pod (schedulerName, labels,
-        annotations, `spec.schedulingGroup`). The base sets `schedulerName` when the backend names one."""
+        annotations, `spec.schedulingGroup`). The base sets `schedulerName` when the backend names a scheduler:
+        the cluster's name for it (`spec.scheduler_name`), else the plugin's default."""
         out = copy.deepcopy(template)
         if self.scheduler_name:
-            out.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+            out.setdefault("spec", {})["schedulerName"] = spec.scheduler_name or self.scheduler_name
         return out
 
     def owner_metadata(self, spec: GangSpec) -> dict:

@@ -95,6 +95,17 @@ def gang_kinds(served: Iterable[str] | None) -> list:
     return refs
 
 
+def scheduler_names() -> dict[str, str]:
+    """{family: its newest plugin's default `scheduler_name`} for the families whose plugins name a scheduler of
+    their own (k8s-workload keeps the default scheduler and is absent): the defaults of `Cluster.scheduler_names`."""
+    out = {}
+    for family in family_names():
+        cls = newest(family)
+        if cls is not None and cls.scheduler_name:
+            out[family] = cls.scheduler_name
+    return out
+
+
 def pod_spec_keys() -> tuple[str, ...]:
     """The pod `spec` fields any registered plugin reads back (`SchedulerBackend.pod_spec_keys`), e.g.
     ("schedulingGroup",): a slim pod listing keeps them."""

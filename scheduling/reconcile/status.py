@@ -42,6 +42,16 @@ def job_shape(job: GangJob) -> phases.JobShape:
                            cancelling=job.desired_state == DesiredState.CANCEL)
 
 
+def scheduler_of(job: GangJob, backend) -> str:
+    """The scheduler the job's pods wait for, for why-pending: the cluster's name for the backend's scheduler
+    (`Cluster.scheduler_names`), else the plugin's default; "default-scheduler" for a backend that names none."""
+    if not getattr(backend, "scheduler_name", ""):
+        return "default-scheduler"
+    if job.cluster_id:
+        return job.cluster.scheduler_name_for(getattr(backend, "family", "")) or backend.scheduler_name
+    return backend.scheduler_name
+
+
 def current_gang_name(job: GangJob) -> str:
     """The name of the job's gang object(s) at its current `gang_generation` (reconcile/names.py)."""
     return names.gang_name(job.name, job.uid, job.gang_generation)
@@ -124,7 +134,7 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
     gang = read_gang_status(backend, current_gang_objects(job, gang_objects))
     pod_list = [pod_facts(p) for p in pods]
     owner_list = [owner_facts(w) for w in owners]
-    scheduler = getattr(backend, "scheduler_name", "") or "default-scheduler"
+    scheduler = scheduler_of(job, backend)
     facts = (gang, gang_objects, pods, owners, pod_list, owner_list, scheduler)
     if recorded is not None and job.phase not in TERMINAL_PHASES:
         obs, changes = _derive(job, job, recorded, *facts)
