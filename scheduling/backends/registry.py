@@ -106,6 +106,11 @@ def scheduler_names() -> dict[str, str]:
     return out
 
 
+def api_groups() -> list[str]:
+    """The API groups of every registered plugin ("scheduling.k8s.io", "scheduling.run.ai", ...), sorted."""
+    return sorted({cls.api_version.rpartition("/")[0] for cls in all_plugins()})
+
+
 def pod_spec_keys() -> tuple[str, ...]:
     """The pod `spec` fields any registered plugin reads back (`SchedulerBackend.pod_spec_keys`), e.g.
     ("schedulingGroup",): a slim pod listing keeps them."""

@@ -19,14 +19,15 @@ from ..services import access, audit
 from ..services.errors import ServiceError
 from .common import allowed
 
-# API groups that matter for gang scheduling, shown first on the cluster page.
-SCHEDULING_GROUPS = ("scheduling.k8s.io", "scheduling.run.ai", "scheduling.x-k8s.io", "scheduling.volcano.sh",
-                     "kai.scheduler", "batch")
+# API groups shown on the cluster page besides the registered plugins' own (`registry.api_groups`): the pods'
+# owners (batch) and KAI's cluster configuration (Topology, `kai.scheduler`), which templates' topology names.
+OTHER_GROUPS = ("kai.scheduler", "batch")
 
 
 def scheduling_apis(served: list[str]) -> list[str]:
-    """The served "group/version" strings that belong to a scheduling-related group, sorted."""
-    return sorted(gv for gv in served or [] if gv.rpartition("/")[0] in SCHEDULING_GROUPS)
+    """The served "group/version" strings of a registered plugin's API group or of OTHER_GROUPS, sorted."""
+    groups = {*registry.api_groups(), *OTHER_GROUPS}
+    return sorted(gv for gv in served or [] if gv.rpartition("/")[0] in groups)
 
 
 def backend_rows(cluster) -> list[dict]:
