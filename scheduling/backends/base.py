@@ -164,6 +164,38 @@ def replacing(desired, observed):
     return desired
 
 
+def _get_path(value, path: list[str]):
+    """(True, value at `path` through nested maps) or (False, None) when a map along the way lacks a key."""
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return False, None
+        value = value[key]
+    return True, value
+
+
+def _patch_within(want, have, leaves: list[list[str]]):
+    """(merge patch, differing leaves) that turns `have` into `want` by changing only values at `leaves` (paths
+    through nested maps), or None when anything else differs (or a leaf's maps are missing on either side)."""
+    if not (isinstance(want, dict) and isinstance(have, dict)):
+        return None
+    aligned, patch, differing = copy.deepcopy(want), {}, []
+    for leaf in leaves:
+        found_want, wanted = _get_path(want, leaf)
+        found_have, had = _get_path(have, leaf)
+        if not found_want or not found_have:
+            return None
+        if is_subset(wanted, had):
+            continue
+        target, out = aligned, patch
+        for key in leaf[:-1]:
+            target, out = target[key], out.setdefault(key, {})
+        target[leaf[-1]], out[leaf[-1]] = copy.deepcopy(had), wanted
+        differing.append(leaf)
+    if not differing or not is_subset(aligned, have):
+        return None
+    return patch, differing
+
+
 def parse_time(value) -> datetime | None:
     """An RFC 3339 timestamp from the API ("2026-11-29T14:00:00Z") as an aware datetime, or None."""
     return parse_datetime(value) if isinstance(value, str) and value else None
@@ -198,8 +230,11 @@ class SchedulerBackend:
     gang_kinds: tuple[ObjectRef, ...] = ()
     immutable_spec: bool = False
 
-    # Spec fields a merge patch may change in place; any other differing field means replace.
+    # Spec fields a merge patch may change in place; any other differing field means replace. An entry may be a
+    # dotted path into a map-valued field ("schedulingPolicy.gang.minCount"): only that leaf is then mutable, and a
+    # difference anywhere else in the field replaces. `mutable_by_kind` overrides it per gang kind ({"PodGroup": ...}).
     mutable_fields: tuple[str, ...] = ()
+    mutable_by_kind: dict[str, tuple[str, ...]] = {}
     # Spec fields whose values are ResourceLists (compared as quantities).
     quantity_fields: tuple[str, ...] = ("minResources",)
     # Spec fields gangweb owns whole (maps and lists of maps it writes completely): a key or item field present only
@@ -249,16 +284,30 @@ class SchedulerBackend:
         """Read the observed gang objects of one job into a GangStatus (empty list: GangStatus())."""
         raise NotImplementedError
 
+    def mutable_paths(self, kind: str) -> tuple[str, ...]:
+        """The spec paths of gang kind `kind` a merge patch may change: `mutable_by_kind[kind]`, else
+        `mutable_fields`. A path is a top-level field ("minMember") or a dotted path into a map ("a.b.c")."""
+        return self.mutable_by_kind.get(kind, self.mutable_fields)
+
     def diff(self, desired: dict, observed: dict) -> Drift:
         """Compare one desired gang object with the observed one of the same kind and name.
 
-        Compares the spec fields the desired object sets plus `mutable_fields` (so a field gangweb stopped
-        setting, e.g. a cleared priorityClassName, is removed). Values set only by the server are ignored.
-        Fields in `mutable_fields` are patched in place unless `immutable_spec`; anything else is a replace.
+        Compares the spec fields the desired object sets plus the kind's top-level mutable fields (so a field
+        gangweb stopped setting, e.g. a cleared priorityClassName, is removed). Values set only by the server are
+        ignored. A differing field that is mutable whole is patched in place; one with mutable paths inside
+        (`mutable_paths`, "schedulingPolicy.gang.minCount") is patched at those leaves when they are all that
+        differs, and `fields` names the paths; anything else, or any drift with `immutable_spec`, is a replace.
         """
         want, have = desired.get("spec") or {}, observed.get("spec") or {}
+        paths = self.mutable_paths(desired.get("kind", ""))
+        whole = tuple(p for p in paths if "." not in p)
+        inner: dict[str, list[list[str]]] = {}
+        for path in paths:
+            if "." in path:
+                head, *rest = path.split(".")
+                inner.setdefault(head, []).append(rest)
         changed = []
-        for key in sorted({*want, *self.mutable_fields}):
+        for key in sorted({*want, *whole}):
             if key not in want:
                 if have.get(key) not in (None, "", {}, []):
                     changed.append(key)
@@ -270,13 +319,20 @@ class SchedulerBackend:
                 changed.append(key)
         if not changed:
             return Drift()
-        if self.immutable_spec or any(key not in self.mutable_fields for key in changed):
+        if self.immutable_spec or any(key not in whole and key not in inner for key in changed):
             return Drift(fields=changed, replace=True)
-        patch = {}
+        patch, fields = {}, []
         for key in changed:
-            value = want.get(key)
-            patch[key] = replacing(value, have.get(key))
-        return Drift(fields=changed, patch={"spec": patch})
+            if key in whole:
+                patch[key] = replacing(want.get(key), have.get(key))
+                fields.append(key)
+                continue
+            within = _patch_within(want.get(key), have.get(key), inner[key])
+            if within is None:
+                return Drift(fields=changed, replace=True)
+            patch[key], leaves = within
+            fields += [".".join([key, *leaf]) for leaf in leaves]
+        return Drift(fields=fields, patch={"spec": patch})
 
     # ---- helpers for subclasses ---------------------------------------------------------------------------------
     def metadata(self, spec: GangSpec, name: str, annotations: dict | None = None) -> dict:
