@@ -13,23 +13,8 @@ LABEL_JOB_UID = "gangweb.io/job-uid"  # the job's UUID: the owner check before a
 LABEL_POD_SET = "gangweb.io/pod-set"
 ANNOTATION_SPEC_HASH = "gangweb.io/spec-hash"
 
-# KAI Scheduler (scheduling.run.ai).
-KAI_SCHEDULER_NAME = "kai-scheduler"
-KAI_QUEUE_LABEL = "kai.scheduler/queue"
-KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
-KAI_POD_GROUP_ANNOTATION = "pod-group-name"
-KAI_SKIP_PODGROUPER_LABEL = "kai.scheduler/skip-podgrouper"
-
-# Kubernetes workload-aware scheduling (scheduling.k8s.io/v1alpha2).
-K8S_PODGROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
-
-# scheduler-plugins coscheduling.
-COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-COSCHEDULING_SCHEDULER_NAME = "scheduler-plugins-scheduler"
-
-# Volcano.
-VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
-VOLCANO_SCHEDULER_NAME = "volcano"
+# Each scheduler's own label, annotation and finalizer keys and its default scheduler name live in its plugin
+# (scheduling/backends/<scheduler>_<version>.py).
 
 # Kubernetes limits.
 DNS1123_LABEL_MAX = 63

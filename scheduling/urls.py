@@ -29,6 +29,7 @@ urlpatterns = [
     path("clusters/new/", views.cluster_create, name="cluster-new"),
     path("clusters/<slug:name>/", views.cluster_detail, name="cluster"),
     path("clusters/<slug:name>/test/", views.cluster_test, name="cluster-test"),
+    path("clusters/<slug:name>/schedulers/", views.cluster_schedulers, name="cluster-schedulers"),
     path("webhooks/", views.webhook_list, name="webhooks"),
     path("webhooks/<int:pk>/test/", views.webhook_test, name="webhook-test"),
 ]

@@ -48,12 +48,15 @@ class ClusterSerializer(serializers.ModelSerializer):
     kubeconfig = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=False,
                                        style={"base_template": "textarea.html"})
     has_credentials = serializers.SerializerMethodField()
+    scheduler_names = serializers.JSONField(
+        required=False, help_text="{backend family: schedulerName on this cluster}, e.g. {\"kai\": \"kai-scheduler\"}; "
+                                  "a write changes the families it names (an empty name restores the default)")
 
     class Meta:
         model = Cluster
         fields = ["id", "name", "description", "kubeconfig", "context", "in_cluster", "has_credentials", "health",
                   "health_message", "last_probe_at", "server_version", "served_apis", "available_backends",
-                  "created_at", "updated_at"]
+                  "scheduler_names", "created_at", "updated_at"]
         read_only_fields = ["health", "health_message", "last_probe_at", "server_version", "served_apis",
                             "available_backends", "created_at", "updated_at"]
 
@@ -66,6 +69,9 @@ class ClusterSerializer(serializers.ModelSerializer):
         from ..services import clusters as cluster_service
 
         cluster_service.check_kubeconfig(attrs, self.instance)
+        if "scheduler_names" in attrs:
+            attrs["scheduler_names"] = cluster_service.scheduler_names(
+                attrs["scheduler_names"], self.instance.scheduler_names if self.instance else None)
         return attrs
 
 

@@ -16,25 +16,7 @@ from datetime import datetime
 from django.utils.dateparse import parse_datetime
 from kubernetes.utils import parse_quantity
 
-
-@dataclass(frozen=True)
-class ObjectRef:
-    """Where a kind lives: API group/version, kind, plural, and whether it is namespaced."""
-
-    api_version: str  # "scheduling.k8s.io/v1alpha2", "scheduling.run.ai/v2alpha2", "batch/v1", "v1"
-    kind: str
-    plural: str
-    namespaced: bool = True
-
-    @property
-    def group(self) -> str:
-        """API group ("" for core)."""
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        """API version."""
-        return self.api_version.rpartition("/")[2]
+from ..kube.refs import ObjectRef  # lives in kube/ (kube/ takes any ref); plugins may name it from here too
 
 
 @dataclass
@@ -47,7 +29,11 @@ class GangStatus:
     - `at`: the cluster's timestamp for that statement (condition lastTransitionTime), or None.
     - `source`: the object it came from, "Kind namespace/name".
     - `queue_details`: KAI QuotaDetails, numbers per resource, when the scheduler gives them.
-    - `conditions`: the raw conditions, for display.
+    - `conditions`: the raw conditions, for display only: observe/ reads the fields below, never these.
+    - `reasons`: every {"reason", "message", "details"} the scheduler gives for the gang's wait, most relevant
+      first (KAI: the latest scheduling condition's `reasons[]`), for why-pending.
+    - `disruption_reason` / `disruption_message`: set while the scheduler says it is disrupting an admitted gang
+      (Kubernetes PodGroup `DisruptionTarget=True`, e.g. "PreemptionByScheduler"); "" otherwise.
     - `scheduled_at_admission`: True when `at` of an admitted gang is the time it was scheduled, written once by
       the scheduler (v1beta1 `PodGroupInitiallyScheduled`): the Scheduled entry then comes from it, not from the
       pods' bind times. Such a condition never reverts, so a later attempt is still judged from its pods.
@@ -61,6 +47,9 @@ class GangStatus:
     queue_details: dict | None = None
     conditions: list[dict] = field(default_factory=list)
     scheduled_at_admission: bool = False
+    reasons: list[dict] = field(default_factory=list)
+    disruption_reason: str = ""
+    disruption_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,7 +79,9 @@ class GangSpec:
       "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds;
     - `disruption_mode`: the template's `gang.disruptionMode`, "" (scheduler default), "single" or "all";
     - `durations`: KAI v0.17 `{"preemptionDelay": "5m", "stalenessGracePeriod": "-1s"}` from the template's gang
-      (Go duration strings, validated), only the keys it sets.
+      (Go duration strings, validated), only the keys it sets;
+    - `scheduler_name`: the pods' `schedulerName` on the job's cluster (`Cluster.scheduler_names`), "" for the
+      plugin's default.
     """
 
     job_name: str
@@ -110,6 +101,7 @@ class GangSpec:
     labels: dict
     disruption_mode: str = ""
     durations: dict = field(default_factory=dict)
+    scheduler_name: str = ""
 
     @property
     def total_replicas(self) -> int:
@@ -172,6 +164,38 @@ def replacing(desired, observed):
     return desired
 
 
+def _get_path(value, path: list[str]):
+    """(True, value at `path` through nested maps) or (False, None) when a map along the way lacks a key."""
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return False, None
+        value = value[key]
+    return True, value
+
+
+def _patch_within(want, have, leaves: list[list[str]]):
+    """(merge patch, differing leaves) that turns `have` into `want` by changing only values at `leaves` (paths
+    through nested maps), or None when anything else differs (or a leaf's maps are missing on either side)."""
+    if not (isinstance(want, dict) and isinstance(have, dict)):
+        return None
+    aligned, patch, differing = copy.deepcopy(want), {}, []
+    for leaf in leaves:
+        found_want, wanted = _get_path(want, leaf)
+        found_have, had = _get_path(have, leaf)
+        if not found_want or not found_have:
+            return None
+        if is_subset(wanted, had):
+            continue
+        target, out = aligned, patch
+        for key in leaf[:-1]:
+            target, out = target[key], out.setdefault(key, {})
+        target[leaf[-1]], out[leaf[-1]] = copy.deepcopy(had), wanted
+        differing.append(leaf)
+    if not differing or not is_subset(aligned, have):
+        return None
+    return patch, differing
+
+
 def parse_time(value) -> datetime | None:
     """An RFC 3339 timestamp from the API ("2026-11-29T14:00:00Z") as an aware datetime, or None."""
     return parse_datetime(value) if isinstance(value, str) and value else None
@@ -191,7 +215,10 @@ class SchedulerBackend:
     - `name`: unique plugin name, family plus version, e.g. "k8s-workload-v1alpha2";
     - `api_version`: the group/version it needs, checked through API discovery;
     - `scheduler_name`: the pods' `spec.schedulerName` ("" keeps the default scheduler);
-    - `gang_kinds`: ObjectRefs of the gang objects it creates, in creation order;
+    - `gang_refs`: names of the class attributes holding the ObjectRefs of the gang objects it creates, in creation
+      order (e.g. ("WORKLOAD", "POD_GROUP")); the refs are class attributes so that a later API version subclasses
+      a plugin and overrides only the refs that changed;
+    - `gang_kinds`: those ObjectRefs, computed for each subclass from `gang_refs` (`__init_subclass__`);
     - `immutable_spec`: True when the gang objects' spec cannot be updated (replace under a new name instead).
     """
 
@@ -199,11 +226,15 @@ class SchedulerBackend:
     name: str = ""
     api_version: str = ""
     scheduler_name: str = ""
+    gang_refs: tuple[str, ...] = ()
     gang_kinds: tuple[ObjectRef, ...] = ()
     immutable_spec: bool = False
 
-    # Spec fields a merge patch may change in place; any other differing field means replace.
+    # Spec fields a merge patch may change in place; any other differing field means replace. An entry may be a
+    # dotted path into a map-valued field ("schedulingPolicy.gang.minCount"): only that leaf is then mutable, and a
+    # difference anywhere else in the field replaces. `mutable_by_kind` overrides it per gang kind ({"PodGroup": ...}).
     mutable_fields: tuple[str, ...] = ()
+    mutable_by_kind: dict[str, tuple[str, ...]] = {}
     # Spec fields whose values are ResourceLists (compared as quantities).
     quantity_fields: tuple[str, ...] = ("minResources",)
     # Spec fields gangweb owns whole (maps and lists of maps it writes completely): a key or item field present only
@@ -211,6 +242,15 @@ class SchedulerBackend:
     owned_whole: tuple[str, ...] = ()
     # Finalizers gangweb may release on its own objects once no live pod needs them.
     releasable_finalizers: tuple[str, ...] = ()
+    # Pod `spec` fields the plugin reads back from the cluster (`pod_in_group`); kept when pods are listed slim.
+    pod_spec_keys: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        """Compute `gang_kinds` from `gang_refs` (the subclass's own refs, inherited or overridden), unless the
+        subclass sets `gang_kinds` itself."""
+        super().__init_subclass__(**kwargs)
+        if cls.gang_refs and "gang_kinds" not in cls.__dict__:
+            cls.gang_kinds = tuple(getattr(cls, attr) for attr in cls.gang_refs)
 
     @classmethod
     def available(cls, served: set[str]) -> bool:
@@ -224,30 +264,50 @@ class SchedulerBackend:
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """A copy of the pod template with what the scheduler needs to group the pod (schedulerName, labels,
-        annotations, `spec.schedulingGroup`). The base sets `schedulerName` when the backend names one."""
+        annotations, `spec.schedulingGroup`). The base sets `schedulerName` when the backend names a scheduler:
+        the cluster's name for it (`spec.scheduler_name`), else the plugin's default."""
         out = copy.deepcopy(template)
         if self.scheduler_name:
-            out.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+            out.setdefault("spec", {})["schedulerName"] = spec.scheduler_name or self.scheduler_name
         return out
 
     def owner_metadata(self, spec: GangSpec) -> dict:
         """Extra {"labels": {...}, "annotations": {...}} for the pods' owners (the Indexed Jobs)."""
         return {"labels": {}, "annotations": {}}
 
+    def pod_in_group(self, pod: dict, gang_name: str) -> bool:
+        """True when the observed `pod` (one of the job's) belongs to the gang object named `gang_name`, as the
+        scheduler links them. The base says every pod of the job does (one gang per job, named by labels)."""
+        return True
+
     def read_status(self, objects: list[dict]) -> GangStatus:
         """Read the observed gang objects of one job into a GangStatus (empty list: GangStatus())."""
         raise NotImplementedError
 
+    def mutable_paths(self, kind: str) -> tuple[str, ...]:
+        """The spec paths of gang kind `kind` a merge patch may change: `mutable_by_kind[kind]`, else
+        `mutable_fields`. A path is a top-level field ("minMember") or a dotted path into a map ("a.b.c")."""
+        return self.mutable_by_kind.get(kind, self.mutable_fields)
+
     def diff(self, desired: dict, observed: dict) -> Drift:
         """Compare one desired gang object with the observed one of the same kind and name.
 
-        Compares the spec fields the desired object sets plus `mutable_fields` (so a field gangweb stopped
-        setting, e.g. a cleared priorityClassName, is removed). Values set only by the server are ignored.
-        Fields in `mutable_fields` are patched in place unless `immutable_spec`; anything else is a replace.
+        Compares the spec fields the desired object sets plus the kind's top-level mutable fields (so a field
+        gangweb stopped setting, e.g. a cleared priorityClassName, is removed). Values set only by the server are
+        ignored. A differing field that is mutable whole is patched in place; one with mutable paths inside
+        (`mutable_paths`, "schedulingPolicy.gang.minCount") is patched at those leaves when they are all that
+        differs, and `fields` names the paths; anything else, or any drift with `immutable_spec`, is a replace.
         """
         want, have = desired.get("spec") or {}, observed.get("spec") or {}
+        paths = self.mutable_paths(desired.get("kind", ""))
+        whole = tuple(p for p in paths if "." not in p)
+        inner: dict[str, list[list[str]]] = {}
+        for path in paths:
+            if "." in path:
+                head, *rest = path.split(".")
+                inner.setdefault(head, []).append(rest)
         changed = []
-        for key in sorted({*want, *self.mutable_fields}):
+        for key in sorted({*want, *whole}):
             if key not in want:
                 if have.get(key) not in (None, "", {}, []):
                     changed.append(key)
@@ -259,13 +319,20 @@ class SchedulerBackend:
                 changed.append(key)
         if not changed:
             return Drift()
-        if self.immutable_spec or any(key not in self.mutable_fields for key in changed):
+        if self.immutable_spec or any(key not in whole and key not in inner for key in changed):
             return Drift(fields=changed, replace=True)
-        patch = {}
+        patch, fields = {}, []
         for key in changed:
-            value = want.get(key)
-            patch[key] = replacing(value, have.get(key))
-        return Drift(fields=changed, patch={"spec": patch})
+            if key in whole:
+                patch[key] = replacing(want.get(key), have.get(key))
+                fields.append(key)
+                continue
+            within = _patch_within(want.get(key), have.get(key), inner[key])
+            if within is None:
+                return Drift(fields=changed, replace=True)
+            patch[key], leaves = within
+            fields += [".".join([key, *leaf]) for leaf in leaves]
+        return Drift(fields=fields, patch={"spec": patch})
 
     # ---- helpers for subclasses ---------------------------------------------------------------------------------
     def metadata(self, spec: GangSpec, name: str, annotations: dict | None = None) -> dict:

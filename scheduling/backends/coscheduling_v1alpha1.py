@@ -9,10 +9,12 @@ Source: shared/reference/k8s-gang-apis.md §3 (scheduler-plugins `apis/schedulin
 """
 from __future__ import annotations
 
-from ..constants import COSCHEDULING_POD_GROUP_LABEL, COSCHEDULING_SCHEDULER_NAME
-from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+from ..kube.refs import ObjectRef
+from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # the pods' label naming their PodGroup
+COSCHEDULING_SCHEDULER_NAME = "scheduler-plugins-scheduler"  # the default; often a profile of another scheduler
 ADMITTED_PHASES = {"Running", "Finished"}
 
 
@@ -22,8 +24,9 @@ class CoschedulingV1alpha1(SchedulerBackend):
     family = "coscheduling"
     name = "coscheduling-v1alpha1"
     api_version = POD_GROUP.api_version
+    POD_GROUP = POD_GROUP
     scheduler_name = COSCHEDULING_SCHEDULER_NAME
-    gang_kinds = (POD_GROUP,)
+    gang_refs = ("POD_GROUP",)
     mutable_fields = ("minMember", "minResources", "scheduleTimeoutSeconds")
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
@@ -31,7 +34,7 @@ class CoschedulingV1alpha1(SchedulerBackend):
         body = {"minMember": spec.min_member, "scheduleTimeoutSeconds": spec.schedule_timeout_seconds}
         if spec.min_resources:
             body["minResources"] = dict(spec.min_resources)
-        return [self.new_gang_object(POD_GROUP, spec, body)]
+        return [self.new_gang_object(self.POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """schedulerName and the label `scheduling.x-k8s.io/pod-group`."""
@@ -41,7 +44,7 @@ class CoschedulingV1alpha1(SchedulerBackend):
 
     def read_status(self, objects: list[dict]) -> GangStatus:
         """`status.phase`: Running/Finished admitted, Failed not, others undecided; counters in the message."""
-        pg = self.gang_object(POD_GROUP, objects)
+        pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
         status = pg.get("status") or {}

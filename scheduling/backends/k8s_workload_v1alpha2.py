@@ -13,12 +13,15 @@ priorityClassName, disruptionMode) are not set: the API server would drop them s
 """
 from __future__ import annotations
 
-from ..constants import K8S_PODGROUP_PROTECTION_FINALIZER
-from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+from ..kube.refs import ObjectRef
+from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 WORKLOAD = ObjectRef("scheduling.k8s.io/v1alpha2", "Workload", "workloads")
 POD_GROUP = ObjectRef("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
 TEMPLATE_NAME = "gang"
+# Added by admission while pods reference the PodGroup (lifecycle.md); gangweb releases it on its own terminating
+# v1alpha2 PodGroups once none of the group's pods is alive.
+K8S_PODGROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 SCHEDULED = "PodGroupScheduled"
 DISRUPTION_TARGET = "DisruptionTarget"
 
@@ -39,7 +42,8 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
     TEMPLATE_NAME = TEMPLATE_NAME
     SCHEDULED = SCHEDULED  # the PodGroup condition kube-scheduler writes when it admits (or cannot admit) the gang
     DISRUPTION_TARGET = DISRUPTION_TARGET
-    gang_kinds = (WORKLOAD, POD_GROUP)
+    gang_refs = ("WORKLOAD", "POD_GROUP")
+    pod_spec_keys = ("schedulingGroup",)
     immutable_spec = True
     releasable_finalizers = (K8S_PODGROUP_PROTECTION_FINALIZER,)
 
@@ -74,10 +78,14 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
         out.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": spec.gang_name}
         return out
 
+    def pod_in_group(self, pod: dict, gang_name: str) -> bool:
+        """A pod names its PodGroup in `spec.schedulingGroup.podGroupName`."""
+        return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == gang_name
+
     def read_status(self, objects: list[dict]) -> GangStatus:
         """PodGroup conditions written by kube-scheduler: `SCHEDULED` True/Scheduled (admitted),
         False/Unschedulable or SchedulerError (not admitted); DisruptionTarget True (PreemptionByScheduler)
-        takes precedence in reason and message."""
+        takes precedence in reason and message, and sets `disruption_reason` / `disruption_message`."""
         pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
@@ -94,5 +102,6 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
         if disrupted is not None and disrupted.get("status") == "True":
             result.reason = disrupted.get("reason") or self.DISRUPTION_TARGET
             result.message = disrupted.get("message", "")
+            result.disruption_reason, result.disruption_message = result.reason, result.message
             result.at = parse_time(disrupted.get("lastTransitionTime"))
         return result

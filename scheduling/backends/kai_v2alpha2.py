@@ -15,16 +15,17 @@ phase (removed in v0.17.0), only `schedulingConditions` and `resourcesStatus`.
 """
 from __future__ import annotations
 
-from ..constants import (
-    KAI_POD_GROUP_ANNOTATION,
-    KAI_QUEUE_LABEL,
-    KAI_SCHEDULER_NAME,
-    KAI_SKIP_PODGROUPER_LABEL,
-    KAI_SUBGROUP_LABEL,
-)
-from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+from ..kube.refs import ObjectRef
+from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.run.ai/v2alpha2", "PodGroup", "podgroups")
+# KAI's keys (kai.md §3): the pods' scheduler (configurable at install: a cluster setting overrides it), queue and
+# subgroup labels, the annotation naming the PodGroup, and the owner key that keeps KAI's podgrouper away.
+KAI_SCHEDULER_NAME = "kai-scheduler"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+KAI_SKIP_PODGROUPER_LABEL = "kai.scheduler/skip-podgrouper"
 
 
 class KaiV2alpha2(SchedulerBackend):
@@ -33,8 +34,9 @@ class KaiV2alpha2(SchedulerBackend):
     family = "kai"
     name = "kai-v2alpha2"
     api_version = POD_GROUP.api_version
+    POD_GROUP = POD_GROUP
     scheduler_name = KAI_SCHEDULER_NAME
-    gang_kinds = (POD_GROUP,)
+    gang_refs = ("POD_GROUP",)
     immutable_spec = False
     mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint",
                       "preemptionDelay", "stalenessGracePeriod")
@@ -54,7 +56,7 @@ class KaiV2alpha2(SchedulerBackend):
         if spec.topology:
             body["topologyConstraint"] = dict(spec.topology)
         body.update(spec.durations)  # v0.17: preemptionDelay, stalenessGracePeriod (Go durations)
-        return [self.new_gang_object(POD_GROUP, spec, body)]
+        return [self.new_gang_object(self.POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """schedulerName kai-scheduler, annotation pod-group-name, labels queue and subgroup-name."""
@@ -72,10 +74,10 @@ class KaiV2alpha2(SchedulerBackend):
         return {"labels": {KAI_SKIP_PODGROUPER_LABEL: "true"}, "annotations": {KAI_SKIP_PODGROUPER_LABEL: "true"}}
 
     def read_status(self, objects: list[dict]) -> GangStatus:
-        """The latest `status.schedulingConditions[]` entry: its `reasons[]` (first reason and message, plus
-        `details.queueDetails`) say why the gang waits. No condition and some `resourcesStatus.allocated`
-        means admitted; neither means KAI said nothing yet (admitted None)."""
-        pg = self.gang_object(POD_GROUP, objects)
+        """The latest `status.schedulingConditions[]` entry: its `reasons[]` (all of them in `reasons`; the first
+        one's reason and message, and `details.queueDetails`) say why the gang waits. No condition and some
+        `resourcesStatus.allocated` means admitted; neither means KAI said nothing yet (admitted None)."""
+        pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
         status = pg.get("status") or {}
@@ -83,7 +85,7 @@ class KaiV2alpha2(SchedulerBackend):
         source = object_source(pg)
         if conditions:
             latest = max(conditions, key=lambda c: c.get("lastTransitionTime") or "")
-            reasons = latest.get("reasons") or []
+            reasons = [r for r in latest.get("reasons") or [] if isinstance(r, dict)]
             first = reasons[0] if reasons else {}
             details = next(((r.get("details") or {}).get("queueDetails") for r in reasons
                             if (r.get("details") or {}).get("queueDetails")), None)
@@ -92,7 +94,7 @@ class KaiV2alpha2(SchedulerBackend):
                 reason=first.get("reason") or latest.get("reason") or "Unschedulable",
                 message=first.get("message") or latest.get("message") or "",
                 at=parse_time(latest.get("lastTransitionTime")), source=source, queue_details=details,
-                conditions=conditions)
+                conditions=conditions, reasons=reasons)
         allocated = (status.get("resourcesStatus") or {}).get("allocated") or {}
         if allocated:
             return GangStatus(admitted=True, reason="Allocated", source=source)

@@ -1,7 +1,9 @@
 """The backend registry: a plain mapping from plugin name to plugin class.
 
 Templates name a backend *family* ("kai", "k8s-workload", "coscheduling", "volcano"); each family has one
-plugin per API version, and `select` picks the highest version the cluster serves (KubeRay-style discovery). The
+plugin per API version, and `select` picks the highest version the cluster serves (KubeRay-style discovery), as
+each plugin's own `available(served)` says. This module is the only place that picks a plugin (`select`,
+`plugin_for`, `newest`) or lists a cluster's gang kinds (`gang_kinds`); reconcile/, the watch and the views ask it. The
 k8s-workload family has v1beta1 (Kubernetes 1.37) above v1alpha2 (1.36); a cluster upgraded from one to the other
 moves its jobs across (reconcile/jobs.py `JobReconciler.retire`).
 """
@@ -53,6 +55,82 @@ def select(family: str, served: Iterable[str]):
         if cls.available(served):
             return cls
     return None
+
+
+def newest(family: str):
+    """The highest-versioned plugin class registered for `family`, whatever a cluster serves (a template's preview
+    shows what a job would create on an up-to-date cluster); None for an unknown or empty family."""
+    found = plugins(family) if family in FAMILIES else []
+    return found[0] if found else None
+
+
+def plugin_for(name: str = "", family: str = "", served: Iterable[str] = ()):
+    """The plugin class a job uses: the one recorded under `name` at dispatch (None when no plugin has that name),
+    else the highest version of `family` the cluster serves (`select`; None when it serves none, or the family is
+    unknown). The one place that picks a job's plugin: reconcile/, the watch and the job page all ask here."""
+    if name:
+        try:
+            return by_name(name)
+        except KeyError:
+            return None
+    if family not in FAMILIES:
+        return None
+    return select(family, served)
+
+
+def api_versions(family: str) -> list[str]:
+    """The API versions `family`'s plugins need, highest first ([] for an unknown family), for messages."""
+    return [cls.api_version for cls in plugins(family)] if family in FAMILIES else []
+
+
+def gang_kinds(served: Iterable[str] | None) -> list:
+    """The distinct gang ObjectRefs of every plugin the cluster can run (`available(served)`), in registry order;
+    with `served` None (a cluster never probed) those of every plugin (a watch skips kinds the server does not
+    serve). The one rule for which gang kinds a cluster has: the resync LISTs them, the watcher watches them."""
+    served = None if served is None else set(served)
+    refs: list = []
+    for cls in all_plugins():
+        if served is None or cls.available(served):
+            refs += [ref for ref in cls.gang_kinds if ref not in refs]
+    return refs
+
+
+def scheduler_names() -> dict[str, str]:
+    """{family: its newest plugin's default `scheduler_name`} for the families whose plugins name a scheduler of
+    their own (k8s-workload keeps the default scheduler and is absent): the defaults of `Cluster.scheduler_names`."""
+    out = {}
+    for family in family_names():
+        cls = newest(family)
+        if cls is not None and cls.scheduler_name:
+            out[family] = cls.scheduler_name
+    return out
+
+
+def api_groups() -> list[str]:
+    """The API groups of every registered plugin ("scheduling.k8s.io", "scheduling.run.ai", ...), sorted."""
+    return sorted({cls.api_version.rpartition("/")[0] for cls in all_plugins()})
+
+
+def pod_spec_keys() -> tuple[str, ...]:
+    """The pod `spec` fields any registered plugin reads back (`SchedulerBackend.pod_spec_keys`), e.g.
+    ("schedulingGroup",): a slim pod listing keeps them."""
+    keys: list[str] = []
+    for cls in all_plugins():
+        keys += [k for k in cls.pod_spec_keys if k not in keys]
+    return tuple(keys)
+
+
+def catalogue(served: Iterable[str]) -> list[dict]:
+    """Per registered plugin, family by family: {"family", "name", "api_version", "served", "chosen"}, where
+    `served` is the plugin's own `available(served)` and `chosen` marks the one `select` picks (the cluster page)."""
+    served = set(served)
+    rows = []
+    for family in family_names():
+        chosen = select(family, served)
+        for cls in plugins(family):
+            rows.append({"family": family, "name": cls.name, "api_version": cls.api_version,
+                         "served": cls.available(served), "chosen": cls is chosen})
+    return rows
 
 
 def by_name(name: str):

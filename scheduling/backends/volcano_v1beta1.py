@@ -12,10 +12,12 @@ object, to leave Volcano's status alone.
 """
 from __future__ import annotations
 
-from ..constants import VOLCANO_GROUP_NAME_ANNOTATION, VOLCANO_SCHEDULER_NAME
-from .base import GangSpec, GangStatus, ObjectRef, PodSetSpec, SchedulerBackend, object_source, parse_time
+from ..kube.refs import ObjectRef
+from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # the pods' annotation naming their PodGroup
+VOLCANO_SCHEDULER_NAME = "volcano"
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 ADMITTED_PHASES = {"Running", "Completed"}
 
@@ -26,8 +28,9 @@ class VolcanoV1beta1(SchedulerBackend):
     family = "volcano"
     name = "volcano-v1beta1"
     api_version = POD_GROUP.api_version
+    POD_GROUP = POD_GROUP
     scheduler_name = VOLCANO_SCHEDULER_NAME
-    gang_kinds = (POD_GROUP,)
+    gang_refs = ("POD_GROUP",)
     mutable_fields = ("minMember", "minTaskMember", "queue", "priorityClassName", "minResources")
     owned_whole = ("minTaskMember",)  # one entry per pod set: a task name added by hand is drift
 
@@ -42,7 +45,7 @@ class VolcanoV1beta1(SchedulerBackend):
             body["priorityClassName"] = spec.priority_class_name
         if spec.min_resources:
             body["minResources"] = dict(spec.min_resources)
-        return [self.new_gang_object(POD_GROUP, spec, body)]
+        return [self.new_gang_object(self.POD_GROUP, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
         """schedulerName volcano, annotations group-name and task-spec."""
@@ -55,7 +58,7 @@ class VolcanoV1beta1(SchedulerBackend):
     def read_status(self, objects: list[dict]) -> GangStatus:
         """A True Unschedulable condition means not admitted (its reason, e.g. NotEnoughResources); a True
         Scheduled condition or phase Running/Completed means admitted; Pending/Inqueue say nothing yet."""
-        pg = self.gang_object(POD_GROUP, objects)
+        pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
         status = pg.get("status") or {}

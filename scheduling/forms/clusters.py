@@ -3,6 +3,7 @@ API's `ClusterSerializer`, so credentials are handled (and later encrypted) in o
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework.exceptions import ValidationError as DRFValidationError
 
 from .errors import apply_errors
@@ -61,3 +62,31 @@ class ClusterForm(forms.Form):
                 details["kubeconfig"] = "(changed)" if serializer.validated_data["kubeconfig"] else "(cleared)"
             audit.record(user, "cluster.create", cluster, details)
         return cluster
+
+
+class SchedulerNamesForm(forms.Form):
+    """The cluster's scheduler names, one field per backend family that names a scheduler (`kai`, `coscheduling`,
+    `volcano`): checked and merged by `services.clusters.scheduler_names`, as PATCH /api/v1/clusters/<name>/ is."""
+
+    def __init__(self, *args, cluster, **kwargs):
+        from ..backends import registry
+
+        super().__init__(*args, **kwargs)
+        self.cluster = cluster
+        defaults = registry.scheduler_names()
+        current = cluster.scheduler_names or {}
+        for family, default in defaults.items():
+            self.fields[family] = forms.CharField(
+                max_length=253, required=False, initial=current.get(family) or default,
+                label=f"{family} scheduler", help_text=f"pods' schedulerName; empty = {default}")
+
+    def clean(self):
+        from ..services import clusters as cluster_service
+
+        data = super().clean()
+        try:
+            data["scheduler_names"] = cluster_service.scheduler_names(
+                {k: data.get(k) or "" for k in self.fields}, self.cluster.scheduler_names)
+        except DjangoValidationError as exc:
+            apply_errors(self, exc, {f"scheduler_names.{k}": k for k in self.fields})
+        return data

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from kubernetes import client
 
 from . import objects
-from .objects import ObjectRef
+from .refs import ObjectRef
 from .quantities import parse
 
 log = logging.getLogger(__name__)

@@ -39,15 +39,12 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from ..backends.base import ObjectRef
 from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..observe import capacity, metrics
+from .refs import JOB, NODE, POD, ObjectRef
 
 log = logging.getLogger(__name__)
 
-POD = ObjectRef("v1", "Pod", "pods")
-JOB = ObjectRef("batch/v1", "Job", "jobs")
-NODE = ObjectRef("v1", "Node", "nodes")
 WATCH_SECONDS = 240  # server-side watch timeout; the watch is then resumed from the last resourceVersion
 DEBOUNCE_SECONDS = 0.05
 BACKOFF_SECONDS = (0.2, 0.5, 1, 2, 5, 10)

@@ -5,6 +5,15 @@ from ..choices import ClusterHealth
 from .fields import EncryptedTextField
 
 
+def default_scheduler_names() -> dict[str, str]:
+    """{backend family: the pods' schedulerName} for every registered family whose plugin names its own scheduler,
+    at the plugin's default: {"kai": "kai-scheduler", "coscheduling": "scheduler-plugins-scheduler",
+    "volcano": "volcano"} (k8s-workload keeps the default scheduler, so it has none)."""
+    from ..backends import registry
+
+    return registry.scheduler_names()
+
+
 class Cluster(models.Model):
     """A Kubernetes cluster, reached by a kubeconfig (+ context) or in-cluster service account.
 
@@ -18,6 +27,9 @@ class Cluster(models.Model):
     "largest": {"nvidia.com/gpu": 8, ...}}`` (scheduling.observe.capacity.summarize); {} until first seen.
     `runtime_classes` is the cluster's RuntimeClasses with their `overhead.podFixed` (``{"kata": {"cpu": "250m"},
     "runc": {}}``), written by the probe; the pod overhead gangweb counts (scheduling.kube.runtime_classes).
+    `scheduler_names` is {backend family: schedulerName} of the schedulers installed on this cluster (KAI's name is
+    set at install, and coscheduling often runs as a profile under another name): the pods of a job on this cluster
+    name it (`scheduler_name_for`). Validated as DNS-1123 subdomains (services/clusters.py).
     """
 
     name = models.SlugField(max_length=63, unique=True)
@@ -34,6 +46,8 @@ class Cluster(models.Model):
     capacity = models.JSONField(default=dict, blank=True, help_text="allocatable of schedulable nodes, base units")
     runtime_classes = models.JSONField(default=dict, blank=True,
                                        help_text="RuntimeClass name -> overhead.podFixed, as last probed")
+    scheduler_names = models.JSONField(default=default_scheduler_names, blank=True,
+                                       help_text="{backend family: schedulerName of that scheduler on this cluster}")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -42,3 +56,10 @@ class Cluster(models.Model):
 
     def __str__(self):
         return self.name
+
+    def scheduler_name_for(self, family: str) -> str:
+        """The schedulerName the pods of a `family` job on this cluster carry: this cluster's setting, else the
+        family's plugin default ("" for a family that keeps the default scheduler, or an unknown one)."""
+        from ..backends import registry
+
+        return (self.scheduler_names or {}).get(family) or registry.scheduler_names().get(family, "")

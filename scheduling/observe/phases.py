@@ -51,7 +51,6 @@ REASON_CANCELLING = "Cancelling"
 REASON_COMPLETED = "Completed"
 REASON_POD_FAILED = "PodFailed"
 REASON_REQUEUED = "Requeued"  # a scheduled gang fell below minMember bound and its pods wait in the scheduler again
-DISRUPTION_TARGET = "DisruptionTarget"  # v1alpha2 PodGroup condition set while the scheduler preempts the gang
 GATED = "SchedulingGated"  # PodScheduled=False reason the API server sets on pods with scheduling gates
 
 
@@ -353,11 +352,10 @@ def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str
     live_pods = [p for p in pods if not p.terminating]
     if shape.cancelling:
         return REASON_CANCELLING, "deleting the job's cluster objects"
-    disrupted = next((c for c in gang.conditions if isinstance(c, dict) and c.get("type") == DISRUPTION_TARGET
-                      and c.get("status") == "True"), None)
-    if disrupted is not None and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
-        # v1alpha2 DisruptionTarget: the scheduler is preempting the gang; say so while the pods still run.
-        return disrupted.get("reason") or DISRUPTION_TARGET, disrupted.get("message", "")
+    if gang.disruption_reason and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+        # The scheduler says it is disrupting the gang (its plugin read it, e.g. a PodGroup's DisruptionTarget):
+        # say so while the pods still run.
+        return gang.disruption_reason, gang.disruption_message
     in_requeue = phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) or (phase == GangPhase.QUEUED and obs.attempt)
     requeued = _requeued(obs, shape, pods, live_pods) if in_requeue else None
     if requeued is not None:

@@ -103,15 +103,6 @@ def job_requests(resolved_spec: dict, runtime_classes: resources.RuntimeClasses 
         return {}
 
 
-def _kai_reasons(gang: GangStatus) -> list[dict]:
-    """Every {reason, message, details} the latest KAI scheduling condition carries (KAI only; else [])."""
-    scheduling = [c for c in gang.conditions if isinstance(c, dict) and "reasons" in c]
-    if not scheduling:
-        return []
-    latest = max(scheduling, key=lambda c: c.get("lastTransitionTime") or "")
-    return [r for r in latest.get("reasons") or [] if isinstance(r, dict)]
-
-
 def _unit(resource: str) -> str:
     return UNITS.get(resource, resource)
 
@@ -275,9 +266,8 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
     if phase not in PENDING_PHASES or (bound >= shape.min_member and bound):
         return None
     pod_conditions = _pod_conditions(live)
-    kai = _kai_reasons(gang) if gang.admitted is False else []
-    details = gang.queue_details or next(((r.get("details") or {}).get("queueDetails") for r in kai
-                                          if (r.get("details") or {}).get("queueDetails")), None)
+    said = gang.reasons if gang.admitted is False else []  # the scheduler's own reasons, as its plugin read them
+    details = gang.queue_details
     queue, asked = queue_numbers(details if gang.admitted is False else None)
     since = None
     if gang.admitted is False:
@@ -307,7 +297,7 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
         "queue": queue,
         "job_requests": asks,
         "blocking": blocking,
-        "reasons": [{"reason": r.get("reason", ""), "message": r.get("message", "")} for r in kai],
+        "reasons": [{"reason": r.get("reason", ""), "message": r.get("message", "")} for r in said],
         "pod_conditions": pod_conditions,
     }
     why["summary"] = summary(why, scheduler_name)

@@ -53,6 +53,7 @@ def gang_spec(job) -> GangSpec:
             resolved["podSets"], runtime_classes.for_job(job))),
         pod_sets=pod_sets, labels=job_labels_from(job.name, uid), disruption_mode=gang.get("disruptionMode") or "",
         durations={k: gang[k] for k in KAI_DURATIONS if gang.get(k) is not None},
+        scheduler_name=job.cluster.scheduler_name_for(resolved.get("backend", "")) if job.cluster_id else "",
     )
 
 

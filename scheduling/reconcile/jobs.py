@@ -43,7 +43,7 @@ from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
 from ..backends import discovery, registry
-from ..backends.base import ObjectRef, SchedulerBackend, object_source
+from ..backends.base import SchedulerBackend, object_source
 from ..choices import DesiredState, GangPhase, ReconcileOutcome
 from ..constants import LABEL_JOB_UID
 from ..kube import client as kube_client
@@ -62,6 +62,7 @@ from ..kube.errors import (
     refuses_for_good,
 )
 from ..kube.objects import JOB, SERVICE
+from ..kube.refs import ObjectRef
 from ..models import GangJob, PhaseTransition, ReconcileAttempt, RuntimeTemplate
 from ..observe.objects import created_at as o_created_at
 from ..services import policy
@@ -211,12 +212,9 @@ def choose_backend(job: GangJob, api) -> type[SchedulerBackend]:
     discovery). Raises TerminalKubeError BackendUnavailable when the cluster serves none."""
     family = job.resolved_spec.get("backend", "")
     served = set(job.cluster.served_apis or []) or discovery.served_versions(api)
-    try:
-        cls = registry.select(family, served)
-    except KeyError:
-        cls = None
+    cls = registry.plugin_for(family=family, served=served)
     if cls is None:
-        wanted = ", ".join(p.api_version for p in registry.plugins(family)) if family in registry.FAMILIES else "?"
+        wanted = ", ".join(registry.api_versions(family)) or "?"
         raise TerminalKubeError(BACKEND_UNAVAILABLE,
                                 f"cluster {job.cluster.name} serves no API of backend '{family}' (needs {wanted})")
     return cls
@@ -265,7 +263,7 @@ class JobReconciler:
             self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
             raise _Done
         if new is None or new is old:
-            known = ", ".join(p.api_version for p in registry.plugins(old.family))
+            known = ", ".join(registry.api_versions(old.family))
             message = (f"cluster {self.job.cluster.name} no longer serves {old.api_version} (backend {old.name}) "
                        f"and serves no other version of backend '{old.family}' ({known}); the job cannot continue")
             status.record_failure(self.job, API_VERSION_REMOVED, message)
@@ -610,13 +608,13 @@ class JobReconciler:
         return None
 
     def live_pods_of(self, gang_name: str) -> list[dict]:
-        """The job's pods not yet Succeeded/Failed (terminating ones included) that name `gang_name` as their group
-        (v1alpha2 schedulingGroup) or, for other backends, any live pod of the job."""
+        """The job's pods not yet Succeeded/Failed (terminating ones included) that belong to the gang object
+        `gang_name` as its plugin links them (`pod_in_group`: v1alpha2 `schedulingGroup`; any pod of the job by
+        default)."""
         live = [p for p in self.observed.pods if (p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES]
         if not self.backend.releasable_finalizers:
             return live
-        return [p for p in live if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-                == gang_name]
+        return [p for p in live if self.backend.pod_in_group(p, gang_name)]
 
     def release_finalizers(self, ref: ObjectRef, obj: dict) -> None:
         """Drop the backend's protection finalizer from our terminating object once no live pod references it."""

@@ -17,10 +17,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..backends.base import ObjectRef, SchedulerBackend
+from ..backends import registry
+from ..backends.base import SchedulerBackend
 from ..constants import LABEL_JOB_UID
 from ..kube import objects
 from ..kube.objects import JOB, POD, SERVICE
+from ..kube.refs import ObjectRef
 from . import ownership
 
 
@@ -72,10 +74,10 @@ def _by_name(items: list[dict]) -> dict[str, dict]:
 
 
 # What the reconciler reads of a listed Pod: labels and deletionTimestamp (metadata), `spec.nodeName` (bound),
-# `spec.schedulingGroup` (v1alpha2 gang membership, for releasing the PodGroup finalizer), and the status fields
-# observe/pods.py turns into PodFacts. Everything else of a pod (containers, volumes, tolerations, IPs) is
-# dropped: pods are most of what a cluster-wide resync lists.
-POD_SPEC_KEYS = ("nodeName", "schedulingGroup", "schedulerName")
+# `spec.schedulerName`, the spec fields the plugins read back (`registry.pod_spec_keys`: v1alpha2 `schedulingGroup`,
+# for releasing the PodGroup finalizer), and the status fields observe/pods.py turns into PodFacts. Everything
+# else of a pod (containers, volumes, tolerations, IPs) is dropped: pods are most of what a cluster-wide resync lists.
+POD_SPEC_KEYS = ("nodeName", "schedulerName", *registry.pod_spec_keys())
 POD_STATUS_KEYS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "startTime", "reason",
                    "message")
 

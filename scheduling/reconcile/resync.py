@@ -63,15 +63,6 @@ def lease_name(cluster: Cluster) -> str:
     return f"resync:cluster:{cluster.pk}"
 
 
-def gang_kinds(served: set[str]) -> list:
-    """Distinct gang ObjectRefs of every registered plugin the cluster serves."""
-    refs = []
-    for cls in registry.all_plugins():
-        if cls.available(served):
-            refs += [ref for ref in cls.gang_kinds if ref not in refs]
-    return refs
-
-
 def snapshot(api, served: set[str], uids=None) -> Snapshot:
     """LIST every kind gangweb creates, once each, across namespaces, by the instance label; with `uids` (job
     UIDs), only those jobs' objects (a set-based selector on the job-UID label), so a batch's reads stay the size
@@ -80,7 +71,7 @@ def snapshot(api, served: set[str], uids=None) -> Snapshot:
     if uids:
         selector += f",{LABEL_JOB_UID} in ({','.join(sorted(str(u) for u in uids))})"
     snap = Snapshot()
-    for ref in [*gang_kinds(served), JOB, SERVICE, POD]:
+    for ref in [*registry.gang_kinds(served), JOB, SERVICE, POD]:
         # Projected as each LIST is parsed: only one kind's full parse is ever alive (pods, the largest, last).
         snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
     return snap

@@ -27,6 +27,7 @@ from ..observe import capacity, metrics, phases, why_pending
 from ..observe import objects as o
 from ..observe.pods import owner_facts, pod_facts
 from ..services import cluster_usage, timeline
+from . import names
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,30 @@ def job_shape(job: GangJob) -> phases.JobShape:
     min_member = (spec.get("gang") or {}).get("minMember") or total
     return phases.JobShape(min_member=int(min_member), total=total,
                            cancelling=job.desired_state == DesiredState.CANCEL)
+
+
+def scheduler_of(job: GangJob, backend) -> str:
+    """The scheduler the job's pods wait for, for why-pending: the cluster's name for the backend's scheduler
+    (`Cluster.scheduler_names`), else the plugin's default; "default-scheduler" for a backend that names none."""
+    if not getattr(backend, "scheduler_name", ""):
+        return "default-scheduler"
+    if job.cluster_id:
+        return job.cluster.scheduler_name_for(getattr(backend, "family", "")) or backend.scheduler_name
+    return backend.scheduler_name
+
+
+def current_gang_name(job: GangJob) -> str:
+    """The name of the job's gang object(s) at its current `gang_generation` (reconcile/names.py)."""
+    return names.gang_name(job.name, job.uid, job.gang_generation)
+
+
+def current_gang_objects(job: GangJob, gang_objects: list[dict]) -> list[dict]:
+    """The job's gang objects of its current generation that are not terminating: the only ones whose status is
+    the job's now. After a replacement the list can still hold the previous generation's objects (terminating
+    while a finalizer holds them, or not yet deleted); what they say is history, and an entry must never name them
+    as its source."""
+    name = current_gang_name(job)
+    return [g for g in gang_objects if o.meta(g).get("name") == name and not o.is_terminating(g)]
 
 
 def read_gang_status(backend, gang_objects: list[dict]) -> GangStatus:
@@ -107,10 +132,10 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
     phase_changed_at / why_pending / observed / finished_at when they changed, and observes the duration
     histograms for the phases just recorded. A finished job is left alone. Raises nothing for odd objects.
     """
-    gang = read_gang_status(backend, gang_objects)
+    gang = read_gang_status(backend, current_gang_objects(job, gang_objects))
     pod_list = [pod_facts(p) for p in pods]
     owner_list = [owner_facts(w) for w in owners]
-    scheduler = getattr(backend, "scheduler_name", "") or "default-scheduler"
+    scheduler = scheduler_of(job, backend)
     facts = (gang, gang_objects, pods, owners, pod_list, owner_list, scheduler)
     if recorded is not None and job.phase not in TERMINAL_PHASES:
         obs, changes = _derive(job, job, recorded, *facts)
@@ -129,6 +154,8 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
             _refresh(job, locked)
             return
         recorded = list(locked.transitions.values_list("phase", "at", "attempt"))
+        if locked.gang_generation != job.gang_generation:  # replaced meanwhile: read the new generation's objects
+            facts = (read_gang_status(backend, current_gang_objects(locked, gang_objects)), *facts[1:])
         obs, changes = _derive(locked, job, recorded, *facts)
         if obs.entries:
             PhaseTransition.objects.bulk_create([

@@ -29,32 +29,16 @@ DB_OUTAGE_SECONDS = 120  # how long an observation waits for the database (a Pos
 
 
 def gang_kinds(cluster: Cluster) -> list:
-    """Gang kinds of every registered backend the cluster serves (all of them when it was never probed)."""
-    served = set(cluster.served_apis or [])
-    kinds, seen = [], set()
-    for cls in registry.all_plugins():
-        if served and cls.api_version not in served:
-            continue
-        for ref in cls.gang_kinds:
-            key = (ref.api_version, ref.kind)
-            if key not in seen:
-                seen.add(key)
-                kinds.append(ref)
-    return kinds
+    """Gang kinds to watch in `cluster`: `registry.gang_kinds` of its probed APIs (every plugin's when never
+    probed)."""
+    return registry.gang_kinds(set(cluster.served_apis or []) or None)
 
 
 def backend_of(job: GangJob):
-    """The job's backend plugin instance: by the name recorded at dispatch, else the highest version of the
-    template's family the cluster serves (a watch event can arrive before the first pass saved the name)."""
-    for cls in registry.all_plugins():
-        if job.backend_plugin and cls.name == job.backend_plugin:
-            return cls()
-    if job.backend_plugin:
-        return None
-    try:
-        cls = registry.select(job.resolved_spec.get("backend", ""), job.cluster.served_apis or [])
-    except KeyError:
-        return None
+    """The job's backend plugin instance (`registry.plugin_for`): by the name recorded at dispatch, else the highest
+    version of the template's family the cluster serves (a watch event can arrive before the first pass saved the
+    name); None when there is none."""
+    cls = registry.plugin_for(job.backend_plugin, job.resolved_spec.get("backend", ""), job.cluster.served_apis or [])
     return cls() if cls is not None else None
 
 

@@ -4,6 +4,9 @@ may change.
 - `check_kubeconfig`: a kubeconfig being stored follows `kube.kubeconfig_policy` (data only, never code or file
   paths) and its server's addresses follow `scheduling.addresses` (the install's
   GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES). The client factory checks both again on every use.
+- `scheduler_names`: a change of a cluster's scheduler names (`Cluster.scheduler_names`), checked and merged over
+  what is stored: families that name a scheduler, DNS-1123 subdomain values (what the API server accepts as a pod's
+  `spec.schedulerName`).
 - `check_platform_fields`: `in_cluster` (gangweb's own service account, with the platform's rights) and `name`
   (how every queue, job and audit entry refers to the cluster) are the platform admin's to change (issue 15, M6).
 """
@@ -12,11 +15,35 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 
 from .. import addresses
+from ..backends import registry
 from ..kube import kubeconfig_policy
 from . import access
+from . import validation as v
 from .errors import PermissionDenied
 
 PLATFORM_FIELDS = ("in_cluster", "name")
+
+
+def scheduler_names(value, current: dict | None = None) -> dict[str, str]:
+    """The cluster's scheduler names after applying `value` ({family: name}) over `current` (the stored ones, else
+    the defaults): a name replaces that family's, an empty name or null brings back the plugin's default.
+
+    Raises ValidationError naming the field: {"scheduler_names": "must be an object ..."},
+    {"scheduler_names.slurm": "is not a backend that names a scheduler ..."},
+    {"scheduler_names.kai": "'Kai Scheduler' is not a DNS-1123 subdomain"} (Kubernetes validates a pod's
+    `spec.schedulerName` as a DNS-1123 subdomain: pkg/apis/core/validation ValidatePodSpec)."""
+    defaults = registry.scheduler_names()
+    if not isinstance(value, dict):
+        raise ValidationError({"scheduler_names": f"must be an object of backend family -> scheduler name, such as "
+                                                  f"{defaults}"})
+    out = {**defaults, **{k: v for k, v in (current or {}).items() if k in defaults}}
+    for family, name in value.items():
+        field = f"scheduler_names.{str(family)[:40]}"
+        if family not in defaults:
+            raise ValidationError({field: f"is not a backend that names a scheduler; choose from "
+                                          f"{', '.join(sorted(defaults))}"})
+        out[family] = defaults[family] if name in (None, "") else v.dns_subdomain(name, field)
+    return out
 
 
 def check_kubeconfig(data: dict, cluster=None) -> None:

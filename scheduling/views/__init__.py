@@ -1,5 +1,5 @@
 """Dashboard views, one module per page family. Server-rendered; htmx polls fragments of the live parts."""
-from .clusters import cluster_create, cluster_detail, cluster_list, cluster_test
+from .clusters import cluster_create, cluster_detail, cluster_list, cluster_schedulers, cluster_test
 from .jobs import job_cancel, job_detail, job_events, job_list, job_live, job_objects, job_resubmit
 from .overview import overview
 from .queues import queue_children, queue_create, queue_detail, queue_tree
@@ -15,7 +15,9 @@ from .submit import submit
 from .webhooks import webhook_list, webhook_test
 
 __all__ = [
-    "cluster_create", "cluster_detail", "cluster_list", "cluster_test", "job_cancel", "job_detail", "job_events",
+    "cluster_create", "cluster_detail", "cluster_list", "cluster_schedulers", "cluster_test", "job_cancel",
+    "job_detail",
+    "job_events",
     "job_list", "job_objects",
     "job_live", "job_resubmit", "overview", "queue_children", "queue_create", "queue_detail", "queue_tree", "submit",
     "template_create", "template_detail", "template_edit", "template_list", "template_preview", "template_retire",

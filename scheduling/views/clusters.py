@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -11,35 +12,28 @@ from django.views.decorators.http import require_POST
 from ..backends import registry
 from ..choices import ACTIVE_PHASES
 from ..filtersets import ClusterFilterSet
-from ..forms.clusters import ClusterForm
+from ..forms.clusters import ClusterForm, SchedulerNamesForm
 from ..models import Cluster, GangJob
 from ..reconcile import probe
-from ..services import access
+from ..services import access, audit
+from ..services.errors import ServiceError
 from .common import allowed
 
-# API groups that matter for gang scheduling, shown first on the cluster page.
-SCHEDULING_GROUPS = ("scheduling.k8s.io", "scheduling.run.ai", "scheduling.x-k8s.io", "scheduling.volcano.sh",
-                     "kai.scheduler", "batch")
+# API groups shown on the cluster page besides the registered plugins' own (`registry.api_groups`): the pods'
+# owners (batch) and KAI's cluster configuration (Topology, `kai.scheduler`), which templates' topology names.
+OTHER_GROUPS = ("kai.scheduler", "batch")
 
 
 def scheduling_apis(served: list[str]) -> list[str]:
-    """The served "group/version" strings that belong to a scheduling-related group, sorted."""
-    return sorted(gv for gv in served or [] if gv.rpartition("/")[0] in SCHEDULING_GROUPS)
+    """The served "group/version" strings of a registered plugin's API group or of OTHER_GROUPS, sorted."""
+    groups = {*registry.api_groups(), *OTHER_GROUPS}
+    return sorted(gv for gv in served or [] if gv.rpartition("/")[0] in groups)
 
 
 def backend_rows(cluster) -> list[dict]:
-    """Per registered plugin: its family, name, API version and whether this cluster serves it."""
-    served = set(cluster.served_apis or [])
-    rows = []
-    for family in registry.family_names():
-        plugins = registry.plugins(family)
-        chosen = registry.select(family, served)
-        for cls in plugins:
-            rows.append({"family": family, "name": cls.name, "api_version": cls.api_version,
-                         "served": cls.api_version in served, "chosen": cls is chosen})
-        if not plugins:
-            rows.append({"family": family, "name": "—", "api_version": "", "served": False, "chosen": False})
-    return rows
+    """Per registered plugin: its family, name, API version, whether this cluster serves it and which one is
+    chosen (`registry.catalogue` of the cluster's probed APIs)."""
+    return registry.catalogue(cluster.served_apis or [])
 
 
 @login_required
@@ -59,15 +53,55 @@ def cluster_list(request):
     return render(request, "scheduling/clusters.html", {"section": "clusters", "clusters": clusters})
 
 
-@login_required
-def cluster_detail(request, name: str):
-    """GET /clusters/<name>/: health, served scheduling APIs, backends and the connection test button."""
-    cluster = get_object_or_404(Cluster, name=name)
-    allowed(access.check_read_cluster, request.user, cluster)
+def may_manage(user, cluster) -> bool:
+    """True when `user` may change `cluster` (`access.check_manage_cluster`)."""
+    try:
+        access.check_manage_cluster(user, cluster)
+    except ServiceError:
+        return False
+    return True
+
+
+def _detail(request, cluster, form=None, status=200):
+    names = cluster.scheduler_names or {}
+    rows = [{**row, "scheduler_name": cluster.scheduler_name_for(row["family"]) if row["family"] in
+             registry.scheduler_names() else "", "custom": row["family"] in names} for row in backend_rows(cluster)]
+    manage = may_manage(request.user, cluster)
+    if form is None and manage:
+        form = SchedulerNamesForm(cluster=cluster)
     return render(request, "scheduling/cluster_detail.html", {
         "section": "clusters", "cluster": cluster, "apis": scheduling_apis(cluster.served_apis),
-        "backends": backend_rows(cluster),
-    })
+        "backends": rows, "scheduler_form": form if manage else None,
+    }, status=status)
+
+
+@login_required
+def cluster_detail(request, name: str):
+    """GET /clusters/<name>/: health, served scheduling APIs, backends with the pods' scheduler name on this
+    cluster, the scheduler-names form (for whoever may change the cluster) and the connection test button."""
+    cluster = get_object_or_404(Cluster, name=name)
+    allowed(access.check_read_cluster, request.user, cluster)
+    return _detail(request, cluster)
+
+
+@login_required
+@require_POST
+def cluster_schedulers(request, name: str):
+    """POST /clusters/<name>/schedulers/: change the cluster's scheduler names (cluster admins and platform
+    admins, as PATCH /api/v1/clusters/<name>/); a bad name re-renders the page with 400 naming the field."""
+    cluster = get_object_or_404(Cluster, name=name)
+    allowed(access.check_manage_cluster, request.user, cluster)
+    form = SchedulerNamesForm(request.POST, cluster=cluster)
+    if not form.is_valid():
+        return _detail(request, cluster, form, status=400)
+    with transaction.atomic():
+        before = dict(cluster.scheduler_names or {})
+        cluster.scheduler_names = form.cleaned_data["scheduler_names"]
+        cluster.save(update_fields=["scheduler_names", "updated_at"])
+        changed = {k: v for k, v in cluster.scheduler_names.items() if before.get(k) != v}
+        audit.record(request.user, "cluster.update", cluster, {"scheduler_names": changed})
+    messages.success(request, "Scheduler names saved." if changed else "Scheduler names unchanged.")
+    return redirect("scheduling:cluster", name=name)
 
 
 @login_required

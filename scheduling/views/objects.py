@@ -15,17 +15,6 @@ from ..backends import registry
 EXAMPLE_UID = uuid.UUID("00000000-0000-4000-8000-000000000000")  # stable names in the preview
 
 
-def _plugin(name: str = "", family: str = ""):
-    """The plugin class named `name`, else the highest-versioned plugin of `family`, else None."""
-    try:
-        if name:
-            return next((cls for cls in registry.all_plugins() if cls.name == name), None)
-        plugins = registry.plugins(family) if family else []
-    except KeyError:
-        return None
-    return plugins[0] if plugins else None
-
-
 def build_objects(job, plugin_cls) -> list[dict]:
     """Gang objects, then one Indexed Job per pod set, then the headless Service, as reconcile creates them.
 
@@ -40,7 +29,7 @@ def build_objects(job, plugin_cls) -> list[dict]:
 def objects_sent(job) -> list[dict]:
     """Kubernetes object bodies (dicts with apiVersion/kind/metadata/spec) of `job`, in creation order; []
     before a backend was chosen and nothing was observed."""
-    plugin_cls = _plugin(name=job.backend_plugin) if job.backend_plugin else None
+    plugin_cls = registry.plugin_for(job.backend_plugin) if job.backend_plugin else None
     if plugin_cls is not None:
         built = build_objects(job, plugin_cls)
         if built:
@@ -53,7 +42,7 @@ def example_objects(resolved_spec: dict, queue_name: str = "example-queue") -> l
     highest-versioned plugin of its backend family; [] when none is registered."""
     from ..models import GangJob, QueuePolicy
 
-    plugin_cls = _plugin(family=resolved_spec.get("backend", ""))
+    plugin_cls = registry.newest(resolved_spec.get("backend", ""))
     if plugin_cls is None:
         return []
     job = GangJob(name="example", namespace="default", uid=EXAMPLE_UID, resolved_spec=resolved_spec,

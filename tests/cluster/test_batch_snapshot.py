@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduling.backends import registry
 from scheduling.choices import GangPhase
 from scheduling.kube import objects
 from scheduling.models import GangJob
@@ -33,7 +34,7 @@ def test_a_batch_snapshot_holds_only_the_batch_and_the_batch_is_dispatched(world
     objects.requests.reset()
     assert reconcile_many([j.pk for j in batch]) == {"ok": 2, "failed": 0, "requeued": 0}
     lists = sum(n for verb, n in objects.requests.counts.items() if verb.startswith("LIST "))
-    assert lists == len(resync.gang_kinds(served)) + 3
+    assert lists == len(registry.gang_kinds(served)) + 3
     assert set(GangJob.objects.filter(pk__in=[j.pk for j in batch]).values_list("phase", flat=True)) == {
         GangPhase.DISPATCHED}
     assert set(resync.snapshot(world.api, served, [str(j.uid) for j in batch]).by_uid) == {

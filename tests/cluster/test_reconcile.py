@@ -241,7 +241,7 @@ def test_a_3_pod_gang_with_room_for_2_stays_pending_until_capacity_is_added(worl
 
 
 def test_resync_lists_each_kind_once_whatever_the_number_of_jobs(world):
-    kinds = len(resync.gang_kinds(set(world.cluster.served_apis))) + 3  # + Jobs, Services, Pods
+    kinds = len(registry.gang_kinds(set(world.cluster.served_apis))) + 3  # + Jobs, Services, Pods
     counts = []
     for _ in range(2):
         for _ in range(3):
@@ -285,7 +285,7 @@ def test_a_bulk_batch_shares_one_snapshot_and_then_only_creates(world):
     assert counts == {"ok": 5, "failed": 0, "requeued": 0}
     lists = sum(n for verb, n in objects.requests.counts.items() if verb.startswith("LIST "))
     creates = sum(n for verb, n in objects.requests.counts.items() if verb.startswith("CREATE "))
-    assert lists == len(resync.gang_kinds(set(world.cluster.served_apis))) + 3
+    assert lists == len(registry.gang_kinds(set(world.cluster.served_apis))) + 3
     assert creates == 5 * 3  # PodGroup, Indexed Job, Service per job
     assert set(GangJob.objects.filter(pk__in=[j.pk for j in batch]).values_list("phase", flat=True)) == {
         GangPhase.DISPATCHED}

@@ -24,6 +24,13 @@ class StubBackend:
         return self.gang
 
 
+@pytest.fixture(autouse=True)
+def gang_named_j_pg(monkeypatch):
+    """The recorded gang objects of these tests are named "j-pg" (tests/kube_objects.py): let that be the job's
+    current gang name (tests/reconcile/test_current_gang.py covers the real names)."""
+    monkeypatch.setattr(status, "current_gang_name", lambda job: "j-pg")
+
+
 @pytest.fixture
 def job(setup):
     template, queue, cluster = setup
@@ -131,7 +138,7 @@ def test_kai_over_limit_numbers_reach_the_job_and_disappear_when_cleared(job):
     reason = condition["reasons"][0]
     gang = GangStatus(admitted=False, reason="OverLimit", message=reason["message"], at=t(3),
                       source="PodGroup default/j-pg", queue_details=reason["details"]["queueDetails"],
-                      conditions=[condition])
+                      conditions=[condition], reasons=condition["reasons"])
     status.apply_observation(job, StubBackend(gang), [over], [pod(name=f"p-{i}") for i in range(3)], [batch_job()])
     job.refresh_from_db()
     gpu = job.why_pending["queue"]["resources"]["nvidia.com/gpu"]

@@ -9,6 +9,8 @@ import pytest
 
 from scheduling.backends import registry
 from scheduling.backends.base import GangStatus, SchedulerBackend
+from scheduling.kube.refs import ObjectRef
+from scheduling.reconcile.observed import slim_pod
 from tests.unit.test_backends import LABELS, spec
 
 PLUGINS = registry.all_plugins()
@@ -54,6 +56,12 @@ def test_plugin_contract(cls):
     assert template == before and stamped != before
     if cls.scheduler_name:
         assert stamped["spec"]["schedulerName"] == cls.scheduler_name
+    # A pod made from the stamped template belongs to the gang, also as a resync lists it (slim), and not to another.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": stamped.get("metadata", {}), "spec": stamped["spec"],
+           "status": {"phase": "Running"}}
+    assert backend.pod_in_group(pod, s.gang_name) and backend.pod_in_group(slim_pod(pod), s.gang_name)
+    if cls.releasable_finalizers:  # it names the group: a pod of another generation's group holds nothing
+        assert not backend.pod_in_group(pod, "train-old")
 
     assert backend.read_status([]) == GangStatus()
     served = [as_served(o) for o in built]
@@ -62,3 +70,18 @@ def test_plugin_contract(cls):
     # An earlier generation's object, terminating, listed first: the current one is read.
     old = [as_served(o, name="train-old", terminating=True, created="2026-12-01T20:00:00Z") for o in built]
     assert backend.read_status([*old, *served]).source == status.source
+
+
+@pytest.mark.parametrize("cls", PLUGINS, ids=lambda c: c.name)
+def test_a_version_subclass_overrides_only_its_refs(cls):
+    """The refs are class attributes: a subclass that moves one kind to another API version builds, lists and reads
+    that kind there, without restating `gang_kinds` or any hook."""
+    moved = cls.gang_refs[-1]
+    old = getattr(cls, moved)
+    new_ref = ObjectRef(f"{old.group}/v9", old.kind, old.plural)
+    later = type("Later", (cls,), {moved: new_ref, "name": f"{cls.family}-v9"})
+    assert later.gang_kinds[-1] == new_ref and later.gang_kinds[:-1] == cls.gang_kinds[:-1]
+    assert cls.gang_kinds[-1] == old  # the parent is untouched
+    built = later().build_gang_objects(spec())
+    assert built[-1]["apiVersion"] == f"{old.group}/v9"
+    assert later().read_status([as_served(o) for o in built]).source.startswith(old.kind)

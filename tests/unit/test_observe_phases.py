@@ -2,6 +2,7 @@
 import pytest
 
 from scheduling.backends.base import GangStatus
+from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
 from scheduling.choices import GangPhase as P
 from scheduling.observe import phases
 from scheduling.observe.pods import owner_facts, pod_facts
@@ -147,9 +148,11 @@ def test_pods_that_vanish_while_queued_say_objects_missing():
 
 
 def test_a_running_gang_being_preempted_says_so():
-    disrupted = GangStatus(admitted=True, at=t(5), reason="PreemptionByScheduler", conditions=[
-        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-         "message": "preempted by default/big-job"}])
+    pg = v1alpha2_podgroup(scheduled=("True", "Scheduled", "", 5))
+    pg["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                                       "message": "preempted by default/big-job", "lastTransitionTime": at(7)})
+    disrupted = K8sWorkloadV1alpha2().read_status([pg])  # the plugin reads its own conditions
+    assert disrupted.disruption_reason == "PreemptionByScheduler"
     pods = [pod(name=f"p-{i}", bound=5, started=6) for i in range(3)]
     obs = run(disrupted, pods, current=P.RUNNING,
               recorded={P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(5), P.RUNNING: t(6)})

@@ -19,7 +19,7 @@ def kai_status(pg: dict) -> GangStatus:
     first = conditions[-1]["reasons"][0]
     return GangStatus(admitted=False, reason=first["reason"], message=first["message"], at=t(3),
                       source="PodGroup default/j-pg", queue_details=first["details"]["queueDetails"],
-                      conditions=conditions)
+                      conditions=conditions, reasons=conditions[-1]["reasons"])
 
 
 def pods(n=3, **kw):

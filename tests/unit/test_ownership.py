@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from scheduling.backends.base import ObjectRef
 from scheduling.kube.objects import JOB, POD, SERVICE
+from scheduling.kube.refs import ObjectRef
 from scheduling.reconcile import ownership, watching
 from scheduling.reconcile.observed import Observed, Snapshot
 

@@ -1,0 +1,76 @@
+"""After a gang is replaced under new names, the new attempt's entries come from the new gang object: the previous
+generation's PodGroup, terminating under its protection finalizer while its pods go away (or not yet deleted), is
+history and never an entry's source (reconcile/status.py `current_gang_objects`). Real control plane, real plugin
+chosen by discovery: v1alpha2 replaces on a minCount change, v1beta1 on a priority class change."""
+from __future__ import annotations
+
+import copy
+import uuid
+
+import pytest
+from kubernetes import client
+
+from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
+from scheduling.choices import GangPhase as P
+from scheduling.models import GangJob
+from tests import builders
+
+from .reconcile_support import make_world, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
+
+
+@pytest.fixture
+def world(kube_cluster, kube_namespace, admin_user, enqueued):
+    return make_world(kube_cluster, kube_namespace, admin_user)
+
+
+@pytest.fixture
+def priority_class(kube_api):
+    """A PriorityClass of this test (the API server resolves a PodGroup's priorityClassName at admission)."""
+    sched = client.SchedulingV1Api(kube_api)
+    name = f"pc-{uuid.uuid4().hex[:8]}"
+    sched.create_priority_class({"metadata": {"name": name}, "value": 100})
+    yield name
+    sched.delete_priority_class(name)
+
+
+def reconciled_until(world, job, phase: str, attempt: int, timeout: float = 120) -> GangJob:
+    """Reconcile passes (as the resync runs them) until the job is in `phase` in `attempt`."""
+    def there():
+        result = world.reconcile(job)
+        assert result.error is None, result.message
+        fresh = GangJob.objects.get(pk=job.pk)
+        return fresh.phase == phase and fresh.transitions.filter(phase=phase, attempt=attempt).exists() and fresh
+    return wait_for(there, timeout=timeout, what=f"{phase} in attempt {attempt}", interval=1)
+
+
+def test_after_a_replacement_the_new_attempts_queued_entry_names_the_new_podgroup(world, priority_class):
+    job = world.submit(backend="k8s-workload", replicas=2, containers=[builders.container(cpu="100m", memory="64Mi")])
+    reconciled_until(world, job, P.RUNNING, 0)
+    old = world.names(job).gang_name
+    job.refresh_from_db()
+    # The new gang cannot be placed (no node has 1000 CPUs), so its PodGroup says Unschedulable while the old one is
+    # still terminating (its pods are going away, its protection finalizer holds it).
+    spec = copy.deepcopy(job.resolved_spec)
+    spec["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
+    changes = {"resolved_spec": spec}
+    if job.backend_plugin == K8sWorkloadV1alpha2.name:  # every v1alpha2 field is immutable: minCount replaces
+        spec["gang"]["minMember"] = 1
+    else:  # v1beta1 patches minCount in place; a priority class is immutable
+        changes["priority_class_name"] = priority_class
+    GangJob.objects.filter(pk=job.pk).update(**changes)
+
+    result = world.reconcile(job)
+    assert result.error is None, result.message
+    assert result.actions[0].startswith("replace gang: immutable drift")
+    new = world.names(job).gang_name
+    assert new != old
+    job = reconciled_until(world, job, P.QUEUED, 1)
+
+    ns = world.namespace
+    queued = job.transitions.get(phase=P.QUEUED, attempt=1)
+    assert (queued.source, queued.reason) == (f"PodGroup {ns}/{new}", "Unschedulable")
+    assert not job.transitions.filter(attempt=1, source__contains=old).exists()
+    assert job.observed["gang"]["source"] == f"PodGroup {ns}/{new}"
+    assert job.why_pending["source"] == f"PodGroup {ns}/{new}"
