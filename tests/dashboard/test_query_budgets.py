@@ -55,7 +55,7 @@ NON_ADMIN_BUDGETS = {
     "/templates/": 8,
     "/templates/base/": 9,
     "/clusters/": 9,
-    "/clusters/local/": 9,
+    "/clusters/local/": 10,  # + whether they may change the scheduler names (their roles on the cluster)
 }
 PHASES = [GangPhase.SUBMITTED, GangPhase.QUEUED, GangPhase.RUNNING, GangPhase.FAILED, GangPhase.SUCCEEDED]
 
