@@ -61,7 +61,7 @@ def test_upgrade_in_place_under_a_queued_and_a_running_job(tmp_path, admin_user,
     try:
         row = Cluster.objects.create(name="local", kubeconfig=Path(cluster.kubeconfig).read_text())
         probe.probe_cluster(row)
-        builders.make_queue("team-a")
+        builders.make_queue("team-a", allowed_namespaces=[NS])
         with cluster.api_client() as admin:
             core = client.CoreV1Api(admin)
             core.create_namespace({"metadata": {"name": NS}})
