@@ -1,4 +1,4 @@
-"""A real Kubernetes control plane (1.36; 1.37 built but not yet verified) on this machine, as plain processes:
+"""A real Kubernetes control plane (1.37.2 by default, or 1.36.3) on this machine, as plain processes:
 gangweb's test and default cluster.
 
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler are built from the Go module proxy by
@@ -11,7 +11,7 @@ etcd, kube-apiserver, kube-controller-manager and kube-scheduler are built from 
 
     >>> switch_version(default_state_dir(), "1.37.2")            # in-place upgrade over the same etcd
 
-Command line: ``python -m localcluster up|down|status|build|switch [--k8s-version 1.36.3]`` or
+Command line: ``python -m localcluster up|down|status|build|switch [--k8s-version 1.37.2]`` or
 ``python manage.py localcluster ...``; ``GANGWEB_K8S_VERSION`` picks the release too.
 """
 

@@ -27,7 +27,7 @@ class BinariesMissing(RuntimeError):
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
-    """Return the pinned versions, e.g. ``{"K8S_VERSIONS": "1.36.3 1.37.2", "ETCD_VERSION": "3.6.16", ...}``.
+    """Return the pinned versions, e.g. ``{"K8S_VERSIONS": "1.37.2 1.36.3", "ETCD_VERSION": "3.6.16", ...}``.
 
     Reads the shell-style ``KEY=value`` lines of ``versions.env``; comments and blank lines are skipped.
     """
@@ -72,7 +72,7 @@ class Binaries:
 
 
 def k8s_versions(versions: dict[str, str] | None = None) -> list[str]:
-    """The Kubernetes releases localcluster can build and run, default first, e.g. ``["1.36.3", "1.37.2"]``."""
+    """The Kubernetes releases localcluster can build and run, default first, e.g. ``["1.37.2", "1.36.3"]``."""
     return (versions or read_versions())["K8S_VERSIONS"].split()
 
 

@@ -5,7 +5,9 @@
 #                                          ($GANGWEB_K8S_VERSION, else the first of K8S_VERSIONS); a warm
 #                                          cache returns in about a second
 #   localcluster/build.sh --k8s-version V  the same for Kubernetes V (one of K8S_VERSIONS)
-#   localcluster/build.sh --all            every Kubernetes version in K8S_VERSIONS (make test builds only the default)
+#   localcluster/build.sh --all            every Kubernetes version in K8S_VERSIONS (what `make test` needs), all at
+#                                          once: a cold build of two takes about as long as of one after the other,
+#                                          and overlaps best with whatever else runs (CI starts it before apt-get)
 #   localcluster/build.sh --regen ...      rewrite the wrapper go.mod files from upstream (k8s staging list
 #                                          read from k8s.io/kubernetes' own go.mod), then build
 #
@@ -103,9 +105,14 @@ build_kwok() {
 if [ $regen = 1 ]; then for v in "${versions[@]}"; do k8s_regen "$v"; done; etcd_regen; kwok_regen; fi
 build_etcd
 build_kwok
+pids=()
 for v in "${versions[@]}"; do
-  build_k8s "$v"
-  "$CACHE/k8s-v$v/bin/kube-apiserver" --version
+  build_k8s "$v" &
+  pids+=($!)
 done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ $failed = 0 ] || exit 1
+for v in "${versions[@]}"; do "$CACHE/k8s-v$v/bin/kube-apiserver" --version; done
 "$CACHE/etcd-v$ETCD_VERSION/bin/etcd" --version | sed -n 1p  # reads all of it: head would close the pipe early, and pipefail turns SIGPIPE into exit 141
 echo "localcluster: binaries in $CACHE"

@@ -43,6 +43,12 @@ REJECTED = "Rejected"
 NAMESPACE_NOT_FOUND = "NamespaceNotFound"
 CREATE_REFUSED = "CreateRefused"
 QUOTA_EXCEEDED = "QuotaExceeded"
+# The API server holds objects of a kind it cannot decode: written in an API version its release no longer has
+# (Kubernetes 1.37 removed scheduling.k8s.io/v1alpha2; a cluster upgraded with v1alpha2 Workloads/PodGroups left in
+# etcd). Every LIST of that resource fails, in every namespace (429 "storage is (re)initializing ... corrupt
+# object", kube-apiserver's watch cache cannot start), a GET of such an object 500, a create over its name 409. Only
+# a cluster admin can clear it: transient, retried, and the message says what to run.
+STORED_VERSION_UNREADABLE = "StoredVersionUnreadable"
 
 # Words of the admission plugins that refuse an object with 403 Forbidden (kube-apiserver): ResourceQuota
 # ("exceeded quota: q, requested: count/jobs.batch=1, used: ..., limited: ..."), admission webhooks
@@ -151,6 +157,38 @@ def admission_refusal(message: str) -> bool:
     return bool(ADMISSION_REFUSAL.search(message or ""))
 
 
+# kube-apiserver's words for such an object (k8s.io/apiserver storage errors; observed on 1.37.2 over v1alpha2 data):
+# "StorageError: corrupt object, Code: 7, Key: /registry/podgroups/ns/name, ... object not decodable ...: no kind
+# \"PodGroup\" is registered for version \"scheduling.k8s.io/v1alpha2\" in scheme ...".
+UNDECODABLE = re.compile(r'corrupt object.*?no kind "(?P<kind>[A-Za-z0-9]+)" is registered for version '
+                         r'"(?P<version>[a-z0-9.-]+/v[0-9a-z]+)"', re.S)
+UNDECODABLE_RESOURCE = re.compile(r"read one or more (?P<resource>[a-z0-9.-]+) from the storage|Key: /(?:registry/)?"
+                                  r"(?P<plural>[a-z0-9]+)/")
+
+
+def stored_version_unreadable(message: str) -> TransientKubeError | None:
+    """The StoredVersionUnreadable error when a Status `message` says the API server cannot decode a stored object
+    of a removed API version (UNDECODABLE), else None. The message names the kind and the stored version and how an
+    admin clears it; never the object's namespace or name, which may be another team's (the LIST is cluster-wide).
+    Source: kube-apiserver 1.37.2 answering LIST/GET of workloads and podgroups over v1alpha2 data (docs/backends.md).
+    """
+    found = UNDECODABLE.search(message or "")
+    if found is None:
+        return None
+    kind, version = found["kind"], found["version"]
+    group = version.rsplit("/", 1)[0]
+    named = UNDECODABLE_RESOURCE.search(message)
+    resource = (named["resource"] or f"{named['plural']}.{group}") if named else f"{kind.lower()}s.{group}"
+    return TransientKubeError(
+        STORED_VERSION_UNREADABLE,
+        f"the API server cannot read {kind} objects stored as {version}, an API version this Kubernetes release no "
+        f"longer serves, so no {resource} can be listed in any namespace. A cluster admin must delete them, as the "
+        f"release notes ask before upgrading (the answer to kubectl get {resource} -A quotes their keys; kubectl "
+        f"delete {resource} NAME -n NAMESPACE --ignore-store-read-error-with-cluster-breaking-potential=true); "
+        "gangweb retries until then",
+        429)
+
+
 # The ResourceQuota admission plugin's words (kube-apiserver plugin/pkg/admission/resourcequota/controller.go):
 # "exceeded quota: <name>, requested: <r>=<q>[,...], used: <r>=<q>[,...], limited: <r>=<q>[,...]".
 QUOTA_WORDS = re.compile(r"exceeded quota: [^,]+, requested: (?P<requested>\S*), used: (?P<used>\S*), "
@@ -211,6 +249,9 @@ def classify(exc: BaseException) -> KubeError | None:
         namespace = missing_namespace(exc)
         if namespace:
             return TransientKubeError(NAMESPACE_NOT_FOUND, f'namespace "{namespace}" does not exist', status)
+        unreadable = stored_version_unreadable(str(_status_body(exc).get("message") or ""))
+        if unreadable is not None and status in (429, 500):
+            return unreadable
         if status == 429:
             return TransientKubeError(THROTTLED, message, status)
         if status >= 500:

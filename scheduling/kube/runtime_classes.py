@@ -18,8 +18,8 @@ from django.core.exceptions import ValidationError
 from kubernetes import client
 
 from . import objects
-from .refs import ObjectRef
 from .quantities import parse
+from .refs import ObjectRef
 
 log = logging.getLogger(__name__)
 RUNTIME_CLASS = ObjectRef("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", namespaced=False)

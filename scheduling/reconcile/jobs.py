@@ -53,6 +53,7 @@ from ..kube.errors import (
     CREATE_REFUSED,
     NAMESPACE_NOT_FOUND,
     QUOTA_EXCEEDED,
+    STORED_VERSION_UNREADABLE,
     CreateRefused,
     KubeError,
     TerminalKubeError,
@@ -90,7 +91,7 @@ WAITING = "WaitingForDeletion"
 CANCELLING = "Cancelling"  # phase_reason of a job whose cancel is deleting its objects (observe/phases.py too)
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
-                           NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, UNEXPECTED_ERROR})
+                           NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, STORED_VERSION_UNREADABLE, UNEXPECTED_ERROR})
 STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
                  "observed", "backend_plugin", "owner_uids")
 
@@ -237,25 +238,44 @@ class JobReconciler:
         if served and not self.backend.available(served):  # the last probe says its API is gone
             self.retire(served)
         try:
+            self.observed = self.first_read(observed)
+        except TransientKubeError as exc:
+            if exc.reason == STORED_VERSION_UNREADABLE and self.retired is not None:
+                # The new version's objects cannot be listed yet: the switch waits (nothing recorded), named here.
+                raise TransientKubeError(exc.reason, f"{self.version_message}, but {exc.message}",
+                                         exc.status) from None
+            raise
+        if self.retired is not None:
+            GangJob.objects.filter(pk=job.pk, backend_plugin=self.retired.name).update(backend_plugin=self.backend.name)
+            self.job.backend_plugin = self.backend.name
+
+    def first_read(self, observed: Observed | None) -> Observed:
+        """The job's objects: `observed` (a resync's slice) when it holds the kinds of the job's plugin, else read
+        now. Raises the snapshot's StoredVersionUnreadable error when its LIST of one of those kinds failed so (a
+        missing kind is never taken for absent objects)."""
+        unreadable = observed.unreadable_for(self.backend.gang_kinds) if observed is not None else None
+        if unreadable is not None:
+            raise TransientKubeError(unreadable.reason, unreadable.message, unreadable.status)
+        try:
             # A snapshot (resync) listed the kinds of the plugin it knew; after a switch only the new ones count.
-            self.observed = observed if observed is not None and self.retired is None else self.read()
+            return observed if observed is not None and self.retired is None else self.read()
         except ApiException as exc:
             # A LIST answered 404: the kind's API version is not served (the probe has not noticed the change yet).
             if exc.status != 404 or self.retired is not None:
                 raise
-            served = discovery.served_versions(api)
+            served = discovery.served_versions(self.api)
             if self.backend.available(served):
                 raise
             self.retire(served)
-            self.observed = self.read()
+            return self.read()
 
     def retire(self, served: set[str]) -> None:
-        """The cluster no longer serves the API of the job's pinned plugin: pin the newest plugin of the same family
-        it does serve (`registry.select`), or, when there is none, end the job Failed (`API_VERSION_REMOVED`,
-        naming the version it had and those it could use) and stop the pass (`_Failed`). What happens to the
-        gang then is `ensure`'s: a job not yet scheduled is recreated in the new version under new names; a
-        scheduled or running one keeps its pods and gets its gang objects in the new version under the same
-        names (its pods name them)."""
+        """The cluster no longer serves the API of the job's pinned plugin: take the newest plugin of the same family
+        it does serve (`registry.select`; pinned on the job by `__init__` once its objects could be read), or, when
+        there is none, end the job Failed (`API_VERSION_REMOVED`, naming the version it had and those it could use)
+        and stop the pass (`_Failed`). What happens to the gang then is `ensure`'s: a job not yet scheduled is
+        recreated in the new version under new names; a scheduled or running one keeps its pods and gets its gang
+        objects in the new version under the same names (its pods name them)."""
         old = type(self.backend)
         new = registry.select(old.family, served)
         if (new is None or new is old) and self.job.is_terminal:
@@ -268,8 +288,6 @@ class JobReconciler:
                        f"and serves no other version of backend '{old.family}' ({known}); the job cannot continue")
             status.record_failure(self.job, API_VERSION_REMOVED, message)
             raise _Failed(API_VERSION_REMOVED, message)
-        GangJob.objects.filter(pk=self.job.pk, backend_plugin=old.name).update(backend_plugin=new.name)
-        self.job.backend_plugin = new.name
         self.backend, self.retired = new(), old
         self.actions.append(f"switch backend {old.name} -> {new.name}: cluster {self.job.cluster.name} no longer "
                             f"serves {old.api_version}; it serves {new.api_version}")

@@ -54,6 +54,8 @@ class Observed:
     pods: list[dict] = field(default_factory=list)
     recorded_phases: list | None = None
     listed_at: float | None = None
+    # kind_key -> the StoredVersionUnreadable error its snapshot LIST got (kube/errors.py): nothing of that kind known
+    unreadable: dict = field(default_factory=dict)
 
     @property
     def from_snapshot(self) -> bool:
@@ -63,6 +65,10 @@ class Observed:
     def gang_of(self, ref: ObjectRef) -> dict[str, dict]:
         """{name: object} of one gang kind."""
         return self.gang.setdefault(kind_key(ref), {})
+
+    def unreadable_for(self, refs) -> object | None:
+        """The snapshot's error for the first of `refs` (ObjectRefs) it could not list, or None."""
+        return next((self.unreadable[kind_key(r)] for r in refs if kind_key(r) in self.unreadable), None)
 
     def is_empty(self) -> bool:
         """True when nothing of the job is left (pods included)."""
@@ -130,6 +136,7 @@ class Snapshot:
 
     by_uid: dict[str, dict[str, Observed]] = field(default_factory=lambda: defaultdict(dict))
     listed_at: float = field(default_factory=time.time)
+    unreadable: dict = field(default_factory=dict)  # kind_key -> StoredVersionUnreadable error of its LIST
 
     def add(self, items: list[dict], ref: ObjectRef) -> None:
         """File LISTed objects of kind `ref` under their job UID and namespace."""
@@ -156,6 +163,7 @@ class Snapshot:
         found = (self.by_uid.get(str(job.uid)) or {}).get(job.namespace) or Observed()
         observed = ownership.trust(found, job.namespace, job.owner_uids)
         observed.listed_at = self.listed_at
+        observed.unreadable = dict(self.unreadable)
         for ref in backend.gang_kinds:
             observed.gang_of(ref)
         return observed

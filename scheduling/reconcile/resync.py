@@ -39,13 +39,13 @@ from ..choices import ACTIVE_PHASES, ClusterHealth, DesiredState, GangPhase, Rec
 from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..kube import client as kube_client
 from ..kube import objects
-from ..kube.errors import KubeError, TransientKubeError, describe
+from ..kube.errors import STORED_VERSION_UNREADABLE, KubeError, TransientKubeError, describe
 from ..kube.objects import JOB, POD, SERVICE
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
 from . import dbconn
 from . import jobs as job_reconcile
 from .desired import instance_label
-from .observed import Snapshot, projection
+from .observed import Snapshot, kind_key, projection
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +71,17 @@ def snapshot(api, served: set[str], uids=None) -> Snapshot:
     if uids:
         selector += f",{LABEL_JOB_UID} in ({','.join(sorted(str(u) for u in uids))})"
     snap = Snapshot()
-    for ref in [*registry.gang_kinds(served), JOB, SERVICE, POD]:
+    kinds = registry.gang_kinds(served)
+    for ref in [*kinds, JOB, SERVICE, POD]:
         # Projected as each LIST is parsed: only one kind's full parse is ever alive (pods, the largest, last).
-        snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
+        try:
+            snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
+        except TransientKubeError as exc:
+            # Objects of a removed API version left in etcd make the kind unlistable cluster-wide: the other kinds'
+            # jobs go on; each job of this kind gets the error (JobReconciler.first_read), none is judged absent.
+            if ref not in kinds or exc.reason != STORED_VERSION_UNREADABLE:
+                raise
+            snap.unreadable[kind_key(ref)] = exc
     return snap
 
 

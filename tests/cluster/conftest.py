@@ -1,11 +1,11 @@
 """Fixtures for tests against a real Kubernetes control plane (the ``localcluster`` package).
 
-The release is ``$GANGWEB_K8S_VERSION``, else the default of ``localcluster/versions.env`` (1.36.3). A test that
+The release is ``$GANGWEB_K8S_VERSION``, else the default of ``localcluster/versions.env`` (1.37.2). A test that
 holds only on one release carries ``@pytest.mark.k8s_version("1.37")``; in a session on another release it is
-deselected (shown in the summary). ``make test`` runs only the default release; ``make test-k8s-other`` runs the
-marked tests on 1.37.2 (built, not yet verified on a real 1.37 control plane). A test that upgrades a cluster of
-its own to another release carries ``k8s_version("1.36", upgrade_to="1.37.2")`` and is deselected unless
-``$GANGWEB_K8S_UPGRADE_TO`` names that release (it needs that release's binaries too).
+deselected (shown in the summary). ``make test`` runs the whole suite on 1.37.2, then the tests marked
+``k8s_version`` on 1.36.3 (``make test-k8s-other``). A test that upgrades a cluster of its own from 1.36.3 to
+1.37.2 carries ``k8s_version("1.36", upgrade_to="1.37.2")`` and is deselected unless ``$GANGWEB_K8S_UPGRADE_TO``
+names that release (it needs both releases' binaries).
 
 - ``kube_cluster`` (session): starts one control plane per pytest run in a temporary state directory and stops it
   at the end, also when tests fail. With ``GANGWEB_TEST_KUBECONFIG`` set, that cluster is used instead and nothing

@@ -8,6 +8,7 @@ has no v1beta1 Workload/PodGroup API, so these go through CustomObjectsApi (any 
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from kubernetes import client
@@ -135,18 +136,42 @@ def test_min_count_is_patched_in_place_and_priority_class_is_immutable(kube_api,
     assert sched.get("podgroups", "train-workers")["spec"]["disruptionMode"] == {"single": {}}  # the default
 
 
+@pytest.fixture
+def user_priority_class(kube_api):
+    """A PriorityClass of value 1000 (user-definable: at most 1,000,000,000), deleted afterwards."""
+    sched = client.SchedulingV1Api(kube_api)
+    name = f"pc-{uuid.uuid4().hex[:8]}"
+    sched.create_priority_class({"metadata": {"name": name}, "value": 1000})
+    yield name
+    sched.delete_priority_class(name)
+
+
 @pytest.mark.k8s_version("1.37")
-def test_priority_class_and_disruption_mode_are_served(kube_api, sched):
-    sched.create("workloads", make_workload("train", "workers", 2, priorityClassName="system-cluster-critical",
+def test_priority_class_and_disruption_mode_are_served(kube_api, sched, user_priority_class):
+    sched.create("workloads", make_workload("train", "workers", 2, priorityClassName=user_priority_class,
                                             disruptionMode={"all": {}}))
     pg = sched.create("podgroups", make_pod_group("train-workers", "train", "workers", 2,
-                                                  priorityClassName="system-cluster-critical",
+                                                  priorityClassName=user_priority_class,
                                                   disruptionMode={"all": {}}))
-    assert pg["spec"]["priorityClassName"] == "system-cluster-critical"
-    assert pg["spec"]["priority"] == 2000000000  # filled by admission from the class
+    assert pg["spec"]["priorityClassName"] == user_priority_class
+    assert pg["spec"]["priority"] == 1000  # filled by admission from the class
     assert pg["spec"]["disruptionMode"] == {"all": {}}
     template = sched.get("workloads", "train")["spec"]["podGroupTemplates"][0]
-    assert template["disruptionMode"] == {"all": {}} and template["priorityClassName"] == "system-cluster-critical"
+    assert template["disruptionMode"] == {"all": {}} and template["priorityClassName"] == user_priority_class
+
+
+@pytest.mark.k8s_version("1.37")
+def test_a_podgroup_of_a_system_priority_class_is_refused(kube_api, sched):
+    """`spec.priority` is capped at HighestUserDefinablePriority (1e9), and admission fills it from the class, so a
+    PodGroup naming `system-cluster-critical` (2e9) is invalid; the Workload template is not filled and passes."""
+    sched.create("workloads", make_workload("train", "workers", 2, priorityClassName="system-cluster-critical"))
+    with pytest.raises(ApiException) as refused:
+        sched.create("podgroups", make_pod_group("train-workers", "train", "workers", 2,
+                                                 priorityClassName="system-cluster-critical"))
+    assert refused.value.status == 422
+    error = api_error(refused.value)
+    assert [c["field"] for c in error["details"]["causes"]] == ["spec.priority"], error
+    assert "must be less than or equal to 1000000000" in error["message"]
 
 
 @pytest.mark.k8s_version("1.37")

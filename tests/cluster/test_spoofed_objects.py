@@ -12,7 +12,6 @@ import uuid
 import pytest
 from kubernetes import client
 
-from scheduling.backends import k8s_workload_v1alpha2
 from scheduling.choices import GangPhase
 from scheduling.constants import LABEL_INSTANCE, LABEL_JOB, LABEL_JOB_UID, LABEL_MANAGED_BY
 from scheduling.kube import objects
@@ -24,7 +23,6 @@ from .reconcile_support import make_world, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]  # the watcher reads from its threads
 
-WORKLOAD, POD_GROUP = k8s_workload_v1alpha2.WORKLOAD, k8s_workload_v1alpha2.POD_GROUP
 
 
 @pytest.fixture
@@ -88,15 +86,15 @@ def test_a_look_alike_job_elsewhere_neither_finishes_the_job_nor_deletes_its_obj
     assert victim.phase == GangPhase.RUNNING and victim.cleaned_up_at is None
     assert victim.owner_uids == {owner_name: world.gang(victim, JOB)[0]["metadata"]["uid"]}
     assert victim.observed["pod_counts"]["succeeded"] == 0 and victim.observed["pod_counts"]["running"] == 2
-    assert world.get(POD_GROUP, names.gang_name) is not None
-    assert world.get(WORKLOAD, names.gang_name) is not None
+    assert world.get(world.k8s.POD_GROUP, names.gang_name) is not None  # the version discovery chose
+    assert world.get(world.k8s.WORKLOAD, names.gang_name) is not None
     assert world.get(SERVICE, names.service_name) is not None
     # ... and nothing of the attacker's was touched either: gangweb acts only in the job's namespace.
     assert objects.get(world.api, JOB, attacker_namespace, owner_name)["metadata"]["uid"] == fake["metadata"]["uid"]
 
     # The watch's observation of the victim (its cache holds the look-alikes) selects the same objects.
     gang, owners, pods = watching.select(watcher.objects_of(str(victim.uid)),
-                                         k8s_workload_v1alpha2.K8sWorkloadV1alpha2(), victim)
+                                         world.k8s(), victim)
     assert {o["metadata"]["namespace"] for o in [*gang, *owners, *pods]} == {world.namespace}
     assert len(pods) == 2 and len(owners) == 1
 

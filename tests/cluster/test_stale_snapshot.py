@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.backends import k8s_workload_v1alpha2, registry
+from scheduling.backends import registry
 from scheduling.choices import GangPhase
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob
@@ -18,7 +18,6 @@ from .reconcile_support import make_world, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]  # the watcher reads from its threads
 
-WORKLOAD, POD_GROUP = k8s_workload_v1alpha2.WORKLOAD, k8s_workload_v1alpha2.POD_GROUP
 SIM_SUCCEED = {"gangweb.io/sim-exit": "0"}
 
 
@@ -33,7 +32,7 @@ def load(job) -> GangJob:
 
 def quota_holders(world, job) -> int:
     """The job's Workloads, PodGroups and Services in the cluster (what holds quota after it finished)."""
-    return sum(len(world.gang(job, ref)) for ref in (WORKLOAD, POD_GROUP, SERVICE))
+    return sum(len(world.gang(job, ref)) for ref in (*world.k8s.gang_kinds, SERVICE))
 
 
 def leaks(world, jobs) -> list[str]:
@@ -116,5 +115,5 @@ def test_a_stale_pass_over_a_cancelled_job_does_not_call_it_cleaned_up_while_its
 
     wait_for(gone, 90, "the cancelled job cleaned up", interval=1)
     assert job.phase == GangPhase.CANCELLED
-    for ref in (WORKLOAD, POD_GROUP, JOB, SERVICE, POD):
+    for ref in (*world.k8s.gang_kinds, JOB, SERVICE, POD):
         assert world.gang(job, ref) == [], ref.kind

@@ -2,8 +2,10 @@
 the 1.37 ones started): one job Queued (no room) and one Running. Within one resync every job has a reason and an
 attempt row; the queued job gets v1beta1 objects under new names and runs once a node is added; the running job's
 pods are untouched; nothing logs a traceback. Once with the v1alpha2 objects removed first (as the 1.37 release
-note asks), once without. Needs the 1.37.2 binaries: deselected unless GANGWEB_K8S_UPGRADE_TO=1.37.2
-(`make test-k8s-other`); it starts its own cluster."""
+note asks), once without: then 1.37 cannot list any Workload or PodGroup (it cannot decode the v1alpha2 ones in
+etcd), every job says so with what an admin must run, the running job's pods stay, and once the admin has deleted
+them the next resync moves both jobs as above. Needs the 1.36.3 and 1.37.2 binaries; deselected unless
+GANGWEB_K8S_UPGRADE_TO=1.37.2 (`make test` sets it in its 1.36.3 pass); it starts its own cluster."""
 from __future__ import annotations
 
 import logging
@@ -17,9 +19,10 @@ import localcluster
 from localcluster.processes import wait_until
 from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
 from scheduling.backends.k8s_workload_v1beta1 import K8sWorkloadV1beta1
-from scheduling.choices import GangPhase
+from scheduling.choices import GangPhase, ReconcileOutcome
 from scheduling.kube import client as kube_client
 from scheduling.kube import objects
+from scheduling.kube.errors import STORED_VERSION_UNREADABLE, KubeError
 from scheduling.kube.objects import POD
 from scheduling.models import Cluster, GangJob
 from scheduling.reconcile import probe, resync
@@ -61,7 +64,7 @@ def test_upgrade_in_place_under_a_queued_and_a_running_job(tmp_path, admin_user,
     try:
         row = Cluster.objects.create(name="local", kubeconfig=Path(cluster.kubeconfig).read_text())
         probe.probe_cluster(row)
-        builders.make_queue("team-a")
+        builders.make_queue("team-a", allowed_namespaces=[NS])
         with cluster.api_client() as admin:
             core = client.CoreV1Api(admin)
             core.create_namespace({"metadata": {"name": NS}})
@@ -84,8 +87,34 @@ def test_upgrade_in_place_under_a_queued_and_a_running_job(tmp_path, admin_user,
         caplog.clear()
         with caplog.at_level(logging.INFO):
             stats = resync.resync_cluster(Cluster.objects.get(pk=row.pk))
-
         print("resync after the upgrade:", stats)
+
+        if not remove_first:
+            # 1.37 cannot decode the v1alpha2 objects left in etcd: no Workload or PodGroup can be listed in any
+            # namespace (kube-scheduler cannot place any gang either). Every job says so and what an admin must do.
+            assert stats["jobs"] == 2 and stats["failed"] == 2, stats
+            for job in (runs, waits):
+                job.refresh_from_db()
+                assert job.backend_plugin == K8sWorkloadV1alpha2.name  # the switch waits until it can read
+                assert job.phase_reason == STORED_VERSION_UNREADABLE, (job.phase_reason, job.phase_message)
+                assert "stored as scheduling.k8s.io/v1alpha2" in job.phase_message
+                assert "to scheduling.k8s.io/v1beta1" in job.phase_message
+                assert "--ignore-store-read-error-with-cluster-breaking-potential=true" in job.phase_message
+                attempt = job.attempts.order_by("-id").first()
+                assert (attempt.outcome, attempt.reason) == (ReconcileOutcome.TRANSIENT_ERROR,
+                                                             STORED_VERSION_UNREADABLE)
+            assert {p["metadata"]["uid"]: p["spec"]["nodeName"] for p in live_pods(world, runs)} == before
+            assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records
+                                                                   if r.exc_info]
+            # The admin does late what the release note asked, then the next resync moves both jobs.
+            leftovers = [world.names(runs).gang_name, old_gang]
+            assert len(delete_unreadable(world.api, leftovers)) == 4
+            wait_for(lambda: _listable(world.api), 120, "Workloads and PodGroups listable again")
+            caplog.clear()
+            with caplog.at_level(logging.INFO):
+                stats = resync.resync_cluster(Cluster.objects.get(pk=row.pk))
+            print("resync after the admin's cleanup:", stats)
+
         assert stats["jobs"] == 2 and stats["failed"] == 0, stats
         for job in (runs, waits):
             job.refresh_from_db()
@@ -110,6 +139,30 @@ def test_upgrade_in_place_under_a_queued_and_a_running_job(tmp_path, admin_user,
         wait_for(lambda: (world.reconcile(waits), phase(waits))[1] == GangPhase.RUNNING, 120, "the big job Running")
     finally:
         localcluster.down(state_dir)
+
+
+def delete_unreadable(api, names: list[str]) -> list[str]:
+    """What an admin runs after upgrading with v1alpha2 objects left: `kubectl delete --ignore-store-read-error-with-
+    cluster-breaking-potential` of each (1.37: gate AllowUnsafeMalformedObjectDeletion, beta, on by default)."""
+    deleted = []
+    for ref in (K8sWorkloadV1beta1.POD_GROUP, K8sWorkloadV1beta1.WORKLOAD):
+        for name in names:
+            api.call_api(f"/apis/{ref.api_version}/namespaces/{NS}/{ref.plural}/{name}", "DELETE",
+                         body={"apiVersion": "v1", "kind": "DeleteOptions",
+                               "ignoreStoreReadErrorWithClusterBreakingPotential": True},
+                         response_types_map={200: "object"}, auth_settings=["BearerToken"],
+                         _return_http_data_only=True)
+            deleted.append(f"{ref.kind} {name}")
+    return deleted
+
+
+def _listable(api) -> bool:
+    try:
+        for ref in (K8sWorkloadV1beta1.POD_GROUP, K8sWorkloadV1beta1.WORKLOAD):
+            objects.list_objects(api, ref, None, "")
+        return True
+    except KubeError:
+        return False
 
 
 def _has_sa(core) -> bool:

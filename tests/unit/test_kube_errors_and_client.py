@@ -169,3 +169,39 @@ def test_log_lines_carry_no_server_body_or_token(caplog):
             log.exception("reconcile failed")
     assert "INTERNAL-BODY" not in caplog.text and "tok-secret" not in caplog.text
     assert "ServerError: HTTP 500 Internal Server Error" in caplog.text and "Bearer [redacted]" in caplog.text
+
+
+# kube-apiserver 1.37.2's answers over v1alpha2 Workloads/PodGroups left in etcd (tests/cluster/test_upgrade.py).
+UNDECODABLE_LIST = ('storage is (re)initializing: failed to list <unspecified>: failed to read one or more '
+                    'podgroups.scheduling.k8s.io from the storage: StorageError: corrupt object, Code: 7, Key: '
+                    '/registry/podgroups/team-b/secret-project, ResourceVersion: 0, AdditionalErrorMsg: object not '
+                    'decodable revision=229: no kind "PodGroup" is registered for version "scheduling.k8s.io/v1alpha2"'
+                    ' in scheme "pkg/runtime/scheme.go:111"')
+UNDECODABLE_GET = ('Internal error occurred: StorageError: corrupt object, Code: 7, Key: /workloads/default/w, '
+                   'ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=228: no kind "Workload" is '
+                   'registered for version "scheduling.k8s.io/v1alpha2" in scheme "pkg/runtime/scheme.go:111"')
+
+
+@pytest.mark.parametrize("status, message, kind, resource", [
+    (429, UNDECODABLE_LIST, "PodGroup", "podgroups.scheduling.k8s.io"),
+    (500, UNDECODABLE_GET, "Workload", "workloads.scheduling.k8s.io"),
+])
+def test_objects_of_a_removed_api_version_are_a_transient_error_saying_what_an_admin_must_do(status, message, kind,
+                                                                                             resource):
+    exc = ApiException(status=status)
+    exc.body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                           "code": status})
+
+    err = errors.classify(exc)
+
+    assert isinstance(err, errors.TransientKubeError) and err.reason == "StoredVersionUnreadable"
+    assert f"cannot read {kind} objects stored as scheduling.k8s.io/v1alpha2" in err.message
+    assert (f"kubectl delete {resource} NAME -n NAMESPACE "
+            "--ignore-store-read-error-with-cluster-breaking-potential=true") in err.message
+    assert "team-b" not in err.message and "secret-project" not in err.message  # another team's object: not named
+
+
+def test_a_plain_429_is_still_throttled():
+    exc = ApiException(status=429)
+    exc.body = json.dumps({"kind": "Status", "message": "storage is (re)initializing", "code": 429})
+    assert errors.classify(exc).reason == "Throttled"
