@@ -164,8 +164,39 @@ def kube_namespace(kube_api, request) -> str:
 
 
 @pytest.fixture
+def world(kube_cluster, kube_namespace, admin_user, enqueued):
+    """The test's gangweb side of the real control plane (reconcile_support.World): the Cluster row, a queue
+    granted `kube_namespace`, the admin submitting, reconcile passes run in-process. A module may define its own."""
+    from .reconcile_support import make_world
+
+    return make_world(kube_cluster, kube_namespace, admin_user)
+
+
+@pytest.fixture
+def priority_classes(kube_api):
+    """`new(value=1000) -> name`: PriorityClasses of this test (user-definable values, at most 1,000,000,000; the
+    API server resolves a PodGroup's priorityClassName at admission), deleted after it."""
+    sched = client.SchedulingV1Api(kube_api)
+    made = []
+
+    def new(value: int = 1000) -> str:
+        name = f"pc-{uuid.uuid4().hex[:8]}"
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+        made.append(name)
+        return name
+
+    yield new
+    for name in made:
+        try:
+            sched.delete_priority_class(name)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+
+
+@pytest.fixture
 def watcher(world):
-    """The cluster watch of `world` (the test module's fixture) in a thread, as `manage.py watch_clusters` runs
+    """The cluster watch of `world` (the test's fixture) in a thread, as `manage.py watch_clusters` runs
     it: it records the phases as they happen. Stopped (its threads joined) after the test."""
     from scheduling.reconcile import watching
 

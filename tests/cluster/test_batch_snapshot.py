@@ -10,14 +10,7 @@ from scheduling.models import GangJob
 from scheduling.reconcile import resync
 from scheduling.reconcile.jobs import reconcile_many
 
-from .reconcile_support import make_world
-
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def test_a_batch_snapshot_holds_only_the_batch_and_the_batch_is_dispatched(world):

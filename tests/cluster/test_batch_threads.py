@@ -10,15 +10,8 @@ from scheduling.kube import objects
 from scheduling.models import GangJob, PhaseTransition, ReconcileAttempt
 from scheduling.reconcile import jobs
 
-from .reconcile_support import make_world
-
 # Committed rows: the batch's threads use connections of their own, which see only what is committed.
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def test_a_threaded_batch_dispatches_every_job_once(world, monkeypatch):

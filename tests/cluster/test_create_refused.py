@@ -12,14 +12,9 @@ from scheduling.kube.objects import JOB, SERVICE
 from scheduling.models import GangJob, ReconcileAttempt
 from tests import builders
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def no_jobs_quota(world) -> None:

@@ -15,14 +15,9 @@ from scheduling.reconcile import desired  # noqa: E402
 from scheduling.reconcile.desired import JOB  # noqa: E402
 from tests import builders  # noqa: E402
 
-from .reconcile_support import make_world, wait_for  # noqa: E402
+from .reconcile_support import wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def running_pods(world, job) -> list[dict]:

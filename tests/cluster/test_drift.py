@@ -7,15 +7,10 @@ from scheduling.backends import kai_v2alpha2
 from scheduling.kube import objects
 from scheduling.kube.objects import JOB, SERVICE
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 KAI_PG = kai_v2alpha2.POD_GROUP
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def test_a_gang_object_deleted_by_hand_is_recreated(world):

@@ -16,16 +16,9 @@ from scheduling.kube.objects import JOB
 from scheduling.models import GangJob, QueuePolicy, RuntimeTemplate
 from tests import builders
 
-from .reconcile_support import make_world
-
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
 AT = "spec.podSets[worker].template.spec"
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ names, and the protection finalizer is left to kube-controller-manager; on 1.36 
 replaces; a job pinned to a version the cluster stopped serving moves to the served one (APIVersionChanged)."""
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from kubernetes import client
 
@@ -20,27 +18,10 @@ from scheduling.reconcile import jobs
 from scheduling.services import jobs as job_service
 from tests import builders
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 PROTECTION = "scheduling.k8s.io/podgroup-protection"
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
-
-
-@pytest.fixture
-def priority_classes(kube_api):
-    """Two PriorityClasses for this test (the API server resolves a PodGroup's priorityClassName at admission)."""
-    sched = client.SchedulingV1Api(kube_api)
-    names = [f"pc-{uuid.uuid4().hex[:8]}" for _ in range(2)]
-    for i, name in enumerate(names):
-        sched.create_priority_class({"metadata": {"name": name}, "value": 100 + i})
-    yield names
-    for name in names:
-        sched.delete_priority_class(name)
 
 
 def small(world, **extra) -> GangJob:
@@ -91,7 +72,7 @@ def test_v1beta1_is_chosen_by_discovery_and_a_hand_edited_min_count_is_patched_b
 
 @pytest.mark.k8s_version("1.37")
 def test_v1beta1_priority_class_change_replaces_the_gang_under_new_names_and_the_pods_follow(world, priority_classes):
-    first, second = priority_classes
+    first, second = priority_classes(100), priority_classes(101)
     job = world.submit(backend="k8s-workload", replicas=2, containers=[builders.container(cpu="100m", memory="64Mi")],
                        priorityClassName=first)
     assert world.reconcile(job).error is None

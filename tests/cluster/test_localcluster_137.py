@@ -8,7 +8,6 @@ has no v1beta1 Workload/PodGroup API, so these go through CustomObjectsApi (any 
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from kubernetes import client
@@ -136,18 +135,9 @@ def test_min_count_is_patched_in_place_and_priority_class_is_immutable(kube_api,
     assert sched.get("podgroups", "train-workers")["spec"]["disruptionMode"] == {"single": {}}  # the default
 
 
-@pytest.fixture
-def user_priority_class(kube_api):
-    """A PriorityClass of value 1000 (user-definable: at most 1,000,000,000), deleted afterwards."""
-    sched = client.SchedulingV1Api(kube_api)
-    name = f"pc-{uuid.uuid4().hex[:8]}"
-    sched.create_priority_class({"metadata": {"name": name}, "value": 1000})
-    yield name
-    sched.delete_priority_class(name)
-
-
 @pytest.mark.k8s_version("1.37")
-def test_priority_class_and_disruption_mode_are_served(kube_api, sched, user_priority_class):
+def test_priority_class_and_disruption_mode_are_served(kube_api, sched, priority_classes):
+    user_priority_class = priority_classes(1000)
     sched.create("workloads", make_workload("train", "workers", 2, priorityClassName=user_priority_class,
                                             disruptionMode={"all": {}}))
     pg = sched.create("podgroups", make_pod_group("train-workers", "train", "workers", 2,

@@ -14,14 +14,9 @@ from scheduling.kube.objects import JOB
 from scheduling.models import QueuePolicy, ReconcileAttempt
 from scheduling.reconcile import resync
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 @pytest.fixture

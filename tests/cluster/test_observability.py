@@ -24,16 +24,11 @@ from scheduling.reconcile import watching  # noqa: E402
 from tests import builders  # noqa: E402
 from tests.kube_objects import kai_over_limit  # noqa: E402
 
-from .reconcile_support import make_world, wait_for  # noqa: E402
+from .reconcile_support import wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
 
 POOL_LABEL = "gangweb.io/test-pool"
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 @pytest.fixture

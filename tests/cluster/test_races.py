@@ -10,15 +10,10 @@ from scheduling.models import GangJob
 from scheduling.reconcile import jobs
 from scheduling.services import jobs as job_service
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 KAI_PG = kai_v2alpha2.POD_GROUP
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def live(objs):

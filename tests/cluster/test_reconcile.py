@@ -17,7 +17,7 @@ from scheduling.models import GangJob, QueuePolicy
 from scheduling.reconcile import resync
 from scheduling.services import jobs as job_service
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
@@ -27,11 +27,6 @@ MUTABLE = {
     "volcano": (volcano_v1beta1.POD_GROUP, "volcano"),
 }
 V1A2_WORKLOAD, V1A2_POD_GROUP = k8s_workload_v1alpha2.WORKLOAD, k8s_workload_v1alpha2.POD_GROUP
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def stale_copy(want: dict, labels: dict, **spec) -> dict:

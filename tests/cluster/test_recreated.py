@@ -14,14 +14,9 @@ from scheduling.models import GangJob
 from scheduling.services import timeline
 from tests import builders
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def reconciled_until(world, job, phase: str, attempt: int, timeout: float = 90) -> GangJob:

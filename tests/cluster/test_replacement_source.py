@@ -5,34 +5,17 @@ chosen by discovery: v1alpha2 replaces on a minCount change, v1beta1 on a priori
 from __future__ import annotations
 
 import copy
-import uuid
 
 import pytest
-from kubernetes import client
 
 from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
 from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob
 from tests import builders
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
-
-
-@pytest.fixture
-def priority_class(kube_api):
-    """A PriorityClass of this test (the API server resolves a PodGroup's priorityClassName at admission)."""
-    sched = client.SchedulingV1Api(kube_api)
-    name = f"pc-{uuid.uuid4().hex[:8]}"
-    sched.create_priority_class({"metadata": {"name": name}, "value": 100})
-    yield name
-    sched.delete_priority_class(name)
 
 
 def reconciled_until(world, job, phase: str, attempt: int, timeout: float = 120) -> GangJob:
@@ -45,7 +28,8 @@ def reconciled_until(world, job, phase: str, attempt: int, timeout: float = 120)
     return wait_for(there, timeout=timeout, what=f"{phase} in attempt {attempt}", interval=1)
 
 
-def test_after_a_replacement_the_new_attempts_queued_entry_names_the_new_podgroup(world, priority_class):
+def test_after_a_replacement_the_new_attempts_queued_entry_names_the_new_podgroup(world, priority_classes):
+    priority_class = priority_classes(100)
     job = world.submit(backend="k8s-workload", replicas=2, containers=[builders.container(cpu="100m", memory="64Mi")])
     reconciled_until(world, job, P.RUNNING, 0)
     old = world.names(job).gang_name

@@ -18,14 +18,9 @@ from scheduling.services import jobs as job_service
 from scheduling.services import templates as template_service
 from tests import builders
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 @pytest.fixture

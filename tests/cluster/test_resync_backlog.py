@@ -11,14 +11,7 @@ from scheduling.models import GangJob, ReconcileAttempt, leases
 from scheduling.reconcile import jobs as job_reconcile
 from scheduling.reconcile import resync
 
-from .reconcile_support import make_world
-
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def phases(jobs) -> list[str]:

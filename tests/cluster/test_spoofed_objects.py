@@ -19,15 +19,10 @@ from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob
 from scheduling.reconcile import desired, resync, watching
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]  # the watcher reads from its threads
 
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 @pytest.fixture

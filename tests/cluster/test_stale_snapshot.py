@@ -14,16 +14,11 @@ from scheduling.reconcile import jobs as job_reconcile
 from scheduling.reconcile import resync
 from scheduling.services import jobs as job_service
 
-from .reconcile_support import make_world, wait_for
+from .reconcile_support import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]  # the watcher reads from its threads
 
 SIM_SUCCEED = {"gangweb.io/sim-exit": "0"}
-
-
-@pytest.fixture
-def world(kube_cluster, kube_namespace, admin_user, enqueued):
-    return make_world(kube_cluster, kube_namespace, admin_user)
 
 
 def load(job) -> GangJob:
