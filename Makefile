@@ -4,6 +4,8 @@ PY ?= python3
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-$(shell cat requirements.txt requirements-dev.txt client/pyproject.toml | sha1sum | cut -c1-12)
+# `make run` needs only the server's requirements and the CLI, not the test tools (playwright, schemathesis, ...).
+RUN_STAMP := $(VENV)/.run-requirements-$(shell cat requirements.txt client/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 # Kubernetes releases of the local control plane (localcluster/versions.env), default first: 1.37.2, then 1.36.3.
 # `make run` builds and runs the default. `make test` builds every release, runs the whole suite on the default
@@ -14,7 +16,7 @@ K8S_VERSIONS := $(shell . localcluster/versions.env && echo $$K8S_VERSIONS)
 K8S_DEFAULT := $(firstword $(K8S_VERSIONS))
 K8S_OTHERS := $(wordlist 2,$(words $(K8S_VERSIONS)),$(K8S_VERSIONS))
 
-.PHONY: run test test-k8s-other setup venv migrate localcluster-build lint bench clean-state screenshots
+.PHONY: run test test-k8s-other setup venv venv-run migrate localcluster-build lint bench clean-state screenshots
 
 $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -23,19 +25,26 @@ $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 
 venv: $(STAMP)
 
+$(RUN_STAMP): requirements.txt client/pyproject.toml
+	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements.txt -e ./client
+	@rm -f $(VENV)/.run-requirements-* && touch $(RUN_STAMP)
+
+venv-run: $(RUN_STAMP)
+
 # Every release of versions.env, built at once (a warm cache returns in about a second); LOCALCLUSTER_BUILD_ARGS=
 # "--k8s-version 1.37.2" builds only one.
 LOCALCLUSTER_BUILD_ARGS ?= --all
 localcluster-build:
 	bash localcluster/build.sh $(LOCALCLUSTER_BUILD_ARGS)
 
-migrate: venv
+migrate: venv-run
 	@mkdir -p var
 	DEBUG=1 $(PYTHON) manage.py migrate --noinput
 
 setup: venv migrate
 
-run: setup
+run: venv-run migrate
 	@bash localcluster/build.sh --k8s-version $(K8S_DEFAULT) || echo "make run: local cluster build failed; starting without it"
 	DEBUG=1 GANGWEB_METRICS_PUBLIC=$${GANGWEB_METRICS_PUBLIC:-1} $(PYTHON) manage.py runstack
 
