@@ -279,13 +279,15 @@ class Census:
 def cluster_objects(api, namespace: str | None = None) -> dict[str, Counter]:
     """{job uid: Counter of its objects by kind} of every gangweb-labelled object (of `namespace`, else all):
     gang kinds of the k8s-workload backend, Jobs, Services, pods (and "live pods": Pending/Running/Unknown)."""
-    from scheduling.backends import registry
+    from scheduling.backends import discovery, registry
     from scheduling.constants import LABEL_INSTANCE, LABEL_JOB_UID
     from scheduling.kube import objects
     from scheduling.kube.objects import JOB, POD, SERVICE
 
     selector = f"{LABEL_INSTANCE}=gangweb"
-    refs = list(registry.by_name("k8s-workload-v1alpha2").gang_kinds) + [JOB, SERVICE, POD]
+    # The version the worker's discovery picks: v1beta1 on 1.37, v1alpha2 on 1.36.
+    plugin = registry.select("k8s-workload", discovery.served_versions(api))
+    refs = list(plugin.gang_kinds) + [JOB, SERVICE, POD]
     by_job: dict[str, Counter] = {}
     for ref in refs:
         for obj in objects.list_objects(api, ref, namespace, selector):
