@@ -37,6 +37,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
+from urllib3.exceptions import LocationParseError
+from urllib3.util import parse_url
 
 from .. import addresses
 from ..choices import GangPhase
@@ -52,6 +54,7 @@ from . import access
 from .errors import DeliveryRetry, PermissionDenied  # noqa: F401 - DeliveryRetry: raised by deliver()
 
 log = logging.getLogger(__name__)
+ERROR_BODY_BYTES = 200  # of a receiver's non-2xx answer, kept in the delivery log
 
 SCAN_WINDOW = timedelta(minutes=10)
 REENQUEUE_AFTER = timedelta(minutes=30)  # a Pending delivery's task longer ago than this was lost: send again
@@ -72,17 +75,42 @@ def check_target_url(url: str, field: str = "url") -> None:
     cluster API servers): public addresses, plus every non-public range when
     settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES is on. Cloud metadata, unspecified, multicast and reserved
     addresses are refused always."""
-    parts = urlsplit(url or "")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError({field: "must be an http:// or https:// URL with a host"})
+    host, port, scheme = _target(url, field)
     policy = addresses.AddressPolicy(all_private=bool(getattr(settings, "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES",
                                                                 False)))
     try:
-        addresses.resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), policy)
+        addresses.resolve(host, port, policy)
     except addresses.AddressRefused as exc:
         raise ValidationError({field: f"{exc}"}) from None
     except (OSError, UnicodeError) as exc:
-        raise ValidationError({field: f"host '{parts.hostname[:100]}' does not resolve ({exc})"}) from None
+        raise ValidationError({field: f"host '{host[:100]}' does not resolve ({exc})"}) from None
+
+
+def _target(url, field: str) -> tuple[str, int, str]:
+    """(host, port, scheme) that the HTTP client will connect to for `url`, or ValidationError({field: ...}).
+
+    The host is read the way the client reads it (urllib3's `parse_url`, used by requests) and must agree with
+    the standard library's reading: a URL the two parsers read differently (`http://127.0.0.1\\@1.1.1.1/`, where
+    one sees 1.1.1.1 and the other connects to 127.0.0.1) is refused, and so are credentials, backslashes,
+    whitespace and control characters anywhere in it."""
+    message = "must be an http:// or https:// URL with a host (no credentials, backslashes or spaces)"
+    if not isinstance(url, str) or not url or any(c in url for c in "\\@") or any(
+            c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        raise ValidationError({field: message})
+    try:
+        std = urlsplit(url)
+        std_host, std_port = std.hostname, std.port
+        client = parse_url(url)
+    except (ValueError, LocationParseError):
+        raise ValidationError({field: message}) from None
+    scheme = (client.scheme or "").lower()
+    host = (client.host or "").strip("[]").lower()
+    if scheme not in ("http", "https") or not host or std.scheme.lower() != scheme or (std_host or "") != host:
+        raise ValidationError({field: message})
+    port = client.port or (443 if scheme == "https" else 80)
+    if (std_port or (443 if scheme == "https" else 80)) != port or not 0 < port < 65536:
+        raise ValidationError({field: message})
+    return host, port, scheme
 
 
 def _clean(user, data, instance: WebhookSubscription | None = None) -> dict:
@@ -247,16 +275,22 @@ def deliver(delivery_id: int, final: bool = False) -> str:
     try:
         check_target_url(sub.url)
         signature = Webhook(sub.secret).sign(delivery.event_id, now, body)
-        response = requests.post(sub.url, data=body.encode(), timeout=timeouts(), allow_redirects=False,
+        # stream=True: the receiver's answer is never read beyond ERROR_BODY_BYTES (a huge or compressed body cannot
+        # fill the worker's memory); identity encoding: no decompression at all.
+        response = requests.post(sub.url, data=body.encode(), timeout=timeouts(), allow_redirects=False, stream=True,
                                  headers={"Content-Type": "application/json", "User-Agent": "gangweb-webhooks/1",
+                                          "Accept-Encoding": "identity",
                                           "webhook-id": delivery.event_id,
                                           "webhook-timestamp": str(int(now.timestamp())),
                                           "webhook-signature": signature})
         delivery.last_status_code = response.status_code
-        if 200 <= response.status_code < 300:
+        with response:  # back to the pool (or closed) without reading what was not read
+            ok = 200 <= response.status_code < 300
+            head = b"" if ok else (response.raw.read(ERROR_BODY_BYTES, decode_content=False) or b"")
+        if ok:
             delivery.status, delivery.delivered_at, delivery.last_error = DeliveryStatus.DELIVERED, now, ""
         else:
-            delivery.last_error = f"HTTP {response.status_code}: {response.text[:200]}"
+            delivery.last_error = f"HTTP {response.status_code}: {head.decode('utf-8', 'replace')}"
             retry = response.status_code in (408, 429) or response.status_code >= 500
             if not retry:
                 delivery.status = DeliveryStatus.FAILED

@@ -65,6 +65,14 @@ def _subscribe(api, **body):
     ("http://[::1]/hook", "::1 is a loopback address"),
     ("ftp://example.com/hook", "must be an http:// or https:// URL"),
     ("hook", "must be an http:// or https:// URL"),
+    # The client (urllib3) connects to what is before the backslash, the check read what is after the "@".
+    ("http://127.0.0.1:8011\\@1.1.1.1/", "no credentials, backslashes or spaces"),
+    ("http://169.254.169.254\\@1.1.1.1/latest/meta-data/", "no credentials, backslashes or spaces"),
+    ("http://user:pw@1.1.1.1/hook", "no credentials, backslashes or spaces"),
+    ("http://1.1.1.1 /hook", "no credentials, backslashes or spaces"),
+    ("http://[::1/hook", "must be an http:// or https:// URL"),  # were 500s
+    ("http://1.1.1.1:99999/hook", "must be an http:// or https:// URL"),
+    ("http://[::ffff:127.0.0.1]:18999/", "is a loopback address"),
 ])
 def test_receivers_on_private_or_metadata_addresses_are_refused_naming_the_url(api, url, words):
     r = api.post("/api/v1/webhooks/", {"name": "x", "url": url}, format="json")
