@@ -11,6 +11,7 @@ that true for any stream).
 """
 import codecs
 import json
+import re
 
 from django.conf import settings
 from rest_framework import exceptions, status
@@ -46,13 +47,18 @@ def _too_deep(value) -> bool:
     return False
 
 
+# NUL: PostgreSQL text cannot store it. A lone UTF-16 surrogate (JSON "\ud800" without its pair): not a character,
+# so no UTF-8 encoder writes it; stored in a JSON field it made every later read of that row a 500.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def _nul_path(value, path="body"):
-    """The path of the first string (or key) holding a NUL character, or None. PostgreSQL text cannot store NUL."""
+    """The path of the first string (or key) holding a NUL character or a lone surrogate, or None."""
     if isinstance(value, str):
-        return path if "\x00" in value else None
+        return path if UNSTORABLE.search(value) else None
     if isinstance(value, dict):
         for key, item in value.items():
-            found = path if "\x00" in key else _nul_path(item, f"{path}.{key}")
+            found = path if UNSTORABLE.search(key) else _nul_path(item, f"{path}.{key}")
             if found:
                 return found
     elif isinstance(value, list):
@@ -86,5 +92,6 @@ class BoundedJSONParser(JSONParser):
         except RecursionError:
             raise exceptions.ParseError("JSON parse error - nested too deeply") from None
         if nul:
-            raise exceptions.ParseError(f"{nul}: NUL characters are not allowed")
+            raise exceptions.ParseError(
+                f"{nul}: NUL characters and unpaired surrogates (\\ud800-\\udfff) are not allowed")
         return data

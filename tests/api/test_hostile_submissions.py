@@ -200,6 +200,19 @@ def test_malformed_json_is_400_and_creates_nothing(teams, raw):
     assert row_counts() == before
 
 
+@pytest.mark.parametrize("overrides", [
+    pytest.param(worker(env={"A": "\ud800"}), id="in a string"),
+    pytest.param({"podSets": {"\udc80": {}}}, id="in a key"),
+])
+def test_a_lone_surrogate_is_400_and_creates_nothing(teams, overrides):
+    """Stored in a JSON field, a lone surrogate made every later read of the job (the team's whole list) a 500."""
+    before = row_counts()
+    raw = json.dumps(job(overrides=overrides))  # ASCII-escaped: "\ud800", as a client would send it
+    r = teams.clients["t_sub"].post("/api/v1/jobs/", raw, content_type="application/json")
+    assert r.status_code == 400 and "unpaired surrogates" in str(r.data), r.content[:300]
+    assert row_counts() == before
+
+
 def test_idempotency_key_too_long_is_400(teams):
     before = row_counts()
     r = teams.clients["t_sub"].post("/api/v1/jobs/", job(template="llm"), format="json",
