@@ -116,3 +116,26 @@ def test_a_token_can_act_only_within_its_actions(teams):
     both = builders.make_token(teams.a_sub, ["read", "cancel"])
     assert bearer(both).post(f"/api/v1/jobs/{teams.a_job.pk}/cancel/").status_code == 202
     assert AuditEvent.objects.get(action="job.cancel").token.lookup == both.split("_")[1]
+
+
+def test_deleting_the_only_queue_of_a_tokens_scope_revokes_it_instead_of_widening_it(db, admin_user):
+    """An empty scope means every queue of the owner: deleting a token's only queue must not turn a token of one CI
+    queue into one for all of them (it then listed another team's jobs and submitted to them)."""
+    other = builders.make_queue("team-a")
+    ci = builders.make_queue("team-a-ci")
+    kept = builders.make_queue("team-a-nightly")
+    admin = APIClient()
+    admin.force_authenticate(admin_user)
+    only_ci = admin.post("/api/v1/tokens/", {"name": "ci", "actions": ["read", "submit"], "queues": ["team-a-ci"]},
+                         format="json")
+    both = admin.post("/api/v1/tokens/", {"name": "both", "actions": ["read"],
+                                          "queues": ["team-a-ci", "team-a-nightly"]}, format="json")
+    assert only_ci.status_code == both.status_code == 201
+    assert admin.delete(f"/api/v1/queues/{ci.name}/").status_code == 204
+
+    assert bearer(only_ci.data["token"]).get("/api/v1/queues/").status_code == 401
+    assert ApiToken.objects.get(pk=only_ci.data["id"]).revoked_at is not None
+    survivor = ApiToken.objects.get(pk=both.data["id"])
+    assert survivor.revoked_at is None and list(survivor.queues.values_list("name", flat=True)) == [kept.name]
+    names = [q["name"] for q in bearer(both.data["token"]).get("/api/v1/queues/").data["results"]]
+    assert other.name not in names
