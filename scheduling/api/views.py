@@ -249,7 +249,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         params = request.query_params
         depth = params.get("depth")
         if depth not in (None, ""):
-            if not depth.isdigit() or int(depth) > 100:
+            if not (depth.isascii() and depth.isdigit()) or int(depth) > 100:
                 raise DjangoValidationError({"depth": f"'{depth[:20]}' is not a whole number from 0 to 100"})
             depth = int(depth)
         else:

@@ -158,7 +158,7 @@ def parse_ids(raw: str | None) -> list[int]:
         raise ValidationError({"ids": f"at most {MAX_IDS} job ids per request; got {len(parts)} (split them)"})
     ids: list[int] = []
     for part in parts:
-        if not part.isdigit() or not 0 < int(part) < 2**63:
+        if not (part.isascii() and part.isdigit()) or not 0 < int(part) < 2**63:
             raise ValidationError({"ids": f"'{part[:20]}' is not a job id (a positive whole number)"})
         if int(part) not in ids:
             ids.append(int(part))

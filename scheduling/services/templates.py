@@ -253,8 +253,9 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
     target = containers[0]
     if "container" in fields:
         by_name = {c["name"]: c for c in containers}
-        if fields["container"] not in by_name:
-            raise ValidationError({f"{field}.container": f"unknown container '{fields['container']}'"})
+        if not isinstance(fields["container"], str) or fields["container"] not in by_name:
+            raise ValidationError({f"{field}.container": f"unknown container '{str(fields['container'])[:80]}'; "
+                                                         f"give one of {', '.join(sorted(by_name))}"})
         target = by_name[fields["container"]]
     if "replicas" in fields:
         ps["replicas"] = v.integer(fields["replicas"], f"{field}.replicas", minimum=1, maximum=MAX_REPLICAS)
@@ -441,7 +442,7 @@ def retire_version(user, template, version_no):
     from . import access, audit
 
     access.check_manage_template(user, template)
-    if isinstance(version_no, str) and version_no.isdigit():
+    if isinstance(version_no, str) and version_no.isascii() and version_no.isdigit():
         version_no = int(version_no)
     v.integer(version_no, "version", minimum=1, maximum=2**31 - 1)
     with transaction.atomic():

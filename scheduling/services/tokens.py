@@ -69,7 +69,10 @@ def create(user, data) -> tuple[ApiToken, str]:
     if expires_at is None:
         expires_at = now + timedelta(days=_default_days())
     else:
-        parsed = parse_datetime(expires_at) if isinstance(expires_at, str) else None
+        try:
+            parsed = parse_datetime(expires_at) if isinstance(expires_at, str) else None
+        except ValueError:  # well formed but no such date or offset: 2027-02-30, +25:00
+            parsed = None
         if parsed is None or parsed.tzinfo is None:
             raise ValidationError({"expires_at": "must be an ISO 8601 date-time with a time zone"})
         if parsed <= now:

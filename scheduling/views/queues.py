@@ -110,7 +110,7 @@ def queue_children(request, name: str):
     if parent is None or (visible is not None and parent.id not in visible):
         raise Http404(f"no queue named '{name}'")
     offset = request.GET.get("offset", "")
-    offset = int(offset) if offset.isdigit() else 0
+    offset = int(offset) if offset.isascii() and offset.isdigit() else 0
     kids = [k for k in tree.children.get(parent.id, []) if visible is None or k.id in visible]
     shown = kids[offset:offset + CHILDREN_SHOWN]
     nodes = queue_service.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree)

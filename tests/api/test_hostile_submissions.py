@@ -74,6 +74,10 @@ SUBMIT_CASES = [
      "overrides.podSets.worker.env"),
     ("locked minMember", job(template="llm", overrides={"minMember": 1}), 400, "overrides.minMember"),
     *[(case, job(overrides=overrides), code, field) for case, overrides, code, field in SUBMITS],
+    ("a list as the container name", job(overrides=worker(container=["x"])), 400,
+     "overrides.podSets.worker.container"),  # was a 500 (unhashable)
+    ("an object as the container name", job(overrides=worker(container={"a": 1})), 400,
+     "overrides.podSets.worker.container"),
     ("resolved_spec smuggled as a field", job(resolved_spec={"podSets": []}), 400, "resolved_spec"),
     ("submitted_by smuggled as a field", job(submitted_by=1), 400, "submitted_by"),
     ("SQL in the name", job(name="x'; DROP TABLE scheduling_gangjob;--"), 400, "name"),

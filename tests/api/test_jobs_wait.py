@@ -104,6 +104,8 @@ def test_a_waiter_wakes_within_a_tick_when_another_process_records_a_phase(api, 
     ({"ids": "1,x"}, "ids", "'x' is not a job id"),
     ({"ids": "0"}, "ids", "'0' is not a job id"),
     ({"ids": "9" * 30}, "ids", "is not a job id"),
+    ({"ids": "\u00b2"}, "ids", "is not a job id"),  # superscript two: isdigit() but no int (was a 500)
+    ({"ids": "\u0661"}, "ids", "is not a job id"),  # Arabic-Indic one: was read as job 1
     ({"ids": ",".join(str(i) for i in range(1, 502))}, "ids", "at most 500 job ids"),
     ({"ids": "1", "timeout": "26"}, "timeout", "from 0 to 25"),
     ({"ids": "1", "timeout": "-1"}, "timeout", "from 0 to 25"),

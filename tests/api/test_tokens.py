@@ -87,6 +87,8 @@ def test_last_used_is_recorded_at_most_once_a_minute(teams):
     ({"name": "x", "expires_at": "2001-01-01T00:00:00Z"}, "expires_at"),
     ({"name": "x", "expires_at": "2999-01-01T00:00:00Z"}, "expires_at"),
     ({"name": "x", "expires_at": "tomorrow"}, "expires_at"),
+    ({"name": "x", "expires_at": "2027-02-30T00:00:00Z"}, "expires_at"),  # no such day (was a 500)
+    ({"name": "x", "expires_at": "2027-01-01T00:00:00+25:00"}, "expires_at"),  # no such offset (was a 500)
     ({"name": ""}, "name"),
     ({"name": "x", "owner": 1}, "owner"),
 ])
