@@ -68,6 +68,9 @@ GANGWEB_METRICS_TOKEN = os.environ.get("GANGWEB_METRICS_TOKEN", "")
 GANGWEB_METRICS_PUBLIC = env_bool("GANGWEB_METRICS_PUBLIC", TESTING)
 # Long-poll waits (GET /api/v1/jobs/wait/): each web process reads the jobs its waiters wait on this often (s).
 GANGWEB_WAIT_POLL_SECONDS = float(os.environ.get("GANGWEB_WAIT_POLL_SECONDS", "1.0"))
+# Long-polls one user (or one API token) may hold at a time in one web process; more answer 429 + Retry-After. A
+# waiter holds a web thread, so without a cap one read-only token could hold them all (gthread: 16 per process).
+GANGWEB_WAITS_PER_USER = int(os.environ.get("GANGWEB_WAITS_PER_USER", "8"))
 # Webhooks (services/notifications.py): how often new timeline entries become deliveries (s); the dashboard's
 # address that job links in payloads start with; whether receivers may be loopback/private/link-local addresses.
 GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))

@@ -525,14 +525,22 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         jobs = self._wait_read(ids)
         cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
         timed_out = False
-        while cursor == after and jobs and not all(j.is_terminal for j in jobs):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            job_wait.wait_for_change([j.pk for j in jobs], cursor, remaining)
-            jobs = self._wait_read(ids)  # judged on the rows as they are now, whatever woke us
-            cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
+        if cursor == after and jobs and not all(j.is_terminal for j in jobs):
+            token = access.token_of(request.user)
+            key = ("token", token.pk) if token is not None else ("user", request.user.pk)
+            try:
+                with job_wait.wait_slot(key):
+                    while cursor == after and jobs and not all(j.is_terminal for j in jobs):
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            timed_out = True
+                            break
+                        job_wait.wait_for_change([j.pk for j in jobs], cursor, remaining)
+                        jobs = self._wait_read(ids)  # judged on the rows as they are now, whatever woke us
+                        cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
+            except job_wait.TooManyWaits as exc:
+                return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                                headers={"Retry-After": "2"})
         found = {j.pk for j in jobs}
         return Response({"cursor": cursor, "changed": cursor != after, "timed_out": timed_out,
                          "all_terminal": all(j.is_terminal for j in jobs),

@@ -23,7 +23,9 @@ import hashlib
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -134,6 +136,33 @@ class Watcher:
 
 
 _watcher = Watcher()
+
+
+class TooManyWaits(Exception):
+    """The caller already holds settings.GANGWEB_WAITS_PER_USER long-polls in this process (API: 429)."""
+
+
+_slots: Counter = Counter()
+_slots_lock = threading.Lock()
+
+
+@contextmanager
+def wait_slot(key):
+    """Hold one of the GANGWEB_WAITS_PER_USER long-poll slots of `key` (a user's or an API token's identity) in
+    this process for the duration of the block; raises TooManyWaits when they are all held. A waiting request
+    holds a web thread, so the cap keeps one caller from holding every thread of a process."""
+    limit = int(getattr(settings, "GANGWEB_WAITS_PER_USER", 8))
+    with _slots_lock:
+        if _slots[key] >= limit:
+            raise TooManyWaits(f"at most {limit} waits at a time per user or token; name several jobs in one wait")
+        _slots[key] += 1
+    try:
+        yield
+    finally:
+        with _slots_lock:
+            _slots[key] -= 1
+            if _slots[key] <= 0:
+                del _slots[key]
 
 
 def wait_for_change(ids: Iterable[int], cursor: str, timeout: float) -> bool:

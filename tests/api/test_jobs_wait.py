@@ -168,3 +168,26 @@ def test_nothing_visible_answers_at_once_with_everything_missing(teams):
     r = _wait(teams.clients["b_sub"], [teams.a_job.pk], after=cursor, timeout="20")
     assert time.monotonic() - started < BEFORE_TIMEOUT
     assert (r.data["jobs"], r.data["missing"], r.data["all_terminal"]) == ([], [teams.a_job.pk], True)
+
+
+@pytest.mark.django_db
+def test_a_caller_holding_all_its_wait_slots_gets_429_with_retry_after_and_others_still_wait(api, setup, admin_user,
+                                                                                           settings):
+    """A waiter holds a web thread: one read-only token could hold every thread of a process (a gthread worker
+    with 4 threads answered other users' requests in 18.75 s while a viewer held 4 waits)."""
+    settings.GANGWEB_WAITS_PER_USER = 2
+    job = builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
+    cursor = _wait(api, [job.pk]).data["cursor"]
+    key = ("user", admin_user.pk)
+    with job_wait.wait_slot(key), job_wait.wait_slot(key):  # two waits of this user already in progress
+        refused = _wait(api, [job.pk], after=cursor, timeout="5")
+        assert refused.status_code == 429 and refused["Retry-After"] == "2"
+        assert "at most 2 waits at a time" in refused.data["detail"]
+        assert _wait(api, [job.pk]).status_code == 200  # an answer that need not wait takes no slot
+        with pytest.raises(job_wait.TooManyWaits):
+            with job_wait.wait_slot(key):
+                pass
+        with job_wait.wait_slot(("user", admin_user.pk + 1)):  # another user is not affected
+            pass
+    r = _wait(api, [job.pk], after=cursor, timeout="0.3")  # the slots are free again
+    assert r.status_code == 200 and r.data["timed_out"] is True
