@@ -80,11 +80,19 @@ def _relabel(obj: dict) -> dict:
     return obj
 
 
-def baseline_objects(version, queue, namespace: str, name: str) -> list[tuple[object, dict]]:
-    """[(ObjectRef, body)] gangweb would create for a job `name`: gang objects, Indexed Jobs, Service."""
+def served_apis_of(queue) -> list[str]:
+    """The API groups/versions served by the queue's first cluster (as the probe recorded them), read once a round."""
+    from scheduling.models import Cluster
+
+    return Cluster.objects.get(pk=queue.clusters.values_list("pk", flat=True).first()).served_apis or []
+
+
+def baseline_objects(version, queue, namespace: str, name: str, served: list[str]) -> list[tuple[object, dict]]:
+    """[(ObjectRef, body)] gangweb would create for a job `name`: gang objects, Indexed Jobs, Service. `served` is
+    `served_apis_of(queue)`."""
     from scheduling.backends import registry
     from scheduling.kube.objects import JOB, SERVICE
-    from scheduling.models import Cluster, GangJob
+    from scheduling.models import GangJob
     from scheduling.reconcile import desired
     from scheduling.reconcile.jobs import ref_of
     from scheduling.services import templates as template_service
@@ -92,7 +100,6 @@ def baseline_objects(version, queue, namespace: str, name: str) -> list[tuple[ob
     job = GangJob(name=name, namespace=namespace, template_version=version, queue=queue, uid=uuid.uuid4(),
                   resolved_spec=template_service.render(version.spec, {}))
     # The plugin gangweb's worker picks for this cluster (discovery), e.g. v1alpha2 on 1.36, v1beta1 on 1.37.
-    served = Cluster.objects.get(pk=queue.clusters.values_list("pk", flat=True).first()).served_apis or []
     backend = registry.select(job.resolved_spec["backend"], served)()
     spec = desired.gang_spec(job)
     out = [(ref_of(backend, o), o) for o in backend.build_gang_objects(spec)]
@@ -103,7 +110,8 @@ def baseline_objects(version, queue, namespace: str, name: str) -> list[tuple[ob
 def _baseline_round(api, version, queue, start: int, count: int) -> tuple[float, int]:
     from scheduling.kube import objects
 
-    bodies = [baseline_objects(version, queue, BASE_NS, f"base-{i}") for i in range(start, start + count)]
+    served = served_apis_of(queue)
+    bodies = [baseline_objects(version, queue, BASE_NS, f"base-{i}", served) for i in range(start, start + count)]
     t0 = time.perf_counter()
     for job_objects in bodies:
         for ref, body in job_objects:
@@ -254,7 +262,7 @@ def run(stack, base_url: str, jobs: int = 500, rounds: int = 5, replicas: int = 
     ratios = sorted(p["ratio"] for p in per)
     result = {
         "jobs": len(all_ids), "pods_per_job": replicas, "rounds": rounds, "backend": backend_cls.name,
-        "objects_per_job": len(baseline_objects(version, queue, BASE_NS, "count")),
+        "objects_per_job": len(baseline_objects(version, queue, BASE_NS, "count", served_apis_of(queue))),
         "gangweb": {"seconds": round(gang_s, 2), "jobs_per_s": round(gang_rate, 1),
                     "objects_in_cluster": in_cluster,
                     "submit_to_dispatched_p50_ms": ms(percentile(latencies, 50) / 1000),

@@ -10,6 +10,8 @@ from django.db import IntegrityError, connection, connections, models, transacti
 from django.db.models import Q
 from django.utils import timezone
 
+log = logging.getLogger(__name__)
+
 
 class Lease(models.Model):
     """One named claim, e.g. "resync:cluster:3". `holder` is a random token of the claimant, `expires_at` when the
@@ -67,9 +69,6 @@ def renew(name: str, token: str, seconds: float) -> bool:
     (it lapsed and someone else took it)."""
     until = timezone.now() + timedelta(seconds=seconds)
     return bool(Lease.objects.filter(name=name, holder=token).update(expires_at=until))
-
-
-log = logging.getLogger(__name__)
 
 
 class Heartbeat:

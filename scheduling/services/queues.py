@@ -38,9 +38,10 @@ from django.db.models import OuterRef, Subquery
 from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueWarning
 from ..kube import resources, runtime_classes
 from ..kube.kai_units import RESOURCES, UNITS, UNLIMITED, display, kai_amounts, to_kai
-from ..models import ApiToken, Cluster, GangJob, QueueClusterState, QueuePolicy
+from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
 from . import access, audit, dispatch, related
 from . import policy as pod_policy
+from . import tokens as token_service
 from . import validation as v
 from .errors import Conflict, PermissionDenied
 
@@ -564,21 +565,9 @@ def delete_queue(user, policy: QueuePolicy) -> None:
         QueueClusterState.objects.filter(policy=policy).values_list("cluster_id", flat=True)))
     with transaction.atomic():
         audit.record(user, "queue.delete", policy)
-        _revoke_tokens_scoped_only_to(policy)
+        token_service.revoke_scoped_only_to(policy)
         policy.delete()
         dispatch.sync_queue_clusters_on_commit(cluster_ids or None)
-
-
-def _revoke_tokens_scoped_only_to(policy: QueuePolicy) -> None:
-    """Revoke the live API tokens whose whole queue scope is `policy`: deleting the queue would empty their scope,
-    and an empty scope means every queue of their owner (models.tokens.ApiToken.queues), a widening nobody asked
-    for. Tokens scoped to other queues too just lose this one."""
-    from django.utils import timezone
-
-    scoped = ApiToken.objects.filter(queues=policy, revoked_at__isnull=True).prefetch_related("queues")
-    only = [t.pk for t in scoped if {q.pk for q in t.queues.all()} == {policy.pk}]
-    if only:
-        ApiToken.objects.filter(pk__in=only).update(revoked_at=timezone.now())
 
 
 def policy_payload(policy: QueuePolicy) -> dict:

@@ -134,3 +134,13 @@ def revoke(user, token: ApiToken) -> ApiToken:
             token.save(update_fields=["revoked_at"])
             audit.record(user, "token.revoke", token)
     return token
+
+
+def revoke_scoped_only_to(policy: QueuePolicy) -> None:
+    """Revoke the live API tokens whose whole queue scope is `policy`: deleting the queue would empty their scope,
+    and an empty scope means every queue of their owner (models.tokens.ApiToken.queues), a widening nobody asked
+    for. Tokens scoped to other queues too just lose this one."""
+    scoped = ApiToken.objects.filter(queues=policy, revoked_at__isnull=True).prefetch_related("queues")
+    only = [t.pk for t in scoped if {q.pk for q in t.queues.all()} == {policy.pk}]
+    if only:
+        ApiToken.objects.filter(pk__in=only).update(revoked_at=timezone.now())
