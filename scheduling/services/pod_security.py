@@ -99,7 +99,18 @@ CONTROLS: dict[str, Control] = {c.id: c for c in (
             "gangweb: the node mounts them with its own credentials"),
     Control("priorityClassName", TENANT, "a system- priority class",
             "k8s reserves the prefix (pkg/apis/scheduling SystemPriorityClassPrefix)"),
+    Control("deviceVisibilityEnv", TENANT, "environment variables that make a container runtime expose devices "
+            "(NVIDIA_VISIBLE_DEVICES and its AMD and Habana peers)",
+            "NVIDIA Container Toolkit: accept-nvidia-visible-devices-envvar-when-unprivileged (default true) exposes "
+            "the GPUs the variable names, requested or not"),
 )}
+
+# deviceVisibilityEnv: variables a container runtime hook reads to decide which devices a container gets. With
+# NVIDIA's toolkit defaults, `NVIDIA_VISIBLE_DEVICES=all` in a pod that requests no GPU gives it every GPU of its
+# node, outside quota and outside the device plugin's accounting. The device plugin sets the variable itself for
+# the GPUs it allocates. `envFrom` cannot be checked here (the values live in the cluster): docs/security.md asks
+# cluster admins to turn the toolkit's switch off, which closes that path too.
+DEVICE_VISIBILITY_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES", "AMD_VISIBLE_DEVICES", "HABANA_VISIBLE_DEVICES"})
 
 # capabilities_baseline: the container runtime's default set (check_capabilities_baseline.go, capabilities_allowed_1_0)
 BASELINE_CAPABILITIES = frozenset({"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
@@ -473,6 +484,12 @@ def check_tenant(template, rules: TenantRules, exceptions=()) -> list[Violation]
             add("tolerations", f"spec.tolerations[{i}].key", "must not tolerate the control plane's taint")
     if isinstance(spec.get("priorityClassName"), str) and spec["priorityClassName"].startswith("system-"):
         add("priorityClassName", "spec.priorityClassName", "system- priority classes are the cluster's own")
+    for at, container in pod.containers:
+        for i, var in enumerate(_l(container.get("env"))):
+            name = _d(var).get("name")
+            if isinstance(name, str) and name in DEVICE_VISIBILITY_ENV:
+                add("deviceVisibilityEnv", f"{at}.env[{i}]", f"{_short(name)} must not be set: the container "
+                    "runtime would expose devices the pod did not request; request them as resources instead")
     return found
 
 

@@ -206,3 +206,19 @@ def test_a_job_moved_to_a_restricted_queue_is_checked_there(teams):
     r = teams.clients["a_sub"].patch(f"/api/v1/jobs/{teams.a_job.id}/", {"queue": "a-dev"}, format="json")
     assert r.status_code == 400
     assert any(k.endswith("runAsNonRoot") for k in r.data), r.data
+
+
+def test_a_submitter_cannot_see_every_gpu_of_a_node_through_an_env_override(teams):
+    """NVIDIA_VISIBLE_DEVICES=all in a pod that requests no GPU gives it every GPU of its node under the NVIDIA
+    toolkit's defaults, outside quota: an overridable env must not carry it (400 naming the field, nothing made)."""
+    assert teams.clients["a_admin"].post("/api/v1/templates/", template_body(spec()), format="json").status_code == 201
+    before = row_counts()
+    body = builders.submit_body(RuntimeTemplate.objects.get(name="evil-tmpl").latest, teams.a_train, teams.local,
+                                namespace="team-a",
+                                overrides={"podSets": {"worker": {"env": {"NVIDIA_VISIBLE_DEVICES": "all"}}}})
+    r = teams.clients["a_sub"].post("/api/v1/jobs/", body, format="json")
+    assert r.status_code == 400, r.data
+    [(field, [message])] = r.data.items()
+    assert field == f"resolved_{AT}.containers[main].env[0]"
+    assert "control deviceVisibilityEnv:" in message and "NVIDIA_VISIBLE_DEVICES" in message
+    assert row_counts() == before

@@ -66,6 +66,11 @@ def test_the_seccomp_annotation_is_refused_even_though_only_old_versions_check_i
     ({"volumes": [{"name": "f", "flexVolume": {"driver": "x/y"}}]}, "volumeTypes", "spec.volumes[f].flexVolume"),
     ({"volumes": [{"name": "c", "csi": {"driver": "secrets-store.csi.k8s.io"}}]}, "volumeTypes", "spec.volumes[c].csi"),
     ({"priorityClassName": "system-node-critical"}, "priorityClassName", "spec.priorityClassName"),
+    ({"containers": [{"name": "main", "image": "x", "env": [{"name": "A", "value": "1"},
+                                                           {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]},
+     "deviceVisibilityEnv", "spec.containers[main].env[1]"),
+    ({"initContainers": [{"name": "warm", "image": "x", "env": [{"name": "HABANA_VISIBLE_DEVICES", "value": "0"}]}]},
+     "deviceVisibilityEnv", "spec.initContainers[warm].env[0]"),
 ])
 def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, field):
     assert [(v.control, v.field) for v in pss.check_tenant(pod_specs.pod(spec=changes), NO_RULES)] == [(control, field)]
@@ -74,6 +79,8 @@ def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, 
 @pytest.mark.parametrize("changes", [
     {"serviceAccountName": "default"}, {"serviceAccountName": "trainer"}, {"automountServiceAccountToken": False},
     {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+    {"containers": [{"name": "main", "image": "x", "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"},
+                                                          {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute"}]}]},
     {"volumes": [{"name": "s", "secret": {"secretName": "hf-token"}}, {"name": "e", "emptyDir": {}},
                  {"name": "p", "projected": {"sources": [{"configMap": {"name": "c"}}]}}]},
 ])
