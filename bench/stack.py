@@ -236,14 +236,17 @@ class Stack:
                            f"--concurrency={concurrency}", "-Q", queues, "--without-gossip", "--without-mingle",
                            "--without-heartbeat", "-n", f"bench-{name}-{os.getpid()}-{time.monotonic_ns()}@%h"])
 
-    def start_beat(self) -> None:
-        """Start Celery beat (the periodic resync, probe and queue sync), its schedule file in the workdir."""
-        self._spawn("beat", [sys.executable, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO",
-                             f"--schedule={self.workdir / 'celerybeat-schedule'}"])
+    def start_beat(self, name: str = "beat") -> None:
+        """Start Celery beat (the periodic resync, probe and queue sync) as process `name`, its schedule file in the
+        workdir. Several may run: one sends, under the beat lease (scheduling/beat.py)."""
+        suffix = "" if name == "beat" else f"-{name}"
+        self._spawn(name, [sys.executable, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO",
+                           f"--schedule={self.workdir / f'celerybeat-schedule{suffix}'}"])
 
-    def start_watch(self) -> None:
-        """Start `manage.py watch_clusters` (the list-then-watch of every registered cluster)."""
-        self._spawn("watch", [sys.executable, "manage.py", "watch_clusters"])
+    def start_watch(self, name: str = "watch") -> None:
+        """Start `manage.py watch_clusters` (the list-then-watch of every registered cluster) as process `name`.
+        Several may run: each cluster is watched by the one holding its lease (scheduling/election.py)."""
+        self._spawn(name, [sys.executable, "manage.py", "watch_clusters"])
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Send `sig` to a started process's whole group (a Celery worker and its pool children alike) and, for

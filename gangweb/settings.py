@@ -46,6 +46,11 @@ GANGWEB_INSTANCE = os.environ.get("GANGWEB_INSTANCE", "gangweb")
 GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", "900"))
 # Periodic resync of every cluster (seconds); watches deliver changes in between.
 GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
+# Singletons by election (scheduling/election.py): a watcher replica watches a cluster only under its lease, one
+# beat sends under the install's; a dead holder is replaced within the lease's seconds plus one tick (5 s).
+GANGWEB_WATCH_LEASE_SECONDS = float(os.environ.get("GANGWEB_WATCH_LEASE_SECONDS", "30"))
+GANGWEB_WATCH_MAX_CLUSTERS = int(os.environ.get("GANGWEB_WATCH_MAX_CLUSTERS", "0"))  # per replica; 0: no limit
+GANGWEB_BEAT_LEASE_SECONDS = float(os.environ.get("GANGWEB_BEAT_LEASE_SECONDS", "30"))
 # A periodic resync passes over at most this many jobs of a cluster, for at most this many seconds (below the task's
 # soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
 GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))
@@ -368,6 +373,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(STATE_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULER = "scheduling.beat:LeasedScheduler"  # sends only under the beat lease: any replica count
+CELERY_BEAT_MAX_LOOP_INTERVAL = 5  # seconds between ticks at most: the lease is renewed in a tick
 CELERY_BEAT_SCHEDULE = {
     "resync-clusters": {"task": "scheduling.resync_all_clusters", "schedule": float(GANGWEB_RESYNC_SECONDS)},
     "probe-clusters": {"task": "scheduling.probe_all_clusters", "schedule": 60.0},

@@ -113,14 +113,18 @@ class ClusterWatcher:
     - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), to release
       what the callbacks opened in that thread (reconcile.watching closes the thread's database connections);
     - `finished_with(job_uids) -> set of job UIDs`: when given, called from the dispatcher thread every
-      `SWEEP_SECONDS` with the job UIDs the cache holds; the jobs it returns are forgotten (`forget`).
+      `SWEEP_SECONDS` with the job UIDs the cache holds; the jobs it returns are forgotten (`forget`);
+    - `may_write() -> bool`: when given and False, the dispatcher calls no callback (the watcher's lease is in
+      doubt): changes stay marked and are passed on once it is True again; the watches and cache go on meanwhile.
     """
 
     def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
                  on_change: Callable[[str, JobObjects, bool], None],
                  on_capacity: Callable[[dict], None] | None = None, on_exit: Callable[[], None] | None = None,
-                 finished_with: Callable[[list[str]], set[str]] | None = None):
+                 finished_with: Callable[[list[str]], set[str]] | None = None,
+                 may_write: Callable[[], bool] | None = None):
         self.name = name
+        self.may_write = may_write
         self.finished_with = finished_with
         self._forgotten: OrderedDict[str, None] = OrderedDict()
         self._swept_at = time.monotonic()
@@ -443,6 +447,9 @@ class ClusterWatcher:
                         break
             if self._stop.is_set():
                 return
+            if self.may_write is not None and not self.may_write():
+                self._stop.wait(1)  # fenced: keep what is marked until the lease is confirmed or the watch stopped
+                continue
             if time.monotonic() - self._swept_at > SWEEP_SECONDS:
                 self.sweep()
             time.sleep(DEBOUNCE_SECONDS)  # let a burst (3 pods bound at once) arrive: one observation for all

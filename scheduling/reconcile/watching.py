@@ -110,16 +110,17 @@ def save_capacity(cluster_pk: int, summary: dict) -> None:
     with_database(lambda: Cluster.objects.filter(pk=cluster_pk).update(capacity=summary))
 
 
-def watcher_for(cluster: Cluster, api=None, on_change=observe_job) -> ClusterWatcher:
+def watcher_for(cluster: Cluster, api=None, on_change=observe_job, may_write=None) -> ClusterWatcher:
     """A (not yet started) ClusterWatcher of `cluster` that observes jobs on every change and keeps
-    `Cluster.capacity` up to date from its Nodes."""
+    `Cluster.capacity` up to date from its Nodes. `may_write()` (when given) gates every write: the watch command
+    passes its lease's `Claims.valid`, so a watcher that may have lost its lease records nothing."""
     if api is None:
         from ..kube.client import api_client
 
         api = api_client(cluster)
     return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change,
                           on_capacity=functools.partial(save_capacity, cluster.pk), on_exit=close_thread_connections,
-                          finished_with=finished_with)
+                          finished_with=finished_with, may_write=may_write)
 
 
 SWEEP_CHUNK = 500  # job UIDs per query of `finished_with`
