@@ -79,8 +79,8 @@ def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, 
 @pytest.mark.parametrize("changes", [
     {"serviceAccountName": "default"}, {"serviceAccountName": "trainer"}, {"automountServiceAccountToken": False},
     {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
-    {"containers": [{"name": "main", "image": "x", "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"},
-                                                          {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute"}]}]},
+    {"containers": [{"name": "main", "image": "x", "env": [
+        {"name": "CUDA_VISIBLE_DEVICES", "value": "0"}, {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute"}]}]},
     {"volumes": [{"name": "s", "secret": {"secretName": "hf-token"}}, {"name": "e", "emptyDir": {}},
                  {"name": "p", "projected": {"sources": [{"configMap": {"name": "c"}}]}}]},
 ])
