@@ -90,6 +90,8 @@ def test_every_process_is_a_deployment_with_probes_resources_and_a_restricted_se
             assert sc["readOnlyRootFilesystem"] is True, where
         for c in pod["containers"]:
             assert "readinessProbe" in c and "livenessProbe" in c, f"{name}/{c['name']} lacks a probe"
+        if name == "gw-gangweb-redis":
+            continue  # the bundled single Redis (for trying) has nothing to spread
         # Each process spreads its replicas over nodes, and a drain takes one at a time.
         term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
         assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == d["spec"]["selector"]["matchLabels"]
@@ -185,9 +187,10 @@ def dry_run_create(api: client.ApiClient, resources, obj: dict, namespace: str) 
     response = api.call_api(path, "POST", {}, [("dryRun", "All"), ("fieldValidation", "Strict")],
                             {"Content-Type": "application/json", "Accept": "application/json"}, body=obj,
                             auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=False)
-    data, status, headers = response
+    raw = response[0] if isinstance(response, tuple) else response  # the urllib3 response (not preloaded)
+    status, headers = raw.status, raw.headers
     assert status == 201, f"{obj['kind']}/{obj['metadata']['name']}: HTTP {status}"
-    created = json.loads(data.data)
+    created = json.loads(raw.data)
     assert created["metadata"]["name"] == obj["metadata"]["name"]
     return [v for k, v in headers.items() if k.lower() == "warning"]
 
