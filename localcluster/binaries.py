@@ -126,3 +126,11 @@ def require_binaries(k8s_version: str | None = None) -> Binaries:
             "about 10 minutes cold per release on 2 cores, under a second warm)."
         )
     return binaries
+
+
+def find_helm(versions: dict[str, str] | None = None) -> Path:
+    """Where `build.sh` puts the pinned Helm (``HELM_VERSION`` of versions.env), built or not:
+    ``<cache>/helm-v<HELM_VERSION>/bin/helm``. Helm is not one of `Binaries`: only the chart's tests need it, and a
+    cluster must start without it."""
+    v = versions or read_versions()
+    return cache_dir() / f"helm-v{v['HELM_VERSION']}" / "bin" / "helm"

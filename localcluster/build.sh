@@ -11,7 +11,8 @@
 #   localcluster/build.sh --regen ...      rewrite the wrapper go.mod files from upstream (k8s staging list
 #                                          read from k8s.io/kubernetes' own go.mod), then build
 #
-# Binaries land in $GANGWEB_CACHE/localcluster/{k8s-vX,etcd-vY,kwok-vZ}/bin. Build logs sit beside them.
+# Binaries land in $GANGWEB_CACHE/localcluster/{k8s-vX,etcd-vY,kwok-vZ,helm-vW}/bin. Build logs sit beside them.
+# Helm (for the chart's tests) builds in parallel with the Kubernetes releases; it needs no wrapper module.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
@@ -93,6 +94,20 @@ build_etcd() {
     >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
   mv "$out/etcd.tmp" "$out/etcd"
 }
+build_helm() {
+  local out=$CACHE/helm-v$HELM_VERSION/bin
+  [ -x "$out/helm" ] && return 0
+  mkdir -p "$out"; echo "localcluster: building helm v$HELM_VERSION"
+  local start; start=$(date +%s)
+  # `go install module@version` builds with the module's own go.mod and go.sum (verified against sum.golang.org);
+  # -mod=mod because the readonly default applies to a main module, which this build has none of.
+  rm -rf "$out/.tmp"
+  (GOFLAGS="-mod=mod -buildvcs=false" GOBIN="$out/.tmp" go install -trimpath \
+     -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+     "helm.sh/helm/v4/cmd/helm@v$HELM_VERSION") >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
+  mv "$out/.tmp/helm" "$out/helm" && rmdir "$out/.tmp"
+  echo "localcluster: built helm v$HELM_VERSION in $(( $(date +%s) - start )) s" | tee -a "$out/../build.log"
+}
 build_kwok() {
   local out=$CACHE/kwok-v$KWOK_VERSION/bin
   [ -x "$out/kwok" ] && return 0
@@ -106,6 +121,8 @@ if [ $regen = 1 ]; then for v in "${versions[@]}"; do k8s_regen "$v"; done; etcd
 build_etcd
 build_kwok
 pids=()
+build_helm &
+pids+=($!)
 for v in "${versions[@]}"; do
   build_k8s "$v" &
   pids+=($!)
@@ -114,5 +131,6 @@ failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 [ $failed = 0 ] || exit 1
 for v in "${versions[@]}"; do "$CACHE/k8s-v$v/bin/kube-apiserver" --version; done
+"$CACHE/helm-v$HELM_VERSION/bin/helm" version --short
 "$CACHE/etcd-v$ETCD_VERSION/bin/etcd" --version | sed -n 1p  # reads all of it: head would close the pipe early, and pipefail turns SIGPIPE into exit 141
 echo "localcluster: binaries in $CACHE"
