@@ -356,7 +356,8 @@ class GangJobDetailSerializer(GangJobSerializer):
     timeline = serializers.SerializerMethodField()
     durations = serializers.SerializerMethodField()
     position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queue_line.py): "
-        "{queue, queue_total, parent, parent_total, priority, text, parent_text, order}; null when not pending")
+        "{queue, queue_total, parent, parent_total, priority, text, parent_text, order}; null when not pending. "
+        "In GET /api/v1/jobs/<id>/ only: write answers (submit, update, cancel) leave it out and cost no query")
     requeues = serializers.SerializerMethodField(help_text="times the gang started again: re-queued after a "
         "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "
         "latest timeline attempt's number, and durations read that attempt")
@@ -385,6 +386,14 @@ class GangJobDetailSerializer(GangJobSerializer):
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_position(self, obj) -> dict | None:
         return queue_line.position(obj)
+
+    def to_representation(self, instance):
+        if self.context.get("with_position"):
+            return super().to_representation(instance)
+        # Write answers leave the position out: it is one more query, and submit's count is pinned (it reads
+        # nothing back). `fields` is per serializer instance, so this drops it for this one only.
+        self.fields.pop("position", None)
+        return super().to_representation(instance)
 
     def get_requeues(self, obj) -> int:
         return timeline.requeues(obj.transitions.all())

@@ -444,6 +444,11 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_serializer_class(self):
         return s.GangJobDetailSerializer if self.action != "list" else s.GangJobSerializer
 
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["with_position"] = self.action == "retrieve"  # reads only: see GangJobDetailSerializer.position
+        return context
+
     def _detail(self, job, code):
         # The service just authorised this write, so echo the job back even to a token without "read".
         job = self._base_queryset().prefetch_related("transitions").get(pk=job.pk)
