@@ -300,7 +300,8 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         cluster = request.query_params.get("cluster") or None
         if cluster is not None and not Cluster.objects.filter(name=cluster).exists():
             raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
-        return Response(fair_share_service.queue_fair_share(policy, cluster))
+        return Response(fair_share_service.queue_fair_share(policy, cluster,
+                                                            visible=access.queue_tree_filter(request.user)))
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str, description="this cluster only")],
                    responses={200: dict})

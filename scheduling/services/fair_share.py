@@ -17,6 +17,8 @@ Units are KAI's, as the queue's quota and limit: GPU devices (fractions allowed)
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db.models import Count, Q, Sum
 
 from ..kube.kai_units import RESOURCES, UNITS
@@ -84,7 +86,15 @@ def _members(tree: QueueTree, cluster_id: int, links: dict[int, set[int]]) -> li
     return list(chosen.values())
 
 
-def _payload(share: model.Share, resource: str) -> dict:
+HIDDEN = "another queue"
+
+
+def _payload(share: model.Share, resource: str, hidden: set[str]) -> dict:
+    if hidden:  # the sentence never names a queue the reader may not see (as warnings, issue 15 L5)
+        def seen(names):
+            shown = [n for n in names if n not in hidden]
+            return shown + [HIDDEN] if len(shown) < len(names) else shown
+        share = replace(share, siblings=seen(share.siblings), borrowers=seen(share.borrowers))
     return {"quota": share.quota, "limit": share.limit, "over_quota_weight": share.weight,
             "fair_share": share.fair_share, "deserved": share.deserved, "over_quota": share.over_quota,
             "allocated": share.allocated, "requested": share.requested, "borrowed": share.borrowed,
@@ -93,7 +103,8 @@ def _payload(share: model.Share, resource: str) -> dict:
             "text": model.explain(share, _fmt(resource), NOUNS[resource])}
 
 
-def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree | None = None) -> dict[int, list]:
+def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree | None = None,
+                visible: set[int] | None = None) -> dict[int, list]:
     """{queue id: [{"cluster": name, "capacity": {r: amount} | None, "resources": {r: {...}} | None}, ...]} for
     the queues `queue_ids` (every queue when None), in every cluster they are in (or only `cluster`, a name), by
     cluster name. Per resource::
@@ -102,7 +113,8 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
          "borrowed", "lent", "idle_after_quotas", "weight_total", "divided", "oversubscribed", "text"}
 
     (model.Share's fields under API names; `text` is `model.explain`). `resources` is None while the cluster's
-    capacity is unknown (never probed). At most four queries (three with `tree`).
+    capacity is unknown (never probed). `visible` (queue ids, access.queue_tree_filter; None = all): the sentences
+    say "another queue" for the others. At most four queries (three with `tree`).
     """
     tree = tree or QueueTree.load_rows()
     clusters = Cluster.objects.order_by("name")
@@ -115,6 +127,7 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
     usage = usage_by_cluster([c[0] for c in clusters]) if clusters else {}
     wanted = set(tree.by_id) if queue_ids is None else {i for i in queue_ids if i in tree.by_id}
     out: dict[int, list] = {i: [] for i in wanted}
+    hidden = set() if visible is None else {q.name for q in tree.by_id.values() if q.id not in visible}
     for cid, cname, capacity in clusters:
         members = _members(tree, cid, links)
         here = [q for q in members if q.id in wanted]
@@ -134,12 +147,13 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
                 divisions[r] = model.divide(cap[r], inputs)
         for q in here:
             out[q.id].append({"cluster": cname, "capacity": cap,
-                              "resources": {r: _payload(divisions[r][q.name], r) for r in RESOURCES}
+                              "resources": {r: _payload(divisions[r][q.name], r, hidden) for r in RESOURCES}
                               if cap is not None else None})
     return out
 
 
-def queue_fair_share(policy, cluster: str | None = None) -> dict:
+def queue_fair_share(policy, cluster: str | None = None, visible: set[int] | None = None) -> dict:
     """`GET /api/v1/queues/<name>/fair-share/`: ``{"queue": name, "units": {...}, "clusters": [...]}`` with
-    `fair_shares`' entries of this queue."""
-    return {"queue": policy.name, "units": UNITS, "clusters": fair_shares([policy.id], cluster)[policy.id]}
+    `fair_shares`' entries of this queue (`visible`: as there)."""
+    return {"queue": policy.name, "units": UNITS,
+            "clusters": fair_shares([policy.id], cluster, visible=visible)[policy.id]}

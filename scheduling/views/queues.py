@@ -158,7 +158,7 @@ def queue_detail(request, name: str):
     decorate([node])
     # Fair share per cluster (the same service as GET /api/v1/queues/<name>/fair-share/) and the wait order (as
     # .../line/): a fixed number of queries whatever the number of queues and jobs.
-    shares = fair_share_service.fair_shares([policy.id], cluster, tree=tree)[policy.id]
+    shares = fair_share_service.fair_shares([policy.id], cluster, tree=tree, visible=visible)[policy.id]
     cluster_ids = [c.id for c in Cluster.objects.filter(name=cluster)] if cluster else None
     waiting = queue_line.line_payload(request.user, policy, cluster_ids)
     samples = QueueUsageSample.objects.filter(policy=policy)

@@ -69,3 +69,16 @@ def test_the_fair_share_costs_the_same_queries_with_more_queues_and_jobs(api, te
         q = builders.make_queue(f"extra-{i}", parent=research, clusters=[teams["cluster"]], gpu_quota=1)
         builders.make_job(teams["template"], q, teams["cluster"], name=f"x-{i}", user=teams["admin"])
     assert count() == before
+
+
+def test_a_reader_of_team_a_alone_is_not_told_the_siblings_name(teams):
+    from rest_framework.test import APIClient
+
+    reader = builders.make_user("ann")
+    builders.grant(teams["team_a"], "viewer", user=reader)
+    client = APIClient()
+    client.force_authenticate(reader)
+    gpu = client.get("/api/v1/queues/team-a/fair-share/").data["clusters"][0]["resources"]["gpu"]
+    assert gpu["fair_share"] == 12
+    assert gpu["text"].endswith("it gives back 4 if another queue asks.")
+    assert client.get("/api/v1/queues/team-b/fair-share/").status_code == 404
