@@ -18,9 +18,9 @@ from ..models import (
     WebhookSubscription,
 )
 from ..models.tokens import TOKEN_PREFIX
+from ..services import queue_line, timeline
 from ..services import queues as queue_service
 from ..services import templates as template_service
-from ..services import timeline
 
 # One bound serializer per (class, many), per process: see represent().
 _SHARED: dict[tuple[type, bool], serializers.BaseSerializer] = {}
@@ -355,12 +355,16 @@ class GangJobDetailSerializer(GangJobSerializer):
 
     timeline = serializers.SerializerMethodField()
     durations = serializers.SerializerMethodField()
+    position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queue_line.py): "
+        "{queue, queue_total, parent, parent_total, priority, text, parent_text, order}; null when not pending. "
+        "In GET /api/v1/jobs/<id>/ only: write answers (submit, update, cancel) leave it out and cost no query")
     requeues = serializers.SerializerMethodField(help_text="times the gang started again: re-queued after a "
         "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "
         "latest timeline attempt's number, and durations read that attempt")
 
     class Meta(GangJobSerializer.Meta):
-        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues"]
+        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues",
+                                                  "position"]
         read_only_fields = fields
 
     def _transitions(self, obj):
@@ -378,6 +382,18 @@ class GangJobDetailSerializer(GangJobSerializer):
     def get_durations(self, obj) -> dict:
         self._transitions(obj)
         return timeline.spans(obj.transitions.all(), obj._timeline_now)
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_position(self, obj) -> dict | None:
+        return queue_line.position(obj)
+
+    def to_representation(self, instance):
+        if self.context.get("with_position"):
+            return super().to_representation(instance)
+        # Write answers leave the position out: it is one more query, and submit's count is pinned (it reads
+        # nothing back). `fields` is per serializer instance, so this drops it for this one only.
+        self.fields.pop("position", None)
+        return super().to_representation(instance)
 
     def get_requeues(self, obj) -> int:
         return timeline.requeues(obj.transitions.all())

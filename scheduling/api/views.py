@@ -35,9 +35,10 @@ from ..models import (
     RuntimeTemplateVersion,
     WebhookSubscription,
 )
-from ..services import access, audit, dispatch, job_wait, notifications, policy, related, timeline
+from ..services import access, audit, dispatch, job_wait, notifications, policy, queue_line, related, timeline
 from ..services import clusters as cluster_service
 from ..services import events as event_service
+from ..services import fair_share as fair_share_service
 from ..services import jobs as job_service
 from ..services import queues as queue_service
 from ..services import templates as template_service
@@ -209,6 +210,13 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         context["tree"].visible = access.queue_tree_filter(self.request.user)  # warnings name only what they see
         return context
 
+    def _named(self, name):
+        """The queue `name` if the reader may see it, else 404; unlike `get_object`, the list filters (`?cluster=`
+        narrows the list to queues targeting a cluster) do not apply: here `cluster` picks what is shown."""
+        policy = get_object_or_404(QueuePolicy.objects.select_related("parent"), name=name)
+        type(self).check_read(self.request.user, policy)
+        return policy
+
     def _detail(self, policy, code):
         policy = self.base_queryset().prefetch_related(Prefetch(
             "cluster_states", queryset=QueueClusterState.objects.select_related("cluster").order_by("cluster__name"))
@@ -280,6 +288,38 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
                 samples = samples.filter(**{lookup: when})
         rows = list(samples.order_by("-at")[:5000])[::-1]
         return Response({"units": UNITS, "samples": s.QueueUsageSampleSerializer(rows, many=True).data})
+
+    @extend_schema(parameters=[OpenApiParameter("cluster", str, description="this cluster only")],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="fair-share")
+    def fair_share(self, request, name=None):
+        """The queue's fair share per cluster and resource as gangweb models KAI's division (quota first, then
+        the surplus by priority and over-quota weight, level by level; services/fair_share.py), with quota,
+        allocated, requested, borrowed, lent and one sentence saying why. Amounts in KAI units (`units`)."""
+        policy = self._named(name)
+        cluster = request.query_params.get("cluster") or None
+        if cluster is not None and not Cluster.objects.filter(name=cluster).exists():
+            raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+        return Response(fair_share_service.queue_fair_share(policy, cluster,
+                                                            visible=access.queue_tree_filter(request.user)))
+
+    @extend_schema(parameters=[OpenApiParameter("cluster", str, description="this cluster only")],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def line(self, request, name=None):
+        """The queue's pending jobs in the order its scheduler considers them (services/queue_line.py: priority,
+        then submit time), each with its position in the queue and across its parent, per cluster; at most
+        100. Only the jobs the reader may see are listed; positions count every pending job."""
+        policy = self._named(name)
+        cluster = request.query_params.get("cluster") or None
+        clusters = None
+        if cluster is not None:
+            found = Cluster.objects.filter(name=cluster).values_list("id", flat=True).first()
+            if found is None:
+                raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+            clusters = [found]
+        return Response({"queue": policy.name, "order": queue_line.ORDER,
+                         "jobs": queue_line.line_payload(request.user, policy, clusters)})
 
     @extend_schema(request=None, responses={202: dict})
     @action(detail=False, methods=["post"])
@@ -382,7 +422,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             # lookup per row shown, not joins: joins planned from stale statistics scanned whole tables per job
             # (services/related.py, issue 14).
             return related.annotate(GangJob.objects.defer("resolved_spec", "observed"), related.JOB_LIST_RELATED)
-        qs = GangJob.objects.select_related("template_version__template", "queue", "cluster", "submitted_by")
+        # The queue's parent too: a pending job's position names it (services/queue_line.py).
+        qs = GangJob.objects.select_related("template_version__template", "queue__parent", "cluster", "submitted_by")
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
         return qs
@@ -403,6 +444,11 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def get_serializer_class(self):
         return s.GangJobDetailSerializer if self.action != "list" else s.GangJobSerializer
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["with_position"] = self.action == "retrieve"  # reads only: see GangJobDetailSerializer.position
+        return context
 
     def _detail(self, job, code):
         # The service just authorised this write, so echo the job back even to a token without "read".

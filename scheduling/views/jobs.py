@@ -16,7 +16,7 @@ from ..forms.errors import error_items
 from ..kube import errors as kube_errors
 from ..kube import runtime_classes
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
-from ..services import access, related, timeline
+from ..services import access, queue_line, related, timeline
 from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services.errors import ServiceError
@@ -37,7 +37,8 @@ SORTS = {
 }
 SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),
                 ("created", "Submitted")]
-RELATED = ("template_version__template", "queue", "cluster", "submitted_by")
+# The queue's parent too: a pending job's place in line names it (services/queue_line.py).
+RELATED = ("template_version__template", "queue__parent", "cluster", "submitted_by")
 # What the list shows: the jobs' and their relations' JSON (specs, observed state, cluster credentials) is not
 # fetched nor decoded 50 times a page (bench/: most of the list's time at 100,000 jobs). The relations' names come
 # by a lookup per row shown (related.JOB_LIST_RELATED), not joins: joins planned from stale statistics scanned
@@ -135,6 +136,8 @@ def job_live_context(job) -> dict:
         "pods": [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else [],
         "pod_counts": observed.get("pod_counts") or (pods if isinstance(pods, dict) else {}),
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
+        # A pending job's place in line (services/queue_line.py, as the API's `position`): one query, none otherwise.
+        "position": queue_line.position(job),
         "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
         "can_resubmit": job.is_terminal,
     }

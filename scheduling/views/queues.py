@@ -18,7 +18,8 @@ from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, QueueUsageSample
-from ..services import access
+from ..services import access, queue_line
+from ..services import fair_share as fair_share_service
 from ..services import queues as queue_service
 from .common import allowed, page_or_fragment
 from .display import format_number, quota_bar, step_chart
@@ -145,15 +146,21 @@ def usage_series(samples) -> dict[str, list]:
 def queue_detail(request, name: str):
     """GET /queues/<name>/[?window=24h&cluster=]: one queue's bars, warnings and sync, and its GPU use over time
     (QueueUsageSample, read back from KAI's Queue status) as a step chart against its quota and limit."""
-    policy = get_object_or_404(QueuePolicy, name=name)
+    policy = get_object_or_404(QueuePolicy.objects.select_related("parent"), name=name)
     allowed(access.check_read_queue, request.user, policy)
     cluster = request.GET.get("cluster") or None
     window = request.GET.get("window") if request.GET.get("window") in WINDOWS else "24h"
     now = timezone.now()
     start = now - WINDOWS[window]
     visible = access.queue_tree_filter(request.user)  # its warnings name only queues the reader may see
-    node = queue_service.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible)[0]
+    tree = queue_service.QueueTree.load_rows()
+    node = queue_service.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree)[0]
     decorate([node])
+    # Fair share per cluster (the same service as GET /api/v1/queues/<name>/fair-share/) and the wait order (as
+    # .../line/): a fixed number of queries whatever the number of queues and jobs.
+    shares = fair_share_service.fair_shares([policy.id], cluster, tree=tree, visible=visible)[policy.id]
+    cluster_ids = [c.id for c in Cluster.objects.filter(name=cluster)] if cluster else None
+    waiting = queue_line.line_payload(request.user, policy, cluster_ids)
     samples = QueueUsageSample.objects.filter(policy=policy)
     if cluster:
         samples = samples.filter(cluster__name=cluster)
@@ -167,6 +174,8 @@ def queue_detail(request, name: str):
     return render(request, "scheduling/queue_detail.html", {
         "section": "queues", "policy": policy, "node": node, "chart": chart, "window": window, "windows": WINDOWS,
         "cluster": cluster, "start": start, "now": now, "readings": len(series["allocated"]),
+        "shares": shares, "share_units": UNIT_LABELS, "line": waiting, "line_order": queue_line.ORDER,
+        "line_shown": queue_line.LINE_SHOWN,
     })
 
 

@@ -26,7 +26,7 @@ BUDGETS = {
     "/queues/": 7,
     "/queues/?q=team&cluster=local": 7,
     "/queues/org/children/": 6,
-    "/queues/team-a/?window=7d": 10,
+    "/queues/team-a/?window=7d": 14,  # + fair share (clusters, queue-cluster links, usage by cluster) + wait order
     "/jobs/": 6,
     "/jobs/?phase=Running&sort=-in_phase&page=2": 6,
     "/jobs/{job}/": 5,
@@ -45,7 +45,7 @@ NON_ADMIN_BUDGETS = {
     "/queues/": 14,
     "/queues/?q=team&cluster=local": 14,
     "/queues/org/children/": 13,
-    "/queues/team-a/?window=7d": 14,
+    "/queues/team-a/?window=7d": 18,  # + fair share (3 queries) + wait order (1), as for an admin
     "/jobs/": 12,
     "/jobs/?phase=Running&sort=-in_phase&page=2": 12,
     "/jobs/{job}/": 8,

@@ -1,0 +1,143 @@
+"""Position in line: 7 pending jobs of mixed priority in team-a and 3 in its sibling team-b (both under research),
+every job's place in its queue and across the parent, in KAI's order (priority, then submit time), and how the
+places move when a job starts or is cancelled. Real PostgreSQL, no cluster."""
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from scheduling.choices import GangPhase
+from scheduling.models import GangJob
+from scheduling.services import jobs as job_service
+from scheduling.services import queue_line
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+# name: (queue, PriorityClass, submitted minutes after t0). Priorities: inference 125, build 100,
+# build-preemptible 75, train 50, none or an unknown class 50.
+JOBS = {
+    "a1": ("team-a", "train", 1), "a2": ("team-a", "", 2), "a3": ("team-a", "inference", 3),
+    "a4": ("team-a", "build", 4), "a5": ("team-a", "train", 5), "a6": ("team-a", "inference", 6),
+    "a7": ("team-a", "my-own-class", 7),
+    "b1": ("team-b", "build-preemptible", 0.5), "b2": ("team-b", "", 3.5), "b3": ("team-b", "inference", 8),
+}
+# Worked out by hand: team-a a3 a6 (125), a4 (100), a1 a2 a5 a7 (50, by time); team-b b3, b1, b2; across research
+# a3 a6 b3 (125, by time), a4 (100), b1 (75), a1 a2 b2 a5 a7 (50, by time).
+EXPECTED = {  # name: (in queue, queue total, in parent, parent total)
+    "a3": (1, 7, 1, 10), "a6": (2, 7, 2, 10), "a4": (3, 7, 4, 10), "a1": (4, 7, 6, 10), "a2": (5, 7, 7, 10),
+    "a5": (6, 7, 9, 10), "a7": (7, 7, 10, 10), "b3": (1, 3, 3, 10), "b1": (2, 3, 5, 10), "b2": (3, 3, 8, 10),
+}
+
+
+@pytest.fixture
+def line(admin_user):
+    cluster = builders.make_cluster("local")
+    other = builders.make_cluster("other")
+    research = builders.make_queue("research", clusters=[cluster, other])
+    queues = {name: builders.make_queue(name, parent=research, clusters=[cluster, other])
+              for name in ("team-a", "team-b")}
+    elsewhere = builders.make_queue("elsewhere", clusters=[cluster])
+    template = builders.make_template("base")
+    t0 = timezone.now() - timedelta(hours=1)
+    jobs = {}
+    for i, (name, (queue, priority, minutes)) in enumerate(JOBS.items()):
+        job = builders.make_job(template, queues[queue], cluster, name=name, user=admin_user,
+                                phase=GangPhase.QUEUED if i % 2 else None)
+        GangJob.objects.filter(pk=job.pk).update(priority_class_name=priority,
+                                                 created_at=t0 + timedelta(minutes=minutes))
+        jobs[name] = job
+    # Not in line: a running job of team-a, a pending one in another cluster, one in a queue outside research.
+    builders.make_job(template, queues["team-a"], cluster, name="running", user=admin_user, phase=GangPhase.RUNNING)
+    builders.make_job(template, queues["team-a"], other, name="far", user=admin_user)
+    builders.make_job(template, elsewhere, cluster, name="outside", user=admin_user)
+    return {"jobs": jobs, "queues": queues, "admin": admin_user, "template": template, "cluster": cluster}
+
+
+def positions_by_job(names):
+    out = {}
+    for name in names:
+        job = GangJob.objects.select_related("queue__parent").get(name=name, cluster__name="local")
+        p = queue_line.position(job)
+        out[name] = None if p is None else (p["queue"], p["queue_total"], p["parent"], p["parent_total"])
+    return out
+
+
+def positions_by_line(queues):
+    out = {}
+    for q in queues.values():
+        for row in queue_line.line(q, cluster_ids=[q.clusters.get(name="local").id]):
+            out[row["name"]] = (row["queue"], row["queue_total"], row["parent"], row["parent_total"])
+    return out
+
+
+def test_every_pending_job_has_its_hand_computed_place_by_job_and_by_queue_list(line):
+    assert positions_by_job(JOBS) == EXPECTED
+    assert positions_by_line(line["queues"]) == EXPECTED
+    job = GangJob.objects.select_related("queue__parent").get(name="a4")
+    p = queue_line.position(job)
+    assert (p["text"], p["parent_text"], p["priority"]) == ("3 of 7 in team-a", "4 of 10 in research", 100)
+
+
+def test_places_move_up_when_a_job_starts_and_when_one_is_cancelled(line):
+    GangJob.objects.filter(name="a6").update(phase=GangPhase.RUNNING)
+    moved = positions_by_job(JOBS)
+    assert moved["a6"] is None
+    assert moved["a4"] == (2, 6, 3, 9) and moved["b3"] == (1, 3, 2, 9) and moved["a7"] == (6, 6, 9, 9)
+    # team-a is now a3 a4 a2 a5 a7; research a3 b3 a4 b1 a2 b2 a5 a7.
+    job_service.cancel(line["admin"], GangJob.objects.get(name="a1"))
+    moved = positions_by_job(JOBS)
+    assert moved["a1"] is None
+    assert moved["a2"] == (3, 5, 5, 8) and moved["b2"] == (3, 3, 6, 8) and moved["a3"] == (1, 5, 1, 8)
+    assert positions_by_line(line["queues"]) == {k: v for k, v in moved.items() if v is not None}
+
+
+def test_a_top_level_queue_has_no_parent_place(line):
+    outside = GangJob.objects.select_related("queue__parent").get(name="outside")
+    p = queue_line.position(outside)
+    assert (p["queue"], p["queue_total"], p["parent"], p["parent_total"], p["parent_text"]) == (1, 1, None, None,
+                                                                                                None)
+
+
+def test_the_job_api_and_the_queue_line_api_say_the_same(api, line):
+    a4 = line["jobs"]["a4"]
+    r = api.get(f"/api/v1/jobs/{a4.pk}/")
+    assert r.status_code == 200
+    assert r.data["position"]["text"] == "3 of 7 in team-a"
+    assert r.data["position"]["parent_text"] == "4 of 10 in research"
+    r = api.get("/api/v1/queues/team-a/line/?cluster=local")
+    assert r.status_code == 200
+    assert [(j["name"], j["queue"], j["parent"]) for j in r.data["jobs"]] == [
+        ("a3", 1, 1), ("a6", 2, 2), ("a4", 3, 4), ("a1", 4, 6), ("a2", 5, 7), ("a5", 6, 9), ("a7", 7, 10)]
+    assert r.data["jobs"][0]["text"] == "1 of 7 in team-a"
+    running = GangJob.objects.get(name="running")
+    assert api.get(f"/api/v1/jobs/{running.pk}/").data["position"] is None
+    r = api.get("/api/v1/queues/team-a/line/?cluster=nope")
+    assert r.status_code == 400 and "cluster" in r.data
+
+
+def test_the_line_costs_the_same_queries_with_3_or_30_more_jobs(api, line):
+    def count():
+        with CaptureQueriesContext(connection) as ctx:
+            assert api.get("/api/v1/queues/team-a/line/").status_code == 200
+        return len(ctx.captured_queries)
+
+    before = count()
+    for i in range(30):
+        builders.make_job(line["template"], line["queues"]["team-a"], line["cluster"], name=f"more-{i}",
+                          user=line["admin"])
+    assert count() == before
+
+
+def test_a_reader_without_a_role_on_the_jobs_sees_places_but_not_names(line):
+    from rest_framework.test import APIClient
+
+    viewer = builders.make_user("vera")
+    builders.grant(line["queues"]["team-b"], "viewer", user=viewer)
+    client = APIClient()
+    client.force_authenticate(viewer)
+    assert client.get("/api/v1/queues/team-a/line/").status_code == 404
+    rows = client.get("/api/v1/queues/team-b/line/?cluster=local").data["jobs"]
+    assert [r["name"] for r in rows] == ["b3", "b1", "b2"]
