@@ -88,7 +88,6 @@ API_VERSION_CHANGED = "APIVersionChanged"
 API_VERSION_REMOVED = "APIVersionRemoved"  # ... and the family has no served version left: the job fails
 UNEXPECTED_ERROR = "UnexpectedError"  # an exception no handler expected; recorded on the job, never a bare traceback
 WAITING = "WaitingForDeletion"
-VOLCANO_QUEUE_MISSING = "VolcanoQueueMissing"  # a Volcano job's Queue does not exist yet: its PodGroup waits
 CANCELLING = "Cancelling"  # phase_reason of a job whose cancel is deleting its objects (observe/phases.py too)
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
@@ -410,8 +409,9 @@ class JobReconciler:
         from . import volcano_queues
 
         message = volcano_queues.missing_queue(self.job.cluster, self.api, queue)
-        if message:
-            raise Requeue(WAIT_SECONDS, VOLCANO_QUEUE_MISSING, message)
+        if message:  # shown as the job's why-pending until the PodGroup exists (status.record_error)
+            status.record_error(self.job, status.VOLCANO_QUEUE_MISSING, message)
+            raise Requeue(WAIT_SECONDS, status.VOLCANO_QUEUE_MISSING, message)
         self._volcano_queue_checked = True
 
     def check_pod_policy(self, want: dict) -> None:
