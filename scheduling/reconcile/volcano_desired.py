@@ -11,7 +11,8 @@ Mapping from a QueuePolicy (KAI units: GPU devices, CPU millicores, memory decim
   share of the surplus" in KAI) cannot be expressed: the CRD rejects 0, so the queue gets weight 1, the smallest
   share Volcano has, and a warning; fractional weights and CPU/memory weights that differ from the GPU's are
   warnings too;
-- `parent` from the policy's parent (absent for a top-level queue: Volcano's `root`);
+- `parent` from the policy's parent (absent for a top-level queue: Volcano's `root`; a `parent: root` that
+  Volcano's admission fills in is the same, not drift);
 - `priority` from the policy's priority (both schedulers serve higher first);
 - `reclaimable: true`: in KAI what a queue holds above its quota can always be reclaimed by other queues.
 
@@ -37,6 +38,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 MIN_WEIGHT, MAX_WEIGHT = 1, 65535  # the CRD's bounds: 0 is rejected (api-changes-2026.md §3)
 DEFAULT_WEIGHT = 1  # Volcano's default when `weight` is left out
 DEFAULT_PRIORITY = 0  # Volcano's default queue priority (int32 zero value)
+ROOT_QUEUE = "root"  # Volcano's root of the queue hierarchy: a top-level queue's parent, whether said or not
 QUANTITY_MAPS = ("capability", "deserved", "guarantee")
 # Volcano queue fields the sync owns (others, e.g. affinity or extendClusters added by an admin, are kept).
 OWNED_KEYS = ("weight", "priority", "parent", "reclaimable", "capability", "deserved", "guarantee")
@@ -145,7 +147,8 @@ def flat_fields(spec: dict | None) -> dict:
     "capability.nvidia.com/gpu": 8.0, "deserved.cpu": 16000, ...}``; an absent resource has no key."""
     spec = spec or {}
     out = {"weight": spec.get("weight", DEFAULT_WEIGHT), "priority": spec.get("priority", DEFAULT_PRIORITY),
-           "parent": spec.get("parent") or "", "reclaimable": spec.get("reclaimable", True) is not False}
+           "parent": "" if spec.get("parent") == ROOT_QUEUE else spec.get("parent") or "",
+           "reclaimable": spec.get("reclaimable", True) is not False}
     for key in QUANTITY_MAPS:
         values = spec.get(key) or {}
         if key == "guarantee":

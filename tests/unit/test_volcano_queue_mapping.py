@@ -107,3 +107,8 @@ def test_status_keeps_volcanos_counters_and_allocated_in_kai_units():
         "state": "Open", "allocated": {"gpu": 2.0, "cpu": 4000, "memory": 8000}, "pending": 1, "running": 2,
         "inqueue": 0}
     assert vd.status_payload({}) == {"state": "", "allocated": {}}
+
+
+def test_a_parent_of_root_set_by_volcano_is_the_same_as_none():
+    want = vd.flat_fields(vd.desired(policy()).spec)
+    assert vd.diff(want, vd.flat_fields({**vd.desired(policy()).spec, "parent": "root"})) == []
