@@ -122,13 +122,19 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
     latest `status` KAI wrote (allocated / requested in KAI units, child queues)."""
 
     sync = serializers.SerializerMethodField()
+    volcano_sync = serializers.SerializerMethodField(
+        help_text="the queue as a Volcano Queue, per cluster that serves Volcano: sync state, drift, warnings for "
+                  "what Volcano cannot express, and Volcano's status")
 
     class Meta(QueuePolicySerializer.Meta):
-        fields = QueuePolicySerializer.Meta.fields + ["sync"]
+        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync"]
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
         return [queue_service.sync_payload(s) for s in obj.cluster_states.all()]
+
+    def get_volcano_sync(self, obj) -> list[dict]:
+        return [queue_service.volcano_sync_payload(s) for s in obj.volcano_states.all()]
 
 
 class QueuePolicyWriteSerializer(serializers.Serializer):

@@ -33,6 +33,7 @@ from ..models import (
     QueueUsageSample,
     RuntimeTemplate,
     RuntimeTemplateVersion,
+    VolcanoQueueState,
     WebhookSubscription,
 )
 from ..services import access, audit, dispatch, job_wait, notifications, policy, queue_line, related, timeline
@@ -165,6 +166,12 @@ def _redacted(data: dict) -> dict:
     return out
 
 
+def volcano_states() -> list[Prefetch]:
+    """The queue detail's Volcano Queue states with their clusters, by cluster name (one query)."""
+    return [Prefetch("volcano_states", queryset=VolcanoQueueState.objects.select_related("cluster")
+                     .order_by("cluster__name"))]
+
+
 class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     """KAI queue policies, kept in sync with every cluster they target.
 
@@ -192,7 +199,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("cluster_states",
                                               queryset=QueueClusterState.objects.select_related("cluster")
-                                              .order_by("cluster__name")))
+                                              .order_by("cluster__name")), *volcano_states())
         return qs
 
     def get_serializer_class(self):
@@ -219,8 +226,8 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
 
     def _detail(self, policy, code):
         policy = self.base_queryset().prefetch_related(Prefetch(
-            "cluster_states", queryset=QueueClusterState.objects.select_related("cluster").order_by("cluster__name"))
-        ).get(pk=policy.pk)
+            "cluster_states", queryset=QueueClusterState.objects.select_related("cluster").order_by("cluster__name")),
+            *volcano_states()).get(pk=policy.pk)
         return Response(s.QueuePolicyDetailSerializer(policy, context=self.get_serializer_context()).data, status=code)
 
     @extend_schema(request=s.QueuePolicyWriteSerializer, responses={201: s.QueuePolicyDetailSerializer})

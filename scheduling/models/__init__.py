@@ -6,7 +6,7 @@ from .idempotency import BulkSubmitKey
 from .jobs import GangJob, PhaseTransition
 from .leases import Lease
 from .notifications import DeliveryStatus, WebhookDelivery, WebhookSubscription
-from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
+from .queues import QueueClusterState, QueuePolicy, QueueUsageSample, VolcanoQueueState
 from .runs import ReconcileAttempt
 from .templates import RuntimeTemplate, RuntimeTemplateVersion
 from .tokens import ApiToken
@@ -28,6 +28,7 @@ __all__ = [
     "ReconcileAttempt",
     "RuntimeTemplate",
     "RuntimeTemplateVersion",
+    "VolcanoQueueState",
     "WebhookDelivery",
     "WebhookSubscription",
 ]

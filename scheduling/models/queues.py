@@ -110,3 +110,36 @@ class QueueUsageSample(models.Model):
     class Meta:
         ordering = ["policy_id", "cluster_id", "at"]
         indexes = [models.Index(fields=["policy", "cluster", "at"])]
+
+
+class VolcanoQueueState(models.Model):
+    """How one queue policy stands as a Volcano Queue (`scheduling.volcano.sh/v1beta1`) in one cluster, written by
+    the Volcano queue sync (scheduling.reconcile.volcano_queues); kept apart from QueueClusterState (the KAI Queue)
+    because a cluster may serve both, and their status counts differ.
+
+    - `state`, `message`, `last_drift` (``[{"field": "deserved.nvidia.com/gpu", "expected": 4.0, "found": 6.0}]``),
+      `last_drift_at`, `resource_version`: as on QueueClusterState.
+    - `warnings`: what the policy says that Volcano cannot express, ``[{"code", "field", "message"}]``
+      (scheduling.reconcile.volcano_desired).
+    - `status`: the Volcano Queue's status as last read: ``{"state": "Open", "allocated": {"gpu", "cpu", "memory"}
+      (KAI units), "pending": 1, "running": 2, "inqueue": 0}``, with `status_at`.
+    """
+
+    policy = models.ForeignKey(QueuePolicy, on_delete=models.CASCADE, related_name="volcano_states")
+    cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.CASCADE, related_name="volcano_queue_states")
+    state = models.CharField(max_length=16, choices=SyncState.choices, default=SyncState.PENDING)
+    message = models.TextField(blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    resource_version = models.CharField(max_length=64, blank=True, help_text="of the Volcano Queue as last seen")
+    last_drift = models.JSONField(default=list, blank=True)
+    last_drift_at = models.DateTimeField(null=True, blank=True)
+    status = models.JSONField(default=dict, blank=True)
+    status_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["policy_id", "cluster_id"]
+        constraints = [models.UniqueConstraint(fields=["policy", "cluster"], name="uniq_volcano_queue_state")]
+
+    def __str__(self):
+        return f"volcano {self.policy_id}@{self.cluster_id}: {self.state}"

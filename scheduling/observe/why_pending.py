@@ -7,6 +7,7 @@ Shape (JSON, stored in `GangJob.why_pending`, None once the gang is scheduled)::
      "summary": "Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4.",   # blocking facts lead
      "source": "PodGroup ns/name", "since": "2026-11-29T14:00:00+00:00" | None,
      "pods": {"bound": 0, "required": 3, "total": 3, "created": 3},
+     "queue_name": "team-a",                       # the job's queue; every summary names it
      "queue": {"name": "team-a", "resources": {"nvidia.com/gpu": {"quota": 4, "limit": 8, "allocated": 6,
                "allocated_non_preemptible": 0, "requested": 10}}} | None,
      "job_requests": {"nvidia.com/gpu": 4, "cpu": 12, "memory": 103079215104},
@@ -197,15 +198,24 @@ def summary(why: dict, scheduler_name: str = "") -> str:
         else:
             lead.append(_sentence(fact["message"]))
     if any(f["code"] in (QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA) for f in why.get("blocking") or []):
-        return " ".join(lead)
+        return naming_queue(" ".join(lead), why.get("queue_name") or "")
     rest = _reason_summary(why, scheduler_name)
-    return " ".join([*lead, rest]) if rest else " ".join(lead)
+    text = " ".join([*lead, rest]) if rest else " ".join(lead)
+    return naming_queue(text, why.get("queue_name") or "")
+
+
+def naming_queue(text: str, queue_name: str) -> str:
+    """`text` with the job's queue named: unchanged when it already names `queue_name` (or there is none), else
+    followed by "Queue: <name>." (so every summary says which queue the job waits in, issue 21)."""
+    if not queue_name or queue_name in text:
+        return text
+    return f"{text} Queue: {queue_name}." if text else f"Queue: {queue_name}."
 
 
 def _reason_summary(why: dict, scheduler_name: str) -> str:
     """What the reason code means, with the pods' numbers."""
     reason, pods, queue = why["reason"], why["pods"], why.get("queue") or {}
-    qname = queue.get("name") or "the queue"
+    qname = queue.get("name") or why.get("queue_name") or "the queue"
     bound = bound_of(pods["bound"], pods["required"])
     if reason == "QueueDoesNotExist":
         return f"Queue {qname} does not exist in the cluster, so the scheduler will not consider this job."
@@ -249,7 +259,7 @@ def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
 
 def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
             job_requests: dict | None = None, scheduler_name: str = "", capacity: dict | None = None,
-            per_pod: list[dict] | None = None, in_use=None) -> dict | None:
+            per_pod: list[dict] | None = None, in_use=None, queue_name: str = "") -> dict | None:
     """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
     least minMember pods bound).
 
@@ -260,6 +270,8 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
     - `in_use`: a callable returning what gangweb's placed jobs in the cluster request (observe.capacity.busy's
       `in_use`), called only when the scheduler says the gang has no room and nothing else blocks it, for a
       `ClusterBusy` fact.
+    - `queue_name`: the job's queue (gangweb's name, which is the scheduler's queue object's name): stored as
+      `queue_name` and named by every summary, also when the scheduler reported no queue details.
     """
     live = [p for p in pods if not p.terminating]
     bound = sum(1 for p in live if p.bound)
@@ -295,6 +307,7 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
         "since": since.isoformat() if since else None,
         "pods": {"bound": bound, "required": shape.min_member, "total": shape.total, "created": len(live)},
         "queue": queue,
+        "queue_name": queue_name or (queue or {}).get("name") or "",
         "job_requests": asks,
         "blocking": blocking,
         "reasons": [{"reason": r.get("reason", ""), "message": r.get("message", "")} for r in said],

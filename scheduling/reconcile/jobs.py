@@ -363,6 +363,7 @@ class JobReconciler:
         for want in wanted:
             ref = ref_of(self.backend, want)
             if want["metadata"]["name"] not in self.observed.gang_of(ref):
+                self.ensure_volcano_queue(spec.queue)
                 self.create_gang(ref, want)
         owners = desired_mod.owners(self.backend, spec)
         svc = desired_mod.service(spec)
@@ -397,6 +398,21 @@ class JobReconciler:
                                  recorded=self.observed.recorded_phases)
         if self.job.is_terminal:
             self.clean_up_finished()
+
+    def ensure_volcano_queue(self, queue: str) -> None:
+        """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
+        PodGroup whose queue is missing, api-changes-2026.md §3). The queue sync creates it if a policy wants it
+        here (reconcile/volcano_queues.py `missing_queue`); if it still is missing the pass waits with reason
+        VolcanoQueueMissing, naming the queue and why. Other backends: nothing to do."""
+        if self.backend.family != "volcano" or getattr(self, "_volcano_queue_checked", False):
+            return
+        from . import volcano_queues
+
+        message = volcano_queues.missing_queue(self.job.cluster, self.api, queue)
+        if message:  # shown as the job's why-pending until the PodGroup exists (status.record_error)
+            status.record_error(self.job, status.VOLCANO_QUEUE_MISSING, message)
+            raise Requeue(WAIT_SECONDS, status.VOLCANO_QUEUE_MISSING, message)
+        self._volcano_queue_checked = True
 
     def check_pod_policy(self, want: dict) -> None:
         """Before creating an owner Job (what makes pods), check the job's namespace and resolved spec against the

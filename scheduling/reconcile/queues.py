@@ -38,7 +38,7 @@ from kubernetes.client.rest import ApiException
 from ..choices import ReconcileOutcome, SyncState
 from ..constants import ANNOTATION_SPEC_HASH, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from ..kube.client import REQUEST_TIMEOUT, api_client
-from ..kube.errors import TerminalKubeError, TransientKubeError, classify, describe
+from ..kube.errors import KubeError, TerminalKubeError, TransientKubeError, classify, describe
 from ..kube.kai_units import RESOURCES, status_amounts
 from ..models import Cluster, QueueClusterState, QueuePolicy, QueueUsageSample, ReconcileAttempt
 from ..services.queues import QueueTree
@@ -469,12 +469,27 @@ def _sync(cluster: Cluster, api, observed: dict[str, dict], result: Pass) -> Non
 # --- entry points the tasks call ---------------------------------------------------------------------------------
 
 def sync_cluster_id(cluster_id: int) -> Pass | None:
-    """Sync one cluster by id; a cluster deleted meanwhile is logged and skipped."""
+    """Sync one cluster by id: its KAI Queues, then its Volcano Queues (reconcile/volcano_queues.py; skipped where
+    Volcano is not served), each pass on its own, so one failing never stops the other. Returns the KAI Pass;
+    raises the first KubeError of the two after both ran. A cluster deleted meanwhile is logged and skipped."""
+    from . import volcano_queues
+
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None:
         log.info("queue sync: cluster %s no longer exists", cluster_id)
         return None
-    return sync_cluster(cluster)
+    errors: list[KubeError] = []
+    result = None
+    for sync in (sync_cluster, volcano_queues.sync_cluster):
+        try:
+            done = sync(cluster)
+        except KubeError as exc:
+            errors.append(exc)
+        else:
+            result = result if sync is not sync_cluster else done
+    if errors:
+        raise errors[0]
+    return result
 
 
 def clusters_of(policy: QueuePolicy, tree: QueueTree, targets: dict[int, set[int]]) -> set[int]:

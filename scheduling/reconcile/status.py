@@ -176,10 +176,14 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
                                                        for e in obs.entries))
 
 
+# A Volcano job's PodGroup waits because its Volcano Queue does not exist yet (reconcile/volcano_queues.py).
+VOLCANO_QUEUE_MISSING = "VolcanoQueueMissing"
+
+
 def _error_summary(cluster: str, reason: str, message: str, status: int | None) -> str:
     """The why-pending sentence for a reconcile error: a refusal (an HTTP status) is not an unreachable cluster."""
-    if reason == NAMESPACE_NOT_FOUND:
-        return message  # names the namespace, the cluster and the fix
+    if reason in (NAMESPACE_NOT_FOUND, VOLCANO_QUEUE_MISSING):
+        return message  # names what is missing, the cluster and the fix
     if status:
         return f"Cluster {cluster} refused the job's objects (HTTP {status}, {reason}): {message}"
     return f"gangweb cannot reach cluster {cluster}: {message}"
@@ -204,7 +208,9 @@ def record_error(job: GangJob, reason: str, message: str, status: int | None = N
                 "reason": reason, "message": message, "http_status": status, "source": locked.cluster.name,
                 "since": before["since"] if same else timezone.now().isoformat(), "pods": before.get("pods"),
                 "queue": None, "job_requests": {}, "reasons": [], "pod_conditions": [],
-                "summary": _error_summary(locked.cluster.name, reason, message, status),
+                "queue_name": _queue_name(job),
+                "summary": why_pending.naming_queue(_error_summary(locked.cluster.name, reason, message, status),
+                                                    _queue_name(job)),
             }
         _save_changed(locked, changes)
         _refresh(job, locked)
@@ -280,6 +286,14 @@ def record_restart(job: GangJob, at, source: str, reason: str, message: str) -> 
     return True
 
 
+def _queue_name(job: GangJob) -> str:
+    """The job's queue name without a query when possible: a queue's name never changes, so the one stored with
+    the last why-pending answer is as good as the row's (read only when neither is at hand)."""
+    if GangJob._meta.get_field("queue").is_cached(job):
+        return job.queue.name
+    return (job.why_pending or {}).get("queue_name") or job.queue.name
+
+
 def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods, owners, pod_list, owner_list,
             scheduler: str):
     """The observation of `row` (the job's row as read, locked or not) and the field values it implies.
@@ -292,7 +306,7 @@ def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods
     why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec, overheads),
                               scheduler, capacity=row.cluster.capacity,
                               per_pod=capacity.pod_requests(row.resolved_spec, overheads),
-                              in_use=lambda: cluster_usage.in_use(row.cluster_id))
+                              in_use=lambda: cluster_usage.in_use(row.cluster_id), queue_name=_queue_name(row))
     changes = {
         "phase": obs.phase,
         "phase_reason": obs.reason[:REASON_MAX],

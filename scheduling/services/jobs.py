@@ -126,7 +126,8 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
         resolved_spec=resolved, submitted_by=user if user and user.is_authenticated else None,
     )
-    job.submit_warnings = limit_warnings  # not stored: returned with the submit response
+    job.submit_warnings = limit_warnings + lookups.queue_sync_warnings(  # not stored: returned with the response
+        queue, cluster, resolved.get("backend", ""))
     return job
 
 

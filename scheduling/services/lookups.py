@@ -27,13 +27,15 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import connections, router
+from django.db.models import CharField, Value
 from django.db.models.expressions import Col
 from django.db.models.sql import Query
 
+from ..choices import SyncState
 from ..constants import GPU_RESOURCE
 from ..kube import resources
 from ..kube.kai_units import RESOURCES
-from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
+from ..models import Cluster, QueueClusterState, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion, VolcanoQueueState
 from ..models.jobs import requested_totals
 from . import policy
 from . import queues as queue_service
@@ -61,6 +63,7 @@ class Lookups:
     usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
     rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
     limits: dict[tuple, list[dict]] = field(default_factory=dict)
+    sync_problems: dict[tuple[str, int, int], tuple[str, str]] | None = None  # (family, queue, cluster) -> state
 
     def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
         """The resolved spec of `version` with `overrides`, rendered once per distinct pair (the pod-spec policy
@@ -97,6 +100,29 @@ class Lookups:
         if limit_key is not None:
             self.limits[limit_key] = warnings
         return resolved, [dict(w) for w in warnings]
+
+    def queue_sync_warnings(self, queue: QueuePolicy, cluster: Cluster, family: str) -> list[dict]:
+        """The submit warning when the job's queue object is not in sync in its cluster: the KAI Queue for the
+        "kai" family (QueueClusterState), the Volcano Queue for "volcano" (VolcanoQueueState), in state Error or
+        Pending; other families have no queue object. ``[{"code": "queue_not_in_sync", "field": "queue",
+        "queue", "cluster", "state", "message"}]`` or []. The job is accepted (the sync retries, the job waits for
+        the queue): a warning, not a refusal. One statement per request, on first use."""
+        if family not in QUEUE_STATE_FAMILIES:
+            return []
+        if self.sync_problems is None:
+            self.sync_problems = load_sync_problems([q.id for q in self.queues.values()],
+                                                    [c.id for c in self.clusters.values()])
+        problem = self.sync_problems.get((family, queue.id, cluster.id))
+        if problem is None:
+            return []
+        state, detail = problem
+        kind = "KAI Queue" if family == "kai" else "Volcano Queue"
+        why = f": {detail[:300]}" if detail else ""
+        return [{"code": QUEUE_NOT_IN_SYNC, "field": "queue", "queue": queue.name, "cluster": cluster.name,
+                 "state": state,
+                 "message": f"queue '{queue.name}' is not in sync in cluster {cluster.name}: its {kind} is {state}"
+                            f"{why}. The job is accepted and waits until the queue sync puts the queue in place "
+                            f"(see the queue's sync state)."}]
 
     def takes(self, queue: QueuePolicy, cluster: Cluster) -> bool:
         """True when `queue` takes jobs on `cluster` (one of the clusters these lookups were loaded for): it names
@@ -186,6 +212,25 @@ class Lookups:
                     queuepolicy_id__in=[q.id for q in self.queues.values()],
                     cluster_id__in=[c.id for c in self.clusters.values()]).values_list("queuepolicy_id", "cluster_id"):
                 self.queue_clusters.setdefault(qid, set()).add(cid)
+
+
+QUEUE_NOT_IN_SYNC = "queue_not_in_sync"
+QUEUE_STATE_FAMILIES = ("kai", "volcano")  # backend families whose scheduler needs a queue object in the cluster
+
+
+def load_sync_problems(queue_ids: list[int], cluster_ids: list[int]) -> dict[tuple[str, int, int], tuple[str, str]]:
+    """{(family, queue id, cluster id): (state, message)} for the KAI and Volcano queue objects of those queues in
+    those clusters whose sync state is Error or Pending (one statement: a UNION of the two state tables)."""
+    if not queue_ids or not cluster_ids:
+        return {}
+    bad = [SyncState.ERROR, SyncState.PENDING]
+    rows = QueueClusterState.objects.filter(policy_id__in=queue_ids, cluster_id__in=cluster_ids, state__in=bad) \
+        .annotate(family=Value("kai", output_field=CharField())).values_list(
+            "family", "policy_id", "cluster_id", "state", "message").order_by().union(
+        VolcanoQueueState.objects.filter(policy_id__in=queue_ids, cluster_id__in=cluster_ids, state__in=bad)
+        .annotate(family=Value("volcano", output_field=CharField())).values_list(
+            "family", "policy_id", "cluster_id", "state", "message").order_by(), all=True)
+    return {(family, pid, cid): (state, message or "") for family, pid, cid, state, message in rows}
 
 
 # The requested-total columns (GangJob.requested_*): BigIntegerField is a signed 64-bit integer in every database.

@@ -714,6 +714,13 @@ def sync_payload(state: QueueClusterState) -> dict:
             "last_drift_at": state.last_drift_at, "status": state.status, "status_at": state.status_at}
 
 
+def volcano_sync_payload(state) -> dict:
+    """One cluster's Volcano Queue state of a queue (models.VolcanoQueueState): sync_payload's keys plus
+    `warnings` (what Volcano cannot express, ``[{"code", "field", "message"}]``); `status` holds Volcano's state,
+    counters and `allocated` in KAI units."""
+    return {**sync_payload(state), "warnings": state.warnings}
+
+
 def job_request(resolved_spec: dict, cluster: Cluster | None = None) -> dict[str, float | int]:
     """What a job asks of its queue in KAI units (``{"gpu": 3.0, "cpu": 8500, "memory": 7785}``): the whole gang's
     requests as kube-scheduler counts them (`kube.resources.gang_requests`: sidecars, init peaks, pod-level

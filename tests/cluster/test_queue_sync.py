@@ -44,11 +44,13 @@ def custom_api(handle) -> client.CustomObjectsApi:
 
 
 def clean(api: client.CustomObjectsApi) -> None:
-    for name in reversed(NAMES):
-        try:
-            api.delete_cluster_custom_object(G, V, P, name)
-        except client.ApiException as exc:
-            assert exc.status == 404
+    # The Volcano Queues too: a policy write syncs both (reconcile/volcano_queues.py), and the clusters serve Volcano.
+    for group, version in ((G, V), ("scheduling.volcano.sh", "v1beta1")):
+        for name in reversed(NAMES):
+            try:
+                api.delete_cluster_custom_object(group, version, P, name)
+            except client.ApiException as exc:
+                assert exc.status == 404
 
 
 @pytest.fixture

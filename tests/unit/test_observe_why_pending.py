@@ -98,3 +98,31 @@ def test_pods_unschedulable_without_a_gang_statement_use_the_pods_reason():
                                             ("garbage", None), (None, None)])
 def test_quantities_become_numbers_in_base_units(value, expected):
     assert why_pending.number(value) == expected
+
+
+# --- every summary names the job's queue (issue 21) -------------------------------------------------------------
+
+def test_queue_does_not_exist_names_the_jobs_queue_when_the_scheduler_gave_no_details():
+    why = {"reason": "QueueDoesNotExist", "pods": {"bound": 0, "required": 2, "total": 2, "created": 2},
+           "queue": None, "queue_name": "team-a", "blocking": []}
+    assert why_pending.summary(why) == ("Queue team-a does not exist in the cluster, so the scheduler will not "
+                                        "consider this job.")
+
+
+def test_waiting_for_the_scheduler_names_the_queue():
+    why = {"reason": "WaitingForScheduler", "pods": {"bound": 0, "required": 3, "total": 3, "created": 3},
+           "queue": None, "queue_name": "team-a", "blocking": []}
+    assert why_pending.summary(why, "kai-scheduler") == (
+        "3 pods are waiting for scheduler 'kai-scheduler' to look at them; it has not said anything yet. "
+        "Queue: team-a.")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4.", "Queue team-a: 6 of 8 GPUs in use, limit 8, "
+                                                                       "this gang needs 4."),
+    ("This job needs 16 GPUs.", "This job needs 16 GPUs. Queue: team-a."),
+    ("", "Queue: team-a."),
+])
+def test_naming_queue_adds_the_name_only_when_missing(text, expected):
+    assert why_pending.naming_queue(text, "team-a") == expected
+    assert why_pending.naming_queue(text, "") == text
