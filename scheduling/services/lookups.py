@@ -35,7 +35,7 @@ from ..kube import resources
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
 from ..models.jobs import requested_totals
-from . import policy
+from . import cluster_warnings, policy
 from . import queues as queue_service
 from . import templates as template_service
 
@@ -61,6 +61,7 @@ class Lookups:
     usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
     rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
     limits: dict[tuple, list[dict]] = field(default_factory=dict)
+    views: dict[int, Cluster] | None = None  # cluster id -> cluster_warnings view, loaded at first use
 
     def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
         """The resolved spec of `version` with `overrides`, rendered once per distinct pair (the pod-spec policy
@@ -97,6 +98,13 @@ class Lookups:
         if limit_key is not None:
             self.limits[limit_key] = warnings
         return resolved, [dict(w) for w in warnings]
+
+    def cluster_view(self, cluster: Cluster) -> Cluster | None:
+        """What gangweb knows of `cluster` for the submit warnings (`cluster_warnings.views`), loaded once for all
+        the clusters of these lookups."""
+        if self.views is None:
+            self.views = cluster_warnings.views([c.id for c in self.clusters.values()] or [cluster.id])
+        return self.views.get(cluster.id)
 
     def takes(self, queue: QueuePolicy, cluster: Cluster) -> bool:
         """True when `queue` takes jobs on `cluster` (one of the clusters these lookups were loaded for): it names
