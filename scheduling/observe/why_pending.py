@@ -218,7 +218,8 @@ def summary(why: dict, scheduler_name: str = "") -> str:
     lead = []
     for fact in why.get("blocking") or []:
         if fact["code"] in OWN_WORDS:
-            lead.append(_sentence(fact["message"].rstrip(". ")))
+            said = fact["message"].rstrip(". ")
+            lead.append(said[:1].upper() + said[1:] if said.endswith("?") else _sentence(said))
         elif fact["code"] in (EXCEEDS_CLUSTER, CLUSTER_BUSY):
             lead.append("This job " + fact["message"] + ".")
         elif fact["code"] == QUEUE_OVER_QUOTA:
