@@ -51,6 +51,9 @@ GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
 GANGWEB_WATCH_LEASE_SECONDS = float(os.environ.get("GANGWEB_WATCH_LEASE_SECONDS", "30"))
 GANGWEB_WATCH_MAX_CLUSTERS = int(os.environ.get("GANGWEB_WATCH_MAX_CLUSTERS", "0"))  # per replica; 0: no limit
 GANGWEB_BEAT_LEASE_SECONDS = float(os.environ.get("GANGWEB_BEAT_LEASE_SECONDS", "30"))
+# why_pending says no scheduler acts on a job's pods once they all exist this long with no word from any scheduler
+# (observe.causes.silent_scheduler); seen at the first observation after that (the resync at the latest).
+GANGWEB_SCHEDULER_SILENCE_SECONDS = float(os.environ.get("GANGWEB_SCHEDULER_SILENCE_SECONDS", "300"))
 # A periodic resync passes over at most this many jobs of a cluster, for at most this many seconds (below the task's
 # soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
 GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))

@@ -109,7 +109,8 @@ class ClusterWatcher:
     - `on_change(job_uid, objects, deleted)`: called from the dispatcher thread; `deleted` is True when one of
       the job's gang objects or Jobs was deleted since the last call (the reconciler may need to recreate it);
     - `on_capacity(summary)`: when given, Nodes are watched and it is called from the dispatcher thread with
-      `observe.capacity.summarize(nodes)` each time that summary changes (the first time once Nodes are listed);
+      `observe.capacity.summarize(nodes)` plus `"node_list": observe.capacity.node_list(nodes)` each time that
+      changes (the first time once Nodes are listed);
     - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), to release
       what the callbacks opened in that thread (reconcile.watching closes the thread's database connections);
     - `finished_with(job_uids) -> set of job UIDs`: when given, called from the dispatcher thread every
@@ -425,7 +426,11 @@ class ClusterWatcher:
         """Pass a changed node capacity on, then have every known job observed again (caller holds no lock)."""
         with self._lock:
             nodes_changed, self._nodes_changed = self._nodes_changed, False
-            summary = capacity.summarize(list(self.cache[_key(NODE)].values())) if nodes_changed else None
+            if nodes_changed:
+                nodes = list(self.cache[_key(NODE)].values())
+                summary = {**capacity.summarize(nodes), "node_list": capacity.node_list(nodes)}
+            else:
+                summary = None
         if summary is None or summary == self.capacity:
             return
         try:
@@ -468,7 +473,7 @@ def _slim_node(node: dict) -> dict:
     """A Node reduced to what capacity reads (a node's status also lists its images: kilobytes each)."""
     meta, status = node.get("metadata") or {}, node.get("status") or {}
     return {"apiVersion": node.get("apiVersion"), "kind": node.get("kind"),
-            "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta},
+            "metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta},
             "spec": {"unschedulable": True} if (node.get("spec") or {}).get("unschedulable") else {},
             "status": {"allocatable": status.get("allocatable") or {},
                        "conditions": [{"type": "Ready", "status": c.get("status")}
@@ -479,4 +484,4 @@ def _node_facts(node: dict | None) -> tuple | None:
     """What capacity reads of a slimmed node (its resourceVersion and heartbeats aside)."""
     if node is None:
         return None
-    return node.get("spec"), node.get("status")
+    return node.get("spec"), node.get("status"), (node.get("metadata") or {}).get("labels")

@@ -1,6 +1,6 @@
 """gangweb's data model, one module per domain."""
 from .audit import AuditEvent
-from .clusters import Cluster
+from .clusters import Cluster, ClusterNodes
 from .grants import ClusterGrant, QueueGrant
 from .idempotency import BulkSubmitKey
 from .jobs import GangJob, PhaseTransition
@@ -17,6 +17,7 @@ __all__ = [
     "BulkSubmitKey",
     "Cluster",
     "ClusterGrant",
+    "ClusterNodes",
     "DeliveryStatus",
     "GangJob",
     "Lease",

@@ -27,6 +27,8 @@ class Cluster(models.Model):
     "largest": {"nvidia.com/gpu": 8, ...}}`` (scheduling.observe.capacity.summarize); {} until first seen.
     `runtime_classes` is the cluster's RuntimeClasses with their `overhead.podFixed` (``{"kata": {"cpu": "250m"},
     "runc": {}}``), written by the probe; the pod overhead gangweb counts (scheduling.kube.runtime_classes).
+    `priority_classes` is the sorted names of the cluster's PriorityClasses, written by the probe (for the submit
+    warnings, services/cluster_warnings.py); [] until first read.
     `scheduler_names` is {backend family: schedulerName} of the schedulers installed on this cluster (KAI's name is
     set at install, and coscheduling often runs as a profile under another name): the pods of a job on this cluster
     name it (`scheduler_name_for`). Validated as DNS-1123 subdomains (services/clusters.py).
@@ -48,6 +50,8 @@ class Cluster(models.Model):
                                        help_text="RuntimeClass name -> overhead.podFixed, as last probed")
     scheduler_names = models.JSONField(default=default_scheduler_names, blank=True,
                                        help_text="{backend family: schedulerName of that scheduler on this cluster}")
+    priority_classes = models.JSONField(default=list, blank=True,
+                                        help_text="PriorityClass names of the cluster, as last probed")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -63,3 +67,17 @@ class Cluster(models.Model):
         from ..backends import registry
 
         return (self.scheduler_names or {}).get(family) or registry.scheduler_names().get(family, "")
+
+
+class ClusterNodes(models.Model):
+    """The schedulable nodes of a cluster, one row per cluster, written by the cluster watcher when they change:
+    `nodes` = ``[{"name", "labels", "allocatable": {"nvidia.com/gpu": 8, "cpu": 64, "memory": ...}}]``
+    (scheduling.observe.capacity.node_list; base units). Kept apart from `Cluster` because every observation loads
+    the Cluster row and only a gang that does not fit reads this (the NodesFragmented fact of why_pending)."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="node_list")
+    nodes = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"nodes of {self.cluster_id}"

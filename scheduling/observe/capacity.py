@@ -130,3 +130,75 @@ def busy(needs: dict, capacity: dict | None, in_use: dict | None) -> list[dict]:
             facts.append({"code": CLUSTER_BUSY, "resource": res, "needs": asked, "allocatable": have,
                           "in_use": held, "free": max(have - held, 0)})
     return facts
+
+
+MAX_NODES_LISTED = 5000  # per-node rows kept for the fragmentation fact; a bigger cluster states none
+MAX_LABELS = 64
+
+
+def node_list(nodes: list[dict]) -> list[dict] | None:
+    """The schedulable nodes, each reduced to what the fragmentation fact reads, sorted by name:
+    [{"name", "labels": {...}, "allocatable": {res: amount}}] (CHECKED resources only, base units; at most
+    MAX_LABELS labels). None when there are more than MAX_NODES_LISTED schedulable nodes (then no per-node facts)."""
+    out = []
+    for node in nodes:
+        if not schedulable(node):
+            continue
+        meta = o.meta(node)
+        allocatable = {}
+        for res in CHECKED:
+            try:
+                allocatable[res] = _number(parse_quantity((o.status(node).get("allocatable") or {}).get(res, "0")))
+            except (ValueError, TypeError, InvalidOperation):
+                continue
+        labels = meta.get("labels") or {}
+        out.append({"name": str(meta.get("name", ""))[:253],
+                    "labels": {str(k): str(v) for k, v in list(labels.items())[:MAX_LABELS]},
+                    "allocatable": allocatable})
+        if len(out) > MAX_NODES_LISTED:
+            return None
+    return sorted(out, key=lambda n: n["name"])
+
+
+def _eligible(node: dict, selector: dict) -> bool:
+    labels = node.get("labels") or {}
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+def fragmented(waiting: list[tuple[dict, dict, int]], nodes: list[dict] | None, used: dict[str, dict]) -> list[dict]:
+    """NodesFragmented facts: pods that fit the nodes' free room in total but not split as it is over the nodes.
+
+    - `waiting`: per pod set, (what one pod asks {res: amount}, its `nodeSelector` {label: value}, how many of its
+      pods still wait to be placed);
+    - `nodes`: `node_list` of the cluster (None or [] when unknown: nothing is stated);
+    - `used`: {node name: {res: amount}} that gangweb's bound pods request on each node.
+
+    For each CHECKED resource and pod set whose pods ask it, over the nodes its nodeSelector allows: the free room
+    per node (allocatable - used, at least 0), how many of its pods fit (sum over nodes of free // need), the most
+    free on one node and which nodes have that much. A fact when fewer fit than wait although the free room in
+    all would hold them: {"code": "NodesFragmented", "resource", "per_pod", "pods", "fit", "most_free",
+    "most_free_nodes": [names], "free_total", "nodes"}. Upper bound: node affinity, taints and pods gangweb does
+    not manage only make the room smaller (the sentence says so).
+    """
+    if not nodes:
+        return []
+    facts = []
+    for res in CHECKED:
+        for per_pod, selector, count in waiting:
+            need = per_pod.get(res) or 0
+            if need <= 0 or count <= 0:
+                continue
+            free = {n["name"]: max((n["allocatable"].get(res) or 0) - (used.get(n["name"], {}).get(res) or 0), 0)
+                    for n in nodes if _eligible(n, selector)}
+            if not free:
+                continue
+            total = sum(free.values())
+            fit = sum(int(f // need) for f in free.values())
+            if fit >= count or total < need * count:  # fits, or simply too little room (ClusterBusy's case)
+                continue
+            most = max(free.values())
+            facts.append({"code": "NodesFragmented", "resource": res, "per_pod": need, "pods": count, "fit": fit,
+                          "most_free": _number(Decimal(str(most))), "free_total": _number(Decimal(str(total))),
+                          "most_free_nodes": sorted(n for n, f in free.items() if f == most), "nodes": len(free)})
+            break
+    return facts

@@ -43,6 +43,7 @@ class PodFacts:
     disruption_reason: str = ""  # DisruptionTarget=True reason, e.g. "PreemptionByScheduler"
     disruption_message: str = ""
     disrupted_at: datetime | None = None  # DisruptionTarget=True lastTransitionTime
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names, at most MAX_GATES
 
     @property
     def bound(self) -> bool:
@@ -95,7 +96,18 @@ def pod_facts(pod: dict) -> PodFacts:
         disruption_reason=(disrupted or {}).get("reason") or ("DisruptionTarget" if disrupted else ""),
         disruption_message=(disrupted or {}).get("message") or "",
         disrupted_at=o.parse_time((disrupted or {}).get("lastTransitionTime")),
+        scheduling_gates=_gates(pod),
     )
+
+
+MAX_GATES = 16
+
+
+def _gates(pod: dict) -> tuple[str, ...]:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    if not isinstance(gates, list):
+        return ()
+    return tuple(g["name"] for g in gates[:MAX_GATES] if isinstance(g, dict) and isinstance(g.get("name"), str))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ because the answer is rebuilt from the current objects on every observation.
 """
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils import parse_quantity
@@ -37,7 +38,8 @@ from kubernetes.utils import parse_quantity
 from ..backends.base import GangStatus
 from ..choices import GangPhase
 from ..kube import resources
-from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER
+from . import causes
+from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER, fragmented
 from .capacity import blocking as capacity_blocking
 from .capacity import busy as capacity_busy
 from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, JobShape, bound_of
@@ -66,6 +68,9 @@ GIB = 2**30
 # Codes of the queue's blocking facts (the capacity ones are in observe.capacity).
 QUEUE_OVER_LIMIT = "QueueOverLimit"
 QUEUE_OVER_QUOTA = "QueueOverQuota"
+# Facts whose sentence says all (the reason's own sentence would repeat it or contradict it).
+OWN_WORDS = (causes.POD_CREATE_REFUSED, causes.FOREIGN_GATE, causes.SCHEDULER_SILENT)
+REASON_FAILED_CREATE = "FailedCreate"
 
 
 def number(value) -> int | float | None:
@@ -161,6 +166,28 @@ def _busy_facts(needs: dict, cluster_capacity: dict | None, in_use: dict | None)
     return facts
 
 
+def _fragment_facts(waiting: list, nodes) -> list[dict]:
+    """observe.capacity.fragmented with each fact's sentence (`message`, lower case: it is also a clause).
+    `nodes`: a callable returning (node_list, {node: requests of gangweb's bound pods}) or None."""
+    if nodes is None or not waiting:
+        return []
+    node_list, used = nodes()
+    facts = []
+    for f in fragmented(waiting, node_list, used):
+        res, most, names = f["resource"], f["most_free"], f["most_free_nodes"]
+        span = causes.node_span(names)
+        has = f"{span} {'has' if len(names) == 1 else 'have'} {_bare(res, most)}{'' if len(names) == 1 else ' each'}"
+        if most < f["per_pod"]:
+            said = (f"each pod needs {amount(res, f['per_pod'])}; the most free on any node is {_bare(res, most)} "
+                    f"({has}, {_bare(res, f['free_total'])} in all)")
+        else:
+            said = (f"each pod needs {amount(res, f['per_pod'])}; the nodes' free room holds only {f['fit']} of the "
+                    f"{f['pods']} pods ({has}, {_bare(res, f['free_total'])} in all)")
+        f["message"] = said + "; an upper bound: gangweb counts only the pods it manages on these nodes"
+        facts.append(f)
+    return facts
+
+
 def _queue_fact(reason: str, queue: dict | None, asks: dict) -> dict | None:
     """The queue's numbers as a blocking fact, for KAI's OverLimit and NonPreemptibleOverQuota (None otherwise)."""
     if reason not in ("OverLimit", "NonPreemptibleOverQuota") or not (queue or {}).get("resources"):
@@ -191,13 +218,16 @@ def summary(why: dict, scheduler_name: str = "") -> str:
     """
     lead = []
     for fact in why.get("blocking") or []:
-        if fact["code"] in (EXCEEDS_CLUSTER, CLUSTER_BUSY):
+        if fact["code"] in OWN_WORDS:
+            said = fact["message"].rstrip(". ")
+            lead.append(said[:1].upper() + said[1:] if said.endswith("?") else _sentence(said))
+        elif fact["code"] in (EXCEEDS_CLUSTER, CLUSTER_BUSY):
             lead.append("This job " + fact["message"] + ".")
         elif fact["code"] == QUEUE_OVER_QUOTA:
             lead.append(_sentence(fact["message"]) + " A preemptible job may go over quota.")
         else:
             lead.append(_sentence(fact["message"]))
-    if any(f["code"] in (QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA) for f in why.get("blocking") or []):
+    if any(f["code"] in (QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA, *OWN_WORDS) for f in why.get("blocking") or []):
         return naming_queue(" ".join(lead), why.get("queue_name") or "")
     rest = _reason_summary(why, scheduler_name)
     text = " ".join([*lead, rest]) if rest else " ".join(lead)
@@ -259,7 +289,9 @@ def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
 
 def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
             job_requests: dict | None = None, scheduler_name: str = "", capacity: dict | None = None,
-            per_pod: list[dict] | None = None, in_use=None, queue_name: str = "") -> dict | None:
+            per_pod: list[dict] | None = None, in_use=None, queue_name: str = "", *,
+            refusals: list[dict] | None = None, template_gates: set[str] | None = None, waiting: list | None = None,
+            nodes=None, silence_s: float | None = None, now: datetime | None = None) -> dict | None:
     """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
     least minMember pods bound).
 
@@ -272,6 +304,16 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
       `ClusterBusy` fact.
     - `queue_name`: the job's queue (gangweb's name, which is the scheduler's queue object's name): stored as
       `queue_name` and named by every summary, also when the scheduler reported no queue details.
+    - `refusals`: FailedCreate event rows of the job's owner Jobs, newest first (`observe.events.row`), for
+      `PodCreateRefused` facts while pods are missing; `template_gates`: gates the job's own templates carry.
+    - `waiting` and `nodes`: per pod set (one pod's asks, nodeSelector, pods to place), and a callable returning
+      (`observe.capacity.node_list`, {node: what gangweb's bound pods request there}), for a `NodesFragmented`
+      fact when the gang has no room but the cluster's free room would hold it in total.
+    - `silence_s` and `now`: when every pod exists longer than `silence_s` seconds and no scheduler said anything,
+      a `SchedulerSilent` fact naming `scheduler_name` (GANGWEB_SCHEDULER_SILENCE_SECONDS).
+
+    Facts lead in this order: pods refused by the API server, foreign scheduling gates, the capacity facts, the
+    queue's numbers, then (only when nothing else blocks) ClusterBusy or NodesFragmented, or SchedulerSilent.
     """
     live = [p for p in pods if not p.terminating]
     bound = sum(1 for p in live if p.bound)
@@ -293,13 +335,22 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
         reason, message, source = REASON_WAITING_FOR_SCHEDULER, "", gang.source or live[0].ref
     asks = asked or {k: number(v) for k, v in (job_requests or {}).items()}
     own = {k: number(v) for k, v in (job_requests or {}).items()}  # the whole job, as its spec asks
-    blocking = _capacity_facts(own or asks, per_pod or [], capacity)
+    refused = causes.refused(refusals, len(live), shape.total)
+    if refused and reason == REASON_WAITING_FOR_PODS:
+        reason, message, source = REASON_FAILED_CREATE, refused[0]["server_message"], refused[0]["object"]
+    blocking = [*refused, *causes.foreign_gates(live, template_gates)]
+    blocking += _capacity_facts(own or asks, per_pod or [], capacity)
     queue_fact = _queue_fact(reason, queue, asks)
     if queue_fact is not None:
         blocking.append(queue_fact)
-    if not blocking and in_use is not None and (reason in GANG_UNSCHEDULABLE or any(
+    if not blocking and (reason in GANG_UNSCHEDULABLE or any(
             c["reason"] in GANG_UNSCHEDULABLE for c in pod_conditions)):
-        blocking = _busy_facts(own or asks, capacity, in_use())
+        if in_use is not None:
+            blocking = _busy_facts(own or asks, capacity, in_use())
+        if not blocking and not bound:
+            blocking = _fragment_facts(waiting or [], nodes)
+    if not blocking and reason == REASON_WAITING_FOR_SCHEDULER and silence_s is not None and gang.admitted is None:
+        blocking = causes.silent_scheduler(scheduler_name, live, now or datetime.now(UTC), silence_s)
     why = {
         "reason": reason,
         "message": message,

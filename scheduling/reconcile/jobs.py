@@ -68,7 +68,7 @@ from ..models import GangJob, PhaseTransition, ReconcileAttempt, RuntimeTemplate
 from ..observe.objects import created_at as o_created_at
 from ..services import policy
 from . import desired as desired_mod
-from . import ownership, status
+from . import ownership, refusals, status
 from .observed import Observed, kind_key, obj_key, read
 
 log = logging.getLogger(__name__)
@@ -395,7 +395,8 @@ class JobReconciler:
         gang_now = [self.observed.gang_of(ref_of(self.backend, w))[w["metadata"]["name"]] for w in wanted]
         owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
         status.apply_observation(self.job, self.backend, gang_now, pods, owners_now,
-                                 recorded=self.observed.recorded_phases)
+                                 recorded=self.observed.recorded_phases,
+                                 refusals=refusals.read(self.job, owners_now, pods, self.api))
         if self.job.is_terminal:
             self.clean_up_finished()
 

@@ -83,7 +83,7 @@ def _by_name(items: list[dict]) -> dict[str, dict]:
 # `spec.schedulerName`, the spec fields the plugins read back (`registry.pod_spec_keys`: v1alpha2 `schedulingGroup`,
 # for releasing the PodGroup finalizer), and the status fields observe/pods.py turns into PodFacts. Everything
 # else of a pod (containers, volumes, tolerations, IPs) is dropped: pods are most of what a cluster-wide resync lists.
-POD_SPEC_KEYS = ("nodeName", "schedulerName", *registry.pod_spec_keys())
+POD_SPEC_KEYS = ("nodeName", "schedulerName", "schedulingGates", *registry.pod_spec_keys())
 POD_STATUS_KEYS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "startTime", "reason",
                    "message")
 

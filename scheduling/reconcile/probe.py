@@ -1,9 +1,10 @@
 """Probe a cluster: is it reachable, which Kubernetes version, which APIs and therefore which backends.
 
-Three requests: `GET /version`, `GET /apis` and a LIST of RuntimeClasses (their pod overheads, for
-`kube.resources`; a failure of that one keeps the last list and does not change health). The result is written to
-the Cluster row (health, health_message, server_version, served_apis as sorted "group/version" strings,
-available_backends as registry names, runtime_classes, last_probe_at) and a ReconcileAttempt of kind "probe".
+Four requests: `GET /version`, `GET /apis`, a LIST of RuntimeClasses (their pod overheads, for
+`kube.resources`) and a LIST of PriorityClasses (names, for the submit warnings); a failure of either LIST keeps
+the last list and does not change health. The result is written to the Cluster row (health, health_message,
+server_version, served_apis as sorted "group/version" strings, available_backends as registry names,
+runtime_classes, priority_classes, last_probe_at) and a ReconcileAttempt of kind "probe".
 
 What is shown of a failure is `kube.errors.describe`'s account: never a token, a response body or a file's
 content (issue 15, M1). A server whose answers are not Kubernetes documents (a `/version` without a version, an
@@ -22,7 +23,7 @@ from kubernetes import client
 from ..backends import discovery
 from ..choices import ClusterHealth, ReconcileOutcome
 from ..kube import client as kube_client
-from ..kube import runtime_classes
+from ..kube import priority_classes, runtime_classes
 from ..kube.errors import (
     FORBIDDEN,
     UNAUTHORIZED,
@@ -73,6 +74,7 @@ def probe_cluster(cluster: Cluster) -> Cluster:
         cluster.served_apis = sorted(served)
         cluster.available_backends = discovery.available_backends(served)
         runtime_classes.refresh(cluster, api)  # the pod overheads gangweb counts; a failure keeps the last list
+        priority_classes.refresh(cluster, api)  # for the submit warnings; a failure keeps the last list
     except Exception as exc:  # noqa: BLE001 - any failure is this cluster's: recorded, never raised
         failure = classify(exc)
         if failure is None:  # not an API answer: a bug or an answer the client could not read
@@ -88,7 +90,7 @@ def probe_cluster(cluster: Cluster) -> Cluster:
         cluster.health_message = describe(failure, 2000)
     cluster.last_probe_at = timezone.now()
     cluster.save(update_fields=["health", "health_message", "server_version", "served_apis", "available_backends",
-                                "runtime_classes", "last_probe_at", "updated_at"])
+                                "runtime_classes", "priority_classes", "last_probe_at", "updated_at"])
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_PROBE, cluster=cluster, outcome=outcome,
                                     reason=reason, message=message[:2000],
                                     duration_ms=int((time.monotonic() - started) * 1000),

@@ -15,15 +15,17 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from ..backends.base import GangStatus
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, DesiredState, GangPhase
+from ..constants import LABEL_POD_SET
 from ..kube import runtime_classes
 from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
-from ..observe import capacity, metrics, phases, why_pending
+from ..observe import capacity, causes, metrics, phases, why_pending
 from ..observe import objects as o
 from ..observe.pods import owner_facts, pod_facts
 from ..services import cluster_usage, timeline
@@ -91,7 +93,11 @@ def _pod_row(pod: dict, facts) -> dict:
     for cs in o.status(pod).get("containerStatuses") or []:
         state = cs.get("state") or {}
         reason = reason or (state.get("waiting") or {}).get("reason") or (state.get("terminated") or {}).get("reason")
-    return {"name": facts.name, "node": facts.node_name, "phase": facts.phase, "reason": reason or ""}
+    row = {"name": facts.name, "node": facts.node_name, "phase": facts.phase, "reason": reason or ""}
+    pod_set = (o.meta(pod).get("labels") or {}).get(LABEL_POD_SET)
+    if isinstance(pod_set, str) and pod_set:
+        row["pod_set"] = pod_set[:63]  # which pod set's requests the pod holds on its node (cluster_usage.by_node)
+    return row
 
 
 def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phases.Observation) -> dict:
@@ -99,7 +105,8 @@ def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phase
 
         {"objects": [<gang objects and owner Jobs: apiVersion, kind, metadata (name, namespace, uid, labels,
                       annotations, creationTimestamp), spec>],
-         "pods": [{"name", "node", "phase", "reason"}] (first MAX_PODS_LISTED by name),
+         "pods": [{"name", "node", "phase", "reason", "pod_set"}] (first MAX_PODS_LISTED by name; pod_set when
+                  the pod carries the label),
          "pod_counts": {"created", "bound", "running", "succeeded", "failed"},
          "gang": {"admitted", "reason", "message", "source", "at"}}
     """
@@ -116,7 +123,7 @@ def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phase
 
 
 def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: list[dict], owners: list[dict],
-                      recorded: list | None = None) -> None:
+                      recorded: list | None = None, refusals: list[dict] | None = None) -> None:
     """Record what the cluster says about `job` now.
 
     - `backend`: the job's SchedulerBackend (class or instance; None when the job has none yet);
@@ -126,7 +133,9 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
       resync does, per chunk of rows). Then an observation that changes nothing in the row as read returns at once,
       without locking and re-reading the row: most jobs of a resync are in sync, and the lock, the re-read and the
       commit were nearly all of a resync's time per job (bench/: resync). Anything that would change is derived
-      again under the lock from the row and phases as they are then, exactly as without `recorded`.
+      again under the lock from the row and phases as they are then, exactly as without `recorded`;
+    - `refusals`: the owner Jobs' FailedCreate event rows (`reconcile.refusals.read`, read by the caller before
+      any lock), for why-pending; None when not read.
 
     Appends the new timeline entries (cluster timestamps), sets phase / phase_reason / phase_message /
     phase_changed_at / why_pending / observed / finished_at when they changed, and observes the duration
@@ -136,7 +145,7 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
     pod_list = [pod_facts(p) for p in pods]
     owner_list = [owner_facts(w) for w in owners]
     scheduler = scheduler_of(job, backend)
-    facts = (gang, gang_objects, pods, owners, pod_list, owner_list, scheduler)
+    facts = (gang, gang_objects, pods, owners, pod_list, owner_list, scheduler, refusals)
     if recorded is not None and job.phase not in TERMINAL_PHASES:
         obs, changes = _derive(job, job, recorded, *facts)
         if not obs.entries and all(getattr(job, name) == value for name, value in changes.items()):
@@ -294,8 +303,21 @@ def _queue_name(job: GangJob) -> str:
     return (job.why_pending or {}).get("queue_name") or job.queue.name
 
 
+def _waiting(resolved_spec: dict, per_pod: list[dict], shape: phases.JobShape) -> list[tuple[dict, dict, int]]:
+    """Per pod set: (one pod's asks, its nodeSelector, how many of its pods the gang needs placed), for the
+    NodesFragmented fact. With one pod set, minMember of its pods; with several, every replica."""
+    sets = [ps for ps in (resolved_spec or {}).get("podSets") or [] if isinstance(ps, dict)]
+    out = []
+    for ps, asks in zip(sets, per_pod, strict=False):
+        spec = (ps.get("template") or {}).get("spec") or {}
+        selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+        count = int(ps.get("replicas") or 0)
+        out.append((asks, selector, min(count, shape.min_member) if len(sets) == 1 else count))
+    return out
+
+
 def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods, owners, pod_list, owner_list,
-            scheduler: str):
+            scheduler: str, refusals: list[dict] | None = None):
     """The observation of `row` (the job's row as read, locked or not) and the field values it implies.
     `job` is the caller's instance (its chosen `backend_plugin`). Returns (phases.Observation, {field: value})."""
     shape = job_shape(row)
@@ -303,10 +325,14 @@ def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods
     obs = phases.observe(shape, row.phase, current, gang, gang_objects, pod_list, owner_list, timezone.now(),
                          attempt=attempt)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
+    per_pod = capacity.pod_requests(row.resolved_spec, overheads)
     why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec, overheads),
-                              scheduler, capacity=row.cluster.capacity,
-                              per_pod=capacity.pod_requests(row.resolved_spec, overheads),
-                              in_use=lambda: cluster_usage.in_use(row.cluster_id), queue_name=_queue_name(row))
+                              scheduler, capacity=row.cluster.capacity, per_pod=per_pod,
+                              in_use=lambda: cluster_usage.in_use(row.cluster_id), queue_name=_queue_name(row),
+                              refusals=refusals, template_gates=causes.template_gates(row.resolved_spec),
+                              waiting=_waiting(row.resolved_spec, per_pod, shape),
+                              nodes=lambda: cluster_usage.nodes_and_use(row.cluster_id),
+                              silence_s=settings.GANGWEB_SCHEDULER_SILENCE_SECONDS)
     changes = {
         "phase": obs.phase,
         "phase_reason": obs.reason[:REASON_MAX],

@@ -19,8 +19,8 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
 from ..kube.watches import ClusterWatcher, JobObjects
-from ..models import Cluster, GangJob
-from . import ownership, status
+from ..models import Cluster, ClusterNodes, GangJob
+from . import ownership, refusals, status
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +101,23 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
         return None
     backend = backend_of(job)
     gang, owners, pods = select(job_objects, backend, job)
-    status.apply_observation(job, backend, gang, pods, owners)
+    status.apply_observation(job, backend, gang, pods, owners, refusals=refusals.read(job, owners, pods))
     return job
 
 
 def save_capacity(cluster_pk: int, summary: dict) -> None:
-    """Record what the cluster's schedulable nodes offer (`Cluster.capacity`, observe.capacity.summarize)."""
-    with_database(lambda: Cluster.objects.filter(pk=cluster_pk).update(capacity=summary))
+    """Record what the cluster's schedulable nodes offer: `Cluster.capacity` (observe.capacity.summarize) and,
+    when the summary carries `node_list` (observe.capacity.node_list), the per-node rows in `ClusterNodes`."""
+    summary = dict(summary)
+    has_list = "node_list" in summary
+    node_list = summary.pop("node_list", None)
+
+    def write():
+        Cluster.objects.filter(pk=cluster_pk).update(capacity=summary)
+        if has_list:
+            ClusterNodes.objects.update_or_create(cluster_id=cluster_pk, defaults={"nodes": node_list or []})
+
+    with_database(write)
 
 
 def watcher_for(cluster: Cluster, api=None, on_change=observe_job, may_write=None) -> ClusterWatcher:

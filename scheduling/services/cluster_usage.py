@@ -1,16 +1,21 @@
-"""What gangweb's placed jobs hold in a cluster, for the `ClusterBusy` fact of why_pending.
+"""What gangweb's placed jobs hold in a cluster, for the `ClusterBusy` and `NodesFragmented` facts of why_pending.
 
-Sums the gang totals stored on each job (`GangJob.requested_*`, filled at submit) over the cluster's Scheduled and
-Running jobs: one `SUM` query, remembered for a few seconds per cluster in Django's cache, so a resync that
-explains many pending gangs of one cluster asks once. Pods gangweb does not manage are not counted: what is left
-free is an upper bound.
+`in_use` sums the gang totals stored on each job (`GangJob.requested_*`, filled at submit) over the cluster's
+Scheduled and Running jobs: one `SUM` query. `nodes_and_use` reads the cluster's node list (`ClusterNodes`, written
+by the watcher) and what gangweb's bound pods request on each node, from the jobs' last observed pods
+(`GangJob.observed["pods"]`: node, phase, pod set) and their pod sets' per-pod requests (`kube.resources`). Both are
+remembered for a few seconds per cluster in Django's cache, so a resync that explains many pending gangs of one
+cluster asks once. Pods gangweb does not manage are not counted: what is left free is an upper bound.
 """
 from __future__ import annotations
 
 from django.core.cache import cache
 from django.db.models import Sum
 
-from ..models import GangJob
+from ..choices import TERMINAL_PHASES
+from ..kube import runtime_classes
+from ..models import Cluster, ClusterNodes, GangJob
+from ..observe import capacity
 from .queue_usage import COLUMNS, RUNNING_PHASES
 
 REMEMBER_SECONDS = 5
@@ -27,3 +32,48 @@ def in_use(cluster_id: int) -> dict:
                 "cpu": (sums["cpu"] or 0) / 1000, "memory": sums["memory"] or 0}
 
     return cache.get_or_set(f"gangweb:cluster-in-use:{cluster_id}", compute, REMEMBER_SECONDS)
+
+
+HOLDING_POD_PHASES = ("Pending", "Running")  # a bound pod in these phases holds its node's room
+
+
+def _pod_set_requests(resolved_spec: dict, overheads) -> dict[str, dict]:
+    sets = [ps for ps in (resolved_spec or {}).get("podSets") or [] if isinstance(ps, dict)]
+    return {str(ps.get("name", "")): asks for ps, asks in zip(sets, capacity.pod_requests(resolved_spec, overheads),
+                                                              strict=False)}
+
+
+def by_node(cluster_id: int) -> dict[str, dict]:
+    """{node name: {resource: amount}} that gangweb's bound, not finished pods request on each node of the cluster
+    (base units: cores, bytes, devices), from the non-terminal jobs with bound pods. A pod row without a pod set
+    (older rows) counts as the job's smallest pod set, so the free room stays an upper bound. Only the first
+    MAX_PODS_LISTED pods of a job are in its row."""
+    cluster = Cluster.objects.filter(pk=cluster_id).only("runtime_classes").first()
+    overheads = runtime_classes.overheads(cluster)
+    used: dict[str, dict] = {}
+    rows = (GangJob.objects.filter(cluster_id=cluster_id, observed__pod_counts__bound__gt=0)
+            .exclude(phase__in=TERMINAL_PHASES).values_list("resolved_spec", "observed"))
+    for spec, observed in rows.iterator(chunk_size=500):
+        per_set = _pod_set_requests(spec, overheads)
+        if not per_set:
+            continue
+        smallest = {r: min(a.get(r) or 0 for a in per_set.values()) for r in capacity.CHECKED}
+        for pod in (observed or {}).get("pods") or []:
+            if not isinstance(pod, dict) or not pod.get("node") or pod.get("phase") not in HOLDING_POD_PHASES:
+                continue
+            asks = per_set.get(pod.get("pod_set")) or smallest
+            room = used.setdefault(str(pod["node"]), {})
+            for res in capacity.CHECKED:
+                if asks.get(res):
+                    room[res] = room.get(res, 0) + asks[res]
+    return used
+
+
+def nodes_and_use(cluster_id: int) -> tuple[list[dict] | None, dict[str, dict]]:
+    """(the cluster's `ClusterNodes.nodes`, or None when the watcher has not written them; `by_node`), for
+    why_pending's NodesFragmented fact. Cached REMEMBER_SECONDS per cluster."""
+    def compute():
+        row = ClusterNodes.objects.filter(cluster_id=cluster_id).values_list("nodes", flat=True).first()
+        return (row, by_node(cluster_id)) if row else (None, {})
+
+    return cache.get_or_set(f"gangweb:cluster-nodes-use:{cluster_id}", compute, REMEMBER_SECONDS)

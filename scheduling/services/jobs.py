@@ -18,7 +18,7 @@ from django.utils import timezone
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..models.jobs import fill_requested_totals
-from . import access, audit, dispatch, policy
+from . import access, audit, cluster_warnings, dispatch, policy
 from . import queues as queue_service
 from . import templates as template_service
 from . import validation as v
@@ -126,8 +126,10 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
         resolved_spec=resolved, submitted_by=user if user and user.is_authenticated else None,
     )
-    job.submit_warnings = limit_warnings + lookups.queue_sync_warnings(  # not stored: returned with the response
-        queue, cluster, resolved.get("backend", ""))
+    known = lookups.cluster_view(cluster)  # what gangweb knows of the cluster: warnings, never refusals
+    job.submit_warnings = limit_warnings + lookups.queue_sync_warnings(  # returned with the response, not stored
+        queue, cluster, resolved.get("backend", "")) + (cluster_warnings.submit_warnings(
+            known, resolved, job.priority_class_name, version.backend) if known else [])
     return job
 
 

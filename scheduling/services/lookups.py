@@ -37,7 +37,7 @@ from ..kube import resources
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueueClusterState, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion, VolcanoQueueState
 from ..models.jobs import requested_totals
-from . import policy
+from . import cluster_warnings, policy
 from . import queues as queue_service
 from . import templates as template_service
 
@@ -64,6 +64,7 @@ class Lookups:
     rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
     limits: dict[tuple, list[dict]] = field(default_factory=dict)
     sync_problems: dict[tuple[str, int, int], tuple[str, str]] | None = None  # (family, queue, cluster) -> state
+    views: dict[int, Cluster] | None = None  # cluster id -> cluster_warnings view, loaded at first use
 
     def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
         """The resolved spec of `version` with `overrides`, rendered once per distinct pair (the pod-spec policy
@@ -123,6 +124,13 @@ class Lookups:
                  "message": f"queue '{queue.name}' is not in sync in cluster {cluster.name}: its {kind} is {state}"
                             f"{why}. The job is accepted and waits until the queue sync puts the queue in place "
                             f"(see the queue's sync state)."}]
+
+    def cluster_view(self, cluster: Cluster) -> Cluster | None:
+        """What gangweb knows of `cluster` for the submit warnings (`cluster_warnings.views`), loaded once for all
+        the clusters of these lookups."""
+        if self.views is None:
+            self.views = cluster_warnings.views([c.id for c in self.clusters.values()] or [cluster.id])
+        return self.views.get(cluster.id)
 
     def takes(self, queue: QueuePolicy, cluster: Cluster) -> bool:
         """True when `queue` takes jobs on `cluster` (one of the clusters these lookups were loaded for): it names

@@ -26,3 +26,39 @@ def test_in_use_is_remembered_for_a_few_seconds_per_cluster(setup, admin_user, d
     cluster_usage.in_use(cluster.id)
     with django_assert_num_queries(0):
         assert cluster_usage.in_use(cluster.id) == {"nvidia.com/gpu": 0, "cpu": 0.0, "memory": 0}
+
+
+def pods_on(*rows):
+    return {"pods": [dict(zip(("name", "node", "phase", "pod_set"), r, strict=False)) for r in rows],
+            "pod_counts": {"bound": sum(1 for r in rows if r[1])}}
+
+
+def test_by_node_sums_the_requests_of_gangwebs_bound_unfinished_pods_per_node(setup, admin_user):
+    """The template's worker pod asks 1 CPU and 1 GiB: two bound pods on node-a, one on node-b (a row written
+    before pods carried their pod set counts as the smallest pod set); finished pods, unbound pods and finished
+    jobs hold nothing."""
+    template, queue, cluster = setup
+    run = builders.make_job(template, queue, cluster, name="run", phase=P.RUNNING, user=admin_user)
+    old = builders.make_job(template, queue, cluster, name="old", phase=P.RUNNING, user=admin_user)
+    done = builders.make_job(template, queue, cluster, name="done", phase=P.SUCCEEDED, user=admin_user)
+    GangJob.objects.filter(pk=run.pk).update(observed=pods_on(
+        ("r-0", "node-a", "Running", "worker"), ("r-1", "node-a", "Pending", "worker"),
+        ("r-2", "node-b", "Succeeded", "worker"), ("r-3", "", "Pending", "worker")))
+    GangJob.objects.filter(pk=old.pk).update(observed=pods_on(("o-0", "node-b", "Running")))
+    GangJob.objects.filter(pk=done.pk).update(observed=pods_on(("d-0", "node-c", "Running", "worker")))
+    assert cluster_usage.by_node(cluster.id) == {"node-a": {"cpu": 2, "memory": 2 * 2**30},
+                                                 "node-b": {"cpu": 1, "memory": 2**30}}
+
+
+def test_nodes_and_use_is_unknown_until_the_watcher_wrote_the_nodes(setup):
+    from django.core.cache import cache
+
+    from scheduling.models import ClusterNodes
+
+    _, _, cluster = setup
+    cache.clear()
+    assert cluster_usage.nodes_and_use(cluster.id) == (None, {})
+    nodes = [{"name": "node-a", "labels": {}, "allocatable": {"nvidia.com/gpu": 8}}]
+    ClusterNodes.objects.create(cluster=cluster, nodes=nodes)
+    cache.clear()
+    assert cluster_usage.nodes_and_use(cluster.id) == (nodes, {})

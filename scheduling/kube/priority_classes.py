@@ -1,0 +1,45 @@
+"""The PriorityClass names of a cluster, cached on its row for the submit warnings (services/cluster_warnings.py).
+
+A pod naming a PriorityClass the cluster lacks is refused by the `Priority` admission plugin ("no PriorityClass
+with name x was found", `plugin/pkg/admission/priority`), so its Job never gets pods. gangweb warns at submit from
+the names the cluster probe read (one LIST a minute, `reconcile/probe.py`): `Cluster.priority_classes` =
+``["high", "system-cluster-critical", ...]`` (sorted). Readers never call the cluster.
+
+Cluster objects are untrusted input: names that are not strings of at most 253 characters are left out, and at
+most MAX_CLASSES are kept.
+"""
+from __future__ import annotations
+
+import logging
+
+from kubernetes import client
+
+from . import objects
+from .refs import ObjectRef
+
+log = logging.getLogger(__name__)
+PRIORITY_CLASS = ObjectRef("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False)
+MAX_CLASSES = 1000
+
+
+def read(api: client.ApiClient) -> list[str]:
+    """The sorted PriorityClass names from one LIST of the cluster. Raises what `kube.objects.list_objects`
+    raises (TransientKubeError, TerminalKubeError, ApiException)."""
+    names = set()
+    for item in objects.list_objects(api, PRIORITY_CLASS, None, "")[:MAX_CLASSES]:
+        name = (item.get("metadata") or {}).get("name")
+        if isinstance(name, str) and 0 < len(name) <= 253:
+            names.add(name)
+    return sorted(names)
+
+
+def refresh(cluster, api: client.ApiClient) -> bool:
+    """Read the cluster's PriorityClass names into `cluster.priority_classes` (in memory; the caller saves).
+    Returns True when read; a failure (e.g. 403) keeps the last list, is logged, and returns False."""
+    try:
+        cluster.priority_classes = read(api)
+    except Exception as exc:  # noqa: BLE001 - optional facts: the probe's health must not depend on them
+        log.warning("cluster %s: PriorityClasses not read (%s); the last list stays", cluster.name,
+                    type(exc).__name__)
+        return False
+    return True
