@@ -58,7 +58,8 @@ class GanttRow:
     reason: str = ""
     message: str = ""
     source: str = ""
-    attempt: int = 0  # 0 for the first pass, n after the n-th re-queue
+    attempt: int = 0  # 0 for the first pass, n after the n-th re-queue (the API's number; the chart and table agree)
+    inferred: bool = False  # `at` is a time gangweb inferred, not the cluster's (PhaseTransition.inferred)
 
     @property
     def duration(self) -> str:
@@ -118,7 +119,7 @@ def gantt(transitions, now: datetime) -> Gantt:
         rows.append(GanttRow(phase=t.phase, at=t.at, seconds=seconds, left=round(left, 3), width=round(width, 3),
                              open=is_last and t.phase not in TERMINAL_PHASES, reason=t.reason or "",
                              message=t.message or "", source=t.source or "",
-                             attempt=getattr(t, "attempt", 0) or 0))
+                             attempt=getattr(t, "attempt", 0) or 0, inferred=bool(getattr(t, "inferred", False))))
     return Gantt(rows=rows, start=start, end=end, total=total)
 
 
