@@ -244,8 +244,8 @@ class QuotaBar:
         a quota that is not set reads "no quota"."""
         def fmt(x):
             return for_people(self.resource, x)
-        quota = fmt(self.quota) if self.quota_set or self.quota == UNLIMITED else "no quota"
-        return (f"quota {quota} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
+        quota = f"quota {fmt(self.quota)}" if self.quota_set or self.quota == UNLIMITED else "no quota"
+        return (f"{quota} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
                 f"requested {fmt(self.requested)}")
 
     @property

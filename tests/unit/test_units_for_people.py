@@ -55,7 +55,7 @@ def test_an_unlimited_limit_is_not_a_region_and_says_unlimited():
 def test_a_resource_without_a_quota_is_never_over_quota(quota):
     bar = quota_bar("memory", "", quota=quota, limit=-1, allocated=16000, requested=16000)
     assert (bar.quota_set, bar.over_quota, bar.over_pct, bar.quota_pct) == (False, False, 0.0, 0.0)
-    assert bar.summary.startswith("quota no quota ·" if quota == 0 else "quota unlimited ·")
+    assert bar.summary.startswith("no quota ·" if quota == 0 else "quota unlimited ·")
 
 
 def test_allocated_beyond_a_set_quota_is_over_quota():
