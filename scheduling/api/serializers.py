@@ -250,10 +250,15 @@ class PhaseTransitionSerializer(serializers.ModelSerializer):
                                                   "ongoing; null for a terminal entry")
     ongoing = serializers.BooleanField(read_only=True, default=False,
                                        help_text="true for the job's current, unfinished phase")
+    inferred = serializers.BooleanField(read_only=True,
+                                        help_text="true when `at` is not the cluster's own timestamp for this event "
+                                                  "(gangweb inferred it); such times are left out of the latency "
+                                                  "histograms (docs/observability.md, Inferred times)")
 
     class Meta:
         model = PhaseTransition
-        fields = ["phase", "attempt", "at", "recorded_at", "source", "reason", "message", "duration_s", "ongoing"]
+        fields = ["phase", "attempt", "at", "recorded_at", "source", "reason", "message", "inferred", "duration_s",
+                  "ongoing"]
 
 
 class DurationSerializer(serializers.Serializer):
@@ -261,6 +266,7 @@ class DurationSerializer(serializers.Serializer):
 
     duration_s = serializers.FloatField()
     ongoing = serializers.BooleanField()
+    inferred = serializers.BooleanField(default=False, help_text="true when one end of the span is an inferred time")
 
 
 class DurationsSerializer(serializers.Serializer):
@@ -410,7 +416,7 @@ class JobWaitEntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PhaseTransition
-        fields = ["phase", "attempt", "at", "source", "reason", "message"]
+        fields = ["phase", "attempt", "at", "source", "reason", "message", "inferred"]
         read_only_fields = fields
 
 

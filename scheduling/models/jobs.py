@@ -154,7 +154,8 @@ class PhaseTransition(models.Model):
     scheduled time, container startedAt/finishedAt); `recorded_at` is when gangweb learned of it. `source`
     names the object, e.g. "PodGroup default/train-1a2b3c" or "gangweb". `attempt` is 0 for the job's first pass
     through the lifecycle and n after its n-th re-queue (a disrupted gang waiting for the scheduler again starts a
-    new attempt with a Queued entry); one entry per (phase, attempt). Rows are never updated.
+    new attempt with a Queued entry); one entry per (phase, attempt). `inferred` marks an `at` that is not the
+cluster's own timestamp for the event (observe/phases.py, "Inferred"). Rows are never updated.
     """
 
     job = models.ForeignKey(GangJob, on_delete=models.CASCADE, related_name="transitions")
@@ -165,6 +166,9 @@ class PhaseTransition(models.Model):
     reason = models.CharField(max_length=128, blank=True)
     message = models.TextField(blank=True)
     attempt = models.PositiveSmallIntegerField(default=0, help_text="0 for the first pass, n after the n-th re-queue")
+    inferred = models.BooleanField(
+        default=False, help_text="`at` is not the cluster's own timestamp for this event (gangweb inferred it from a "
+        "weaker one); such entries are left out of the latency histograms")
 
     objects = PhaseTransitionQuerySet.as_manager()
 

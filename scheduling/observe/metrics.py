@@ -7,6 +7,8 @@ Series:
   when the Scheduled entry is recorded.
 - `gangweb_job_time_to_running_seconds{cluster, queue}` (histogram): Submitted -> Running, observed when the
   Running entry is recorded.
+  Neither histogram observes a span one of whose ends is an inferred time (`PhaseTransition.inferred`:
+  `services.timeline.durations` gives None for it): latencies are the cluster's, never gangweb's guesses.
 - `gangweb_reconcile_duration_seconds{cluster, backend}` (histogram) and
   `gangweb_reconcile_errors_total{cluster, backend, reason}` (counter): one observation per job reconcile pass,
   fed from its ReconcileAttempt row (`observe.signals`).

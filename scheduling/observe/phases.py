@@ -16,6 +16,20 @@ Phases (scheduling.choices.GangPhase), each reached when:
 - **Cancelled** is not observed here: the reconcile pass records it (reconcile/jobs.py `cancel`) once its own LIST
   finds nothing of the job left, pods included; until then an observation says `Cancelling`.
 
+Queued entry of a gang first seen already placed: `PlacedWithoutWait` only when every pod that made the gang whole
+was bound within `NO_WAIT_SECONDS` of its creation (both cluster times); otherwise `PlacedAfterWait` with the
+longest such wait in seconds, or `PlacedUnseen` when a bind time is not the cluster's (see Inferred). An entry names
+a `source` only when that object said something: a gang object whose status is empty (coscheduling's PodGroup
+before its controller wrote `status.phase`) is never named.
+
+Scheduling gates: a pod held by a scheduling gate (any gate, gangweb's or another controller's) is not bound and
+not looked at by a scheduler, so the job is not Scheduled while gates hold it, whatever a gang object says.
+
+Inferred: an entry whose time is not the cluster's own timestamp for that event (a bound pod without a
+`PodScheduled` time, a running pod without a container `startedAt`, a failed pod without `finishedAt`: gangweb
+falls back to the pod's startTime, creation or its own clock) carries `inferred=True`; the API and the job page say
+so and the latency histograms leave it out (docs/observability.md, "Inferred times").
+
 Rules: phases only move forward within an attempt; each phase gets one entry per attempt, in lifecycle order, and
 an entry is never invented without a timestamp from the cluster (gangweb's own clock is used only for Cancelled). A
 phase passed quickly (Scheduled and Running seen in the same pass) still gets its own entry with its own cluster
@@ -43,6 +57,11 @@ REASON_WAITING_FOR_SCHEDULER = "WaitingForScheduler"
 REASON_PENDING = "Pending"
 # The Queued entry of a gang the scheduler placed before gangweb ever saw it wait (first seen with minMember bound).
 REASON_NO_WAIT = "PlacedWithoutWait"
+REASON_WAITED = "PlacedAfterWait"  # first seen placed, but the cluster's times show the pods waited unbound
+REASON_UNSEEN = "PlacedUnseen"  # first seen placed, and the cluster gives no bind time to tell how long it waited
+# Cluster times have one-second precision (creationTimestamp, lastTransitionTime), and a scheduler takes a moment
+# even with room: a gang whose pods were all bound within this many seconds of their creation did not wait.
+NO_WAIT_SECONDS = 2
 REASON_STARTING = "PodsStarting"
 REASON_RUNNING = "Running"
 REASON_OBJECTS_CREATED = "ObjectsCreated"
@@ -64,6 +83,7 @@ class Entry:
     reason: str
     message: str = ""
     attempt: int = 0  # 0 for the first pass through the lifecycle, n after the n-th re-queue
+    inferred: bool = False  # `at` is not the cluster's own timestamp for this event (module docstring, Inferred)
 
 
 @dataclass
@@ -114,6 +134,29 @@ def _latest(times) -> datetime | None:
     return max(known) if known else None
 
 
+def gang_said(gang: GangStatus) -> bool:
+    """True when the gang object's status said anything (a decision, a reason, a message or a time): only then may
+    an entry name it as its source."""
+    return gang.admitted is not None or bool(gang.reason or gang.message) or gang.at is not None
+
+
+def placed_unseen(bound: list[PodFacts], required: int) -> tuple[str, str, str]:
+    """(reason, message, source) of the Queued entry of a gang first seen with `required` of its pods bound.
+
+    The pods that made the gang whole are the first `required` by bind time; each waited from its creation to
+    its `PodScheduled` time. All within NO_WAIT_SECONDS: `PlacedWithoutWait`; else `PlacedAfterWait` naming the
+    longest wait (seconds, whole) and that pod; `PlacedUnseen` when one of their bind times is not the cluster's."""
+    ordered = sorted(bound, key=lambda p: (p.scheduled_at is None,
+                                           p.scheduled_at.timestamp() if p.scheduled_at else 0))[:max(required, 1)]
+    if any(p.scheduled_inferred or p.scheduled_at is None or p.created_at is None for p in ordered):
+        return REASON_UNSEEN, "already placed when first observed; the cluster gives no bind time", ordered[0].ref
+    waits = [((p.scheduled_at - p.created_at).total_seconds(), p) for p in ordered]
+    longest, pod = max(waits, key=lambda w: w[0])
+    if longest <= NO_WAIT_SECONDS:
+        return REASON_NO_WAIT, "placed as soon as it was queued", ordered[0].ref
+    return REASON_WAITED, f"placed after waiting {int(round(longest))} s unbound", pod.ref
+
+
 def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods: list[PodFacts],
                owners: list[OwnerFacts], now: datetime, pods_only: bool = False) -> dict[str, Entry]:
     """Every phase the evidence shows the job has reached, each with its own cluster time, source and reason.
@@ -155,24 +198,29 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
             elif waiting:
                 reason, message, source = waiting[0].waiting_reason, waiting[0].waiting_message, waiting[0].ref
             elif len(bound) >= required and bound:  # never seen waiting: not "Pending" next to "2 of 2 bound"
-                reason, message, source = REASON_NO_WAIT, "placed as soon as it was queued", bound[0].ref
-            else:
-                reason, message, source = REASON_PENDING, "", gang.source or (live_pods[0].ref if live_pods else "")
+                reason, message, source = placed_unseen(bound, required)
+            elif gang_said(gang):
+                reason, message, source = gang.reason or REASON_PENDING, gang.message, gang.source
+            else:  # the gang object said nothing (status null): the bound pods are the only ones that spoke
+                reason, message, source = REASON_PENDING, "", bound[0].ref if bound else ""
             tail = bound_of(len(bound), required)
             found[GangPhase.QUEUED] = Entry(GangPhase.QUEUED, at, source, reason,
                                             f"{message} ({tail})" if message else tail)
 
-    if gang.scheduled_at_admission and gang.admitted is True and gang.at is not None and not pods_only:
+    # A gang object may say admitted while a scheduling gate still holds the pods (kueue #9482): not Scheduled.
+    gated = any(p.gated for p in live_pods) and len(bound) < required
+    if gang.scheduled_at_admission and gang.admitted is True and gang.at is not None and not pods_only \
+            and not gated:
         found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
                                            gang.message or bound_of(len(bound), required))
     elif len(bound) >= required and bound:
         at = _kth([p.scheduled_at for p in bound], required)
         ordered = sorted((p for p in bound if p.scheduled_at is not None), key=lambda p: p.scheduled_at)
-        source = ordered[min(required, len(ordered)) - 1].ref if ordered else bound[0].ref
+        whole = ordered[min(required, len(ordered)) - 1] if ordered else bound[0]
         if at is not None:
-            found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, at, source, "Scheduled",
-                                               bound_of(len(bound), required))
-    elif gang.admitted is True and gang.at is not None:
+            found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, at, whole.ref, "Scheduled",
+                                               bound_of(len(bound), required), inferred=whole.scheduled_inferred)
+    elif gang.admitted is True and gang.at is not None and not gated:
         found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
                                            gang.message or bound_of(len(bound), required))
 
@@ -182,7 +230,8 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
         if at is not None:
             last = max((p for p in started if p.started_at is not None), key=lambda p: p.started_at)
             found[GangPhase.RUNNING] = Entry(GangPhase.RUNNING, at, last.ref, REASON_RUNNING,
-                                             f"{len(started)} of {shape.total} pods running")
+                                             f"{len(started)} of {shape.total} pods running",
+                                             inferred=last.started_inferred)
 
     failed_owner = next((w for w in live_owners if w.failed_at is not None), None)
     failed_pod = next((p for p in live_pods if p.phase == POD_FAILED), None)
@@ -192,7 +241,7 @@ def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods
     elif failed_pod is not None and not live_owners:
         at = failed_pod.finished_at or now
         found[GangPhase.FAILED] = Entry(GangPhase.FAILED, at, failed_pod.ref, REASON_POD_FAILED,
-                                        f"pod {failed_pod.name} failed")
+                                        f"pod {failed_pod.name} failed", inferred=failed_pod.finished_at is None)
     elif live_owners and all(w.complete_at is not None for w in live_owners):
         last = max(live_owners, key=lambda w: w.complete_at)
         found[GangPhase.SUCCEEDED] = Entry(GangPhase.SUCCEEDED, last.complete_at, last.ref, REASON_COMPLETED,
@@ -269,7 +318,7 @@ def _advance(obs: Observation, found: dict[str, Entry], recorded: dict[str, date
         if entry is None or phase in recorded or PHASE_ORDER[phase] <= high:
             continue
         at = max(entry.at, last_at) if last_at is not None else entry.at
-        obs.entries.append(Entry(entry.phase, at, entry.source, entry.reason, entry.message, attempt))
+        obs.entries.append(Entry(entry.phase, at, entry.source, entry.reason, entry.message, attempt, entry.inferred))
         last_at, high, obs.phase = at, PHASE_ORDER[phase], phase
     return last_at
 

@@ -43,12 +43,27 @@ class PodFacts:
     disruption_reason: str = ""  # DisruptionTarget=True reason, e.g. "PreemptionByScheduler"
     disruption_message: str = ""
     disrupted_at: datetime | None = None  # DisruptionTarget=True lastTransitionTime
-    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names, at most MAX_GATES
+    # True when the time above had no cluster timestamp of its own and was inferred from a weaker one (pod
+    # startTime, creationTimestamp, the Ready condition): see docs/observability.md, "Inferred times".
+    scheduled_inferred: bool = False
+    started_inferred: bool = False
+    # spec.schedulingGates names, at most MAX_GATES: while any is set the scheduler does not look at the pod
+    scheduling_gates: tuple[str, ...] = ()
 
     @property
     def bound(self) -> bool:
-        """True once the pod has a node (or the scheduler said PodScheduled=True)."""
+        """True once the pod has a node (or the scheduler said PodScheduled=True). A pod held by a scheduling gate
+        (any gate, gangweb's or not) is never bound: the scheduler does not even look at it until every gate is
+        removed (KEP-3521), whatever a gang object says."""
+        if self.scheduling_gates and not self.node_name:
+            return False
         return bool(self.node_name) or self.scheduled_at is not None
+
+    @property
+    def gated(self) -> bool:
+        """True while a scheduling gate holds the pod (spec.schedulingGates, or PodScheduled=False
+        SchedulingGated) and it has no node."""
+        return not self.node_name and (bool(self.scheduling_gates) or self.waiting_reason == "SchedulingGated")
 
     @property
     def started(self) -> bool:
@@ -62,17 +77,21 @@ def pod_facts(pod: dict) -> PodFacts:
     sched = o.condition(pod, "PodScheduled")
     scheduled_at = waiting_since = None
     waiting_reason = waiting_message = ""
+    scheduled_inferred = started_inferred = False
     if sched is not None and sched.get("status") == "True":
-        scheduled_at = o.parse_time(sched.get("lastTransitionTime")) or o.parse_time(st.get("startTime"))
+        scheduled_at = o.parse_time(sched.get("lastTransitionTime"))
+        if scheduled_at is None:
+            scheduled_at, scheduled_inferred = o.parse_time(st.get("startTime")), True
     elif sched is not None and sched.get("status") == "False":
         waiting_reason = sched.get("reason") or "Unschedulable"
         waiting_message = sched.get("message") or ""
         waiting_since = o.parse_time(sched.get("lastTransitionTime"))
-    node = (pod.get("spec") or {}).get("nodeName") or ""
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName") or ""
     disrupted = o.condition_true(pod, "DisruptionTarget")
     if node and scheduled_at is None:
         # Bound without a condition time (e.g. a Binding written by a test or an external binder).
-        scheduled_at = o.parse_time(st.get("startTime")) or o.created_at(pod)
+        scheduled_at, scheduled_inferred = o.parse_time(st.get("startTime")) or o.created_at(pod), True
     starts, ends = [], []
     for cs in (st.get("containerStatuses") or []):
         state = cs.get("state") or {}
@@ -88,6 +107,7 @@ def pod_facts(pod: dict) -> PodFacts:
         ready = o.condition_true(pod, "Ready")
         started_at = o.parse_time(st.get("startTime")) or (o.parse_time(ready.get("lastTransitionTime"))
                                                            if ready else None)
+        started_inferred = started_at is not None
     return PodFacts(
         ref=o.ref(pod, "Pod"), name=o.meta(pod).get("name", ""), phase=st.get("phase") or "Pending",
         node_name=node, created_at=o.created_at(pod), scheduled_at=scheduled_at, started_at=started_at,
@@ -96,7 +116,7 @@ def pod_facts(pod: dict) -> PodFacts:
         disruption_reason=(disrupted or {}).get("reason") or ("DisruptionTarget" if disrupted else ""),
         disruption_message=(disrupted or {}).get("message") or "",
         disrupted_at=o.parse_time((disrupted or {}).get("lastTransitionTime")),
-        scheduling_gates=_gates(pod),
+        scheduled_inferred=scheduled_inferred, started_inferred=started_inferred, scheduling_gates=_gates(pod),
     )
 
 

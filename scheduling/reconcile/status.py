@@ -162,24 +162,28 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
         if locked.phase in TERMINAL_PHASES:
             _refresh(job, locked)
             return
-        recorded = list(locked.transitions.values_list("phase", "at", "attempt"))
+        rows = list(locked.transitions.values_list("phase", "at", "attempt", "inferred"))
+        recorded = [(phase, at, attempt) for phase, at, attempt, _ in rows]
+        inferred = {(phase, attempt) for phase, _, attempt, guessed in rows if guessed}
         if locked.gang_generation != job.gang_generation:  # replaced meanwhile: read the new generation's objects
             facts = (read_gang_status(backend, current_gang_objects(locked, gang_objects)), *facts[1:])
         obs, changes = _derive(locked, job, recorded, *facts)
         if obs.entries:
             PhaseTransition.objects.bulk_create([
                 PhaseTransition(job=locked, phase=e.phase, at=e.at, attempt=e.attempt, source=e.source[:300],
-                                reason=e.reason[:REASON_MAX], message=e.message) for e in obs.entries])
+                                reason=e.reason[:REASON_MAX], message=e.message, inferred=e.inferred)
+                for e in obs.entries])
             # Metrics observe the spans the new entries end; time_to_running once, at the first Running.
             new_phases = {e.phase for e in obs.entries if e.phase != GangPhase.RUNNING or e.attempt == 0}
         _save_changed(locked, changes)
         _refresh(job, locked)
     if new_phases:
         # The timeline as read under the lock plus the entries just appended: no re-read.
-        spans = timeline.durations([SimpleNamespace(phase=phase, at=at, attempt=attempt, id=None)
+        spans = timeline.durations([SimpleNamespace(phase=phase, at=at, attempt=attempt, id=None,
+                                                    inferred=(phase, attempt) in inferred)
                                     for phase, at, attempt in recorded]
-                                   + [SimpleNamespace(phase=e.phase, at=e.at, attempt=e.attempt, id=None)
-                                      for e in obs.entries])
+                                   + [SimpleNamespace(phase=e.phase, at=e.at, attempt=e.attempt, id=None,
+                                                      inferred=e.inferred) for e in obs.entries])
         metrics.observe_durations(locked.cluster.name, locked.queue.name, new_phases, spans)
         log.info("job %s: %s", locked.pk, " -> ".join(f"{e.phase}#{e.attempt}" if e.attempt else e.phase
                                                        for e in obs.entries))

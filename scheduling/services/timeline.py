@@ -1,8 +1,8 @@
 """A job's timeline and the durations derived from it (seconds, floats).
 
 Two readings of the same entries:
-- `durations(transitions)`: finished spans only (None while a span is not complete): what the metrics histograms
-  observe when a phase is recorded.
+- `durations(transitions)`: finished spans only (None while a span is not complete, and None when one of its ends
+  is an inferred time: `PhaseTransition.inferred`): what the metrics histograms observe when a phase is recorded.
 - `spans(transitions, now)` and `annotate(transitions, now)`: what the API and the job page show. A span that has
   started but not ended counts up to `now` and says so with `ongoing: true`, so a queued job shows how long it has
   waited so far instead of a blank.
@@ -36,8 +36,9 @@ def requeues(transitions) -> int:
     return max((getattr(t, "attempt", 0) or 0 for t in transitions), default=0)
 
 
-def _bounds(transitions) -> dict[str, tuple[datetime | None, datetime | None, bool]]:
-    """{name: (start, end, may_go_on)} of each derived span; `may_go_on` is False once the job finished.
+def _bounds_marked(transitions) -> dict[str, tuple[datetime | None, datetime | None, bool, bool]]:
+    """{name: (start, end, may_go_on, inferred)} of each derived span; `may_go_on` is False once the job finished;
+    `inferred` is True when one of its ends is an inferred time (`PhaseTransition.inferred`).
 
     `time_in_queue` and `run_time` read the latest attempt (the current wait, the current run: a re-queue starts
     them again); `time_to_schedule` and `time_to_running` run from Submitted to the first Scheduled and Running
@@ -46,19 +47,22 @@ def _bounds(transitions) -> dict[str, tuple[datetime | None, datetime | None, bo
     last = max((getattr(t, "attempt", 0) or 0 for t in items), default=0)
     first = {}
     for t in items:
-        first.setdefault(t.phase, t.at)
-    at = {t.phase: t.at for t in items if (getattr(t, "attempt", 0) or 0) == last}
-    end = next((at[p] for p in (GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED) if p in at), None)
+        first.setdefault(t.phase, t)
+    mine = {t.phase: t for t in items if (getattr(t, "attempt", 0) or 0) == last}
+    end = next((mine[p] for p in (GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED) if p in mine), None)
     live = end is None
-    queued = at.get(GangPhase.QUEUED) or at.get(GangPhase.DISPATCHED)
-    scheduled = at.get(GangPhase.SCHEDULED)
-    return {
+    queued = mine.get(GangPhase.QUEUED) or mine.get(GangPhase.DISPATCHED)
+    scheduled = mine.get(GangPhase.SCHEDULED)
+    pairs = {
         # A job that finished without being scheduled (cancelled while queued) waited until it finished.
         "time_in_queue": (queued, scheduled or end, live and scheduled is None),
         "time_to_schedule": (first.get(GangPhase.SUBMITTED), first.get(GangPhase.SCHEDULED), live),
         "time_to_running": (first.get(GangPhase.SUBMITTED), first.get(GangPhase.RUNNING), live),
-        "run_time": (at.get(GangPhase.RUNNING), end, live),
+        "run_time": (mine.get(GangPhase.RUNNING), end, live),
     }
+    return {name: (a.at if a is not None else None, b.at if b is not None else None, go_on,
+                   any(getattr(x, "inferred", False) for x in (a, b) if x is not None))
+            for name, (a, b, go_on) in pairs.items()}
 
 
 def durations(transitions) -> dict[str, float | None]:
@@ -70,25 +74,27 @@ def durations(transitions) -> dict[str, float | None]:
     - time_to_running: Submitted until the first Running;
     - run_time: Running until Succeeded/Failed/Cancelled, of the latest attempt.
     """
-    bounds = _bounds(transitions)
-    return {name: (b - a).total_seconds() if a is not None and b is not None else None
-            for name, (a, b, _) in bounds.items()}
+    bounds = _bounds_marked(transitions)
+    return {name: (b - a).total_seconds() if a is not None and b is not None and not guessed else None
+            for name, (a, b, _, guessed) in bounds.items()}
 
 
 def spans(transitions, now: datetime) -> dict[str, dict | None]:
     """The same durations for people: {name: {"duration_s": float, "ongoing": bool} | None}.
 
     None while the span has not started (or never will: a job that finished without running has no run time);
-    `ongoing: true` with the seconds from its start until `now` while it has started and the job is still in it.
+    `ongoing: true` with the seconds from its start until `now` while it has started and the job is still in it;
+    `inferred: true` when one of its ends is a time gangweb inferred (the figure is then an estimate).
     """
     out: dict[str, dict | None] = {}
-    for name, (start, end, may_go_on) in _bounds(transitions).items():
+    for name, (start, end, may_go_on, guessed) in _bounds_marked(transitions).items():
         if start is None or (end is None and not may_go_on):
             out[name] = None
         elif end is None:
-            out[name] = {"duration_s": round(max((now - start).total_seconds(), 0.0), 3), "ongoing": True}
+            out[name] = {"duration_s": round(max((now - start).total_seconds(), 0.0), 3), "ongoing": True,
+                         "inferred": guessed}
         else:
-            out[name] = {"duration_s": (end - start).total_seconds(), "ongoing": False}
+            out[name] = {"duration_s": (end - start).total_seconds(), "ongoing": False, "inferred": guessed}
     return out
 
 

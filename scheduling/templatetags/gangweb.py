@@ -52,12 +52,23 @@ def num(value) -> str:
     return "—" if value is None else format_number(value)
 
 
+@register.filter
+def amount(value, resource: str) -> str:
+    """An amount in KAI queue units (devices, millicores, MB) in the dashboard's one unit style for people:
+    `{{ asks.cpu|amount:"cpu" }}` -> "8.5 CPU cores" (views.display.for_people)."""
+    from ..views.display import for_people
+
+    return for_people(resource, value)
+
+
 @register.simple_tag
 def quota_bar_svg(bar):
     """One queue's quota bar (`bar`: a views.display.QuotaBar) as SVG: track, limit region, requested, allocated,
     over-quota part and the quota mark, geometry in attributes only (CSP-safe). A tag rather than an included
     template: a queue level draws hundreds of these (bench/: includes were most of the expand's time)."""
-    parts = [format_html('<svg role="img" aria-label="{}: {}" preserveAspectRatio="none">', bar.resource, bar.summary),
+    parts = [format_html('<svg role="img" aria-label="{}: {}" data-limit="{}" data-over-quota="{}" '
+                         'preserveAspectRatio="none">', bar.resource, bar.summary,
+                         "unlimited" if bar.unlimited else svgnum(bar.limit_pct), "yes" if bar.over_quota else "no"),
              '<rect class="q-track" x="0" y="2" width="100%" height="12" rx="2"></rect>']
     if bar.limit_pct:
         parts.append(format_html('<rect class="q-limit" x="0" y="2" width="{}%" height="12" rx="2"></rect>',
@@ -69,6 +80,10 @@ def quota_bar_svg(bar):
     if bar.over_quota:
         parts.append(format_html('<rect class="q-over" x="{}%" y="4" width="{}%" height="8"></rect>',
                                  svgnum(bar.quota_pct), svgnum(bar.over_pct)))
-    quota = svgnum(bar.quota_pct)
-    parts.append(format_html('<line class="q-quota" x1="{}%" x2="{}%" y1="0" y2="16"></line></svg>', quota, quota))
+    if bar.unlimited:  # an open end, never a region: the track fades out where a limit would be
+        parts.append('<line class="q-unlimited" x1="96%" x2="100%" y1="8" y2="8"></line>')
+    if bar.quota_set:
+        quota = svgnum(bar.quota_pct)
+        parts.append(format_html('<line class="q-quota" x1="{}%" x2="{}%" y1="0" y2="16"></line>', quota, quota))
+    parts.append("</svg>")
     return mark_safe("".join(parts))  # every variable part went through format_html

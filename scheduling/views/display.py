@@ -45,6 +45,57 @@ def format_number(x: float) -> str:
     return f"{x:,.2f}".rstrip("0").rstrip(".")
 
 
+GIB = 2**30
+MIB = 2**20
+BYTES_PER_KAI_MB = 10**6  # KAI counts memory in decimal megabytes (kube/kai_units.py)
+MILLI = 1000  # KAI counts CPU in millicores
+_GPU_NAMES = ("gpu", "nvidia.com/gpu")
+
+
+def for_people(resource: str, value, units: str = "kai") -> str:
+    """One amount of one resource in the dashboard's single unit style for people: "3 GPUs", "0.5 GPU",
+    "8.5 CPU cores", "1 CPU core", "7.25 GiB" (binary: kubectl's Gi), "512 MiB" under 0.1 GiB; "unlimited" for -1
+    (KAI's unlimited), "?" for None. Other resources keep their name: "2 example.com/fpga".
+
+    - `resource`: "gpu" or "nvidia.com/gpu", "cpu", "memory", or any other resource name;
+    - `units`: "kai" when `value` is in KAI queue units (devices, millicores, MB = 10^6 bytes: the dashboard's
+      queue and job figures, kube/kai_units.py), "base" when in Kubernetes base units (devices, cores, bytes: what
+      observe/ computes).
+
+    KAI's raw units are shown only next to a KAI value itself (the Queue's spec and warnings about its fields);
+    every other figure on every page goes through this function (templatetags `amount`).
+    """
+    if value is None:
+        return "?"
+    value = float(value)
+    if value == UNLIMITED:
+        return "unlimited"
+    if resource in _GPU_NAMES:
+        return f"{format_number(value)} GPU{'' if value == 1 or 0 < value < 1 else 's'}"
+    if resource == "cpu":
+        cores = value / MILLI if units == "kai" else value
+        return f"{format_number(cores)} CPU core{'' if cores == 1 else 's'}"
+    if resource == "memory":
+        size = value * BYTES_PER_KAI_MB if units == "kai" else value
+        if size >= GIB / 10 or size == 0:
+            return f"{format_number(size / GIB)} GiB"
+        if size >= MIB:
+            return f"{format_number(size / MIB)} MiB"
+        return f"{format_number(size)} bytes"
+    return f"{format_number(value)} {resource}"
+
+
+def kai_raw(resource: str, value) -> str:
+    """A KAI queue value as KAI writes it, for next to the KAI value itself: "8000 millicores", "8590 MB",
+    "3 devices", "-1 (unlimited)" (kube/kai_units.py `UNITS`)."""
+    if value is None:
+        return "?"
+    if float(value) == UNLIMITED:
+        return "-1 (unlimited)"
+    unit = {"gpu": "devices", "cpu": "millicores", "memory": "MB"}.get(resource, "")
+    return f"{format_number(value)} {unit}".strip()
+
+
 @dataclass
 class GanttRow:
     """One phase of a job's timeline: where its bar starts and how wide it is (percent of the whole span)."""
@@ -58,7 +109,8 @@ class GanttRow:
     reason: str = ""
     message: str = ""
     source: str = ""
-    attempt: int = 0  # 0 for the first pass, n after the n-th re-queue
+    attempt: int = 0  # 0 for the first pass, n after the n-th re-queue (the API's number; the chart and table agree)
+    inferred: bool = False  # `at` is a time gangweb inferred, not the cluster's (PhaseTransition.inferred)
 
     @property
     def duration(self) -> str:
@@ -118,7 +170,7 @@ def gantt(transitions, now: datetime) -> Gantt:
         rows.append(GanttRow(phase=t.phase, at=t.at, seconds=seconds, left=round(left, 3), width=round(width, 3),
                              open=is_last and t.phase not in TERMINAL_PHASES, reason=t.reason or "",
                              message=t.message or "", source=t.source or "",
-                             attempt=getattr(t, "attempt", 0) or 0))
+                             attempt=getattr(t, "attempt", 0) or 0, inferred=bool(getattr(t, "inferred", False))))
     return Gantt(rows=rows, start=start, end=end, total=total)
 
 
@@ -130,8 +182,10 @@ def _finite(x) -> bool:
 class QuotaBar:
     """One resource of one queue, scaled to a drawing: values in the resource's unit, geometry in percent.
 
-    `limit` is -1 for unlimited (then no limit region is drawn). Allocated beyond the quota is drawn in the
-    over-quota colour from the quota mark on.
+    `limit` is -1 for unlimited: no limit region and no full bar, the bar says "unlimited" (`unlimited`). Allocated
+    beyond the quota is drawn in the over-quota colour from the quota mark on, but only when a quota is set
+    (finite and above 0): with none (KAI's default 0, or -1) nothing is guaranteed, so nothing is "over" it, and
+    no quota mark is drawn. Values in KAI units; `summary` in people's units (`for_people`), `kai_summary` raw.
     """
 
     resource: str
@@ -149,8 +203,18 @@ class QuotaBar:
         return round(max(0.0, min(100.0, value / self.scale * 100)), 3)
 
     @property
+    def quota_set(self) -> bool:
+        """True when the queue has a guaranteed quota for this resource (finite, above 0)."""
+        return _finite(self.quota) and self.quota > 0
+
+    @property
+    def unlimited(self) -> bool:
+        """True when the limit is KAI's unlimited (-1)."""
+        return not _finite(self.limit)
+
+    @property
     def quota_pct(self) -> float:
-        return self.pct(self.quota)
+        return self.pct(self.quota) if self.quota_set else 0.0
 
     @property
     def limit_pct(self) -> float:
@@ -166,8 +230,8 @@ class QuotaBar:
 
     @property
     def over_quota(self) -> bool:
-        """True when more is allocated than the queue's guaranteed quota."""
-        return self.allocated is not None and self.allocated > self.quota + 1e-9
+        """True when more is allocated than the queue's guaranteed quota (never when no quota is set)."""
+        return self.quota_set and self.allocated is not None and self.allocated > self.quota + 1e-9
 
     @property
     def over_pct(self) -> float:
@@ -176,15 +240,18 @@ class QuotaBar:
 
     @property
     def summary(self) -> str:
-        """The numbers in words, e.g. "quota 8 · limit ∞ · allocated 6 · requested 10 GPU"."""
+        """The numbers for people, e.g. "quota 8 GPUs · limit unlimited · allocated 6 GPUs · requested 10 GPUs";
+        a quota that is not set reads "no quota"."""
         def fmt(x):
-            if x is None:
-                return "?"
-            if x == UNLIMITED:
-                return "∞"
-            return format_number(x)
-        return (f"quota {fmt(self.quota)} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
-                f"requested {fmt(self.requested)} {self.unit}").strip()
+            return for_people(self.resource, x)
+        quota = f"quota {fmt(self.quota)}" if self.quota_set or self.quota == UNLIMITED else "no quota"
+        return (f"{quota} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
+                f"requested {fmt(self.requested)}")
+
+    @property
+    def kai_summary(self) -> str:
+        """The KAI Queue's own values in KAI's units: "KAI quota 8000 millicores, limit -1 (unlimited)"."""
+        return f"KAI quota {kai_raw(self.resource, self.quota)}, limit {kai_raw(self.resource, self.limit)}"
 
 
 def quota_bar(resource: str, unit: str, quota, limit, allocated=None, requested=None) -> QuotaBar:

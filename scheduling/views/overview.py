@@ -44,7 +44,8 @@ def busiest(tree, rolled: dict[int, dict], reported: dict[int, float], visible: 
             continue
         quota = p.gpu_quota if p.gpu_quota and p.gpu_quota > 0 else 0
         ratio = allocated / quota if quota else (float("inf") if allocated else 0.0)
-        scored.append(((allocated > quota + 1e-9, ratio, allocated, requested), p.name, p.id))
+        over = bool(quota) and allocated > quota + 1e-9  # no quota set: nothing is guaranteed, nothing is "over"
+        scored.append(((over, ratio, allocated, requested), p.name, p.id))
     scored.sort(key=lambda x: (tuple(-v for v in x[0]), x[1]))
     return [pid for _, _, pid in scored[:limit]]
 

@@ -22,7 +22,7 @@ from ..services import access, queue_line
 from ..services import fair_share as fair_share_service
 from ..services import queues as queue_service
 from .common import allowed, page_or_fragment
-from .display import format_number, quota_bar, step_chart
+from .display import for_people, quota_bar, step_chart
 
 UNIT_LABELS = {"gpu": "GPU", "cpu": "millicores", "memory": "MB"}
 SEARCH_SHOWN = 50
@@ -47,8 +47,8 @@ def decorate(nodes: list[dict]) -> None:
             requested = x["estimated_requested"] if node["estimated"] else x["requested"]
             node["bars"].append(quota_bar(r, UNIT_LABELS[r], x["quota"], x["limit"], allocated, requested))
             node["estimate_summary"].append(
-                f"{r} {format_number(x['estimated_allocated'])} allocated, "
-                f"{format_number(x['estimated_requested'])} requested {UNIT_LABELS[r]}")
+                f"{r} {for_people(r, x['estimated_allocated'])} allocated, "
+                f"{for_people(r, x['estimated_requested'])} requested")
         # A parent's children-sum warning is shown on the parent; each child repeated it (with every sibling's
         # name: 90 copies of a 90-name sentence in a department's list). Children point at it instead.
         own = f"(children of '{node['name']}')"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .display import format_number
+from .display import for_people
 
 # What a reason means, for someone who has not read the scheduler's source.
 REASON_WORDS = {
@@ -36,22 +36,12 @@ REASON_WORDS = {
                            "for this backend installed?).",
     "WaitingForPods": "The gang object exists; its pods are being created.",
 }
-GIB = 1024 ** 3
 
 
 def amount(resource: str, value) -> str:
-    """An amount of a resource in the observer's base units, for people: "4 GPUs", "12 CPU cores", "96 GiB"."""
-    if value is None:
-        return "?"
-    if value == -1:
-        return "unlimited"
-    if resource in ("nvidia.com/gpu", "gpu"):
-        return f"{format_number(value)} GPU{'s' if value != 1 else ''}"
-    if resource == "cpu":
-        return f"{format_number(value)} CPU core{'s' if value != 1 else ''}"
-    if resource == "memory":
-        return f"{format_number(value / GIB)} GiB" if value >= GIB / 10 else f"{format_number(value)} bytes"
-    return f"{format_number(value)} {resource}"
+    """An amount of a resource in the observer's base units, for people: "4 GPUs", "12 CPU cores", "96 GiB" (the
+    dashboard's one unit style: display.for_people)."""
+    return for_people(resource, value, units="base")
 
 
 def _sentence(clause: str) -> str:

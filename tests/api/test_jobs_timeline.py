@@ -76,13 +76,34 @@ def test_a_finished_job_has_no_ongoing_duration(api, setup):
     for phase, seconds in [("Queued", 3), ("Scheduled", 30), ("Running", 40), ("Succeeded", 100)]:
         PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=seconds), reason=phase)
     data = api.get(f"/api/v1/jobs/{job.id}/").data
-    assert data["durations"] == {"time_in_queue": {"duration_s": 27.0, "ongoing": False},
-                                 "time_to_schedule": {"duration_s": 30.0, "ongoing": False},
-                                 "time_to_running": {"duration_s": 40.0, "ongoing": False},
-                                 "run_time": {"duration_s": 60.0, "ongoing": False}}
+    assert data["durations"] == {"time_in_queue": {"duration_s": 27.0, "ongoing": False, "inferred": False},
+                                 "time_to_schedule": {"duration_s": 30.0, "ongoing": False, "inferred": False},
+                                 "time_to_running": {"duration_s": 40.0, "ongoing": False, "inferred": False},
+                                 "run_time": {"duration_s": 60.0, "ongoing": False, "inferred": False}}
     assert [(e["phase"], e["duration_s"], e["ongoing"]) for e in data["timeline"]] == [
         ("Submitted", 3.0, False), ("Queued", 27.0, False), ("Scheduled", 10.0, False), ("Running", 60.0, False),
         ("Succeeded", None, False)]
+
+
+def test_an_inferred_time_is_marked_in_the_api_and_on_the_job_page(api, setup, client, admin_user):
+    """A Running time gangweb could only infer (no container startedAt): `inferred: true` on the entry and on the
+    spans it ends, "inferred" on the job page; the cluster's own times are not marked."""
+    r = api.post("/api/v1/jobs/", builders.submit_body(*setup, name="guessed"), format="json")
+    job = GangJob.objects.get(pk=r.data["id"])
+    t0 = job.transitions.get().at
+    for phase, seconds, inferred in [("Queued", 3, False), ("Scheduled", 30, False), ("Running", 40, True)]:
+        PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=seconds), reason=phase,
+                                       inferred=inferred)
+    data = api.get(f"/api/v1/jobs/{job.id}/").data
+    assert [(e["phase"], e["inferred"]) for e in data["timeline"]] == [
+        ("Submitted", False), ("Queued", False), ("Scheduled", False), ("Running", True)]
+    assert data["durations"]["time_to_running"] == {"duration_s": 40.0, "ongoing": False, "inferred": True}
+    assert data["durations"]["time_to_schedule"]["inferred"] is False
+    assert data["durations"]["run_time"]["inferred"] is True
+    assert [e["inferred"] for e in api.get(f"/api/v1/jobs/{job.id}/timeline/").data] == [False, False, False, True]
+    client.force_login(admin_user)
+    page = client.get(f"/jobs/{job.id}/").content.decode()
+    assert page.count('<tr class="inferred">') == 1 and "(inferred)" in page
 
 
 def test_a_job_cancelled_while_queued_waited_until_it_was_cancelled(api, setup):
@@ -92,8 +113,8 @@ def test_a_job_cancelled_while_queued_waited_until_it_was_cancelled(api, setup):
     for phase, seconds in [("Queued", 3), ("Cancelled", 63)]:
         PhaseTransition.objects.create(job=job, phase=phase, at=t0 + timedelta(seconds=seconds), reason=phase)
     durations = api.get(f"/api/v1/jobs/{job.id}/").data["durations"]
-    assert durations == {"time_in_queue": {"duration_s": 60.0, "ongoing": False}, "time_to_schedule": None,
-                         "time_to_running": None, "run_time": None}
+    assert durations == {"time_in_queue": {"duration_s": 60.0, "ongoing": False, "inferred": False},
+                         "time_to_schedule": None, "time_to_running": None, "run_time": None}
 
 
 def test_job_detail_reads_the_timeline_once_however_long_it_is(api, setup):

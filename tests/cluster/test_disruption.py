@@ -82,11 +82,12 @@ def test_an_evicted_member_is_replaced_and_the_owner_job_does_not_fail(world, wa
     # Durations read the latest attempt: its time in queue, its run time (counting); time to running the first.
     spans = detail["durations"]
     q1, s1, r1 = (job.transitions.get(phase=ph, attempt=1).at for ph in (P.QUEUED, P.SCHEDULED, P.RUNNING))
-    assert spans["time_in_queue"] == {"duration_s": (s1 - q1).total_seconds(), "ongoing": False}
+    assert spans["time_in_queue"] == {"duration_s": (s1 - q1).total_seconds(), "ongoing": False, "inferred": False}
     assert spans["run_time"]["ongoing"] is True
     first_running = job.transitions.get(phase=P.RUNNING, attempt=0).at
     submitted = job.transitions.get(phase=P.SUBMITTED).at
-    assert spans["time_to_running"] == {"duration_s": (first_running - submitted).total_seconds(), "ongoing": False}
+    assert spans["time_to_running"] == {"duration_s": (first_running - submitted).total_seconds(), "ongoing": False,
+                                        "inferred": False}
     browser = Client()
     browser.force_login(world.user)
     page = browser.get(f"/jobs/{job.pk}/").content.decode()
@@ -119,7 +120,8 @@ def test_a_gang_evicted_twice_has_attempts_one_and_two_and_durations_of_the_last
     detail = api.get(f"/api/v1/jobs/{job.pk}/").data
     assert detail["requeues"] == 2
     q2, s2 = (job.transitions.get(phase=ph, attempt=2).at for ph in (P.QUEUED, P.SCHEDULED))
-    assert detail["durations"]["time_in_queue"] == {"duration_s": (s2 - q2).total_seconds(), "ongoing": False}
+    assert detail["durations"]["time_in_queue"] == {"duration_s": (s2 - q2).total_seconds(), "ongoing": False,
+                                                    "inferred": False}
     timeline_api = api.get(f"/api/v1/jobs/{job.pk}/timeline/").data
     rows = timeline_api["timeline"] if isinstance(timeline_api, dict) else timeline_api
     assert [(e["phase"], e["attempt"]) for e in rows] == [(phase, attempt) for phase, attempt, *_ in entries]

@@ -74,5 +74,6 @@ def test_a_running_jobs_vanished_owner_and_gang_objects_are_recreated_as_a_new_a
     # The run time counts from the new run, not across the loss.
     running_again = job.transitions.get(phase=P.RUNNING, attempt=1).at
     later = running_again + timedelta(seconds=10)
-    assert timeline.spans(list(job.transitions.all()), later)["run_time"] == {"duration_s": 10.0, "ongoing": True}
+    assert timeline.spans(list(job.transitions.all()), later)["run_time"] == {
+        "duration_s": 10.0, "ongoing": True, "inferred": False}
     assert [(e["phase"], e["attempt"], e["reason"]) for e in detail["timeline"]][5] == (P.DISPATCHED, 1, "Recreated")

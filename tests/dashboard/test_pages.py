@@ -85,3 +85,6 @@ def test_the_job_page_numbers_attempts_as_the_api_does(ui, api, setup, admin_use
     api_rows = [(t["phase"], str(t["attempt"])) for t in api.get(f"/api/v1/jobs/{job.pk}/").data["timeline"]]
     assert rows == api_rows
     assert rows[-1] == ("Queued", "1") and rows[0] == ("Submitted", "0")
+    # The chart above the table names the re-queued attempt by the same number (it said "#2" for attempt 1).
+    assert re.findall(r'data-attempt="(\d+)">attempt (\d+)<', html) == [("1", "1")]
+    assert "#2" not in html

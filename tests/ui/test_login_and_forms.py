@@ -47,7 +47,8 @@ def test_register_cluster_create_template_and_queue_then_submit_from_the_form(ad
     page.get_by_role("button", name="Preview").click()
     preview = page.locator("#template-preview")
     preview.get_by_text("creates 2 pods").wait_for()
-    assert "asking for 2 GPU" in preview.inner_text()
+    # One unit style for people (issue 19 part 6): 2 pods x (1 CPU, 1Gi, 1 GPU), never millicores or MB.
+    assert "asking for 2 GPUs, 2 CPU cores and 2 GiB in all" in preview.inner_text()
     page.get_by_role("button", name="Create template").click()
     page.wait_for_url("**/templates/llm/")
     assert RuntimeTemplate.objects.get(name="llm").versions.count() == 1
@@ -55,7 +56,16 @@ def test_register_cluster_create_template_and_queue_then_submit_from_the_form(ad
     create_queue(page, "team-a", gpu_quota="8", cluster="local")
     queue = QueuePolicy.objects.get(name="team-a")
     assert (queue.gpu_quota, queue.gpu_limit) == (8, -1)
-    assert page.locator("#queue-team-a").get_by_text("quota 8 · limit ∞").is_visible()
+    node = page.locator("#queue-team-a")
+    assert node.get_by_text("quota 8 GPUs · limit unlimited").is_visible()
+    # Every limit is unlimited (-1): drawn as an open end, never as a region; CPU and memory have no quota set, so
+    # they have no quota mark and are not painted over quota; the KAI Queue's own values are on hover.
+    assert node.locator('svg[data-limit="unlimited"]').count() == 3
+    assert node.locator("rect.q-limit").count() == 0 and node.locator("line.q-unlimited").count() == 3
+    assert node.locator('svg[data-over-quota="yes"]').count() == 0 and node.locator("rect.q-over").count() == 0
+    assert node.locator("line.q-quota").count() == 1  # the GPU quota only
+    assert "no quota · limit unlimited" in node.inner_text()
+    assert node.locator(".nums").first.get_attribute("title") == "KAI quota 8 devices, limit -1 (unlimited)"
 
     page.goto("/submit/")
     page.get_by_label("Template").select_option("llm")
@@ -70,7 +80,7 @@ def test_register_cluster_create_template_and_queue_then_submit_from_the_form(ad
     job = GangJob.objects.get(name="train-1")
     assert job.resolved_spec["podSets"][0]["replicas"] == 3
     assert page.locator("#job-phase").inner_text() == "Submitted"
-    assert "3 pods · 6 GPU" in page.inner_text("main")
+    assert "3 pods · 6 GPUs · 3 CPU cores · 3 GiB" in page.inner_text("main")
     assert not page.js_errors
 
 

@@ -32,7 +32,7 @@ def test_expanding_a_queue_loads_its_children_and_collapsing_hides_them(admin_pa
     assert page.locator("#queue-team-vision").is_visible()
     # team-nlp's estimate includes its child's running job: 2 pods × 4 GPUs, labelled as gangweb's.
     nlp = page.locator("#queue-team-nlp").inner_text()
-    assert "allocated 8 · requested 8 GPU" in nlp
+    assert "allocated 8 GPUs · requested 8 GPUs" in nlp
     assert "gangweb's estimate" in nlp
 
     page.locator("#children-of-team-nlp > summary").click()

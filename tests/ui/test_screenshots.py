@@ -24,7 +24,7 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user, monk
 
     page.goto("/queues/")
     research = page.locator("#queue-research")
-    assert "quota 32 · limit 40 · allocated 16 · requested 28 GPU" in research.inner_text()
+    assert "quota 32 GPUs · limit 40 GPUs · allocated 16 GPUs · requested 28 GPUs" in research.inner_text()
     assert "add up to 36 GPUs, more than the 32 GPUs quota of 'research'" in research.inner_text()
     assert "gpu_limit is 0" in page.locator("#queue-sandbox").inner_text()
     page.locator("#children-of-research > summary").click()  # children load on expand

@@ -51,7 +51,9 @@ def test_quota_bar_scales_to_the_largest_finite_number_and_marks_over_quota():
     assert (bar.limit_pct, bar.over_quota) == (0.0, True)
     assert bar.quota_pct == pytest.approx(36.364, abs=1e-3)
     assert bar.over_pct == pytest.approx(bar.allocated_pct - bar.quota_pct)
-    assert bar.summary == "quota 8 · limit ∞ · allocated 10 · requested 20 GPU"
+    # People's units on every page (issue 19 part 6), the KAI Queue's own values on hover.
+    assert bar.summary == "quota 8 GPUs · limit unlimited · allocated 10 GPUs · requested 20 GPUs"
+    assert bar.kai_summary == "KAI quota 8 devices, limit -1 (unlimited)"
 
 
 def test_requests_of_a_spec_are_in_kai_units_times_replicas():

@@ -18,17 +18,17 @@ REQUEUED = [entry(P.SUBMITTED, 0), entry(P.DISPATCHED, 1), entry(P.QUEUED, 2), e
 
 def test_a_requeued_job_reads_its_latest_attempt_for_time_in_queue_and_run_time():
     spans = timeline.spans(REQUEUED, NOW)
-    assert spans["time_in_queue"] == {"duration_s": 30.0, "ongoing": False}
-    assert spans["run_time"] == {"duration_s": 110.0, "ongoing": True}
-    assert spans["time_to_schedule"] == {"duration_s": 5.0, "ongoing": False}
-    assert spans["time_to_running"] == {"duration_s": 6.0, "ongoing": False}
+    assert spans["time_in_queue"] == {"duration_s": 30.0, "ongoing": False, "inferred": False}
+    assert spans["run_time"] == {"duration_s": 110.0, "ongoing": True, "inferred": False}
+    assert spans["time_to_schedule"] == {"duration_s": 5.0, "ongoing": False, "inferred": False}
+    assert spans["time_to_running"] == {"duration_s": 6.0, "ongoing": False, "inferred": False}
     assert timeline.requeues(REQUEUED) == 1
 
 
 def test_while_the_second_attempt_waits_its_time_in_queue_counts_and_there_is_no_run_time():
     waiting = REQUEUED[:6]
     spans = timeline.spans(waiting, NOW)
-    assert spans["time_in_queue"] == {"duration_s": 150.0, "ongoing": True}
+    assert spans["time_in_queue"] == {"duration_s": 150.0, "ongoing": True, "inferred": False}
     assert spans["run_time"] is None
     assert timeline.durations(waiting)["time_in_queue"] is None
 

@@ -1,0 +1,160 @@
+"""Phase times come from the cluster's objects, never from the moment gangweb first saw them (issue 19, part 3;
+kueue #11870), against the real control plane.
+
+The watcher runs in a thread of the test process (as `manage.py watch_clusters` runs it) and is stopped while jobs
+are placed and started, then started again: what it records after the restart must be the pods' own times. A job
+whose pods carry no such times (their `PodScheduled` condition and container statuses gone: what gangweb meets
+when a cluster is added with jobs already running under an older or rewritten status) is marked inferred and left
+out of the latency histograms.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from kubernetes import client
+
+localcluster = pytest.importorskip("localcluster")
+
+from scheduling.choices import GangPhase as P  # noqa: E402
+from scheduling.kube.watches import POD  # noqa: E402
+from scheduling.models import GangJob  # noqa: E402
+from scheduling.observe import metrics  # noqa: E402
+from scheduling.reconcile import watching  # noqa: E402
+from tests import builders  # noqa: E402
+
+from .reconcile_support import wait_for  # noqa: E402
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
+
+POOL_LABEL = "gangweb.io/test-pool"
+
+
+@pytest.fixture
+def pool_nodes(kube_cluster, kube_namespace):
+    """Fake 8-GPU nodes labelled for this test only; removed afterwards."""
+    added = []
+
+    def add(count=1):
+        for _ in range(count):
+            name = f"{kube_namespace[:40]}-n{len(added)}"
+            kube_cluster.add_node(name, gpus=8, labels={POOL_LABEL: kube_namespace})
+            added.append(name)
+
+    yield add
+    for name in added:
+        kube_cluster.remove_node(name, wait=False)
+
+
+def when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def timeline(job) -> dict[str, tuple[datetime, bool, str]]:
+    return {t.phase: (t.at, t.inferred, t.reason) for t in GangJob.objects.get(pk=job.pk).transitions.all()}
+
+
+def pods_running(world, job, count: int) -> list[dict]:
+    pods = world.gang(job, POD)
+    ok = len(pods) == count and all((p.get("status") or {}).get("phase") == "Running"
+                                    and (p["status"].get("containerStatuses") or []) for p in pods)
+    return pods if ok else []
+
+
+def cluster_times(pods: list[dict], min_member: int) -> tuple[datetime, datetime]:
+    """(the min_member-th PodScheduled time, the latest container start) as the cluster says."""
+    binds = sorted(when(next(c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "PodScheduled"))
+                   for p in pods)
+    starts = [when(cs["state"]["running"]["startedAt"]) for p in pods for cs in p["status"]["containerStatuses"]]
+    return binds[min_member - 1], max(starts)
+
+
+def at_cluster_precision(ours: datetime, theirs: datetime) -> bool:
+    """Cluster times are whole seconds; gangweb clamps an entry to be no earlier than the one before it (its own
+    Submitted time, with a fraction): ours is the cluster's time, or later by less than a second."""
+    return theirs <= ours and (ours - theirs).total_seconds() < 1
+
+
+def observed(histogram, cluster: str) -> float:
+    return sum(s.value for m in histogram.collect() for s in m.samples
+               if s.name.endswith("_count") and s.labels.get("cluster") == cluster)
+
+
+def strip_cluster_times(world, job, pods: list[dict]) -> None:
+    """Leave the pods bound and Running but without the times gangweb reads first: no PodScheduled condition, no
+    container statuses (startTime and Ready stay)."""
+    core = client.CoreV1Api(world.api)
+    for pod in pods:
+        def rewrite(name=pod["metadata"]["name"]):
+            fresh = core.read_namespaced_pod_status(name, world.namespace)
+            fresh.status.conditions = [c for c in fresh.status.conditions or [] if c.type != "PodScheduled"]
+            fresh.status.container_statuses = None
+            core.replace_namespaced_pod_status(name, world.namespace, fresh)
+        for attempt in range(5):  # kwok writes the status too: retry our own edit on a conflict
+            try:
+                rewrite()
+                break
+            except client.ApiException as e:
+                if e.status != 409 or attempt == 4:
+                    raise
+    wait_for(lambda: all(not any(c["type"] == "PodScheduled" for c in p["status"].get("conditions") or [])
+                         and not p["status"].get("containerStatuses") for p in world.gang(job, POD)),
+             timeout=30, what="the pods' times stripped")
+
+
+def test_a_watcher_restart_keeps_the_clusters_times_and_marks_what_it_could_only_infer(world, pool_nodes):
+    pool_nodes(2)
+    selector = {POOL_LABEL: world.namespace}
+    gpu_pod = [builders.container(cpu="1", memory="1Gi", gpu=2)]
+    name = world.cluster.name
+
+    watcher = watching.watcher_for(world.cluster, api=world.api).start()
+    assert watcher.wait_synced(30)
+    seen = world.submit(replicas=2, node_selector=selector, containers=gpu_pod)
+    assert world.reconcile(seen).error is None
+    wait_for(lambda: GangJob.objects.get(pk=seen.pk).phase == P.RUNNING, timeout=90, what="first job Running")
+    before_restart = timeline(seen)
+    watcher.stop()
+
+    # While the watch is away: one job is placed and started; another too, and its pods lose their times.
+    unseen = world.submit(replicas=2, node_selector=selector, containers=gpu_pod)
+    late = world.submit(replicas=2, node_selector=selector, containers=gpu_pod)
+    assert world.reconcile(unseen).error is None and world.reconcile(late).error is None
+    unseen_pods = wait_for(lambda: pods_running(world, unseen, 2), timeout=90, what="unseen job's pods running")
+    late_pods = wait_for(lambda: pods_running(world, late, 2), timeout=90, what="late job's pods running")
+    strip_cluster_times(world, late, late_pods)
+    assert GangJob.objects.get(pk=unseen.pk).phase in (P.DISPATCHED, P.QUEUED)  # gangweb has not seen them run
+    queue_before, running_before = observed(metrics.TIME_IN_QUEUE, name), observed(metrics.TIME_TO_RUNNING, name)
+
+    watcher = watching.watcher_for(world.cluster, api=world.api).start()
+    try:
+        assert watcher.wait_synced(30)
+        wait_for(lambda: GangJob.objects.get(pk=unseen.pk).phase == P.RUNNING
+                 and GangJob.objects.get(pk=late.pk).phase == P.RUNNING, timeout=60, what="both Running after restart")
+    finally:
+        watcher.stop()
+
+    # The job gangweb watched: nothing rewritten by the restart.
+    assert timeline(seen) == before_restart
+    # The job that ran while the watch was away: its times are the cluster's, not the restart's.
+    scheduled, started = cluster_times(unseen_pods, 2)
+    got = timeline(unseen)
+    if world.k8s.SCHEDULED == "PodGroupInitiallyScheduled":  # v1beta1: the PodGroup's own, written once
+        pg = world.get(world.k8s.POD_GROUP, world.names(unseen).gang_name)
+        scheduled = when(next(c["lastTransitionTime"] for c in pg["status"]["conditions"]
+                              if c["type"] == world.k8s.SCHEDULED))
+    assert at_cluster_precision(got[P.SCHEDULED][0], scheduled), (got[P.SCHEDULED], scheduled)
+    assert at_cluster_precision(got[P.RUNNING][0], started), (got[P.RUNNING], started)
+    assert not any(inferred for _, inferred, _ in got.values())
+    assert got[P.QUEUED][2] in ("PlacedWithoutWait", "PlacedAfterWait")
+
+    # The job whose pods kept no times: what only the pods could have said is marked inferred, and left out of
+    # the histograms. On v1beta1 its Scheduled time is still the cluster's (the PodGroup's condition, untouched).
+    guessed = timeline(late)
+    from_gang = world.k8s.SCHEDULED == "PodGroupInitiallyScheduled"
+    assert guessed[P.RUNNING][1], guessed
+    assert guessed[P.SCHEDULED][1] is not from_gang, guessed
+    assert guessed[P.QUEUED][2] == "PlacedUnseen" and not guessed[P.QUEUED][1]
+    # The unseen job's wait and time to running; the late job's wait only when its end is the PodGroup's own time.
+    assert observed(metrics.TIME_IN_QUEUE, name) - queue_before == (2 if from_gang else 1)
+    assert observed(metrics.TIME_TO_RUNNING, name) - running_before == 1
