@@ -44,6 +44,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 GANGWEB_INSTANCE = os.environ.get("GANGWEB_INSTANCE", "gangweb")
 # A job Queued for longer than this shows as stuck on the overview (seconds).
 GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", "900"))
+# A finished (Succeeded/Failed) job's Indexed Jobs and their pods stay this long after it finished, for inspection
+# (`kubectl logs`), then are deleted (seconds; a template's `retentionSeconds` overrides it; reconcile/retention.py).
+GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENTION_SECONDS", "3600"))
 # Periodic resync of every cluster (seconds); watches deliver changes in between.
 GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
 # Singletons by election (scheduling/election.py): a watcher replica watches a cluster only under its lease, one

@@ -358,8 +358,12 @@ class GangJobSerializer(serializers.ModelSerializer):
         fields = ["id", "uid", "name", "namespace", "template", "template_version", "queue", "cluster",
                   "priority_class_name", "overrides", "desired_state", "phase", "phase_reason", "phase_message",
                   "phase_changed_at", "why_pending", "backend_plugin", "submitted_by", "created_at", "updated_at",
-                  "finished_at", "cleaned_up_at"]
+                  "finished_at", "cleaned_up_at", "remove_after", "objects_removed_at"]
         read_only_fields = fields
+        extra_kwargs = {"remove_after": {"help_text": "kept until: when a finished job's Indexed Jobs and pods are "
+                                                      "deleted (finished_at + the retention)"},
+                        "objects_removed_at": {"help_text": "removed at: when gangweb found none of the job's "
+                                                            "cluster objects left"}}
 
 
 class GangJobDetailSerializer(GangJobSerializer):

@@ -219,7 +219,11 @@ class SchedulerBackend:
       order (e.g. ("WORKLOAD", "POD_GROUP")); the refs are class attributes so that a later API version subclasses
       a plugin and overrides only the refs that changed;
     - `gang_kinds`: those ObjectRefs, computed for each subclass from `gang_refs` (`__init_subclass__`);
-    - `immutable_spec`: True when the gang objects' spec cannot be updated (replace under a new name instead).
+    - `immutable_spec`: True when the gang objects' spec cannot be updated (replace under a new name instead);
+    - `root_ref` (property): the kind of the job's root object, the gang object that lives longest, created first;
+      every other object of the job (other gang objects, the Indexed Jobs, the Service) names it in
+      `metadata.ownerReferences`, so the cluster's garbage collector removes them with it (reconcile/owner_refs.py).
+      By default the first of `gang_kinds`; a plugin whose first kind is not the longest-lived overrides it.
     """
 
     family: str = ""
@@ -251,6 +255,11 @@ class SchedulerBackend:
         super().__init_subclass__(**kwargs)
         if cls.gang_refs and "gang_kinds" not in cls.__dict__:
             cls.gang_kinds = tuple(getattr(cls, attr) for attr in cls.gang_refs)
+
+    @property
+    def root_ref(self) -> ObjectRef:
+        """The ObjectRef of the job's root object (class docstring): the first gang kind, created first."""
+        return self.gang_kinds[0]
 
     @classmethod
     def available(cls, served: set[str]) -> bool:

@@ -6,6 +6,8 @@ scheduleTimeoutSeconds (template `gang.scheduleTimeoutSeconds`, default 60). Pod
 place. Status: `phase` (Pending, Scheduling, Running, Finished, Failed, Unknown) and pod counters.
 
 Source: shared/reference/k8s-gang-apis.md §3 (scheduler-plugins `apis/scheduling/v1alpha1/types.go`).
+
+Root object (`root_ref`, ownerReferences): the job's one PodGroup; the Indexed Jobs and the Service name it.
 """
 from __future__ import annotations
 

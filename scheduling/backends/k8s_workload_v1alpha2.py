@@ -10,6 +10,9 @@ still reference it; gangweb releases it on its own PodGroups once none of the jo
 Source: shared/reference/k8s-gang-apis.md §1.3-1.8 (client docs V1alpha2PodGroupSpec/Status, website
 podgroup-api/lifecycle.md). Fields behind gates the local cluster does not enable (schedulingConstraints,
 priorityClassName, disruptionMode) are not set: the API server would drop them silently.
+
+Root object (`root_ref`, ownerReferences): the Workload. It is created first and outlives the PodGroup (the
+PodGroup is made from its template), so the PodGroup, the Indexed Jobs and the Service name it as their owner.
 """
 from __future__ import annotations
 

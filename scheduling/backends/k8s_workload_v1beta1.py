@@ -22,6 +22,10 @@ scheduler; creation order Workload -> PodGroup -> pods. What 1.37 changed, and w
   kube-controller-manager's PodGroupProtectionController once every pod of the group is Succeeded or Failed
   (PR #137641). gangweb never strips it: doing so while a pod can still run races that controller and leaves the
   PodGroup Terminating (the upstream review of KubeRay's plugin, PR #4962).
+
+Root object (`root_ref`, ownerReferences): the Workload, as in v1alpha2. Deleting it by hand lets the garbage
+collector delete the PodGroup (which then waits on its protection finalizer until the pods are gone), the Indexed
+Jobs and their pods, and the Service.
 """
 from __future__ import annotations
 

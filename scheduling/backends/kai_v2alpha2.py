@@ -12,6 +12,9 @@ carry `kai.scheduler/skip-podgrouper: "true"` so KAI's podgrouper leaves the gro
 Source: shared/reference/kai.md §2-3 (KAI `pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
 `examples/batch/external-podgroup-job.yaml`). KAI has no `minResources` on its PodGroup; its status carries no
 phase (removed in v0.17.0), only `schedulingConditions` and `resourcesStatus`.
+
+Root object (`root_ref`, ownerReferences): the job's one PodGroup. The Indexed Jobs and the Service name it as
+their (non-controller) owner; KAI's podgrouper never follows them, the owners carry `skip-podgrouper`.
 """
 from __future__ import annotations
 

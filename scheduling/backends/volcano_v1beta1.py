@@ -9,6 +9,8 @@ minTaskMember. Status: `phase` (Pending, Inqueue, Running, Completed, Unknown) a
 Source: shared/reference/k8s-gang-apis.md §4 (volcano-sh/apis `pkg/apis/scheduling/v1beta1/types.go`). The
 Volcano PodGroup CRD has no status subresource, so gangweb patches only `spec` (a merge patch), never the whole
 object, to leave Volcano's status alone.
+
+Root object (`root_ref`, ownerReferences): the job's one PodGroup; the Indexed Jobs and the Service name it.
 """
 from __future__ import annotations
 

@@ -60,6 +60,14 @@ class GangJob(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cleaned_up_at = models.DateTimeField(null=True, blank=True, help_text="cluster objects deleted")
+    # Retention of a finished job's Indexed Jobs and their pods (kept for inspection after the gang objects went):
+    # `remove_after` = finished_at + the retention (template `retentionSeconds`, else GANGWEB_FINISHED_RETENTION_
+    # SECONDS), set by the pass that first sees the job finished; `objects_removed_at` once a pass found none of the
+    # job's objects left. reconcile/retention.py.
+    remove_after = models.DateTimeField(null=True, blank=True, db_index=True,
+                                        help_text="when the finished job's Jobs and pods are removed")
+    objects_removed_at = models.DateTimeField(null=True, blank=True,
+                                              help_text="when a pass found none of the job's objects left")
     # {Indexed Job name: its metadata.uid}, recorded as gangweb creates (or first adopts) each of the job's Jobs:
     # the only owners whose pods count for the job (reconcile/ownership.py). NULL on rows written before it existed:
     # those trust any Job in the job's namespace that carries its label (and record nothing) until they finish.

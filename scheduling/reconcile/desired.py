@@ -14,7 +14,7 @@ from django.conf import settings
 
 from ..backends.base import GangSpec, PodSetSpec, SchedulerBackend
 from ..constants import LABEL_INSTANCE, LABEL_JOB, LABEL_JOB_UID, LABEL_MANAGED_BY, LABEL_POD_SET, MANAGED_BY_VALUE
-from ..kube import resources, runtime_classes
+from ..kube import limit_ranges, resources, runtime_classes
 from ..kube.objects import JOB, SERVICE
 from ..services.templates import DEFAULT_SCHEDULE_TIMEOUT_SECONDS, KAI_DURATIONS
 from . import names
@@ -30,8 +30,10 @@ def job_labels(job) -> dict:
     return job_labels_from(job.name, str(job.uid))
 
 
-def gang_spec(job) -> GangSpec:
-    """The GangSpec of `job` at its current `gang_generation` (names change with the generation)."""
+def gang_spec(job, limit_defaults: dict | None = None) -> GangSpec:
+    """The GangSpec of `job` at its current `gang_generation` (names change with the generation). `limit_defaults`
+    ({"limits", "requests"} of the job's namespace, `kube.limit_ranges.defaults`) are counted in `min_resources` for
+    containers that set no request: the LimitRanger adds them at admission (the pod templates keep the template's)."""
     resolved = job.resolved_spec
     uid, gen = str(job.uid), job.gang_generation
     owner_names = names.owner_names(job.name, [ps["name"] for ps in resolved["podSets"]], uid, gen,
@@ -50,7 +52,7 @@ def gang_spec(job) -> GangSpec:
         min_member=gang.get("minMember") or total,
         schedule_timeout_seconds=gang.get("scheduleTimeoutSeconds") or DEFAULT_SCHEDULE_TIMEOUT_SECONDS,
         min_resources=resources.as_resource_list(resources.gang_requests(
-            resolved["podSets"], runtime_classes.for_job(job))),
+            limit_ranges.with_defaults(resolved["podSets"], limit_defaults), runtime_classes.for_job(job))),
         pod_sets=pod_sets, labels=job_labels_from(job.name, uid), disruption_mode=gang.get("disruptionMode") or "",
         durations={k: gang[k] for k in KAI_DURATIONS if gang.get(k) is not None},
         scheduler_name=job.cluster.scheduler_name_for(resolved.get("backend", "")) if job.cluster_id else "",

@@ -20,8 +20,14 @@ desired objects from the job row (reconcile/desired.py), and then:
 - when the API server refuses for good to create one of them (400, 422, a 403 from admission: `CreateRefused`)
   ends the job Failed (reason CreateRefused, the object and the server's words in the message) and deletes every
   object already created for it, as a cancel does;
+- gives every object of the job but the root one ownerReference, to the job's root object (the backend's
+  `root_ref`, created first), and puts it back when it is removed by hand; an object whose reference names a root
+  that was deleted is deleted too and the set created again (reconcile/owner_refs.py);
+- keeps each Indexed Job's completions equal to its parallelism (both put back together: Indexed Jobs allow it);
 - on cancel deletes every object of the job and ends it Cancelled; when the job has finished (Succeeded or
-  Failed) and none of its pods is alive, deletes its gang objects and Service so they stop holding quota.
+  Failed) and none of its pods is alive, deletes its gang objects and Service so they stop holding quota (the
+  root with propagation Orphan, so the retained Jobs stay), and after the retention its Indexed Jobs and pods
+  (reconcile/retention.py).
 
 Status is derived by `reconcile.status.apply_observation` and written once per pass, only if it changed.
 Every pass leaves a ReconcileAttempt row. Unreachable cluster, 401/403, 429 and 5xx raise TransientKubeError
@@ -47,7 +53,7 @@ from ..backends.base import SchedulerBackend, object_source
 from ..choices import DesiredState, GangPhase, ReconcileOutcome
 from ..constants import LABEL_JOB_UID
 from ..kube import client as kube_client
-from ..kube import objects
+from ..kube import limit_ranges, objects
 from ..kube.errors import (
     CLUSTER_UNREACHABLE,
     CREATE_REFUSED,
@@ -62,13 +68,13 @@ from ..kube.errors import (
     describe,
     refuses_for_good,
 )
-from ..kube.objects import JOB, SERVICE
+from ..kube.objects import JOB, POD, SERVICE
 from ..kube.refs import ObjectRef
 from ..models import GangJob, PhaseTransition, ReconcileAttempt, RuntimeTemplate
 from ..observe.objects import created_at as o_created_at
 from ..services import policy
 from . import desired as desired_mod
-from . import ownership, refusals, status
+from . import owner_refs, ownership, refusals, retention, status
 from .observed import Observed, kind_key, obj_key, read
 
 log = logging.getLogger(__name__)
@@ -93,7 +99,9 @@ ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "T
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
                            NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, STORED_VERSION_UNREADABLE, UNEXPECTED_ERROR})
 STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
-                 "observed", "backend_plugin", "owner_uids")
+                 "observed", "backend_plugin", "owner_uids", "remove_after", "objects_removed_at")
+REMOVING = "RemovingObjects"  # a finished job's retained Jobs and pods are being deleted (retention)
+ROOT_DELETED = "RootDeleted"  # an object's ownerReference names a deleted root: it goes, and the set is recreated
 
 
 class Requeue(Exception):
@@ -280,7 +288,11 @@ class JobReconciler:
         new = registry.select(old.family, served)
         if (new is None or new is old) and self.job.is_terminal:
             # Finished, and its gang objects are out of the API's reach: nothing left that gangweb could delete.
+            # (Its retained Jobs are not read on this path: they are removed by the garbage collector when the
+            # cluster deletes the old objects, or by hand; the job is not looked at again.)
             self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
+            self.job.remove_after = self.job.remove_after or retention.remove_after(self.job)
+            self.job.objects_removed_at = self.job.objects_removed_at or self.job.cleaned_up_at
             raise _Done
         if new is None or new is old:
             known = ", ".join(registry.api_versions(old.family))
@@ -336,7 +348,7 @@ class JobReconciler:
             # Its pods (if any) name gang objects of an API the cluster no longer serves: start over under new
             # names in the new version. A scheduled or running gang keeps its pods and names.
             self.replace([f"apiVersion {self.retired.api_version} -> {self.backend.api_version}"])
-        spec = desired_mod.gang_spec(self.job)
+        spec = desired_mod.gang_spec(self.job, self.limit_defaults())
         wanted = self.backend.build_gang_objects(spec)
         patches, replace_fields = [], []
         for want in wanted:
@@ -358,27 +370,45 @@ class JobReconciler:
         if replace_fields or refused:
             replace_fields += refused
             self.replace(replace_fields)
-            spec = desired_mod.gang_spec(self.job)
+            spec = desired_mod.gang_spec(self.job, self.limit_defaults())
             wanted = self.backend.build_gang_objects(spec)
+        if any(w["metadata"]["name"] not in self.observed.gang_of(ref_of(self.backend, w)) for w in wanted):
+            self.ensure_volcano_queue(spec.queue)  # a Volcano PodGroup (the root there) only once its queue exists
+        root = self.ensure_root(wanted)
+        stale = False
         for want in wanted:
             ref = ref_of(self.backend, want)
-            if want["metadata"]["name"] not in self.observed.gang_of(ref):
-                self.ensure_volcano_queue(spec.queue)
+            if want["metadata"]["name"] == root["name"] and ref == self.backend.root_ref:
+                continue
+            owner_refs.with_owner(want, root)
+            have = self.observed.gang_of(ref).get(want["metadata"]["name"])
+            if have is None:
                 self.create_gang(ref, want)
-        owners = desired_mod.owners(self.backend, spec)
-        svc = desired_mod.service(spec)
+            else:
+                stale |= self.align_owner(ref, have, root, self.observed.gang_of(ref))
+        owners = [owner_refs.with_owner(o, root) for o in desired_mod.owners(self.backend, spec)]
+        svc = owner_refs.with_owner(desired_mod.service(spec), root)
         # A terminating object under a desired name is not "present": wait for it to go, then create it anew.
         for have in [*(self.observed.owners.get(w["metadata"]["name"]) for w in owners),
                      self.observed.services.get(svc["metadata"]["name"])]:
             if have is not None and is_terminating(have):
                 raise Requeue(WAIT_SECONDS, WAITING, f"{object_source(have)} is being deleted")
+        for want in owners:  # existing ones first: nothing is created next to objects of a deleted root
+            if want["metadata"]["name"] in self.observed.owners:
+                stale |= self.correct_owner(want, self.observed.owners[want["metadata"]["name"]], root)
+        if svc["metadata"]["name"] in self.observed.services:
+            stale |= self.align_owner(SERVICE, self.observed.services[svc["metadata"]["name"]], root,
+                                      self.observed.services)
+        if stale:
+            # Objects that belonged to a root deleted by hand were deleted (the garbage collector is at them too);
+            # the set is created again once they are gone (a Recreated attempt for a job that ran).
+            raise Requeue(WAIT_SECONDS, ROOT_DELETED, "objects of a deleted root object are being deleted; the job's "
+                                                      "objects are created again once they are gone")
         for want in owners:
             name = want["metadata"]["name"]
             if name not in self.observed.owners:
                 self.check_pod_policy(want)
                 self.observed.owners[name] = self.create_plain(JOB, want)
-            else:
-                self.correct_owner(want, self.observed.owners[name])
         # Their UIDs are what the job's pods are recognised by (reconcile/ownership.py); saved with the status.
         ownership.record(self.job, {w["metadata"]["name"]: self.observed.owners[w["metadata"]["name"]]
                                     for w in owners})
@@ -414,6 +444,13 @@ class JobReconciler:
             status.record_error(self.job, status.VOLCANO_QUEUE_MISSING, message)
             raise Requeue(WAIT_SECONDS, status.VOLCANO_QUEUE_MISSING, message)
         self._volcano_queue_checked = True
+
+    def limit_defaults(self) -> dict:
+        """The container defaults the job's namespace's LimitRanges add at admission (`kube.limit_ranges`, cached
+        per cluster and namespace), counted in the gang's minResources; read once per pass."""
+        if not hasattr(self, "_limit_defaults"):
+            self._limit_defaults = limit_ranges.defaults(self.api, self.job.cluster_id, self.ns)
+        return self._limit_defaults
 
     def check_pod_policy(self, want: dict) -> None:
         """Before creating an owner Job (what makes pods), check the job's namespace and resolved spec against the
@@ -532,26 +569,49 @@ class JobReconciler:
                 raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
         raise TransientKubeError("Conflict", f"{ref.kind} {self.ns}/{name} kept changing; will retry")
 
-    def correct_owner(self, want: dict, have: dict) -> None:
+    def correct_owner(self, want: dict, have: dict, root: dict) -> bool:
         """Put back the mutable fields of an Indexed Job edited by hand: `parallelism` (a scaled-down gang never
-        gets all its members) and `suspend` (gangweb never suspends). Merge patch with the read resourceVersion;
-        on 409 read again and retry. The pod template and completions are immutable and not compared here."""
+        gets all its members) together with `completions` (Indexed Jobs let completions change only in tandem
+        with parallelism, to the same value: k8s.io/kubernetes pkg/apis/batch/validation `validateCompletions`,
+        1.36 and 1.37; a completions left higher than parallelism runs extra pods later, outside the gang),
+        `suspend` (gangweb never suspends) and `metadata.ownerReferences` (the root alone, `owner_refs`). Merge
+        patch with the read resourceVersion; on 409 read again and retry. When the server refuses the patch for
+        good (400/422), the Job is deleted (UID precondition) and created anew by a later pass. Returns True when
+        the Job was deleted (refused patch, or its reference names a deleted root): the caller requeues."""
         name = want["metadata"]["name"]
         for _ in range(MAX_CONFLICT_RETRIES):
+            if is_terminating(have):
+                return True
+            if owner_refs.verdict(have, root) == owner_refs.STALE:
+                self.delete(JOB, have, propagation="Foreground")
+                return True
             spec = have.get("spec") or {}
-            patch = {}
-            if spec.get("parallelism") != want["spec"]["parallelism"]:
-                patch["parallelism"] = want["spec"]["parallelism"]
+            patch, fields = {}, []
+            count = want["spec"]["parallelism"]
+            if spec.get("parallelism") != count or spec.get("completions") != want["spec"]["completions"]:
+                patch["spec"] = {"parallelism": count, "completions": want["spec"]["completions"]}
+                fields += ["completions", "parallelism"]
             if spec.get("suspend"):
-                patch["suspend"] = False
+                patch.setdefault("spec", {})["suspend"] = False
+                fields.append("suspend")
+            if owner_refs.verdict(have, root) == owner_refs.PATCH:
+                patch.update(owner_refs.patch_body(root))
+                fields.append("ownerReferences")
             if not patch:
                 self.observed.owners[name] = have
-                return
+                return False
             try:
-                self.observed.owners[name] = objects.merge_patch(self.api, JOB, self.ns, name, {"spec": patch},
+                self.observed.owners[name] = objects.merge_patch(self.api, JOB, self.ns, name, patch,
                                                                  have["metadata"].get("resourceVersion"))
-                self.actions.append(f"update Job {self.ns}/{name}: {', '.join(sorted(patch))}")
-                return
+                self.actions.append(f"update Job {self.ns}/{name}: {', '.join(fields)}")
+                return False
+            except TerminalKubeError as exc:
+                if exc.status not in (400, 422):
+                    raise
+                self.actions.append(f"patch of Job {self.ns}/{name} refused ({exc.status}): {exc.message}; "
+                                    "replacing the Job")
+                self.delete(JOB, have, propagation="Foreground")
+                return True
             except ApiException as exc:
                 if exc.status == 404:
                     raise Requeue(1, "Conflict", f"Job {self.ns}/{name} vanished during update") from None
@@ -559,6 +619,37 @@ class JobReconciler:
                     raise
             have = self.read_ours(JOB, name)
         raise TransientKubeError("Conflict", f"Job {self.ns}/{name} kept changing; will retry")
+
+    def ensure_root(self, wanted: list[dict]) -> dict:
+        """Create the job's root object (the desired object of the backend's `root_ref`) when missing, and return
+        its OwnerReference (`owner_refs.reference`), which every other object of the job names."""
+        want = next(w for w in wanted if ref_of(self.backend, w) == self.backend.root_ref)
+        name = want["metadata"]["name"]
+        if name not in self.observed.gang_of(self.backend.root_ref):
+            self.create_gang(self.backend.root_ref, want)
+        return owner_refs.reference(self.observed.gang_of(self.backend.root_ref)[name])
+
+    def align_owner(self, ref: ObjectRef, have: dict, root: dict, store: dict) -> bool:
+        """Bring one observed object's `metadata.ownerReferences` to the root alone (`owner_refs.verdict`): patch it
+        (merge patch, read resourceVersion; the patched object replaces it in `store`), or, when its reference
+        names a deleted root, delete it (UID precondition) and return True (the caller requeues). A 404/409 means
+        it changed meanwhile: the next pass looks again."""
+        verdict = owner_refs.verdict(have, root)
+        if verdict == owner_refs.IN_SYNC or is_terminating(have):
+            return False
+        name = have["metadata"]["name"]
+        if verdict == owner_refs.STALE:
+            self.delete(ref, have)
+            return True
+        try:
+            store[name] = objects.merge_patch(self.api, ref, self.ns, name, owner_refs.patch_body(root),
+                                              have["metadata"].get("resourceVersion"))
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed during update") from None
+            raise
+        self.actions.append(f"update {ref.kind} {self.ns}/{name}: ownerReferences")
+        return False
 
     def read_ours(self, ref: ObjectRef, name: str) -> dict:
         """GET an object that should be this job's; NameConflict if it is someone else's, a countdown if it is
@@ -666,15 +757,18 @@ class JobReconciler:
             if exc.status not in (404, 409):  # gone already, or changed: the next pass looks again
                 raise
 
-    def delete_gang(self, keep: set[tuple[str, str]] = frozenset()) -> None:
+    def delete_gang(self, keep: set[tuple[str, str]] = frozenset(), orphan_root: bool = False) -> None:
         """Delete the job's gang objects (reverse creation order) except `keep` {(kind_key, name)}; release the
-        protection finalizer of terminating ones."""
+        protection finalizer of terminating ones. With `orphan_root`, the root object is deleted with propagation
+        Orphan: the garbage collector takes its ownerReference off the objects that remain (a finished job's
+        retained Indexed Jobs) instead of deleting them."""
         for ref in reversed(self.backend.gang_kinds):
             for name, obj in list(self.observed.gang_of(ref).items()):
                 if (kind_key(ref), name) in keep:
                     continue
                 if not is_terminating(obj):
-                    obj = self.delete(ref, obj)
+                    orphan = orphan_root and ref == self.backend.root_ref
+                    obj = self.delete(ref, obj, propagation="Orphan" if orphan else "Background")
                 if obj is not None:
                     self.release_finalizers(ref, obj)
 
@@ -734,26 +828,58 @@ class JobReconciler:
         """`cleaned_up_at` is set once a pass finds nothing left; until then it comes back after WAIT_SECONDS."""
         if nothing_left:
             self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
+            self.job.objects_removed_at = self.job.objects_removed_at or self.job.cleaned_up_at
         else:
             raise Requeue(WAIT_SECONDS, "CleaningUp", "waiting for the job's objects to be deleted")
 
     def clean_up_finished(self) -> None:
         """After Succeeded/Failed: once none of the job's pods is alive, delete its gang objects and Service (the
-        Indexed Jobs and finished pods stay for inspection; they hold no quota)."""
-        if self.job.cleaned_up_at:
+        root with propagation Orphan: the Indexed Jobs and finished pods stay for inspection; they hold no quota)
+        and set `cleaned_up_at`; once the retention has passed (`remove_after`, reconcile/retention.py), delete
+        the Indexed Jobs and pods too (`remove_retained`)."""
+        job = self.job
+        if job.remove_after is None:
+            job.remove_after = retention.remove_after(job)
+        if job.objects_removed_at:
             return
         if any((p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES for p in self.observed.pods):
             return
-        if not any(self.observed.gang.values()) and not self.observed.services:
+        if not job.cleaned_up_at:
+            if any(self.observed.gang.values()) or self.observed.services:
+                for svc in self.observed.services.values():
+                    if not is_terminating(svc):
+                        self.delete(SERVICE, svc)
+                self.delete_gang(orphan_root=True)
+                return
             if self.confirm_absence():  # a snapshot's "nothing" may predate the job's objects: look now
                 self.clean_up_finished()
                 return
-            self.job.cleaned_up_at = timezone.now()
+            job.cleaned_up_at = timezone.now()
+        if retention.due(job):
+            self.remove_retained()
+
+    def remove_retained(self) -> None:
+        """Retention over: delete the finished job's Indexed Jobs (Foreground: each goes after its pods), then any
+        pod of the job left without its Job, each with a UID precondition; `objects_removed_at` once a LIST of this
+        pass finds nothing of the job left. Until then the pass comes back after WAIT_SECONDS."""
+        if self.observed.is_empty():
+            if self.confirm_absence():
+                self.remove_retained()
+                return
+            self.job.objects_removed_at = timezone.now()
             return
-        for svc in self.observed.services.values():
+        for owner in self.observed.owners.values():
+            if not is_terminating(owner):
+                self.delete(JOB, owner, propagation="Foreground")
+        if not self.observed.owners:
+            for pod in self.observed.pods:
+                if not is_terminating(pod):
+                    self.delete(POD, pod)
+        for svc in self.observed.services.values():  # made again by hand after the cleanup: not the job's to keep
             if not is_terminating(svc):
                 self.delete(SERVICE, svc)
         self.delete_gang()
+        raise Requeue(WAIT_SECONDS, REMOVING, "deleting the finished job's Jobs and pods (retention over)")
 
 
 # ---- a pass with its bookkeeping ---------------------------------------------------------------------------------
@@ -812,6 +938,7 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
             status.record_phase(job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
                                 "cancelled before it was dispatched")
             job.cleaned_up_at = job.cleaned_up_at or timezone.now()
+            job.objects_removed_at = job.objects_removed_at or job.cleaned_up_at
             raise _Done
         api = api or kube_client.api_client(job.cluster)
         reconciler = JobReconciler(job, api, observed)

@@ -7,7 +7,8 @@ only for jobs whose objects differ from the desired state, and job rows are writ
 changed. Each job's pass is the same `run_pass` as the per-job task, fed with its slice of the snapshot.
 
 Jobs covered: every job of the cluster that is not finished, plus finished jobs whose objects were not yet
-cleaned up. A job that fails transiently here is recorded and simply looked at again on the next resync.
+cleaned up, plus finished jobs whose retention is over and whose Jobs and pods are not yet removed
+(reconcile/retention.py). A job that fails transiently here is recorded and simply looked at again on the next resync.
 
 Under a backlog (resync_all from the periodic task):
 - one resync per cluster at a time: a database lease (`models.leases`, works on SQLite and PostgreSQL) that lapses
@@ -109,12 +110,17 @@ def chunked(queryset, size: int = JOB_CHUNK, ordered: list[int] | None = None):
 
 
 def jobs_to_resync(cluster: Cluster, grace_seconds: float = 0):
-    """Jobs of `cluster` that need looking at: unfinished ones, and finished ones not yet cleaned up. With
+    """Jobs of `cluster` that need looking at: unfinished ones, finished ones not yet cleaned up, and finished ones
+    whose retention is over (`remove_after` passed, or never set) and whose Jobs and pods were not yet removed. With
     `grace_seconds`, not those whose own task was queued less than that ago: submitted (phase Submitted) or asked to
     cancel (not yet Cancelled) since then (`updated_at`); their task does it, and the resync after the grace does it
     if that task was lost."""
+    now = timezone.now()
     rows = (GangJob.objects.filter(cluster=cluster)
-            .filter(Q(phase__in=list(ACTIVE_PHASES)) | Q(cleaned_up_at__isnull=True))
+            .filter(Q(phase__in=list(ACTIVE_PHASES)) | Q(cleaned_up_at__isnull=True)
+                    | Q(objects_removed_at__isnull=True, remove_after__lte=now)
+                    | Q(objects_removed_at__isnull=True, remove_after__isnull=True,
+                        phase__in=[GangPhase.SUCCEEDED, GangPhase.FAILED]))
             .select_related("cluster", "queue"))
     if grace_seconds > 0:
         since = timezone.now() - timedelta(seconds=grace_seconds)

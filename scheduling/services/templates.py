@@ -33,6 +33,8 @@ DISRUPTION_MODES = ("single", "all")
 KAI_DURATIONS = {"preemptionDelay": False, "stalenessGracePeriod": True}
 DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # scheduler-plugins PodGroup scheduleTimeoutSeconds default
 MAX_REPLICAS = 10_000
+# `retentionSeconds`: how long a finished job's Indexed Jobs and pods stay (0 = removed as soon as it finished).
+MAX_RETENTION_SECONDS = 30 * 86400
 
 
 def _container(c, field: str, names: set) -> None:
@@ -146,6 +148,8 @@ def validate_template_spec(spec, field: str = "spec") -> dict:
         raise ValidationError({f"{field}.preemptibility": "must be '', 'preemptible' or 'non-preemptible'"})
     if spec.get("topologyConstraint") is not None:
         v.mapping(spec["topologyConstraint"], f"{field}.topologyConstraint")
+    if spec.get("retentionSeconds") is not None:
+        v.integer(spec["retentionSeconds"], f"{field}.retentionSeconds", minimum=0, maximum=MAX_RETENTION_SECONDS)
     overridable = spec.setdefault("overridable", [])
     v.string_list(overridable, f"{field}.overridable")
     for i, pattern in enumerate(overridable):

@@ -216,11 +216,14 @@ def test_a_running_job_pinned_to_a_removed_version_keeps_its_pods_and_gets_v1bet
              "Running")
     name = world.names(job).gang_name
     # As an upgrade leaves it: its v1alpha2 objects are no longer visible. Removed here as the release note asks an
-    # admin to, finalizer first: with its pods running, a plain delete would leave the PodGroup Terminating.
+    # admin to, finalizer first: with its pods running, a plain delete would leave the PodGroup Terminating; and
+    # with `--cascade=orphan` (docs/backends.md): the Workload is the job's root object, and a cascading delete would
+    # let the garbage collector delete the Indexed Job and its running pods with it.
     for ref in (K8sWorkloadV1beta1.POD_GROUP, K8sWorkloadV1beta1.WORKLOAD):
         objects.merge_patch(world.api, ref, world.namespace, name, {"metadata": {"finalizers": None}})
-        objects.delete(world.api, ref, world.namespace, name)
-    wait_for(lambda: world.get(K8sWorkloadV1beta1.POD_GROUP, name) is None, 30, "the PodGroup gone")
+        objects.delete(world.api, ref, world.namespace, name, propagation="Orphan")
+    wait_for(lambda: world.get(K8sWorkloadV1beta1.POD_GROUP, name) is None
+             and world.get(K8sWorkloadV1beta1.WORKLOAD, name) is None, 30, "the PodGroup and Workload gone")
     pin_to_retired_version(job)
     # The probe has not run since the upgrade: the cluster row still lists v1alpha2 as served.
     Cluster.objects.filter(pk=world.cluster.pk).update(
@@ -234,7 +237,10 @@ def test_a_running_job_pinned_to_a_removed_version_keeps_its_pods_and_gets_v1bet
     assert job.backend_plugin == "k8s-workload-v1beta1" and job.gang_generation == 0
     assert job.phase == GangPhase.RUNNING
     assert sorted(p["metadata"]["uid"] for p in running(world, job)) == sorted(p["metadata"]["uid"] for p in pods)
-    assert world.get(K8sWorkloadV1beta1.WORKLOAD, name) is not None  # the same names: its pods name them
+    workload = world.get(K8sWorkloadV1beta1.WORKLOAD, name)
+    assert workload is not None  # the same names: its pods name them
+    [owner] = world.gang(job, JOB)  # and the kept Indexed Job is owned by the new root
+    assert [r["uid"] for r in owner["metadata"]["ownerReferences"]] == [workload["metadata"]["uid"]]
 
 
 def test_an_exception_escaping_a_pass_is_recorded_as_an_attempt_with_a_reason(world, monkeypatch):

@@ -44,15 +44,22 @@ def live_pods(world, job) -> list[dict]:
 
 
 def remove_v1alpha2_objects(api) -> list[str]:
-    """What the release note asks of an admin: delete every v1alpha2 Workload and PodGroup (finalizers released)."""
+    """What the release note asks of an admin: delete every v1alpha2 Workload and PodGroup (finalizers released),
+    with `--cascade=orphan` (docs/backends.md: the Workload is each job's root object; a cascading delete would let
+    the garbage collector delete the jobs' Indexed Jobs and running pods with it)."""
     removed = []
     for ref in (K8sWorkloadV1alpha2.POD_GROUP, K8sWorkloadV1alpha2.WORKLOAD):
         for obj in objects.list_objects(api, ref, None, ""):
             meta = obj["metadata"]
             if meta.get("finalizers"):
                 objects.merge_patch(api, ref, meta["namespace"], meta["name"], {"metadata": {"finalizers": None}})
-            objects.delete(api, ref, meta["namespace"], meta["name"])
+            objects.delete(api, ref, meta["namespace"], meta["name"], propagation="Orphan")
             removed.append(f"{ref.kind} {meta['name']}")
+    # Orphan: each stays until the garbage collector has taken its reference off the dependents; gone before the
+    # upgrade, or 1.37 would find them in etcd.
+    wait_for(lambda: not any(objects.list_objects(api, ref, None, "")
+                             for ref in (K8sWorkloadV1alpha2.POD_GROUP, K8sWorkloadV1alpha2.WORKLOAD)), 60,
+             "the v1alpha2 objects gone")
     return removed
 
 
