@@ -39,7 +39,7 @@ from scheduling.services import cluster_usage, queue_usage
 from scheduling.services import jobs as job_service
 from scheduling.services import queues as queue_service
 from scheduling.services import templates as template_service
-from scheduling.views.display import requests_of_spec
+from scheduling.views.display import for_people, requests_of_spec
 from scheduling.views.preview import preview
 from tests import builders
 
@@ -249,7 +249,7 @@ def test_every_consumer_counts_the_same_request(shape, world, client, enqueued, 
     client.force_login(user)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     asks = re.search(r"<dt>Asks for</dt><dd>(.*?)</dd>", page).group(1)
-    assert f"· {want_kai['gpu']:,g} GPU · {want_kai['cpu']:,} millicores · {want_kai['memory']:,} MB" in asks
+    assert asks.endswith(" · ".join(for_people(r, want_kai[r]) for r in ("gpu", "cpu", "memory")))
 
     # the template preview (no cluster: a RuntimeClass's overhead is added where the job runs)
     if shape.submittable:
