@@ -70,7 +70,7 @@ def test_a_missing_priority_class_warns_at_submit_and_why_pending_quotes_the_ref
     assert why["summary"].startswith(
         "The cluster refuses to create the job's pods (0 of 2 exist) because of a PriorityClass the cluster lacks; "
         f"{fact['object']} says: ")
-    assert why["summary"].endswith("no PriorityClass with name no-such-priority was found.")
+    assert why["summary"].endswith("no PriorityClass with name no-such-priority was found. Queue: team-a.")
 
 
 def test_a_missing_runtime_class_warns_at_submit_and_why_pending_quotes_the_refusal(world):
@@ -155,7 +155,7 @@ def test_a_foreign_scheduling_gate_is_named_and_left_alone(world):
                     "pods": 2,
                     "message": "2 pods held by scheduling gate `example.com/hold` (from the job's pod template); "
                                "gangweb did not add it and will not remove it: whoever added it must remove it"}
-    assert why["summary"] == _sentence(fact["message"])
+    assert why["summary"] == _sentence(fact["message"]) + " Queue: team-a."  # every summary names the queue
     assert world.reconcile(job).error is None  # another pass: the gate stays on every pod
     pods = world.gang(job, POD)
     assert len(pods) == 2
@@ -171,7 +171,7 @@ def test_a_scheduler_nothing_answers_to_is_named_after_the_silence_window(world,
     (fact,) = why["blocking"]
     assert (fact["scheduler"], fact["seconds"], fact["pods"]) == ("kai-scheduler", 2, 2)
     assert why["summary"] == ("No scheduler named `kai-scheduler` has acted on these pods in 2 s — is it running in "
-                              "this cluster?")
+                              "this cluster? Queue: team-a.")
 
 
 def _sentence(clause: str) -> str:
