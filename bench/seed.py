@@ -100,21 +100,21 @@ def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster
 def _insert_history(cur, first: int, last: int, phase_order: dict) -> None:
     """Every job in [first, last] gets the lifecycle phases up to its own (Running for finished jobs), plus its
     terminal phase, a few minutes apart, as the reconciler would have recorded them (all in the first pass:
-    attempt 0, the model's default, which the table itself does not fill in)."""
+    attempt 0, the model's default, which the table itself does not fill in; times the cluster's, not inferred)."""
     jobs, history = GangJob._meta.db_table, PhaseTransition._meta.db_table
     lifecycle = ", ".join(f"('{p}', {i})" for p, i in phase_order.items())
     reached = ("CASE WHEN j.phase IN (SELECT phase FROM lc) THEN (SELECT ord FROM lc WHERE lc.phase = j.phase) "
                f"ELSE {len(LIFECYCLE) - 1} END")
     cur.execute(f"""
         WITH lc(phase, ord) AS (VALUES {lifecycle})
-        INSERT INTO {history} (job_id, phase, at, recorded_at, source, reason, message, attempt)
+        INSERT INTO {history} (job_id, phase, at, recorded_at, source, reason, message, attempt, inferred)
         SELECT j.id, lc.phase, j.created_at + make_interval(secs => lc.ord * 120),
                j.created_at + make_interval(secs => lc.ord * 120 + 1), 'PodGroup default/' || j.name,
-               'Seeded', '', 0
+               'Seeded', '', 0, false
         FROM {jobs} j JOIN lc ON lc.ord <= {reached}
         WHERE j.id BETWEEN %s AND %s
         UNION ALL
-        SELECT j.id, j.phase, j.finished_at, j.finished_at, 'gangweb', 'Seeded', '', 0
+        SELECT j.id, j.phase, j.finished_at, j.finished_at, 'gangweb', 'Seeded', '', 0, false
         FROM {jobs} j WHERE j.id BETWEEN %s AND %s AND j.finished_at IS NOT NULL
     """, [first, last, first, last])
 
