@@ -6,7 +6,6 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -44,6 +43,7 @@ from ..services import jobs as job_service
 from ..services import queues as queue_service
 from ..services import templates as template_service
 from ..services import tokens as token_service
+from ..services import validation as v
 from ..services.errors import PermissionDenied
 from . import preferences
 from . import serializers as s
@@ -289,10 +289,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
             samples = samples.filter(cluster__name=params["cluster"])
         for key, lookup in (("since", "at__gte"), ("until", "at__lt")):
             if params.get(key):
-                when = parse_datetime(params[key])
-                if when is None:
-                    raise DjangoValidationError({key: f"'{params[key][:40]}' is not an ISO 8601 date-time"})
-                samples = samples.filter(**{lookup: when})
+                samples = samples.filter(**{lookup: v.date_time(params[key], key)})
         rows = list(samples.order_by("-at")[:5000])[::-1]
         return Response({"units": UNITS, "samples": s.QueueUsageSampleSerializer(rows, many=True).data})
 

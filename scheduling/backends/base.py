@@ -197,8 +197,12 @@ def _patch_within(want, have, leaves: list[list[str]]):
 
 
 def parse_time(value) -> datetime | None:
-    """An RFC 3339 timestamp from the API ("2026-11-29T14:00:00Z") as an aware datetime, or None."""
-    return parse_datetime(value) if isinstance(value, str) and value else None
+    """An RFC 3339 timestamp from the API ("2026-11-29T14:00:00Z") as an aware datetime, or None: also for a
+    malformed one or one naming no such day (objects in a cluster are written by others)."""
+    try:
+        return parse_datetime(value) if isinstance(value, str) and value else None
+    except ValueError:
+        return None
 
 
 def object_source(obj: dict) -> str:

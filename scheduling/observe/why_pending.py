@@ -30,6 +30,7 @@ because the answer is rebuilt from the current objects on every observation.
 """
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
@@ -235,10 +236,15 @@ def summary(why: dict, scheduler_name: str = "") -> str:
 
 
 def naming_queue(text: str, queue_name: str) -> str:
-    """`text` with the job's queue named: unchanged when it already names `queue_name` (or there is none), else
-    followed by "Queue: <name>." (so every summary says which queue the job waits in, issue 21)."""
-    if not queue_name or queue_name in text:
+    """`text` with the job's queue named: unchanged when it already names it as a queue ("queue team-a",
+    "Queue 'team-a'", or there is no name), else followed by "Queue: <name>." as a sentence of its own (so every
+    summary says which queue the job waits in, issue 21). A namespace or object that merely contains the name
+    does not count."""
+    if not queue_name or re.search(rf"\bqueue:?\s+['`\"]?{re.escape(queue_name)}(?![\w.-])", text, re.IGNORECASE):
         return text
+    text = text.rstrip()
+    if text and text[-1] not in ".?!":
+        text += "."
     return f"{text} Queue: {queue_name}." if text else f"Queue: {queue_name}."
 
 

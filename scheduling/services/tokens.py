@@ -17,7 +17,6 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from ..choices import TokenAction
 from ..models import ApiToken, QueuePolicy
@@ -70,11 +69,9 @@ def create(user, data) -> tuple[ApiToken, str]:
         expires_at = now + timedelta(days=_default_days())
     else:
         try:
-            parsed = parse_datetime(expires_at) if isinstance(expires_at, str) else None
-        except ValueError:  # well formed but no such date or offset: 2027-02-30, +25:00
-            parsed = None
-        if parsed is None or parsed.tzinfo is None:
-            raise ValidationError({"expires_at": "must be an ISO 8601 date-time with a time zone"})
+            parsed = v.date_time(expires_at, "expires_at", require_zone=True)
+        except ValidationError:
+            raise ValidationError({"expires_at": "must be an ISO 8601 date-time with a time zone"}) from None
         if parsed <= now:
             raise ValidationError({"expires_at": "must be in the future"})
         if parsed > now + timedelta(days=_max_days()):

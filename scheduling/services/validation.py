@@ -83,6 +83,23 @@ def duration(value, field: str, *, allow_negative: bool = False) -> str:
     return value
 
 
+def date_time(value, field: str, *, require_zone: bool = False):
+    """An ISO 8601 date-time string as a datetime (aware when it carries an offset). Raises ValidationError naming
+    `field` when it is not a string in that form, names no such day or offset (2026-02-30, +25:00: Django's
+    `parse_datetime` raises ValueError for those), or, with `require_zone`, has no offset."""
+    from django.utils.dateparse import parse_datetime
+
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise ValidationError({field: f"'{str(value)[:40]}' is not an ISO 8601 date-time"})
+    if require_zone and parsed.tzinfo is None:
+        raise ValidationError({field: "must be an ISO 8601 date-time with a time zone"})
+    return parsed
+
+
 def mapping(value, field: str) -> dict:
     """A JSON object."""
     if not isinstance(value, dict):

@@ -158,6 +158,11 @@ def test_usage_history_filters_by_cluster_and_time(api):
     r = api.get("/api/v1/queues/team/usage/", {"cluster": "east", "since": since})
     assert [s["allocated_gpu"] for s in r.data["samples"]] == [1, 2]
     assert api.get("/api/v1/queues/team/usage/", {"since": "yesterday"}).status_code == 400
+    # shaped like a date-time but naming no such day or hour (Django's parser raises there: it was a 500)
+    for key, value in (("since", "2026-13-45T00:00:00"), ("since", "2026-02-30T10:00:00"),
+                       ("until", "2026-12-01T25:00:00")):
+        r = api.get("/api/v1/queues/team/usage/", {key: value})
+        assert (r.status_code, r.data) == (400, {key: [f"'{value}' is not an ISO 8601 date-time"]}), r.content
 
 
 # --- submit against the queue's limits (KAI checks the queue and every ancestor) ---------------------------------

@@ -122,6 +122,13 @@ def test_waiting_for_the_scheduler_names_the_queue():
                                                                        "this gang needs 4."),
     ("This job needs 16 GPUs.", "This job needs 16 GPUs. Queue: team-a."),
     ("", "Queue: team-a."),
+    # the scheduler's words without a full stop: the queue still gets a sentence of its own
+    ("No preemption victims found for incoming preemptor", "No preemption victims found for incoming preemptor. "
+                                                           "Queue: team-a."),
+    # a namespace or object that contains the queue's name does not name the queue
+    ("2 pods in namespace team-a wait.", "2 pods in namespace team-a wait. Queue: team-a."),
+    ("Queue team-a-gpu is full.", "Queue team-a-gpu is full. Queue: team-a."),
+    ("queue 'team-a' does not exist in the cluster", "queue 'team-a' does not exist in the cluster"),
 ])
 def test_naming_queue_adds_the_name_only_when_missing(text, expected):
     assert why_pending.naming_queue(text, "team-a") == expected
