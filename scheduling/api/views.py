@@ -527,7 +527,12 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @extend_schema(request=None, responses={201: s.GangJobDetailSerializer})
     @action(detail=True, methods=["post"])
     def resubmit(self, request, pk=None):
-        """Submit a finished job again, as a new job with the same inputs."""
+        """Submit a finished job again, as a new job with the same inputs. It takes no body: a field sent would be
+        ignored, so it is a 400 naming it (submit a new job to change inputs)."""
+        if isinstance(request.data, dict) and request.data:
+            raise DjangoValidationError({sorted(request.data)[0]: "unknown field; resubmit takes no body: it asks "
+                                                                  "again for the same inputs (submit a new job to "
+                                                                  "change them)"})
         job = job_service.resubmit(request.user, self.get_object())
         return self._detail(job, status.HTTP_201_CREATED)
 

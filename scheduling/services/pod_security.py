@@ -111,6 +111,9 @@ CONTROLS: dict[str, Control] = {c.id: c for c in (
 # the GPUs it allocates. `envFrom` cannot be checked here (the values live in the cluster): docs/security.md asks
 # cluster admins to turn the toolkit's switch off, which closes that path too.
 DEVICE_VISIBILITY_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES", "AMD_VISIBLE_DEVICES", "HABANA_VISIBLE_DEVICES"})
+# Literal values that expose no device (NVIDIA Container Toolkit: "void" or empty: none; "none": no GPU, driver
+# capabilities only), so setting them is allowed: a pod that asks to see nothing takes nothing.
+DEVICE_HIDING_VALUES = ("", "void", "none")
 
 # capabilities_baseline: the container runtime's default set (check_capabilities_baseline.go, capabilities_allowed_1_0)
 BASELINE_CAPABILITIES = frozenset({"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
@@ -486,8 +489,10 @@ def check_tenant(template, rules: TenantRules, exceptions=()) -> list[Violation]
         add("priorityClassName", "spec.priorityClassName", "system- priority classes are the cluster's own")
     for at, container in pod.containers:
         for i, var in enumerate(_l(container.get("env"))):
-            name = _d(var).get("name")
-            if isinstance(name, str) and name in DEVICE_VISIBILITY_ENV:
+            var = _d(var)
+            name = var.get("name")
+            hides = var.get("valueFrom") is None and var.get("value") in (None, *DEVICE_HIDING_VALUES)
+            if isinstance(name, str) and name in DEVICE_VISIBILITY_ENV and not hides:
                 add("deviceVisibilityEnv", f"{at}.env[{i}]", f"{_short(name)} must not be set: the container "
                     "runtime would expose devices the pod did not request; request them as resources instead")
     return found

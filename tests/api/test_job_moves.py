@@ -45,3 +45,16 @@ def test_resubmitting_after_the_queue_stopped_allowing_the_namespace_is_400_and_
     r = teams.clients["a_sub"].post(f"/api/v1/jobs/{job.pk}/resubmit/")
     assert r.status_code == 400, r.data
     assert GangJob.objects.count() == before
+
+
+def test_a_resubmit_with_a_body_is_400_naming_the_field_and_creates_nothing(teams):
+    """Resubmit asks again for the same inputs; overrides sent with it were silently dropped (201 with none)."""
+    job = teams.a_job
+    GangJob.objects.filter(pk=job.pk).update(phase=GangPhase.SUCCEEDED)
+    before = GangJob.objects.count()
+    r = teams.clients["a_sub"].post(f"/api/v1/jobs/{job.pk}/resubmit/",
+                                    {"overrides": {"podSets": {"worker": {"replicas": 3}}}}, format="json")
+    assert r.status_code == 400, r.data
+    assert list(r.data) == ["overrides"] and "resubmit takes no body" in r.data["overrides"][0]
+    assert GangJob.objects.count() == before
+    assert teams.clients["a_sub"].post(f"/api/v1/jobs/{job.pk}/resubmit/", {}, format="json").status_code == 201

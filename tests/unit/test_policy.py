@@ -71,6 +71,9 @@ def test_the_seccomp_annotation_is_refused_even_though_only_old_versions_check_i
      "deviceVisibilityEnv", "spec.containers[main].env[1]"),
     ({"initContainers": [{"name": "warm", "image": "x", "env": [{"name": "HABANA_VISIBLE_DEVICES", "value": "0"}]}]},
      "deviceVisibilityEnv", "spec.initContainers[warm].env[0]"),
+    ({"containers": [{"name": "main", "image": "x", "env": [
+        {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "gpus", "key": "all"}}}]}]},
+     "deviceVisibilityEnv", "spec.containers[main].env[0]"),
 ])
 def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, field):
     assert [(v.control, v.field) for v in pss.check_tenant(pod_specs.pod(spec=changes), NO_RULES)] == [(control, field)]
@@ -81,6 +84,9 @@ def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, 
     {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
     {"containers": [{"name": "main", "image": "x", "env": [
         {"name": "CUDA_VISIBLE_DEVICES", "value": "0"}, {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute"}]}]},
+    {"containers": [{"name": "main", "image": "x", "env": [  # values that expose no device
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}, {"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"},
+        {"name": "AMD_VISIBLE_DEVICES", "value": ""}]}]},
     {"volumes": [{"name": "s", "secret": {"secretName": "hf-token"}}, {"name": "e", "emptyDir": {}},
                  {"name": "p", "projected": {"sources": [{"configMap": {"name": "c"}}]}}]},
 ])
