@@ -64,6 +64,24 @@ def _container(c, field: str, names: set) -> None:
             quantities.parse_resource(rname, qty, f"{field}.resources.{part}.{rname}")
 
 
+def _scheduling_gates(gates, field: str) -> None:
+    """`schedulingGates`: a list of {name} with unique qualified names, as the API server requires (core/v1
+    validation, validateSchedulingGates); otherwise every job of the template is refused in the cluster."""
+    if gates is None:
+        return
+    if not isinstance(gates, list):
+        raise ValidationError({field: "must be a list of {name} objects"})
+    seen = set()
+    for i, gate in enumerate(gates):
+        name = v.mapping(gate, f"{field}[{i}]").get("name")
+        if not v.is_qualified_name(name):
+            raise ValidationError({f"{field}[{i}].name": f"'{str(name)[:80]}' is not a qualified name "
+                                                         "(e.g. example.com/hold)"})
+        if name in seen:
+            raise ValidationError({f"{field}[{i}].name": f"duplicate scheduling gate '{name}'"})
+        seen.add(name)
+
+
 def validate_pod_template(template, field: str) -> None:
     """Validate a core/v1 PodTemplateSpec dict: at least one container, names, images, env and quantities.
 
@@ -83,6 +101,7 @@ def validate_pod_template(template, field: str) -> None:
         v.label_map(spec["nodeSelector"], f"{field}.spec.nodeSelector")
     if "tolerations" in spec and not isinstance(spec["tolerations"], list):
         raise ValidationError({f"{field}.spec.tolerations": "must be a list"})
+    _scheduling_gates(spec.get("schedulingGates"), f"{field}.spec.schedulingGates")
     if spec.get("priorityClassName"):
         v.dns_subdomain(spec["priorityClassName"], f"{field}.spec.priorityClassName")
     for rname, qty in v.mapping(spec.get("overhead", {}), f"{field}.spec.overhead").items():

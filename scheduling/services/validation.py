@@ -107,13 +107,21 @@ def mapping(value, field: str) -> dict:
     return value
 
 
+def is_qualified_name(value) -> bool:
+    """True for a Kubernetes qualified name ("example.com/hold", "hold"): an optional DNS-subdomain prefix and a
+    name of 1-63 alphanumerics, '-', '_' or '.' (apimachinery validation.IsQualifiedName)."""
+    if not isinstance(value, str):
+        return False
+    prefix, _, name = value.rpartition("/")
+    bad_prefix = prefix and not DNS1123_SUBDOMAIN.fullmatch(prefix)
+    return bool(name) and len(name) <= 63 and bool(LABEL_VALUE.fullmatch(name)) and not bad_prefix
+
+
 def label_map(value, field: str) -> dict[str, str]:
     """Kubernetes labels or a nodeSelector: qualified-name keys, label-value values (at most 63 characters)."""
     mapping(value, field)
     for key, val in value.items():
-        prefix, _, name = key.rpartition("/")
-        bad_prefix = prefix and not DNS1123_SUBDOMAIN.fullmatch(prefix)
-        if not name or len(name) > 63 or not LABEL_VALUE.fullmatch(name) or bad_prefix:
+        if not is_qualified_name(key):
             raise ValidationError({f"{field}.{key[:80]}": "is not a valid label key"})
         if not isinstance(val, str) or len(val) > 63 or not LABEL_VALUE.fullmatch(val):
             raise ValidationError({f"{field}.{key[:80]}": f"'{str(val)[:80]}' is not a valid label value (<= 63 "
