@@ -9,7 +9,7 @@ import pytest
 
 from scheduling.choices import GangPhase as P
 from scheduling.kube import objects
-from scheduling.kube.objects import JOB, POD
+from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob
 from scheduling.services import timeline
 from tests import builders
@@ -35,13 +35,14 @@ def test_a_running_jobs_vanished_owner_and_gang_objects_are_recreated_as_a_new_a
     names = world.names(job)
     owner = names.pod_sets[0].owner_name
 
-    # Gone by hand: the owner Job (its pods go with it) and the gang objects.
+    # Gone by hand: the owner Job (its pods go with it) and the gang objects. The Workload is the job's root, so the
+    # garbage collector deletes the Service it owns too (docs/backends.md, "Root object").
     for ref in (JOB, world.k8s.POD_GROUP, world.k8s.WORKLOAD):
         for obj in world.gang(job, ref):
             objects.delete(world.api, ref, world.namespace, obj["metadata"]["name"])
     wait_for(lambda: not any(world.gang(job, ref)
-                             for ref in (JOB, world.k8s.POD_GROUP, world.k8s.WORKLOAD, POD)), timeout=60,
-             what="the owner Job, its pods and the gang objects gone")
+                             for ref in (JOB, world.k8s.POD_GROUP, world.k8s.WORKLOAD, POD, SERVICE)), timeout=60,
+             what="the owner Job, its pods, the gang objects and (through the root) the Service gone")
 
     result = world.reconcile(job)
 
@@ -49,11 +50,11 @@ def test_a_running_jobs_vanished_owner_and_gang_objects_are_recreated_as_a_new_a
     ns = world.namespace
     assert [a for a in result.actions if a.startswith("create ")] == [
         f"create Workload {ns}/{names.gang_name}", f"create PodGroup {ns}/{names.gang_name}",
-        f"create Job {ns}/{owner}"]
+        f"create Job {ns}/{owner}", f"create Service {ns}/{names.service_name}"]
     restart = GangJob.objects.get(pk=job.pk).transitions.get(phase=P.DISPATCHED, attempt=1)
     assert (restart.reason, restart.source) == ("Recreated", f"Job {ns}/{owner}")
     assert restart.message == (f"recreated what was missing from the cluster: Workload {ns}/{names.gang_name}, "
-                               f"PodGroup {ns}/{names.gang_name}, Job {ns}/{owner}")
+                               f"PodGroup {ns}/{names.gang_name}, Job {ns}/{owner}, Service {ns}/{names.service_name}")
     # At the new objects' creationTimestamp: the first one created (the Workload), which under load can be a second
     # before the Job's (reconcile/jobs.py `note_restart`).
     created = [world.get(JOB, owner), world.get(world.k8s.WORKLOAD, names.gang_name),
