@@ -299,6 +299,15 @@ def cluster_objects(api, namespace: str | None = None) -> dict[str, Counter]:
     return by_job
 
 
+def pods_of(api, namespace: str, uid: str) -> list[dict]:
+    """Every pod of `namespace` labelled with gangweb job `uid`, whatever its phase (one LIST by label)."""
+    from scheduling.constants import LABEL_JOB_UID
+    from scheduling.kube import objects
+    from scheduling.kube.objects import POD
+
+    return list(objects.list_objects(api, POD, namespace, f"{LABEL_JOB_UID}={uid}"))
+
+
 def census(client: Client, api, namespace: str, gang_kinds=("Workload", "PodGroup"), owners: int = 1) -> Census:
     """Count the jobs of `namespace` by phase and their objects in the cluster; list every problem (see the
     module docstring). A live job must hold exactly one of each of `gang_kinds`, `owners` Jobs and one Service;

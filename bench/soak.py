@@ -26,11 +26,10 @@ import re
 import tempfile
 import threading
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .faultstack import Client, FaultStack, census, cluster_objects, create_namespace
+from .faultstack import Client, FaultStack, census, create_namespace, pods_of
 from .stack import log
 
 NAMESPACE = "soak"
@@ -135,8 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 job = client.job(job_id)
                 if job["phase"] == "Cancelled":
                     cancelled_reads += 1
-                    left = cluster_objects(api, NAMESPACE).get(uid, Counter())
-                    pods_after_cancelled += left["pods"]
+                    pods_after_cancelled += len(pods_of(api, NAMESPACE, uid))
                     del pending[job_id]
             jobs = client.jobs(NAMESPACE)
             unfinished = [j for j in jobs if j["phase"] not in ("Succeeded", "Failed", "Cancelled")
