@@ -18,7 +18,7 @@ import json
 import time
 import uuid
 
-from .common import allow_namespaces, logged_in_session, ms, percentile, ratio
+from .common import allow_namespaces, create_owned, logged_in_session, ms, percentile, ratio
 from .stack import log
 
 GOAL_RATIO = 0.8
@@ -108,15 +108,14 @@ def baseline_objects(version, queue, namespace: str, name: str, served: list[str
 
 
 def _baseline_round(api, version, queue, start: int, count: int) -> tuple[float, int]:
-    from scheduling.kube import objects
+    from scheduling.backends import registry
 
     served = served_apis_of(queue)
     bodies = [baseline_objects(version, queue, BASE_NS, f"base-{i}", served) for i in range(start, start + count)]
+    root_ref = registry.select(version.spec["backend"], served)().root_ref
     t0 = time.perf_counter()
-    for job_objects in bodies:
-        for ref, body in job_objects:
-            objects.create(api, ref, body)
-    return time.perf_counter() - t0, sum(len(b) for b in bodies)
+    created = sum(create_owned(api, root_ref, job_objects) for job_objects in bodies)
+    return time.perf_counter() - t0, created
 
 
 def _gangweb_round(session, base_url: str, version, queue, cluster, start: int, count: int, timeout: float):

@@ -93,7 +93,8 @@ def count_pods(api) -> int:
 
 def job_objects(backend, job) -> list[tuple[object, dict]]:
     """[(ObjectRef, body)] gangweb's dispatch creates for `job`, in its order: gang objects, Indexed Jobs, Service
-    (built by gangweb's desired-state code, so a resync finds them exactly as it wants them)."""
+    (built by gangweb's desired-state code; `common.create_owned` adds the root's OwnerReference as the dispatch
+    does, so a resync finds them exactly as it wants them and patches nothing)."""
     from scheduling.kube.objects import JOB, SERVICE
     from scheduling.reconcile import desired
     from scheduling.reconcile.jobs import ref_of
@@ -107,11 +108,10 @@ def _create_all(api, backend, jobs: list, threads: int) -> None:
     """Create every job's objects from `threads` threads (one shared ApiClient; its pool holds 10+ connections)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from scheduling.kube import objects
+    from .common import create_owned
 
     def create(job):
-        for ref, body in job_objects(backend, job):
-            objects.create(api, ref, body)
+        create_owned(api, backend.root_ref, job_objects(backend, job))
 
     with ThreadPoolExecutor(threads) as pool:
         for _ in pool.map(create, jobs):
