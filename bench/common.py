@@ -159,17 +159,19 @@ def profile(name: str, fn: Callable[[], object]) -> str:
     return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)
 
 
-def create_owned(api, root_ref, job_objects: list[tuple[object, dict]]) -> int:
+def create_owned(api, root_ref, job_objects: list[tuple[object, dict]]) -> list[tuple[object, dict]]:
     """Create one job's objects as gangweb's dispatch leaves them: the root object (the item whose ObjectRef is
     `root_ref`, the backend plugin's root) first, then every other one carrying the root's OwnerReference
-    (`reconcile.owner_refs`). `job_objects` is [(ObjectRef, body)]; bodies are changed in place. Returns the number
-    of create requests. Raises ApiException as `kube.objects.create` does (409 when a name is taken)."""
+    (`reconcile.owner_refs`). `job_objects` is [(ObjectRef, body)]; bodies are changed in place. Returns
+    [(ObjectRef, object as the server created it)], in creation order. Raises ApiException as
+    `kube.objects.create` does (409 when a name is taken)."""
     from scheduling.kube import objects
     from scheduling.reconcile import owner_refs
 
     root = next(body for ref, body in job_objects if ref == root_ref)
-    reference = owner_refs.reference(objects.create(api, root_ref, root))
+    created = [(root_ref, objects.create(api, root_ref, root))]
+    reference = owner_refs.reference(created[0][1])
     for ref, body in job_objects:
         if body is not root:
-            objects.create(api, ref, owner_refs.with_owner(body, reference))
-    return len(job_objects)
+            created.append((ref, objects.create(api, ref, owner_refs.with_owner(body, reference))))
+    return created

@@ -114,7 +114,7 @@ def _baseline_round(api, version, queue, start: int, count: int) -> tuple[float,
     bodies = [baseline_objects(version, queue, BASE_NS, f"base-{i}", served) for i in range(start, start + count)]
     root_ref = registry.select(version.spec["backend"], served)().root_ref
     t0 = time.perf_counter()
-    created = sum(create_owned(api, root_ref, job_objects) for job_objects in bodies)
+    created = sum(len(create_owned(api, root_ref, job_objects)) for job_objects in bodies)
     return time.perf_counter() - t0, created
 
 

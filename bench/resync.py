@@ -108,14 +108,21 @@ def _create_all(api, backend, jobs: list, threads: int) -> None:
     """Create every job's objects from `threads` threads (one shared ApiClient; its pool holds 10+ connections)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from scheduling.kube.objects import JOB
+    from scheduling.models import GangJob
+
     from .common import create_owned
 
     def create(job):
-        create_owned(api, backend.root_ref, job_objects(backend, job))
+        created = create_owned(api, backend.root_ref, job_objects(backend, job))
+        # What the dispatch records (`reconcile.ownership.record`): the UID of each owner Job it created, by name.
+        # Without it a pass trusts none of the Jobs (ownership.trust) and takes each for someone else's.
+        job.owner_uids = {obj["metadata"]["name"]: obj["metadata"]["uid"] for ref, obj in created if ref == JOB}
+        return job
 
     with ThreadPoolExecutor(threads) as pool:
-        for _ in pool.map(create, jobs):
-            pass
+        done = list(pool.map(create, jobs))
+    GangJob.objects.bulk_update(done, ["owner_uids"], batch_size=500)
 
 
 def build(stack, upto: int, threads: int = 8, timeout: float = 900) -> dict:
