@@ -252,6 +252,9 @@ class SchedulerBackend:
     releasable_finalizers: tuple[str, ...] = ()
     # Pod `spec` fields the plugin reads back from the cluster (`pod_in_group`); kept when pods are listed slim.
     pod_spec_keys: tuple[str, ...] = ()
+    # The highest priority value the API server accepts on the gang object whose priorityClassName the plugin sets
+    # (None: no limit, or the plugin sets none); services/templates.check_gang_priority_class refuses a class above.
+    max_gang_priority: int | None = None
 
     def __init_subclass__(cls, **kwargs):
         """Compute `gang_kinds` from `gang_refs` (the subclass's own refs, inherited or overridden), unless the

@@ -14,7 +14,9 @@ scheduler; creation order Workload -> PodGroup -> pods. What 1.37 changed, and w
 - `priorityClassName` (the job's priority class) and `disruptionMode` (`gang.disruptionMode` of the template:
   "single" or "all", a union `{single: {}} | {all: {}}`) are served under GenericWorkload alone and set when
   asked for. `preemptionPolicy` (gate PodGroupPreemptionPolicy) and `schedulingConstraints` (gate
-  TopologyAwareWorkloadScheduling) are alpha and off, so they are not set;
+  TopologyAwareWorkloadScheduling) are alpha and off, so they are not set. The Priority admission plugin fills
+  the PodGroup's `priority` from the class, and validation caps it at 1000000000 (`max_gang_priority`): a
+  `system-*` class (2000000000 and up) is refused at submit (services/templates.check_gang_priority_class);
 - status: `PodGroupInitiallyScheduled` (renamed from PodGroupScheduled) is terminal once True and never reverts
   (PR #139743), so its lastTransitionTime is when the gang was admitted, and a gang that later lost members is
   judged from its live pods (observe/phases.py re-queues it); `DisruptionTarget`/`PreemptionByScheduler` as before;
@@ -50,6 +52,9 @@ class K8sWorkloadV1beta1(K8sWorkloadV1alpha2):
     gang_kinds = (WORKLOAD, POD_GROUP)
     immutable_spec = False
     releasable_finalizers = ()  # left to the PodGroupProtectionController (module docstring)
+    # PodGroupSpec.priority `+k8s:maximum=1000000000` (HighestUserDefinablePriority, k8s.io/api@v0.37.2
+    # scheduling/v1beta1/types.go), filled by the Priority admission plugin from priorityClassName.
+    max_gang_priority = 1_000_000_000
 
     def template_fields(self, spec: GangSpec) -> dict:
         """`priorityClassName` and `disruptionMode` when the job asks for them (both immutable once created)."""

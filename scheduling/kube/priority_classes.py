@@ -10,14 +10,11 @@ most MAX_CLASSES are kept.
 """
 from __future__ import annotations
 
-import logging
-
 from kubernetes import client
 
 from . import objects
 from .refs import ObjectRef
 
-log = logging.getLogger(__name__)
 PRIORITY_CLASS = ObjectRef("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False)
 MAX_CLASSES = 1000
 
@@ -32,14 +29,3 @@ def read(api: client.ApiClient) -> list[str]:
             names.add(name)
     return sorted(names)
 
-
-def refresh(cluster, api: client.ApiClient) -> bool:
-    """Read the cluster's PriorityClass names into `cluster.priority_classes` (in memory; the caller saves).
-    Returns True when read; a failure (e.g. 403) keeps the last list, is logged, and returns False."""
-    try:
-        cluster.priority_classes = read(api)
-    except Exception as exc:  # noqa: BLE001 - optional facts: the probe's health must not depend on them
-        log.warning("cluster %s: PriorityClasses not read (%s); the last list stays", cluster.name,
-                    type(exc).__name__)
-        return False
-    return True

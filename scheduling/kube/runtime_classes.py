@@ -3,9 +3,10 @@
 A pod that names a RuntimeClass with `overhead.podFixed` gets that overhead written into `spec.overhead` by the
 RuntimeClass admission plugin (`plugin/pkg/admission/runtimeclass`, `setOverhead`), and kube-scheduler counts it
 (`PodRequests`). gangweb counts it before the pod exists, from the cluster's RuntimeClasses (`node.k8s.io/v1`,
-cluster-scoped), read by the cluster probe (one LIST a minute, `reconcile/probe.py`) and kept on the row:
-`Cluster.runtime_classes` = ``{"kata": {"cpu": "250m", "memory": "128Mi"}, "runc": {}}`` (every class by name, its
-`overhead.podFixed` or {}). Readers never call the cluster: a submit, a page or a reconcile pass reads the row.
+cluster-scoped), read by the cluster probe (one LIST a minute, `reconcile/probe.refresh_optional_facts`) and kept on
+the row: `Cluster.runtime_classes` = ``{"kata": {"cpu": "250m", "memory": "128Mi"}, "runc": {}}`` (every class by
+name, its `overhead.podFixed` or {}). Readers never call the cluster: a submit, a page or a reconcile pass reads the
+row.
 
 Cluster objects are untrusted input: a class whose overhead does not parse, or whose name or size is not what the
 API server would have accepted, is left out (and logged) rather than counted.
@@ -42,19 +43,6 @@ def read(api: client.ApiClient) -> dict[str, dict[str, str]]:
             continue
         out[name] = dict(fixed)
     return out
-
-
-def refresh(cluster, api: client.ApiClient) -> bool:
-    """Read the cluster's RuntimeClasses into `cluster.runtime_classes` (in memory; the caller saves). Returns True
-    when they were read; a failure (e.g. 403: the credentials may not list RuntimeClasses) keeps the last list,
-    is logged, and returns False: the overheads are then the last ones known (or the pods' own `spec.overhead`)."""
-    try:
-        cluster.runtime_classes = read(api)
-    except Exception as exc:  # noqa: BLE001 - optional facts: the probe's health must not depend on them
-        log.warning("cluster %s: RuntimeClasses not read (%s); pod overheads stay as last read", cluster.name,
-                    type(exc).__name__)
-        return False
-    return True
 
 
 def overheads(cluster) -> dict[str, dict]:

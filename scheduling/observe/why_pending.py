@@ -36,6 +36,7 @@ from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils import parse_quantity
 
+from ..amounts import for_people, format_number
 from ..backends.base import GangStatus
 from ..choices import GangPhase
 from ..kube import resources
@@ -65,7 +66,6 @@ GANG_UNSCHEDULABLE = frozenset({"Unschedulable", "NotEnoughResources", "Not enou
                                 "Unable to schedule podgroup"})
 NOUNS = {"nvidia.com/gpu": "GPU", "gpu": "GPU", "cpu": "CPU", "memory": "memory"}
 UNITS = {"nvidia.com/gpu": "GPUs", "gpu": "GPUs", "cpu": "CPU cores", "memory": "bytes of memory"}
-GIB = 2**30
 # Codes of the queue's blocking facts (the capacity ones are in observe.capacity).
 QUEUE_OVER_LIMIT = "QueueOverLimit"
 QUEUE_OVER_QUOTA = "QueueOverQuota"
@@ -115,27 +115,26 @@ def _unit(resource: str) -> str:
 
 
 def _fmt(value) -> str:
-    if value is None:
-        return "?"
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return "?" if value is None else format_number(value)
 
 
 def _bare(resource: str, value) -> str:
-    """A number as it follows "of" or "has": GPUs and cores bare ("8"), memory with its unit ("64 GiB")."""
-    if resource == "memory" and isinstance(value, (int, float)) and value >= GIB / 10:
-        return f"{value / GIB:.3g} GiB"
+    """A number as it follows "of" or "has": GPUs and cores bare ("8"), memory with its unit ("64 GiB",
+    "1,020 GiB"; amounts.for_people)."""
+    if resource == "memory" and isinstance(value, (int, float)):
+        return for_people(resource, value, units="base")
     return _fmt(value)
 
 
 def amount(resource: str, value) -> str:
-    """An amount with its unit, as people say it: "1 GPU", "16 GPUs", "12 CPU cores", "96 GiB of memory"."""
-    if resource in ("nvidia.com/gpu", "gpu"):
-        return f"{_fmt(value)} GPU{'' if value == 1 else 's'}"
-    if resource == "cpu":
-        return f"{_fmt(value)} CPU core{'' if value == 1 else 's'}"
-    if resource == "memory":
-        return f"{_bare(resource, value)} of memory" if isinstance(value, (int, float)) and value >= GIB / 10 \
-            else f"{_fmt(value)} bytes of memory"
+    """An amount with its unit, as people say it: "1 GPU", "16 GPUs", "12 CPU cores", "96 GiB of memory",
+    "1,020 GiB of memory" (the numbers of amounts.for_people: separators, never an exponent)."""
+    if value is None:
+        return f"? {_unit(resource)}"
+    if resource == "memory" and isinstance(value, (int, float)):
+        return f"{for_people(resource, value, units='base')} of memory"
+    if resource in ("nvidia.com/gpu", "gpu", "cpu") and isinstance(value, (int, float)):
+        return for_people(resource, value, units="base")
     return f"{_fmt(value)} {resource}"
 
 

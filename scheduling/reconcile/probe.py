@@ -57,6 +57,30 @@ def _version(api: client.ApiClient) -> str:
     return git_version
 
 
+# Facts of a cluster that a probe reads when it can: (Cluster field, reader: one LIST, what they are for). The
+# credentials may not be allowed to list them (403): the last value stays and the cluster's health is unchanged.
+OPTIONAL_FACTS = (
+    ("runtime_classes", runtime_classes.read, "RuntimeClasses, the pod overheads gangweb counts"),
+    ("priority_classes", priority_classes.read, "PriorityClasses, for the submit warnings"),
+)
+
+
+def refresh_optional_facts(cluster: Cluster, api: client.ApiClient) -> dict[str, bool]:
+    """Read each of `OPTIONAL_FACTS` into its `cluster` field (in memory; the caller saves). Returns {field: True
+    when read}; a reader's failure (any exception, e.g. 403 from `kube.objects.list_objects`) is logged by its
+    type only (the message may quote the server) and keeps the field's last value. Never raises."""
+    read = {}
+    for field, reader, what in OPTIONAL_FACTS:
+        try:
+            setattr(cluster, field, reader(api))
+        except Exception as exc:  # noqa: BLE001 - optional facts: the probe's health must not depend on them
+            log.warning("cluster %s: %s not read (%s); the last list stays", cluster.name, what, type(exc).__name__)
+            read[field] = False
+        else:
+            read[field] = True
+    return read
+
+
 def probe_cluster(cluster: Cluster) -> Cluster:
     """Probe `cluster` and save what was found. Never raises for cluster failures: they become its health
     (Forbidden for 401/403, else Unreachable), with a message safe for any viewer."""
@@ -73,8 +97,7 @@ def probe_cluster(cluster: Cluster) -> Cluster:
         cluster.server_version = version
         cluster.served_apis = sorted(served)
         cluster.available_backends = discovery.available_backends(served)
-        runtime_classes.refresh(cluster, api)  # the pod overheads gangweb counts; a failure keeps the last list
-        priority_classes.refresh(cluster, api)  # for the submit warnings; a failure keeps the last list
+        refresh_optional_facts(cluster, api)
     except Exception as exc:  # noqa: BLE001 - any failure is this cluster's: recorded, never raised
         failure = classify(exc)
         if failure is None:  # not an API answer: a bug or an answer the client could not read

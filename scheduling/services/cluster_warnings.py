@@ -9,6 +9,11 @@ other `submit_warnings`:
 - `NeverFitsNode`: one pod of a pod set asks more of a resource than the largest schedulable node has
   (kube-scheduler's `NodeResourcesFit` can never place it); `NeverFitsCluster`: the whole job asks more than all
   schedulable nodes have together. Requests by `kube.resources` (kube-scheduler's `PodRequests`);
+- `UnknownResource`: a pod set asks for a resource (an extended one such as `example.com/fpga`, or GPUs) that no
+  schedulable node lists in `status.allocatable` (NodeResourcesFit counts it as 0 everywhere). It replaces the
+  NeverFits warnings of that resource. A resource a DRA DeviceClass provides (`spec.extendedResourceName`,
+  DRAExtendedResource, GA in 1.37) is not in any node's allocatable, and gangweb does not read DeviceClasses: the
+  message says so, and the implicit `deviceclass.resource.kubernetes.io/` names are never warned about;
 - `UnknownPriorityClass`: the job or a pod set names a PriorityClass the cluster lacks (the `Priority` admission
   plugin refuses every pod: "no PriorityClass with name x was found");
 - `UnknownRuntimeClass`: a pod set names a RuntimeClass the cluster lacks (the `RuntimeClass` admission plugin
@@ -32,6 +37,10 @@ from ..observe.why_pending import amount
 DEFAULT_SCHEDULER = "default-scheduler"
 VIEW_FIELDS = ("id", "name", "capacity", "priority_classes", "runtime_classes", "scheduler_names", "health",
                "last_probe_at")
+# Resources every node offers (a cluster without them has no nodes, and NeverFits says so).
+EVERY_NODE = ("cpu", "memory")
+# The implicit extended resource of a DRA DeviceClass (KEP-5004): never in a node's allocatable.
+DRA_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 VIEW_SECONDS = 30  # the probe refreshes the lists once a minute; a submit reads at most this stale a view
 
 
@@ -60,6 +69,21 @@ def _pod_sets(resolved: dict) -> list[tuple[int, dict, dict]]:
     return out
 
 
+def _unknown_resources(cluster: Cluster, resolved: dict, per_pod: list[dict]) -> list[dict]:
+    """UnknownResource warnings: what a pod set asks (> 0) that no schedulable node offers."""
+    offered = (cluster.capacity or {}).get("allocatable") or {}
+    out = []
+    for (i, ps, _), asks in zip(_pod_sets(resolved), per_pod, strict=False):
+        for res in sorted(asks):
+            if res in EVERY_NODE or res.startswith(DRA_CLASS_PREFIX) or not (asks[res] or 0) > 0 or offered.get(res):
+                continue
+            out.append({"code": "UnknownResource", "field": f"podSets[{i}].template.spec", "resource": res,
+                        "message": f"pod set '{ps.get('name', i)}' asks {amount(res, asks[res])}, and no schedulable "
+                                   f"node of cluster '{cluster.name}' offers {res} (none lists it as allocatable): "
+                                   "its pods wait until such a node joins, unless a DRA DeviceClass provides it"})
+    return out
+
+
 def _fit_warnings(cluster: Cluster, resolved: dict) -> list[dict]:
     cap = cluster.capacity or {}
     if not cap.get("allocatable"):
@@ -70,9 +94,12 @@ def _fit_warnings(cluster: Cluster, resolved: dict) -> list[dict]:
         whole = resources.as_numbers(resources.spec_requests(resolved, overheads))
     except resources.UNREADABLE:
         whole = {}
-    out = []
+    out = _unknown_resources(cluster, resolved, per_pod)
+    unknown = {w.pop("resource") for w in out}
     for f in capacity.blocking(whole, per_pod, cap):
         res = f["resource"]
+        if res in unknown:  # "no node offers it" says more than "0 together"
+            continue
         if f["code"] == capacity.EXCEEDS_CLUSTER:
             out.append({"code": "NeverFitsCluster", "field": "podSets",
                         "message": f"the job asks {amount(res, f['needs'])} in all; the schedulable nodes of cluster "

@@ -126,6 +126,9 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
         resolved_spec=resolved, submitted_by=user if user and user.is_authenticated else None,
     )
+    # The job's class, or the one a template version stored before this check gave it (an override's: in render).
+    template_service.check_gang_priority_class(version.backend, job.priority_class_name,
+                                               "priority_class_name" if priority else "template_version")
     known = lookups.cluster_view(cluster)  # what gangweb knows of the cluster: warnings, never refusals
     job.submit_warnings = limit_warnings + lookups.queue_sync_warnings(  # returned with the response, not stored
         queue, cluster, resolved.get("backend", "")) + (cluster_warnings.submit_warnings(
@@ -367,6 +370,8 @@ def _update(user, job: GangJob, data) -> GangJob:
         value = data["priority_class_name"]
         job.priority_class_name = v.dns_subdomain(value, "priority_class_name") if value else ""
         policy.check_priority_class(user, job.priority_class_name)
+        template_service.check_gang_priority_class(job.template_version.backend, job.priority_class_name,
+                                                   "priority_class_name")
     job.spec_revision += 1
     with transaction.atomic():
         job.save(update_fields=["queue", "priority_class_name", "spec_revision", "updated_at"])

@@ -5,7 +5,11 @@ Two statements whatever the number of bodies (a bulk of 5,000 costs what a singl
 1. the versions of the named templates, with their templates (the specs come from the process cache in
    `templates.version_specs`: versions are immutable);
 2. the named queues, each with three levels of parents, whether it has children, whether it names clusters at
-   all, and for each named cluster (up to FOLDED_CLUSTERS) that cluster's id and whether the queue targets it.
+   all, and for each named cluster (up to FOLDED_CLUSTERS) that cluster's submit-warning view
+   (`cluster_warnings.VIEW_FIELDS`: id, name, capacity, class lists, health; never credentials), whether the queue
+   targets it, and its KAI and Volcano queue objects' sync problems there (the `queue_not_in_sync` warning).
+   A submit's warnings thus cost no statement of their own; a request naming more clusters reads the views and
+   the sync problems in one statement each, on first use.
 
 Queue usage (KAI Queue status) is read, in a third statement, only when the queue or an ancestor has a finite
 limit: `queues.check_job_limits` reads it for nothing else.
@@ -40,12 +44,15 @@ from ..models.jobs import requested_totals
 from . import cluster_warnings, policy
 from . import queues as queue_service
 from . import templates as template_service
+from .cluster_warnings import VIEW_FIELDS
 
 # A request naming at most this many distinct clusters looks them up (and the queues' links to them) inside the
 # queue statement; more (a bulk spread over many clusters) costs two more queries instead.
 FOLDED_CLUSTERS = 8
 PARENT_LEVELS = 3  # parents that come with a queue; deeper trees cost one query per further level
 _VERSION_FIELDS = ("id", "template_id", "version", "created_at", "retired_at")  # spec from the cache
+# The submit-warning view of a cluster, in the model's field order (`Model.from_db` reads values in that order).
+_VIEW_FIELDS = tuple(f.attname for f in Cluster._meta.concrete_fields if f.attname in VIEW_FIELDS)
 
 
 @dataclass
@@ -190,7 +197,8 @@ class Lookups:
         db = router.db_for_read(QueuePolicy)
         folded = cluster_names if len(cluster_names) <= FOLDED_CLUSTERS else []
         sql, tables = _queues_sql(db, len(queue_names), len(folded))
-        params = [*(p for name in folded for p in (name, name)), *queue_names]
+        bad = [SyncState.ERROR, SyncState.PENDING]
+        params = [*bad * len(QUEUE_STATE_FAMILIES) * len(folded), *folded, *queue_names]
         attnames = [f.attname for f in QueuePolicy._meta.concrete_fields]
         n = len(attnames)
         parent_field = QueuePolicy._meta.get_field("parent")
@@ -201,18 +209,32 @@ class Lookups:
                 parent_field.set_cached_value(child, parent)
             queue = chain[0]
             self.queues[queue.name] = queue
-            has_children, has_targets, *per_cluster = row[(PARENT_LEVELS + 1) * n:]
+            at = (PARENT_LEVELS + 1) * n
+            width = len(_VIEW_FIELDS)
+            views = [row[at + i * width:at + (i + 1) * width] for i in range(len(folded))]
+            has_children, has_targets, *per_cluster = row[at + len(folded) * width:]
             if has_children:
                 self.parents.add(queue.id)
             if has_targets:
                 self.targeting.add(queue.id)
-            # Every row carries the same cluster ids. With no queue found there are none, and no cluster is needed:
+            # Every row carries the same clusters. With no queue found there are none, and no cluster is needed:
             # each body is refused for its queue before its cluster is looked at.
-            for name, cid, linked in zip(folded, per_cluster[::2], per_cluster[1::2], strict=True):
-                if cid is not None:
-                    self.clusters.setdefault(name, Cluster.from_db(db, ["id", "name"], [cid, name]))
-                    if linked:
-                        self.queue_clusters.setdefault(queue.id, set()).add(cid)
+            if folded:  # the views and sync problems of every named cluster came with this statement
+                self.sync_problems = {} if self.sync_problems is None else self.sync_problems
+                self.views = {} if self.views is None else self.views
+            for view, (linked, *problems) in zip(views, zip(*[iter(per_cluster)] * 3, strict=True), strict=True):
+                cid = view[_VIEW_FIELDS.index("id")]
+                if cid is None:
+                    continue
+                if cid not in self.views:
+                    self.views[cid] = Cluster.from_db(db, _VIEW_FIELDS, view)
+                    self.clusters[self.views[cid].name] = self.views[cid]
+                if linked:
+                    self.queue_clusters.setdefault(queue.id, set()).add(cid)
+                for family, problem in zip(QUEUE_STATE_FAMILIES, problems, strict=True):
+                    if problem:
+                        state, _, detail = problem.partition(":")
+                        self.sync_problems[(family, queue.id, cid)] = (state, detail)
         if cluster_names and not folded:
             self.clusters = {c.name: c for c in Cluster.objects.filter(name__in=cluster_names).order_by().only(
                 "id", "name")}
@@ -321,8 +343,10 @@ def _versions_sql(db: str, n_templates: int) -> tuple[str, tuple]:
 @functools.lru_cache(maxsize=64)
 def _queues_sql(db: str, n_queues: int, n_clusters: int) -> tuple[str, tuple]:
     """(SQL, columns) of `n_queues` named queues: the queue's fields and those of PARENT_LEVELS parents (NULLs
-    where the chain ends), has-children, has-targets, then per named cluster its id and whether the queue targets
-    it. Parameters: each cluster name twice, then the queue names."""
+    where the chain ends), per named cluster its `cluster_warnings.VIEW_FIELDS` (NULLs when no such cluster),
+    has-children, has-targets, then per named cluster whether the queue targets it and its KAI and Volcano queue
+    objects' sync problem there ("<state>:<message>" when Error or Pending, else NULL). Parameters: the two bad
+    states per family per cluster, the cluster names, then the queue names."""
     qn = connections[db].ops.quote_name
     q, c = QueuePolicy._meta, Cluster._meta
     link = QueuePolicy.clusters.through._meta
@@ -330,15 +354,22 @@ def _queues_sql(db: str, n_queues: int, n_clusters: int) -> tuple[str, tuple]:
     link_queue, link_cluster = qn(link.get_field("queuepolicy").column), qn(link.get_field("cluster").column)
     aliases = ["q", *(f"p{i}" for i in range(1, PARENT_LEVELS + 1))]
     cols = [col for a in aliases for col in _columns(db, QueuePolicy, a)]
+    cols += [col for i in range(n_clusters) for col in _columns(db, Cluster, f"c{i}", _VIEW_FIELDS)]
     joins = " ".join(f"LEFT OUTER JOIN {qn(q.db_table)} {a} ON {a}.{pk} = {prev}.{parent}"
                      for prev, a in zip(aliases, aliases[1:], strict=False))
+    joins += "".join(f" LEFT OUTER JOIN {qn(c.db_table)} c{i} ON c{i}.{qn(c.get_field('name').column)} = %s"
+                     for i in range(n_clusters))
     extra = [f"EXISTS (SELECT 1 FROM {qn(q.db_table)} ch WHERE ch.{parent} = q.{pk})",
              f"EXISTS (SELECT 1 FROM {qn(link.db_table)} l WHERE l.{link_queue} = q.{pk})"]
-    for _ in range(n_clusters):
-        extra += [f"(SELECT c.{qn(c.pk.column)} FROM {qn(c.db_table)} c WHERE c.{qn(c.get_field('name').column)} = %s)",
-                  f"EXISTS (SELECT 1 FROM {qn(link.db_table)} l INNER JOIN {qn(c.db_table)} c "
-                  f"ON c.{qn(c.pk.column)} = l.{link_cluster} WHERE l.{link_queue} = q.{pk} "
-                  f"AND c.{qn(c.get_field('name').column)} = %s)"]
+    for i in range(n_clusters):
+        extra.append(f"EXISTS (SELECT 1 FROM {qn(link.db_table)} l WHERE l.{link_queue} = q.{pk} "
+                     f"AND l.{link_cluster} = c{i}.{qn(c.pk.column)})")
+        for model in (QueueClusterState, VolcanoQueueState):
+            m = model._meta
+            extra.append(f"(SELECT s.{qn(m.get_field('state').column)} || ':' || s.{qn(m.get_field('message').column)} "
+                         f"FROM {qn(m.db_table)} s WHERE s.{qn(m.get_field('policy').column)} = q.{pk} "
+                         f"AND s.{qn(m.get_field('cluster').column)} = c{i}.{qn(c.pk.column)} "
+                         f"AND s.{qn(m.get_field('state').column)} IN (%s, %s))")
     sql = (f"SELECT {_select(db, cols)}, {', '.join(extra)} FROM {qn(q.db_table)} q {joins} "
            f"WHERE q.{name} IN ({', '.join(['%s'] * n_queues)})")
     return sql, tuple(cols)

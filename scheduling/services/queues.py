@@ -735,13 +735,31 @@ def load_usage(queue_ids, cluster_ids) -> dict[tuple[int, int], dict]:
                                                                                       "status")}
 
 
+# Who keeps a job above its queue's limit from running, per backend family (the template's `backend`).
+OVER_LIMIT_WORDS = {
+    "kai": "so KAI can never schedule it (OverLimit)",
+    "volcano": "so Volcano can never schedule it (the limit is its Volcano Queue's capability)",
+}
+NO_QUEUE_WORDS = "so it can never run in this queue (gangweb holds every job to its queue's limits: {} has no queues)"
+NO_QUEUE_SCHEDULERS = {"k8s-workload": "kube-scheduler", "coscheduling": "the scheduler-plugins scheduler"}
+
+
+def over_limit_words(resolved_spec: dict) -> str:
+    """The end of the over-limit refusal, naming what enforces the limit for the job's backend: KAI (its Queue's
+    limit, OverLimit), Volcano (its Queue's `capability`), else gangweb itself (kube-scheduler and the
+    scheduler-plugins scheduler have no queues; docs/queues.md "Who enforces quota and limit")."""
+    family = (resolved_spec or {}).get("backend") or ""
+    return OVER_LIMIT_WORDS.get(family) or NO_QUEUE_WORDS.format(NO_QUEUE_SCHEDULERS.get(family, "its scheduler"))
+
+
 def check_job_limits(queue: QueuePolicy, cluster: Cluster, resolved_spec: dict, tree: QueueTree,
                      usage: dict[tuple[int, int], dict]) -> list[dict]:
     """Check a job's request against the finite limits of its queue and every ancestor (KAI checks them all,
     `max_allowed_check.go`), in the target cluster.
 
     - The job alone is over a limit (including a limit of 0): it could never be scheduled, so this raises
-      ValidationError({"queue": "job requests 8 GPUs; queue 'team-a' has gpu_limit 4 GPUs ..."}) (400).
+      ValidationError({"queue": "job requests 8 GPUs; queue 'team-a' has gpu_limit 4 GPUs, so KAI can never ..."})
+      (400), naming what enforces the limit for the job's backend (`over_limit_words`).
     - It fits the limit but not next to what KAI reports allocated in that cluster: it would wait, so this returns
       a warning ``{"code": "OverQueueLimit", "queue", "resource", "limit", "allocated", "requested", "message"}``.
     Returns the warnings (empty when the job fits).
@@ -758,7 +776,7 @@ def check_job_limits(queue: QueuePolicy, cluster: Cluster, resolved_spec: dict, 
             role = "queue" if q.id == queue.id else "ancestor queue"
             if _over(r, want, limit):
                 raise ValidationError({"queue": f"job requests {_fmt(r, want)}; {role} '{q.name}' has {r}_limit "
-                                                f"{_fmt(r, limit)}, so KAI can never schedule it (OverLimit)"})
+                                                f"{_fmt(r, limit)}, {over_limit_words(resolved_spec)}"})
             have = allocated.get(r, 0)
             if _over(r, have + want, limit):
                 out.append({"code": "OverQueueLimit", "queue": q.name, "resource": r, "limit": limit,

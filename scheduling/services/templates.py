@@ -35,6 +35,11 @@ DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # scheduler-plugins PodGroup scheduleTime
 MAX_REPLICAS = 10_000
 # `retentionSeconds`: how long a finished job's Indexed Jobs and pods stay (0 = removed as soon as it finished).
 MAX_RETENTION_SECONDS = 30 * 86400
+# The built-in system- PriorityClasses and their values (k8s pkg/apis/scheduling: SystemCriticalPriority and +1000).
+# PriorityClass validation reserves the prefix for these two and caps every other class at 1000000000
+# (HighestUserDefinablePriority), so a system- name is the only way a job asks for more than that.
+SYSTEM_PRIORITY_PREFIX = "system-"
+SYSTEM_PRIORITIES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 
 
 def _container(c, field: str, names: set) -> None:
@@ -117,6 +122,27 @@ def validate_pod_template(template, field: str) -> None:
         v.label_map(meta["labels"], f"{field}.metadata.labels")
 
 
+def check_gang_priority_class(family: str, name, field: str) -> None:
+    """Raise ValidationError({field: ...}) when `name` is a system- PriorityClass and `family`'s newest plugin
+    (what an up-to-date cluster runs) sets it on a gang object capped below it (`max_gang_priority`).
+
+    The k8s-workload family's v1beta1 PodGroup (Kubernetes 1.37) carries the job's priorityClassName; the Priority
+    admission plugin fills `spec.priority` from the class and the API server refuses any value over 1000000000
+    (`PodGroupSpec.priority` `+k8s:maximum`, k8s.io/api scheduling/v1beta1). system-cluster-critical (2000000000)
+    and system-node-critical (2000001000) are over it in every namespace, kube-system included, so such a job could
+    never start: refused here rather than failed in the cluster. Other families' gang objects have no such cap,
+    and a pod template's own priorityClassName is not copied to the gang (its pods may use one)."""
+    plugin = registry.newest(family)
+    limit = getattr(plugin, "max_gang_priority", None)
+    if limit is None or not isinstance(name, str) or not name.startswith(SYSTEM_PRIORITY_PREFIX):
+        return
+    value = SYSTEM_PRIORITIES.get(name)
+    value_text = f"priority {value:,}" if value is not None else "a system priority"
+    raise ValidationError({field: f"'{name}' has {value_text}; the {family} backend's PodGroup "
+                                  f"({plugin.api_version}) takes at most {limit:,}, so the API server would refuse "
+                                  "it in every namespace: choose a PriorityClass of value 1,000,000,000 or less"})
+
+
 def validate_template_spec(spec, field: str = "spec") -> dict:
     """Validate a runtime template spec and return it with defaults filled in (a new dict).
 
@@ -163,6 +189,7 @@ def validate_template_spec(spec, field: str = "spec") -> dict:
                                                                "one) or 'all' (only together)"})
     if spec.get("priorityClassName"):
         v.dns_subdomain(spec["priorityClassName"], f"{field}.priorityClassName")
+        check_gang_priority_class(backend, spec["priorityClassName"], f"{field}.priorityClassName")
     if spec.setdefault("preemptibility", "") not in PREEMPTIBILITY:
         raise ValidationError({f"{field}.preemptibility": "must be '', 'preemptible' or 'non-preemptible'"})
     if spec.get("topologyConstraint") is not None:
@@ -256,6 +283,8 @@ def render(spec: dict, overrides, field: str = "overrides") -> dict:
                                                    f"{field}.scheduleTimeoutSeconds", minimum=1, maximum=86400 * 7)
     if "priorityClassName" in overrides:
         resolved["priorityClassName"] = v.dns_subdomain(overrides["priorityClassName"], f"{field}.priorityClassName")
+        check_gang_priority_class(resolved.get("backend", ""), resolved["priorityClassName"],
+                                  f"{field}.priorityClassName")
     for ps in resolved["podSets"]:
         fields = overrides.get("podSets", {}).get(ps["name"])
         if fields:

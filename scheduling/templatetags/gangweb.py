@@ -46,8 +46,8 @@ def get_item(mapping, key):
 
 @register.filter
 def num(value) -> str:
-    """A number for people: "34,000", "0.5" (views.display.format_number); an em dash for None."""
-    from ..views.display import format_number
+    """A number for people: "34,000", "0.5" (amounts.format_number); an em dash for None."""
+    from ..amounts import format_number
 
     return "—" if value is None else format_number(value)
 
@@ -55,8 +55,8 @@ def num(value) -> str:
 @register.filter
 def amount(value, resource: str) -> str:
     """An amount in KAI queue units (devices, millicores, MB) in the dashboard's one unit style for people:
-    `{{ asks.cpu|amount:"cpu" }}` -> "8.5 CPU cores" (views.display.for_people)."""
-    from ..views.display import for_people
+    `{{ asks.cpu|amount:"cpu" }}` -> "8.5 CPU cores" (amounts.for_people)."""
+    from ..amounts import for_people
 
     return for_people(resource, value)
 

@@ -10,11 +10,10 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..amounts import UNLIMITED, for_people, format_number  # for_people: also imported from here by the views
 from ..choices import PHASE_ORDER, TERMINAL_PHASES
 from ..kube import resources
 from ..kube.kai_units import kai_amounts
-
-UNLIMITED = -1
 
 
 def humanize_seconds(seconds: float | None) -> str:
@@ -35,54 +34,6 @@ def humanize_seconds(seconds: float | None) -> str:
         return f"{h}h {m:02d}m"
     d, h = divmod(h, 24)
     return f"{d}d {h}h"
-
-
-def format_number(x: float) -> str:
-    """A number for people: thousands separators, no exponent, at most 2 decimals below 100 ("1,024,000", "0.5")."""
-    x = float(x)
-    if x == int(x) or abs(x) >= 100:  # a fraction of a megabyte or millicore is noise at that size
-        return f"{round(x):,}"
-    return f"{x:,.2f}".rstrip("0").rstrip(".")
-
-
-GIB = 2**30
-MIB = 2**20
-BYTES_PER_KAI_MB = 10**6  # KAI counts memory in decimal megabytes (kube/kai_units.py)
-MILLI = 1000  # KAI counts CPU in millicores
-_GPU_NAMES = ("gpu", "nvidia.com/gpu")
-
-
-def for_people(resource: str, value, units: str = "kai") -> str:
-    """One amount of one resource in the dashboard's single unit style for people: "3 GPUs", "0.5 GPU",
-    "8.5 CPU cores", "1 CPU core", "7.25 GiB" (binary: kubectl's Gi), "512 MiB" under 0.1 GiB; "unlimited" for -1
-    (KAI's unlimited), "?" for None. Other resources keep their name: "2 example.com/fpga".
-
-    - `resource`: "gpu" or "nvidia.com/gpu", "cpu", "memory", or any other resource name;
-    - `units`: "kai" when `value` is in KAI queue units (devices, millicores, MB = 10^6 bytes: the dashboard's
-      queue and job figures, kube/kai_units.py), "base" when in Kubernetes base units (devices, cores, bytes: what
-      observe/ computes).
-
-    KAI's raw units are shown only next to a KAI value itself (the Queue's spec and warnings about its fields);
-    every other figure on every page goes through this function (templatetags `amount`).
-    """
-    if value is None:
-        return "?"
-    value = float(value)
-    if value == UNLIMITED:
-        return "unlimited"
-    if resource in _GPU_NAMES:
-        return f"{format_number(value)} GPU{'' if value == 1 or 0 < value < 1 else 's'}"
-    if resource == "cpu":
-        cores = value / MILLI if units == "kai" else value
-        return f"{format_number(cores)} CPU core{'' if cores == 1 else 's'}"
-    if resource == "memory":
-        size = value * BYTES_PER_KAI_MB if units == "kai" else value
-        if size >= GIB / 10 or size == 0:
-            return f"{format_number(size / GIB)} GiB"
-        if size >= MIB:
-            return f"{format_number(size / MIB)} MiB"
-        return f"{format_number(size)} bytes"
-    return f"{format_number(value)} {resource}"
 
 
 def kai_raw(resource: str, value) -> str:

@@ -144,7 +144,8 @@ TEMPLATE_CASES = [
      "spec.podSets[worker].template.spec.containers[main].securityContext.capabilities.add"),
     ("host port", _pod(container={"ports": [{"containerPort": 22, "hostPort": 22}]}),
      "spec.podSets[worker].template.spec.containers[main].ports[0].hostPort"),
-    ("system priority class", builders.template_spec(priorityClassName="system-cluster-critical"),
+    # kai: a k8s-workload template is refused for its PodGroup first (tests/api/test_system_priority_gangs.py)
+    ("system priority class", builders.template_spec(backend="kai", priorityClassName="system-cluster-critical"),
      "spec.priorityClassName"),
 ]
 

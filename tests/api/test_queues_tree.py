@@ -184,6 +184,27 @@ def test_a_job_over_its_queue_limit_is_refused_with_the_numbers(api, setup):
     assert GangJob.objects.count() == 0
 
 
+@pytest.mark.parametrize("backend, words", [
+    ("kai", "so KAI can never schedule it (OverLimit)"),
+    ("volcano", "so Volcano can never schedule it (the limit is its Volcano Queue's capability)"),
+    ("k8s-workload", "so it can never run in this queue (gangweb holds every job to its queue's limits: "
+                     "kube-scheduler has no queues)"),
+    ("coscheduling", "so it can never run in this queue (gangweb holds every job to its queue's limits: "
+                     "the scheduler-plugins scheduler has no queues)"),
+])
+def test_the_over_limit_refusal_names_what_enforces_the_limit_for_the_jobs_backend(api, setup, backend, words):
+    """Only a KAI job is refused by KAI: on the Workload API, coscheduling or Volcano the message names theirs."""
+    _, leaf, cluster = setup
+    leaf.gpu_limit = 4
+    leaf.save()
+    tmpl = builders.make_template(backend=backend, pod_sets=[builders.pod_set(replicas=2,
+                                                                              containers=[builders.container(gpu=4)])])
+    r = api.post("/api/v1/jobs/", builders.submit_body(tmpl, leaf, cluster), format="json")
+    assert r.status_code == 400, r.data
+    assert r.data["queue"] == [f"job requests 8 GPUs; queue 'team-a' has gpu_limit 4 GPUs, {words}"]
+    assert GangJob.objects.count() == 0
+
+
 def test_a_job_over_an_ancestor_limit_is_refused(api, setup):
     _, leaf, cluster = setup
     dept = builders.make_queue("dept", gpu_limit=6)

@@ -40,7 +40,9 @@ def test_a_submitter_cannot_resubmit_another_submitters_job_in_the_same_queue(te
 
 
 def test_resubmit_does_not_inherit_a_system_priority_class_a_platform_admin_chose(teams):
-    body = builders.submit_body(teams.llm, teams.a_train, teams.local, name="critical", namespace="team-a",
+    # A kai template: a k8s-workload PodGroup refuses every system- class (tests/api/test_system_priority_gangs.py).
+    kai = builders.make_template("llm-kai", backend="kai")
+    body = builders.submit_body(kai, teams.a_train, teams.local, name="critical", namespace="team-a",
                                 priority_class_name="system-cluster-critical")
     job, _ = job_service.submit(teams.admin, body)
     finished(job)

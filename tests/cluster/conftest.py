@@ -194,6 +194,27 @@ def priority_classes(kube_api):
                 raise
 
 
+# Nodes a test adds carry this label (value: its namespace); its jobs select them, so no other test's pods land there.
+POOL_LABEL = "gangweb.io/test-pool"
+
+
+@pytest.fixture
+def pool_nodes(kube_cluster, kube_namespace):
+    """`add(count=1)`: adds fake 8-GPU nodes labelled `POOL_LABEL: <the test's namespace>`, for this test only;
+    removed (without waiting) after it."""
+    added = []
+
+    def add(count=1):
+        for _ in range(count):
+            name = f"{kube_namespace[:40]}-n{len(added)}"
+            kube_cluster.add_node(name, gpus=8, labels={POOL_LABEL: kube_namespace})
+            added.append(name)
+
+    yield add
+    for name in added:
+        kube_cluster.remove_node(name, wait=False)
+
+
 @pytest.fixture
 def watcher(world):
     """The cluster watch of `world` (the test's fixture) in a thread, as `manage.py watch_clusters` runs

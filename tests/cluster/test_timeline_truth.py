@@ -23,27 +23,10 @@ from scheduling.observe import metrics  # noqa: E402
 from scheduling.reconcile import watching  # noqa: E402
 from tests import builders  # noqa: E402
 
+from .conftest import POOL_LABEL  # noqa: E402
 from .reconcile_support import wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
-
-POOL_LABEL = "gangweb.io/test-pool"
-
-
-@pytest.fixture
-def pool_nodes(kube_cluster, kube_namespace):
-    """Fake 8-GPU nodes labelled for this test only; removed afterwards."""
-    added = []
-
-    def add(count=1):
-        for _ in range(count):
-            name = f"{kube_namespace[:40]}-n{len(added)}"
-            kube_cluster.add_node(name, gpus=8, labels={POOL_LABEL: kube_namespace})
-            added.append(name)
-
-    yield add
-    for name in added:
-        kube_cluster.remove_node(name, wait=False)
 
 
 def when(text: str) -> datetime:

@@ -60,6 +60,43 @@ def test_runtime_class_overhead_counts_toward_the_largest_node():
     assert codes(cluster_warnings.submit_warnings(cluster(), resolved, "", "k8s-workload")) == ["NeverFitsNode"]
 
 
+def fpga_spec(fpga="1", gpu=None, name="worker") -> dict:
+    c = builders.container(cpu="1", memory="1Gi", gpu=gpu)
+    c["resources"]["requests"]["example.com/fpga"] = fpga
+    return {"podSets": [builders.pod_set(name, replicas=2, containers=[c])]}
+
+
+def test_an_extended_resource_no_node_offers_warns_naming_it():
+    (w,) = cluster_warnings.submit_warnings(cluster(), fpga_spec(), "", "k8s-workload")
+    assert w == {"code": "UnknownResource", "field": "podSets[0].template.spec",
+                 "message": "pod set 'worker' asks 1 example.com/fpga, and no schedulable node of cluster 'gpu-a' "
+                            "offers example.com/fpga (none lists it as allocatable): its pods wait until such a node "
+                            "joins, unless a DRA DeviceClass provides it"}
+
+
+def test_gpus_on_a_cluster_without_gpus_say_no_node_offers_them_instead_of_never_fits():
+    no_gpus = {"nodes": 2, "allocatable": {"cpu": 128, "memory": 2**40}, "largest": {"cpu": 64, "memory": 2**39}}
+    warnings = cluster_warnings.submit_warnings(cluster(capacity=no_gpus), spec(gpu=1), "", "k8s-workload")
+    assert codes(warnings) == ["UnknownResource"]
+    assert "asks 1 GPU, and no schedulable node of cluster 'gpu-a' offers nvidia.com/gpu" in warnings[0]["message"]
+
+
+def test_an_extended_resource_a_node_offers_is_checked_like_any_other():
+    offered = {"nodes": 2, "allocatable": {**CAPACITY["allocatable"], "example.com/fpga": 4},
+               "largest": {**CAPACITY["largest"], "example.com/fpga": 2}}
+    assert cluster_warnings.submit_warnings(cluster(capacity=offered), fpga_spec("2"), "", "k8s-workload") == []
+    # a zero request asks nothing; a DRA DeviceClass's implicit name is never in a node's allocatable
+    assert cluster_warnings.submit_warnings(cluster(), fpga_spec("0"), "", "k8s-workload") == []
+    dra = spec(gpu=None)
+    dra["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"][
+        "deviceclass.resource.kubernetes.io/gpu.example.com"] = "1"
+    assert cluster_warnings.submit_warnings(cluster(), dra, "", "k8s-workload") == []
+
+
+def test_an_unknown_capacity_says_nothing_about_resources():
+    assert cluster_warnings.submit_warnings(cluster(capacity={}), fpga_spec(), "", "k8s-workload") == []
+
+
 @pytest.mark.parametrize("job_class, pod_class, field", [
     ("urgent", None, "priority_class_name"),
     ("", "urgent", "podSets[0].template.spec.priorityClassName"),

@@ -30,6 +30,65 @@ def test_every_amount_reads_in_the_one_style(resource, value, units, words):
     assert for_people(resource, value, units) == words
 
 
+GIB = 2**30
+
+
+@pytest.mark.parametrize(("resource", "value", "units", "words"), [
+    ("memory", 0, "base", "0 GiB"),
+    ("memory", 1.5 * GIB, "base", "1.5 GiB"),
+    ("memory", 1023 * GIB, "base", "1,023 GiB"),
+    ("memory", 1024 * GIB, "base", "1,024 GiB"),
+    ("memory", 1020 * GIB, "base", "1,020 GiB"),  # was "1.02e+03 GiB" in why-pending and submit warnings
+    ("memory", 1e6 * GIB, "base", "1,000,000 GiB"),
+    ("memory", 1023.6 * GIB, "base", "1,024 GiB"),  # above 100, fractions of a GiB are noise
+    ("cpu", 1, "kai", "0.001 CPU cores"),  # one millicore never reads as 0
+    ("cpu", 15, "kai", "0.015 CPU cores"),
+    ("cpu", 333, "kai", "0.33 CPU cores"),
+    ("cpu", 1500, "kai", "1.5 CPU cores"),
+    ("cpu", 2_000_000, "kai", "2,000 CPU cores"),
+    ("cpu", 0.25, "base", "0.25 CPU cores"),
+    ("gpu", 0, "kai", "0 GPUs"),
+    ("gpu", 0.25, "kai", "0.25 GPU"),
+    ("nvidia.com/gpu", 1_000_000, "base", "1,000,000 GPUs"),
+], ids=lambda v: str(v))
+def test_large_and_small_amounts_read_without_an_exponent(resource, value, units, words):
+    assert for_people(resource, value, units) == words
+
+
+@pytest.mark.parametrize(("resource", "value", "words"), [
+    ("memory", 1020 * GIB, "1,020 GiB of memory"),
+    ("memory", 1e6 * GIB, "1,000,000 GiB of memory"),
+    ("memory", 0.5 * GIB, "0.5 GiB of memory"),
+    ("memory", 5 * 2**20, "5 MiB of memory"),
+    ("memory", 512, "512 bytes of memory"),
+    ("cpu", 2_000_000.0, "2,000,000 CPU cores"),
+    ("cpu", 0.001, "0.001 CPU cores"),
+    ("nvidia.com/gpu", 16, "16 GPUs"),
+    ("nvidia.com/gpu", 1, "1 GPU"),
+    ("nvidia.com/gpu", None, "? GPUs"),
+    ("example.com/fpga", 1_500_000.0, "1,500,000 example.com/fpga"),
+], ids=lambda v: str(v))
+def test_why_pending_and_submit_warnings_say_amounts_in_the_same_style(resource, value, words):
+    from scheduling.observe.why_pending import amount as observed_amount
+
+    assert observed_amount(resource, value) == words
+
+
+def test_a_cluster_too_small_warning_reads_gib_with_separators():
+    from scheduling.models import Cluster
+    from scheduling.services import cluster_warnings
+    from tests import builders
+
+    cluster = Cluster(id=1, name="gpu-a", capacity={"nodes": 2, "allocatable": {"cpu": 64, "memory": 1020 * GIB},
+                                                    "largest": {"cpu": 32, "memory": 510 * GIB}})
+    spec = builders.template_spec(pod_sets=[builders.pod_set(replicas=3, containers=[
+        builders.container(memory="500Gi")])])
+    [warning] = cluster_warnings.submit_warnings(cluster, spec)
+    assert warning["code"] == "NeverFitsCluster"
+    assert "1,500 GiB of memory in all" in warning["message"] and "have 1,020 GiB of memory together" in warning[
+        "message"]
+
+
 def test_the_template_filter_and_why_pending_use_the_same_formatter():
     html = Template('{% load gangweb %}{{ a.gpu|amount:"gpu" }} · {{ a.cpu|amount:"cpu" }} · '
                     '{{ a.memory|amount:"memory" }}').render(Context({"a": {"gpu": 3.0, "cpu": 8500.0,

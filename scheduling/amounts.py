@@ -1,0 +1,63 @@
+"""Amounts of resources for people: the one number and unit style of every page, API message and warning.
+
+`format_number` writes a number ("1,020", "0.25", "0.001": thousands separators, never an exponent);
+`for_people` writes an amount with its unit ("3 GPUs", "8.5 CPU cores", "1,020 GiB"). Memory stays in GiB however
+large (no switch to TiB): a quota of 1,024 GiB and a use of 980 GiB compare at a glance, and GiB is the unit the
+queue forms take (kubectl's Gi). Pure functions, unit-tested on plain values (tests/unit/test_units_for_people.py).
+"""
+from __future__ import annotations
+
+import math
+
+UNLIMITED = -1  # KAI's unlimited quota or limit
+GIB = 2**30
+MIB = 2**20
+BYTES_PER_KAI_MB = 10**6  # KAI counts memory in decimal megabytes (kube/kai_units.py)
+MILLI = 1000  # KAI counts CPU in millicores
+GPU_NAMES = ("gpu", "nvidia.com/gpu")
+
+
+def format_number(x) -> str:
+    """A number for people: thousands separators and no exponent ("1,024,000", "1,020"); at most 2 decimals
+    from 1 to 100 ("7.25"), two significant digits below 1 ("0.5", "0.25", "0.015"), so a small amount never
+    reads as 0 ("0.001": one millicore in cores). A value that is not finite is written as Python does ("inf")."""
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if x == int(x) or abs(x) >= 100:  # a fraction of a megabyte or millicore is noise at that size
+        return f"{round(x):,}"
+    digits = 2 if abs(x) >= 1 else 1 - math.floor(math.log10(abs(x)))  # below 1: two significant digits
+    return f"{x:,.{digits}f}".rstrip("0").rstrip(".")
+
+
+def for_people(resource: str, value, units: str = "kai") -> str:
+    """One amount of one resource in the one unit style for people: "3 GPUs", "0.5 GPU", "8.5 CPU cores",
+    "1 CPU core", "7.25 GiB" and "1,020 GiB" (binary: kubectl's Gi), "512 MiB" under 0.1 GiB; "unlimited" for -1
+    (KAI's unlimited), "?" for None. Other resources keep their name: "2 example.com/fpga".
+
+    - `resource`: "gpu" or "nvidia.com/gpu", "cpu", "memory", or any other resource name;
+    - `units`: "kai" when `value` is in KAI queue units (devices, millicores, MB = 10^6 bytes: the dashboard's
+      queue and job figures, kube/kai_units.py), "base" when in Kubernetes base units (devices, cores, bytes: what
+      observe/ computes).
+
+    KAI's raw units are shown only next to a KAI value itself (views.display.kai_raw); every other figure on every
+    page goes through this function (templatetags `amount`, observe.why_pending `amount`).
+    """
+    if value is None:
+        return "?"
+    value = float(value)
+    if value == UNLIMITED:
+        return "unlimited"
+    if resource in GPU_NAMES:
+        return f"{format_number(value)} GPU{'' if value == 1 or 0 < value < 1 else 's'}"
+    if resource == "cpu":
+        cores = value / MILLI if units == "kai" else value
+        return f"{format_number(cores)} CPU core{'' if cores == 1 else 's'}"
+    if resource == "memory":
+        size = value * BYTES_PER_KAI_MB if units == "kai" else value
+        if size >= GIB / 10 or size == 0:
+            return f"{format_number(size / GIB)} GiB"
+        if size >= MIB:
+            return f"{format_number(size / MIB)} MiB"
+        return f"{format_number(size)} bytes"
+    return f"{format_number(value)} {resource}"
