@@ -160,7 +160,7 @@ def queue_detail(request, name: str):
     # .../line/): a fixed number of queries whatever the number of queues and jobs.
     shares = fair_share_service.fair_shares([policy.id], cluster, tree=tree, visible=visible)[policy.id]
     cluster_ids = [c.id for c in Cluster.objects.filter(name=cluster)] if cluster else None
-    waiting = queue_line.line_payload(request.user, policy, cluster_ids)
+    waiting = queue_line.line_payload(request.user, policy, cluster_ids, tree=tree)
     samples = QueueUsageSample.objects.filter(policy=policy)
     if cluster:
         samples = samples.filter(cluster__name=cluster)
