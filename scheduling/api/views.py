@@ -35,7 +35,19 @@ from ..models import (
     VolcanoQueueState,
     WebhookSubscription,
 )
-from ..services import access, audit, dispatch, job_wait, notifications, policy, queue_line, related, timeline
+from ..services import (
+    access,
+    audit,
+    bulk_cancel,
+    dispatch,
+    job_list,
+    job_wait,
+    notifications,
+    policy,
+    queue_line,
+    related,
+    timeline,
+)
 from ..services import clusters as cluster_service
 from ..services import events as event_service
 from ..services import fair_share as fair_share_service
@@ -441,6 +453,15 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             page = related.attach(page, related.JOB_LIST_RELATED)
         return page
 
+    def filter_queryset(self, queryset):
+        """The filters, search and `ordering`, then `?group=` (validated by the FilterSet) in front of the order:
+        each group's jobs come together, in the order asked within it (services/job_list.py)."""
+        queryset = super().filter_queryset(queryset)
+        group = self.request.query_params.get("group") if self.action == "list" else None
+        if group in job_list.GROUPS:
+            queryset = job_list.ordered(queryset, group, queryset.query.order_by or GangJob._meta.ordering)
+        return queryset
+
     def get_throttles(self):
         if self.action in self.submit_actions:
             return [throttle() for throttle in SUBMIT_THROTTLES]
@@ -516,6 +537,32 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         if not new:
             response[REPLAYED_HEADER] = "true"
         return preferences.applied(response, minimal)
+
+    @extend_schema(parameters=[OpenApiParameter("group", str, required=True, enum=list(job_list.GROUPS),
+                                                description="count the jobs by queue, cluster or phase")],
+                   responses={200: dict})
+    @action(detail=False, methods=["get"])
+    def groups(self, request):
+        """How many jobs (visible to you, matching the list's filters) each queue, cluster or phase has:
+        ``{"group": "queue", "groups": [{"key": "team-a", "count": 12}]}``, in the order `GET /api/v1/jobs/?group=`
+        lists them (names alphabetically, phases in lifecycle order)."""
+        group = request.query_params.get("group")
+        if group not in job_list.GROUPS:
+            raise DjangoValidationError({"group": f"'{str(group)[:20]}' is not one of "
+                                                  f"{', '.join(job_list.GROUPS)}" if group else
+                                                  f"required: one of {', '.join(job_list.GROUPS)}"})
+        queryset = super().filter_queryset(self.get_queryset())
+        return Response({"group": group, "groups": job_list.group_counts(queryset, group)})
+
+    @extend_schema(request=s.BulkCancelSerializer, responses={200: s.BulkCancelResultSerializer})
+    @action(detail=False, methods=["post"], url_path="cancel")
+    def cancel_many(self, request):
+        """Cancel several jobs: ``{"ids": [12, 13]}`` (1 to 500, none repeated; 400 naming `ids` or `ids[i]`
+        otherwise, and nothing is cancelled). Each job is cancelled as POST /api/v1/jobs/<id>/cancel/ would,
+        checked on its own: the answer lists every id with `cancelled` and, when refused, the `status` the single
+        cancel would have answered (403, 404, 409) and the `reason`; a refused job is left as it was."""
+        ids = bulk_cancel.parse_body(request.data)
+        return Response(bulk_cancel.payload(bulk_cancel.cancel_many(request.user, ids)))
 
     @extend_schema(request=None, responses=s.GangJobDetailSerializer)
     @action(detail=True, methods=["post"])
