@@ -44,6 +44,7 @@ from ..services import (
     job_wait,
     notifications,
     policy,
+    queue_counts,
     queue_line,
     related,
     timeline,
@@ -269,7 +270,8 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     @action(detail=False, methods=["get"])
     def tree(self, request):
         """The hierarchy with quota, limit, allocated and requested per resource (the scheduler's report, and
-        gangweb's own estimate as `estimated_allocated` / `estimated_requested`), warnings and sync state.
+        gangweb's own estimate as `estimated_allocated` / `estimated_requested`), warnings, sync state, and
+        `counts`: jobs `pending`, `running` and `finished_24h`, the queue's and every queue's below it.
 
         Without parameters, the whole tree as before. A client showing a large tree asks for `?depth=0` and then
         `?parent=<name>&depth=0` per expanded queue: each answer costs the same whatever the tree's size."""
@@ -284,8 +286,11 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         cluster = params.get("cluster") or None
         if cluster is not None and not Cluster.objects.filter(name=cluster).exists():
             raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+        tree = queue_service.QueueTree.load_rows()
         roots = queue_service.queue_tree(cluster, parent=params.get("parent") or None,
-                                         depth=depth, visible=access.queue_tree_filter(request.user))
+                                         depth=depth, visible=access.queue_tree_filter(request.user), tree=tree)
+        # Jobs pending, running and finished in 24 h per queue, its subtree's included (services/queue_counts.py).
+        queue_counts.attach(roots, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
         return Response({"units": UNITS, "roots": roots})
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str), OpenApiParameter("since", str, description="ISO 8601"),
