@@ -559,7 +559,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         queryset = super().filter_queryset(self.get_queryset())
         return Response({"group": group, "groups": job_list.group_counts(queryset, group)})
 
-    @extend_schema(request=s.BulkCancelSerializer, responses={200: s.BulkCancelResultSerializer})
+    @extend_schema(request=s.BulkCancelSerializer, responses={200: s.BulkCancelResultSerializer},
+                   operation_id="v1_jobs_cancel_many")
     @action(detail=False, methods=["post"], url_path="cancel")
     def cancel_many(self, request):
         """Cancel several jobs: ``{"ids": [12, 13]}`` (1 to 500, none repeated; 400 naming `ids` or `ids[i]`

@@ -31,7 +31,7 @@ def _id(value) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 1 else None
+        return value if 1 <= value < 2**63 else None  # a bigint primary key
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= _MAX_DIGITS:
         return int(value) or None
     return None

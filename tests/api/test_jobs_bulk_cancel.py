@@ -66,7 +66,8 @@ def test_a_token_without_the_cancel_action_is_refused_per_job(teams):
 @pytest.mark.parametrize("body, field", [
     ({}, "ids"), ({"ids": []}, "ids"), ({"ids": "1,2"}, "ids"), ({"ids": [1, "x"]}, "ids[1]"),
     ({"ids": [1, 0]}, "ids[1]"), ({"ids": [True]}, "ids[0]"), ({"ids": [1.5]}, "ids[0]"),
-    ({"ids": [7, 8, 7]}, "ids[2]"), ({"ids": [1], "force": True}, "force"), ([1, 2], "ids"),
+    ({"ids": [7, 8, 7]}, "ids[2]"), ({"ids": [2**63]}, "ids[0]"), ({"ids": ["1" * 19]}, "ids[0]"),
+    ({"ids": [1], "force": True}, "force"), ([1, 2], "ids"),
     ({"ids": list(range(1, 502))}, "ids"),
 ])
 def test_bad_input_is_a_400_naming_the_field_and_cancels_nothing(teams, body, field):
