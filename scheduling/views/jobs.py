@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 
-from ..choices import GangPhase
+from ..choices import DesiredState, GangPhase
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..kube import errors as kube_errors
@@ -45,7 +45,7 @@ RELATED = ("template_version__template", "queue__parent", "cluster", "submitted_
 # by a lookup per row shown (related.JOB_LIST_RELATED), not joins: joins planned from stale statistics scanned
 # whole tables per job (issue 14).
 LIST_FIELDS = ("id", "name", "namespace", "phase", "desired_state", "phase_reason", "phase_changed_at", "created_at",
-               "queue", "cluster", "template_version", "submitted_by", "requested_gpu", "submitted_by_id")
+               "queue", "cluster", "template_version", "submitted_by", "requested_gpu")
 
 
 class CappedPaginator(Paginator):
@@ -102,7 +102,7 @@ def job_list(request):
     for job in page.object_list:
         job.group_key = list_service.group_key(job, group) if group else ""
         job.waiting = list_service.waiting_reason(job)
-        job.cancellable = not job.is_terminal and job.desired_state != "Cancel"
+        job.cancellable = not job.is_terminal and job.desired_state != DesiredState.CANCEL
     query = request.GET.copy()
     query.pop("page", None)
     sort_links = []
