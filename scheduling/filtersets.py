@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 
 from .choices import GangPhase
 from .models import AuditEvent, Cluster, GangJob, QueuePolicy, RuntimeTemplate
+from .services.job_list import GROUP_CHOICES
 
 
 class UTCIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
@@ -22,7 +23,9 @@ class UTCIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
 
 
 class GangJobFilterSet(django_filters.FilterSet):
-    """Jobs by queue, phase, cluster, submitter, namespace, name search and created time (ISO 8601)."""
+    """Jobs by queue, phase, cluster, submitter, namespace, name search (`name` or `q`: the name contains it,
+    case-insensitive) and created time (ISO 8601). `group` (queue, cluster or phase) filters nothing: it is
+    validated here, with the filters, and the lists order by it (services/job_list.py)."""
 
     queue = django_filters.CharFilter(field_name="queue__name")
     # distinct=False: a filter on the job's own column cannot repeat rows, and django-filter's default DISTINCT
@@ -32,14 +35,20 @@ class GangJobFilterSet(django_filters.FilterSet):
     submitter = django_filters.CharFilter(field_name="submitted_by__username")
     namespace = django_filters.CharFilter()
     template = django_filters.CharFilter(field_name="template_version__template__name")
+    name = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Name contains")
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Name contains")
+    group = django_filters.ChoiceFilter(choices=GROUP_CHOICES, method="by_group", label="Group by")
     created_after = UTCIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = UTCIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = GangJob
-        fields = ["queue", "phase", "cluster", "submitter", "namespace", "template", "q", "created_after",
-                  "created_before"]
+        fields = ["queue", "phase", "cluster", "submitter", "namespace", "template", "name", "q", "group",
+                  "created_after", "created_before"]
+
+    def by_group(self, queryset, name, value):
+        """No filter: the list views order by the group (services.job_list.ordered) after their own sort."""
+        return queryset
 
 
 class QueuePolicyFilterSet(django_filters.FilterSet):

@@ -12,6 +12,7 @@ urlpatterns = [
     path("queues/<slug:name>/", views.queue_detail, name="queue"),
     path("queues/<slug:name>/children/", views.queue_children, name="queue-children"),
     path("jobs/", views.job_list, name="jobs"),
+    path("jobs/cancel/", views.jobs_cancel, name="jobs-cancel"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/live/", views.job_live, name="job-live"),
     path("jobs/<int:pk>/events/", views.job_events, name="job-events"),

@@ -18,7 +18,7 @@ from ..models import (
     WebhookSubscription,
 )
 from ..models.tokens import TOKEN_PREFIX
-from ..services import queue_line, timeline
+from ..services import job_list, queue_line, timeline
 from ..services import queues as queue_service
 from ..services import templates as template_service
 
@@ -352,18 +352,51 @@ class GangJobSerializer(serializers.ModelSerializer):
     queue = serializers.CharField(source="queue.name", read_only=True)
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     submitted_by = serializers.CharField(source="submitted_by.username", read_only=True, default=None)
+    gpus = serializers.FloatField(source="requested_gpu", read_only=True,
+                                  help_text="GPU devices the whole gang requests (gangweb's request arithmetic: every "
+                                            "pod set's per-pod requests times its replicas, as kube-scheduler counts)")
+    waiting_reason = serializers.SerializerMethodField(
+        help_text="why a pending job waits, in one short line (its why_pending summary, else the scheduler's reason); "
+                  "empty when the job is not pending")
 
     class Meta:
         model = GangJob
         fields = ["id", "uid", "name", "namespace", "template", "template_version", "queue", "cluster",
                   "priority_class_name", "overrides", "desired_state", "phase", "phase_reason", "phase_message",
-                  "phase_changed_at", "why_pending", "backend_plugin", "submitted_by", "created_at", "updated_at",
-                  "finished_at", "cleaned_up_at", "remove_after", "objects_removed_at"]
+                  "phase_changed_at", "why_pending", "waiting_reason", "gpus", "backend_plugin", "submitted_by",
+                  "created_at", "updated_at", "finished_at", "cleaned_up_at", "remove_after", "objects_removed_at"]
         read_only_fields = fields
         extra_kwargs = {"remove_after": {"help_text": "kept until: when a finished job's Indexed Jobs and pods are "
                                                       "deleted (finished_at + the retention)"},
                         "objects_removed_at": {"help_text": "removed at: when gangweb found none of the job's "
                                                             "cluster objects left"}}
+
+    def get_waiting_reason(self, obj) -> str:
+        return job_list.waiting_reason(obj)
+
+
+class BulkCancelSerializer(serializers.Serializer):
+    """The body of POST /api/v1/jobs/cancel/ (for the schema; services/bulk_cancel.py validates it)."""
+
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=500)
+
+
+class BulkCancelJobSerializer(serializers.Serializer):
+    """One job's result in a bulk cancel."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField(help_text="namespace/name; empty for a job you cannot see")
+    cancelled = serializers.BooleanField()
+    status = serializers.IntegerField(help_text="what the single cancel answers: 202, or 403 / 404 / 409 refused")
+    reason = serializers.CharField(help_text="why it was refused (or 'already being cancelled'); empty otherwise")
+
+
+class BulkCancelResultSerializer(serializers.Serializer):
+    """The answer of POST /api/v1/jobs/cancel/."""
+
+    cancelled = serializers.IntegerField()
+    refused = serializers.IntegerField()
+    jobs = BulkCancelJobSerializer(many=True)
 
 
 class GangJobDetailSerializer(GangJobSerializer):

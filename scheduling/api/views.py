@@ -35,7 +35,20 @@ from ..models import (
     VolcanoQueueState,
     WebhookSubscription,
 )
-from ..services import access, audit, dispatch, job_wait, notifications, policy, queue_line, related, timeline
+from ..services import (
+    access,
+    audit,
+    bulk_cancel,
+    dispatch,
+    job_list,
+    job_wait,
+    notifications,
+    policy,
+    queue_counts,
+    queue_line,
+    related,
+    timeline,
+)
 from ..services import clusters as cluster_service
 from ..services import events as event_service
 from ..services import fair_share as fair_share_service
@@ -257,7 +270,8 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     @action(detail=False, methods=["get"])
     def tree(self, request):
         """The hierarchy with quota, limit, allocated and requested per resource (the scheduler's report, and
-        gangweb's own estimate as `estimated_allocated` / `estimated_requested`), warnings and sync state.
+        gangweb's own estimate as `estimated_allocated` / `estimated_requested`), warnings, sync state, and
+        `counts`: jobs `pending`, `running` and `finished_24h`, the queue's and every queue's below it.
 
         Without parameters, the whole tree as before. A client showing a large tree asks for `?depth=0` and then
         `?parent=<name>&depth=0` per expanded queue: each answer costs the same whatever the tree's size."""
@@ -272,8 +286,11 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         cluster = params.get("cluster") or None
         if cluster is not None and not Cluster.objects.filter(name=cluster).exists():
             raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+        tree = queue_service.QueueTree.load_rows()
         roots = queue_service.queue_tree(cluster, parent=params.get("parent") or None,
-                                         depth=depth, visible=access.queue_tree_filter(request.user))
+                                         depth=depth, visible=access.queue_tree_filter(request.user), tree=tree)
+        # Jobs pending, running and finished in 24 h per queue, its subtree's included (services/queue_counts.py).
+        queue_counts.attach(roots, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
         return Response({"units": UNITS, "roots": roots})
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str), OpenApiParameter("since", str, description="ISO 8601"),
@@ -441,6 +458,15 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             page = related.attach(page, related.JOB_LIST_RELATED)
         return page
 
+    def filter_queryset(self, queryset):
+        """The filters, search and `ordering`, then `?group=` (validated by the FilterSet) in front of the order:
+        each group's jobs come together, in the order asked within it (services/job_list.py)."""
+        queryset = super().filter_queryset(queryset)
+        group = self.request.query_params.get("group") if self.action == "list" else None
+        if group in job_list.GROUPS:
+            queryset = job_list.ordered(queryset, group, queryset.query.order_by or GangJob._meta.ordering)
+        return queryset
+
     def get_throttles(self):
         if self.action in self.submit_actions:
             return [throttle() for throttle in SUBMIT_THROTTLES]
@@ -516,6 +542,33 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         if not new:
             response[REPLAYED_HEADER] = "true"
         return preferences.applied(response, minimal)
+
+    @extend_schema(parameters=[OpenApiParameter("group", str, required=True, enum=list(job_list.GROUPS),
+                                                description="count the jobs by queue, cluster or phase")],
+                   responses={200: dict})
+    @action(detail=False, methods=["get"])
+    def groups(self, request):
+        """How many jobs (visible to you, matching the list's filters) each queue, cluster or phase has:
+        ``{"group": "queue", "groups": [{"key": "team-a", "count": 12}]}``, in the order `GET /api/v1/jobs/?group=`
+        lists them (names alphabetically, phases in lifecycle order)."""
+        group = request.query_params.get("group")
+        if group not in job_list.GROUPS:
+            raise DjangoValidationError({"group": f"'{str(group)[:20]}' is not one of "
+                                                  f"{', '.join(job_list.GROUPS)}" if group else
+                                                  f"required: one of {', '.join(job_list.GROUPS)}"})
+        queryset = super().filter_queryset(self.get_queryset())
+        return Response({"group": group, "groups": job_list.group_counts(queryset, group)})
+
+    @extend_schema(request=s.BulkCancelSerializer, responses={200: s.BulkCancelResultSerializer},
+                   operation_id="v1_jobs_cancel_many")
+    @action(detail=False, methods=["post"], url_path="cancel")
+    def cancel_many(self, request):
+        """Cancel several jobs: ``{"ids": [12, 13]}`` (1 to 500, none repeated; 400 naming `ids` or `ids[i]`
+        otherwise, and nothing is cancelled). Each job is cancelled as POST /api/v1/jobs/<id>/cancel/ would,
+        checked on its own: the answer lists every id with `cancelled` and, when refused, the `status` the single
+        cancel would have answered (403, 404, 409) and the `reason`; a refused job is left as it was."""
+        ids = bulk_cancel.parse_body(request.data)
+        return Response(bulk_cancel.payload(bulk_cancel.cancel_many(request.user, ids)))
 
     @extend_schema(request=None, responses=s.GangJobDetailSerializer)
     @action(detail=True, methods=["post"])

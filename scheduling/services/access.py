@@ -224,14 +224,20 @@ def named_queue(user, queue, name: str, field: str = "queue"):
 
 
 def _check_own_or_admin(user, job, action: str, verb: str) -> None:
-    if not _authenticated(user) or not _token_allows(user, action):
+    if not _authenticated(user):
         raise PermissionDenied({"job": f"not allowed to {verb} this job"})
+    if not _token_allows(user, action):
+        raise PermissionDenied({"job": f"not allowed to {verb} this job: the API token lacks the '{action}' action"})
     if is_platform_admin(user):
         return
     role = queue_role(user, job.queue)
     own = job.submitted_by_id is not None and job.submitted_by_id == user.pk
     if not (_at_least(role, GrantRole.ADMIN) or (own and _at_least(role, GrantRole.SUBMITTER))):
-        raise PermissionDenied({"job": f"not allowed to {verb} this job"})
+        # Why, so a bulk cancel's refusals can be told apart: another's job, or a role too small for one's own.
+        whose = "it is your job, but" if own else "it is not your job, and"
+        raise PermissionDenied({"job": f"not allowed to {verb} this job: only its submitter (with the submitter "
+                                       f"role) or an admin of queue '{job.queue.name}' may; {whose} "
+                                       f"{_role_text(role)} on that queue"})
 
 
 def check_cancel(user, job) -> None:

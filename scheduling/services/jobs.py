@@ -380,14 +380,21 @@ def _update(user, job: GangJob, data) -> GangJob:
     return job
 
 
-def cancel(user, job: GangJob) -> GangJob:
-    """Ask for a job to be cancelled: its cluster objects are deleted and it ends Cancelled.
-
-    Cancelling an already-cancelling job is a no-op. Raises Conflict when it already finished.
-    """
+def check_cancel(user, job: GangJob) -> None:
+    """Raise what `cancel` would refuse `job` with, changing nothing: PermissionDenied (access.check_cancel), or
+    Conflict({"phase"}) when the job already finished. The bulk cancel's confirmation page asks this per job."""
     access.check_cancel(user, job)
     if job.is_terminal:
         raise Conflict({"phase": f"job already finished as {job.phase}"})
+
+
+def cancel(user, job: GangJob) -> GangJob:
+    """Ask for a job to be cancelled: its cluster objects are deleted and it ends Cancelled.
+
+    Cancelling an already-cancelling job is a no-op. Raises PermissionDenied unless `user` may (their own job as
+    submitter, any as queue admin), Conflict when it already finished (`check_cancel`).
+    """
+    check_cancel(user, job)
     if job.desired_state != DesiredState.CANCEL:
         job.desired_state = DesiredState.CANCEL
         with transaction.atomic():

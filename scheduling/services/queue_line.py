@@ -1,54 +1,77 @@
 """A pending job's place in line: how many jobs its scheduler would consider before it (kueue #4046).
 
-The order is KAI's job order (shared/reference/kai.md §5.3, api-changes-2026.md §5; KAI `plugins/priority`
-`JobOrderFn`, then `framework/session_plugins.go`: creation time, then UID): **higher priority first, then the
-job queued earliest, then the lower id**. The other backends gangweb drives use the same order for pending gangs:
-Volcano's `priority` plugin then the PodGroup's creation time, and kube-scheduler's `PrioritySort` (pod priority,
-then the time the pod entered the queue) for the Kubernetes Workload API and coscheduling. Lines are per cluster
-(each cluster has its own scheduler) and:
+The order is the order of the job's backend's scheduler (its template's `backend` family), in one line per cluster
+and backend family (each family is its own scheduler):
 
-- `queue`: among the pending jobs of the same queue;
+- **KAI** (shared/reference/kai.md §5.3, api-changes-2026.md §5; KAI `plugins/priority` `JobOrderFn`, then
+  `framework/session_plugins.go`: creation time, then UID): higher priority first, then the job queued earliest,
+  then the lower id. A job's priority is its PriorityClass's value, which gangweb does not read from the cluster:
+  KAI's built-in classes count with their documented values (`train` 50, `build-preemptible` 75, `build` 100,
+  `inference` 125; kai.md §2.2) and any other class, or none, as KAI's default 50 (`DefaultPodGroupPriority`).
+- **Volcano, the Kubernetes Workload API and coscheduling**: pod priority, then creation time (Volcano's
+  `priority` plugin then the PodGroup's creation time; kube-scheduler's `PrioritySort`, pod priority then the
+  time the pod entered the queue). KAI's built-in values mean nothing there, and gangweb does not read the
+  clusters' PriorityClass values, so every job counts as priority 0 (a pod without a PriorityClass and no
+  `globalDefault`): the line is submit order, then id, and `priority` is null in the answers. Jobs of these
+  backends that name PriorityClasses of different values may be taken in another order: the line is a guide.
+
+Positions:
+
+- `queue`: among the pending jobs of the same queue; for a parent queue (which takes no jobs itself), among the
+  pending jobs of every queue below it;
 - `parent`: among the pending jobs of every queue under the same parent (the queue and its siblings), merged in
   that order. KAI takes queues in turn by how far each is below its fair share (kai.md §1.5), so this is the order
-  within the parent ignoring which queue is served first: a guide, not a promise. None for a top-level queue.
+  within the parent ignoring which queue is served first: a guide, not a promise. None for a top-level queue and
+  on a parent queue's line.
 
-Simplifications, stated in the API's `order` field:
-
-- a job's priority is its PriorityClass's value, which gangweb does not read from the cluster: KAI's built-in
-  classes count with their documented values (`train` 50, `build-preemptible` 75, `build` 100, `inference` 125;
-  kai.md §2.2) and any other class, or none, as KAI's default 50 (`DefaultPodGroupPriority`);
-- "queued" is the job's submit time (`created_at`): its PodGroup is created when gangweb dispatches it, in submit
-  order.
-
-Pending means Submitted, Dispatched or Queued, and not being cancelled. One aggregate query for one job; one
-window-function query for a queue's whole line.
+"Queued" is the job's submit time (`created_at`): its gang object is created when gangweb dispatches it, in
+submit order. Pending means Submitted, Dispatched or Queued, and not being cancelled. One aggregate query for one
+job; one window-function query for a queue's whole line (plus the queue tree for a parent's, unless given).
 """
 from __future__ import annotations
 
-from django.db.models import Case, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Value, When, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Case, CharField, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Value, When, Window
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce, RowNumber
 
 from ..choices import DesiredState, GangPhase
 from ..models import Cluster, GangJob, QueuePolicy
 from . import access
 
 PENDING = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
+KAI = "kai"  # the backend family whose scheduler orders by KAI's priority values
 # KAI's built-in PriorityClasses (docs/priority/README.md) and its default for a PodGroup without one.
 KAI_PRIORITY_VALUES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
 DEFAULT_PRIORITY = 50
-ORDER = ("priority (KAI built-in PriorityClass values; other classes count as 50), then submit time, then id; "
-         "per cluster")
+OTHER_PRIORITY = 0  # what a job of another backend counts with: gangweb reads no PriorityClass values
+ORDER = ("per cluster and scheduler: KAI jobs by priority (KAI built-in PriorityClass values; other classes count "
+         "as 50), then submit time, then id; Volcano, Kubernetes Workload and coscheduling jobs by submit time, "
+         "then id (their schedulers take pod priority first, whose values gangweb does not read)")
 LINE_SHOWN = 100
 
 
-def priority_value(priority_class_name: str) -> int:
-    """The priority a job's PriorityClass name counts with (see the module docstring)."""
+def family_of(job: GangJob) -> str:
+    """The backend family of `job` (its resolved spec's `backend`), "" when unreadable."""
+    spec = job.resolved_spec if isinstance(job.resolved_spec, dict) else {}
+    return str(spec.get("backend") or "")
+
+
+def priority_value(priority_class_name: str, family: str = KAI) -> int | None:
+    """The priority a job counts with in its line (see the module docstring); None for a family whose scheduler's
+    values gangweb does not know (it then counts as OTHER_PRIORITY)."""
+    if family != KAI:
+        return None
     return KAI_PRIORITY_VALUES.get(priority_class_name or "", DEFAULT_PRIORITY)
 
 
+def _family_expr():
+    return Coalesce(KeyTextTransform("backend", "resolved_spec"), Value(""), output_field=CharField())
+
+
 def _priority_expr():
-    return Case(*(When(priority_class_name=name, then=Value(v)) for name, v in KAI_PRIORITY_VALUES.items()),
-                default=Value(DEFAULT_PRIORITY), output_field=IntegerField())
+    return Case(*(When(family=KAI, priority_class_name=name, then=Value(v)) for name, v in KAI_PRIORITY_VALUES.items()),
+                When(family=KAI, then=Value(DEFAULT_PRIORITY)), default=Value(OTHER_PRIORITY),
+                output_field=IntegerField())
 
 
 def _pending(cluster_id: int):
@@ -61,16 +84,20 @@ def _text(n: int, total: int, where: str) -> str:
 
 def position(job: GangJob) -> dict | None:
     """Where a pending `job` stands: ``{"queue": 3, "queue_total": 7, "parent": 5 | None, "parent_total": 10 |
-    None, "priority": 50, "text": "3 of 7 in team-a", "parent_text": "5 of 10 in research" | None, "order": ...}``
-    (1 = next); None when the job is not pending. One query (two when `job.queue` is not loaded yet)."""
+    None, "priority": 50 | None, "text": "3 of 7 in team-a", "parent_text": "5 of 10 in research" | None,
+    "order": ...}`` (1 = next), among the pending jobs of its cluster and backend family; None when the job is not
+    pending. One query (two when `job.queue` is not loaded yet)."""
     if job.phase not in PENDING or job.desired_state != DesiredState.RUN:
         return None
     queue = job.queue
-    mine = priority_value(job.priority_class_name)
-    ahead = (Q(prio__gt=mine) | Q(prio=mine, created_at__lt=job.created_at)
-             | Q(prio=mine, created_at=job.created_at, id__lt=job.id))
+    family = family_of(job)
+    mine = priority_value(job.priority_class_name, family)
+    rank = OTHER_PRIORITY if mine is None else mine
+    ahead = (Q(prio__gt=rank) | Q(prio=rank, created_at__lt=job.created_at)
+             | Q(prio=rank, created_at=job.created_at, id__lt=job.id))
     same = Q(queue_id=job.queue_id)
-    rows = _pending(job.cluster_id).annotate(prio=_priority_expr())
+    rows = _pending(job.cluster_id).annotate(family=_family_expr()).filter(family=family).annotate(
+        prio=_priority_expr())
     if queue.parent_id is not None:
         rows = rows.filter(queue_id__in=QueuePolicy.objects.filter(parent_id=queue.parent_id).values("id"))
     else:
@@ -88,51 +115,84 @@ def position(job: GangJob) -> dict | None:
     return out
 
 
-def line(policy, cluster_ids=None, limit: int = LINE_SHOWN) -> list[dict]:
-    """The pending jobs of queue `policy` in line order, per cluster (clusters by id, then position), at most
-    `limit`: ``[{"id", "name", "namespace", "cluster_id", "cluster", "priority_class_name", "priority",
-    "created_at", "phase", "queue": 1, "queue_total": 7, "parent": 4 | None, "parent_total": 10 | None}]``.
-    One query whatever the number of jobs: the positions are window functions over the pending jobs of the
-    queue and its siblings."""
+def _subtree_ids(policy, tree) -> list[int]:
+    """Ids of the queues below `policy` (a parent's line is theirs); [] for a leaf. `tree`: a QueueTree or None
+    (then loaded: one query)."""
+    if tree is None:
+        from .queues import QueueTree
+
+        tree = QueueTree.load_rows()
+    node = tree.by_id.get(policy.id)
+    return [q.id for q in tree.descendants(node)] if node is not None else []
+
+
+def line(policy, cluster_ids=None, limit: int = LINE_SHOWN, tree=None) -> list[dict]:
+    """The pending jobs of queue `policy` in line order, per cluster and backend family (clusters by id, then
+    family, then position), at most `limit`::
+
+        [{"id", "name", "namespace", "queue_id", "queue_name", "cluster_id", "cluster", "backend",
+          "priority_class_name", "priority": 50 | None, "created_at", "phase", "queue": 1, "queue_total": 7,
+          "parent": 4 | None, "parent_total": 10 | None}]
+
+    For a parent queue, the jobs of every queue below it, with `queue` their place among them and `queue_name` the
+    leaf each is in. One query whatever the number of jobs (two for a parent without `tree`, a
+    services.queues.QueueTree): the positions are window functions over the pending jobs."""
     order = [F("prio").desc(), F("created_at").asc(), F("id").asc()]
+    lane = [F("cluster_id"), F("family")]
     rows = GangJob.objects.filter(phase__in=PENDING, desired_state=DesiredState.RUN)
     if cluster_ids is not None:
         rows = rows.filter(cluster_id__in=sorted(cluster_ids))
-    if policy.parent_id is not None:
-        rows = rows.filter(queue_id__in=QueuePolicy.objects.filter(parent_id=policy.parent_id).values("id"))
+    below = _subtree_ids(policy, tree)
+    rows = rows.annotate(family=_family_expr(), prio=_priority_expr())
+    if below:  # a parent: its subtree's line; no place across its own parent
+        rows = rows.filter(queue_id__in=below).annotate(
+            queue_pos=Window(RowNumber(), partition_by=lane, order_by=order),
+            queue_total=Window(Count("id"), partition_by=lane),
+            parent_pos=Value(None, output_field=IntegerField()), parent_total=Value(None, output_field=IntegerField()),
+            queue_name=Subquery(QueuePolicy.objects.filter(pk=OuterRef("queue_id")).values("name")[:1]))
     else:
-        rows = rows.filter(queue_id=policy.id)
-    rows = rows.annotate(prio=_priority_expr()).annotate(
-        queue_pos=Window(RowNumber(), partition_by=[F("cluster_id"), F("queue_id")], order_by=order),
-        queue_total=Window(Count("id"), partition_by=[F("cluster_id"), F("queue_id")]),
-        parent_pos=Window(RowNumber(), partition_by=[F("cluster_id")], order_by=order),
-        parent_total=Window(Count("id"), partition_by=[F("cluster_id")]),
-        # A plain `queue_id=` filter would go into WHERE and cut the siblings out before the parent positions are
-        # counted; a filter on a window expression is applied after them (Django wraps the query, QUALIFY-like).
-        own_queue=Window(Max("queue_id"), partition_by=[F("id")]),
-        cluster_name=Subquery(Cluster.objects.filter(pk=OuterRef("cluster_id")).values("name")[:1]),
-    ).filter(own_queue=policy.id).order_by("cluster_id", "queue_pos")
-    top = policy.parent_id is None
-    return [{"id": r["id"], "name": r["name"], "namespace": r["namespace"], "cluster_id": r["cluster_id"],
-             "cluster": r["cluster_name"],
-             "priority_class_name": r["priority_class_name"], "priority": r["prio"], "created_at": r["created_at"],
+        if policy.parent_id is not None:
+            rows = rows.filter(queue_id__in=QueuePolicy.objects.filter(parent_id=policy.parent_id).values("id"))
+        else:
+            rows = rows.filter(queue_id=policy.id)
+        rows = rows.annotate(
+            queue_pos=Window(RowNumber(), partition_by=[*lane, F("queue_id")], order_by=order),
+            queue_total=Window(Count("id"), partition_by=[*lane, F("queue_id")]),
+            parent_pos=Window(RowNumber(), partition_by=lane, order_by=order),
+            parent_total=Window(Count("id"), partition_by=lane),
+            # A plain `queue_id=` filter would go into WHERE and cut the siblings out before the parent positions
+            # are counted; a filter on a window expression is applied after them (Django wraps the query,
+            # QUALIFY-like).
+            own_queue=Window(Max("queue_id"), partition_by=[F("id")]),
+            queue_name=Value(policy.name, output_field=CharField()),
+        ).filter(own_queue=policy.id)
+    rows = rows.annotate(cluster_name=Subquery(Cluster.objects.filter(pk=OuterRef("cluster_id")).values("name")[:1])
+                         ).order_by("cluster_id", "family", "queue_pos")
+    top = policy.parent_id is None or bool(below)
+    return [{"id": r["id"], "name": r["name"], "namespace": r["namespace"], "queue_id": r["queue_id"],
+             "queue_name": r["queue_name"],
+             "cluster_id": r["cluster_id"], "cluster": r["cluster_name"], "backend": r["family"],
+             "priority_class_name": r["priority_class_name"],
+             "priority": r["prio"] if r["family"] == KAI else None, "created_at": r["created_at"],
              "phase": r["phase"], "queue": r["queue_pos"], "queue_total": r["queue_total"],
              "parent": None if top else r["parent_pos"], "parent_total": None if top else r["parent_total"]}
-            for r in rows.values("id", "name", "namespace", "cluster_id", "cluster_name", "priority_class_name",
-                                 "prio", "created_at", "phase", "queue_pos", "queue_total", "parent_pos",
-                                 "parent_total")[:limit]]
+            for r in rows.values("id", "name", "namespace", "queue_id", "queue_name", "cluster_id", "cluster_name",
+                                 "family", "priority_class_name", "prio", "created_at", "phase", "queue_pos",
+                                 "queue_total", "parent_pos", "parent_total")[:limit]]
 
 
-def line_payload(user, policy, cluster_ids=None) -> list[dict]:
+def line_payload(user, policy, cluster_ids=None, tree=None) -> list[dict]:
     """`line()` for the API and the queue page: each row with `text` ("3 of 7 in team-a") and `parent_text`;
-    a reader without a role on the queue's jobs (access.visible_jobs) sees the positions without the jobs'
-    names and namespaces."""
-    rows = line(policy, cluster_ids)
-    see = access.is_platform_admin(user) or policy.id in access.queue_roles(user)
+    a reader without a role on a job's queue (access.visible_jobs) sees the positions without the job's name
+    and namespace."""
+    rows = line(policy, cluster_ids, tree=tree)
+    admin = access.is_platform_admin(user)
+    roles = set() if admin else set(access.queue_roles(user))
     parent = policy.parent.name if policy.parent_id else None
     for r in rows:
         r["text"] = _text(r["queue"], r["queue_total"], policy.name)
-        r["parent_text"] = _text(r["parent"], r["parent_total"], parent) if parent else None
-        if not see:
+        r["parent_text"] = _text(r["parent"], r["parent_total"], parent) if parent and r["parent"] else None
+        if not admin and r["queue_id"] not in roles:  # roles are inherited down the tree (access.queue_roles)
             r.update(id=None, name="(hidden)", namespace="")
     return rows
+

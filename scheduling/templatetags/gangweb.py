@@ -85,5 +85,9 @@ def quota_bar_svg(bar):
     if bar.quota_set:
         quota = svgnum(bar.quota_pct)
         parts.append(format_html('<line class="q-quota" x1="{}%" x2="{}%" y1="0" y2="16"></line>', quota, quota))
+    if bar.fair_share is not None:  # the queue page's bars: where its fair share ends
+        fair = svgnum(bar.fair_pct)
+        parts.append(format_html('<line class="q-fair" data-fair="{}" x1="{}%" x2="{}%" y1="0" y2="16"></line>',
+                                 svgnum(bar.fair_share), fair, fair))
     parts.append("</svg>")
     return mark_safe("".join(parts))  # every variable part went through format_html

@@ -1,6 +1,7 @@
 """Dashboard views, one module per page family. Server-rendered; htmx polls fragments of the live parts."""
 from .clusters import cluster_create, cluster_detail, cluster_list, cluster_schedulers, cluster_test
 from .jobs import job_cancel, job_detail, job_events, job_list, job_live, job_objects, job_resubmit
+from .jobs_cancel import jobs_cancel
 from .overview import overview
 from .queues import queue_children, queue_create, queue_detail, queue_tree
 from .runtime_templates import (
@@ -19,7 +20,8 @@ __all__ = [
     "job_detail",
     "job_events",
     "job_list", "job_objects",
-    "job_live", "job_resubmit", "overview", "queue_children", "queue_create", "queue_detail", "queue_tree", "submit",
+    "job_live", "job_resubmit", "jobs_cancel",
+    "overview", "queue_children", "queue_create", "queue_detail", "queue_tree", "submit",
     "template_create", "template_detail", "template_edit", "template_list", "template_preview", "template_retire",
     "webhook_list", "webhook_test",
 ]

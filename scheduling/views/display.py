@@ -146,6 +146,8 @@ class QuotaBar:
     allocated: float | None
     requested: float | None
     scale: float = 1.0
+    # The queue's fair share (services/fair_share.py) when the bar shows one (the queue page), else None.
+    fair_share: float | None = None
 
     def pct(self, value) -> float:
         """`value` as percent of the drawing width, clipped to 0..100."""
@@ -180,6 +182,10 @@ class QuotaBar:
         return self.pct(self.requested)
 
     @property
+    def fair_pct(self) -> float:
+        return self.pct(self.fair_share)
+
+    @property
     def over_quota(self) -> bool:
         """True when more is allocated than the queue's guaranteed quota (never when no quota is set)."""
         return self.quota_set and self.allocated is not None and self.allocated > self.quota + 1e-9
@@ -196,7 +202,8 @@ class QuotaBar:
         def fmt(x):
             return for_people(self.resource, x)
         quota = f"quota {fmt(self.quota)}" if self.quota_set or self.quota == UNLIMITED else "no quota"
-        return (f"{quota} · limit {fmt(self.limit)} · allocated {fmt(self.allocated)} · "
+        fair = "" if self.fair_share is None else f" · fair share {fmt(self.fair_share)}"
+        return (f"{quota} · limit {fmt(self.limit)}{fair} · allocated {fmt(self.allocated)} · "
                 f"requested {fmt(self.requested)}")
 
     @property
@@ -205,11 +212,13 @@ class QuotaBar:
         return f"KAI quota {kai_raw(self.resource, self.quota)}, limit {kai_raw(self.resource, self.limit)}"
 
 
-def quota_bar(resource: str, unit: str, quota, limit, allocated=None, requested=None) -> QuotaBar:
-    """Build a QuotaBar whose scale fits the largest finite number plus 10% headroom (at least 1 unit)."""
-    values = [x for x in (quota, limit, allocated, requested) if _finite(x)]
+def quota_bar(resource: str, unit: str, quota, limit, allocated=None, requested=None, fair_share=None) -> QuotaBar:
+    """Build a QuotaBar whose scale fits the largest finite number plus 10% headroom (at least 1 unit); with
+    `fair_share`, the bar marks it too."""
+    values = [x for x in (quota, limit, allocated, requested, fair_share) if _finite(x)]
     scale = max(values + [1.0]) * 1.1
-    return QuotaBar(resource, unit, float(quota), float(limit), allocated, requested, scale=scale)
+    return QuotaBar(resource, unit, float(quota), float(limit), allocated, requested, scale=scale,
+                    fair_share=None if fair_share is None else float(fair_share))
 
 
 def requests_of_spec(resolved_spec: dict, overheads: resources.RuntimeClasses | None = None) -> dict[str, float]:

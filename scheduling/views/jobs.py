@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 
-from ..choices import GangPhase
+from ..choices import DesiredState, GangPhase
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..kube import errors as kube_errors
@@ -18,6 +18,7 @@ from ..kube import runtime_classes
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
 from ..services import access, queue_line, related, timeline
 from ..services import events as event_service
+from ..services import job_list as list_service
 from ..services import jobs as job_service
 from ..services.errors import ServiceError
 from .common import is_htmx, page_or_fragment
@@ -44,7 +45,7 @@ RELATED = ("template_version__template", "queue__parent", "cluster", "submitted_
 # by a lookup per row shown (related.JOB_LIST_RELATED), not joins: joins planned from stale statistics scanned
 # whole tables per job (issue 14).
 LIST_FIELDS = ("id", "name", "namespace", "phase", "desired_state", "phase_reason", "phase_changed_at", "created_at",
-               "queue", "cluster", "template_version", "submitted_by")
+               "queue", "cluster", "template_version", "submitted_by", "requested_gpu")
 
 
 class CappedPaginator(Paginator):
@@ -78,19 +79,30 @@ def _jobs(user):
 
 @login_required
 def job_list(request):
-    """GET /jobs/: filters (the API's GangJobFilterSet), search, sorting and pagination; htmx polls the table.
+    """GET /jobs/: filters (the API's GangJobFilterSet), search, sorting, grouping (`?group=queue|cluster|phase`,
+    services/job_list.py, as the API's) and pagination; htmx polls the table. Each row shows the GPUs its gang asks
+    for and, while pending, why it waits; ticked rows are cancelled together (`jobs_cancel`).
 
-    Four queries whatever the number of jobs: count (capped at CappedPaginator.cap), page, queue names and cluster
-    names.
+    Four queries whatever the number of jobs (count, capped at CappedPaginator.cap; page; queue names; cluster
+    names), and with a group two more (the jobs per group and their names; none when the count is capped).
     """
     jobs = related.annotate(access.visible_jobs(request.user, GangJob.objects.only(*LIST_FIELDS)),
                             related.JOB_LIST_RELATED)
-    filterset = GangJobFilterSet(request.GET or None, queryset=jobs)
+    filterset = GangJobFilterSet(request.GET or None, queryset=list_service.with_waiting_fields(jobs))
     sort = request.GET.get("sort", "created")
     if sort not in SORTS:
         sort = "created"
-    page = CappedPaginator(filterset.qs.order_by(*SORTS[sort]), PAGE_SIZE).get_page(request.GET.get("page"))
+    group = request.GET.get("group") if request.GET.get("group") in list_service.GROUPS else ""
+    page = CappedPaginator(list_service.ordered(filterset.qs, group, SORTS[sort]), PAGE_SIZE).get_page(
+        request.GET.get("page"))
     page.object_list = related.attach(page.object_list, related.JOB_LIST_RELATED)
+    counts = {}
+    if group and page.object_list and not page.paginator.capped:
+        counts = {g["key"]: g["count"] for g in list_service.group_counts(filterset.qs, group)}
+    for job in page.object_list:
+        job.group_key = list_service.group_key(job, group) if group else ""
+        job.waiting = list_service.waiting_reason(job)
+        job.cancellable = not job.is_terminal and job.desired_state != DesiredState.CANCEL
     query = request.GET.copy()
     query.pop("page", None)
     sort_links = []
@@ -108,7 +120,9 @@ def job_list(request):
                                                                                                       flat=True)),
         "cluster_names": list(access.visible_clusters(request.user, Cluster.objects.all()).values_list("name",
                                                                                                         flat=True)),
-        "now": timezone.now(),
+        "group": group, "groups": list_service.GROUP_CHOICES, "group_counts": counts,
+        "group_label": list_service.GROUPS.get(group, ""), "now": timezone.now(),
+        "search_name": request.GET.get("q") or request.GET.get("name") or "",
     })
 
 

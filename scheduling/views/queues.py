@@ -18,7 +18,7 @@ from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, QueueUsageSample
-from ..services import access, queue_line
+from ..services import access, queue_counts, queue_line
 from ..services import fair_share as fair_share_service
 from ..services import queues as queue_service
 from .common import allowed, page_or_fragment
@@ -77,7 +77,8 @@ def _cluster_param(request) -> str | None:
 @login_required
 def queue_tree(request):
     """GET /queues/[?cluster=name][&q=text]: the top-level queues, each with its children loaded on expand
-    (`queue_children`), or the queues whose name contains `q`. Six queries whatever the number of queues."""
+    (`queue_children`), or the queues whose name contains `q`, each with its jobs pending, running and finished
+    in 24 hours (services/queue_counts.py). Seven queries whatever the number of queues and jobs."""
     cluster = _cluster_param(request)
     query = (request.GET.get("q") or "").strip()[:63]
     visible = access.queue_tree_filter(request.user)
@@ -89,6 +90,7 @@ def queue_tree(request):
     else:
         roots = queue_service.queue_tree(cluster, depth=0, visible=visible, tree=tree)
     decorate(roots)
+    queue_counts.attach(roots, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     return page_or_fragment(request, "scheduling/queues.html", "scheduling/partials/queue_tree.html", {
         "section": "queues", "roots": roots, "cluster": cluster, "q": query, "matched": matched,
         "search_shown": SEARCH_SHOWN, "total_queues": len(tree.by_id),
@@ -116,6 +118,7 @@ def queue_children(request, name: str):
     shown = kids[offset:offset + CHILDREN_SHOWN]
     nodes = queue_service.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree)
     decorate(nodes)
+    queue_counts.attach(nodes, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     rest = len(kids) - offset - len(shown)
     return render(request, "scheduling/partials/queue_children.html", {
         "nodes": nodes, "cluster": cluster, "parent": parent.name, "rest": max(rest, 0),
@@ -144,8 +147,10 @@ def usage_series(samples) -> dict[str, list]:
 
 @login_required
 def queue_detail(request, name: str):
-    """GET /queues/<name>/[?window=24h&cluster=]: one queue's bars, warnings and sync, and its GPU use over time
-    (QueueUsageSample, read back from KAI's Queue status) as a step chart against its quota and limit."""
+    """GET /queues/<name>/[?window=24h&cluster=]: one queue's bars, warnings, sync and job counts; its fair share
+    per cluster and resource as a bar next to its quota and limit; its wait order (for a parent, its subtree's);
+    and its GPU use over time (QueueUsageSample, read back from KAI's Queue status) as a step chart against its
+    quota and limit."""
     policy = get_object_or_404(QueuePolicy.objects.select_related("parent"), name=name)
     allowed(access.check_read_queue, request.user, policy)
     cluster = request.GET.get("cluster") or None
@@ -156,11 +161,16 @@ def queue_detail(request, name: str):
     tree = queue_service.QueueTree.load_rows()
     node = queue_service.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree)[0]
     decorate([node])
+    queue_counts.attach([node], queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     # Fair share per cluster (the same service as GET /api/v1/queues/<name>/fair-share/) and the wait order (as
     # .../line/): a fixed number of queries whatever the number of queues and jobs.
     shares = fair_share_service.fair_shares([policy.id], cluster, tree=tree, visible=visible)[policy.id]
+    for c in shares:  # each resource's bar: quota, limit and fair share marked over what is allocated and requested
+        for r, x in (c["resources"] or {}).items():
+            x["bar"] = quota_bar(r, UNIT_LABELS[r], x["quota"], x["limit"], x["allocated"], x["requested"],
+                                 x["fair_share"])
     cluster_ids = [c.id for c in Cluster.objects.filter(name=cluster)] if cluster else None
-    waiting = queue_line.line_payload(request.user, policy, cluster_ids)
+    waiting = queue_line.line_payload(request.user, policy, cluster_ids, tree=tree)
     samples = QueueUsageSample.objects.filter(policy=policy)
     if cluster:
         samples = samples.filter(cluster__name=cluster)

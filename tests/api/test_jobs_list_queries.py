@@ -26,3 +26,18 @@ def test_the_job_list_runs_the_same_queries_for_3_and_30_jobs_without_distinct(a
     assert len(small_sql) == len(large_sql) == 2  # COUNT, then the page with its relations joined
     assert not any("DISTINCT" in sql for sql in large_sql)
     assert "resolved_spec" not in large_sql[-1]  # the list form never shows it
+
+
+@pytest.mark.parametrize("url, queries", [("/api/v1/jobs/?group=queue&name=job", 2),
+                                          ("/api/v1/jobs/groups/?group=queue", 2),
+                                          ("/api/v1/jobs/groups/?group=phase", 1)])
+def test_grouped_lists_and_group_counts_run_the_same_queries_for_3_and_30_jobs(api, setup, url, queries):
+    from tests import builders
+
+    api.post("/api/v1/jobs/bulk/", {"jobs": [builders.submit_body(*setup) for _ in range(3)]}, format="json")
+    _, small_sql = _list(api, url)
+    api.post("/api/v1/jobs/bulk/", {"jobs": [builders.submit_body(*setup) for _ in range(27)]}, format="json")
+    large, large_sql = _list(api, url)
+    assert len(small_sql) == len(large_sql) == queries
+    if "groups" in url:
+        assert sum(g["count"] for g in large.data["groups"]) == 30

@@ -1,6 +1,7 @@
 """Position in line: 7 pending jobs of mixed priority in team-a and 3 in its sibling team-b (both under research),
 every job's place in its queue and across the parent, in KAI's order (priority, then submit time), and how the
-places move when a job starts or is cancelled. Real PostgreSQL, no cluster."""
+places move when a job starts or is cancelled; the same jobs of a non-KAI backend in submit order; a parent queue's
+line of its subtree. Real PostgreSQL, no cluster."""
 from datetime import timedelta
 
 import pytest
@@ -40,7 +41,7 @@ def line(admin_user):
     queues = {name: builders.make_queue(name, parent=research, clusters=[cluster, other])
               for name in ("team-a", "team-b")}
     elsewhere = builders.make_queue("elsewhere", clusters=[cluster])
-    template = builders.make_template("base")
+    template = builders.make_template("base", backend="kai")
     t0 = timezone.now() - timedelta(hours=1)
     jobs = {}
     for i, (name, (queue, priority, minutes)) in enumerate(JOBS.items()):
@@ -141,3 +142,58 @@ def test_a_reader_without_a_role_on_the_jobs_sees_places_but_not_names(line):
     assert client.get("/api/v1/queues/team-a/line/").status_code == 404
     rows = client.get("/api/v1/queues/team-b/line/?cluster=local").data["jobs"]
     assert [r["name"] for r in rows] == ["b3", "b1", "b2"]
+
+
+def test_a_parent_queue_lists_the_jobs_of_its_subtree_in_the_order_the_scheduler_takes_them(api, line):
+    r = api.get("/api/v1/queues/research/line/?cluster=local")
+    assert r.status_code == 200
+    # research's whole line, as hand-computed above: a3 a6 b3 (125, by time), a4 (100), b1 (75), then 50 by time.
+    assert [(j["name"], j["queue_name"], j["queue"], j["queue_total"], j["parent"]) for j in r.data["jobs"]] == [
+        ("a3", "team-a", 1, 10, None), ("a6", "team-a", 2, 10, None), ("b3", "team-b", 3, 10, None),
+        ("a4", "team-a", 4, 10, None), ("b1", "team-b", 5, 10, None), ("a1", "team-a", 6, 10, None),
+        ("a2", "team-a", 7, 10, None), ("b2", "team-b", 8, 10, None), ("a5", "team-a", 9, 10, None),
+        ("a7", "team-a", 10, 10, None)]
+    assert r.data["jobs"][2]["text"] == "3 of 10 in research"
+    # Each job's place in its parent (GET /jobs/<id>/) is its place in the parent's line.
+    by_job = positions_by_job(JOBS)
+    assert {j["name"]: j["queue"] for j in r.data["jobs"]} == {name: p[2] for name, p in by_job.items()}
+
+
+def test_a_parent_line_hides_the_names_of_jobs_in_queues_the_reader_has_no_role_on(line):
+    from rest_framework.test import APIClient
+
+    viewer = builders.make_user("vera")
+    builders.grant(line["queues"]["team-b"], "viewer", user=viewer)
+    client = APIClient()
+    client.force_authenticate(viewer)
+    rows = client.get("/api/v1/queues/research/line/?cluster=local").data["jobs"]
+    assert [r["name"] for r in rows] == ["(hidden)", "(hidden)", "b3", "(hidden)", "b1", "(hidden)", "(hidden)",
+                                         "b2", "(hidden)", "(hidden)"]
+
+
+def test_jobs_of_a_non_kai_backend_wait_in_submit_order_without_kai_priority_values(line):
+    # The same ten jobs on the Kubernetes Workload API: kube-scheduler orders by pod priority, whose values gangweb
+    # does not read, so KAI's built-in values must not reorder them: submit time decides.
+    GangJob.objects.filter(name__in=JOBS).update(resolved_spec={**line["template"].spec, "backend": "k8s-workload"})
+    by_time = sorted(JOBS, key=lambda n: JOBS[n][2])
+    in_a = [n for n in by_time if JOBS[n][0] == "team-a"]
+    in_b = [n for n in by_time if JOBS[n][0] == "team-b"]
+    expected = {n: ((in_a if n in in_a else in_b).index(n) + 1, len(in_a if n in in_a else in_b),
+                    by_time.index(n) + 1, 10) for n in JOBS}
+    assert positions_by_job(JOBS) == expected
+    assert positions_by_line(line["queues"]) == expected
+    a3 = queue_line.position(GangJob.objects.select_related("queue__parent").get(name="a3"))
+    assert (a3["text"], a3["priority"]) == ("3 of 7 in team-a", None)
+
+
+def test_kai_and_non_kai_jobs_of_one_queue_wait_in_separate_lines(line):
+    # Two schedulers in one cluster: each has its own line.
+    GangJob.objects.filter(name__in=["a1", "a3"]).update(resolved_spec={**line["template"].spec,
+                                                                       "backend": "volcano"})
+    moved = positions_by_job(["a1", "a3", "a6", "a4"])
+    assert moved["a1"][:2] == (1, 2) and moved["a3"][:2] == (2, 2)  # volcano: by submit time
+    assert moved["a6"][:2] == (1, 5) and moved["a4"][:2] == (2, 5)  # KAI: a6 a4 a2 a5 a7
+    rows = [(r["name"], r["backend"], r["queue"]) for r in queue_line.line(line["queues"]["team-a"],
+                                                                          cluster_ids=[line["cluster"].id])]
+    assert rows == [("a6", "kai", 1), ("a4", "kai", 2), ("a2", "kai", 3), ("a5", "kai", 4), ("a7", "kai", 5),
+                    ("a1", "volcano", 1), ("a3", "volcano", 2)]

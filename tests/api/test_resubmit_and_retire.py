@@ -29,7 +29,10 @@ def test_a_submitter_cannot_resubmit_another_submitters_job_in_the_same_queue(te
     before = GangJob.objects.count()
     r = client.post(f"/api/v1/jobs/{job.pk}/resubmit/")
     assert r.status_code == 403, r.data
-    assert r.data == {"job": ["not allowed to resubmit this job"]}
+    # The refusal says why (the bulk cancel reports it per job): another's job, and only the submitter role.
+    assert r.data == {"job": ["not allowed to resubmit this job: only its submitter (with the submitter role) or an "
+                              "admin of queue 'a-train' may; it is not your job, and you have submitter on that "
+                              "queue"]}
     assert GangJob.objects.count() == before
     # Its submitter and the queue's admin may.
     assert teams.clients["a_sub"].post(f"/api/v1/jobs/{job.pk}/resubmit/").status_code == 201

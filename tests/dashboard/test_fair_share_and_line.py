@@ -32,3 +32,52 @@ def test_queue_page_and_job_page_show_share_sentence_and_places(ui, admin_user):
     assert "Place in line: <strong>3 of 4 in team-a</strong>, 3 of 14 in research" in job_page
     assert 'id="job-position"' not in ui.get("/jobs/{}/".format(
         team_a.jobs.get(name="run-0").pk)).content.decode()
+
+
+def test_queue_pages_count_pending_running_and_recently_finished_jobs_and_draw_the_fair_share_bar(ui, admin_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from scheduling.models import GangJob
+
+    cluster = builders.make_cluster("local", capacity={"nodes": 1, "allocatable": {
+        "nvidia.com/gpu": 18, "cpu": 64, "memory": 10**12}})
+    research = builders.make_queue("research", clusters=[cluster], gpu_quota=18)
+    team_a = builders.make_queue("team-a", parent=research, clusters=[cluster], gpu_quota=8, gpu_limit=16)
+    team_b = builders.make_queue("team-b", parent=research, clusters=[cluster])
+    template = builders.make_template("gpu", pod_sets=[builders.pod_set(containers=[builders.container(gpu=1)])])
+    phases = {team_a: [GangPhase.QUEUED] * 3 + [GangPhase.SUBMITTED, GangPhase.RUNNING, GangPhase.SCHEDULED,
+                                                GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED],
+              team_b: [GangPhase.QUEUED, GangPhase.RUNNING, GangPhase.SUCCEEDED]}
+    for queue, wanted in phases.items():
+        for i, phase in enumerate(wanted):
+            builders.make_job(template, queue, cluster, name=f"{queue.name}-{i}", user=admin_user, phase=phase)
+    # Finished two days ago: not in the last 24 hours.
+    GangJob.objects.filter(name="team-a-8").update(phase_changed_at=timezone.now() - timedelta(days=2))
+
+    def counts(html, name):
+        head = html.split(f'id="queue-{name}"', 1)[1].split("</header>", 1)[0]
+        return tuple(int(head.split(f'class="{k}"')[1].split(">", 1)[1].split(" ", 1)[0])
+                     for k in ("pending", "running", "finished"))
+
+    tree = ui.get("/queues/").content.decode()
+    assert counts(tree, "research") == (5, 3, 3)  # its two children's jobs
+    kids = ui.get("/queues/research/children/").content.decode()
+    assert counts(kids, "team-a") == (4, 2, 2) and counts(kids, "team-b") == (1, 1, 1)
+    page = ui.get("/queues/team-a/").content.decode()
+    assert [page.split(f'id="count-{k}">')[1].split("<")[0] for k in ("pending", "running", "finished")] == [
+        "4", "2", "2"]
+    # The GPU bar marks quota 8, limit 16 and the fair share (12 with 4 jobs pending, 2 allocated: the division's).
+    gpu_row = page.split('<tr data-resource="gpu">')[1].split("</tr>")[0]
+    fair = gpu_row.split('<td class="fair">')[1].split("<")[0]
+    assert f'data-fair="{fair}"' in gpu_row and 'class="q-quota"' in gpu_row and 'data-limit="' in gpu_row
+    assert f"fair share {fair} GPU" in gpu_row
+    api = ui.get("/api/v1/queues/tree/").json()["roots"][0]
+    assert api["counts"] == {"pending": 5, "running": 3, "finished_24h": 3}
+    assert [c["counts"] for c in api["children"]] == [{"pending": 4, "running": 2, "finished_24h": 2},
+                                                      {"pending": 1, "running": 1, "finished_24h": 1}]
+    # Only one cluster's jobs with ?cluster=: none in another.
+    builders.make_cluster("other")
+    assert ui.get("/api/v1/queues/tree/?cluster=other").json()["roots"][0]["counts"] == {
+        "pending": 0, "running": 0, "finished_24h": 0}
