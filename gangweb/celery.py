@@ -42,4 +42,6 @@ def consume_shard_queues(sender, instance, **_kwargs) -> None:
         spec = "all"
     for name in routing.worker_queues(spec, default=False):
         if name not in queues.consume_from:
-            queues.select_add(name)
+            # queues[name] declares it as a producer routing there does (Celery's missing-queue rule: an exchange
+            # of the queue's own name), so both sides bind the same exchange.
+            queues.select_add(queues[name])
