@@ -55,17 +55,20 @@ def register(kubeconfig_path: str) -> None:
 
     django.setup()
     from scheduling.models import Cluster, QueuePolicy
+    from scheduling.reconcile import probe
 
     frozen, _ = Cluster.objects.update_or_create(name=FROZEN, defaults={
         "kubeconfig": Path(kubeconfig_path).read_text(), "context": "", "in_cluster": False})
     for name, shard in SHARDS.items():
         Cluster.objects.filter(name=name).update(work_shard=shard)
     QueuePolicy.objects.get(name="default").clusters.add(frozen)
+    probe.probe_cluster(Cluster.objects.get(pk=frozen.pk))  # its served APIs: which backend a submit gets
 
 
 def dispatch_times(namespace: str) -> None:
-    """(In the stack's environment.) Print {job name: [created_at, first Dispatched at]} (epoch seconds, None when
-    not yet) of the jobs of `namespace`, as JSON."""
+    """(In the stack's environment.) Print {job name: [created_at, first transition after Submitted]} (epoch
+    seconds, None when not yet; the first is Dispatched unless a pass went further at once) of the jobs of
+    `namespace`, as JSON."""
     import django
 
     django.setup()
@@ -74,7 +77,7 @@ def dispatch_times(namespace: str) -> None:
     from scheduling.models import GangJob
 
     rows = (GangJob.objects.filter(namespace=namespace)
-            .annotate(dispatched=Min("transitions__at", filter=Q(transitions__phase="Dispatched")))
+            .annotate(dispatched=Min("transitions__at", filter=~Q(transitions__phase="Submitted")))
             .values_list("name", "created_at", "dispatched"))
     print(json.dumps({name: [created.timestamp(), dispatched.timestamp() if dispatched else None]
                       for name, created, dispatched in rows}))
@@ -86,9 +89,10 @@ class Bench:
     def __init__(self, stack: FaultStack, second, args):
         self.stack, self.second, self.args = stack, second, args
         self.client = Client(stack.base_url, stack.token, retry_seconds=60)
-        self.frozen_client = Client(stack.base_url, stack.token, retry_seconds=60)
         self.kube = {HEALTHY: stack.cluster.api_client(), FROZEN: second.api_client()}
-        self.frozen_namespaces: list[str] = []
+        # One client per namespace of "frozen": a census compares a namespace's jobs with its client's 201s.
+        self.frozen_clients: dict[str, Client] = {}
+        self._prepared: list[str] = []
 
     # --- setup ---------------------------------------------------------------------------------------------------
     def namespace(self, cluster: str, tag: str) -> str:
@@ -97,7 +101,7 @@ class Bench:
         create_namespace(self.kube[cluster], name)
         self.stack.allow_namespace(name)
         if cluster == FROZEN:
-            self.frozen_namespaces.append(name)
+            self.frozen_clients[name] = Client(self.stack.base_url, self.stack.token, retry_seconds=60)
         return name
 
     def start_workers(self, layout: str) -> list[str]:
@@ -122,13 +126,15 @@ class Bench:
     def submit_frozen(self, namespace: str, count: int) -> list[threading.Thread]:
         """Single submits of `count` jobs to cluster "frozen" from a thread each (a hung cluster never holds up
         the bench's own timing); returns the threads."""
+        client = self.frozen_clients[namespace]
+
         def one(i):
             key = uuid.uuid4().hex
             body = {"name": f"f-{i}", "namespace": namespace, "template": TEMPLATE, "queue": "default",
                     "cluster": FROZEN}
-            r = self.frozen_client.request("POST", "/api/v1/jobs/", json=body, headers={"Idempotency-Key": key})
+            r = client.request("POST", "/api/v1/jobs/", json=body, headers={"Idempotency-Key": key})
             assert r.status_code == 201, (r.status_code, r.text[:300])
-            self.frozen_client.accepted[key] = r.json()
+            client.accepted[key] = r.json()
 
         threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(count)]
         for t in threads:
@@ -169,7 +175,7 @@ class Bench:
             t.join(120)
         self.client.bulk([f"w-{i}" for i in range(10)], ns_a, TEMPLATE)
         self.wait_dispatched(self.client, ns_a, 10, self.args.timeout)
-        self.wait_dispatched(self.frozen_client, ns_b, 2, self.args.timeout)
+        self.wait_dispatched(self.frozen_clients[ns_b], ns_b, 2, self.args.timeout)
 
     def run_layout(self, layout: str) -> dict:
         """Warm-up, healthy round, frozen round (+ convergence after SIGCONT), healthy round again."""
@@ -182,7 +188,7 @@ class Bench:
             out["healthy"] = self.healthy_round("h1")
             for t in threads:
                 t.join(120)
-            self.wait_dispatched(self.frozen_client, ns, self.args.frozen_jobs, self.args.timeout)
+            self.wait_dispatched(self.frozen_clients[ns], ns, self.args.frozen_jobs, self.args.timeout)
 
             pid = next(p.pid for p in self.second.state.processes if p.name == "kube-apiserver")
             frozen_at = time.monotonic()
@@ -227,8 +233,8 @@ class Bench:
     def converge(self) -> dict:
         """Wait until every job submitted to "frozen" has its one live set of objects; return the census."""
         summary = {}
-        for namespace in self.frozen_namespaces:
-            result = settle(self.frozen_client, self.kube[FROZEN], namespace, self.args.timeout,
+        for namespace, client in self.frozen_clients.items():
+            result = settle(client, self.kube[FROZEN], namespace, self.args.timeout,
                             want=lambda j: j["phase"] in PAST_SUBMITTED)
             summary[namespace] = {"phases": dict(result.phases), "problems": result.problems[:5]}
         return summary
