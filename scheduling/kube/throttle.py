@@ -17,8 +17,9 @@ what this protects against (its requests time out, `client.REQUEST_TIMEOUT`); th
 (scheduling/routing.py).
 
 Cost: ~28 us of CPU per request when a token is there (measured on this machine, against 1-3 ms of the client's own
-work per request). A request that cannot get a token within MAX_WAIT seconds raises TransientKubeError ClientThrottled (retried with
-the task's backoff), so a very low limit never holds a worker slot past a request's own read timeout.
+work per request). A request that cannot get a token within MAX_WAIT seconds raises TransientKubeError
+ClientThrottled (retried with the task's backoff), so a very low limit never holds a worker slot past a request's own
+read timeout.
 """
 from __future__ import annotations
 
