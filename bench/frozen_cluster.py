@@ -46,6 +46,7 @@ TEMPLATE = "fault-long"  # pods that stay Running: a round's jobs stay live, no 
 HEALTHY, FROZEN = "local", "frozen"
 SHARDS = {HEALTHY: 0, FROZEN: 1}
 PAST_SUBMITTED = ("Dispatched", "Queued", "Scheduled", "Running")
+AFTER_SUBMITTED = (*PAST_SUBMITTED, "Succeeded", "Failed", "Cancelled")
 
 
 def register(kubeconfig_path: str) -> None:
@@ -77,7 +78,7 @@ def dispatch_times(namespace: str) -> None:
     from scheduling.models import GangJob
 
     rows = (GangJob.objects.filter(namespace=namespace)
-            .annotate(dispatched=Min("transitions__at", filter=~Q(transitions__phase="Submitted")))
+            .annotate(dispatched=Min("transitions__at", filter=Q(transitions__phase__in=AFTER_SUBMITTED)))
             .values_list("name", "created_at", "dispatched"))
     print(json.dumps({name: [created.timestamp(), dispatched.timestamp() if dispatched else None]
                       for name, created, dispatched in rows}))
