@@ -60,11 +60,12 @@ def rate_between(samples: list, t0: float, t1: float) -> float:
 
 
 def resyncs_at_once(worker_log: str) -> int:
-    """The most `scheduling.resync_all_clusters` tasks running at the same time, from Celery's INFO lines
+    """The most `scheduling.resync_cluster` tasks (one per cluster, fanned out by beat's resync_all_clusters)
+    running at the same time, from Celery's INFO lines
     ("Task <name>[<id>] received" ... "Task <name>[<id>] succeeded/raised")."""
     running, most = 0, 0
     for line in worker_log.splitlines():
-        if "scheduling.resync_all_clusters[" not in line:
+        if "scheduling.resync_cluster[" not in line:
             continue
         if re.search(r"\] received", line):
             running += 1

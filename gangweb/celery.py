@@ -2,7 +2,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_failure
+from celery.signals import celeryd_after_setup, task_failure
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
 
@@ -19,3 +19,29 @@ def discard_broken_connections(**_kwargs) -> None:
     from scheduling.reconcile import dbconn
 
     dbconn.discard_if_broken(force=True)
+
+
+@celeryd_after_setup.connect
+def consume_shard_queues(sender, instance, **_kwargs) -> None:
+    """Add the cluster shard queues (scheduling/routing.py) this worker consumes besides its -Q list:
+    GANGWEB_WORKER_SHARDS = "all", a list like "0-3,6", or "none"; unset, a worker that consumes Celery's default
+    queue takes every shard (so `-Q celery`, as every earlier deployment runs it, still does all reconcile work)
+    and any other worker (webhooks, a pool started with -Q reconcile.N) none. A bad value stops the worker with the
+    reason (ValueError), rather than leaving shards unconsumed."""
+    from django.conf import settings
+
+    from scheduling import routing
+
+    spec = (settings.GANGWEB_WORKER_SHARDS or "").strip()
+    queues = instance.app.amqp.queues
+    if spec == "none":
+        return
+    if not spec:
+        if settings.CELERY_TASK_DEFAULT_QUEUE not in queues.consume_from:
+            return
+        spec = "all"
+    for name in routing.worker_queues(spec, default=False):
+        if name not in queues.consume_from:
+            # queues[name] declares it as a producer routing there does (Celery's missing-queue rule: an exchange
+            # of the queue's own name), so both sides bind the same exchange.
+            queues.select_add(queues[name])

@@ -334,12 +334,13 @@ CONTENT_SECURITY_POLICY = {
 # (docs/architecture.md, "Delivery").
 REDIS_URL = os.environ.get("REDIS_URL", "")
 # Redis transport: a message taken by a worker that dies unacknowledged goes back to the queue after this many
-# seconds (it was 3600). Shorter than the longest a healthy worker may hold a message (a countdown of up to 300 s, a
-# task of up to 960 s: reconcile_jobs' hard limit), the message is delivered a second time while the first copy
-# still waits or runs: harmless, since every task is idempotent, but wasted work; so it is the longest hard limit.
+# seconds (it was 3600). Shorter than the longest a healthy worker may hold a message (a countdown of up to 300 s
+# plus reconcile_job's 180-s hard limit; reconcile_jobs' 960-s hard limit), the message is delivered a second time
+# while the first copy still waits or runs: harmless, since every task is idempotent, but wasted work; so it exceeds
+# the longest hold (960 s) by a margin (tests/unit/test_celery_delivery.py checks every registered task).
 # The work of a lost reconcile task is taken over sooner by the periodic resync (GANGWEB_RESYNC_GRACE_SECONDS plus
 # one period); this only bounds when the message itself comes back.
-GANGWEB_BROKER_VISIBILITY_TIMEOUT = int(os.environ.get("GANGWEB_BROKER_VISIBILITY_TIMEOUT", "960"))
+GANGWEB_BROKER_VISIBILITY_TIMEOUT = int(os.environ.get("GANGWEB_BROKER_VISIBILITY_TIMEOUT", "1200"))
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": GANGWEB_BROKER_VISIBILITY_TIMEOUT}
@@ -365,10 +366,23 @@ else:
         except OSError:  # read-only state dir: the worker reports the real error when it starts
             pass
 CELERY_TASK_DEFAULT_QUEUE = "celery"  # reconcile, resync, probe and queue sync: `celery worker -Q celery`
-CELERY_TASK_ROUTES = {
-    "scheduling.notify_transitions": {"queue": GANGWEB_WEBHOOK_QUEUE},
-    "scheduling.deliver_webhook": {"queue": GANGWEB_WEBHOOK_QUEUE},
-}
+# One cluster's work (reconcile, its resync, probe and queue sync) goes to its shard queue "reconcile.<n>", so a slow
+# or unreachable API server holds only the slots of the workers consuming that shard (scheduling/routing.py,
+# docs/operations.md "Per-cluster work queues"). A fixed count: every worker knows every queue name when it starts.
+GANGWEB_RECONCILE_SHARDS = max(1, int(os.environ.get("GANGWEB_RECONCILE_SHARDS", "8")))
+# Shards a worker consumes besides the queues given with -Q: "all", or a list like "0-3,6" (gangweb/celery.py).
+GANGWEB_WORKER_SHARDS = os.environ.get("GANGWEB_WORKER_SHARDS", "")
+# Client-side rate limit of the requests to one cluster's API server, per process (a token bucket, like client-go's
+# QPS/Burst); a cluster's own `api_qps`/`api_burst` override these (scheduling/kube/throttle.py).
+GANGWEB_CLUSTER_QPS = float(os.environ.get("GANGWEB_CLUSTER_QPS", "50"))
+GANGWEB_CLUSTER_BURST = int(os.environ.get("GANGWEB_CLUSTER_BURST", "100"))
+CELERY_TASK_ROUTES = (
+    {
+        "scheduling.notify_transitions": {"queue": GANGWEB_WEBHOOK_QUEUE},
+        "scheduling.deliver_webhook": {"queue": GANGWEB_WEBHOOK_QUEUE},
+    },
+    "scheduling.routing.route",
+)
 # A worker keeps reconnecting to the broker for as long as it is down, at start and after a loss (Celery's default
 # gives up after 100 attempts, ~50 minutes, and then exits); docs/architecture.md, "When a dependency fails".
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

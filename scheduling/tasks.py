@@ -36,23 +36,44 @@ def reconcile_jobs(job_ids: list[int]) -> None:
 
 # Not acknowledged late: beat sends the next one within a period, so a resync lost with its worker is not redelivered
 # (a redelivered one would only find the lease held). One per cluster at a time, bounded (reconcile/resync.py).
-@shared_task(name="scheduling.resync_all_clusters", ignore_result=True, acks_late=False,
-             soft_time_limit=RESYNC_SOFT_TIME_LIMIT, time_limit=RESYNC_TIME_LIMIT)
+# The beat task only fans out: each cluster's resync and probe run on that cluster's shard queue (scheduling/
+# routing.py), so an API server that does not answer delays only its own.
+@shared_task(name="scheduling.resync_all_clusters", ignore_result=True, acks_late=False, soft_time_limit=60,
+             time_limit=90)
 def resync_all_clusters() -> None:
-    """Beat: LIST-based resync of every cluster, leaving recently submitted or cancelled jobs to their own task."""
+    """Beat: queue one `resync_cluster` per cluster."""
+    from .reconcile import queues
+
+    for cluster_id in queues.cluster_ids():
+        resync_cluster.delay(cluster_id)
+
+
+@shared_task(name="scheduling.resync_cluster", ignore_result=True, acks_late=False,
+             soft_time_limit=RESYNC_SOFT_TIME_LIMIT, time_limit=RESYNC_TIME_LIMIT)
+def resync_cluster(cluster_id: int) -> None:
+    """LIST-based resync of one cluster, leaving recently submitted or cancelled jobs to their own task."""
     from django.conf import settings
 
     from .reconcile import resync
 
-    resync.resync_all(grace_seconds=settings.GANGWEB_RESYNC_GRACE_SECONDS)
+    resync.resync_cluster_id(cluster_id, grace_seconds=settings.GANGWEB_RESYNC_GRACE_SECONDS)
 
 
-@shared_task(name="scheduling.probe_all_clusters", ignore_result=True)
+@shared_task(name="scheduling.probe_all_clusters", ignore_result=True, soft_time_limit=60, time_limit=90)
 def probe_all_clusters() -> None:
-    """Beat: probe health and discovery of every cluster."""
+    """Beat: queue one `probe_cluster` per cluster."""
+    from .reconcile import queues
+
+    for cluster_id in queues.cluster_ids():
+        probe_cluster.delay(cluster_id)
+
+
+@shared_task(name="scheduling.probe_cluster", ignore_result=True, soft_time_limit=120, time_limit=180)
+def probe_cluster(cluster_id: int) -> None:
+    """Probe health and discovery of one cluster (a cluster deleted meanwhile is skipped)."""
     from .reconcile import probe
 
-    probe.probe_all()
+    probe.probe_cluster_id(cluster_id)
 
 
 @shared_task(name="scheduling.reconcile_queue", acks_late=True, ignore_result=True,

@@ -56,12 +56,21 @@ class ClusterSerializer(serializers.ModelSerializer):
         model = Cluster
         fields = ["id", "name", "description", "kubeconfig", "context", "in_cluster", "has_credentials", "health",
                   "health_message", "last_probe_at", "server_version", "served_apis", "available_backends",
-                  "scheduler_names", "created_at", "updated_at"]
+                  "scheduler_names", "work_shard", "api_qps", "api_burst", "created_at", "updated_at"]
         read_only_fields = ["health", "health_message", "last_probe_at", "server_version", "served_apis",
                             "available_backends", "created_at", "updated_at"]
 
     def get_has_credentials(self, obj) -> bool:
         return bool(obj.kubeconfig) or obj.in_cluster
+
+    def validate_work_shard(self, value):
+        """A shard queue that exists: 0 to GANGWEB_RECONCILE_SHARDS - 1 (scheduling/routing.py), or null."""
+        from .. import routing
+
+        if value is not None and value >= routing.shard_count():
+            raise serializers.ValidationError(f"must be between 0 and {routing.shard_count() - 1} "
+                                              f"(GANGWEB_RECONCILE_SHARDS is {routing.shard_count()}), or null")
+        return value
 
     def validate(self, attrs):
         """The kubeconfig follows `kube.kubeconfig_policy` (data only, https, allowed addresses) for the context

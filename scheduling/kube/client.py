@@ -13,6 +13,7 @@ Clients are cached per process, keyed by the cluster's id and a hash of its conn
 cluster's kubeconfig takes effect on the next call without a restart; a cached client is rebuilt after
 `PIN_SECONDS` so the host name is resolved (and checked) again. Requests time out (`REQUEST_TIMEOUT`) and
 urllib3 retries once, so an unreachable cluster fails a reconcile pass in seconds instead of hanging a worker.
+Every request first takes a token of the cluster's client rate limit (QPS/burst, `throttle`).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from kubernetes import client, config
 from requests.utils import should_bypass_proxies
 
 from .. import addresses
-from . import kubeconfig_policy
+from . import kubeconfig_policy, throttle
 from .errors import CLUSTER_UNREACHABLE, TerminalKubeError, TransientKubeError
 
 REQUEST_TIMEOUT = (5, 30)  # (connect, read) seconds, passed as _request_timeout
@@ -42,7 +43,8 @@ _lock = threading.Lock()
 
 def _fingerprint(cluster) -> str:
     policy = getattr(settings, "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES", "")
-    raw = f"{cluster.in_cluster}\0{cluster.context}\0{cluster.kubeconfig}\0{policy}".encode()
+    limits = throttle.limits_for(cluster)  # a changed rate limit rebuilds the client with the new bucket
+    raw = f"{cluster.in_cluster}\0{cluster.context}\0{cluster.kubeconfig}\0{policy}\0{limits}".encode()
     return hashlib.sha256(raw).hexdigest()
 
 
@@ -110,7 +112,9 @@ def build_client(cluster) -> client.ApiClient:
         except config.ConfigException as exc:
             raise TerminalKubeError(INVALID_KUBECONFIG, f"cluster {cluster.name}: not running in a cluster "
                                                         f"({exc})") from None
-        return client.ApiClient(configuration)
+        api = client.ApiClient(configuration)
+        throttle.limit(api, cluster)
+        return api
     conn, address = connection_for(cluster)
     host = f"[{address}]" if ":" in address else address
     configuration.host = f"https://{host}:{conn.port}{conn.path}"
@@ -121,6 +125,7 @@ def build_client(cluster) -> client.ApiClient:
     default_pools = api.rest_client.pool_manager
     api.rest_client.pool_manager = _pool_manager(conn, configuration)
     default_pools.clear()
+    throttle.limit(api, cluster)
     return api
 
 

@@ -1,4 +1,5 @@
 """Clusters gangweb reconciles into."""
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from ..choices import ClusterHealth
@@ -52,6 +53,16 @@ class Cluster(models.Model):
                                        help_text="{backend family: schedulerName of that scheduler on this cluster}")
     priority_classes = models.JSONField(default=list, blank=True,
                                         help_text="PriorityClass names of the cluster, as last probed")
+    # Isolation (issue 18): which shard queue carries this cluster's work (scheduling/routing.py; null: id modulo
+    # GANGWEB_RECONCILE_SHARDS), and the client-side rate limit of its API server per process (null: the install's
+    # GANGWEB_CLUSTER_QPS / GANGWEB_CLUSTER_BURST; scheduling/kube/throttle.py).
+    work_shard = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="shard queue reconcile.<n> of this cluster's work; empty: id modulo shards")
+    api_qps = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0.1), MaxValueValidator(10000)],
+                                help_text="API requests per second per gangweb process; empty: the install default")
+    api_burst = models.PositiveIntegerField(null=True, blank=True,
+                                            validators=[MinValueValidator(1), MaxValueValidator(100000)],
+                                            help_text="requests allowed at once above api_qps; empty: the default")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -121,6 +121,16 @@ def probe_cluster(cluster: Cluster) -> Cluster:
     return cluster
 
 
+def probe_cluster_id(cluster_id: int) -> Cluster | None:
+    """`probe_cluster` of the cluster with this id (the `scheduling.probe_cluster` task); None, logged, when it no
+    longer exists."""
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        log.info("probe: cluster %s no longer exists", cluster_id)
+        return None
+    return probe_cluster(cluster)
+
+
 def probe_all() -> list[Cluster]:
     """Probe every registered cluster. One cluster's failure, even one that escapes `probe_cluster` (its row
     failing to save), is logged and the others are still probed (issue 15, L1). Returns the clusters probed."""

@@ -282,6 +282,16 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
     return stats, cursor
 
 
+def resync_cluster_id(cluster_id: int, grace_seconds: float = 0) -> dict | None:
+    """`resync_cluster` of the cluster with this id (the `scheduling.resync_cluster` task); None, logged, when it no
+    longer exists. SoftTimeLimitExceeded is raised again after being recorded (`resync_cluster`)."""
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        log.info("resync: cluster %s no longer exists", cluster_id)
+        return None
+    return resync_cluster(cluster, grace_seconds=grace_seconds)
+
+
 def resync_all(grace_seconds: float = 0, max_jobs: int | None = None,
                budget_seconds: float | None = None) -> dict[str, dict]:
     """Resync every cluster (`resync_cluster` with these limits); one cluster's failure never stops the others.

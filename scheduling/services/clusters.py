@@ -8,7 +8,8 @@ may change.
   what is stored: families that name a scheduler, DNS-1123 subdomain values (what the API server accepts as a pod's
   `spec.schedulerName`).
 - `check_platform_fields`: `in_cluster` (gangweb's own service account, with the platform's rights) and `name`
-  (how every queue, job and audit entry refers to the cluster) are the platform admin's to change (issue 15, M6).
+  (how every queue, job and audit entry refers to the cluster) are the platform admin's to change (issue 15, M6),
+  and so are its shard queue and client rate limit (`work_shard`, `api_qps`, `api_burst`; issue 18).
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from . import access
 from . import validation as v
 from .errors import PermissionDenied
 
-PLATFORM_FIELDS = ("in_cluster", "name")
+# work_shard, api_qps and api_burst decide which worker pool's slots a cluster's tasks hold, and for how long (a
+# task waits for its client rate limit's tokens): a cluster admin could otherwise crowd other teams' clusters.
+PLATFORM_FIELDS = ("in_cluster", "name", "work_shard", "api_qps", "api_burst")
 
 
 def scheduler_names(value, current: dict | None = None) -> dict[str, str]:

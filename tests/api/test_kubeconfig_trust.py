@@ -45,6 +45,13 @@ def gcp_user(tmp_path, marker) -> dict:
     return {"auth-provider": {"name": "gcp", "config": {"cmd-path": script(tmp_path, marker, output)}}}
 
 
+@pytest.fixture(autouse=True)
+def beat_fan_out_runs_here(monkeypatch):
+    """The beat tasks queue one probe/resync per cluster; here each runs in-process, as its worker would."""
+    monkeypatch.setattr(tasks.probe_cluster, "delay", tasks.probe_cluster)
+    monkeypatch.setattr(tasks.resync_cluster, "delay", tasks.resync_cluster)
+
+
 @pytest.fixture
 def marker(tmp_path):
     return tmp_path / "pwned"

@@ -120,6 +120,26 @@ def test_the_processes_run_what_docker_and_runstack_run(helm):
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
 
+def test_a_worker_pool_consumes_only_its_shard_queues_and_the_default_worker_the_rest(helm, tmp_path):
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(yaml.safe_dump({"worker": {"shards": "0-5"}, "workerPools": [
+        {"name": "east", "shards": [6, 7], "replicas": 2, "concurrency": 3,
+         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}]}))
+    objects = render(helm, "gangweb", HA_VALUES, pools)
+    deployments = by_kind(objects, "Deployment")
+    east = deployments["gw-gangweb-worker-east"]["spec"]
+    command = east["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("-Q") + 1] == "reconcile.6,reconcile.7" and "--concurrency=3" in command
+    assert east["replicas"] == 2
+    worker = deployments["gw-gangweb-worker"]["spec"]["template"]["spec"]["containers"][0]
+    assert worker["command"][worker["command"].index("-Q") + 1] == "celery"
+    assert {"name": "GANGWEB_WORKER_SHARDS", "value": "0-5"} in worker["env"]
+    assert "gw-gangweb-worker-east" in by_kind(objects, "PodDisruptionBudget")
+    default = by_kind(render(helm, "gangweb", HA_VALUES), "Deployment")["gw-gangweb-worker"]
+    assert {"name": "GANGWEB_WORKER_SHARDS", "value": "all"} in default["spec"]["template"]["spec"]["containers"][0][
+        "env"]
+
+
 def test_ha_values_run_three_replicas_on_external_services_with_every_secret_by_reference(helm):
     objects = render(helm, "gangweb", HA_VALUES)
     deployments = by_kind(objects, "Deployment")

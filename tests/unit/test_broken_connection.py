@@ -68,12 +68,12 @@ def test_a_task_that_failed_inside_a_query_leaves_no_broken_connection_to_the_ne
     from scheduling import tasks
     from scheduling.reconcile import resync
 
-    def resync_all(**_kwargs):  # the soft limit lands while the resync waits on PostgreSQL
+    def resync_cluster_id(_cluster_id, **_kwargs):  # the soft limit lands while the resync waits on PostgreSQL
         with soft_limit_after(0.2), connection.cursor() as cursor:
             cursor.execute("SELECT pg_sleep(3)")
 
-    monkeypatch.setattr(resync, "resync_all", resync_all)
-    result = tasks.resync_all_clusters.apply()  # runs the task with its signals, here, as a pool process would
+    monkeypatch.setattr(resync, "resync_cluster_id", resync_cluster_id)
+    result = tasks.resync_cluster.apply((1,))  # runs the task with its signals, here, as a pool process would
 
     assert result.failed() and isinstance(result.result, SoftTimeLimitExceeded)  # failed, not "succeeded"
     assert select_one() == 1  # gangweb.celery's task_failure handler replaced the connection

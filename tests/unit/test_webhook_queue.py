@@ -1,6 +1,7 @@
 """Webhook work runs on a Celery queue of its own, consumed by a worker of its own in every way gangweb is run
 (`make run`'s runstack, docker compose), so a slow or failing receiver never holds a slot of the worker that
-reconciles jobs (bench/webhooks.py measures it). The reconcile worker consumes only the default queue."""
+reconciles jobs (bench/webhooks.py measures it). The reconcile worker consumes the default queue and the cluster
+shard queues, never the webhook queue."""
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from scheduling.management.commands import runstack
 ROOT = Path(__file__).resolve().parents[2]
 WEBHOOK_TASKS = ["scheduling.deliver_webhook", "scheduling.notify_transitions"]
 RECONCILE_TASKS = ["scheduling.reconcile_job", "scheduling.reconcile_jobs", "scheduling.resync_all_clusters",
-                   "scheduling.probe_all_clusters", "scheduling.reconcile_queue", "scheduling.sync_queues"]
+                   "scheduling.probe_all_clusters", "scheduling.reconcile_queue", "scheduling.sync_queues",
+                   "scheduling.resync_cluster", "scheduling.probe_cluster"]
 
 
 def queue_of(task_name: str) -> str:
@@ -25,8 +27,10 @@ def test_webhook_tasks_are_routed_to_the_webhook_queue(task_name):
     assert queue_of(task_name) == settings.GANGWEB_WEBHOOK_QUEUE == "webhooks"
 
 
+# With a cluster, they go to its shard queue "reconcile.<n>" (tests/unit/test_routing.py), which the reconcile
+# worker consumes too; without one (a beat's fan-out, a job that is gone), to the default queue.
 @pytest.mark.parametrize("task_name", RECONCILE_TASKS)
-def test_reconcile_tasks_stay_on_the_default_queue(task_name):
+def test_reconcile_tasks_of_no_cluster_stay_on_the_default_queue(task_name):
     assert queue_of(task_name) == settings.CELERY_TASK_DEFAULT_QUEUE == "celery"
 
 

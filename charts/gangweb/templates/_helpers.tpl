@@ -91,6 +91,12 @@ runs before install; otherwise (bundled PostgreSQL, chart-made secrets) after in
 {{- end }}
 - name: GANGWEB_BROKER_VISIBILITY_TIMEOUT
   value: {{ .Values.redis.visibilityTimeoutSeconds | quote }}
+- name: GANGWEB_RECONCILE_SHARDS
+  value: {{ .Values.config.reconcileShards | quote }}
+- name: GANGWEB_CLUSTER_QPS
+  value: {{ .Values.config.clusterQps | quote }}
+- name: GANGWEB_CLUSTER_BURST
+  value: {{ .Values.config.clusterBurst | quote }}
 - name: GANGWEB_INSTANCE
   value: {{ include "gangweb.instance" . | quote }}
 - name: GANGWEB_NAMESPACE
