@@ -521,8 +521,8 @@ def minutes(seconds: float) -> int:
 
 
 def span(seconds: float) -> str:
-    """A duration for people: "42 min", "3 h 10 min", "2 d 4 h" (rounded up to the minute)."""
-    m = minutes(seconds)
+    """A duration for people: "42 min", "3 h 10 min", "2 d 4 h" (to the nearest minute, at least 1 min)."""
+    m = max(int(math.floor(max(seconds, 0.0) / 60 + 0.5)), 1)
     if m < 120:
         return f"{m} min"
     h, m = divmod(m, 60)
