@@ -54,6 +54,7 @@ import bisect
 import heapq
 import math
 import random
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist, fmean, pstdev
@@ -65,7 +66,7 @@ UNLIMITED = fair_share.UNLIMITED
 MIN_RUNS = 5  # finished runs needed before run times are trusted
 MIN_TAIL = 3  # runs longer than the elapsed time needed to draw among them; fewer: the fitted lognormal's tail
 PER_KEY = 200  # most recent runs kept per history key
-SAMPLES = 200
+SAMPLES = 100  # replays per estimate: ~1 %-steps for p50/p90 (bench/estimate.py: the cost per call)
 MIN_SIGMA = 0.1  # the fitted lognormal's spread when every run took the same time (log-seconds)
 EPS = 1e-9
 
@@ -103,6 +104,10 @@ class Job:
     elapsed: float = 0.0
     ending: bool = False
 
+    def __post_init__(self):
+        # (gpu, cpu, memory) asks as floats, read by every pass of every replay (a cache, not a field).
+        object.__setattr__(self, "vec", tuple(float(self.asks.get(r) or 0) for r in RESOURCES))
+
     def line_key(self) -> tuple:
         """KAI's order within a queue: higher priority first, then queued earlier, then the lower id."""
         return (-self.priority, self.queued_at, self.id)
@@ -131,8 +136,13 @@ class Runs:
         return quantile(self.seconds, 0.5)
 
     def _lognormal(self) -> NormalDist:
-        logs = [math.log(max(s, 1.0)) for s in self.seconds]
-        return NormalDist(fmean(logs), max(pstdev(logs), MIN_SIGMA))
+        """The normal distribution of log run seconds fitted to the runs (computed once per Runs)."""
+        fitted = self.__dict__.get("_fitted")
+        if fitted is None:
+            logs = [math.log(max(s, 1.0)) for s in self.seconds]
+            fitted = NormalDist(fmean(logs), max(pstdev(logs), MIN_SIGMA))
+            object.__setattr__(self, "_fitted", fitted)  # a cache on a frozen instance, not a field
+        return fitted
 
     def draw(self, rng: random.Random, elapsed: float = 0.0) -> float:
         """A remaining run time (seconds) for a job that has run `elapsed` seconds: a run longer than `elapsed`
@@ -150,24 +160,45 @@ class Runs:
 class RunTimes:
     """Finished runs by history key, with the fallback of the estimate: (template, queue), else template, else
     queue; the first level with at least MIN_RUNS runs wins. Built from ``(template, queue, seconds)`` rows, newest
-    first (the first PER_KEY of each key are kept); rows with seconds <= 0 are ignored."""
+    first, and grown with `add` (a newer run); the newest PER_KEY of each key are kept. Rows with seconds <= 0 are
+    ignored."""
 
     def __init__(self, rows: Iterable[tuple[object, object, float]] = ()):
-        keyed: dict[tuple, list[float]] = {}
+        self._rows: dict[tuple, deque[float]] = {}
+        self._runs: dict[tuple, Runs] = {}
         for template, queue, seconds in rows:
-            if not seconds or seconds <= 0:
-                continue
-            for key in (("template_queue", template, queue), ("template", template), ("queue", queue)):
-                got = keyed.setdefault(key, [])
-                if len(got) < PER_KEY:
-                    got.append(float(seconds))
-        self._runs = {k: Runs(tuple(sorted(v)), k[0]) for k, v in keyed.items()}
+            if seconds and seconds > 0:
+                for key in self._keys(template, queue):
+                    got = self._rows.setdefault(key, deque())
+                    if len(got) < PER_KEY:
+                        got.append(float(seconds))  # older than those already there
+
+    @staticmethod
+    def _keys(template, queue) -> tuple[tuple, ...]:
+        return (("template_queue", template, queue), ("template", template), ("queue", queue))
+
+    def add(self, template, queue, seconds: float) -> None:
+        """A run newer than every run already known (the oldest beyond PER_KEY is dropped)."""
+        if not seconds or seconds <= 0:
+            return
+        for key in self._keys(template, queue):
+            got = self._rows.setdefault(key, deque())
+            got.appendleft(float(seconds))
+            if len(got) > PER_KEY:
+                got.pop()
+            self._runs.pop(key, None)
+
+    def _get(self, key: tuple) -> Runs | None:
+        if key not in self._runs:
+            if key not in self._rows:
+                return None
+            self._runs[key] = Runs(tuple(sorted(self._rows[key])), key[0])
+        return self._runs[key]
 
     def for_job(self, template, queue) -> Runs:
         """The runs the ends of jobs of (`template`, `queue`) are drawn from; the most specific level when none has
         enough (then `Runs.enough` is False and says why)."""
-        found = [self._runs.get(k) for k in (("template_queue", template, queue), ("template", template),
-                                               ("queue", queue))]
+        found = [self._get(k) for k in self._keys(template, queue)]
         for runs in found:
             if runs is not None and runs.enough:
                 return runs
@@ -207,19 +238,19 @@ class ClusterState:
 
     def take(self, job: Job) -> None:
         """`job` is placed: its asks leave the free room and join its queue's and ancestors' allocation."""
-        for r in RESOURCES:
-            a = float(job.asks.get(r) or 0)
-            self.free[r] -= a
-            for name in self.path(job.queue):
-                self._alloc(name)[r] += a
+        self._move(job, 1.0)
 
     def release(self, job: Job) -> None:
         """`job` ended: the inverse of `take`."""
-        for r in RESOURCES:
-            a = float(job.asks.get(r) or 0)
-            self.free[r] += a
-            for name in self.path(job.queue):
-                self._alloc(name)[r] -= a
+        self._move(job, -1.0)
+
+    def _move(self, job: Job, sign: float) -> None:
+        path = [self._alloc(name) for name in self.path(job.queue)]
+        for r, a in zip(RESOURCES, job.vec, strict=True):
+            if a:
+                self.free[r] -= sign * a
+                for alloc in path:
+                    alloc[r] += sign * a
 
     def blocker(self, job: Job) -> tuple[str, str, str] | None:
         """Why `job` does not fit now: ("cluster", resource, "") or ("limit", resource, queue name); None when
@@ -264,6 +295,8 @@ class ClusterState:
         names = set(self.queues) | set(asked)
         self.fair = {name: {} for name in names}
         for r in RESOURCES:
+            if not any(a.get(r) for a in asked.values()) and not any(a.get(r) for a in own_alloc.values()):
+                continue  # nobody asks or holds it: no saturation reads its share
             inputs = []
             for name in names:
                 spec = self.queues.get(name) or QueueSpec(name)
@@ -300,27 +333,70 @@ class ClusterState:
         return (tuple(self.saturation(n) for n in reversed(self.path(queue))), queue)
 
 
+def _any_fits(state: ClusterState, lines: Mapping[str, list[Job]]) -> bool:
+    """Whether any pending job fits the cluster's free room (limits aside): a pass that could place nothing is
+    skipped (most ends in a busy cluster free too little for anything)."""
+    fg, fc, fm = (state.free[r] + EPS for r in RESOURCES)
+    for jobs in lines.values():
+        for job in jobs:
+            g, c, m = job.vec
+            if g <= fg and c <= fc and m <= fm:
+                return True
+    return False
+
+
 def allocate(state: ClusterState, lines: Mapping[str, list[Job]]) -> list[Job]:
     """One allocation pass (module docstring): places what fits, in queue order then line order, into `state`.
 
     `lines`: {queue name: its pending jobs in line order (`Job.line_key`)}; placed jobs are removed from them.
-    Returns the placed jobs in the order placed."""
-    heap = [(state.order_key(q), q, 0) for q, jobs in lines.items() if jobs]
-    heapq.heapify(heap)
+    Returns the placed jobs in the order placed. Each turn goes to the queue of lowest `order_key` among those with
+    jobs not yet tried in this pass; saturations are remembered within the pass and forgotten along the path of a
+    queue that was given a job."""
     placed: list[Job] = []
+    if not _any_fits(state, lines):
+        return placed
+    sat: dict[str, float] = {}
+
+    def saturation(name: str) -> float:
+        if name not in sat:
+            sat[name] = state.saturation(name)
+        return sat[name]
+
+    keys: dict[str, tuple] = {}
+
+    def key(queue: str) -> tuple:
+        if queue not in keys:
+            keys[queue] = (tuple(saturation(n) for n in reversed(state.path(queue))), queue)
+        return keys[queue]
+
+    turn = {q: 0 for q, jobs in lines.items() if jobs}
     taken: dict[str, set[int]] = {}
-    while heap:
-        if all(state.free[r] <= EPS for r in RESOURCES):
+    free = state.free
+    while turn:
+        if all(free[r] <= EPS for r in RESOURCES):
             break
-        _, queue, i = heapq.heappop(heap)
-        jobs = lines[queue]
-        job = jobs[i]
-        if state.blocker(job) is None:
-            state.take(job)
-            placed.append(job)
-            taken.setdefault(queue, set()).add(i)
-        if i + 1 < len(jobs):
-            heapq.heappush(heap, (state.order_key(queue), queue, i + 1))
+        # The lowest queue keeps the turn while its jobs are passed over (its key does not change), so its jobs are
+        # tried in line order until one is placed; then the saturations along its path change and keys are redone.
+        queue = min(turn, key=key)
+        jobs, i, placed_one = lines[queue], turn[queue], False
+        while i < len(jobs) and not placed_one:
+            job = jobs[i]
+            g, c, m = job.vec
+            if g <= free["gpu"] + EPS and c <= free["cpu"] + EPS and m <= free["memory"] + EPS \
+                    and state.blocker(job) is None:
+                state.take(job)
+                placed.append(job)
+                taken.setdefault(queue, set()).add(i)
+                placed_one = True
+            i += 1
+        if i < len(jobs):
+            turn[queue] = i
+        else:
+            del turn[queue]
+        if placed_one:
+            for name in state.path(queue):
+                sat.pop(name, None)
+            keys.clear()  # the queues under any of those share their saturations
     for queue, idx in taken.items():
         lines[queue][:] = [j for k, j in enumerate(lines[queue]) if k not in idx]
     return placed
