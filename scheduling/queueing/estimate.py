@@ -40,10 +40,10 @@ taints, topology: room is a cluster-wide sum), pods gangweb does not manage, job
 (a later job of higher priority overtakes), and time between placement and Running (image pulls).
 
 **Unknown** rather than a guess when: the cluster's capacity is not known; or the target does not fit now and the
-end of a job it waits on cannot be told, because fewer than `MIN_RUNS` finished runs with real (not inferred)
-start and end times are known at every level of that job's fallback; or the replay ends with the target still
-unplaced. **Never** (as things stand) when the gang asks more than the cluster has in all, or more than a finite
-limit of its queue or an ancestor.
+end of a job it may wait on cannot be told (any running job of the cluster, or a pending one the replay places
+before it), because fewer than `MIN_RUNS` finished runs with real (not inferred) start and end times are known at
+every level of that job's fallback; or the replay ends with the target still unplaced. **Never** (as things stand)
+when the gang asks more than the cluster has in all, or more than a finite limit of its queue or an ancestor.
 
 Units: amounts are whatever the caller uses per resource (gangweb passes KAI units: GPU devices, CPU millicores,
 memory MB); every time is in seconds, relative to the moment of asking (0 = now).
