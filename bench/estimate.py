@@ -197,6 +197,8 @@ def figures(asked, baseline, submitted, started, call_seconds) -> dict:
                          "error_ratio": round(w_est / w_base, 3) if w_est is not None and w_base else None},
         "p50_coverage_pct": round(100 * in_p50 / compared, 1) if compared else None,
         "p90_coverage_pct": round(100 * in_p90 / compared, 1) if compared else None,
+        "replays_per_estimate_mean": round(statistics.fmean(e.samples for e in asked.values() if e.samples), 1)
+        if any(e.samples for e in asked.values()) else None,
         "estimate_call_ms": {"mean": round(1000 * statistics.fmean(call_seconds), 2) if call_seconds else None,
                              "p99": round(1000 * sorted(call_seconds)[max(0, math.ceil(0.99 * len(call_seconds)) - 1)],
                                           2) if call_seconds else None},

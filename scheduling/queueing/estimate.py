@@ -67,6 +67,8 @@ MIN_RUNS = 5  # finished runs needed before run times are trusted
 MIN_TAIL = 3  # runs longer than the elapsed time needed to draw among them; fewer: the fitted lognormal's tail
 PER_KEY = 200  # most recent runs kept per history key
 SAMPLES = 100  # replays per estimate: ~1 %-steps for p50/p90 (bench/estimate.py: the cost per call)
+MIN_SAMPLES = 20
+WORK_BUDGET = 4_000  # allocation passes (~0.1 ms each) over all replays; past it, after MIN_SAMPLES, none more
 MIN_SIGMA = 0.1  # the fitted lognormal's spread when every run took the same time (log-seconds)
 EPS = 1e-9
 
@@ -333,27 +335,50 @@ class ClusterState:
         return (tuple(self.saturation(n) for n in reversed(self.path(queue))), queue)
 
 
-def _any_fits(state: ClusterState, lines: Mapping[str, list[Job]]) -> bool:
-    """Whether any pending job fits the cluster's free room (limits aside): a pass that could place nothing is
-    skipped (most ends in a busy cluster free too little for anything)."""
-    fg, fc, fm = (state.free[r] + EPS for r in RESOURCES)
-    for jobs in lines.values():
-        for job in jobs:
-            g, c, m = job.vec
-            if g <= fg and c <= fc and m <= fm:
-                return True
-    return False
+Vec = tuple[float, float, float]
 
 
-def allocate(state: ClusterState, lines: Mapping[str, list[Job]]) -> list[Job]:
+def _minimal(vecs: Iterable[Vec]) -> list[Vec]:
+    out: list[Vec] = []
+    for v in sorted(set(vecs)):  # sorted: a vector at most v in every resource comes before it
+        if not any(o[0] <= v[0] and o[1] <= v[1] and o[2] <= v[2] for o in out):
+            out.append(v)
+    return out
+
+
+def smallest_asks(lines: Mapping[str, list[Job]]) -> dict[str, list[Vec]]:
+    """Per queue, the distinct ask vectors (gpu, cpu, memory) of its pending jobs that no other job's asks are at
+    most in every resource: one of the queue's jobs fits the free room only if one of these does (a few vectors,
+    however many jobs)."""
+    return {q: _minimal(job.vec for job in jobs) for q, jobs in lines.items() if jobs}
+
+
+def _fits(free: Vec, smallest: Iterable[Vec]) -> bool:
+    fg, fc, fm = free
+    return any(g <= fg and c <= fc and m <= fm for g, c, m in smallest)
+
+
+def allocate(state: ClusterState, lines: Mapping[str, list[Job]],
+             smallest: Mapping[str, list[Vec]] | None = None) -> list[Job]:
     """One allocation pass (module docstring): places what fits, in queue order then line order, into `state`.
 
     `lines`: {queue name: its pending jobs in line order (`Job.line_key`)}; placed jobs are removed from them.
+    `smallest`: `smallest_asks` of `lines` or of a superset of them (a replay computes it once: jobs placed since
+    only make a queue look able to fit when it is not, and then its jobs are tried and none placed), else computed.
+    A queue none of whose smallest asks fit the free room is not tried: nothing of it could be placed.
     Returns the placed jobs in the order placed. Each turn goes to the queue of lowest `order_key` among those with
     jobs not yet tried in this pass; saturations are remembered within the pass and forgotten along the path of a
     queue that was given a job."""
     placed: list[Job] = []
-    if not _any_fits(state, lines):
+    smallest = smallest_asks(lines) if smallest is None else smallest
+    free = state.free
+
+    def room() -> Vec:
+        return (free["gpu"] + EPS, free["cpu"] + EPS, free["memory"] + EPS)
+
+    now = room()
+    turn = {q: 0 for q, jobs in lines.items() if jobs and _fits(now, smallest.get(q, ()))}
+    if not turn:
         return placed
     sat: dict[str, float] = {}
 
@@ -369,15 +394,16 @@ def allocate(state: ClusterState, lines: Mapping[str, list[Job]]) -> list[Job]:
             keys[queue] = (tuple(saturation(n) for n in reversed(state.path(queue))), queue)
         return keys[queue]
 
-    turn = {q: 0 for q, jobs in lines.items() if jobs}
     taken: dict[str, set[int]] = {}
-    free = state.free
     while turn:
         if all(free[r] <= EPS for r in RESOURCES):
             break
         # The lowest queue keeps the turn while its jobs are passed over (its key does not change), so its jobs are
         # tried in line order until one is placed; then the saturations along its path change and keys are redone.
         queue = min(turn, key=key)
+        if placed and not _fits(room(), smallest.get(queue, ())):
+            del turn[queue]  # the room left after this pass's placements holds none of its jobs
+            continue
         jobs, i, placed_one = lines[queue], turn[queue], False
         while i < len(jobs) and not placed_one:
             job = jobs[i]
@@ -457,10 +483,10 @@ def _binding(job: Job, state: ClusterState) -> str:
 
 
 def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], running: Sequence[Job],
-            runs_of, rng: random.Random):
+            runs_of, rng: random.Random, work: list[int]):
     """One sample: (start seconds, the Job whose end triggered the pass that placed `target`, it was running
     now, free room after that end by resource) or ("thin", job) when a job whose end is needed has too thin a
-    history, or None when the replay runs out of ends with `target` unplaced."""
+    history, or None when the replay runs out of ends with `target` unplaced. Adds its passes to `work[0]`."""
     events: list[tuple[float, int, Job, bool]] = []
     for job in running:
         runs = runs_of(job)
@@ -468,8 +494,10 @@ def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], runni
         events.append((end, job.id, job, True))
     heapq.heapify(events)
     t, trigger, was_running, free_after = 0.0, None, False, dict(state.free)
+    smallest = smallest_asks(lines)  # placed jobs leave it stale: a pass then runs and places nothing
     while True:
-        for job in allocate(state, lines):
+        work[0] += 1
+        for job in allocate(state, lines, smallest):
             if job.id == target.id:
                 return t, trigger, was_running, free_after
             runs = runs_of(job)
@@ -488,14 +516,15 @@ def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], runni
 
 def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Iterable[QueueSpec],
              running: Sequence[Job], pending: Sequence[Job], history: RunTimes, *, samples: int = SAMPLES,
-             seed: int | None = None) -> Estimate:
+             seed: int | None = None, budget: int = WORK_BUDGET) -> Estimate:
     """When pending job `target_id` (one of `pending`) would start (module docstring).
 
     - `capacity`: {resource: amount} of the cluster's schedulable nodes, None when unknown;
     - `queues`: every queue of the tree (ancestors included); `running`: the cluster's placed jobs (Scheduled or
       Running, with `elapsed`); `pending`: its pending jobs, the target included, in any order;
-    - `history`: finished runs; `samples`: replays; `seed`: the draws' seed (default: the target's id, so the
-      same inputs give the same answer).
+    - `history`: finished runs; `samples`: replays at most; `seed`: the draws' seed (default: the target's id, so
+      the same inputs give the same answer); `budget`: allocation passes over all replays after which no new replay
+      starts once MIN_SAMPLES are done (`Estimate.samples` says how many ran).
 
     Returns an `Estimate`. Raises KeyError when `target_id` is not in `pending`.
     """
@@ -541,9 +570,11 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
         if not job.ending and not runs_of(job).enough:
             return _thin(out, job, runs_of(job))
     rng = random.Random(target.id if seed is None else seed)
-    results = []
+    results, work = [], [0]
     for _ in range(max(1, samples)):
-        got = _replay(target, _copy(base), {q: list(js) for q, js in line.items()}, running, runs_of, rng)
+        if len(results) >= MIN_SAMPLES and work[0] >= budget:
+            break  # a large cluster line: fewer replays rather than seconds per read (deterministic: counted work)
+        got = _replay(target, _copy(base), {q: list(js) for q, js in line.items()}, running, runs_of, rng, work)
         if got is None:
             out.status = UNKNOWN
             out.reason = "the replay of the running jobs' ends never made room for it"

@@ -40,7 +40,7 @@ from .queues import QueueTree
 FINISHED = (GangPhase.SUCCEEDED, GangPhase.FAILED)
 HISTORY_SCAN = 3000  # most recent finished jobs read for the history
 HISTORY_SECONDS = 60
-MAX_PENDING = 1000  # the cluster's pending jobs replayed, first in line order (the target always)
+MAX_PENDING = 300  # the cluster's pending jobs replayed, first in line order (the target always): bounds its cost
 HIDDEN = "a job of another queue"
 METHOD = ("replay of the running jobs' expected ends (run times of finished jobs of the same template and queue, "
           "else template, else queue, given how long each has run) against queue limits, fair-share queue order "
