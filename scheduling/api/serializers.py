@@ -18,7 +18,7 @@ from ..models import (
     WebhookSubscription,
 )
 from ..models.tokens import TOKEN_PREFIX
-from ..services import job_list, queue_line, timeline
+from ..services import job_list, queue_line, start_estimate, timeline
 from ..services import queues as queue_service
 from ..services import templates as template_service
 
@@ -416,13 +416,18 @@ class GangJobDetailSerializer(GangJobSerializer):
     position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queue_line.py): "
         "{queue, queue_total, parent, parent_total, priority, text, parent_text, order}; null when not pending. "
         "In GET /api/v1/jobs/<id>/ only: write answers (submit, update, cancel) leave it out and cost no query")
+    estimated_start = serializers.SerializerMethodField(help_text="a pending job's start-time estimate "
+        "(services/start_estimate.py; the same as GET /api/v1/jobs/<id>/estimate/): {status: estimated | now | "
+        "unknown | never, p50, p90, p50_seconds, p90_seconds, p50_in_minutes, p90_in_minutes, text, evidence, reason, "
+        "ahead_in_queue, needs, freed_by, samples, computed_at, method}; null when not pending. In GET "
+        "/api/v1/jobs/<id>/ only, as `position`")
     requeues = serializers.SerializerMethodField(help_text="times the gang started again: re-queued after a "
         "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "
         "latest timeline attempt's number, and durations read that attempt")
 
     class Meta(GangJobSerializer.Meta):
         fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues",
-                                                  "position"]
+                                                  "position", "estimated_start"]
         read_only_fields = fields
 
     def _transitions(self, obj):
@@ -445,12 +450,18 @@ class GangJobDetailSerializer(GangJobSerializer):
     def get_position(self, obj) -> dict | None:
         return queue_line.position(obj)
 
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_estimated_start(self, obj) -> dict | None:
+        request = self.context.get("request")
+        return start_estimate.payload(obj, getattr(request, "user", None))
+
     def to_representation(self, instance):
         if self.context.get("with_position"):
             return super().to_representation(instance)
-        # Write answers leave the position out: it is one more query, and submit's count is pinned (it reads
-        # nothing back). `fields` is per serializer instance, so this drops it for this one only.
+        # Write answers leave the position and the estimate out: they cost queries, and submit's count is pinned
+        # (it reads nothing back). `fields` is per serializer instance, so this drops them for this one only.
         self.fields.pop("position", None)
+        self.fields.pop("estimated_start", None)
         return super().to_representation(instance)
 
     def get_requeues(self, obj) -> int:

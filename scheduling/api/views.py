@@ -6,6 +6,7 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -54,6 +55,7 @@ from ..services import events as event_service
 from ..services import fair_share as fair_share_service
 from ..services import jobs as job_service
 from ..services import queues as queue_service
+from ..services import start_estimate as estimate_service
 from ..services import templates as template_service
 from ..services import tokens as token_service
 from ..services import validation as v
@@ -596,6 +598,20 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         job = self.get_object()
         entries = timeline.annotate(job.transitions.all(), timezone.now())
         return Response(s.PhaseTransitionSerializer(entries, many=True).data)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def estimate(self, request, pk=None):
+        """When the pending job would start (services/start_estimate.py): p50 and p90 times with the evidence, or
+        why it is unknown. A job that is not pending answers ``{"status": "not_pending", "phase": ...}``. Computed
+        on read: it moves as soon as a job of the cluster ends or starts."""
+        job = self.get_object()
+        found = estimate_service.payload(job, request.user)
+        if found is None:
+            found = {"status": "not_pending", "phase": job.phase,
+                     "text": f"the job is {job.phase}{' and being cancelled' if job.desired_state == 'Cancel' else ''}"
+                             ": it is not waiting to start"}
+        return Response({"job": job.pk, "name": job.name, "queue": job.queue.name, **found})
 
     def _wait_read(self, ids: list[int]) -> list[GangJob]:
         """The visible jobs among `ids`, in that order, with queue, cluster and timeline: two queries."""

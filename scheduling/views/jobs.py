@@ -20,6 +20,7 @@ from ..services import access, queue_line, related, timeline
 from ..services import events as event_service
 from ..services import job_list as list_service
 from ..services import jobs as job_service
+from ..services import start_estimate as estimate_service
 from ..services.errors import ServiceError
 from .common import is_htmx, page_or_fragment
 from .display import gantt, pods_of_spec, requests_of_spec
@@ -130,8 +131,10 @@ DURATION_LABELS = [("time_in_queue", "Time in queue"), ("time_to_schedule", "Tim
                    ("time_to_running", "Time to running"), ("run_time", "Run time")]
 
 
-def job_live_context(job) -> dict:
-    """The parts of the job page that change while it runs: phase, timeline, why-pending, pods, events."""
+def job_live_context(job, user=None) -> dict:
+    """The parts of the job page that change while it runs: phase, timeline, why-pending, pods, events; for a
+    pending job its place in line and start-time estimate (`user`: the reader, whose invisible jobs the estimate
+    does not name)."""
     transitions = list(job.transitions.all())
     observed = job.observed or {}
     pods = observed.get("pods") or []
@@ -152,6 +155,9 @@ def job_live_context(job) -> dict:
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
         # A pending job's place in line (services/queue_line.py, as the API's `position`): one query, none otherwise.
         "position": queue_line.position(job),
+        # Its start-time estimate (services/start_estimate.py, as the API's `estimated_start`): computed on read,
+        # four queries while it is pending, none otherwise.
+        "estimate": estimate_service.payload(job, user, now),
         "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
         "can_resubmit": job.is_terminal,
     }
@@ -161,7 +167,7 @@ def job_live_context(job) -> dict:
 def job_detail(request, pk: int):
     """GET /jobs/<id>/: everything about one job; the live part is polled every 2 s while it is active."""
     job = get_object_or_404(_jobs(request.user).select_related("resubmitted_from"), pk=pk)
-    context = job_live_context(job)
+    context = job_live_context(job, request.user)
     context.update({
         "section": "jobs",
         "asks": requests_of_spec(job.resolved_spec, runtime_classes.for_job(job)),
@@ -183,7 +189,7 @@ def job_objects(request, pk: int):
 def job_live(request, pk: int):
     """GET /jobs/<id>/live/: the live fragment alone (htmx). Once the job is finished it stops polling."""
     job = get_object_or_404(_jobs(request.user), pk=pk)
-    return render(request, "scheduling/partials/job_live.html", job_live_context(job))
+    return render(request, "scheduling/partials/job_live.html", job_live_context(job, request.user))
 
 
 @login_required

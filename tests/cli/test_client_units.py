@@ -95,3 +95,20 @@ def test_why_and_timeline_print_whole_lines_into_a_pipe(capsys):
     assert summary in printed
     assert "Capacity: 40 GPUs needed, 32 allocatable (need=40)" in printed
     assert "PlacedWithoutWait" in printed and "default/hello-world-a-rather-long-podgroup-name-0123456789" in printed
+
+
+def test_why_prints_the_place_in_line_and_the_estimated_start(capsys):
+    from gangweb_client import output
+
+    job = {"id": 3, "name": "wide", "phase": "Queued", "why_pending": {"summary": "Waiting for 8 GPUs."},
+           "position": {"text": "2 of 3 in team-a", "parent_text": None},
+           "estimated_start": {"status": "estimated", "text": "p50 in 40 min (07:40 UTC); p90 in 55 min (07:55 UTC)",
+                               "evidence": "jobs like big [same template] ran 60 min (p50) over 5 runs; 1 job ahead "
+                                           "in team-a; needs 8 GPUs, 4 free now, 8 once big ends"}}
+    output.console().print(output.why_text(job))
+    printed = capsys.readouterr().out
+    assert "place in line: 2 of 3 in team-a" in printed
+    assert "estimated start: p50 in 40 min (07:40 UTC); p90 in 55 min (07:55 UTC)" in printed
+    assert "because: jobs like big [same template] ran 60 min" in printed  # markup-like text printed as is
+    output.console().print(output.why_text({**job, "why_pending": None}))
+    assert "estimated start: p50 in 40 min" in capsys.readouterr().out

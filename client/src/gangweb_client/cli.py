@@ -275,10 +275,12 @@ def timeline(state, job_id, fmt):
 @output_option
 @click.pass_obj
 def why(state, job_id, fmt):
-    """Why a job waits: the why_pending summary and the blocking facts with their numbers."""
+    """Why a job waits: the why_pending summary and the blocking facts with their numbers, its place in line and
+    when it is estimated to start (p50 and p90, with the evidence, or why that is unknown)."""
     job = state.client.get(job_id).raw
     data = {"id": job["id"], "name": job["name"], "phase": job["phase"], "phase_reason": job.get("phase_reason"),
-            "why_pending": job.get("why_pending")}
+            "why_pending": job.get("why_pending"), "position": job.get("position"),
+            "estimated_start": job.get("estimated_start")}
     output.emit(data, fmt, output.why_text)
 
 

@@ -6,6 +6,7 @@ import sys
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -70,12 +71,35 @@ def timeline_table(entries: list[dict]) -> Table:
     return table
 
 
+def _estimate_lines(job: dict) -> list[str]:
+    """The place in line and the start-time estimate of a pending job (servers without them: none)."""
+    lines = []
+    position = job.get("position")
+    if position and position.get("text"):
+        lines.append(f"place in line: {position['text']}" + (
+            f", {position['parent_text']}" if position.get("parent_text") else ""))
+    estimate = job.get("estimated_start")
+    if estimate and estimate.get("text"):
+        lines.append(f"estimated start: {escape(estimate['text'])}")
+        if estimate.get("evidence"):
+            lines.append(f"  because: {escape(estimate['evidence'])}")
+    return lines
+
+
 def why_text(job: dict):
-    """Why a job waits: the summary, then each blocking fact with its numbers."""
+    """Why a job waits: the summary, then each blocking fact with its numbers, then its place in line and its
+    estimated start."""
     why = job.get("why_pending")
+    extra = _estimate_lines(job)
     if not why:
-        return f"job {job['id']} ({job['name']}) is {job['phase']}" + (
-            f" ({job['phase_reason']})" if job.get("phase_reason") else "") + ": it is not waiting."
+        text = f"job {job['id']} ({job['name']}) is {job['phase']}" + (
+            f" ({job['phase_reason']})" if job.get("phase_reason") else "")
+        if extra:  # pending, but the scheduler has said nothing yet
+            tree = Tree(f"[bold]{escape(text)}[/]")
+            for line in extra:
+                tree.add(line)
+            return tree
+        return text + ": it is not waiting."
     tree = Tree(f"[bold]job {job['id']} ({job['name']}) {job['phase']}[/]: {why.get('summary') or why.get('message')}")
     if why.get("reason"):
         tree.add(f"reason: {why['reason']}" + (f" (from {why['source']})" if why.get("source") else ""))
@@ -86,6 +110,8 @@ def why_text(job: dict):
         numbers = ", ".join(f"{k}={v}" for k, v in fact.items() if k not in ("code", "message"))
         suffix = f" [dim]({numbers})[/]" if numbers else ""
         tree.add(f"[red]{fact.get('code')}[/]: {fact.get('message', '')}{suffix}")
+    for line in extra:
+        tree.add(line)
     return tree
 
 

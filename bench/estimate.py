@@ -1,0 +1,245 @@
+"""Start-time estimate accuracy (issue 21 part 4): a seeded discrete-event simulation of a GPU cluster, asking
+gangweb's estimator for every job at its submit time and comparing with when the job really started.
+
+    python -m bench.estimate [--jobs 2400] [--seed 1] [--samples 100] [--load 1.0] [--json PATH|-]
+
+**The "real" scheduler** is gangweb's own queue-policy code: `scheduling.queueing.estimate.allocate` (KAI's
+allocate action as gangweb models it: queues lowest allocated / fair share first, line order priority then time
+queued, queue and ancestor limits, cluster capacity) with fair shares from `scheduling.queueing.fair_share.divide`
+recomputed before every pass, as KAI does each cycle. A pass runs after every arrival and every end.
+
+**The workload**: one cluster of 64 GPUs (CPU and memory never bind), five queues (a parent `org` with three teams of
+quotas 16 / 16 / 8, over-quota weights 2 / 1 / 1 and limits 48 / 40 / 24, and a top-level `batch`, quota 0, limit
+32), six templates whose run times are lognormal (median 8 to 150 min, sigma 0.4 to 0.9), each queue submitting a
+mix of them; 15 % of jobs at priority 100 (KAI's `build`), the rest 50. Arrivals are Poisson with a daily swing
+(1.6x the mean rate at midday, 0.4x at night), the mean GPU demand equal to the capacity (`--load 1.0`): queues
+form by day and drain by night, small jobs often slip into gaps while large gangs wait. The random draws (arrivals,
+templates, run times) come from one seeded `random.Random`: the same seed gives the same figures.
+
+**Estimates**: at each submit, before the pass that might start the job, `estimate.estimate` (the function the
+API calls, `services/start_estimate.py`) is given what gangweb would read then: the running jobs with how long they
+have run, the pending jobs, the run times of every job finished so far, the capacity and the queues. The first
+`--warmup` jobs only build history (the estimator would say "unknown"); the rest are measured.
+
+**Figures**: the median absolute error of p50 against the real wait (start - submit), next to a naive baseline on
+the same jobs: the median wait of the jobs of the same queue that started before this submit. Also: p50/p90
+coverage (share of jobs that started by their p50 / p90), how many answers were unknown, never or "now", and the
+estimator's time per call. Goal (issue 21): the estimate's error at most half the baseline's.
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import random
+import statistics
+import sys
+import time
+
+from scheduling.queueing import estimate as model
+from scheduling.queueing.estimate import ClusterState, Job, QueueSpec, RunTimes
+
+MIN = 60.0
+CAPACITY = {"gpu": 64, "cpu": 10**9, "memory": 10**9}
+QUEUES = [
+    QueueSpec("org", limit={"gpu": -1}),
+    QueueSpec("team-a", parent="org", quota={"gpu": 16}, limit={"gpu": 48}, weight={"gpu": 2}),
+    QueueSpec("team-b", parent="org", quota={"gpu": 16}, limit={"gpu": 40}, weight={"gpu": 1}),
+    QueueSpec("team-c", parent="org", quota={"gpu": 8}, limit={"gpu": 24}, weight={"gpu": 1}),
+    QueueSpec("batch", quota={"gpu": 0}, limit={"gpu": 32}, weight={"gpu": 1}),
+]
+# template: (GPUs of the gang, median run minutes, sigma of log run time)
+TEMPLATES = {
+    "finetune": (8, 45, 0.5), "pretrain-shard": (16, 150, 0.4), "eval": (1, 8, 0.6),
+    "sweep": (2, 25, 0.9), "rl": (4, 90, 0.7), "notebook-batch": (1, 30, 0.8),
+}
+MIX = {  # queue: (share of arrivals, {template: weight})
+    "team-a": (0.3, {"finetune": 3, "pretrain-shard": 1, "eval": 4}),
+    "team-b": (0.3, {"rl": 2, "sweep": 3, "eval": 2}),
+    "team-c": (0.2, {"finetune": 1, "notebook-batch": 3, "eval": 2}),
+    "batch": (0.2, {"sweep": 2, "pretrain-shard": 1, "notebook-batch": 2}),
+}
+HIGH_PRIORITY = 0.15
+TARGET_LOAD = 1.0
+DAY = 24 * 3600.0
+DAY_SWING = 0.6  # arrivals at 1.6x the mean rate at the day's peak, 0.4x at night
+
+
+def _mean_gpu_minutes() -> float:
+    total = 0.0
+    for share, templates in MIX.values():
+        weight = sum(templates.values())
+        for name, w in templates.items():
+            gpus, median, sigma = TEMPLATES[name]
+            total += share * w / weight * gpus * median * math.exp(sigma ** 2 / 2)  # lognormal mean
+    return total
+
+
+def generate(n: int, rng: random.Random, load: float = TARGET_LOAD) -> list[tuple[float, Job, float]]:
+    """n arrivals [(time s, Job, real run seconds)] in time order: a Poisson process whose rate follows the day
+    (DAY_SWING above and below its mean, peaking at midday), by thinning a process at the peak rate."""
+    rate = load * CAPACITY["gpu"] / (_mean_gpu_minutes() * MIN)  # mean jobs per second
+    peak = rate * (1 + DAY_SWING)
+    queues = list(MIX)
+    shares = [MIX[q][0] for q in queues]
+    t, out = 0.0, []
+    for i in range(1, n + 1):
+        while True:
+            t += rng.expovariate(peak)
+            if rng.random() * peak <= rate * (1 + DAY_SWING * math.sin(2 * math.pi * t / DAY)):
+                break
+        queue = rng.choices(queues, shares)[0]
+        templates = MIX[queue][1]
+        template = rng.choices(list(templates), list(templates.values()))[0]
+        gpus, median, sigma = TEMPLATES[template]
+        priority = 100 if rng.random() < HIGH_PRIORITY else 50
+        job = Job(id=i, queue=queue, asks={"gpu": gpus, "cpu": 0, "memory": 0}, template=template,
+                  name=f"{template}-{i}", priority=priority, queued_at=t)
+        out.append((t, job, math.exp(math.log(median * MIN) + sigma * rng.gauss(0, 1))))
+    return out
+
+
+def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup: int = 400,
+        load: float = TARGET_LOAD) -> dict:
+    """Simulate, estimate at every submit, and return the figures (see the module docstring)."""
+    rng = random.Random(seed)
+    arrivals = generate(n_jobs, rng, load)
+    state = ClusterState(CAPACITY, QUEUES)
+    pending: dict[int, Job] = {}
+    running: dict[int, tuple[Job, float]] = {}
+    history = RunTimes()
+    true_run: dict[int, float] = {}
+    submitted: dict[int, float] = {}
+    started: dict[int, float] = {}
+    asked: dict[int, model.Estimate] = {}
+    baseline: dict[int, float | None] = {}
+    waits_by_queue: dict[str, list[float]] = {q: [] for q in MIX}
+    call_seconds: list[float] = []
+    events = [(t, 1, job.id, job, run_s) for t, job, run_s in arrivals]  # kind 1 arrival, 0 end (ends first)
+    heapq.heapify(events)
+
+    def schedule(now: float) -> None:
+        state.divide(pending.values())
+        lines = model.lines_of(pending.values())
+        for job in model.allocate(state, lines):
+            del pending[job.id]
+            running[job.id] = (job, now)
+            started[job.id] = now
+            waits_by_queue[job.queue].append(now - submitted[job.id])
+            heapq.heappush(events, (now + true_run[job.id], 0, job.id, job, 0.0))
+
+    while events:
+        now, kind, jid, job, run_s = heapq.heappop(events)
+        if kind == 0:
+            state.release(job)
+            del running[jid]
+            history.add(job.template, job.queue, true_run[jid])
+        else:
+            submitted[jid], true_run[jid] = now, run_s
+            pending[jid] = job
+            if jid > warmup:
+                on_cluster = [Job(id=j.id, queue=j.queue, asks=j.asks, template=j.template, name=j.name,
+                                  elapsed=now - t0) for j, t0 in running.values()]
+                t1 = time.perf_counter()
+                asked[jid] = model.estimate(jid, CAPACITY, QUEUES, on_cluster, list(pending.values()), history,
+                                            samples=samples)
+                call_seconds.append(time.perf_counter() - t1)
+                waits = waits_by_queue[job.queue]
+                baseline[jid] = statistics.median(waits) if waits else None
+        # Every event at this instant first, then one pass (as a scheduling cycle would see them).
+        if not events or events[0][0] > now:
+            schedule(now)
+    result = figures(asked, baseline, submitted, started, call_seconds)
+    result.update(jobs=n_jobs, seed=seed, samples=samples, warmup_jobs=warmup, load=load)
+    return result
+
+
+def _median_min(values: list[float]) -> float | None:
+    return round(statistics.median(values) / MIN, 2) if values else None
+
+
+def figures(asked, baseline, submitted, started, call_seconds) -> dict:
+    """The report: errors and waits in minutes, shares in percent. `waiting_jobs`: the same figures over the jobs
+    that did not fit at submit (status "estimated"), where an estimate has something to say."""
+    statuses: dict[str, int] = {}
+    est_err, base_err, in_p50, in_p90, waits = [], [], 0, 0, []
+    waiting = {"estimate": [], "baseline": [], "waits": []}
+    for jid, est in asked.items():
+        statuses[est.status] = statuses.get(est.status, 0) + 1
+        if est.p50 is None or baseline.get(jid) is None or jid not in started:
+            continue
+        wait = started[jid] - submitted[jid]
+        waits.append(wait)
+        est_err.append(abs(est.p50 - wait))
+        base_err.append(abs(baseline[jid] - wait))
+        in_p50 += wait <= est.p50 + 1e-6
+        in_p90 += wait <= est.p90 + 1e-6
+        if est.status == model.ESTIMATED:
+            waiting["estimate"].append(est_err[-1])
+            waiting["baseline"].append(base_err[-1])
+            waiting["waits"].append(wait)
+    compared = len(est_err)
+    est_mae = statistics.median(est_err) / MIN if est_err else None
+    base_mae = statistics.median(base_err) / MIN if base_err else None
+    w_est, w_base = _median_min(waiting["estimate"]), _median_min(waiting["baseline"])
+    return {
+        "measured_jobs": len(asked), "compared_jobs": compared, "statuses": statuses,
+        "median_wait_min": round(statistics.median(waits) / MIN, 2) if waits else None,
+        "mean_wait_min": round(statistics.fmean(waits) / MIN, 2) if waits else None,
+        "estimate_p50_median_abs_error_min": None if est_mae is None else round(est_mae, 2),
+        "baseline_median_abs_error_min": None if base_mae is None else round(base_mae, 2),
+        "error_ratio": round(est_mae / base_mae, 3) if est_mae is not None and base_mae else None,
+        "goal": "estimate error <= 0.5 x baseline error",
+        "goal_met": bool(est_mae is not None and base_mae and est_mae <= 0.5 * base_mae),
+        "waiting_jobs": {"jobs": len(waiting["waits"]), "median_wait_min": _median_min(waiting["waits"]),
+                         "estimate_p50_median_abs_error_min": w_est, "baseline_median_abs_error_min": w_base,
+                         "error_ratio": round(w_est / w_base, 3) if w_est is not None and w_base else None},
+        "p50_coverage_pct": round(100 * in_p50 / compared, 1) if compared else None,
+        "p90_coverage_pct": round(100 * in_p90 / compared, 1) if compared else None,
+        "replays_per_estimate_mean": round(statistics.fmean(e.samples for e in asked.values() if e.samples), 1)
+        if any(e.samples for e in asked.values()) else None,
+        "estimate_call_ms": {"mean": round(1000 * statistics.fmean(call_seconds), 2) if call_seconds else None,
+                             "p99": round(1000 * sorted(call_seconds)[max(0, math.ceil(0.99 * len(call_seconds)) - 1)],
+                                          2) if call_seconds else None},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=2400)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--samples", type=int, default=model.SAMPLES)
+    parser.add_argument("--warmup", type=int, default=400, help="first jobs that only build history")
+    parser.add_argument("--load", type=float, default=TARGET_LOAD, help="mean GPU demand / capacity")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON ('-' for stdout)")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    result = run(args.jobs, args.seed, args.samples, args.warmup, args.load)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    if args.json == "-":
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(f"load {result['load']}, seed {result['seed']}, {result['jobs']} jobs, {result['samples']} replays per "
+              "estimate")
+        print(f"{result['compared_jobs']} of {result['measured_jobs']} measured jobs compared "
+              f"(statuses {result['statuses']}); median wait {result['median_wait_min']} min")
+        print(f"median |p50 - real start|: {result['estimate_p50_median_abs_error_min']} min; "
+              f"baseline (queue's median wait): {result['baseline_median_abs_error_min']} min; "
+              f"ratio {result['error_ratio']} (goal <= 0.5: {'met' if result['goal_met'] else 'NOT met'})")
+        w = result["waiting_jobs"]
+        print(f"jobs that did not fit at submit ({w['jobs']}, median wait {w['median_wait_min']} min): "
+              f"{w['estimate_p50_median_abs_error_min']} min against {w['baseline_median_abs_error_min']} min, "
+              f"ratio {w['error_ratio']}")
+        print(f"started by p50: {result['p50_coverage_pct']} %, by p90: {result['p90_coverage_pct']} %; "
+              f"estimator {result['estimate_call_ms']['mean']} ms per call (p99 {result['estimate_call_ms']['p99']}"
+              f" ms); {result['seconds']} s in all")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(result, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

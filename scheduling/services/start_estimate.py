@@ -1,0 +1,215 @@
+"""A pending job's start-time estimate: what the API (`estimated_start`, GET /api/v1/jobs/<id>/estimate/), the job
+page and the CLI show.
+
+Gathers gangweb's data and hands it to the pure model `scheduling.queueing.estimate` (the replay, its sources and
+its simplifications are in that module's docstring):
+
+- capacity: the cluster's schedulable nodes' allocatable (`Cluster.capacity`, written by the cluster watcher with
+  `ClusterNodes`), in KAI units (`services.fair_share.capacity_of`);
+- the queues: every queue policy (`QueueTree.load_rows`) with its quota, limit, over-quota weight and priority;
+- the cluster's placed jobs (Scheduled, Running) with how long each has run (its latest Running entry, inferred or
+  not: the best time there is; a Scheduled job has run 0 s), and its pending jobs (`services.queue_line`'s
+  pending set and order, at most MAX_PENDING of them, the target always included);
+- history: the run times (Running to Succeeded/Failed of one attempt, both times the cluster's own, never
+  inferred) of the most recent HISTORY_SCAN finished jobs of the templates and queues those jobs use, in any
+  cluster. Cancelled jobs are left out: their run time says when someone gave up, not how long the work takes.
+
+Queries: four whatever the number of jobs (the queue tree, the placed jobs, the pending jobs, the history), the
+history read at most once per HISTORY_SECONDS for the same templates and queues (Django's cache), and the
+reader's queue roles (memoized per request) when names must be hidden. The estimate itself is **computed on
+read**, so it moves as soon as a job ends or starts; only the history may be up to HISTORY_SECONDS old.
+"""
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db.models import F, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from ..choices import DesiredState, GangPhase
+from ..kube.kai_units import RESOURCES
+from ..models import GangJob, PhaseTransition
+from ..queueing import estimate as model
+from . import access, queue_line
+from .fair_share import capacity_of
+from .queue_usage import BYTES_PER_MB, RUNNING_PHASES
+from .queues import QueueTree
+
+FINISHED = (GangPhase.SUCCEEDED, GangPhase.FAILED)
+HISTORY_SCAN = 3000  # most recent finished jobs read for the history
+HISTORY_SECONDS = 60
+MAX_PENDING = 300  # the cluster's pending jobs replayed, first in line order (the target always): bounds its cost
+HIDDEN = "a job of another queue"
+METHOD = ("replay of the running jobs' expected ends (run times of finished jobs of the same template and queue, "
+          "else template, else queue, given how long each has run) against queue limits, fair-share queue order "
+          f"and the cluster's capacity; p50/p90 over {model.SAMPLES} seeded replays; no preemption, reclaim, "
+          "node packing or later submissions modelled")
+
+
+def _asks(gpu, cpu_millicores, memory_bytes) -> dict[str, float]:
+    return {"gpu": float(gpu or 0), "cpu": float(cpu_millicores or 0),
+            "memory": float(memory_bytes or 0) / BYTES_PER_MB}
+
+
+def _queues(tree: QueueTree) -> list[model.QueueSpec]:
+    specs = []
+    for q in tree.by_id.values():
+        parent = tree.by_id.get(q.parent_id)
+        specs.append(model.QueueSpec(
+            name=q.name, parent=parent.name if parent is not None else None, priority=q.priority,
+            quota={r: getattr(q, f"{r}_quota") for r in RESOURCES},
+            limit={r: getattr(q, f"{r}_limit") for r in RESOURCES},
+            weight={r: getattr(q, f"{r}_over_quota_weight") for r in RESOURCES}))
+    return specs
+
+
+def _namer(user):
+    """name(queue id, job name) -> the name the reader may see (access.visible_jobs: a role on the queue)."""
+    if user is None or access.is_platform_admin(user):
+        return lambda queue_id, name: name
+    roles = access.queue_roles(user)
+    return lambda queue_id, name: name if queue_id in roles else HIDDEN
+
+
+def _running(cluster_id: int, now, name, queue_names) -> list[model.Job]:
+    started = (PhaseTransition.objects.filter(job_id=OuterRef("pk"), phase=GangPhase.RUNNING)
+               .order_by("-attempt", "-at").values("at")[:1])
+    rows = (GangJob.objects.filter(cluster_id=cluster_id, phase__in=RUNNING_PHASES)
+            .annotate(template_id=F("template_version__template_id"), run_at=Subquery(started)).order_by()
+            .values_list("id", "name", "queue_id", "template_id", "phase", "desired_state", "requested_gpu",
+                         "requested_cpu_millicores", "requested_memory_bytes", "run_at", "phase_changed_at"))
+    out = []
+    for jid, jname, qid, tid, phase, desired, gpu, cpu, mem, run_at, changed in rows:
+        since = (run_at or changed) if phase == GangPhase.RUNNING else None
+        elapsed = max((now - since).total_seconds(), 0.0) if since is not None else 0.0
+        out.append(model.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
+                             name=name(qid, jname),
+                             elapsed=elapsed, ending=desired == DesiredState.CANCEL))
+    return out
+
+
+def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, name, queue_names) -> model.Job:
+    return model.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
+                     name=name(qid, jname), priority=prio, queued_at=created.timestamp())
+
+
+def _priority_of(job: GangJob) -> int:
+    """The priority `job` counts with in its line (`queue_line.priority_value`; OTHER_PRIORITY outside KAI)."""
+    value = queue_line.priority_value(job.priority_class_name, queue_line.family_of(job))
+    return queue_line.OTHER_PRIORITY if value is None else value
+
+
+def _pending(job: GangJob, name, queue_names) -> list[model.Job]:
+    rows = (queue_line._pending(job.cluster_id).annotate(family=queue_line._family_expr())
+            .annotate(prio=queue_line._priority_expr(), template_id=F("template_version__template_id"))
+            .order_by("-prio", "created_at", "id")
+            .values_list("id", "name", "queue_id", "template_id", "prio", "created_at", "requested_gpu",
+                         "requested_cpu_millicores", "requested_memory_bytes")[:MAX_PENDING])
+    out = [_pending_job(*row, name, queue_names) for row in rows]
+    if not any(j.id == job.id for j in out):  # behind the first MAX_PENDING: replayed with those ahead of it
+        out.append(_pending_job(job.id, job.name, job.queue_id, job.template_version.template_id,
+                                _priority_of(job), job.created_at,
+                                job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes, name,
+                                queue_names))
+    return out
+
+
+def history(template_ids, queue_ids, queue_names: dict[int, str]) -> model.RunTimes:
+    """The finished runs of `template_ids` or `queue_ids` (module docstring) as `model.RunTimes` keyed by template
+    id and queue name (`queue_names`: {id: name}), newest first; one query, remembered HISTORY_SECONDS per set of
+    ids."""
+    template_ids, queue_ids = sorted({t for t in template_ids if t is not None}), sorted(set(queue_ids))
+    digest = hashlib.sha256(repr((template_ids, queue_ids)).encode()).hexdigest()[:32]
+    key = f"gangweb:estimate-history:{digest}"
+    rows = cache.get(key)
+    if rows is None:
+        rows = _history_rows(template_ids, queue_ids)
+        cache.set(key, rows, HISTORY_SECONDS)
+    return model.RunTimes((tid, queue_names.get(qid, str(qid)), seconds) for tid, qid, seconds in rows)
+
+
+def _history_rows(template_ids, queue_ids) -> list[tuple[int, int, float]]:
+    recent = (GangJob.objects.filter(phase__in=FINISHED)
+              .filter(Q(template_version__template_id__in=template_ids) | Q(queue_id__in=queue_ids))
+              .order_by("-phase_changed_at", "-id").values("id")[:HISTORY_SCAN])
+    end = PhaseTransition.objects.filter(job_id=OuterRef("pk"), phase=OuterRef("phase"), inferred=False)
+    start = PhaseTransition.objects.filter(job_id=OuterRef("pk"), phase=GangPhase.RUNNING, inferred=False,
+                                           attempt=OuterRef("end_attempt"))
+    rows = (GangJob.objects.filter(id__in=recent)
+            .annotate(end_at=Subquery(end.order_by("-attempt").values("at")[:1]),
+                      end_attempt=Subquery(end.order_by("-attempt").values("attempt")[:1]))
+            .annotate(start_at=Subquery(start.values("at")[:1]))
+            .filter(end_at__isnull=False, start_at__isnull=False)
+            .order_by("-phase_changed_at", "-id")
+            .values_list("template_version__template_id", "queue_id", "start_at", "end_at"))
+    return [(tid, qid, (end_at - start_at).total_seconds()) for tid, qid, start_at, end_at in rows]
+
+
+def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
+    """The model's `Estimate` for `job`, None when it is not pending (Submitted, Dispatched or Queued, not being
+    cancelled). `user`: the reader, whose invisible jobs are named HIDDEN (None: every name shown)."""
+    if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
+        return None
+    now = now or timezone.now()
+    name = _namer(user)
+    tree = QueueTree.load_rows()
+    names = {q.id: q.name for q in tree.by_id.values()}
+    running = _running(job.cluster_id, now, name, names)
+    pending = _pending(job, name, names)
+    jobs = [*running, *pending]
+    ids = {v: k for k, v in names.items()}
+    runs = history({j.template for j in jobs}, {ids[j.queue] for j in jobs if j.queue in ids}, names)
+    return model.estimate(job.id, capacity_of(job.cluster.capacity), _queues(tree), running, pending, runs)
+
+
+def _at(now, seconds):
+    return None if seconds is None else now + timedelta(seconds=seconds)
+
+
+def _when(now, seconds) -> str:
+    at = _at(now, seconds)
+    return f"in {model.span(seconds)} ({at:%H:%M} UTC)" if seconds >= 60 else f"within a minute ({at:%H:%M} UTC)"
+
+
+def payload(job: GangJob, user=None, now=None) -> dict | None:
+    """`estimated_start` of the job API and page, None when the job is not pending::
+
+        {"status": "estimated" | "now" | "unknown" | "never",
+         "p50": datetime | None, "p90": ..., "p50_seconds": float | None, "p90_seconds": ...,
+         "p50_in_minutes": int | None, "p90_in_minutes": ...,     # whole minutes from now, rounded up
+         "text": "p50 in 42 min (07:42 UTC); p90 in 1 h 20 min (08:20 UTC)",
+         "evidence": "jobs like train-7 ... ; 2 jobs ahead in team-a; needs 8 GPUs, 4 free now, 8 once train-7 ends",
+         "reason": "" | why unknown or never, "ahead_in_queue": int,
+         "needs": {"resource": "gpu", "amount": 8, "free_now": 4},        # KAI units (GPUs, millicores, MB)
+         "freed_by": {"name", "running": bool, "history": {"level", "runs", "p50_seconds"}} | None,
+         "samples": int, "computed_at": datetime, "method": str}
+    """
+    now = now or timezone.now()
+    est = compute(job, user, now)
+    if est is None:
+        return None
+    queue = job.queue.name
+    text = {
+        model.ESTIMATED: lambda: f"p50 {_when(now, est.p50)}; p90 {_when(now, est.p90)}",
+        model.NOW: lambda: "could start now: the room it needs is free (if it still waits, see why it is pending)",
+        model.UNKNOWN: lambda: f"unknown: {est.reason}",
+        model.NEVER: lambda: f"never as things stand: {est.reason}",
+    }[est.status]()
+    freed = None
+    if est.freed_by is not None and est.freed_runs is not None:
+        freed = {"name": est.freed_by.name, "running": est.freed_was_running,
+                 "history": {"level": model.LEVELS[est.freed_runs.level], "runs": len(est.freed_runs.seconds),
+                             "p50_seconds": est.freed_runs.p50}}
+    timed = est.status in (model.ESTIMATED, model.NOW)
+    return {
+        "status": est.status, "p50": _at(now, est.p50), "p90": _at(now, est.p90),
+        "p50_seconds": est.p50, "p90_seconds": est.p90,
+        "p50_in_minutes": model.minutes(est.p50) if est.p50 is not None else None,
+        "p90_in_minutes": model.minutes(est.p90) if est.p90 is not None else None,
+        "text": text, "evidence": model.evidence(est, queue) if timed else "", "reason": est.reason,
+        "ahead_in_queue": est.ahead,
+        "needs": {"resource": est.resource, "amount": est.needs, "free_now": est.free_now},
+        "freed_by": freed, "samples": est.samples, "computed_at": now, "method": METHOD,
+    }

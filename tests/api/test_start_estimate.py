@@ -1,0 +1,150 @@
+"""Start-time estimate through the API: GET /api/v1/jobs/<id>/estimate/ and `estimated_start` of the job detail.
+
+A cluster of 8 GPUs; team-a's finished jobs of the template ran 60 min each (Running to Succeeded, the cluster's own
+times); one 8-GPU job of team-a has run 20 min. A pending 4-GPU job then starts when it ends: in 40 min. Real
+PostgreSQL, no cluster (the watcher's capacity is written on the Cluster row as the watcher would)."""
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from scheduling.choices import GangPhase
+from scheduling.models import GangJob, PhaseTransition
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+CAPACITY = {"nodes": 1, "allocatable": {"nvidia.com/gpu": 8, "cpu": 64, "memory": 512 * 2**30},
+            "largest": {"nvidia.com/gpu": 8, "cpu": 64, "memory": 512 * 2**30}}
+
+
+def finished(template, queue, cluster, user, name, minutes, inferred=False):
+    """A job that ran `minutes` (Running to Succeeded) and ended an hour or more ago."""
+    job = builders.make_job(template, queue, cluster, name=name, user=user)
+    start = timezone.now() - timedelta(hours=3)
+    PhaseTransition.objects.create(job=job, phase=GangPhase.RUNNING, at=start, source="test")
+    end = start + timedelta(minutes=minutes)
+    PhaseTransition.objects.create(job=job, phase=GangPhase.SUCCEEDED, at=end, source="test", inferred=inferred)
+    GangJob.objects.filter(pk=job.pk).update(phase=GangPhase.SUCCEEDED, phase_changed_at=end, finished_at=end)
+    return job
+
+
+@pytest.fixture
+def world(admin_user):
+    cluster = builders.make_cluster("local", capacity=CAPACITY)
+    team_a = builders.make_queue("team-a", clusters=[cluster])
+    template = builders.make_template("train", pod_sets=[builders.pod_set(replicas=1, containers=[
+        builders.container(gpu=4)])])
+    for i in range(5):
+        finished(template, team_a, cluster, admin_user, f"done-{i}", 60)
+    # Running for 20 min (make_job records Running 4 s after `at`), holding all 8 GPUs.
+    big = builders.make_job(template, team_a, cluster, name="big", user=admin_user, phase=GangPhase.RUNNING,
+                            at=timezone.now() - timedelta(minutes=20, seconds=4), requested_gpu=8)
+    waiting = builders.make_job(template, team_a, cluster, name="waiting", user=admin_user, phase=GangPhase.QUEUED)
+    return {"cluster": cluster, "team_a": team_a, "template": template, "big": big, "waiting": waiting,
+            "admin": admin_user}
+
+
+def test_the_estimate_is_when_the_running_job_is_expected_to_end(api, world):
+    data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert data["status"] == "estimated"
+    assert (data["p50_in_minutes"], data["p90_in_minutes"]) == (40, 40)
+    assert data["p50_seconds"] == pytest.approx(40 * 60, abs=10)
+    assert data["p50"] - timezone.now() == pytest.approx(timedelta(minutes=40), abs=timedelta(seconds=10))
+    assert data["ahead_in_queue"] == 0
+    assert data["needs"] == {"resource": "gpu", "amount": 4.0, "free_now": 0.0}
+    assert data["freed_by"] == {"name": "big", "running": True,
+                                "history": {"level": "same template and queue", "runs": 5, "p50_seconds": 3600.0}}
+    assert data["text"].startswith("p50 in 40 min (") and "; p90 in 40 min (" in data["text"]
+    assert data["evidence"] == ("jobs like big (same template and queue) ran 60 min (p50) over 5 runs and big has run "
+                                "20 min; first in line in team-a; needs 4 GPUs, 0 free now, 8 once big ends")
+    detail = api.get(f"/api/v1/jobs/{world['waiting'].pk}/").data["estimated_start"]
+    assert detail["status"] == "estimated" and detail["p50_in_minutes"] == 40
+
+
+def test_the_estimate_moves_when_the_running_job_ends(api, world):
+    GangJob.objects.filter(pk=world["big"].pk).update(phase=GangPhase.SUCCEEDED, finished_at=timezone.now())
+    data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert data["status"] == "now" and data["p50_in_minutes"] == 0
+    assert data["needs"] == {"resource": "gpu", "amount": 4.0, "free_now": 8.0}
+
+
+def test_a_job_ahead_in_line_is_counted(api, world):
+    later = builders.make_job(world["template"], world["team_a"], world["cluster"], name="later",
+                              user=world["admin"], phase=GangPhase.QUEUED, requested_gpu=8)
+    data = api.get(f"/api/v1/jobs/{later.pk}/estimate/").data
+    # `waiting` (4 GPUs) starts at 40 min when big ends; 4 GPUs stay free, not the 8 `later` needs, until waiting
+    # ends 60 min after: 100 min.
+    assert data["ahead_in_queue"] == 1 and data["p50_in_minutes"] == 100
+    assert data["freed_by"]["name"] == "waiting" and data["freed_by"]["running"] is False
+
+
+def test_thin_history_is_unknown_with_the_reason(api, world):
+    GangJob.objects.filter(name__startswith="done-").exclude(name__in=["done-0", "done-1"]).delete()
+    data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert data["status"] == "unknown" and data["p50"] is None and data["p50_in_minutes"] is None
+    assert data["reason"] == ("too little history to tell when big ends: 2 finished runs with real start and end "
+                              "times at best (by same template and queue), 5 needed")
+    assert data["text"] == "unknown: " + data["reason"]
+
+
+def test_inferred_times_are_not_history(api, world):
+    GangJob.objects.filter(name__startswith="done-").delete()
+    for i in range(5):
+        finished(world["template"], world["team_a"], world["cluster"], world["admin"], f"guessed-{i}", 60,
+                 inferred=True)
+    assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data["status"] == "unknown"
+
+
+def test_capacity_unknown_and_too_big_for_the_cluster(api, world):
+    huge = builders.make_job(world["template"], world["team_a"], world["cluster"], name="huge",
+                             user=world["admin"], phase=GangPhase.QUEUED, requested_gpu=16)
+    data = api.get(f"/api/v1/jobs/{huge.pk}/estimate/").data
+    assert data["status"] == "never"
+    assert data["text"] == ("never as things stand: the job asks 16 GPUs; the cluster's schedulable nodes have "
+                            "8 GPUs in all")
+    world["cluster"].capacity = {}
+    world["cluster"].save()
+    assert api.get(f"/api/v1/jobs/{huge.pk}/estimate/").data["status"] == "unknown"
+
+
+def test_a_job_that_is_not_pending_has_no_estimate(api, world):
+    data = api.get(f"/api/v1/jobs/{world['big'].pk}/estimate/").data
+    assert data["status"] == "not_pending" and data["phase"] == "Running"
+    assert api.get(f"/api/v1/jobs/{world['big'].pk}/").data["estimated_start"] is None
+    assert "estimated_start" not in api.post("/api/v1/jobs/", builders.submit_body(
+        world["template"], world["team_a"], world["cluster"], name="fresh"), format="json").data
+
+
+def test_jobs_of_queues_the_reader_cannot_see_are_not_named(api, world):
+    other = builders.make_queue("team-b", clusters=[world["cluster"]])
+    GangJob.objects.filter(pk=world["big"].pk).update(queue=other)
+    for i in range(5):
+        finished(world["template"], other, world["cluster"], world["admin"], f"b-done-{i}", 60)
+    sam = builders.make_user("sam")
+    builders.grant(world["team_a"], "submitter", user=sam)
+    api.force_authenticate(sam)
+    data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert data["freed_by"]["name"] == "a job of another queue"
+    assert "big" not in data["evidence"]
+
+
+def test_the_estimate_costs_the_same_queries_with_more_jobs(api, world):
+    def count():
+        with CaptureQueriesContext(connection) as ctx:
+            assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").status_code == 200
+        return len(ctx.captured_queries)
+
+    before = count()
+    for i in range(10):
+        builders.make_job(world["template"], world["team_a"], world["cluster"], name=f"more-run-{i}",
+                          user=world["admin"], phase=GangPhase.RUNNING)
+        builders.make_job(world["template"], world["team_a"], world["cluster"], name=f"more-wait-{i}",
+                          user=world["admin"], phase=GangPhase.QUEUED)
+        finished(world["template"], world["team_a"], world["cluster"], world["admin"], f"more-done-{i}", 30)
+    from django.core.cache import cache
+
+    cache.clear()  # the history is remembered a minute: read it again, as the first time
+    assert count() == before
