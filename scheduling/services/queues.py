@@ -241,11 +241,22 @@ def _duration(value, field_name: str) -> str:
 
 def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple[list[Cluster] | None, bool]:
     """Validate `data` and set it on the unsaved/in-memory `policy`. Returns (clusters or None, parent changed).
-    A `parent` that `user` cannot see is refused as one that does not exist (access.named_queue)."""
+    A `parent` that `user` cannot see is refused as one that does not exist (access.named_queue). The steps run in
+    this order, so the first field a request gets wrong is the one named: keys, share fields, access fields,
+    clusters, parent."""
     v.mapping(data, "body")
     unknown = sorted(set(data) - set(WRITABLE) - set(READ_ONLY))
     if unknown:
         raise ValidationError({unknown[0]: f"unknown field; writable fields are {', '.join(WRITABLE)}"})
+    _apply_shares(policy, data)
+    _apply_access(policy, data)
+    clusters = _clusters_named(data["clusters"]) if "clusters" in data else None
+    parent_changed = _apply_parent(policy, data["parent"], tree, user) if "parent" in data else False
+    return clusters, parent_changed
+
+
+def _apply_shares(policy: QueuePolicy, data: dict) -> None:
+    """display_name, priority, quotas and limits (KAI units), over-quota weights, minimum runtimes."""
     if "display_name" in data:
         policy.display_name = v.string(data["display_name"] or "", "display_name", allow_empty=True, max_length=200)
     if "priority" in data:
@@ -255,15 +266,22 @@ def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple
             setattr(policy, name, to_kai(name.split("_")[0], data[name], name))
     for name in WEIGHT_FIELDS:
         if name in data:
-            value = data[name]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
-                    or value > 1e9:
-                raise ValidationError({name: f"must be a number of at least 0 (0 = no share of the surplus), "
-                                             f"got {str(value)[:40]}"})
-            setattr(policy, name, float(value))
+            setattr(policy, name, _weight(data[name], name))
     for name in ("preempt_min_runtime", "reclaim_min_runtime"):
         if name in data:
             setattr(policy, name, _duration(data[name], name))
+
+
+def _weight(value, field_name: str) -> float:
+    """An over-quota weight: a number in 0..1e9 (0 = no share of the surplus). Raises ValidationError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 or value > 1e9:
+        raise ValidationError({field_name: f"must be a number of at least 0 (0 = no share of the surplus), "
+                                           f"got {str(value)[:40]}"})
+    return float(value)
+
+
+def _apply_access(policy: QueuePolicy, data: dict) -> None:
+    """allowed_namespaces, allowed_service_accounts (deduplicated, order kept), pod_security_level."""
     if "allowed_namespaces" in data:
         namespaces = data["allowed_namespaces"] or []
         if not isinstance(namespaces, list):
@@ -283,43 +301,56 @@ def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple
         if data["pod_security_level"] not in PodSecurityLevel.values:
             raise ValidationError({"pod_security_level": f"must be {' or '.join(PodSecurityLevel.values)}"})
         policy.pod_security_level = data["pod_security_level"]
-    clusters = None
-    if "clusters" in data:
-        names = data["clusters"] or []
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ValidationError({"clusters": "must be a list of cluster names"})
-        found = {c.name: c for c in Cluster.objects.filter(name__in=names)}
-        missing = [n for n in names if n not in found]
-        if missing:
-            raise ValidationError({"clusters": f"no cluster named '{missing[0][:63]}'"})
-        clusters = [found[n] for n in dict.fromkeys(names)]
-    parent_changed = False
-    if "parent" in data:
-        pname = data["parent"]
-        if pname in (None, ""):
-            parent = None
-        else:
-            v.string(pname, "parent", max_length=63)
-            parent = tree.by_name.get(pname)
-            if parent is None or user is not None:
-                parent = access.named_queue(user, parent, pname, "parent")
-            if policy.id is not None and (parent.id == policy.id or policy in tree.ancestors(parent)):
-                between = []
-                for a in tree.ancestors(parent):
-                    if a.id == policy.id:
-                        break
-                    between.append(a.name)
-                path = [policy.name, *reversed(between), parent.name] if parent.id != policy.id else [policy.name]
-                raise ValidationError({"parent": f"'{pname}' is this queue or one of its descendants; the hierarchy "
-                                                 f"would loop ({' → '.join([*path, policy.name])})"})
-        parent_changed = (parent.id if parent else None) != policy.parent_id
-        if parent_changed and parent is not None:
-            active = GangJob.objects.filter(queue=parent, phase__in=list(ACTIVE_PHASES)).count()
-            if active:
-                raise ValidationError({"parent": f"queue '{parent.name}' has {active} active jobs; only leaf queues "
-                                                 "take jobs, so it cannot get child queues until they finish"})
-        policy.parent = parent
-    return clusters, parent_changed
+
+
+def _clusters_named(names) -> list[Cluster]:
+    """The clusters `names` (a list of names; None or empty = every cluster), deduplicated in order (one query).
+    Raises ValidationError naming the first unknown one."""
+    names = names or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValidationError({"clusters": "must be a list of cluster names"})
+    found = {c.name: c for c in Cluster.objects.filter(name__in=names)}
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValidationError({"clusters": f"no cluster named '{missing[0][:63]}'"})
+    return [found[n] for n in dict.fromkeys(names)]
+
+
+def _apply_parent(policy: QueuePolicy, pname, tree: QueueTree, user) -> bool:
+    """Set `policy.parent` from the parent's name (None or "" = top level). Returns whether it changed. Refuses a
+    parent `user` cannot see (as missing), one that would make the hierarchy loop, and a new parent that has
+    active jobs (only leaf queues take jobs)."""
+    if pname in (None, ""):
+        parent = None
+    else:
+        v.string(pname, "parent", max_length=63)
+        parent = tree.by_name.get(pname)
+        if parent is None or user is not None:
+            parent = access.named_queue(user, parent, pname, "parent")
+        if policy.id is not None and (parent.id == policy.id or policy in tree.ancestors(parent)):
+            path = " → ".join([*_loop_path(policy, parent, tree), policy.name])
+            raise ValidationError({"parent": f"'{pname}' is this queue or one of its descendants; the hierarchy "
+                                             f"would loop ({path})"})
+    parent_changed = (parent.id if parent else None) != policy.parent_id
+    if parent_changed and parent is not None:
+        active = GangJob.objects.filter(queue=parent, phase__in=list(ACTIVE_PHASES)).count()
+        if active:
+            raise ValidationError({"parent": f"queue '{parent.name}' has {active} active jobs; only leaf queues "
+                                             "take jobs, so it cannot get child queues until they finish"})
+    policy.parent = parent
+    return parent_changed
+
+
+def _loop_path(policy: QueuePolicy, parent, tree: QueueTree) -> list[str]:
+    """The queues from `policy` down to `parent` when `parent` is `policy` or one of its descendants."""
+    if parent.id == policy.id:
+        return [policy.name]
+    between = []
+    for a in tree.ancestors(parent):
+        if a.id == policy.id:
+            break
+        between.append(a.name)
+    return [policy.name, *reversed(between), parent.name]
 
 
 def name_taken(user, kind: str, name: str, queue_id: int | None) -> str:
