@@ -64,7 +64,6 @@ JOB_NON_PREEMPTIBLE_FIELD = "podGroupRequestedNonPreemptibleResources"
 GANG_UNSCHEDULABLE = frozenset({"Unschedulable", "NotEnoughResources", "Not enough resources for the workload",
                                 "Unable to schedule podgroup"})
 NOUNS = {"nvidia.com/gpu": "GPU", "gpu": "GPU", "cpu": "CPU", "memory": "memory"}
-UNITS = {"nvidia.com/gpu": "GPUs", "gpu": "GPUs", "cpu": "CPU cores", "memory": "bytes of memory"}
 GIB = 2**30
 # Codes of the queue's blocking facts (the capacity ones are in observe.capacity).
 QUEUE_OVER_LIMIT = "QueueOverLimit"
@@ -108,10 +107,6 @@ def job_requests(resolved_spec: dict, runtime_classes: resources.RuntimeClasses 
         return resources.as_numbers(resources.spec_requests(resolved_spec, runtime_classes))
     except resources.UNREADABLE:
         return {}
-
-
-def _unit(resource: str) -> str:
-    return UNITS.get(resource, resource)
 
 
 def _fmt(value) -> str:
