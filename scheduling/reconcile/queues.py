@@ -17,6 +17,10 @@ One pass per cluster (`sync_cluster`), level-triggered and idempotent:
    and sampled into QueueUsageSample for usage history.
 
 Every pass leaves a ReconcileAttempt row (kind "queue") with the actions taken.
+
+The steps are the queue-sync engine's (reconcile/queue_sync.py), shared with the Volcano Queues
+(reconcile/volcano_queues.py); this module supplies the KAI family (`KaiQueues`: the spec from
+reconcile/queue_desired.py, QueueClusterState, the usage samples) and the entry points the tasks call.
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Mapping from a QueuePolicy (KAI units: GPU devices, CPU millicores, memory decim
 
 - `capability` (Volcano's upper bound) from the limits; a -1 (unlimited) limit leaves its resource out;
 - `deserved` (what Volcano reclaims back for the queue) from the quotas; a -1 quota leaves its resource out
-  (warning: Volcano has no "unlimited deserved");
+  (warning: Volcano has no "unlimited deserved"); a quota above a finite limit is sent as the limit (warning:
+  Volcano's admission refuses deserved > capability, and KAI never allocates above the limit either);
 - `guarantee.resource`: gangweb's policies have no guarantee (KAI has no such field: its quota is what Volcano
   calls `deserved`), so it is never set, and a guarantee added by hand is drift that is taken out again;
 - `weight` from the GPU over-quota weight, rounded to a whole number within Volcano's 1..65535. Weight 0 ("no
@@ -16,8 +17,10 @@ Mapping from a QueuePolicy (KAI units: GPU devices, CPU millicores, memory decim
 - `priority` from the policy's priority (both schedulers serve higher first);
 - `reclaimable: true`: in KAI what a queue holds above its quota can always be reclaimed by other queues.
 
-Whatever else a policy says that Volcano cannot express (preempt/reclaim minimum runtimes, fractional GPUs, which
-Volcano counts in whole `nvidia.com/gpu` devices) is a warning ``{"code", "field", "message"}`` on the queue.
+Children whose `deserved` add up to more than their parent's are a warning on the parent (`children_warnings`),
+sent as the policies say. Whatever else a policy says that Volcano cannot express (preempt/reclaim minimum
+runtimes, fractional GPUs, which Volcano counts in whole `nvidia.com/gpu` devices) is a warning ``{"code", "field",
+"message"}`` on the queue.
 
 Sources: shared/reference/api-changes-2026.md §3 and k8s-gang-apis.md §4 (volcano-sh/apis
 `pkg/apis/scheduling/v1beta1/types.go`); Volcano "Queue Resource Management" docs (capability, deserved,

@@ -1,11 +1,12 @@
 """Keep Volcano Queues (`scheduling.volcano.sh/v1beta1`, cluster-scoped) in line with gangweb's queue policies.
 
-The same machinery as the KAI Queue sync (reconcile/queues.py), in every cluster whose served APIs let the
-registry pick a Volcano plugin (`backends.registry.select("volcano", served)`; a cluster never probed is tried, and
-a 404 on the LIST means it does not serve Volcano): one LIST, desired state from `volcano_desired`, created parents
-first, gangweb's own Queues updated when the policy changed and put back (recorded as drift) when edited by hand,
-stale ones deleted children first with a UID precondition, foreign ones imported as unmanaged policies and never
-changed, status read back. State per policy and cluster: VolcanoQueueState (warnings included).
+The same engine as the KAI Queue sync (reconcile/queue_sync.py; `VolcanoQueues` is the family adapter), in every
+cluster whose served APIs let the registry pick a Volcano plugin (`backends.registry.select("volcano", served)`; a
+cluster never probed is tried, and a 404 on the LIST means it does not serve Volcano): one LIST, desired state from
+`volcano_desired`, created parents first, gangweb's own Queues updated when the policy changed and put back
+(recorded as drift) when edited by hand, stale ones deleted children first with a UID precondition, foreign ones
+imported as unmanaged policies and never changed, status read back. State per policy and cluster: VolcanoQueueState
+(warnings included).
 
 `missing_queue` is what the job reconcile asks before it creates a Volcano PodGroup: a PodGroup whose queue does
 not exist is never scheduled by Volcano (api-changes-2026.md §3).
