@@ -19,12 +19,13 @@ What differs between the families (API group, the state model, desired spec and 
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NoReturn
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -35,6 +36,8 @@ from ..kube.errors import TransientKubeError, classify, describe
 from ..models import Cluster, QueuePolicy, ReconcileAttempt
 from ..queueing.tree import QueueTree
 from . import queue_desired as qd
+
+log = logging.getLogger(__name__)
 
 # Reason of the TransientKubeError raised when a pass could list the cluster but some writes failed for a transient
 # reason (409, 429, 5xx, 401/403, connection); the next attempt starts from a fresh LIST.
@@ -220,12 +223,13 @@ def run(cluster: Cluster, family: Family, api: client.CustomObjectsApi | None = 
     observed = list_observed(cluster, family, api, started)
     if observed is None:
         return None
-    ctx = SyncContext(cluster, api, family, observed, Pass(cluster))
-    apply_desired(ctx)
-    delete_stale(ctx)
-    import_foreign(ctx)
-    read_status(ctx)
-    save(ctx)
+    try:
+        ctx = SyncContext(cluster, api, family, observed, Pass(cluster))
+        for step in STEPS:
+            step(ctx)
+    except Exception as exc:  # no exception leaves a pass unrecorded (e.g. a malformed object from the cluster)
+        _record_failure(cluster, family, started, exc)
+        raise
     result = ctx.result
     outcome = (ReconcileOutcome.TRANSIENT_ERROR if result.transient else
                ReconcileOutcome.TERMINAL_ERROR if result.errors else ReconcileOutcome.OK)
@@ -241,6 +245,16 @@ def record(cluster, started: float, outcome, reason: str, message: str, actions:
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_QUEUE, cluster=cluster, queue=policy, outcome=outcome,
                                     reason=reason, message=message, actions=actions[:500],
                                     duration_ms=int((time.monotonic() - started) * 1000))
+
+
+def _record_failure(cluster: Cluster, family: Family, started: float, exc: BaseException) -> None:
+    """Record a pass that raised after its LIST (reason QueueSyncFailed; the exception's type only, as
+    `kube.errors.describe` words it). A database that is down too is only logged: the caller re-raises `exc`."""
+    try:
+        record(cluster, started, ReconcileOutcome.TERMINAL_ERROR, "QueueSyncFailed",
+               f"{family.noun}s: {describe(exc, 1900)}", [])
+    except DatabaseError:
+        log.warning("queue sync of cluster %s failed and could not be recorded", cluster.pk, exc_info=True)
 
 
 def _list_failed(cluster: Cluster, family: Family, started: float, exc: BaseException) -> NoReturn:
@@ -474,3 +488,7 @@ def save(ctx: SyncContext) -> None:
         if existing:
             model.objects.bulk_update(existing, fields)
         ctx.family.save_extra(ctx)
+
+
+# The steps of a pass after its LIST, in order (the module docstring).
+STEPS = (apply_desired, delete_stale, import_foreign, read_status, save)
