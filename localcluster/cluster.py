@@ -142,12 +142,6 @@ class LocalCluster:
         with self.api_client() as api:
             remove_node(api, name, delete_pods=delete_pods, wait=wait)
 
-    def log_files(self) -> dict[str, Path]:
-        """Return ``{component: log path}`` for the components this handle started."""
-        if not self.state:
-            return {}
-        return {p.name: Path(p.log) for p in self.state.processes}
-
     def log_tails(self, lines: int = 30) -> str:
         """Return the last ``lines`` lines of every component log, each under a header."""
         return format_log_tails(self.state, lines) if self.state else ""

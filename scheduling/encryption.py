@@ -71,8 +71,3 @@ def decrypt(stored: str) -> str:
         return fernet().decrypt(stored[len(PREFIX):].encode()).decode()
     except InvalidToken:
         raise DecryptionError("stored credential cannot be decrypted with any key in GANGWEB_ENCRYPTION_KEYS") from None
-
-
-def reencrypt(stored: str) -> str:
-    """Re-encrypt a stored value with the current key (plaintext rows get encrypted). Raises DecryptionError."""
-    return encrypt(decrypt(stored))

@@ -88,11 +88,6 @@ def _changes(instance, validated_data: dict) -> dict:
     return changed
 
 
-def changed_value(changed: dict, name: str, serializer):
-    """The validated new value of `name` when it changes, else None (nothing to check)."""
-    return serializer.validated_data[name] if name in changed else None
-
-
 class VisibleObjectMixin:
     """Lists show what services/access.py lets the user see; a named object that exists but is not visible is 404,
     as one that does not exist (`check_read_*` raises access's NotFound)."""

@@ -18,7 +18,7 @@
   403, RBAC included; `isRecoverable`, internal/executor/job/submit.go); Kueue and other controller-runtime
   controllers requeue every failed create with backoff. gangweb splits 403 by who is refused: the object
   (admission, terminal, as Armada) or gangweb (authorization, retried, as Kueue).
-- Other 404s and 409 are answers the reconciler handles itself (`status_of`).
+- Other 404s and 409 are answers the reconciler handles itself (`ApiException.status`).
 """
 from __future__ import annotations
 
@@ -270,11 +270,6 @@ def classify(exc: BaseException) -> KubeError | None:
     if isinstance(exc, CONNECTION_ERRORS):
         return TransientKubeError(CLUSTER_UNREACHABLE, redact(f"{type(exc).__name__}: {exc}")[:500])
     return None
-
-
-def status_of(exc: BaseException) -> int | None:
-    """HTTP status of an ApiException (404, 409, ...), else None."""
-    return exc.status if isinstance(exc, ApiException) else None
 
 
 def call(fn, *args, **kwargs):

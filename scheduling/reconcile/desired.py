@@ -4,7 +4,7 @@
 - `owners(backend, spec)`: one `batch/v1` Indexed Job per pod set (completions = parallelism = replicas) with the
   backend-stamped pod template, and the headless rendezvous Service (pods resolve each other as
   `<job>-<index>.<service>`, the Indexed Job hostname convention);
-- `job_labels(job)`: the labels every object of the job carries.
+- `job_labels_from(name, uid)`: the labels every object of the job carries.
 """
 from __future__ import annotations
 
@@ -23,11 +23,6 @@ from . import names
 def instance_label() -> str:
     """This gangweb install's `gangweb.io/instance` value."""
     return names.label_value(settings.GANGWEB_INSTANCE) or "gangweb"
-
-
-def job_labels(job) -> dict:
-    """{managed-by: gangweb, instance, job name (as a label value), job UID}."""
-    return job_labels_from(job.name, str(job.uid))
 
 
 def gang_spec(job, limit_defaults: dict | None = None) -> GangSpec:
@@ -60,7 +55,8 @@ def gang_spec(job, limit_defaults: dict | None = None) -> GangSpec:
 
 
 def job_labels_from(job_name: str, uid: str) -> dict:
-    """job_labels for a name and UID (GangSpec is built without touching other job fields)."""
+    """{managed-by: gangweb, instance, job name (as a label value), job UID}: the labels every object of a job carries
+    (from the name and UID alone: GangSpec is built without touching other job fields)."""
     return {LABEL_MANAGED_BY: MANAGED_BY_VALUE, LABEL_INSTANCE: instance_label(),
             LABEL_JOB: names.label_value(job_name), LABEL_JOB_UID: uid}
 

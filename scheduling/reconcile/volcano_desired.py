@@ -4,7 +4,8 @@ Mapping from a QueuePolicy (KAI units: GPU devices, CPU millicores, memory decim
 
 - `capability` (Volcano's upper bound) from the limits; a -1 (unlimited) limit leaves its resource out;
 - `deserved` (what Volcano reclaims back for the queue) from the quotas; a -1 quota leaves its resource out
-  (warning: Volcano has no "unlimited deserved");
+  (warning: Volcano has no "unlimited deserved"); a quota above a finite limit is sent as the limit (warning:
+  Volcano's admission refuses deserved > capability, and KAI never allocates above the limit either);
 - `guarantee.resource`: gangweb's policies have no guarantee (KAI has no such field: its quota is what Volcano
   calls `deserved`), so it is never set, and a guarantee added by hand is drift that is taken out again;
 - `weight` from the GPU over-quota weight, rounded to a whole number within Volcano's 1..65535. Weight 0 ("no
@@ -16,8 +17,10 @@ Mapping from a QueuePolicy (KAI units: GPU devices, CPU millicores, memory decim
 - `priority` from the policy's priority (both schedulers serve higher first);
 - `reclaimable: true`: in KAI what a queue holds above its quota can always be reclaimed by other queues.
 
-Whatever else a policy says that Volcano cannot express (preempt/reclaim minimum runtimes, fractional GPUs, which
-Volcano counts in whole `nvidia.com/gpu` devices) is a warning ``{"code", "field", "message"}`` on the queue.
+Children whose `deserved` add up to more than their parent's are a warning on the parent (`children_warnings`),
+sent as the policies say. Whatever else a policy says that Volcano cannot express (preempt/reclaim minimum
+runtimes, fractional GPUs, which Volcano counts in whole `nvidia.com/gpu` devices) is a warning ``{"code", "field",
+"message"}`` on the queue.
 
 Sources: shared/reference/api-changes-2026.md §3 and k8s-gang-apis.md §4 (volcano-sh/apis
 `pkg/apis/scheduling/v1beta1/types.go`); Volcano "Queue Resource Management" docs (capability, deserved,
@@ -32,6 +35,7 @@ from django.core.exceptions import ValidationError
 
 from ..kube import quantities
 from ..kube.kai_units import RESOURCES, STATUS_RESOURCE_NAMES, UNLIMITED, from_quantity
+from .queue_desired import diff_fields
 
 GROUP, VERSION, PLURAL, KIND = "scheduling.volcano.sh", "v1beta1", "queues", "Queue"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -41,6 +45,7 @@ DEFAULT_PRIORITY = 0  # Volcano's default queue priority (int32 zero value)
 ROOT_QUEUE = "root"  # Volcano's root of the queue hierarchy: a top-level queue's parent, whether said or not
 QUANTITY_MAPS = ("capability", "deserved", "guarantee")
 # Volcano queue fields the sync owns (others, e.g. affinity or extendClusters added by an admin, are kept).
+GPU_TOLERANCE = 1e-6  # fractional GPU sums (0.1 + 0.2 vs 0.3) are not over on float rounding
 OWNED_KEYS = ("weight", "priority", "parent", "reclaimable", "capability", "deserved", "guarantee")
 
 
@@ -97,11 +102,50 @@ def map_weight(weights: dict[str, float]) -> tuple[int, list[dict]]:
     return weight, warnings
 
 
+def deserved_amounts(policy) -> dict[str, float | int]:
+    """What the Volcano Queue's `deserved` says per resource, in KAI units: the quota, lowered to a finite limit
+    (Volcano's admission refuses deserved > capability, and KAI never allocates above the limit either); a -1
+    (unlimited) quota has no key. ``{"gpu": 4.0, "cpu": 16000, "memory": 64000}``."""
+    out = {}
+    for r in RESOURCES:
+        limit, quota = getattr(policy, f"{r}_limit"), getattr(policy, f"{r}_quota")
+        if quota == UNLIMITED:
+            continue
+        out[r] = limit if limit != UNLIMITED and quota > limit + GPU_TOLERANCE else quota
+    return out
+
+
+def children_warnings(parent, children: list) -> list[dict]:
+    """Warnings on `parent`'s Volcano Queue when its `children`'s (the child policies whose Volcano Queues are in the
+    same cluster) `deserved` add up to more than its own, per resource; ``[]`` otherwise. The values are still sent
+    as the policies say: no rule says which child should get less, and KAI accepts such a tree. Volcano's
+    hierarchical-queue admission refuses the write that makes the sum exceed the parent's `deserved` (that child's
+    sync state then shows Error with the webhook's words)."""
+    out: list[dict] = []
+    if not children:
+        return out
+    mine = deserved_amounts(parent)
+    theirs = [(k.name, deserved_amounts(k)) for k in sorted(children, key=lambda k: k.name)]
+    for r in RESOURCES:
+        if r not in mine:
+            continue  # unlimited here: already the `volcano_unlimited_quota` warning
+        total = sum(Decimal(str(amounts.get(r, 0))) for _name, amounts in theirs)
+        if total > Decimal(str(mine[r])) + Decimal(str(GPU_TOLERANCE)):
+            name = STATUS_RESOURCE_NAMES[r]
+            _warn(out, "volcano_children_over_parent", f"{r}_quota",
+                  f"the `deserved` {name} of the child queues ({', '.join(n for n, _a in theirs)}) add up to "
+                  f"{to_quantity(r, total)}, more than this queue's {to_quantity(r, mine[r])}; Volcano refuses a "
+                  "child Queue that makes its siblings' sum exceed the parent's `deserved`, so one of them may not "
+                  "be written (its sync state shows the refusal)")
+    return out
+
+
 def desired(policy, parent_name: str = "") -> DesiredQueue:
     """The Volcano Queue spec of a QueuePolicy-like object (attributes `<r>_quota`, `<r>_limit`,
     `<r>_over_quota_weight` for r in gpu/cpu/memory, `priority`, `preempt_min_runtime`, `reclaim_min_runtime`)."""
     warnings: list[dict] = []
     capability, deserved = {}, {}
+    amounts = deserved_amounts(policy)
     for r in RESOURCES:
         name = STATUS_RESOURCE_NAMES[r]
         limit, quota = getattr(policy, f"{r}_limit"), getattr(policy, f"{r}_quota")
@@ -111,7 +155,12 @@ def desired(policy, parent_name: str = "") -> DesiredQueue:
             _warn(warnings, "volcano_unlimited_quota", f"{r}_quota",
                   f"{r} quota -1 (unlimited) has no Volcano equivalent: `deserved` leaves {name} out")
         else:
-            deserved[name] = to_quantity(r, quota)
+            deserved[name] = to_quantity(r, amounts[r])
+            if amounts[r] != quota:
+                _warn(warnings, "volcano_deserved_over_capability", f"{r}_quota",
+                      f"{r} quota {to_quantity(r, quota)} is above the {r} limit {to_quantity(r, limit)}; Volcano "
+                      f"refuses a Queue whose `deserved` exceeds its `capability`, so `deserved` {name} is sent as "
+                      f"the limit (KAI cannot allocate above the limit either)")
         if r == "gpu" and any(v not in (UNLIMITED, None) and float(v) != int(float(v)) for v in (limit, quota)):
             _warn(warnings, "volcano_fractional_gpu", "gpu_quota",
                   "Volcano counts nvidia.com/gpu in whole devices: the fractional GPU quota or limit is sent as a "
@@ -161,18 +210,9 @@ def flat_fields(spec: dict | None) -> dict:
 
 def diff(expected: dict, found: dict) -> list[dict]:
     """Owned fields that differ, over the keys of both (a resource added by hand is drift too):
-    ``[{"field": "deserved.nvidia.com/gpu", "expected": 4.0, "found": 6.0}]``; absent is None."""
-    out = []
-    for key in sorted(set(expected) | set(found), key=lambda k: (k not in expected, k)):
-        want, got = expected.get(key), found.get(key)
-        if isinstance(want, (int, float)) and isinstance(got, (int, float)) and not isinstance(want, bool) \
-                and not isinstance(got, bool):
-            if abs(want - got) <= 1e-9:
-                continue
-        elif want == got:
-            continue
-        out.append({"field": key, "expected": want, "found": got})
-    return out
+    ``[{"field": "deserved.nvidia.com/gpu", "expected": 4.0, "found": 6.0}]``; absent is None.
+    (`queue_desired.diff_fields` with `extra`: the one flat-field comparison of both queue families.)"""
+    return diff_fields(expected, found, extra=True)
 
 
 def merged_spec(existing_spec: dict | None, spec: dict) -> dict:

@@ -66,7 +66,7 @@ def check_allowed_namespace(name: str, field: str) -> None:
 
 
 def queue_chain(queue, tree=None) -> list:
-    """[queue, parent, ..., top-level queue]: from `tree` (a services.queues.QueueTree holding the ancestors) when
+    """[queue, parent, ..., top-level queue]: from `tree` (a queueing.tree.QueueTree holding the ancestors) when
     given, else by following `parent` (one query per level)."""
     if queue is None:
         return []

@@ -63,7 +63,7 @@ def estimated_usage(cluster: str | None = None, queue_ids=None) -> dict[int, dic
 def rolled_up(tree, usage: dict[int, dict]) -> dict[int, dict]:
     """Each queue's estimate including its descendants' (KAI counts a child's use in its parent).
 
-    `tree`: a services.queues.QueueTree; `usage`: `estimated_usage()`. Returns {queue id: estimate plus
+    `tree`: a queueing.tree.QueueTree; `usage`: `estimated_usage()`. Returns {queue id: estimate plus
     "own_jobs"} for the queues with active jobs and their ancestors; others have none (use `empty()`). Each
     queue with jobs is added to itself and its ancestors: linear in the queues with jobs times the tree's depth.
     """

@@ -27,9 +27,7 @@ Write body (JSON; every field optional on update, which merges)::
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from decimal import Decimal
-from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -39,6 +37,7 @@ from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueWarning
 from ..kube import resources, runtime_classes
 from ..kube.kai_units import RESOURCES, UNITS, UNLIMITED, display, kai_amounts, to_kai
 from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
+from ..queueing.tree import QUOTA_FIELDS, ROW_FIELDS, WEIGHT_FIELDS, QueueRow, QueueTree, unlimited  # noqa: F401
 from . import access, audit, dispatch, related
 from . import policy as pod_policy
 from . import tokens as token_service
@@ -47,11 +46,9 @@ from .errors import Conflict, PermissionDenied
 
 # Sums and comparisons of fractional GPUs (0.1 + 0.2 vs 0.3) must not warn on float rounding.
 TOLERANCE = {"gpu": 1e-6, "cpu": 0, "memory": 0}
-QUOTA_FIELDS = tuple(f"{r}_{k}" for r in RESOURCES for k in ("quota", "limit"))
 # (resource, quota field, limit field, weight field): per-queue loops read these instead of formatting the names.
 RESOURCE_FIELDS = tuple((r, f"{r}_quota", f"{r}_limit", f"{r}_over_quota_weight") for r in RESOURCES)
 SHARE_FIELDS = tuple(f for _r, *fields in RESOURCE_FIELDS for f in fields)  # what a queue's own warnings read
-WEIGHT_FIELDS = tuple(f"{r}_over_quota_weight" for r in RESOURCES)
 WRITABLE = ("name", "display_name", "parent", "priority", *QUOTA_FIELDS, *WEIGHT_FIELDS, "preempt_min_runtime",
             "reclaim_min_runtime", "clusters", "allowed_namespaces", "allowed_service_accounts", "pod_security_level")
 # Fields the API returns; a client that PUTs back what it read is not refused for them.
@@ -64,11 +61,6 @@ GO_DURATION_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9
 GO_DURATION_MAX_NS = 2**63 - 1
 GO_DURATION_MAX_HOURS = GO_DURATION_MAX_NS // GO_DURATION_UNITS["h"]
 INT32 = (-(2**31), 2**31 - 1)
-
-
-def unlimited(value) -> bool:
-    """True for KAI's -1 (unlimited quota or limit)."""
-    return value is not None and value == UNLIMITED
 
 
 def _over(resource: str, a, b) -> bool:
@@ -86,102 +78,6 @@ def _fmt(resource: str, amount) -> str:
     if resource == "cpu":
         return f"{int(amount)} millicores ({shown} cores)" if not shown.endswith("m") else f"{int(amount)} millicores"
     return f"{int(amount)} MB" + (f" ({shown})" if shown.endswith(("G", "Gi")) else "")
-
-
-ROW_FIELDS = ("id", "name", "display_name", "managed", "priority", "parent_id", *QUOTA_FIELDS, *WEIGHT_FIELDS)
-
-
-class QueueRow(SimpleNamespace):
-    """The fields of a QueuePolicy that the tree, its warnings and `policy_payload` read (`ROW_FIELDS`), without
-    a model instance: building 1,000 model instances was most of the queue pages' time (bench/)."""
-
-
-@dataclass
-class QueueTree:
-    """Every queue policy, loaded in one query, with parent/children links for checks that span the tree."""
-
-    by_id: dict[int, QueuePolicy] = field(default_factory=dict)
-    by_name: dict[str, QueuePolicy] = field(default_factory=dict)
-    children: dict[int | None, list[QueuePolicy]] = field(default_factory=dict)
-    # (parent id, resource) -> the children-sum warning of that parent's children, computed once per tree: every
-    # sibling shows the same one, and recomputing it per sibling made the tree page quadratic (bench/, 1000 queues).
-    sibling_sums: dict[tuple[int, str], dict | None] = field(default_factory=dict, repr=False)
-    # (queue id, resource) -> the queue or ancestor whose finite limit caps that queue's children (read-only trees).
-    _caps: dict[tuple[int, str], object] = field(default_factory=dict, repr=False)
-    # (parent id, own id if it has children, its share fields) -> its warnings (read-only trees): the leaves of one
-    # parent mostly share their values, and warnings depend on nothing else, so 1,000 queues compute a few dozen.
-    _warnings: dict[tuple, list[dict]] = field(default_factory=dict, repr=False)
-    # Read-only trees (load_rows) remember each queue's ancestors: the pages ask for them per queue, several times.
-    read_only: bool = False
-    # Ids of the queues the reader may see (access.queue_tree_filter), None for all: warnings never name a queue
-    # outside it nor give its quota (issue 15, L5). Set once per tree, before any warning is computed.
-    visible: set[int] | None = None
-    _ancestors: dict[int, list] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def load_rows(cls) -> QueueTree:
-        """A read-only tree for pages and warnings: every queue as a `QueueRow` (the fields warnings, payloads and
-        the hierarchy read; no model instances, one query). Not for writes: rows cannot be saved."""
-        tree = cls.load(QueueRow(**dict(zip(ROW_FIELDS, row, strict=True)))
-                        for row in QueuePolicy.objects.order_by().values_list(*ROW_FIELDS))
-        tree.read_only = True
-        return tree
-
-    @classmethod
-    def load(cls, policies=None) -> QueueTree:
-        """Build from `policies` (default: every QueuePolicy, one query)."""
-        tree = cls()
-        for p in (policies if policies is not None else QueuePolicy.objects.all()):
-            tree.by_id[p.id] = p
-            tree.by_name[p.name] = p
-        for p in tree.by_id.values():
-            tree.children.setdefault(p.parent_id, []).append(p)
-        for kids in tree.children.values():
-            kids.sort(key=lambda q: q.name)
-        return tree
-
-    def ancestors(self, policy: QueuePolicy) -> list[QueuePolicy]:
-        """Parent, grandparent, ... (stops at a missing id or a cycle)."""
-        if self.read_only and self.by_id.get(policy.id) is policy:
-            if policy.id not in self._ancestors:
-                self._ancestors[policy.id] = self._walk_up(policy)
-            return self._ancestors[policy.id]
-        return self._walk_up(policy)
-
-    def _walk_up(self, policy) -> list:
-        out, seen, pid = [], {policy.id}, policy.parent_id
-        while pid is not None and pid in self.by_id and pid not in seen:
-            seen.add(pid)
-            out.append(self.by_id[pid])
-            pid = self.by_id[pid].parent_id
-        return out
-
-    def cap(self, parent, resource: str, limit_field: str):
-        """The queue that caps what a child of `parent` may use of `resource`: of `parent` and its ancestors, the
-        one with the lowest finite limit (the nearest on a tie); None when all are unlimited. KAI checks every
-        ancestor's limit (`max_allowed_check.go`). Remembered per parent in read-only trees, where every sibling
-        asks for it."""
-        key = (parent.id, resource)
-        if key in self._caps:
-            return self._caps[key]
-        capping = [a for a in (parent, *self.ancestors(parent)) if not unlimited(getattr(a, limit_field))]
-        cap = min(capping, key=lambda a: getattr(a, limit_field)) if capping else None
-        if self.read_only and self.by_id.get(parent.id) is parent:
-            self._caps[key] = cap
-        return cap
-
-    def descendants(self, policy: QueuePolicy) -> list[QueuePolicy]:
-        """Children, grandchildren, ... (breadth first)."""
-        out, todo = [], list(self.children.get(policy.id, []))
-        while todo:
-            q = todo.pop(0)
-            out.append(q)
-            todo.extend(self.children.get(q.id, []))
-        return out
-
-    def roots(self) -> list[QueuePolicy]:
-        """Top-level queues, by name."""
-        return self.children.get(None, [])
 
 
 NAMES_SHOWN = 5
@@ -345,11 +241,22 @@ def _duration(value, field_name: str) -> str:
 
 def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple[list[Cluster] | None, bool]:
     """Validate `data` and set it on the unsaved/in-memory `policy`. Returns (clusters or None, parent changed).
-    A `parent` that `user` cannot see is refused as one that does not exist (access.named_queue)."""
+    A `parent` that `user` cannot see is refused as one that does not exist (access.named_queue). The steps run in
+    this order, so the first field a request gets wrong is the one named: keys, share fields, access fields,
+    clusters, parent."""
     v.mapping(data, "body")
     unknown = sorted(set(data) - set(WRITABLE) - set(READ_ONLY))
     if unknown:
         raise ValidationError({unknown[0]: f"unknown field; writable fields are {', '.join(WRITABLE)}"})
+    _apply_shares(policy, data)
+    _apply_access(policy, data)
+    clusters = _clusters_named(data["clusters"]) if "clusters" in data else None
+    parent_changed = _apply_parent(policy, data["parent"], tree, user) if "parent" in data else False
+    return clusters, parent_changed
+
+
+def _apply_shares(policy: QueuePolicy, data: dict) -> None:
+    """display_name, priority, quotas and limits (KAI units), over-quota weights, minimum runtimes."""
     if "display_name" in data:
         policy.display_name = v.string(data["display_name"] or "", "display_name", allow_empty=True, max_length=200)
     if "priority" in data:
@@ -359,15 +266,22 @@ def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple
             setattr(policy, name, to_kai(name.split("_")[0], data[name], name))
     for name in WEIGHT_FIELDS:
         if name in data:
-            value = data[name]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
-                    or value > 1e9:
-                raise ValidationError({name: f"must be a number of at least 0 (0 = no share of the surplus), "
-                                             f"got {str(value)[:40]}"})
-            setattr(policy, name, float(value))
+            setattr(policy, name, _weight(data[name], name))
     for name in ("preempt_min_runtime", "reclaim_min_runtime"):
         if name in data:
             setattr(policy, name, _duration(data[name], name))
+
+
+def _weight(value, field_name: str) -> float:
+    """An over-quota weight: a number in 0..1e9 (0 = no share of the surplus). Raises ValidationError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 or value > 1e9:
+        raise ValidationError({field_name: f"must be a number of at least 0 (0 = no share of the surplus), "
+                                           f"got {str(value)[:40]}"})
+    return float(value)
+
+
+def _apply_access(policy: QueuePolicy, data: dict) -> None:
+    """allowed_namespaces, allowed_service_accounts (deduplicated, order kept), pod_security_level."""
     if "allowed_namespaces" in data:
         namespaces = data["allowed_namespaces"] or []
         if not isinstance(namespaces, list):
@@ -387,43 +301,56 @@ def _apply(policy: QueuePolicy, data: dict, tree: QueueTree, user=None) -> tuple
         if data["pod_security_level"] not in PodSecurityLevel.values:
             raise ValidationError({"pod_security_level": f"must be {' or '.join(PodSecurityLevel.values)}"})
         policy.pod_security_level = data["pod_security_level"]
-    clusters = None
-    if "clusters" in data:
-        names = data["clusters"] or []
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ValidationError({"clusters": "must be a list of cluster names"})
-        found = {c.name: c for c in Cluster.objects.filter(name__in=names)}
-        missing = [n for n in names if n not in found]
-        if missing:
-            raise ValidationError({"clusters": f"no cluster named '{missing[0][:63]}'"})
-        clusters = [found[n] for n in dict.fromkeys(names)]
-    parent_changed = False
-    if "parent" in data:
-        pname = data["parent"]
-        if pname in (None, ""):
-            parent = None
-        else:
-            v.string(pname, "parent", max_length=63)
-            parent = tree.by_name.get(pname)
-            if parent is None or user is not None:
-                parent = access.named_queue(user, parent, pname, "parent")
-            if policy.id is not None and (parent.id == policy.id or policy in tree.ancestors(parent)):
-                between = []
-                for a in tree.ancestors(parent):
-                    if a.id == policy.id:
-                        break
-                    between.append(a.name)
-                path = [policy.name, *reversed(between), parent.name] if parent.id != policy.id else [policy.name]
-                raise ValidationError({"parent": f"'{pname}' is this queue or one of its descendants; the hierarchy "
-                                                 f"would loop ({' → '.join([*path, policy.name])})"})
-        parent_changed = (parent.id if parent else None) != policy.parent_id
-        if parent_changed and parent is not None:
-            active = GangJob.objects.filter(queue=parent, phase__in=list(ACTIVE_PHASES)).count()
-            if active:
-                raise ValidationError({"parent": f"queue '{parent.name}' has {active} active jobs; only leaf queues "
-                                                 "take jobs, so it cannot get child queues until they finish"})
-        policy.parent = parent
-    return clusters, parent_changed
+
+
+def _clusters_named(names) -> list[Cluster]:
+    """The clusters `names` (a list of names; None or empty = every cluster), deduplicated in order (one query).
+    Raises ValidationError naming the first unknown one."""
+    names = names or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValidationError({"clusters": "must be a list of cluster names"})
+    found = {c.name: c for c in Cluster.objects.filter(name__in=names)}
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValidationError({"clusters": f"no cluster named '{missing[0][:63]}'"})
+    return [found[n] for n in dict.fromkeys(names)]
+
+
+def _apply_parent(policy: QueuePolicy, pname, tree: QueueTree, user) -> bool:
+    """Set `policy.parent` from the parent's name (None or "" = top level). Returns whether it changed. Refuses a
+    parent `user` cannot see (as missing), one that would make the hierarchy loop, and a new parent that has
+    active jobs (only leaf queues take jobs)."""
+    if pname in (None, ""):
+        parent = None
+    else:
+        v.string(pname, "parent", max_length=63)
+        parent = tree.by_name.get(pname)
+        if parent is None or user is not None:
+            parent = access.named_queue(user, parent, pname, "parent")
+        if policy.id is not None and (parent.id == policy.id or policy in tree.ancestors(parent)):
+            path = " → ".join([*_loop_path(policy, parent, tree), policy.name])
+            raise ValidationError({"parent": f"'{pname}' is this queue or one of its descendants; the hierarchy "
+                                             f"would loop ({path})"})
+    parent_changed = (parent.id if parent else None) != policy.parent_id
+    if parent_changed and parent is not None:
+        active = GangJob.objects.filter(queue=parent, phase__in=list(ACTIVE_PHASES)).count()
+        if active:
+            raise ValidationError({"parent": f"queue '{parent.name}' has {active} active jobs; only leaf queues "
+                                             "take jobs, so it cannot get child queues until they finish"})
+    policy.parent = parent
+    return parent_changed
+
+
+def _loop_path(policy: QueuePolicy, parent, tree: QueueTree) -> list[str]:
+    """The queues from `policy` down to `parent` when `parent` is `policy` or one of its descendants."""
+    if parent.id == policy.id:
+        return [policy.name]
+    between = []
+    for a in tree.ancestors(parent):
+        if a.id == policy.id:
+            break
+        between.append(a.name)
+    return [policy.name, *reversed(between), parent.name]
 
 
 def name_taken(user, kind: str, name: str, queue_id: int | None) -> str:

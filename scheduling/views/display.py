@@ -235,11 +235,6 @@ def requests_of_spec(resolved_spec: dict, overheads: resources.RuntimeClasses | 
     return {k: float(v) for k, v in kai_amounts(total).items()}
 
 
-def gpus_of_spec(resolved_spec: dict) -> float:
-    """GPUs (devices) a resolved job spec asks for: replicas × per-pod `nvidia.com/gpu` over all pod sets."""
-    return requests_of_spec(resolved_spec)["gpu"]
-
-
 def pods_of_spec(resolved_spec: dict) -> int:
     """Number of pods a resolved job spec creates (sum of replicas)."""
     return sum(int(ps.get("replicas", 0) or 0) for ps in (resolved_spec or {}).get("podSets", []))

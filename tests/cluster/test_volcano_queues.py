@@ -216,3 +216,27 @@ def test_a_volcano_job_whose_queue_cannot_be_created_waits_and_says_why(api, eas
     job.refresh_from_db()
     assert job.why_pending["reason"] == "VolcanoQueueMissing"
     assert "Volcano Queue 'vq-jobs'" in job.why_pending["summary"]
+
+
+def test_a_quota_above_its_limit_is_sent_as_the_limit_and_children_over_the_parent_warn(api, east):
+    cluster, custom = east
+    for body in ({"name": "vq-dept", "gpu_quota": 4},
+                 {"name": "vq-team-a", "parent": "vq-dept", "gpu_quota": 6, "gpu_limit": 3},
+                 {"name": "vq-team-b", "parent": "vq-dept", "gpu_quota": 2}):
+        r = api.post("/api/v1/queues/", {**body, "clusters": ["vq-east"]}, format="json")
+        assert r.status_code == 201, r.data  # accepted, with KAI's own warnings
+
+    volcano_sync.sync_cluster(cluster)
+
+    # Volcano refuses deserved > capability, so team-a's deserved is its limit: 3, not the policy's 6.
+    spec = vq(custom, "vq-team-a")["spec"]
+    assert (spec["deserved"]["nvidia.com/gpu"], spec["capability"]["nvidia.com/gpu"]) == ("3", "3")
+    states = {s.policy.name: s for s in VolcanoQueueState.objects.filter(cluster=cluster).select_related("policy")}
+    assert [w["code"] for w in states["vq-team-a"].warnings] == ["volcano_deserved_over_capability"]
+    assert states["vq-team-a"].state == SyncState.IN_SYNC
+    # The children's deserved (3 + 2 = 5 GPUs) add up to more than vq-dept's 4: a warning on vq-dept, values as said.
+    [warning] = states["vq-dept"].warnings
+    assert (warning["code"], warning["field"]) == ("volcano_children_over_parent", "gpu_quota")
+    assert "(vq-team-a, vq-team-b) add up to 5, more than this queue's 4" in warning["message"]
+    assert vq(custom, "vq-team-b")["spec"]["deserved"]["nvidia.com/gpu"] == "2"
+    assert api.get("/api/v1/queues/vq-dept/").data["volcano_sync"][0]["warnings"] == [warning]
