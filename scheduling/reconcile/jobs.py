@@ -81,7 +81,6 @@ log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 3
 WAIT_SECONDS = 5  # countdown while the world catches up (an object terminating, pods going away)
-MAX_WAITS = 6  # countdowns in a row (5 s doubling: about 5 minutes in all); then the resync takes over
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 LIVE_POD_PHASES = ("Pending", "Running", "Unknown")
 NAME_CONFLICT = "NameConflict"
@@ -144,6 +143,11 @@ class PassResult:
     message: str = ""
     requeue_after: int | None = None
     error: KubeError | None = None
+
+    @property
+    def transient(self) -> bool:
+        """True when the pass ended on a transient error (recorded on the job; worth a retry with backoff)."""
+        return isinstance(self.error, TransientKubeError)
 
 
 def is_terminating(obj: dict) -> bool:
@@ -918,12 +922,14 @@ def save_status(job: GangJob, before: dict) -> list[str]:
 
 
 def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_id: str = "", retry: int = 0,
-             record_idle: bool = True) -> PassResult:
+             record_idle: bool = True, raise_transient: bool = True) -> PassResult:
     """Reconcile `job` once: act, derive status, write it if changed, record a ReconcileAttempt.
 
     `observed` comes from a resync snapshot (no reads then); `record_idle=False` skips the attempt row for a
-    pass that neither acted nor changed anything (resync of an in-sync job). Raises TransientKubeError after
-    recording it, so the caller can retry; terminal errors are recorded and returned in the result.
+    pass that neither acted nor changed anything (resync of an in-sync job). Returns how the pass ended (like
+    controller-runtime's Result): done, `requeue_after` seconds with a reason, or an error (terminal ones are
+    recorded and returned). A transient error is recorded too, then raised (TransientKubeError) unless
+    `raise_transient` is False, when it is returned in `result.error` for the caller's retry policy.
     """
     started = time.monotonic()
     before = _status_snapshot(job)
@@ -988,7 +994,7 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
                 reason=result.reason, message=result.message[:2000], actions=result.actions)
     if result.actions:
         log.info("reconciled job %s (%s): %s", job.pk, job, "; ".join(result.actions))
-    if isinstance(result.error, TransientKubeError):
+    if raise_transient and result.transient:
         raise result.error
     return result
 
@@ -1012,34 +1018,16 @@ def _load(job_ids):
     return GangJob.objects.select_related("cluster", "queue").filter(pk__in=job_ids)
 
 
-def reconcile_job_task(task, job_id: int, waits: int = 0) -> PassResult | None:
-    """Body of the `scheduling.reconcile_job` Celery task: one pass over one job.
-
-    A missing job is logged and ignored. A transient error is re-raised for the task's autoretry, except on the
-    last allowed retry, where it is only recorded (the periodic resync keeps converging the job). A requeue
-    (waiting on the cluster) enqueues the job again after its countdown, doubling per wait up to 5 minutes and at
-    most MAX_WAITS times; the periodic resync covers anything longer.
-    """
-    from .. import tasks
-
+def reconcile_one(job_id: int, *, task_id: str = "", retry: int = 0) -> PassResult | None:
+    """One pass over job `job_id` as the `scheduling.reconcile_job` task runs it: None when the job no longer exists
+    (logged), else the pass's result (`run_pass`), a transient error included in it (`result.error`,
+    `result.transient`) rather than raised: what follows (a retry, a countdown) is the task's decision
+    (scheduling/tasks.py). `task_id` and `retry` are recorded on the ReconcileAttempt row."""
     job = _load([job_id]).first()
     if job is None:
         log.info("reconcile_job: job %s no longer exists", job_id)
         return None
-    request = getattr(task, "request", None)
-    retries = getattr(request, "retries", 0) or 0
-    try:
-        result = run_pass(job, task_id=getattr(request, "id", "") or "", retry=retries)
-    except TransientKubeError:
-        if task is not None and retries >= (task.max_retries or 0):
-            log.warning("reconcile_job: job %s still failing after %s retries; leaving it to the resync",
-                        job_id, retries)
-            return None
-        raise
-    if result.requeue_after is not None and waits < MAX_WAITS:
-        countdown = min(result.requeue_after * 2 ** waits, 300)
-        tasks.reconcile_job.apply_async((job_id,), {"waits": waits + 1}, countdown=countdown)
-    return result
+    return run_pass(job, task_id=task_id, retry=retry, raise_transient=False)
 
 
 def _record_not_attempted(job: GangJob, err: KubeError) -> None:

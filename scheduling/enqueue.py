@@ -1,0 +1,30 @@
+"""The one port through which code below `scheduling/tasks.py` queues Celery work: by the task's stable name.
+
+`services/` (a submit, a queue change, a webhook) and `reconcile/` (the watch) never import `scheduling.tasks`: the
+worker's entry points import them, so an import the other way closed a circle that only function-level imports kept
+from breaking the worker at start-up. Here a task is looked up by its name in the Celery app's registry
+(`app.signature(name)`: the registered task's `apply_async`, so its options, the app's routes and eager mode
+apply as to `task.delay`); in a process that never imported the task module, Celery sends it by name
+(`app.send_task`) and a worker runs it.
+
+Tests replace `send` with a recorder (tests/conftest.py `enqueued`, `queue_syncs`, `sent_tasks`): the one seam.
+"""
+from __future__ import annotations
+
+from celery import current_app
+
+# The tasks' stable names (scheduling/tasks.py registers them under these; routes and the dashboard key on them).
+RECONCILE_JOB = "scheduling.reconcile_job"
+RECONCILE_JOBS = "scheduling.reconcile_jobs"
+RECONCILE_QUEUE = "scheduling.reconcile_queue"
+SYNC_QUEUES = "scheduling.sync_queues"
+DELIVER_WEBHOOK = "scheduling.deliver_webhook"
+
+
+def send(name: str, *args, countdown: float | None = None) -> None:
+    """Queue task `name` with positional JSON `args` (primitive ids), after `countdown` seconds when given.
+
+    Raises what the broker raises when it cannot take the message (kombu's OperationalError after its publish
+    retries); callers that must not fail on it (on-commit hooks, the watch) catch or register it robustly.
+    """
+    current_app.signature(name, args=args).apply_async(countdown=countdown)
