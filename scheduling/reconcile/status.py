@@ -29,6 +29,7 @@ from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import capacity, causes, metrics, phases, why_pending
 from ..observe import objects as o
+from ..observe.evidence import Evidence
 from ..observe.pods import owner_facts, pod_facts
 from ..services import cluster_usage, timeline
 from . import names
@@ -344,8 +345,8 @@ def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods
     `job` is the caller's instance (its chosen `backend_plugin`). Returns (phases.Observation, {field: value})."""
     shape = job_shape(row)
     attempt, current = timeline.current_attempt(recorded)
-    obs = phases.observe(shape, row.phase, current, gang, gang_objects, pod_list, owner_list, timezone.now(),
-                         attempt=attempt)
+    evidence = Evidence(shape, gang, gang_objects, pod_list, owner_list, timezone.now())
+    obs = phases.observe(evidence, row.phase, current, attempt=attempt)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
     per_pod = capacity.pod_requests(row.resolved_spec, overheads)
     why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec, overheads),
