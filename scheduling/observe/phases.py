@@ -429,6 +429,14 @@ def _reason(obs: Observation, ev: Evidence, found: dict[str, Entry]) -> tuple[st
     if phase == GangPhase.SCHEDULED:
         started = sum(1 for p in live_pods if p.started)
         return REASON_STARTING, f"{tail}; {started} of {shape.total} pods started"
+    return _waiting_reason(obs, ev, tail)
+
+
+def _waiting_reason(obs: Observation, ev: Evidence, tail: str) -> tuple[str, str]:
+    """phase_reason and phase_message of a job that waits (Dispatched or Queued, or Submitted): its objects
+    missing, its pods starting, the gang's or a waiting pod's own words, or what it waits for. `tail` is "N of M
+    bound"."""
+    phase, shape, gang, live_pods = obs.phase, ev.shape, ev.gang, ev.live_pods
     if phase in (GangPhase.DISPATCHED, GangPhase.QUEUED) and not ev.live_gang and not ev.live_owners \
             and not live_pods:
         return REASON_OBJECTS_MISSING, "the job's objects are not in the cluster (yet); the reconciler recreates them"
