@@ -310,19 +310,27 @@ def observe(ev: Evidence, current_phase: str, recorded: dict[str, datetime], att
     again = {p: e for p, e in by_pods.items() if p != GangPhase.SCHEDULED or obs.bound >= shape.min_member}
     last_at = _advance(obs, found if attempt == 0 else again, recorded, attempt)
     if obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) and not shape.cancelling:
-        since = recorded.get(GangPhase.SCHEDULED) or next(
-            (e.at for e in obs.entries if e.phase == GangPhase.SCHEDULED), None) or last_at
-        entry = requeue_entry(shape, since, ev.pods, attempt + 1)
-        if entry is not None:
-            if last_at is not None and entry.at < last_at:
-                entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message, entry.attempt)
-            obs.entries.append(entry)
-            obs.phase, obs.attempt = GangPhase.QUEUED, entry.attempt
-            # The same evidence may show the new attempt already whole again (a resync that only sees the
-            # replacement running): its Scheduled and Running follow from the pods' own times.
-            _advance(obs, again, {GangPhase.QUEUED: entry.at}, entry.attempt)
+        _maybe_requeue(obs, ev, recorded, again, last_at)
     obs.reason, obs.message = _reason(obs, ev, found)
     return obs
+
+
+def _maybe_requeue(obs: Observation, ev: Evidence, recorded: dict[str, datetime], again: dict[str, Entry],
+                   last_at: datetime | None) -> None:
+    """When the Scheduled/Running gang of `obs` was taken apart (`requeue_entry`), append the Queued entry of a new
+    attempt (no earlier than `last_at`) and whatever of `again` (the pods' own evidence) moves that attempt on."""
+    since = recorded.get(GangPhase.SCHEDULED) or next(
+        (e.at for e in obs.entries if e.phase == GangPhase.SCHEDULED), None) or last_at
+    entry = requeue_entry(ev.shape, since, ev.pods, obs.attempt + 1)
+    if entry is None:
+        return
+    if last_at is not None and entry.at < last_at:
+        entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message, entry.attempt)
+    obs.entries.append(entry)
+    obs.phase, obs.attempt = GangPhase.QUEUED, entry.attempt
+    # The same evidence may show the new attempt already whole again (a resync that only sees the
+    # replacement running): its Scheduled and Running follow from the pods' own times.
+    _advance(obs, again, {GangPhase.QUEUED: entry.at}, entry.attempt)
 
 
 def _advance(obs: Observation, found: dict[str, Entry], recorded: dict[str, datetime], attempt: int):
