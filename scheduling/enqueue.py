@@ -21,10 +21,11 @@ SYNC_QUEUES = "scheduling.sync_queues"
 DELIVER_WEBHOOK = "scheduling.deliver_webhook"
 
 
-def send(name: str, *args, countdown: float | None = None) -> None:
-    """Queue task `name` with positional JSON `args` (primitive ids), after `countdown` seconds when given.
+def send(name: str, *args, countdown: float | None = None, **options) -> None:
+    """Queue task `name` with positional JSON `args` (primitive ids), after `countdown` seconds when given;
+    `options` go to `apply_async` as they are (e.g. `queue`, when a caller must pick one the routes do not).
 
     Raises what the broker raises when it cannot take the message (kombu's OperationalError after its publish
     retries); callers that must not fail on it (on-commit hooks, the watch) catch or register it robustly.
     """
-    current_app.signature(name, args=args).apply_async(countdown=countdown)
+    current_app.signature(name, args=args).apply_async(countdown=countdown, **options)

@@ -45,7 +45,7 @@ class _Sent(list):
         super().__init__()
         self.listeners = []
 
-    def __call__(self, name: str, *args, countdown=None) -> None:
+    def __call__(self, name: str, *args, countdown=None, **options) -> None:
         self.append((name, args))
         for listen in self.listeners:
             listen(name, args)
