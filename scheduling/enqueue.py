@@ -4,8 +4,9 @@
 worker's entry points import them, so an import the other way closed a circle that only function-level imports kept
 from breaking the worker at start-up. Here a task is looked up by its name in the Celery app's registry
 (`app.signature(name)`: the registered task's `apply_async`, so its options, the app's routes and eager mode
-apply as to `task.delay`); in a process that never imported the task module, Celery sends it by name
-(`app.send_task`) and a worker runs it.
+apply as to `task.delay`). A process that has not loaded its task modules yet (the web) loads them through the
+Celery app's own discovery (`autodiscover_tasks`), not an import of `scheduling.tasks`; should a name still be
+unknown, Celery sends it by name (`app.send_task`) for a worker to run.
 
 Tests replace `send` with a recorder (tests/conftest.py `enqueued`, `queue_syncs`, `sent_tasks`): the one seam.
 """
@@ -28,4 +29,7 @@ def send(name: str, *args, countdown: float | None = None, **options) -> None:
     Raises what the broker raises when it cannot take the message (kombu's OperationalError after its publish
     retries); callers that must not fail on it (on-commit hooks, the watch) catch or register it robustly.
     """
-    current_app.signature(name, args=args).apply_async(countdown=countdown, **options)
+    app = current_app
+    if name not in app.tasks:  # a process that has not loaded its task modules yet (the web's): the app's own discovery
+        app.loader.import_default_modules()
+    app.signature(name, args=args).apply_async(countdown=countdown, **options)
