@@ -39,6 +39,7 @@ def main(argv=None) -> dict:
     from kubernetes import client
 
     call_command("migrate", verbosity=0)
+    from scheduling import tasks
     from scheduling.kube import client as kube_client
     from scheduling.kube import objects
     from scheduling.models import GangJob
@@ -64,7 +65,7 @@ def main(argv=None) -> dict:
     start = time.monotonic()
     if args.single:
         for job in created:
-            jobs.reconcile_job_task(None, job.pk)
+            tasks.reconcile_job(job.pk)  # the task body, called directly
         counts = {"ok": GangJob.objects.exclude(backend_plugin="").count()}
     else:
         counts = jobs.reconcile_many([j.pk for j in created])

@@ -1,36 +1,71 @@
-"""Celery entry points only: named, IDs in, retry policy on the decorator; the work lives in reconcile/."""
+"""Celery entry points only: named, IDs in; the retry and requeue policy is here, the work lives in reconcile/.
+
+A pass returns how it ended (`reconcile.jobs.PassResult`, like controller-runtime's Result: done, requeue after N
+seconds with a reason, or an error); the task alone decides what follows: a transient error is raised for the
+decorator's autoretry (backoff, jitter, a cap), a requeue is this task again after a countdown. Nothing below this
+module imports it: services/ and reconcile/ queue work by task name through `scheduling.enqueue`.
+"""
 from __future__ import annotations
 
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
+from . import enqueue
 from .constants import RESYNC_SOFT_TIME_LIMIT, RESYNC_TIME_LIMIT
 from .kube.errors import TransientKubeError
+from .reconcile import jobs, probe, queues, resync
+from .services import notifications
 from .services.errors import DeliveryRetry
 
 log = logging.getLogger(__name__)
 
+MAX_WAITS = 6  # countdowns in a row while the world catches up (doubling from the pass's: ~5 min); then the resync
+MAX_WAIT_COUNTDOWN = 300  # seconds: one countdown at most
+
 
 # Only named transient failures (cluster unreachable, 401/403, 429, 5xx) are retried: exponential backoff from
 # 2 s capped at 5 min, with jitter, at most 8 times (~15 min); after that the periodic resync keeps converging.
-@shared_task(name="scheduling.reconcile_job", bind=True, acks_late=True, ignore_result=True,
+@shared_task(name=enqueue.RECONCILE_JOB, bind=True, acks_late=True, ignore_result=True,
              autoretry_for=(TransientKubeError,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
 def reconcile_job(self, job_id: int, waits: int = 0) -> None:
     """Reconcile one job into its cluster (see scheduling.reconcile.jobs). `waits` counts the countdowns already
-    spent waiting on the cluster (objects being deleted), so waiting stays bounded."""
-    from .reconcile import jobs
+    spent waiting on the cluster (objects being deleted), so waiting stays bounded.
 
-    jobs.reconcile_job_task(self, job_id, waits)
+    A missing job is logged and ignored. A transient error (recorded on the job by the pass) is raised for the
+    autoretry, except on the last allowed retry, where it is left to the periodic resync. A requeue (waiting on the
+    cluster) queues this task again after the pass's countdown, doubled per wait up to MAX_WAIT_COUNTDOWN, at most
+    MAX_WAITS times; the periodic resync covers anything longer."""
+    retries = self.request.retries or 0
+    result = jobs.reconcile_one(job_id, task_id=self.request.id or "", retry=retries)
+    if result is None:
+        return
+    if result.transient:
+        if retries >= (self.max_retries or 0):
+            log.warning("reconcile_job: job %s still failing after %s retries; leaving it to the resync",
+                        job_id, retries)
+            return
+        raise result.error
+    countdown = requeue_countdown(result, waits)
+    if countdown is not None:
+        self.apply_async((job_id,), {"waits": waits + 1}, countdown=countdown)
 
 
-@shared_task(name="scheduling.reconcile_jobs", acks_late=True, ignore_result=True, soft_time_limit=900,
+def requeue_countdown(result: jobs.PassResult, waits: int) -> int | None:
+    """Seconds until the next pass of a job whose pass asked to come back (`result.requeue_after`, seconds) after
+    `waits` such countdowns in a row: doubled per wait, at most MAX_WAIT_COUNTDOWN; None when the pass did not ask,
+    or after MAX_WAITS (the periodic resync takes over)."""
+    if result.requeue_after is None or waits >= MAX_WAITS:
+        return None
+    return min(result.requeue_after * 2 ** waits, MAX_WAIT_COUNTDOWN)
+
+
+@shared_task(name=enqueue.RECONCILE_JOBS, acks_late=True, ignore_result=True, soft_time_limit=900,
              time_limit=960)
 def reconcile_jobs(job_ids: list[int]) -> None:
     """Reconcile a batch of jobs (bulk submit); errors are recorded per job and left to the resync."""
-    from .reconcile import jobs
-
     jobs.reconcile_many(job_ids)
 
 
@@ -42,8 +77,6 @@ def reconcile_jobs(job_ids: list[int]) -> None:
              time_limit=90)
 def resync_all_clusters() -> None:
     """Beat: queue one `resync_cluster` per cluster."""
-    from .reconcile import queues
-
     for cluster_id in queues.cluster_ids():
         resync_cluster.delay(cluster_id)
 
@@ -52,18 +85,12 @@ def resync_all_clusters() -> None:
              soft_time_limit=RESYNC_SOFT_TIME_LIMIT, time_limit=RESYNC_TIME_LIMIT)
 def resync_cluster(cluster_id: int) -> None:
     """LIST-based resync of one cluster, leaving recently submitted or cancelled jobs to their own task."""
-    from django.conf import settings
-
-    from .reconcile import resync
-
     resync.resync_cluster_id(cluster_id, grace_seconds=settings.GANGWEB_RESYNC_GRACE_SECONDS)
 
 
 @shared_task(name="scheduling.probe_all_clusters", ignore_result=True, soft_time_limit=60, time_limit=90)
 def probe_all_clusters() -> None:
     """Beat: queue one `probe_cluster` per cluster."""
-    from .reconcile import queues
-
     for cluster_id in queues.cluster_ids():
         probe_cluster.delay(cluster_id)
 
@@ -71,31 +98,25 @@ def probe_all_clusters() -> None:
 @shared_task(name="scheduling.probe_cluster", ignore_result=True, soft_time_limit=120, time_limit=180)
 def probe_cluster(cluster_id: int) -> None:
     """Probe health and discovery of one cluster (a cluster deleted meanwhile is skipped)."""
-    from .reconcile import probe
-
     probe.probe_cluster_id(cluster_id)
 
 
-@shared_task(name="scheduling.reconcile_queue", acks_late=True, ignore_result=True,
+@shared_task(name=enqueue.RECONCILE_QUEUE, acks_late=True, ignore_result=True,
              autoretry_for=(TransientKubeError,), retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
 def reconcile_queue(policy_id: int, extra_cluster_ids: list[int] | None = None) -> None:
     """Sync one queue policy's clusters (the ones it targets, and `extra_cluster_ids` it targeted before)."""
-    from .reconcile import queues
-
     queues.reconcile_policy(policy_id, extra_cluster_ids or [])
 
 
-@shared_task(name="scheduling.sync_queues", acks_late=True, ignore_result=True,
+@shared_task(name=enqueue.SYNC_QUEUES, acks_late=True, ignore_result=True,
              autoretry_for=(TransientKubeError,), retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
 def sync_queues(cluster_id: int | None = None) -> None:
     """Beat: with no id, queue one sync per cluster; with an id, sync every queue policy of that cluster."""
-    from .reconcile import queues
-
     if cluster_id is None:
         for cid in queues.cluster_ids():
-            sync_queues.delay(cid)
+            enqueue.send(enqueue.SYNC_QUEUES, cid)
         return
     queues.sync_cluster_id(cluster_id)
 
@@ -103,22 +124,18 @@ def sync_queues(cluster_id: int | None = None) -> None:
 @shared_task(name="scheduling.notify_transitions", ignore_result=True, soft_time_limit=60, time_limit=90)
 def notify_transitions() -> None:
     """Beat: turn recent timeline entries into webhook deliveries and hand each to deliver_webhook."""
-    from .services import notifications
-
     for delivery_id in notifications.scan():
-        deliver_webhook.delay(delivery_id)
+        enqueue.send(enqueue.DELIVER_WEBHOOK, delivery_id)
 
 
 # A receiver that fails (connection error, timeout, 408/429/5xx) is retried by Celery's autoretry with exponential
 # backoff from 2 s capped at 10 min, with full jitter, 8 times (about 30 min); each attempt is written on the delivery
 # row and the last marks it Failed. Routed to settings.GANGWEB_WEBHOOK_QUEUE (its own worker), with time limits just
 # above one attempt's connect + read timeouts, so a slow receiver never holds a reconcile worker's slot.
-@shared_task(name="scheduling.deliver_webhook", bind=True, acks_late=True, ignore_result=True,
+@shared_task(name=enqueue.DELIVER_WEBHOOK, bind=True, acks_late=True, ignore_result=True,
              autoretry_for=(DeliveryRetry,), retry_backoff=2, retry_backoff_max=600, retry_jitter=True,
              max_retries=8, soft_time_limit=20, time_limit=30)
 def deliver_webhook(self, delivery_id: int) -> None:
     """POST one webhook delivery (see scheduling.services.notifications.deliver); raises DeliveryRetry (retried)
     unless this is the last retry."""
-    from .services import notifications
-
     notifications.deliver(delivery_id, final=self.request.retries >= self.max_retries)

@@ -37,19 +37,49 @@ def redis_url(tmp_path_factory):
     proc.wait(timeout=10)
 
 
+class _Sent(list):
+    """Tasks queued through `scheduling.enqueue.send` in a test, in order: [(task name, args)]. Listeners (the
+    fixtures below) see each one as it is sent."""
+
+    def __init__(self):
+        super().__init__()
+        self.listeners = []
+
+    def __call__(self, name: str, *args, countdown=None, **options) -> None:
+        self.append((name, args))
+        for listen in self.listeners:
+            listen(name, args)
+
+
 @pytest.fixture
-def enqueued(monkeypatch):
-    """Record reconcile tasks instead of sending them to a broker: a list of job-id lists."""
+def sent_tasks(monkeypatch):
+    """Record every task queued through `scheduling.enqueue` (the one seam to the broker) instead of sending it:
+    a list of (task name, args). On-commit hooks run at once (test transactions never commit)."""
     from types import SimpleNamespace
 
-    from scheduling import tasks
+    from scheduling import enqueue
     from scheduling.services import dispatch
 
-    calls = []
-    # Test transactions never commit, so run on-commit hooks at once.
+    sent = _Sent()
     monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None, robust=False: fn()))
-    monkeypatch.setattr(tasks.reconcile_job, "delay", lambda job_id: calls.append([job_id]))
-    monkeypatch.setattr(tasks.reconcile_jobs, "delay", lambda ids: calls.append(list(ids)))
+    monkeypatch.setattr(enqueue, "send", sent)
+    return sent
+
+
+@pytest.fixture
+def enqueued(sent_tasks):
+    """Record reconcile tasks instead of sending them to a broker: a list of job-id lists."""
+    from scheduling import enqueue
+
+    calls = []
+
+    def listen(name, args):
+        if name == enqueue.RECONCILE_JOB:
+            calls.append([args[0]])
+        elif name == enqueue.RECONCILE_JOBS:
+            calls.append(list(args[0]))
+
+    sent_tasks.listeners.append(listen)
     return calls
 
 
@@ -89,17 +119,19 @@ def setup(db):
 
 
 @pytest.fixture
-def queue_syncs(monkeypatch):
+def queue_syncs(sent_tasks):
     """Record queue sync tasks instead of sending them: ("reconcile_queue", policy_id) / ("sync_queues", id)."""
-    from types import SimpleNamespace
-
-    from scheduling import tasks
-    from scheduling.services import dispatch
+    from scheduling import enqueue
 
     calls = []
-    monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None, robust=False: fn()))
-    monkeypatch.setattr(tasks.reconcile_queue, "delay", lambda pid, extra=None: calls.append(("reconcile_queue", pid)))
-    monkeypatch.setattr(tasks.sync_queues, "delay", lambda cid=None: calls.append(("sync_queues", cid)))
+
+    def listen(name, args):
+        if name == enqueue.RECONCILE_QUEUE:
+            calls.append(("reconcile_queue", args[0]))
+        elif name == enqueue.SYNC_QUEUES:
+            calls.append(("sync_queues", args[0] if args else None))
+
+    sent_tasks.listeners.append(listen)
     return calls
 
 

@@ -5,7 +5,7 @@ plugin per API version, and `select` picks the highest version the cluster serve
 each plugin's own `available(served)` says. This module is the only place that picks a plugin (`select`,
 `plugin_for`, `newest`) or lists a cluster's gang kinds (`gang_kinds`); reconcile/, the watch and the views ask it. The
 k8s-workload family has v1beta1 (Kubernetes 1.37) above v1alpha2 (1.36); a cluster upgraded from one to the other
-moves its jobs across (reconcile/jobs.py `JobReconciler.retire`).
+moves its jobs across (reconcile/jobs/reconciler.py `JobReconciler.retire`).
 """
 from __future__ import annotations
 

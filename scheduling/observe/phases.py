@@ -13,8 +13,8 @@ Phases (scheduling.choices.GangPhase), each reached when:
   Succeeded (time: the latest container finish).
 - **Failed**: an owner Job has `Failed=True` (time: that condition's lastTransitionTime), or without owners a
   pod Failed.
-- **Cancelled** is not observed here: the reconcile pass records it (reconcile/jobs.py `cancel`) once its own LIST
-  finds nothing of the job left, pods included; until then an observation says `Cancelling`.
+- **Cancelled** is not observed here: the reconcile pass records it (reconcile/jobs/cleanup.py `cancel`) once its
+  own LIST finds nothing of the job left, pods included; until then an observation says `Cancelling`.
 
 Queued entry of a gang first seen already placed: `PlacedWithoutWait` only when every pod that made the gang whole
 was bound within `NO_WAIT_SECONDS` of its creation (both cluster times); otherwise `PlacedAfterWait` with the
@@ -49,7 +49,8 @@ from datetime import datetime
 from ..backends.base import GangStatus
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from . import objects as o
-from .pods import POD_FAILED, POD_SUCCEEDED, OwnerFacts, PodFacts
+from .evidence import Evidence, JobShape
+from .pods import POD_FAILED, POD_SUCCEEDED, PodFacts
 
 # phase_reason values gangweb itself sets (scheduler reasons such as "Unschedulable" or "OverLimit" pass through).
 REASON_WAITING_FOR_PODS = "WaitingForPods"
@@ -103,15 +104,6 @@ class Observation:
     pods: int = 0
 
 
-@dataclass(frozen=True)
-class JobShape:
-    """What the job expects: `min_member` pods for the gang, `total` pods in all, whether it is being cancelled."""
-
-    min_member: int
-    total: int
-    cancelling: bool = False
-
-
 def bound_of(bound: int, required: int) -> str:
     """The "N of M bound" phrase the timeline and why-pending use."""
     return f"{bound} of {required} bound"
@@ -157,113 +149,144 @@ def placed_unseen(bound: list[PodFacts], required: int) -> tuple[str, str, str]:
     return REASON_WAITED, f"placed after waiting {int(round(longest))} s unbound", pod.ref
 
 
-def candidates(shape: JobShape, gang: GangStatus, gang_objects: list[dict], pods: list[PodFacts],
-               owners: list[OwnerFacts], now: datetime, pods_only: bool = False) -> dict[str, Entry]:
-    """Every phase the evidence shows the job has reached, each with its own cluster time, source and reason.
+def _dispatched(ev: Evidence) -> Entry | None:
+    """Dispatched: a live gang object or owner Job exists; at the earliest creationTimestamp among them."""
+    if not (ev.live_gang or ev.live_owners):
+        return None
+    at = _earliest(*[o.created_at(g) for g in ev.live_gang], *[w.created_at for w in ev.live_owners])
+    if at is None:
+        return None
+    source = o.ref(ev.live_gang[0]) if ev.live_gang else ev.live_owners[0].ref
+    names = ", ".join([o.ref(g) for g in ev.live_gang] + [w.ref for w in ev.live_owners])
+    return Entry(GangPhase.DISPATCHED, at, source, REASON_OBJECTS_CREATED, f"created {names}")
 
-    Pure; `now` is used only for a Failed pod's missing finish time. Terminating objects and pods do not count as
+
+def _queued_said(ev: Evidence) -> tuple[str, str, str]:
+    """(reason, message, source) of the Queued entry: whoever spoke about the waiting gang."""
+    gang, bound, required = ev.gang, ev.bound, ev.shape.min_member
+    waiting = [p for p in ev.live_pods if p.waiting_reason]
+    if gang.admitted is False:
+        return gang.reason or "Unschedulable", gang.message, gang.source
+    if waiting:
+        return waiting[0].waiting_reason, waiting[0].waiting_message, waiting[0].ref
+    if len(bound) >= required and bound:  # never seen waiting: not "Pending" next to "2 of 2 bound"
+        return placed_unseen(bound, required)
+    if gang_said(gang):
+        return gang.reason or REASON_PENDING, gang.message, gang.source
+    # the gang object said nothing (status null): the bound pods are the only ones that spoke
+    return REASON_PENDING, "", bound[0].ref if bound else ""
+
+
+def _queued(ev: Evidence) -> Entry | None:
+    """Queued: the scheduler has taken the gang up, once it said anything about it or about a pod (a SchedulingGated
+    pod was only held back by the API server, not looked at by a scheduler), or bound a pod. At the earliest pod
+    creationTimestamp, else the gang's statement time, else the earliest time a pod was seen waiting."""
+    live_pods, gang = ev.live_pods, ev.gang
+    acknowledged = gang.admitted is not None or bool(ev.bound) or any(
+        p.waiting_reason and p.waiting_reason != GATED for p in live_pods)
+    if not acknowledged:
+        return None
+    at = _earliest(*[p.created_at for p in live_pods]) or gang.at or _earliest(*[p.waiting_since for p in live_pods])
+    if at is None:
+        return None
+    reason, message, source = _queued_said(ev)
+    tail = bound_of(len(ev.bound), ev.shape.min_member)
+    return Entry(GangPhase.QUEUED, at, source, reason, f"{message} ({tail})" if message else tail)
+
+
+def _scheduled(ev: Evidence, pods_only: bool) -> Entry | None:
+    """Scheduled: the gang object says admitted at the scheduling time (`scheduled_at_admission`, unless
+    `pods_only`), else minMember pods are bound (at the minMember-th PodScheduled time), else the gang object says
+    admitted. Never while a scheduling gate holds pods the gang still needs (kueue #9482)."""
+    gang, bound, required = ev.gang, ev.bound, ev.shape.min_member
+    gated = any(p.gated for p in ev.live_pods) and len(bound) < required
+    said = gang.admitted is True and gang.at is not None and not gated
+    if said and gang.scheduled_at_admission and not pods_only:
+        return Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
+                     gang.message or bound_of(len(bound), required))
+    if len(bound) >= required and bound:
+        at = _kth([p.scheduled_at for p in bound], required)
+        if at is None:
+            return None
+        ordered = sorted((p for p in bound if p.scheduled_at is not None), key=lambda p: p.scheduled_at)
+        whole = ordered[min(required, len(ordered)) - 1]
+        return Entry(GangPhase.SCHEDULED, at, whole.ref, "Scheduled", bound_of(len(bound), required),
+                     inferred=whole.scheduled_inferred)
+    if said:
+        return Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
+                     gang.message or bound_of(len(bound), required))
+    return None
+
+
+def _running(ev: Evidence) -> Entry | None:
+    """Running: every pod of the job has started; at the latest container start among them."""
+    started = [p for p in ev.live_pods if p.started]
+    total = ev.shape.total
+    if not total or len(started) < total:
+        return None
+    at = _latest(p.started_at for p in started)
+    if at is None:
+        return None
+    last = max((p for p in started if p.started_at is not None), key=lambda p: p.started_at)
+    return Entry(GangPhase.RUNNING, at, last.ref, REASON_RUNNING, f"{len(started)} of {total} pods running",
+                 inferred=last.started_inferred)
+
+
+def _failed(ev: Evidence) -> Entry | None:
+    """Failed: an owner Job has Failed=True (its condition's time), or, without owners, a pod Failed (its finish
+    time, else `now`, inferred)."""
+    failed_owner = next((w for w in ev.live_owners if w.failed_at is not None), None)
+    if failed_owner is not None:
+        return Entry(GangPhase.FAILED, failed_owner.failed_at, failed_owner.ref,
+                     failed_owner.failed_reason or "Failed", failed_owner.failed_message)
+    failed_pod = next((p for p in ev.live_pods if p.phase == POD_FAILED), None)
+    if failed_pod is not None and not ev.live_owners:
+        return Entry(GangPhase.FAILED, failed_pod.finished_at or ev.now, failed_pod.ref, REASON_POD_FAILED,
+                     f"pod {failed_pod.name} failed", inferred=failed_pod.finished_at is None)
+    return None
+
+
+def _succeeded(ev: Evidence) -> Entry | None:
+    """Succeeded: every owner Job is Complete (the latest completionTime), or, without owners, every pod Succeeded
+    (the latest container finish)."""
+    owners = ev.live_owners
+    if owners:
+        if not all(w.complete_at is not None for w in owners):
+            return None
+        last = max(owners, key=lambda w: w.complete_at)
+        return Entry(GangPhase.SUCCEEDED, last.complete_at, last.ref, REASON_COMPLETED,
+                     f"{len(owners)} of {len(owners)} Jobs complete")
+    done = [p for p in ev.live_pods if p.phase == POD_SUCCEEDED]
+    if not ev.shape.total or len(done) < ev.shape.total:
+        return None
+    at = _latest(p.finished_at for p in done)
+    if at is None:
+        return None
+    last = max((p for p in done if p.finished_at is not None), key=lambda p: p.finished_at)
+    return Entry(GangPhase.SUCCEEDED, at, last.ref, REASON_COMPLETED, f"{len(done)} of {ev.shape.total} pods succeeded")
+
+
+def candidates(ev: Evidence, pods_only: bool = False) -> dict[str, Entry]:
+    """Every phase the evidence shows the job has reached, each with its own cluster time, source and reason: one
+    rule per phase (`_dispatched`, `_queued`, `_scheduled`, `_running`, then one terminal phase, Failed before
+    Succeeded: a Job can fail after others completed).
+
+    Pure; `ev.now` is used only for a Failed pod's missing finish time. Terminating objects and pods do not count as
     live. Cancelled is never among them (only a reconcile pass decides it). Scheduled comes from the gang object
     when its backend says the admission time is the scheduling time (`GangStatus.scheduled_at_admission`, v1beta1
     `PodGroupInitiallyScheduled`), unless `pods_only` (a re-queued attempt: that condition never reverts, so only
     the pods tell whether the gang is whole again).
     """
-    live_gang = [g for g in gang_objects if not o.is_terminating(g)]
-    live_owners = [w for w in owners if not w.terminating]
-    live_pods = [p for p in pods if not p.terminating]
-    found: dict[str, Entry] = {}
-
-    created = [o.created_at(g) for g in live_gang] + [w.created_at for w in live_owners]
-    if live_gang or live_owners:
-        first = live_gang[0] if live_gang else None
-        source = o.ref(first) if first is not None else live_owners[0].ref
-        names = ", ".join([o.ref(g) for g in live_gang] + [w.ref for w in live_owners])
-        at = _earliest(*created)
-        if at is not None:
-            found[GangPhase.DISPATCHED] = Entry(GangPhase.DISPATCHED, at, source, REASON_OBJECTS_CREATED,
-                                                f"created {names}")
-
-    bound = [p for p in live_pods if p.bound]
-    required = shape.min_member
-    # The scheduler has taken the gang up once it said anything about it or about a pod (a SchedulingGated pod
-    # was only held back by the API server, not looked at by a scheduler).
-    acknowledged = gang.admitted is not None or bool(bound) or any(
-        p.waiting_reason and p.waiting_reason != GATED for p in live_pods)
-    if acknowledged:
-        at = _earliest(*[p.created_at for p in live_pods]) or gang.at or _earliest(
-            *[p.waiting_since for p in live_pods])
-        if at is not None:
-            waiting = [p for p in live_pods if p.waiting_reason]
-            if gang.admitted is False:
-                reason, message, source = gang.reason or "Unschedulable", gang.message, gang.source
-            elif waiting:
-                reason, message, source = waiting[0].waiting_reason, waiting[0].waiting_message, waiting[0].ref
-            elif len(bound) >= required and bound:  # never seen waiting: not "Pending" next to "2 of 2 bound"
-                reason, message, source = placed_unseen(bound, required)
-            elif gang_said(gang):
-                reason, message, source = gang.reason or REASON_PENDING, gang.message, gang.source
-            else:  # the gang object said nothing (status null): the bound pods are the only ones that spoke
-                reason, message, source = REASON_PENDING, "", bound[0].ref if bound else ""
-            tail = bound_of(len(bound), required)
-            found[GangPhase.QUEUED] = Entry(GangPhase.QUEUED, at, source, reason,
-                                            f"{message} ({tail})" if message else tail)
-
-    # A gang object may say admitted while a scheduling gate still holds the pods (kueue #9482): not Scheduled.
-    gated = any(p.gated for p in live_pods) and len(bound) < required
-    if gang.scheduled_at_admission and gang.admitted is True and gang.at is not None and not pods_only \
-            and not gated:
-        found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
-                                           gang.message or bound_of(len(bound), required))
-    elif len(bound) >= required and bound:
-        at = _kth([p.scheduled_at for p in bound], required)
-        ordered = sorted((p for p in bound if p.scheduled_at is not None), key=lambda p: p.scheduled_at)
-        whole = ordered[min(required, len(ordered)) - 1] if ordered else bound[0]
-        if at is not None:
-            found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, at, whole.ref, "Scheduled",
-                                               bound_of(len(bound), required), inferred=whole.scheduled_inferred)
-    elif gang.admitted is True and gang.at is not None and not gated:
-        found[GangPhase.SCHEDULED] = Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
-                                           gang.message or bound_of(len(bound), required))
-
-    started = [p for p in live_pods if p.started]
-    if shape.total and len(started) >= shape.total:
-        at = _latest(p.started_at for p in started)
-        if at is not None:
-            last = max((p for p in started if p.started_at is not None), key=lambda p: p.started_at)
-            found[GangPhase.RUNNING] = Entry(GangPhase.RUNNING, at, last.ref, REASON_RUNNING,
-                                             f"{len(started)} of {shape.total} pods running",
-                                             inferred=last.started_inferred)
-
-    failed_owner = next((w for w in live_owners if w.failed_at is not None), None)
-    failed_pod = next((p for p in live_pods if p.phase == POD_FAILED), None)
-    if failed_owner is not None:
-        found[GangPhase.FAILED] = Entry(GangPhase.FAILED, failed_owner.failed_at, failed_owner.ref,
-                                        failed_owner.failed_reason or "Failed", failed_owner.failed_message)
-    elif failed_pod is not None and not live_owners:
-        at = failed_pod.finished_at or now
-        found[GangPhase.FAILED] = Entry(GangPhase.FAILED, at, failed_pod.ref, REASON_POD_FAILED,
-                                        f"pod {failed_pod.name} failed", inferred=failed_pod.finished_at is None)
-    elif live_owners and all(w.complete_at is not None for w in live_owners):
-        last = max(live_owners, key=lambda w: w.complete_at)
-        found[GangPhase.SUCCEEDED] = Entry(GangPhase.SUCCEEDED, last.complete_at, last.ref, REASON_COMPLETED,
-                                           f"{len(live_owners)} of {len(live_owners)} Jobs complete")
-    elif not live_owners and shape.total and len([p for p in live_pods if p.phase == POD_SUCCEEDED]) >= shape.total:
-        done = [p for p in live_pods if p.phase == POD_SUCCEEDED]
-        at = _latest(p.finished_at for p in done)
-        if at is not None:
-            last = max((p for p in done if p.finished_at is not None), key=lambda p: p.finished_at)
-            found[GangPhase.SUCCEEDED] = Entry(GangPhase.SUCCEEDED, at, last.ref, REASON_COMPLETED,
-                                               f"{len(done)} of {shape.total} pods succeeded")
-
-    # Never Cancelled from an observation: that is gangweb's decision (reconcile/jobs.py `cancel`), made only by a
-    # pass whose own LIST found nothing of the job left, pods included, and recorded with `cleaned_up_at`. A watch
-    # cache (or a resync's snapshot) may lag behind what exists; a cancelling job keeps its phase, reason Cancelling.
-    return found
+    # Never Cancelled from an observation: that is gangweb's decision (reconcile/jobs/cleanup.py `cancel`), made
+    # only by a pass whose own LIST found nothing of the job left, pods included, and recorded with `cleaned_up_at`.
+    # A watch cache (or a resync's snapshot) may lag behind what exists; a cancelling job keeps its phase, reason
+    # Cancelling.
+    found = (_dispatched(ev), _queued(ev), _scheduled(ev, pods_only), _running(ev), _failed(ev) or _succeeded(ev))
+    return {entry.phase: entry for entry in found if entry is not None}
 
 
-def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], gang: GangStatus,
-            gang_objects: list[dict], pods: list[PodFacts], owners: list[OwnerFacts], now: datetime,
-            attempt: int = 0) -> Observation:
-    """The job's phase after this observation and the timeline entries to append (in order).
+def observe(ev: Evidence, current_phase: str, recorded: dict[str, datetime], attempt: int = 0) -> Observation:
+    """The job's phase after this observation of `ev` and the timeline entries to append (in order).
 
     - `current_phase`: the job's phase before; `attempt`: the attempt it is in (0 until its first re-queue);
       `recorded`: {phase: at} of the entries of that attempt already in its timeline.
@@ -271,40 +294,43 @@ def observe(shape: JobShape, current_phase: str, recorded: dict[str, datetime], 
       latest recorded one, then possibly the Queued entry of a new attempt (`requeue_entry`); a finished job
       (terminal phase) is never changed.
     """
-    live_pods = [p for p in pods if not p.terminating]
+    shape, live_pods = ev.shape, ev.live_pods
     obs = Observation(
-        phase=current_phase, attempt=attempt, pods=len(live_pods), bound=sum(1 for p in live_pods if p.bound),
+        phase=current_phase, attempt=attempt, pods=len(live_pods), bound=len(ev.bound),
         running=sum(1 for p in live_pods if p.phase == "Running"),
         succeeded=sum(1 for p in live_pods if p.phase == POD_SUCCEEDED),
         failed=sum(1 for p in live_pods if p.phase == POD_FAILED),
     )
     if current_phase in TERMINAL_PHASES:
         return obs
-    found = candidates(shape, gang, gang_objects, pods, owners, now, pods_only=attempt > 0)
-    by_pods = found if attempt > 0 or not gang.scheduled_at_admission else candidates(
-        shape, gang, gang_objects, pods, owners, now, pods_only=True)
-    # One terminal phase only: Failed wins over Succeeded when both show (a Job can fail after others completed).
-    for evidence in {id(found): found, id(by_pods): by_pods}.values():
-        if GangPhase.FAILED in evidence:
-            evidence.pop(GangPhase.SUCCEEDED, None)
+    found = candidates(ev, pods_only=attempt > 0)
+    by_pods = found if attempt > 0 or not ev.gang.scheduled_at_admission else candidates(ev, pods_only=True)
     # A re-queued attempt is scheduled again only by its pods: a gang object's admitted condition may still hold
     # from before the disruption (it is not reset when a member is evicted; v1beta1's never reverts).
     again = {p: e for p, e in by_pods.items() if p != GangPhase.SCHEDULED or obs.bound >= shape.min_member}
     last_at = _advance(obs, found if attempt == 0 else again, recorded, attempt)
     if obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) and not shape.cancelling:
-        since = recorded.get(GangPhase.SCHEDULED) or next(
-            (e.at for e in obs.entries if e.phase == GangPhase.SCHEDULED), None) or last_at
-        entry = requeue_entry(shape, since, pods, attempt + 1)
-        if entry is not None:
-            if last_at is not None and entry.at < last_at:
-                entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message, entry.attempt)
-            obs.entries.append(entry)
-            obs.phase, obs.attempt = GangPhase.QUEUED, entry.attempt
-            # The same evidence may show the new attempt already whole again (a resync that only sees the
-            # replacement running): its Scheduled and Running follow from the pods' own times.
-            _advance(obs, again, {GangPhase.QUEUED: entry.at}, entry.attempt)
-    obs.reason, obs.message = _reason(obs, shape, gang, found, pods, gang_objects, owners)
+        _maybe_requeue(obs, ev, recorded, again, last_at)
+    obs.reason, obs.message = _reason(obs, ev, found)
     return obs
+
+
+def _maybe_requeue(obs: Observation, ev: Evidence, recorded: dict[str, datetime], again: dict[str, Entry],
+                   last_at: datetime | None) -> None:
+    """When the Scheduled/Running gang of `obs` was taken apart (`requeue_entry`), append the Queued entry of a new
+    attempt (no earlier than `last_at`) and whatever of `again` (the pods' own evidence) moves that attempt on."""
+    since = recorded.get(GangPhase.SCHEDULED) or next(
+        (e.at for e in obs.entries if e.phase == GangPhase.SCHEDULED), None) or last_at
+    entry = requeue_entry(ev.shape, since, ev.pods, obs.attempt + 1)
+    if entry is None:
+        return
+    if last_at is not None and entry.at < last_at:
+        entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message, entry.attempt)
+    obs.entries.append(entry)
+    obs.phase, obs.attempt = GangPhase.QUEUED, entry.attempt
+    # The same evidence may show the new attempt already whole again (a resync that only sees the
+    # replacement running): its Scheduled and Running follow from the pods' own times.
+    _advance(obs, again, {GangPhase.QUEUED: entry.at}, entry.attempt)
 
 
 def _advance(obs: Observation, found: dict[str, Entry], recorded: dict[str, datetime], attempt: int):
@@ -363,8 +389,7 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
     return None
 
 
-def _requeued(obs: Observation, shape: JobShape, pods: list[PodFacts],
-              live_pods: list[PodFacts]) -> tuple[str, str] | None:
+def _requeued(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
     """(reason, message) when a gang that was scheduled has fewer than minMember pods bound again and its pods are
     being disrupted (preempted, evicted) or wait for the scheduler again (recreated after a loss): the job's
     reason while its re-queued attempt waits (phase Queued, attempt > 0), and while a Scheduled/Running gang is
@@ -374,31 +399,29 @@ def _requeued(obs: Observation, shape: JobShape, pods: list[PodFacts],
     `PreemptionByScheduler`, with who preempted in the message), else `Requeued` (see docs/observability.md,
     "Re-queued gangs").
     """
-    if obs.bound >= shape.min_member:
+    if obs.bound >= ev.shape.min_member:
         return None
-    tail = bound_of(obs.bound, shape.min_member)
-    disrupted = next((p for p in pods if p.disruption_reason), None)
+    tail = bound_of(obs.bound, ev.shape.min_member)
+    disrupted = next((p for p in ev.pods if p.disruption_reason), None)
     if disrupted is not None:
         said = f"; {disrupted.ref}: {disrupted.disruption_message}" if disrupted.disruption_message else ""
         # While the disrupted pod is visible its own reason is the more precise one; its replacement (owner Jobs
         # ignore DisruptionTarget failures, reconcile/desired.py) then makes the gang say Requeued.
         return disrupted.disruption_reason, f"gang disrupted: {tail}{said}"
-    waiting = next((p for p in live_pods if not p.bound), None)
+    waiting = next((p for p in ev.live_pods if not p.bound), None)
     if waiting is None:
         return None  # no pod waits: nothing says the gang is back in the queue (objects missing, or finishing)
     said = f"; {waiting.waiting_message}" if waiting.waiting_message else ""
     return REASON_REQUEUED, f"requeued: {tail}{said}"
 
 
-def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str, Entry], pods: list[PodFacts],
-            gang_objects: list[dict], owners: list[OwnerFacts]) -> tuple[str, str]:
+def _reason(obs: Observation, ev: Evidence, found: dict[str, Entry]) -> tuple[str, str]:
     """phase_reason and phase_message for the job's phase now (they may change while the phase stays)."""
-    phase = obs.phase
+    phase, shape, gang, live_pods = obs.phase, ev.shape, ev.gang, ev.live_pods
     if phase in TERMINAL_PHASES:
         entry = found.get(phase) or next((e for e in obs.entries if e.phase == phase), None)
         return (entry.reason, entry.message) if entry else ("", "")
     tail = bound_of(obs.bound, shape.min_member)
-    live_pods = [p for p in pods if not p.terminating]
     if shape.cancelling:
         return REASON_CANCELLING, "deleting the job's cluster objects"
     if gang.disruption_reason and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
@@ -406,7 +429,7 @@ def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str
         # say so while the pods still run.
         return gang.disruption_reason, gang.disruption_message
     in_requeue = phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) or (phase == GangPhase.QUEUED and obs.attempt)
-    requeued = _requeued(obs, shape, pods, live_pods) if in_requeue else None
+    requeued = _requeued(obs, ev) if in_requeue else None
     if requeued is not None:
         return requeued
     if phase == GangPhase.RUNNING:
@@ -414,8 +437,16 @@ def _reason(obs: Observation, shape: JobShape, gang: GangStatus, found: dict[str
     if phase == GangPhase.SCHEDULED:
         started = sum(1 for p in live_pods if p.started)
         return REASON_STARTING, f"{tail}; {started} of {shape.total} pods started"
-    live_objects = [g for g in gang_objects if not o.is_terminating(g)] + [w for w in owners if not w.terminating]
-    if phase in (GangPhase.DISPATCHED, GangPhase.QUEUED) and not live_objects and not live_pods:
+    return _waiting_reason(obs, ev, tail)
+
+
+def _waiting_reason(obs: Observation, ev: Evidence, tail: str) -> tuple[str, str]:
+    """phase_reason and phase_message of a job that waits (Dispatched or Queued, or Submitted): its objects
+    missing, its pods starting, the gang's or a waiting pod's own words, or what it waits for. `tail` is "N of M
+    bound"."""
+    phase, shape, gang, live_pods = obs.phase, ev.shape, ev.gang, ev.live_pods
+    if phase in (GangPhase.DISPATCHED, GangPhase.QUEUED) and not ev.live_gang and not ev.live_owners \
+            and not live_pods:
         return REASON_OBJECTS_MISSING, "the job's objects are not in the cluster (yet); the reconciler recreates them"
     waiting = [p for p in live_pods if p.waiting_reason]
     if obs.bound >= shape.min_member and obs.bound:

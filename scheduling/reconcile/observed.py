@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 
 from ..backends import registry
 from ..backends.base import SchedulerBackend
-from ..constants import LABEL_JOB_UID
+from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..kube import objects
+from ..kube.errors import STORED_VERSION_UNREADABLE, TransientKubeError
 from ..kube.objects import JOB, POD, SERVICE
 from ..kube.refs import ObjectRef
 from . import ownership
+from .desired import instance_label
 
 
 def kind_key(ref: ObjectRef) -> str:
@@ -173,3 +175,25 @@ class Snapshot:
         observed = self.for_job(job, backend)
         self.by_uid.pop(str(job.uid), None)
         return observed
+
+
+def snapshot(api, served: set[str], uids=None) -> Snapshot:
+    """LIST every kind gangweb creates, once each, across namespaces, by the instance label; with `uids` (job
+    UIDs), only those jobs' objects (a set-based selector on the job-UID label), so a batch's reads stay the size
+    of the batch rather than of the whole cluster (every pod of every job)."""
+    selector = f"{LABEL_INSTANCE}={instance_label()}"
+    if uids:
+        selector += f",{LABEL_JOB_UID} in ({','.join(sorted(str(u) for u in uids))})"
+    snap = Snapshot()
+    kinds = registry.gang_kinds(served)
+    for ref in [*kinds, JOB, SERVICE, POD]:
+        # Projected as each LIST is parsed: only one kind's full parse is ever alive (pods, the largest, last).
+        try:
+            snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
+        except TransientKubeError as exc:
+            # Objects of a removed API version left in etcd make the kind unlistable cluster-wide: the other kinds'
+            # jobs go on; each job of this kind gets the error (JobReconciler.first_read), none is judged absent.
+            if ref not in kinds or exc.reason != STORED_VERSION_UNREADABLE:
+                raise
+            snap.unreadable[kind_key(ref)] = exc
+    return snap

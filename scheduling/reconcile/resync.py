@@ -35,18 +35,14 @@ from django.db.models import Q
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
-from ..backends import registry
 from ..choices import ACTIVE_PHASES, ClusterHealth, DesiredState, GangPhase, ReconcileOutcome
-from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..kube import client as kube_client
 from ..kube import objects
-from ..kube.errors import STORED_VERSION_UNREADABLE, KubeError, TransientKubeError, describe
-from ..kube.objects import JOB, POD, SERVICE
+from ..kube.errors import KubeError, TransientKubeError, describe
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
 from . import dbconn
 from . import jobs as job_reconcile
-from .desired import instance_label
-from .observed import Snapshot, kind_key, projection
+from .observed import Snapshot, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -62,28 +58,6 @@ LEASE_RENEW_SECONDS = 15
 def lease_name(cluster: Cluster) -> str:
     """The lease that lets one resync of `cluster` run at a time."""
     return f"resync:cluster:{cluster.pk}"
-
-
-def snapshot(api, served: set[str], uids=None) -> Snapshot:
-    """LIST every kind gangweb creates, once each, across namespaces, by the instance label; with `uids` (job
-    UIDs), only those jobs' objects (a set-based selector on the job-UID label), so a batch's reads stay the size
-    of the batch rather than of the whole cluster (every pod of every job)."""
-    selector = f"{LABEL_INSTANCE}={instance_label()}"
-    if uids:
-        selector += f",{LABEL_JOB_UID} in ({','.join(sorted(str(u) for u in uids))})"
-    snap = Snapshot()
-    kinds = registry.gang_kinds(served)
-    for ref in [*kinds, JOB, SERVICE, POD]:
-        # Projected as each LIST is parsed: only one kind's full parse is ever alive (pods, the largest, last).
-        try:
-            snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
-        except TransientKubeError as exc:
-            # Objects of a removed API version left in etcd make the kind unlistable cluster-wide: the other kinds'
-            # jobs go on; each job of this kind gets the error (JobReconciler.first_read), none is judged absent.
-            if ref not in kinds or exc.reason != STORED_VERSION_UNREADABLE:
-                raise
-            snap.unreadable[kind_key(ref)] = exc
-    return snap
 
 
 JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are most of a row's size)
@@ -219,7 +193,8 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
             if exc.status != 404:
                 raise
             # A kind the last probe listed is not served any more (the cluster changed version under us): probe
-            # again and list what it serves now; the jobs pinned to the old version then move (reconcile/jobs.py).
+            # again and list what it serves now; the jobs pinned to the old version then move
+            # (reconcile/jobs/reconciler.py).
             from . import probe
 
             served = set(probe.probe_cluster(cluster).served_apis or [])

@@ -6,13 +6,15 @@ Called by the job reconcile after it acted (`apply_observation`), by the cluster
 only when something changed (house rule 7). Phase history is append-only: one entry per phase and attempt, in
 order (a re-queued gang starts a new attempt: `observe.phases.requeue_entry`).
 
-Concurrency: the watcher and a Celery worker may observe the same job at once. Both run inside a transaction that
-locks the job row (`select_for_update`; on SQLite the IMMEDIATE transaction mode serializes writers), re-read the
-recorded phases under the lock, and append only what is still missing, so no phase is recorded twice.
+Concurrency: the watcher and a Celery worker may observe the same job at once. Every writer here runs under
+`locked_row` (the job's row only; the rule is written there), re-reads the recorded phases under the lock, and
+appends only what is still missing, so no phase is recorded twice.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 from django.conf import settings
@@ -27,6 +29,7 @@ from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import capacity, causes, metrics, phases, why_pending
 from ..observe import objects as o
+from ..observe.evidence import Evidence
 from ..observe.pods import owner_facts, pod_facts
 from ..services import cluster_usage, timeline
 from . import names
@@ -34,6 +37,32 @@ from . import names
 log = logging.getLogger(__name__)
 
 REASON_MAX = 128
+
+
+@contextmanager
+def locked_row(job: GangJob) -> Iterator[GangJob]:
+    """Open a transaction and yield `job`'s row as it is now, locked until the transaction ends (cluster and queue
+    read with it). The one way a status writer locks a job: `apply_observation`, `record_error`, `record_failure`
+    and `record_restart` all write under it.
+
+    - What is locked: the job's row only (`SELECT ... FOR NO KEY UPDATE OF` the job's table). With the cluster and
+      queue joined, a plain FOR UPDATE also locked their rows, so every status write of a cluster's jobs queued
+      behind the others' (two worker processes, the watcher), and so did every submit into the queue (its
+      foreign-key check). NO KEY UPDATE: the key is not changed, so inserting rows that reference the job (its
+      timeline entries) is not blocked either; two writers of the same job still exclude each other.
+    - In what order: the job row first, then (under it) the job's timeline is read and appended to and the row
+      written; no other row is locked in the same transaction, so two writers never wait on each other in a
+      circle.
+    - Why: the watcher and Celery workers may observe the same job at once; each re-reads the row and the recorded
+      phases under the lock and appends only what is still missing, so no phase is recorded twice or lost, and a
+      slower writer never overwrites a newer phase.
+
+    SQLite ignores row locks; its IMMEDIATE transactions serialize writers instead. Raises GangJob.DoesNotExist
+    when the row is gone.
+    """
+    with transaction.atomic():
+        yield (GangJob.objects.select_for_update(of=("self",), no_key=True).select_related("cluster", "queue")
+               .get(pk=job.pk))
 
 
 def job_shape(job: GangJob) -> phases.JobShape:
@@ -151,14 +180,7 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
         if not obs.entries and all(getattr(job, name) == value for name, value in changes.items()):
             return
     new_phases: set[str] = set()
-    with transaction.atomic():
-        # The job's row only (`of`): with the cluster and queue joined, a plain FOR UPDATE also locked their rows,
-        # so every status write of a cluster's jobs queued behind the others' (two worker processes, the watcher),
-        # and so did every submit into the queue (its foreign-key check). NO KEY UPDATE: the key is not changed,
-        # so inserting rows that reference the job (its timeline) is not blocked either; two writers of the same
-        # job still exclude each other. (SQLite ignores row locks; its IMMEDIATE transactions serialize writers.)
-        locked = (GangJob.objects.select_for_update(of=("self",), no_key=True).select_related("cluster", "queue")
-                  .get(pk=job.pk))
+    with locked_row(job) as locked:
         if locked.phase in TERMINAL_PHASES:
             _refresh(job, locked)
             return
@@ -209,8 +231,7 @@ def record_error(job: GangJob, reason: str, message: str, status: int | None = N
     is pending its why-pending becomes {"reason": <reason>, "message": ..., "http_status": ...}. Examples of
     `reason`: "ClusterUnreachable", "Forbidden", "ApiError". Cleared by the next successful observation.
     """
-    with transaction.atomic():
-        locked = GangJob.objects.select_for_update().get(pk=job.pk)
+    with locked_row(job) as locked:
         if locked.phase in TERMINAL_PHASES:
             return
         changes = {"phase_reason": reason[:REASON_MAX], "phase_message": message}
@@ -261,8 +282,7 @@ def record_failure(job: GangJob, reason: str, message: str) -> bool:
     row lock, so an observation racing with it (the watch saw the first objects created: Dispatched) is neither
     overwritten nor lost: the entry follows it. A job already finished is left alone; `job` is refreshed from the
     row either way. Returns True when the job moved to Failed."""
-    with transaction.atomic():
-        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+    with locked_row(job) as locked:
         moved = record_phase(locked, GangPhase.FAILED, timezone.now(), "gangweb", reason, message)
         if moved:
             locked.save(update_fields=["phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at",
@@ -278,8 +298,7 @@ def record_restart(job: GangJob, at, source: str, reason: str, message: str) -> 
     started an attempt from the new Job's pods (its first entry is no earlier than `at`: Queued, `Requeued`), the
     Dispatched entry joins that attempt instead of starting another, and the phase stays. A finished job is left
     alone. `job` is refreshed from the row. Returns True when an entry was appended."""
-    with transaction.atomic():
-        locked = GangJob.objects.select_for_update().select_related("cluster", "queue").get(pk=job.pk)
+    with locked_row(job) as locked:
         if locked.phase in TERMINAL_PHASES:
             _refresh(job, locked)
             return False
@@ -326,8 +345,8 @@ def _derive(row: GangJob, job: GangJob, recorded: list, gang, gang_objects, pods
     `job` is the caller's instance (its chosen `backend_plugin`). Returns (phases.Observation, {field: value})."""
     shape = job_shape(row)
     attempt, current = timeline.current_attempt(recorded)
-    obs = phases.observe(shape, row.phase, current, gang, gang_objects, pod_list, owner_list, timezone.now(),
-                         attempt=attempt)
+    evidence = Evidence(shape, gang, gang_objects, pod_list, owner_list, timezone.now())
+    obs = phases.observe(evidence, row.phase, current, attempt=attempt)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
     per_pod = capacity.pod_requests(row.resolved_spec, overheads)
     why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec, overheads),

@@ -16,6 +16,7 @@ import uuid
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connections
 
+from .. import enqueue
 from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
 from ..kube.watches import ClusterWatcher, JobObjects
@@ -62,10 +63,8 @@ def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
     logged and left to the periodic resync, so the watch goes on either way."""
     job = with_database(lambda: _observe(job_uid, job_objects))
     if job is not None and (deleted or job.desired_state == DesiredState.CANCEL):
-        from .. import tasks
-
         try:
-            tasks.reconcile_job.delay(job.pk)
+            enqueue.send(enqueue.RECONCILE_JOB, job.pk)
         except Exception as exc:  # Redis down: kombu's OperationalError after its publish retries
             log.warning("watch: could not queue a reconcile of job %s (%s: %s); the resync will", job.pk,
                         type(exc).__name__, exc)

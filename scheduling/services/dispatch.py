@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from .. import enqueue
+
 # 50: small enough that a burst spreads over every worker process (a 100-job bulk is reconciled by two at once;
 # bench/ measured 0.61x -> see bench/README.md), large enough that each batch's one snapshot of the cluster
 # (a LIST per kind) is shared by many jobs.
@@ -19,37 +21,30 @@ BATCH = 50
 def reconcile_jobs_on_commit(job_ids: list[int]) -> None:
     """Queue reconcile of these jobs once the transaction commits: one task per job for a single submit,
     batches of BATCH ids for bulk submits (so 2,000 jobs are 40 broker messages, not 2,000)."""
-    from .. import tasks
-
     if not job_ids:
         return
     if len(job_ids) == 1:
-        transaction.on_commit(lambda: tasks.reconcile_job.delay(job_ids[0]), robust=True)
+        transaction.on_commit(lambda: enqueue.send(enqueue.RECONCILE_JOB, job_ids[0]), robust=True)
         return
     chunks = [job_ids[i:i + BATCH] for i in range(0, len(job_ids), BATCH)]
-    transaction.on_commit(lambda: [tasks.reconcile_jobs.delay(chunk) for chunk in chunks], robust=True)
+    transaction.on_commit(lambda: [enqueue.send(enqueue.RECONCILE_JOBS, chunk) for chunk in chunks], robust=True)
 
 
 def reconcile_queue_on_commit(policy_id: int, extra_cluster_ids: list[int] | None = None) -> None:
     """Queue the sync of one queue policy once the transaction commits. `extra_cluster_ids` are clusters it
     targeted before the change (so a dropped cluster gets its Queue CR deleted)."""
-    from .. import tasks
-
-    transaction.on_commit(lambda: tasks.reconcile_queue.delay(policy_id, extra_cluster_ids or []), robust=True)
+    transaction.on_commit(lambda: enqueue.send(enqueue.RECONCILE_QUEUE, policy_id, extra_cluster_ids or []),
+                          robust=True)
 
 
 def sync_queue_clusters_on_commit(cluster_ids: list[int] | None) -> None:
     """Queue a queue sync of these clusters (None: every cluster) once the transaction commits."""
-    from .. import tasks
-
     if cluster_ids is None:
-        transaction.on_commit(lambda: tasks.sync_queues.delay(), robust=True)
+        transaction.on_commit(lambda: enqueue.send(enqueue.SYNC_QUEUES), robust=True)
         return
-    transaction.on_commit(lambda: [tasks.sync_queues.delay(cid) for cid in cluster_ids], robust=True)
+    transaction.on_commit(lambda: [enqueue.send(enqueue.SYNC_QUEUES, cid) for cid in cluster_ids], robust=True)
 
 
 def deliver_webhook_on_commit(delivery_id: int) -> None:
     """Send one webhook delivery once the transaction that created it commits."""
-    from .. import tasks
-
-    transaction.on_commit(lambda: tasks.deliver_webhook.delay(delivery_id), robust=True)
+    transaction.on_commit(lambda: enqueue.send(enqueue.DELIVER_WEBHOOK, delivery_id), robust=True)

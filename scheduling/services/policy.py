@@ -4,7 +4,7 @@
   (services/pod_security.py): the strictest of the template's `pod_security_level`, its queue's and that queue's
   ancestors' (`baseline` unless one says `restricted`). A template is checked against its owning queue's chain
   when saved; a job against its own queue's chain when submitted, bulk-submitted or resubmitted, and again before
-  the reconciler creates anything (reconcile/jobs.py).
+  the reconciler creates anything (reconcile/jobs/reconciler.py).
 - **Tenant controls** (service accounts, token automount, nodeName, schedulerName, tolerating every taint,
   runtimeClassName, node-mounted volume types, system- priority classes): at every level.
 - **Exceptions** are explicit: control ids in the template's `policy_exceptions`, set only by a platform admin,

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from scheduling import tasks
+from scheduling import enqueue, tasks
 from scheduling.choices import GangPhase
 from scheduling.models import DeliveryStatus, WebhookDelivery, WebhookSubscription
 from scheduling.services import notifications
@@ -152,11 +152,10 @@ def test_the_last_attempt_marks_the_delivery_failed_and_a_4xx_is_not_retried(api
     assert WebhookDelivery.objects.get(pk=second).last_error.startswith("HTTP 410")
 
 
-def test_the_delivery_log_and_the_send_test_button(api, receiver, monkeypatch):
-    sent = []
-    monkeypatch.setattr(tasks.deliver_webhook, "delay", sent.append)
+def test_the_delivery_log_and_the_send_test_button(api, receiver, sent_tasks):
     sub = _subscribe(api, name="hook", url=receiver.url)
     r = api.post(f"/api/v1/webhooks/{sub['id']}/test/")
+    sent = [args[0] for name, args in sent_tasks if name == enqueue.DELIVER_WEBHOOK]
     assert r.status_code == 202 and r.data["status"] == "Pending"
     assert sent == [r.data["id"]]
     notifications.deliver(sent[0])

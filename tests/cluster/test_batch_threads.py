@@ -23,7 +23,7 @@ def test_a_threaded_batch_dispatches_every_job_once(world, monkeypatch):
         seen.add(threading.current_thread().name)
         return run_pass(job, **kwargs)
 
-    monkeypatch.setattr(jobs, "run_pass", recording)
+    monkeypatch.setattr(jobs.batch, "run_pass", recording)  # the batch's own reference (reconcile/jobs/batch.py)
     objects.requests.reset()
     assert jobs.reconcile_many([j.pk for j in batch], threads=3) == {"ok": 7, "failed": 0, "requeued": 0}
     assert len(seen) == 3 and all(name.startswith("reconcile-batch") for name in seen)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from scheduling import tasks
 from scheduling.choices import ReconcileOutcome
 from scheduling.kube import errors, objects
 from scheduling.kube.objects import JOB, SERVICE
-from scheduling.reconcile import jobs
 
 from .reconcile_support import make_world, wait_for
 
@@ -89,7 +89,7 @@ def test_apiserver_stopped_mid_reconcile_is_recorded_and_the_job_converges_after
 
         # While it is down, further passes are recorded too and never crash the worker's task body.
         with pytest.raises(errors.TransientKubeError):
-            jobs.reconcile_job_task(None, job.pk)
+            tasks.reconcile_job(job.pk)  # called directly: the autoretry raises the error itself
         assert job.attempts.filter(outcome=ReconcileOutcome.TRANSIENT_ERROR).count() == 2
 
     result = world.reconcile(job)

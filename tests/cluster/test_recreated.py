@@ -56,7 +56,7 @@ def test_a_running_jobs_vanished_owner_and_gang_objects_are_recreated_as_a_new_a
     assert restart.message == (f"recreated what was missing from the cluster: Workload {ns}/{names.gang_name}, "
                                f"PodGroup {ns}/{names.gang_name}, Job {ns}/{owner}, Service {ns}/{names.service_name}")
     # At the new objects' creationTimestamp: the first one created (the Workload), which under load can be a second
-    # before the Job's (reconcile/jobs.py `note_restart`).
+    # before the Job's (reconcile/jobs/reconciler.py `note_restart`).
     created = [world.get(JOB, owner), world.get(world.k8s.WORKLOAD, names.gang_name),
                world.get(world.k8s.POD_GROUP, names.gang_name)]
     assert restart.at.isoformat().replace("+00:00", "Z") == min(o["metadata"]["creationTimestamp"] for o in created)

@@ -3,7 +3,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from scheduling import tasks
+from scheduling import enqueue
 from scheduling.models import WebhookDelivery, WebhookSubscription
 
 pytestmark = pytest.mark.django_db
@@ -32,11 +32,10 @@ def test_the_page_shows_each_delivery_with_status_attempts_and_error_in_fixed_qu
     assert len(small) == len(large)
 
 
-def test_send_test_queues_a_test_event_and_others_cannot(ui, admin_user, client, django_user_model, monkeypatch):
-    sent = []
-    monkeypatch.setattr(tasks.deliver_webhook, "delay", sent.append)
+def test_send_test_queues_a_test_event_and_others_cannot(ui, admin_user, client, django_user_model, sent_tasks):
     sub = _subscription(admin_user, "ci")
     r = ui.post(f"/webhooks/{sub.pk}/test/")
+    sent = [args[0] for name, args in sent_tasks if name == enqueue.DELIVER_WEBHOOK]
     assert r.status_code == 302
     [delivery] = WebhookDelivery.objects.filter(subscription=sub)
     assert sent == [delivery.pk] and delivery.payload["type"] == "webhook.test"

@@ -8,7 +8,7 @@ from gangweb.celery import app
 from scheduling import tasks
 
 VISIBILITY = settings.GANGWEB_BROKER_VISIBILITY_TIMEOUT
-LONGEST_WAIT_COUNTDOWN = 300  # reconcile_job_task: min(requeue_after * 2 ** waits, 300)
+LONGEST_WAIT_COUNTDOWN = 300  # tasks.requeue_countdown: min(requeue_after * 2 ** waits, 300)
 OURS = [t for name, t in app.tasks.items() if name.startswith("scheduling.")]
 
 

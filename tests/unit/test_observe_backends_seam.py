@@ -9,6 +9,7 @@ volcano = pytest.importorskip("scheduling.backends.volcano_v1beta1")
 
 from scheduling.choices import GangPhase as P  # noqa: E402
 from scheduling.observe import phases, why_pending  # noqa: E402
+from scheduling.observe.evidence import Evidence  # noqa: E402
 from scheduling.observe.pods import pod_facts  # noqa: E402
 from tests.kube_objects import T0, kai_over_limit, kai_podgroup, pod, t, v1alpha2_podgroup  # noqa: E402
 
@@ -47,7 +48,7 @@ def pods(**kw):
 def test_what_each_backend_reads_becomes_why_pending(backend, gang_object, pod_kw, reason, numbers):
     gang = backend().read_status([gang_object])
     facts = pods(**pod_kw)
-    obs = phases.observe(GANG3, P.SUBMITTED, {P.SUBMITTED: T0}, gang, [gang_object], facts, [], t(100))
+    obs = phases.observe(Evidence(GANG3, gang, [gang_object], facts, [], t(100)), P.SUBMITTED, {P.SUBMITTED: T0})
     why = why_pending.explain(obs.phase, GANG3, gang, facts)
     if reason is None:
         assert why is None

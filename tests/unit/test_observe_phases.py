@@ -5,6 +5,7 @@ from scheduling.backends.base import GangStatus
 from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
 from scheduling.choices import GangPhase as P
 from scheduling.observe import phases
+from scheduling.observe.evidence import Evidence
 from scheduling.observe.pods import owner_facts, pod_facts
 from tests.kube_objects import T0, at, batch_job, pod, t, v1alpha2_podgroup
 
@@ -20,8 +21,9 @@ LATER = t(100)
 
 def run(gang, pods=(), owners=OWNERS, gang_objects=GANG_OBJECTS, current=P.SUBMITTED, recorded=None, shape=GANG3,
         now=LATER, attempt=0):
-    return phases.observe(shape, current, dict(recorded or SUBMITTED), gang, list(gang_objects),
-                          [pod_facts(p) for p in pods], [owner_facts(w) for w in owners], now, attempt=attempt)
+    evidence = Evidence(shape, gang, list(gang_objects), [pod_facts(p) for p in pods], [owner_facts(w) for w in owners],
+                        now)
+    return phases.observe(evidence, current, dict(recorded or SUBMITTED), attempt=attempt)
 
 
 def pods3(**kw):
@@ -118,7 +120,7 @@ def test_a_terminal_job_never_changes():
 
 
 def test_a_cancelling_job_says_cancelling_and_is_never_cancelled_by_an_observation():
-    # Only the reconcile pass's own LIST may conclude that nothing is left (reconcile/jobs.py `cancel`): a watch
+    # Only the reconcile pass's own LIST may conclude that nothing is left (reconcile/jobs/cleanup.py `cancel`): a watch
     # cache or a resync snapshot may lag behind objects that exist, e.g. pods the Job controller just made.
     shape = phases.JobShape(min_member=3, total=3, cancelling=True)
     still = run(UNSCHEDULABLE, pods3(unschedulable="x", terminating=True), current=P.QUEUED, shape=shape,

@@ -62,3 +62,20 @@ def test_a_bulk_batch_against_an_unreachable_cluster_tries_once_and_records_ever
     for job in GangJob.objects.filter(pk__in=[j.pk for j in batch]):
         assert job.phase_reason == "ClusterUnreachable"
         assert job.attempts.get().outcome == ReconcileOutcome.TRANSIENT_ERROR
+
+
+def test_the_task_raises_a_transient_error_for_its_autoretry_and_leaves_the_last_one_to_the_resync(api, dead_cluster):
+    from scheduling import tasks
+
+    job = submit(api, *dead_cluster, "retried")
+    with pytest.raises(errors.TransientKubeError) as failure:  # called directly: the autoretry raises it as is
+        tasks.reconcile_job(job.pk)
+    assert failure.value.reason == "ClusterUnreachable"
+    tasks.reconcile_job.push_request(retries=tasks.reconcile_job.max_retries, id="last-try")
+    try:
+        tasks.reconcile_job.run(job.pk)  # the last allowed retry: recorded, not raised
+    finally:
+        tasks.reconcile_job.pop_request()
+    assert list(job.attempts.order_by("pk").values_list("outcome", "retry", "task_id")) == [
+        (ReconcileOutcome.TRANSIENT_ERROR, 0, ""), (ReconcileOutcome.TRANSIENT_ERROR, 8, "last-try")]
+    assert tasks.reconcile_job(10 ** 9) is None  # a job that no longer exists: logged and ignored

@@ -7,6 +7,7 @@ import pytest
 from scheduling.backends.base import GangStatus
 from scheduling.choices import GangPhase as P
 from scheduling.observe import phases
+from scheduling.observe.evidence import Evidence
 from scheduling.observe.pods import owner_facts, pod_facts
 from tests.kube_objects import T0, at, batch_job, pod, t, v1alpha2_podgroup
 
@@ -15,8 +16,9 @@ SILENT = GangStatus(source="PodGroup default/j-pg")  # a coscheduling PodGroup w
 
 
 def run(gang, pods, recorded=None, current=P.SUBMITTED, shape=GANG3):
-    return phases.observe(shape, current, dict(recorded or {P.SUBMITTED: T0}), gang, [v1alpha2_podgroup()],
-                          [pod_facts(p) for p in pods], [owner_facts(batch_job())], t(100))
+    evidence = Evidence(shape, gang, [v1alpha2_podgroup()], [pod_facts(p) for p in pods], [owner_facts(batch_job())],
+                        t(100))
+    return phases.observe(evidence, current, dict(recorded or {P.SUBMITTED: T0}))
 
 
 def entry(obs, phase):
@@ -106,8 +108,8 @@ def test_running_without_a_container_start_time_is_inferred_from_the_pod_start()
 def test_a_failed_pod_without_a_finish_time_fails_the_job_at_an_inferred_time():
     pods = [pod(name=f"p-{i}", bound=4, started=5) for i in range(3)]
     pods[0]["status"]["phase"] = "Failed"
-    obs = phases.observe(GANG3, P.RUNNING, {P.SUBMITTED: T0, P.SCHEDULED: t(4), P.RUNNING: t(5)}, SILENT, [],
-                         [pod_facts(p) for p in pods], [], t(100))
+    obs = phases.observe(Evidence(GANG3, SILENT, [], [pod_facts(p) for p in pods], [], t(100)), P.RUNNING,
+                         {P.SUBMITTED: T0, P.SCHEDULED: t(4), P.RUNNING: t(5)})
     failed = entry(obs, P.FAILED)
     assert failed.inferred and failed.at == t(100)
 

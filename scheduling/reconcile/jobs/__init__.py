@@ -1,0 +1,52 @@
+"""Reconcile one gang job into its cluster: read what is there, compute what should be, diff, act.
+
+The package, by concern: `reconciler` (a pass over one job: read, create, patch, replace), `cleanup` (deleting:
+cancel, refusal, a finished job's objects and retention), `conflicts` (the merge-patch conflict-retry loop),
+`backend` (which plugin a job uses), `passes` (a pass with its bookkeeping: its result, status write and attempt
+row), `batch` (a bulk submit's jobs together), `common` (reasons, tunables, the exceptions that end a pass early).
+
+Level-triggered and idempotent (controller-runtime style): the input is a job id; a pass reads the job's
+objects (one LIST per kind by the job-UID label, or a slice of the resync's cluster-wide LISTs), builds the
+desired objects from the job row (reconcile/desired.py), and then:
+
+- creates what is missing, in dependency order: gang object(s) -> Indexed Jobs -> headless Service. A 409
+  AlreadyExists is never taken as success: the object is read and compared, and adopted only when its
+  `gangweb.io/job-uid` label names this job and it is not terminating (else NameConflict / a countdown);
+- updates drifted mutable fields in place with a merge patch carrying the read `resourceVersion`; on 409 it
+  reads again and retries (MAX_CONFLICT_RETRIES);
+- replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2): deletes the
+  Indexed Jobs, then the gang objects in reverse creation order, bumps `gang_generation` (so every name
+  changes) and creates the new objects in order;
+- when it created an owner Job of a Scheduled or Running job (its objects vanished, or the gang was replaced),
+  starts a new timeline attempt with a Dispatched entry, reason Recreated / Replaced, naming what it created;
+- deletes the job's objects that are no longer desired (earlier generations), each with a UID precondition,
+  and releases the backend's protection finalizer (v1alpha2 `podgroup-protection`) on its own terminating
+  objects once no live pod references them;
+- when the API server refuses for good to create one of them (400, 422, a 403 from admission: `CreateRefused`)
+  ends the job Failed (reason CreateRefused, the object and the server's words in the message) and deletes every
+  object already created for it, as a cancel does;
+- gives every object of the job but the root one ownerReference, to the job's root object (the backend's
+  `root_ref`, created first), and puts it back when it is removed by hand; an object whose reference names a root
+  that was deleted is deleted too and the set created again (reconcile/owner_refs.py);
+- keeps each Indexed Job's completions equal to its parallelism (both put back together: Indexed Jobs allow it);
+- on cancel deletes every object of the job and ends it Cancelled; when the job has finished (Succeeded or
+  Failed) and none of its pods is alive, deletes its gang objects and Service so they stop holding quota (the
+  root with propagation Orphan, so the retained Jobs stay), and after the retention its Indexed Jobs and pods
+  (reconcile/retention.py).
+
+Status is derived by `reconcile.status.apply_observation` and written once per pass, only if it changed.
+Every pass leaves a ReconcileAttempt row. Unreachable cluster, 401/403, 429 and 5xx raise TransientKubeError
+after being recorded on the job (phase_reason "ClusterUnreachable", "Forbidden", ...); the Celery task retries
+those with backoff. So does a create answered "namespace not found" (phase_reason "NamespaceNotFound"): the job's
+namespace is missing in its cluster, and once someone creates it the next retry or resync dispatches the job.
+400/422, a 403 from admission (quota, webhook, policy: it refuses the object, not gangweb) and name conflicts are
+terminal: recorded, not retried; a create refused so fails the job (above).
+"""
+from .backend import backend_for, choose_backend, record_backends
+from .batch import in_threads, reconcile_many
+from .common import Requeue, is_terminating, ref_of
+from .passes import PassResult, reconcile_one, run_pass, save_status
+from .reconciler import JobReconciler
+
+__all__ = ("JobReconciler", "PassResult", "Requeue", "backend_for", "choose_backend", "in_threads", "is_terminating",
+           "reconcile_many", "reconcile_one", "record_backends", "ref_of", "run_pass", "save_status")

@@ -1,0 +1,104 @@
+"""A batch of jobs (bulk submit) reconciled together: one snapshot of each cluster's objects for the whole batch,
+their backends recorded at once, then one pass per job from a few threads."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import connection, connections
+
+from ...backends import discovery
+from ...choices import ReconcileOutcome
+from ...kube import client as kube_client
+from ...kube.errors import CLUSTER_UNREACHABLE, KubeError, TransientKubeError
+from ...models import GangJob, ReconcileAttempt
+from .. import status
+from ..observed import snapshot
+from .backend import backend_for, record_backends
+from .passes import load, run_pass, save_status, status_snapshot
+
+
+def _record_not_attempted(job: GangJob, err: KubeError) -> None:
+    before = status_snapshot(job)
+    status.record_error(job, err.reason, f"not attempted: {err.message}", err.status)
+    save_status(job, before)
+    ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
+                                    outcome=ReconcileOutcome.TRANSIENT_ERROR if isinstance(err, TransientKubeError)
+                                    else ReconcileOutcome.TERMINAL_ERROR, reason=err.reason,
+                                    message=f"not attempted: {err.message}"[:2000])
+
+
+def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, int]:
+    """Reconcile a batch of jobs (bulk submit), one pass each.
+
+    Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does, selected
+    by the batch's job UIDs) feeds every job's pass, so a batch of N new jobs costs a constant number of reads
+    plus the creates; the backends of the batch's new jobs are recorded before anything is created, one UPDATE
+    per plugin. The passes then run from `threads` threads (default `settings.GANGWEB_RECONCILE_THREADS`), each
+    taking every n-th job of the batch with a database connection of its own, closed when it is done: a pass
+    mostly waits on the API server's creates and on PostgreSQL, and the jobs of a batch are independent (each
+    pass locks only its own row). Inside a transaction (tests) the passes run here, one after the other, since
+    other connections could not see its rows. A job's error is recorded on it and does not stop the batch; when
+    a cluster cannot be reached its remaining jobs get that error without more connection attempts (the periodic
+    resync retries them). Returns counts {"ok", "failed", "requeued"}.
+    """
+    batch = list(load(job_ids).order_by("pk"))
+    by_cluster: dict[int, list[GangJob]] = {}
+    for job in batch:
+        by_cluster.setdefault(job.cluster_id, []).append(job)
+    apis, snapshots, broken, down = {}, {}, {}, {}
+    for cluster_id, jobs in by_cluster.items():
+        try:
+            api = apis[cluster_id] = kube_client.api_client(jobs[0].cluster)
+            served = set(jobs[0].cluster.served_apis or []) or discovery.served_versions(api)
+            # Only this batch's objects: the LISTs cost the batch's size, not the cluster's (bench/).
+            snapshots[cluster_id] = snapshot(api, served, [str(j.uid) for j in jobs])
+            record_backends(jobs, api)
+        except KubeError as exc:
+            if isinstance(exc, TransientKubeError) or exc.reason == "InvalidKubeconfig":
+                down[cluster_id] = exc
+            else:
+                broken[cluster_id] = exc
+
+    def one(job: GangJob) -> str:
+        err = down.get(job.cluster_id) or broken.get(job.cluster_id)
+        if err is not None:
+            _record_not_attempted(job, err)
+            return "failed"
+        api = apis[job.cluster_id]
+        try:
+            observed = snapshots[job.cluster_id].for_job(job, backend_for(job, api))
+        except KubeError as exc:
+            if isinstance(exc, TransientKubeError):
+                down[job.cluster_id] = exc
+            _record_not_attempted(job, exc)
+            return "failed"
+        try:
+            result = run_pass(job, api=api, observed=observed)
+        except TransientKubeError as exc:
+            if exc.reason == CLUSTER_UNREACHABLE:
+                down[job.cluster_id] = exc
+            return "failed"
+        if result.error is not None:
+            return "failed"
+        return "requeued" if result.requeue_after is not None else "ok"
+
+    workers = min(threads or settings.GANGWEB_RECONCILE_THREADS, len(batch))
+    if workers <= 1 or connection.in_atomic_block:
+        outcomes = [one(job) for job in batch]
+    else:
+        outcomes = [o for part in in_threads(one, [batch[i::workers] for i in range(workers)]) for o in part]
+    return {key: outcomes.count(key) for key in ("ok", "failed", "requeued")}
+
+
+def in_threads(fn, parts: list[list]) -> list[list]:
+    """[[fn(item) for item in part] for part in parts], each part in a thread of its own whose database
+    connections are closed when it is done. Re-raises the first exception of a part (the others finish theirs)."""
+    def run(part: list) -> list:
+        try:
+            return [fn(item) for item in part]
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="reconcile-batch") as pool:
+        return list(pool.map(run, parts))

@@ -1,0 +1,185 @@
+"""Deleting a job's objects: one by one with a UID precondition, the gang in reverse creation order, what earlier
+generations left, everything on cancel or refusal, and a finished job's objects in two steps (its gang objects and
+Service once no pod runs; its Indexed Jobs and pods after the retention, reconcile/retention.py)."""
+from __future__ import annotations
+
+from django.utils import timezone
+from kubernetes.client.rest import ApiException
+
+from ...choices import GangPhase
+from ...kube import objects
+from ...kube.objects import JOB, POD, SERVICE
+from ...kube.refs import ObjectRef
+from .. import retention, status
+from ..observed import kind_key, obj_key
+from .common import CANCELLING, LIVE_POD_PHASES, REMOVING, WAIT_SECONDS, Requeue, is_terminating
+
+
+class JobCleanup:
+    """The deleting half of a job's pass (a mixin of `JobReconciler`). Uses the pass's `job`, `api`, `ns`,
+    `backend`, `observed` (the job's objects, kept up to date as they are deleted), `actions` (what the pass did,
+    one line each) and `confirm_absence()` (read again before concluding that nothing is left)."""
+
+    def delete(self, ref: ObjectRef, obj: dict, propagation: str = "Background") -> dict | None:
+        """Delete one of our objects with a UID precondition (a 409 means it was already replaced: leave it).
+        `propagation` is the DeleteOptions propagationPolicy. Returns the object when the server kept it
+        terminating (finalizers pending), else None."""
+        meta = obj["metadata"]
+        try:
+            left = objects.delete(self.api, ref, self.ns, meta["name"], uid=meta.get("uid"), propagation=propagation)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            return None
+        self.actions.append(f"delete {ref.kind} {self.ns}/{meta['name']}")
+        if isinstance(left, dict) and left.get("kind") == ref.kind and is_terminating(left):
+            return left
+        return None
+
+    def live_pods_of(self, gang_name: str) -> list[dict]:
+        """The job's pods not yet Succeeded/Failed (terminating ones included) that belong to the gang object
+        `gang_name` as its plugin links them (`pod_in_group`: v1alpha2 `schedulingGroup`; any pod of the job by
+        default)."""
+        live = [p for p in self.observed.pods if (p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES]
+        if not self.backend.releasable_finalizers:
+            return live
+        return [p for p in live if self.backend.pod_in_group(p, gang_name)]
+
+    def release_finalizers(self, ref: ObjectRef, obj: dict) -> None:
+        """Drop the backend's protection finalizer from our terminating object once no live pod references it."""
+        meta = obj["metadata"]
+        finalizers = meta.get("finalizers") or []
+        keep = [f for f in finalizers if f not in self.backend.releasable_finalizers]
+        if keep == finalizers or self.live_pods_of(meta["name"]):
+            return
+        try:
+            objects.merge_patch(self.api, ref, self.ns, meta["name"], {"metadata": {"finalizers": keep or None}},
+                                meta.get("resourceVersion"))
+            self.actions.append(f"release finalizers of {ref.kind} {self.ns}/{meta['name']}")
+        except ApiException as exc:
+            if exc.status not in (404, 409):  # gone already, or changed: the next pass looks again
+                raise
+
+    def delete_gang(self, keep: set[tuple[str, str]] = frozenset(), orphan_root: bool = False) -> None:
+        """Delete the job's gang objects (reverse creation order) except `keep` {(kind_key, name)}; release the
+        protection finalizer of terminating ones. With `orphan_root`, the root object is deleted with propagation
+        Orphan: the garbage collector takes its ownerReference off the objects that remain (a finished job's
+        retained Indexed Jobs) instead of deleting them."""
+        for ref in reversed(self.backend.gang_kinds):
+            for name, obj in list(self.observed.gang_of(ref).items()):
+                if (kind_key(ref), name) in keep:
+                    continue
+                if not is_terminating(obj):
+                    orphan = orphan_root and ref == self.backend.root_ref
+                    obj = self.delete(ref, obj, propagation="Orphan" if orphan else "Background")
+                if obj is not None:
+                    self.release_finalizers(ref, obj)
+
+    def delete_stale(self, wanted: list[dict], owners: list[dict], svc: dict) -> None:
+        """Delete objects of the job from earlier generations (Jobs first, so their pods go before the gang)."""
+        owner_names = {o["metadata"]["name"] for o in owners}
+        for name, owner in list(self.observed.owners.items()):
+            if name not in owner_names and not is_terminating(owner):
+                self.delete(JOB, owner)
+        for name, obj in list(self.observed.services.items()):
+            if name != svc["metadata"]["name"] and not is_terminating(obj):
+                self.delete(SERVICE, obj)
+        self.delete_gang(keep={(obj_key(w), w["metadata"]["name"]) for w in wanted})
+
+    def delete_all(self) -> bool:
+        """Delete every object of the job (Jobs with their pods, Service, gang objects). Returns True when the
+        pass found nothing left to delete (the cleanup is complete).
+
+        "Nothing left" is concluded only from a LIST made by this pass: a resync snapshot was listed before the
+        pass began, and a job's objects created after it (a pass that was creating them when the cancel landed)
+        are not in it, so an empty slice of a snapshot is read again (`confirm_absence`). The Jobs are deleted with
+        Foreground propagation: each stays (terminating) until the garbage collector has deleted its pods, so a
+        LIST that finds no Job has no pod of it to miss either, and the watch's cache, which sees the Job go last,
+        never shows the job empty while its pods run."""
+        nothing_left = self.observed.is_empty()
+        if nothing_left and self.confirm_absence():
+            return self.delete_all()
+        for owner in self.observed.owners.values():
+            if not is_terminating(owner):
+                self.delete(JOB, owner, propagation="Foreground")
+        for svc in self.observed.services.values():
+            if not is_terminating(svc):
+                self.delete(SERVICE, svc)
+        self.delete_gang()
+        return nothing_left
+
+    def cancel(self) -> None:
+        """Delete every object of the job; once a pass finds nothing of it left (no gang object, Job, Service or
+        pod, terminating ones included), end it Cancelled and set `cleaned_up_at`, together. Until then the job
+        keeps its phase with reason `Cancelling` (docs/observability.md) and the pass comes back (a countdown;
+        the watch also queues a pass at each of the job's deletions): Cancelled is a promise that nothing of the
+        job runs or holds quota any more."""
+        nothing_left = self.delete_all()
+        if nothing_left and self.job.phase != GangPhase.CANCELLED:
+            status.record_phase(self.job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
+                                "cancelled; the job's cluster objects are deleted")
+        elif not nothing_left and self.job.phase != GangPhase.CANCELLED:
+            self.job.phase_reason, self.job.phase_message = CANCELLING, "deleting the job's cluster objects"
+        self.finish_cleanup(nothing_left)
+
+    def discard(self) -> None:
+        """Delete every object of a job the API server refused (Failed, CreateRefused), as a cancel does: nothing
+        of a job that can never run is kept (unlike a job that ran and failed, whose Jobs stay for inspection)."""
+        self.finish_cleanup(self.delete_all())
+
+    def finish_cleanup(self, nothing_left: bool) -> None:
+        """`cleaned_up_at` is set once a pass finds nothing left; until then it comes back after WAIT_SECONDS."""
+        if nothing_left:
+            self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
+            self.job.objects_removed_at = self.job.objects_removed_at or self.job.cleaned_up_at
+        else:
+            raise Requeue(WAIT_SECONDS, "CleaningUp", "waiting for the job's objects to be deleted")
+
+    def clean_up_finished(self) -> None:
+        """After Succeeded/Failed: once none of the job's pods is alive, delete its gang objects and Service (the
+        root with propagation Orphan: the Indexed Jobs and finished pods stay for inspection; they hold no quota)
+        and set `cleaned_up_at`; once the retention has passed (`remove_after`, reconcile/retention.py), delete
+        the Indexed Jobs and pods too (`remove_retained`)."""
+        job = self.job
+        if job.remove_after is None:
+            job.remove_after = retention.remove_after(job)
+        if job.objects_removed_at:
+            return
+        if any((p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES for p in self.observed.pods):
+            return
+        if not job.cleaned_up_at:
+            if any(self.observed.gang.values()) or self.observed.services:
+                for svc in self.observed.services.values():
+                    if not is_terminating(svc):
+                        self.delete(SERVICE, svc)
+                self.delete_gang(orphan_root=True)
+                return
+            if self.confirm_absence():  # a snapshot's "nothing" may predate the job's objects: look now
+                self.clean_up_finished()
+                return
+            job.cleaned_up_at = timezone.now()
+        if retention.due(job):
+            self.remove_retained()
+
+    def remove_retained(self) -> None:
+        """Retention over: delete the finished job's Indexed Jobs (Foreground: each goes after its pods), then any
+        pod of the job left without its Job, each with a UID precondition; `objects_removed_at` once a LIST of this
+        pass finds nothing of the job left. Until then the pass comes back after WAIT_SECONDS."""
+        if self.observed.is_empty():
+            if self.confirm_absence():
+                self.remove_retained()
+                return
+            self.job.objects_removed_at = timezone.now()
+            return
+        for owner in self.observed.owners.values():
+            if not is_terminating(owner):
+                self.delete(JOB, owner, propagation="Foreground")
+        if not self.observed.owners:
+            for pod in self.observed.pods:
+                if not is_terminating(pod):
+                    self.delete(POD, pod)
+        for svc in self.observed.services.values():  # made again by hand after the cleanup: not the job's to keep
+            if not is_terminating(svc):
+                self.delete(SERVICE, svc)
+        self.delete_gang()
+        raise Requeue(WAIT_SECONDS, REMOVING, "deleting the finished job's Jobs and pods (retention over)")

@@ -1,0 +1,571 @@
+"""One pass over one job (`JobReconciler`): read its objects, compute the desired ones, create, patch or replace
+(the package docstring, scheduling/reconcile/jobs/__init__.py, says in what order and why); the deleting half is
+`JobCleanup` (cleanup.py)."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from kubernetes.client.rest import ApiException
+
+from ...backends import discovery, registry
+from ...backends.base import SchedulerBackend, object_source
+from ...choices import DesiredState, GangPhase
+from ...kube import limit_ranges, objects
+from ...kube.errors import (
+    CREATE_REFUSED,
+    STORED_VERSION_UNREADABLE,
+    CreateRefused,
+    KubeError,
+    TerminalKubeError,
+    TransientKubeError,
+    refuses_for_good,
+)
+from ...kube.objects import JOB, SERVICE
+from ...kube.refs import ObjectRef
+from ...models import GangJob, RuntimeTemplate
+from ...observe.objects import created_at as o_created_at
+from ...services import policy
+from .. import desired as desired_mod
+from .. import owner_refs, ownership, refusals, retention, status, volcano_queues
+from ..observed import Observed, read
+from .backend import backend_for
+from .cleanup import JobCleanup
+from .common import (
+    API_VERSION_CHANGED,
+    API_VERSION_REMOVED,
+    JOB_NAME_LABEL,
+    NAME_CONFLICT,
+    RECREATED,
+    REPLACED,
+    ROOT_DELETED,
+    WAIT_SECONDS,
+    WAITING,
+    Done,
+    Failed,
+    PolicyRefused,
+    Requeue,
+    is_terminating,
+    owner_uid_label,
+    ref_of,
+)
+from .conflicts import merge_patch_retrying
+
+
+class _Going(Exception):
+    """The Indexed Job being corrected is going away (terminating, or deleted as a stale root's): requeue."""
+
+
+def owner_job_patch(want: dict, have: dict, root: dict) -> tuple[dict, list[str]]:
+    """The merge patch that puts an Indexed Job edited by hand back, and the fields it names: `parallelism` (a
+    scaled-down gang never gets all its members) together with `completions` (Indexed Jobs let completions change
+    only in tandem with parallelism, to the same value: k8s.io/kubernetes pkg/apis/batch/validation
+    `validateCompletions`, 1.36 and 1.37; a completions left higher than parallelism runs extra pods later, outside
+    the gang), `suspend` (gangweb never suspends) and `metadata.ownerReferences` (the root alone, `owner_refs`).
+    ({}, []) when the Job is as wanted."""
+    spec = have.get("spec") or {}
+    patch, fields = {}, []
+    count = want["spec"]["parallelism"]
+    if spec.get("parallelism") != count or spec.get("completions") != want["spec"]["completions"]:
+        patch["spec"] = {"parallelism": count, "completions": want["spec"]["completions"]}
+        fields += ["completions", "parallelism"]
+    if spec.get("suspend"):
+        patch.setdefault("spec", {})["suspend"] = False
+        fields.append("suspend")
+    if owner_refs.verdict(have, root) == owner_refs.PATCH:
+        patch.update(owner_refs.patch_body(root))
+        fields.append("ownerReferences")
+    return patch, fields
+
+
+class JobReconciler(JobCleanup):
+    """One pass over one job. Create with the job (cluster and queue loaded), an ApiClient and optionally the
+    Observed slice from a resync; call `run()`."""
+
+    def __init__(self, job: GangJob, api, observed: Observed | None = None):
+        self.job = job
+        self.api = api
+        self.backend = backend_for(job, api)
+        self.uid = str(job.uid)
+        self.ns = job.namespace
+        self.actions: list[str] = []
+        self.created: list[dict] = []  # objects this pass created (not adopted on 409), in creation order
+        self.retired: type[SchedulerBackend] | None = None  # the plugin whose API the cluster stopped serving
+        served = set(job.cluster.served_apis or [])
+        if served and not self.backend.available(served):  # the last probe says its API is gone
+            self.retire(served)
+        try:
+            self.observed = self.first_read(observed)
+        except TransientKubeError as exc:
+            if exc.reason == STORED_VERSION_UNREADABLE and self.retired is not None:
+                # The new version's objects cannot be listed yet: the switch waits (nothing recorded), named here.
+                raise TransientKubeError(exc.reason, f"{self.version_message}, but {exc.message}",
+                                         exc.status) from None
+            raise
+        if self.retired is not None:
+            GangJob.objects.filter(pk=job.pk, backend_plugin=self.retired.name).update(backend_plugin=self.backend.name)
+            self.job.backend_plugin = self.backend.name
+
+    def first_read(self, observed: Observed | None) -> Observed:
+        """The job's objects: `observed` (a resync's slice) when it holds the kinds of the job's plugin, else read
+        now. Raises the snapshot's StoredVersionUnreadable error when its LIST of one of those kinds failed so (a
+        missing kind is never taken for absent objects)."""
+        unreadable = observed.unreadable_for(self.backend.gang_kinds) if observed is not None else None
+        if unreadable is not None:
+            raise TransientKubeError(unreadable.reason, unreadable.message, unreadable.status)
+        try:
+            # A snapshot (resync) listed the kinds of the plugin it knew; after a switch only the new ones count.
+            return observed if observed is not None and self.retired is None else self.read()
+        except ApiException as exc:
+            # A LIST answered 404: the kind's API version is not served (the probe has not noticed the change yet).
+            if exc.status != 404 or self.retired is not None:
+                raise
+            served = discovery.served_versions(self.api)
+            if self.backend.available(served):
+                raise
+            self.retire(served)
+            return self.read()
+
+    def retire(self, served: set[str]) -> None:
+        """The cluster no longer serves the API of the job's pinned plugin: take the newest plugin of the same family
+        it does serve (`registry.select`; pinned on the job by `__init__` once its objects could be read), or, when
+        there is none, end the job Failed (`API_VERSION_REMOVED`, naming the version it had and those it could use)
+        and stop the pass (`Failed`). What happens to the gang then is `ensure`'s: a job not yet scheduled is
+        recreated in the new version under new names; a scheduled or running one keeps its pods and gets its gang
+        objects in the new version under the same names (its pods name them)."""
+        old = type(self.backend)
+        new = registry.select(old.family, served)
+        if (new is None or new is old) and self.job.is_terminal:
+            # Finished, and its gang objects are out of the API's reach: nothing left that gangweb could delete.
+            # (Its retained Jobs are not read on this path: they are removed by the garbage collector when the
+            # cluster deletes the old objects, or by hand; the job is not looked at again.)
+            self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
+            self.job.remove_after = self.job.remove_after or retention.remove_after(self.job)
+            self.job.objects_removed_at = self.job.objects_removed_at or self.job.cleaned_up_at
+            raise Done
+        if new is None or new is old:
+            known = ", ".join(registry.api_versions(old.family))
+            message = (f"cluster {self.job.cluster.name} no longer serves {old.api_version} (backend {old.name}) "
+                       f"and serves no other version of backend '{old.family}' ({known}); the job cannot continue")
+            status.record_failure(self.job, API_VERSION_REMOVED, message)
+            raise Failed(API_VERSION_REMOVED, message)
+        self.backend, self.retired = new(), old
+        self.actions.append(f"switch backend {old.name} -> {new.name}: cluster {self.job.cluster.name} no longer "
+                            f"serves {old.api_version}; it serves {new.api_version}")
+
+    @property
+    def version_message(self) -> str:
+        """`APIVersionChanged` message naming both versions (empty when the version did not change this pass)."""
+        if self.retired is None:
+            return ""
+        return (f"cluster {self.job.cluster.name} stopped serving {self.retired.api_version}; the job's gang moves "
+                f"to {self.backend.api_version} (backend {self.retired.name} -> {self.backend.name})")
+
+    def read(self) -> Observed:
+        """The job's own objects, listed now (one LIST per kind in its namespace)."""
+        return read(self.api, self.backend, self.ns, self.uid, self.job.owner_uids)
+
+    def confirm_absence(self) -> bool:
+        """Before a pass concludes that something of the job is gone (cleaned up, nothing left to delete): when what
+        it holds came from a snapshot (listed for many jobs, maybe before the job's last change), read the job's
+        objects again and go on with those. Returns True when it read again. Absence in an old list is no proof."""
+        if not self.observed.from_snapshot:
+            return False
+        recorded = self.observed.recorded_phases
+        self.observed = self.read()
+        self.observed.recorded_phases = recorded
+        self.actions.append("read again before concluding absence")
+        return True
+
+    # ---- entry -------------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Act according to the job's desired state and phase."""
+        job = self.job
+        if job.desired_state == DesiredState.CANCEL or job.phase == GangPhase.CANCELLED:
+            self.cancel()
+        elif job.phase == GangPhase.FAILED and job.phase_reason == CREATE_REFUSED:
+            self.discard()
+        elif job.is_terminal:
+            self.clean_up_finished()
+        else:
+            self.ensure()
+
+    # ---- the running job ---------------------------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Make the cluster hold exactly the desired objects of the current generation, then derive status: fix
+        the gang's drift (patch, or replace under a new generation), create the gang (root first), then the owner
+        Jobs and Service, delete what earlier generations left, and record what the cluster says now."""
+        if self.retired is not None and self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+            # Its pods (if any) name gang objects of an API the cluster no longer serves: start over under new
+            # names in the new version. A scheduled or running gang keeps its pods and names.
+            self.replace([f"apiVersion {self.retired.api_version} -> {self.backend.api_version}"])
+        spec = desired_mod.gang_spec(self.job, self.limit_defaults())
+        wanted = self.backend.build_gang_objects(spec)
+        replaced = self.fix_gang_drift(wanted)
+        if replaced:
+            spec = desired_mod.gang_spec(self.job, self.limit_defaults())
+            wanted = self.backend.build_gang_objects(spec)
+        if any(w["metadata"]["name"] not in self.observed.gang_of(ref_of(self.backend, w)) for w in wanted):
+            self.ensure_volcano_queue(spec.queue)  # a Volcano PodGroup (the root there) only once its queue exists
+        root = self.ensure_root(wanted)
+        owners = [owner_refs.with_owner(o, root) for o in desired_mod.owners(self.backend, spec)]
+        svc = owner_refs.with_owner(desired_mod.service(spec), root)
+        self.align_existing(wanted, owners, svc, root)
+        self.create_members(owners, svc)
+        self.delete_stale(wanted, owners, svc)
+        if self.cancelled_meanwhile():
+            return
+        self.note_restart(replaced)
+        self.observe_now(wanted, owners)
+        if self.job.is_terminal:
+            self.clean_up_finished()
+
+    def fix_gang_drift(self, wanted: list[dict]) -> list[str]:
+        """Patch the existing gang objects' drifted mutable fields; when a drifted field is immutable, or the server
+        refuses a patch for good, replace the gang under a new generation instead. Returns the fields that made it
+        replace ([] when it did not). Waits (Requeue) while a desired object is terminating."""
+        patches, replace_fields = [], []
+        for want in wanted:
+            ref = ref_of(self.backend, want)
+            have = self.observed.gang_of(ref).get(want["metadata"]["name"])
+            if have is None:
+                continue
+            if is_terminating(have):
+                raise Requeue(WAIT_SECONDS, WAITING, f"{object_source(have)} is being deleted")
+            drift = self.backend.diff(want, have)
+            if drift.replace:
+                replace_fields += [f"{ref.kind}.spec.{f}" for f in drift.fields]
+            elif drift.patch:
+                patches.append((ref, want, have, drift))
+        refused = []
+        for ref, want, have, drift in patches:
+            if not replace_fields and not self.patch(ref, want, have, drift):
+                refused.append(f"{ref.kind}.spec.{', '.join(drift.fields)} (patch refused)")
+        if replace_fields or refused:
+            replace_fields += refused
+            self.replace(replace_fields)
+        return replace_fields
+
+    def align_existing(self, wanted: list[dict], owners: list[dict], svc: dict, root: dict) -> None:
+        """Create the missing gang objects besides the root, and bring every existing object's ownerReferences (and
+        an Indexed Job's mutable fields) back to the root. Waits (Requeue) while an object under a desired name is
+        terminating, and after deleting objects of a deleted root (the set is created again once they are gone)."""
+        stale = False
+        for want in wanted:
+            ref = ref_of(self.backend, want)
+            if want["metadata"]["name"] == root["name"] and ref == self.backend.root_ref:
+                continue
+            owner_refs.with_owner(want, root)
+            have = self.observed.gang_of(ref).get(want["metadata"]["name"])
+            if have is None:
+                self.create_gang(ref, want)
+            else:
+                stale |= self.align_owner(ref, have, root, self.observed.gang_of(ref))
+        # A terminating object under a desired name is not "present": wait for it to go, then create it anew.
+        for have in [*(self.observed.owners.get(w["metadata"]["name"]) for w in owners),
+                     self.observed.services.get(svc["metadata"]["name"])]:
+            if have is not None and is_terminating(have):
+                raise Requeue(WAIT_SECONDS, WAITING, f"{object_source(have)} is being deleted")
+        for want in owners:  # existing ones first: nothing is created next to objects of a deleted root
+            if want["metadata"]["name"] in self.observed.owners:
+                stale |= self.correct_owner(want, self.observed.owners[want["metadata"]["name"]], root)
+        if svc["metadata"]["name"] in self.observed.services:
+            stale |= self.align_owner(SERVICE, self.observed.services[svc["metadata"]["name"]], root,
+                                      self.observed.services)
+        if stale:
+            # Objects that belonged to a root deleted by hand were deleted (the garbage collector is at them too);
+            # the set is created again once they are gone (a Recreated attempt for a job that ran).
+            raise Requeue(WAIT_SECONDS, ROOT_DELETED, "objects of a deleted root object are being deleted; the job's "
+                                                      "objects are created again once they are gone")
+
+    def create_members(self, owners: list[dict], svc: dict) -> None:
+        """Create the missing owner Jobs (after the pod-spec policy check) and the Service, and record the Jobs'
+        UIDs: what the job's pods are recognised by (reconcile/ownership.py), saved with the status."""
+        for want in owners:
+            name = want["metadata"]["name"]
+            if name not in self.observed.owners:
+                self.check_pod_policy(want)
+                self.observed.owners[name] = self.create_plain(JOB, want)
+        ownership.record(self.job, {w["metadata"]["name"]: self.observed.owners[w["metadata"]["name"]]
+                                    for w in owners})
+        if svc["metadata"]["name"] not in self.observed.services:
+            self.observed.services[svc["metadata"]["name"]] = self.create_plain(SERVICE, svc)
+
+    def observe_now(self, wanted: list[dict], owners: list[dict]) -> None:
+        """Record what the cluster says of the job's current objects (`status.apply_observation`): its gang objects
+        of this generation, its owner Jobs, their pods, and the Jobs' FailedCreate events for why-pending."""
+        owner_names = {o["metadata"]["name"] for o in owners}
+        pods = [p for p in self.observed.pods
+                if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in owner_names]
+        gang_now = [self.observed.gang_of(ref_of(self.backend, w))[w["metadata"]["name"]] for w in wanted]
+        owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
+        status.apply_observation(self.job, self.backend, gang_now, pods, owners_now,
+                                 recorded=self.observed.recorded_phases,
+                                 refusals=refusals.read(self.job, owners_now, pods, self.api))
+
+    def ensure_volcano_queue(self, queue: str) -> None:
+        """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
+        PodGroup whose queue is missing, api-changes-2026.md §3). The queue sync creates it if a policy wants it
+        here (reconcile/volcano_queues.py `missing_queue`); if it still is missing the pass waits with reason
+        VolcanoQueueMissing, naming the queue and why. Other backends: nothing to do."""
+        if self.backend.family != "volcano" or getattr(self, "_volcano_queue_checked", False):
+            return
+        message = volcano_queues.missing_queue(self.job.cluster, self.api, queue)
+        if message:  # shown as the job's why-pending until the PodGroup exists (status.record_error)
+            status.record_error(self.job, status.VOLCANO_QUEUE_MISSING, message)
+            raise Requeue(WAIT_SECONDS, status.VOLCANO_QUEUE_MISSING, message)
+        self._volcano_queue_checked = True
+
+    def limit_defaults(self) -> dict:
+        """The container defaults the job's namespace's LimitRanges add at admission (`kube.limit_ranges`, cached
+        per cluster and namespace), counted in the gang's minResources; read once per pass."""
+        if not hasattr(self, "_limit_defaults"):
+            self._limit_defaults = limit_ranges.defaults(self.api, self.job.cluster_id, self.ns)
+        return self._limit_defaults
+
+    def check_pod_policy(self, want: dict) -> None:
+        """Before creating an owner Job (what makes pods), check the job's namespace and resolved spec against the
+        pod-spec policy as it stands now (services/policy.py), once per pass: defense in depth behind the submit's
+        check (rows written before it, a queue or template tightened since). Raises PolicyRefused."""
+        if getattr(self, "_policy_checked", False):
+            return
+        job = self.job
+        # one statement: the template's level and exceptions (not the version's spec: the job has its resolved spec)
+        level, exceptions = RuntimeTemplate.objects.filter(versions__pk=job.template_version_id).values_list(
+            "pod_security_level", "policy_exceptions").first() or ("", [])
+        try:
+            policy.check_namespace(job.queue, job.namespace)
+            policy.check_job_spec(job.resolved_spec, RuntimeTemplate(pod_security_level=level,
+                                                                     policy_exceptions=exceptions), job.queue)
+        except ValidationError as exc:
+            field, messages = next(iter(exc.message_dict.items()))
+            raise PolicyRefused(JOB.kind, f"{self.ns}/{want['metadata']['name']}", f"{field}: {messages[0]}") \
+                from None
+        self._policy_checked = True
+
+    def note_restart(self, replaced: list[str]) -> None:
+        """When this pass created an owner Job of a job that was Scheduled or Running (its Job had been there: its
+        pods ran), the job starts again: record a Dispatched entry of a new attempt (`status.record_restart`),
+        at the new objects' creationTimestamp, source the new Job, reason `Replaced` (immutable drift, the
+        fields named) or `Recreated` (the objects vanished: deleted by someone, a cluster restored without
+        them), naming every object this pass created. The run before it ends there (run_time reads the latest
+        attempt) instead of spanning the loss. A job still Dispatched or Queued just goes on waiting."""
+        jobs = [obj for obj in self.created if obj.get("kind") == JOB.kind]
+        if not jobs or (self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING) and self.retired is None):
+            return
+        at = min((t for t in (o_created_at(obj) for obj in self.created) if t is not None), default=None)
+        if at is None:
+            return
+        names = ", ".join(object_source(obj) for obj in self.created)
+        if self.retired is not None:
+            reason, message = API_VERSION_CHANGED, f"{self.version_message}; recreated under new names: {names}"
+        elif replaced:
+            reason, message = REPLACED, f"replaced the gang (immutable change of {', '.join(replaced)}): {names}"
+        else:
+            reason, message = RECREATED, f"recreated what was missing from the cluster: {names}"
+        status.record_restart(self.job, at, object_source(jobs[0]), reason, message)
+        self.observed.recorded_phases = None  # read before this entry: the observation must read the timeline
+
+    def cancelled_meanwhile(self) -> bool:
+        """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
+        it, a concurrent cancel pass may already have found the cluster empty and ended the job Cancelled and
+        cleaned up, and nothing would ever delete what this pass just made. Then this pass cancels instead.
+        Our creates finished before this read, so a cancel committed after it is seen by its own pass's LIST.
+        Returns True when the job was cancelled (and its objects are being deleted)."""
+        if not any(a.startswith("create ") for a in self.actions):
+            return False
+        row = GangJob.objects.filter(pk=self.job.pk).values("desired_state", "phase").first()
+        if row is None or (row["desired_state"] != DesiredState.CANCEL and row["phase"] != GangPhase.CANCELLED):
+            return False
+        self.job.desired_state = row["desired_state"]
+        if row["phase"] == GangPhase.CANCELLED:
+            self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
+        self.job.cleaned_up_at = None  # what this pass made is not cleaned up yet
+        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
+        self.cancel()
+        return True
+
+    def replace(self, fields: list[str]) -> None:
+        """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
+        objects in reverse creation order, then bump `gang_generation` (conditionally: a concurrent pass that
+        already bumped it wins and this pass requeues)."""
+        self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
+        for owner in list(self.observed.owners.values()):
+            self.delete(JOB, owner)
+        self.observed.owners = {}
+        for ref in reversed(self.backend.gang_kinds):
+            kind = self.observed.gang_of(ref)
+            for name, obj in list(kind.items()):
+                if not is_terminating(obj):
+                    left = self.delete(ref, obj)  # still terminating (finalizer): the stale sweep looks again
+                    if left is None:
+                        kind.pop(name)
+                    else:
+                        kind[name] = left
+        old = self.job.gang_generation
+        if not GangJob.objects.filter(pk=self.job.pk, gang_generation=old).update(gang_generation=old + 1):
+            raise Requeue(1, "Conflict", "another reconcile pass replaced the gang first")
+        self.job.gang_generation = old + 1
+
+    def patch(self, ref: ObjectRef, want: dict, have: dict, drift) -> bool:
+        """Merge-patch drifted mutable fields with the read resourceVersion; on 409 read again and retry
+        (`merge_patch_retrying`); an object that changed immutably meanwhile is a countdown.
+
+        Returns False when the API server refuses the patch for good (400/422: a field the backend believed
+        mutable is not, on this cluster's version): the caller replaces the gang instead of patching again on
+        every pass. True once the object is in sync."""
+        name = want["metadata"]["name"]
+
+        def plan(current: dict) -> dict | None:
+            nonlocal drift
+            if current is not have:  # read again after a conflict
+                drift = self.backend.diff(want, current)
+                if drift.in_sync:
+                    return None
+                if drift.replace:
+                    raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
+            return drift.patch
+
+        try:
+            patched, current = merge_patch_retrying(self.api, ref, self.ns, name, have, plan,
+                                                    lambda: self.read_ours(ref, name))
+        except TerminalKubeError as exc:
+            if exc.status not in (400, 422):
+                raise
+            self.actions.append(f"patch of {ref.kind} {self.ns}/{name} refused ({exc.status}): {exc.message}")
+            return False
+        if patched is not None:
+            self.actions.append(f"update {ref.kind} {self.ns}/{name}: {', '.join(drift.fields)}")
+        self.observed.gang_of(ref)[name] = patched if patched is not None else current
+        return True
+
+    def correct_owner(self, want: dict, have: dict, root: dict) -> bool:
+        """Put back the mutable fields of an Indexed Job edited by hand (`owner_job_patch`): parallelism with
+        completions, suspend, ownerReferences. Merge patch with the read resourceVersion; on 409 read again and retry
+        (`merge_patch_retrying`). When the server refuses the patch for good (400/422), the Job is deleted (UID
+        precondition) and created anew by a later pass. Returns True when the Job is going (terminating, its patch
+        refused, or its reference names a deleted root): the caller requeues."""
+        name = want["metadata"]["name"]
+        last, fields = [have], []
+
+        def plan(current: dict) -> dict | None:
+            last[0] = current
+            if is_terminating(current):
+                raise _Going
+            if owner_refs.verdict(current, root) == owner_refs.STALE:
+                self.delete(JOB, current, propagation="Foreground")
+                raise _Going
+            body, fields[:] = owner_job_patch(want, current, root)
+            return body or None
+
+        try:
+            patched, current = merge_patch_retrying(self.api, JOB, self.ns, name, have, plan,
+                                                    lambda: self.read_ours(JOB, name))
+        except _Going:
+            return True
+        except TerminalKubeError as exc:
+            if exc.status not in (400, 422):
+                raise
+            self.actions.append(f"patch of Job {self.ns}/{name} refused ({exc.status}): {exc.message}; "
+                                "replacing the Job")
+            self.delete(JOB, last[0], propagation="Foreground")
+            return True
+        if patched is not None:
+            self.actions.append(f"update Job {self.ns}/{name}: {', '.join(fields)}")
+        self.observed.owners[name] = patched if patched is not None else current
+        return False
+
+    def ensure_root(self, wanted: list[dict]) -> dict:
+        """Create the job's root object (the desired object of the backend's `root_ref`) when missing, and return
+        its OwnerReference (`owner_refs.reference`), which every other object of the job names."""
+        want = next(w for w in wanted if ref_of(self.backend, w) == self.backend.root_ref)
+        name = want["metadata"]["name"]
+        if name not in self.observed.gang_of(self.backend.root_ref):
+            self.create_gang(self.backend.root_ref, want)
+        return owner_refs.reference(self.observed.gang_of(self.backend.root_ref)[name])
+
+    def align_owner(self, ref: ObjectRef, have: dict, root: dict, store: dict) -> bool:
+        """Bring one observed object's `metadata.ownerReferences` to the root alone (`owner_refs.verdict`): patch it
+        (merge patch, read resourceVersion; the patched object replaces it in `store`), or, when its reference
+        names a deleted root, delete it (UID precondition) and return True (the caller requeues). A 404/409 means
+        it changed meanwhile: the next pass looks again."""
+        verdict = owner_refs.verdict(have, root)
+        if verdict == owner_refs.IN_SYNC or is_terminating(have):
+            return False
+        name = have["metadata"]["name"]
+        if verdict == owner_refs.STALE:
+            self.delete(ref, have)
+            return True
+        try:
+            store[name] = objects.merge_patch(self.api, ref, self.ns, name, owner_refs.patch_body(root),
+                                              have["metadata"].get("resourceVersion"))
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed during update") from None
+            raise
+        self.actions.append(f"update {ref.kind} {self.ns}/{name}: ownerReferences")
+        return False
+
+    def read_ours(self, ref: ObjectRef, name: str) -> dict:
+        """GET an object that should be this job's; NameConflict if it is someone else's, a countdown if it is
+        terminating or gone."""
+        try:
+            have = objects.get(self.api, ref, self.ns, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} was deleted meanwhile") from None
+            raise
+        other = owner_uid_label(have)
+        if ref == JOB and other == self.uid and not ownership.adoptable(name, have["metadata"].get("uid"),
+                                                                        self.job.owner_uids):
+            other = None  # carries the job's label, but is not the Job gangweb recorded under that name
+        if other != self.uid:
+            whose = f"gangweb job {other}" if other else "something other than gangweb"
+            raise TerminalKubeError(NAME_CONFLICT, f"{ref.kind} {self.ns}/{name} already exists and belongs to "
+                                                   f"{whose}; it is not adopted. Delete it or rename the job.")
+        if is_terminating(have):
+            raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
+        return have
+
+    def create(self, ref: ObjectRef, want: dict) -> dict:
+        """POST one object. Raises ApiException(409) when the name is taken, CreateRefused when the API server
+        refuses it for good (`refuses_for_good`), other KubeErrors as classified."""
+        try:
+            return objects.create(self.api, ref, want)
+        except KubeError as exc:
+            if refuses_for_good(exc):
+                raise CreateRefused(ref.kind, f"{self.ns}/{want['metadata']['name']}", exc) from exc
+            raise
+
+    def create_gang(self, ref: ObjectRef, want: dict) -> None:
+        """Create a gang object; on AlreadyExists read it, check it is ours, compare and fix drift."""
+        name = want["metadata"]["name"]
+        try:
+            self.observed.gang_of(ref)[name] = obj = self.create(ref, want)
+            self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            self.created.append(obj)
+            return
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        have = self.read_ours(ref, name)
+        drift = self.backend.diff(want, have)
+        if drift.replace:
+            raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} appeared with immutable drift "
+                                         f"({', '.join(drift.fields)})")
+        self.observed.gang_of(ref)[name] = have
+        if drift.patch and not self.patch(ref, want, have, drift):
+            raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} appeared with drift the server does not let "
+                                         "gangweb patch; it is replaced at the next pass")
+
+    def create_plain(self, ref: ObjectRef, want: dict) -> dict:
+        """Create an Indexed Job or Service; on AlreadyExists accept it only when it is ours and alive."""
+        name = want["metadata"]["name"]
+        try:
+            obj = self.create(ref, want)
+            self.actions.append(f"create {ref.kind} {self.ns}/{name}")
+            self.created.append(obj)
+            return obj
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        return self.read_ours(ref, name)
