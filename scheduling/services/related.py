@@ -89,9 +89,10 @@ def attach(objects: Iterable[models.Model], spec: dict[str, list[str]]) -> list[
                     fk.set_cached_value(owner, None)
                 continue
             pk = related._meta.pk.attname
-            names = [pk, *(a for a in attnames if a != pk)]
-            values = [key, *(getattr(obj, alias(path, a)) for a in attnames if a != pk)]
-            instance = related.from_db(obj._state.db, names, values)
+            given = {pk: key, **{a: getattr(obj, alias(path, a)) for a in attnames if a != pk}}
+            # Model.from_db fills a partial row in the model's field order, whatever the order of the names given.
+            names = [f.attname for f in related._meta.concrete_fields if f.attname in given]
+            instance = related.from_db(obj._state.db, names, [given[n] for n in names])
             fk.set_cached_value(owner, instance)
             built[path] = instance
     return objects

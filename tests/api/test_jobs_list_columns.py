@@ -4,6 +4,7 @@ import pytest
 
 from scheduling.choices import GangPhase
 from scheduling.models import GangJob
+from scheduling.services import templates as template_service
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -90,3 +91,22 @@ def test_a_reader_counts_only_the_jobs_they_may_see(jobs):
     client = APIClient()
     client.force_authenticate(viewer)
     assert client.get("/api/v1/jobs/groups/?group=queue").data["groups"] == [{"key": "team-b", "count": 2}]
+
+
+def test_the_list_names_each_jobs_template_and_version_as_its_detail_does(api, admin_user):
+    # Template ids and version numbers differ here (ids 3.. vs versions 1..2), so a swapped pair shows.
+    local = builders.make_cluster("local")
+    queue = builders.make_queue("team-a", clusters=[local])
+    for i in range(2):
+        builders.make_template(f"filler-{i}")
+    first = builders.make_template("ddp")
+    job_v1 = builders.make_job(first, queue, local, name="ddp-1", user=admin_user)  # a submit takes the latest
+    second = template_service.add_version(admin_user, first.template,
+                                          builders.template_spec(pod_sets=[builders.pod_set(replicas=3)]))
+    job_v2 = builders.make_job(second, queue, local, name="ddp-2", user=admin_user)
+    assert first.template.pk not in (1, 2)
+    rows = {j["name"]: j for j in api.get("/api/v1/jobs/").data["results"]}
+    for job, version in ((job_v1, 1), (job_v2, 2)):
+        detail = api.get(f"/api/v1/jobs/{job.pk}/").data
+        assert (rows[job.name]["template"], rows[job.name]["template_version"]) == ("ddp", version)
+        assert (detail["template"], detail["template_version"]) == ("ddp", version)
