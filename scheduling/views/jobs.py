@@ -37,6 +37,8 @@ SORTS = {
     "in_phase": ("-phase_changed_at", "-id"), "-in_phase": ("phase_changed_at", "id"),
     "queue": (related.alias("queue", "name"), "-id"), "-queue": ("-" + related.alias("queue", "name"), "-id"),
 }
+# Keys whose unprefixed order runs down their column's values (newest submit first): the arrow says so.
+DESCENDING_KEYS = {"created"}
 SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),
                 ("created", "Submitted")]
 # The queue's parent too: a pending job's place in line names it (services/queue_line.py).
@@ -111,7 +113,8 @@ def job_list(request):
         q = query.copy()
         q["sort"] = f"-{key}" if sort == key else key
         sort_links.append({"key": key, "label": label, "query": q.urlencode(),
-                           "active": sort.lstrip("-") == key, "desc": sort.startswith("-")})
+                           "active": sort.lstrip("-") == key,
+                           "desc": sort.startswith("-") != (key in DESCENDING_KEYS)})
     return page_or_fragment(request, "scheduling/jobs.html", "scheduling/partials/job_table.html", {
         "section": "jobs", "filterset": filterset, "page": page, "sort": sort, "sort_links": sort_links,
         "query": query.urlencode(), "phases": GangPhase.choices, "selected_phases": request.GET.getlist("phase"),
