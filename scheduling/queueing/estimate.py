@@ -68,7 +68,10 @@ MIN_TAIL = 3  # runs longer than the elapsed time needed to draw among them; few
 PER_KEY = 200  # most recent runs kept per history key
 SAMPLES = 100  # replays per estimate: ~1 %-steps for p50/p90 (bench/estimate.py: the cost per call)
 MIN_SAMPLES = 20
-WORK_BUDGET = 4_000  # allocation passes (~0.1 ms each) over all replays; past it, after MIN_SAMPLES, none more
+# Units of work (a queue looked at, an order key read or a job tried in an allocation pass, 1-3 µs each) over all
+# replays: past it, no new replay starts once MIN_SAMPLES are done; past 4 x it none starts at all (a line of
+# hundreds of queues).
+WORK_BUDGET = 50_000
 MIN_SIGMA = 0.1  # the fitted lognormal's spread when every run took the same time (log-seconds)
 EPS = 1e-9
 
@@ -359,7 +362,7 @@ def _fits(free: Vec, smallest: Iterable[Vec]) -> bool:
 
 
 def allocate(state: ClusterState, lines: Mapping[str, list[Job]],
-             smallest: Mapping[str, list[Vec]] | None = None) -> list[Job]:
+             smallest: Mapping[str, list[Vec]] | None = None, work: list[int] | None = None) -> list[Job]:
     """One allocation pass (module docstring): places what fits, in queue order then line order, into `state`.
 
     `lines`: {queue name: its pending jobs in line order (`Job.line_key`)}; placed jobs are removed from them.
@@ -368,7 +371,10 @@ def allocate(state: ClusterState, lines: Mapping[str, list[Job]],
     A queue none of whose smallest asks fit the free room is not tried: nothing of it could be placed.
     Returns the placed jobs in the order placed. Each turn goes to the queue of lowest `order_key` among those with
     jobs not yet tried in this pass; saturations are remembered within the pass and forgotten along the path of a
-    queue that was given a job."""
+    queue that was given a job, and only the order keys that read one of them are recomputed (ancestors every
+    queue in the pass shares are left out of the keys: equal for all, they never decide). `work`: a one-item
+    counter to which the pass adds its units of work (queues looked at, order keys read, jobs tried), which bound
+    a replay's cost."""
     placed: list[Job] = []
     smallest = smallest_asks(lines) if smallest is None else smallest
     free = state.free
@@ -377,6 +383,8 @@ def allocate(state: ClusterState, lines: Mapping[str, list[Job]],
         return (free["gpu"] + EPS, free["cpu"] + EPS, free["memory"] + EPS)
 
     now = room()
+    counter = work if work is not None else [0]
+    counter[0] += len(lines)
     turn = {q: 0 for q, jobs in lines.items() if jobs and _fits(now, smallest.get(q, ()))}
     if not turn:
         return placed
@@ -388,10 +396,20 @@ def allocate(state: ClusterState, lines: Mapping[str, list[Job]],
         return sat[name]
 
     keys: dict[str, tuple] = {}
+    paths = {q: tuple(reversed(state.path(q))) for q in turn}  # top of the tree first
+    shared = 0  # leading ancestors every queue of the pass has in common
+    first = next(iter(paths.values()))
+    while shared < len(first) and all(len(p) > shared + 1 and p[shared] == first[shared] for p in paths.values()):
+        shared += 1
+    readers: dict[str, set[str]] = {}  # queue -> the queues whose key reads its saturation
+    for q, path in paths.items():
+        for name in path[shared:]:
+            readers.setdefault(name, set()).add(q)
 
     def key(queue: str) -> tuple:
+        counter[0] += 1
         if queue not in keys:
-            keys[queue] = (tuple(saturation(n) for n in reversed(state.path(queue))), queue)
+            keys[queue] = (tuple(saturation(n) for n in paths[queue][shared:]), queue)
         return keys[queue]
 
     taken: dict[str, set[int]] = {}
@@ -406,6 +424,7 @@ def allocate(state: ClusterState, lines: Mapping[str, list[Job]],
             continue
         jobs, i, placed_one = lines[queue], turn[queue], False
         while i < len(jobs) and not placed_one:
+            counter[0] += 1
             job = jobs[i]
             g, c, m = job.vec
             if g <= free["gpu"] + EPS and c <= free["cpu"] + EPS and m <= free["memory"] + EPS \
@@ -422,7 +441,8 @@ def allocate(state: ClusterState, lines: Mapping[str, list[Job]],
         if placed_one:
             for name in state.path(queue):
                 sat.pop(name, None)
-            keys.clear()  # the queues under any of those share their saturations
+                for reader in readers.get(name, ()):
+                    keys.pop(reader, None)  # its key read a saturation that just changed
     for queue, idx in taken.items():
         lines[queue][:] = [j for k, j in enumerate(lines[queue]) if k not in idx]
     return placed
@@ -454,7 +474,7 @@ class Estimate:
       (else it starts in the replay first), `freed_runs`: the `Runs` its end was drawn from, `free_then`: free
       room of the binding resource right after that end;
     - `thin`: (job, its `Runs`) of the job whose history was too thin, for an unknown;
-    - `samples`: replays run.
+    - `samples`: replays run; `work`: units of work they spent (`allocate`).
     """
 
     status: str
@@ -472,6 +492,7 @@ class Estimate:
     free_then: float = 0.0
     thin: tuple[Job, Runs] | None = None
     samples: int = 0
+    work: int = 0
 
 
 def _binding(job: Job, state: ClusterState) -> str:
@@ -496,8 +517,7 @@ def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], runni
     t, trigger, was_running, free_after = 0.0, None, False, dict(state.free)
     smallest = smallest_asks(lines)  # placed jobs leave it stale: a pass then runs and places nothing
     while True:
-        work[0] += 1
-        for job in allocate(state, lines, smallest):
+        for job in allocate(state, lines, smallest, work):
             if job.id == target.id:
                 return t, trigger, was_running, free_after
             runs = runs_of(job)
@@ -523,8 +543,9 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
     - `queues`: every queue of the tree (ancestors included); `running`: the cluster's placed jobs (Scheduled or
       Running, with `elapsed`); `pending`: its pending jobs, the target included, in any order;
     - `history`: finished runs; `samples`: replays at most; `seed`: the draws' seed (default: the target's id, so
-      the same inputs give the same answer); `budget`: allocation passes over all replays after which no new replay
-      starts once MIN_SAMPLES are done (`Estimate.samples` says how many ran).
+      the same inputs give the same answer); `budget`: units of work (`allocate`) over all replays after which no
+      new replay starts once MIN_SAMPLES are done, nor after 4 x `budget` once one is (`Estimate.samples` says how
+      many ran).
 
     Returns an `Estimate`. Raises KeyError when `target_id` is not in `pending`.
     """
@@ -572,7 +593,7 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
     rng = random.Random(target.id if seed is None else seed)
     results, work = [], [0]
     for _ in range(max(1, samples)):
-        if len(results) >= MIN_SAMPLES and work[0] >= budget:
+        if (len(results) >= MIN_SAMPLES and work[0] >= budget) or (results and work[0] >= 4 * budget):
             break  # a large cluster line: fewer replays rather than seconds per read (deterministic: counted work)
         got = _replay(target, _copy(base), {q: list(js) for q, js in line.items()}, running, runs_of, rng, work)
         if got is None:
@@ -584,7 +605,7 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
         results.append(got)
     results.sort(key=lambda g: g[0])
     starts = [g[0] for g in results]
-    out.p50, out.p90, out.samples = quantile(starts, 0.5), quantile(starts, 0.9), len(starts)
+    out.p50, out.p90, out.samples, out.work = quantile(starts, 0.5), quantile(starts, 0.9), len(starts), work[0]
     median = results[max(0, math.ceil(0.5 * len(results)) - 1)]
     _, trigger, was_running, free_after = median
     if trigger is not None:
