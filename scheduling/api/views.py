@@ -182,6 +182,15 @@ def volcano_states() -> list[Prefetch]:
                      .order_by("cluster__name"))]
 
 
+def _visible_cluster_id(user, name: str) -> int:
+    """The id of cluster `name` when `user` may see it (access.visible_clusters). Raises ValidationError (400,
+    field `cluster`) otherwise, in the same words whether it is hidden or missing, so names cannot be probed."""
+    found = access.visible_clusters(user, Cluster.objects.filter(name=name)).values_list("id", flat=True).first()
+    if found is None:
+        raise DjangoValidationError({"cluster": f"no cluster named '{name[:63]}'"})
+    return found
+
+
 class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     """KAI queue policies, kept in sync with every cluster they target.
 
@@ -281,8 +290,8 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         else:
             depth = None
         cluster = params.get("cluster") or None
-        if cluster is not None and not Cluster.objects.filter(name=cluster).exists():
-            raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+        if cluster is not None:
+            _visible_cluster_id(request.user, cluster)
         tree = queue_service.QueueTree.load_rows()
         roots = queue_service.queue_tree(cluster, parent=params.get("parent") or None,
                                          depth=depth, visible=access.queue_tree_filter(request.user), tree=tree)
@@ -316,10 +325,11 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         allocated, requested, borrowed, lent and one sentence saying why. Amounts in KAI units (`units`)."""
         policy = self._named(name)
         cluster = request.query_params.get("cluster") or None
-        if cluster is not None and not Cluster.objects.filter(name=cluster).exists():
-            raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+        if cluster is not None:
+            _visible_cluster_id(request.user, cluster)
         return Response(fair_share_service.queue_fair_share(policy, cluster,
-                                                            visible=access.queue_tree_filter(request.user)))
+                                                            visible=access.queue_tree_filter(request.user),
+                                                            user=request.user))
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str, description="this cluster only")],
                    responses={200: dict})
@@ -332,9 +342,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         cluster = request.query_params.get("cluster") or None
         clusters = None
         if cluster is not None:
-            found = Cluster.objects.filter(name=cluster).values_list("id", flat=True).first()
-            if found is None:
-                raise DjangoValidationError({"cluster": f"no cluster named '{cluster[:63]}'"})
+            found = _visible_cluster_id(request.user, cluster)
             clusters = [found]
         return Response({"queue": policy.name, "order": queue_line.ORDER,
                          "jobs": queue_line.line_payload(request.user, policy, clusters)})

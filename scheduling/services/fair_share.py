@@ -24,6 +24,7 @@ from django.db.models import Count, Q, Sum
 from ..kube.kai_units import RESOURCES, UNITS
 from ..models import Cluster, GangJob, QueuePolicy
 from ..queueing import fair_share as model
+from . import access
 from .queue_usage import ACTIVE, COLUMNS, RUNNING_PHASES, _kai
 from .queues import QueueTree
 
@@ -152,8 +153,19 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
     return out
 
 
-def queue_fair_share(policy, cluster: str | None = None, visible: set[int] | None = None) -> dict:
+def queue_fair_share(policy, cluster: str | None = None, visible: set[int] | None = None, user=None) -> dict:
     """`GET /api/v1/queues/<name>/fair-share/`: ``{"queue": name, "units": {...}, "clusters": [...]}`` with
-    `fair_shares`' entries of this queue (`visible`: as there)."""
-    return {"queue": policy.name, "units": UNITS,
-            "clusters": fair_shares([policy.id], cluster, visible=visible)[policy.id]}
+    `fair_shares`' entries of this queue (`visible`: as there), only of the clusters `user` may see
+    (`seen_by`) when a user is given."""
+    entries = fair_shares([policy.id], cluster, visible=visible)[policy.id]
+    return {"queue": policy.name, "units": UNITS, "clusters": entries if user is None else seen_by(user, entries)}
+
+
+def seen_by(user, entries: list[dict]) -> list[dict]:
+    """The per-cluster `entries` (dicts with "cluster": a name) of the clusters `user` may see
+    (access.visible_clusters): a queue that spans clusters the reader has no part in does not name them. One
+    query, none for a platform admin."""
+    if access.sees_every_cluster(user):
+        return entries
+    names = set(access.visible_clusters(user, Cluster.objects.all()).values_list("name", flat=True))
+    return [e for e in entries if e["cluster"] in names]

@@ -48,6 +48,7 @@ ORDER = ("per cluster and scheduler: KAI jobs by priority (KAI built-in Priority
          "as 50), then submit time, then id; Volcano, Kubernetes Workload and coscheduling jobs by submit time, "
          "then id (their schedulers take pod priority first, whose values gangweb does not read)")
 LINE_SHOWN = 100
+HIDDEN = "(hidden)"
 
 
 def family_of(job: GangJob) -> str:
@@ -183,8 +184,8 @@ def line(policy, cluster_ids=None, limit: int = LINE_SHOWN, tree=None) -> list[d
 
 def line_payload(user, policy, cluster_ids=None, tree=None) -> list[dict]:
     """`line()` for the API and the queue page: each row with `text` ("3 of 7 in team-a") and `parent_text`;
-    a reader without a role on a job's queue (access.visible_jobs) sees the positions without the job's name
-    and namespace."""
+    a reader without a role on a job's queue (access.visible_jobs) sees the positions without the job's name,
+    namespace, queue and cluster (HIDDEN)."""
     rows = line(policy, cluster_ids, tree=tree)
     admin = access.is_platform_admin(user)
     roles = set() if admin else set(access.queue_roles(user))
@@ -193,6 +194,9 @@ def line_payload(user, policy, cluster_ids=None, tree=None) -> list[dict]:
         r["text"] = _text(r["queue"], r["queue_total"], policy.name)
         r["parent_text"] = _text(r["parent"], r["parent_total"], parent) if parent and r["parent"] else None
         if not admin and r["queue_id"] not in roles:  # roles are inherited down the tree (access.queue_roles)
-            r.update(id=None, name="(hidden)", namespace="")
+            # Nor which queue or cluster it is in: a parent's line spans queues (and their clusters) the reader
+            # may not know exist, as the queue and cluster APIs answer 404 for them.
+            r.update(id=None, name=HIDDEN, namespace="", queue_id=None, queue_name=HIDDEN, cluster_id=None,
+                     cluster=HIDDEN)
     return rows
 

@@ -42,6 +42,17 @@ SYSTEM_PRIORITY_PREFIX = "system-"
 SYSTEM_PRIORITIES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 
 
+def _resource(rname, qty, field: str) -> None:
+    """One entry of a resources map under `field`: its name must be a qualified name (apimachinery
+    `IsQualifiedName`, as the API server's pod validation requires of every resource name: "cpu", "nvidia.com/gpu")
+    and its amount a quantity (`quantities.parse_resource`). Raises ValidationError naming the entry."""
+    if not v.is_qualified_name(rname):
+        shown = repr(rname[:80]) if isinstance(rname, str) else type(rname).__name__
+        raise ValidationError({field: f"{shown} is not a valid resource name: an optional DNS-subdomain prefix and a "
+                                      "name of at most 63 letters, digits, '-', '_' or '.' (e.g. nvidia.com/gpu)"})
+    quantities.parse_resource(rname, qty, f"{field}.{rname}")
+
+
 def _container(c, field: str, names: set) -> None:
     v.mapping(c, field)
     name = v.dns_label(c.get("name"), f"{field}.name")
@@ -66,7 +77,7 @@ def _container(c, field: str, names: set) -> None:
     v.mapping(resources, f"{field}.resources")
     for part in ("requests", "limits"):
         for rname, qty in v.mapping(resources.get(part, {}), f"{field}.resources.{part}").items():
-            quantities.parse_resource(rname, qty, f"{field}.resources.{part}.{rname}")
+            _resource(rname, qty, f"{field}.resources.{part}")
 
 
 def _scheduling_gates(gates, field: str) -> None:
@@ -116,7 +127,7 @@ def validate_pod_template(template, field: str) -> None:
     pod_resources = v.mapping(spec.get("resources", {}), f"{field}.spec.resources")  # pod-level (KEP-2837)
     for part in ("requests", "limits"):
         for rname, qty in v.mapping(pod_resources.get(part, {}), f"{field}.spec.resources.{part}").items():
-            quantities.parse_resource(rname, qty, f"{field}.spec.resources.{part}.{rname}")
+            _resource(rname, qty, f"{field}.spec.resources.{part}")
     meta = v.mapping(template.get("metadata", {}), f"{field}.metadata")
     if "labels" in meta:
         v.label_map(meta["labels"], f"{field}.metadata.labels")
@@ -328,7 +339,7 @@ def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:
         requests = resources.setdefault("requests", {})
         limits = resources.get("limits", {})
         for rname, qty in v.mapping(fields["resources"], f"{field}.resources").items():
-            quantities.parse_resource(rname, qty, f"{field}.resources.{rname}")
+            _resource(rname, qty, f"{field}.resources")
             requests[rname] = str(qty)
             # Extended resources (GPUs) must have limit == request; a lower template limit would be invalid.
             if quantities.is_extended_resource(rname) or rname in limits:

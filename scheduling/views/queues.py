@@ -164,7 +164,8 @@ def queue_detail(request, name: str):
     queue_counts.attach([node], queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     # Fair share per cluster (the same service as GET /api/v1/queues/<name>/fair-share/) and the wait order (as
     # .../line/): a fixed number of queries whatever the number of queues and jobs.
-    shares = fair_share_service.fair_shares([policy.id], cluster, tree=tree, visible=visible)[policy.id]
+    shares = fair_share_service.seen_by(request.user, fair_share_service.fair_shares(
+        [policy.id], cluster, tree=tree, visible=visible)[policy.id])
     for c in shares:  # each resource's bar: quota, limit and fair share marked over what is allocated and requested
         for r, x in (c["resources"] or {}).items():
             x["bar"] = quota_bar(r, UNIT_LABELS[r], x["quota"], x["limit"], x["allocated"], x["requested"],

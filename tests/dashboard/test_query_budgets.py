@@ -48,8 +48,9 @@ NON_ADMIN_BUDGETS = {
     "/queues/": 15,
     "/queues/?q=team&cluster=local": 15,
     "/queues/org/children/": 14,
-    "/queues/team-a/?window=7d": 19,  # + fair share (3 queries) + wait order (1), as for an admin
-    "/queues/org/": 19,
+    "/queues/team-a/?window=7d": 22,  # + fair share (3 queries) + wait order (1), as for an admin; + the clusters it
+    # may see (3: its queue roles, their clusters, their parents), so the fair share names no other cluster
+    "/queues/org/": 22,
     "/jobs/": 12,
     "/jobs/?phase=Running&sort=-in_phase&page=2": 12,
     "/jobs/?group=queue&name=job": 14,
