@@ -129,8 +129,10 @@ def test_free_room_split_over_nodes_says_what_each_pod_needs_and_the_most_any_no
         assert world.reconcile(job).error is None
         fillers.append(job)
     for job in fillers:
+        # The phase may be written by one pass before a later one lists the bound pod: wait for both.
         wait_for(lambda job=job: (row := GangJob.objects.get(pk=job.pk)).phase in ("Scheduled", "Running")
-                 and row.observed["pods"][0]["node"], timeout=60, what="a filler pod bound and observed")
+                 and ((row.observed or {}).get("pods") or [{}])[0].get("node"), timeout=60,
+                 what="a filler pod bound and observed")
     assert sorted(GangJob.objects.get(pk=j.pk).observed["pods"][0]["node"] for j in fillers) == sorted(pool)
 
     gang, _ = submit(world, replicas=3, gpu=6, pod_spec={"nodeSelector": {POOL_LABEL: world.namespace}})
