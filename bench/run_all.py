@@ -54,6 +54,9 @@ def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, st
         "LOG_LEVEL": "WARNING",
         # Beat is not started: each benchmark triggers resyncs itself, so none runs at a random moment.
         "GANGWEB_RESYNC_SECONDS": "3600",
+        # The worker's resync run may cover the whole dataset (production bounds a run at 2,000 jobs, settings.py);
+        # its time budget stays the production one, inside the task's soft time limit.
+        "GANGWEB_RESYNC_MAX_JOBS": "1000000",
         # The local control plane listens on loopback, which production refuses (docs/security.md).
         "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES": "127.0.0.0/8,::1/128",
     }
