@@ -64,20 +64,21 @@ JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are
 
 
 def chunked(queryset, size: int = JOB_CHUNK, ordered: list[int] | None = None):
-    """Yield (job, [(phase, at, attempt)] recorded for it) for the rows of `queryset`, `size` at a time by primary
-    key: the ids first (one query, unless given in `ordered`: then in that order), then two queries per chunk (rows,
-    their timelines), so a resync of 10,000 jobs never holds 10,000 model instances with their JSON. Unlike
+    """Yield (job, [(phase, at, attempt, inferred)] recorded for it) for the rows of `queryset`, `size` at a time by
+    primary key: the ids first (one query, unless given in `ordered`: then in that order), then two queries per
+    chunk (rows, then their timelines), so a resync of 10,000 jobs never holds 10,000 model instances with their JSON. Unlike
     `.iterator()` it needs no server-side cursor held open across the passes' own writes and transactions. Rows
     deleted meanwhile are skipped."""
     ids = ordered if ordered is not None else list(queryset.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), size):
         chunk = ids[start:start + size]
-        recorded: dict[int, list] = {}
-        # Same rows as `job.transitions.values_list("phase", "at", "attempt")`, per job.
-        for job_id, phase, at, attempt in PhaseTransition.objects.filter(job_id__in=chunk).values_list(
-                "job_id", "phase", "at", "attempt"):
-            recorded.setdefault(job_id, []).append((phase, at, attempt))
         rows = {job.pk: job for job in queryset.filter(pk__in=chunk)}
+        recorded: dict[int, list] = {}
+        # Read after the rows, so a row's `updated_at` vouches for its timeline (status.locked_row); the same rows
+        # as `status.read_timeline`, per job.
+        for job_id, *entry in PhaseTransition.objects.filter(job_id__in=chunk).values_list(
+                "job_id", "phase", "at", "attempt", "inferred"):
+            recorded.setdefault(job_id, []).append(tuple(entry))
         for pk in chunk:
             if pk in rows:
                 yield rows[pk], recorded.get(pk, [])

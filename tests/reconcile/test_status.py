@@ -5,7 +5,7 @@ from prometheus_client import REGISTRY
 from scheduling.backends.base import GangStatus
 from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob, PhaseTransition
-from scheduling.reconcile import status
+from scheduling.reconcile import derive, status
 from tests import builders
 from tests.kube_objects import T0, batch_job, kai_over_limit, kai_podgroup, pod, t, v1alpha2_podgroup
 
@@ -28,7 +28,7 @@ class StubBackend:
 def gang_named_j_pg(monkeypatch):
     """The recorded gang objects of these tests are named "j-pg" (tests/kube_objects.py): let that be the job's
     current gang name (tests/reconcile/test_current_gang.py covers the real names)."""
-    monkeypatch.setattr(status, "current_gang_name", lambda job: "j-pg")
+    monkeypatch.setattr(derive, "current_gang_name", lambda job: "j-pg")
 
 
 @pytest.fixture
