@@ -31,20 +31,19 @@ because the answer is rebuilt from the current objects on every observation.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils import parse_quantity
 
 from ..amounts import for_people, format_number
-from ..backends.base import GangStatus
 from ..choices import GangPhase
 from ..kube import resources
 from . import causes
 from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER, fragmented
 from .capacity import blocking as capacity_blocking
 from .capacity import busy as capacity_busy
-from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, JobShape, bound_of
+from .evidence import Evidence
+from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, bound_of
 from .pods import PodFacts
 
 PENDING_PHASES = frozenset({GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED})
@@ -292,15 +291,16 @@ def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
     return sorted(groups.values(), key=lambda g: -g["pods"])[:MAX_POD_CONDITIONS]
 
 
-def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
-            job_requests: dict | None = None, scheduler_name: str = "", capacity: dict | None = None,
-            per_pod: list[dict] | None = None, in_use=None, queue_name: str = "", *,
-            refusals: list[dict] | None = None, template_gates: set[str] | None = None, waiting: list | None = None,
-            nodes=None, silence_s: float | None = None, now: datetime | None = None) -> dict | None:
+def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, scheduler_name: str = "",
+            capacity: dict | None = None, per_pod: list[dict] | None = None, in_use=None, queue_name: str = "", *,
+            template_gates: set[str] | None = None, waiting: list | None = None, nodes=None,
+            silence_s: float | None = None) -> dict | None:
     """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
     least minMember pods bound).
 
-    - `gang`: the backend's reading of the gang object; `pods`: the job's pods; `shape`: minMember and total.
+    - `evidence` (observe/evidence.py): the job's shape (minMember and total), the backend's reading of the gang
+      object, the job's pods, the owner Jobs' FailedCreate event rows (`refusals`, newest first, for
+      `PodCreateRefused` facts while pods are missing) and `now`.
     - `job_requests`: what the whole job asks per resource (base units), used when the scheduler does not say.
     - `capacity`: the cluster's `Cluster.capacity` (observe.capacity.summarize; None when unknown) and `per_pod`:
       what one pod of each pod set asks (observe.capacity.pod_requests), for the capacity facts in `blocking`.
@@ -309,18 +309,19 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
       `ClusterBusy` fact.
     - `queue_name`: the job's queue (gangweb's name, which is the scheduler's queue object's name): stored as
       `queue_name` and named by every summary, also when the scheduler reported no queue details.
-    - `refusals`: FailedCreate event rows of the job's owner Jobs, newest first (`observe.events.row`), for
-      `PodCreateRefused` facts while pods are missing; `template_gates`: gates the job's own templates carry.
+    - `template_gates`: gates the job's own templates carry.
     - `waiting` and `nodes`: per pod set (one pod's asks, nodeSelector, pods to place), and a callable returning
       (`observe.capacity.node_list`, {node: what gangweb's bound pods request there}), for a `NodesFragmented`
       fact when the gang has no room but the cluster's free room would hold it in total.
-    - `silence_s` and `now`: when every pod exists longer than `silence_s` seconds and no scheduler said anything,
+    - `silence_s`: when every pod exists longer than `silence_s` seconds (at the evidence's `now`) and no scheduler
+      said anything,
       a `SchedulerSilent` fact naming `scheduler_name` (GANGWEB_SCHEDULER_SILENCE_SECONDS).
 
     Facts lead in this order: pods refused by the API server, foreign scheduling gates, the capacity facts, the
     queue's numbers, then (only when nothing else blocks) ClusterBusy or NodesFragmented, or SchedulerSilent.
     """
-    live = [p for p in pods if not p.terminating]
+    shape, gang, refusals = evidence.shape, evidence.gang, evidence.refusals
+    live = evidence.live_pods
     bound = sum(1 for p in live if p.bound)
     if phase not in PENDING_PHASES or (bound >= shape.min_member and bound):
         return None
@@ -355,7 +356,7 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
         if not blocking and not bound:
             blocking = _fragment_facts(waiting or [], nodes)
     if not blocking and reason == REASON_WAITING_FOR_SCHEDULER and silence_s is not None and gang.admitted is None:
-        blocking = causes.silent_scheduler(scheduler_name, live, now or datetime.now(UTC), silence_s)
+        blocking = causes.silent_scheduler(scheduler_name, live, evidence.now, silence_s)
     why = {
         "reason": reason,
         "message": message,

@@ -17,8 +17,7 @@ from ..kube import runtime_classes
 from ..models import GangJob
 from ..observe import capacity, causes, phases, why_pending
 from ..observe import objects as o
-from ..observe.evidence import Evidence
-from ..observe.pods import owner_facts, pod_facts
+from ..observe.evidence import Evidence, JobObjects
 from ..services import cluster_usage, timeline
 from . import names
 
@@ -28,14 +27,12 @@ REASON_MAX = 128
 @dataclass
 class Sighting:
     """What a pass or the watch saw of one job's objects, to be recorded: its `backend` (a SchedulerBackend class
-    or instance; None when it has none yet), its gang objects, pods and owner Jobs as camelCase dicts (every one
-    of the job's that exists, terminating ones included), and `refusals`, the owner Jobs' FailedCreate event rows
-    (`reconcile.refusals.read`; None when not read)."""
+    or instance; None when it has none yet), its `objects` (every one of the job's that exists, terminating ones
+    included) and `refusals`, the owner Jobs' FailedCreate event rows (`reconcile.refusals.read`; None when not
+    read)."""
 
     backend: object
-    gang_objects: list[dict]
-    pods: list[dict]
-    owners: list[dict]
+    objects: JobObjects
     refusals: list[dict] | None = None
 
 
@@ -103,7 +100,7 @@ def _pod_row(pod: dict, facts) -> dict:
     return row
 
 
-def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phases.Observation) -> dict:
+def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
     """The `GangJob.observed` summary the job page and the events API read::
 
         {"objects": [<gang objects and owner Jobs: apiVersion, kind, metadata (name, namespace, uid, labels,
@@ -113,10 +110,11 @@ def _observed(gang: GangStatus, gang_objects, owners, pods, pod_list, obs: phase
          "pod_counts": {"created", "bound", "running", "succeeded", "failed"},
          "gang": {"admitted", "reason", "message", "source", "at"}}
     """
-    rows = sorted((_pod_row(p, f) for p, f in zip(pods, pod_list, strict=True) if not f.terminating),
+    objects, gang = evidence.objects, evidence.gang
+    rows = sorted((_pod_row(p, f) for p, f in zip(objects.pods, evidence.pods, strict=True) if not f.terminating),
                   key=lambda r: r["name"])
     return {
-        "objects": [_object_body(x) for x in [*gang_objects, *owners]],
+        "objects": [_object_body(x) for x in [*objects.gang, *objects.owners]],
         "pods": rows[:MAX_PODS_LISTED],
         "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
                        "failed": obs.failed},
@@ -154,20 +152,17 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
     `recorded` [(phase, at, attempt)], and the field values it implies. `backend_plugin`: the plugin the calling
     pass chose (written with the phase when the row has none); `new_owner_uids`: UIDs of Jobs the calling pass
     created (reconcile/ownership.py), merged with the row's. Returns (phases.Observation, {field: value})."""
-    gang = read_gang_status(sighting.backend, current_gang_objects(row, sighting.gang_objects))
-    pod_list = [pod_facts(p) for p in sighting.pods]
-    owner_list = [owner_facts(w) for w in sighting.owners]
-    shape = job_shape(row)
+    gang = read_gang_status(sighting.backend, current_gang_objects(row, sighting.objects.gang))
+    evidence = Evidence.of(job_shape(row), gang, sighting.objects, timezone.now(), sighting.refusals)
     attempt, current = timeline.current_attempt(recorded)
-    evidence = Evidence(shape, gang, sighting.gang_objects, pod_list, owner_list, timezone.now())
     obs = phases.observe(evidence, row.phase, current, attempt=attempt)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
     per_pod = capacity.pod_requests(row.resolved_spec, overheads)
-    why = why_pending.explain(obs.phase, shape, gang, pod_list, why_pending.job_requests(row.resolved_spec, overheads),
+    why = why_pending.explain(obs.phase, evidence, why_pending.job_requests(row.resolved_spec, overheads),
                               scheduler_of(row, sighting.backend), capacity=row.cluster.capacity, per_pod=per_pod,
                               in_use=lambda: cluster_usage.in_use(row.cluster_id), queue_name=queue_name(row),
-                              refusals=sighting.refusals, template_gates=causes.template_gates(row.resolved_spec),
-                              waiting=_waiting(row.resolved_spec, per_pod, shape),
+                              template_gates=causes.template_gates(row.resolved_spec),
+                              waiting=_waiting(row.resolved_spec, per_pod, evidence.shape),
                               nodes=lambda: cluster_usage.nodes_and_use(row.cluster_id),
                               silence_s=settings.GANGWEB_SCHEDULER_SILENCE_SECONDS)
     changes = {
@@ -175,7 +170,7 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
         "phase_reason": obs.reason[:REASON_MAX],
         "phase_message": obs.message,
         "why_pending": why,
-        "observed": _observed(gang, sighting.gang_objects, sighting.owners, sighting.pods, pod_list, obs),
+        "observed": _observed(evidence, obs),
     }
     if backend_plugin and not row.backend_plugin:
         changes["backend_plugin"] = backend_plugin

@@ -66,9 +66,9 @@ JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are
 def chunked(queryset, size: int = JOB_CHUNK, ordered: list[int] | None = None):
     """Yield (job, [(phase, at, attempt, inferred)] recorded for it) for the rows of `queryset`, `size` at a time by
     primary key: the ids first (one query, unless given in `ordered`: then in that order), then two queries per
-    chunk (rows, then their timelines), so a resync of 10,000 jobs never holds 10,000 model instances with their JSON. Unlike
-    `.iterator()` it needs no server-side cursor held open across the passes' own writes and transactions. Rows
-    deleted meanwhile are skipped."""
+    chunk (rows, then their timelines), so a resync of 10,000 jobs never holds 10,000 model instances with their
+    JSON. Unlike `.iterator()` it needs no server-side cursor held open across the passes' own writes and
+    transactions. Rows deleted meanwhile are skipped."""
     ids = ordered if ordered is not None else list(queryset.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), size):
         chunk = ids[start:start + size]

@@ -3,15 +3,18 @@
 A job's pass collects what it has to record in a `StatusUpdate` while it runs (the sighting of the job's
 objects, a restart, gangweb's own decision such as Cancelled or Failed, an error, the cleanup fields, the UIDs of
 the Jobs it created) and calls `write` once at its end; the cluster watcher writes a sighting alone
-(`apply_observation`). `write` locks the job's row (`locked_row`, the one lock helper for it; the rule is written
+(`observe_objects`). `write` locks the job's row (`locked_row`, the one lock helper for it; the rule is written
 there), re-derives against the row as it is then, appends the missing timeline entries and saves the changed
 fields in one UPDATE, and writes nothing when nothing changed (house rule 7). The derivation is
 `reconcile/derive.py`, over the pure rules in `scheduling.observe`. Phase history is append-only: one entry per
 phase and attempt, in order (a re-queued gang starts a new attempt: `observe.phases.requeue_entry`).
 
-Besides this write, a pass changes its job's row only by claims that must hold before it creates anything (the
-backend it chose, `jobs/backend.py`; a new gang generation, `JobReconciler.replace`), each a conditional UPDATE
-of one column that the status write never touches.
+Besides this write, a pass changes its job's row only where the change must be in the database before the pass
+goes on acting: the backend it chose and the next gang generation, claimed before anything is created under them
+(`jobs/backend.py`, `JobReconciler.replace`; a cancel must know which kinds to delete even if the pass dies
+half-way), and `cleaned_up_at` cleared when a cancel raced with its creates (`JobReconciler.cancelled_meanwhile`,
+so the resync finishes the cleanup if this pass dies). Each is one UPDATE of one column; none of them locks the
+row or touches the timeline.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import metrics, why_pending
+from ..observe.evidence import JobObjects
 from ..services import timeline
 from .derive import (  # noqa: F401 - re-exported: what callers and tests read of a job's derivation
     REASON_MAX,
@@ -391,8 +395,8 @@ def _observe_durations(locked: GangJob, recorded: list, inferred: set, entries: 
 
 
 # ---- one-shot writers: a single note written at once (the watch; a batch's job that was not attempted) -----------
-def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: list[dict], owners: list[dict],
-                      recorded: list | None = None, refusals: list[dict] | None = None) -> None:
+def observe_objects(job: GangJob, backend, objects: JobObjects, refusals: list[dict] | None = None,
+                    recorded: list | None = None) -> None:
     """Record what the cluster says about `job` now (a `Sighting`: see there for the arguments), written at once.
 
     `recorded`: the job's recorded entries [(phase, at, attempt)], when the caller read them with or after `job`'s
@@ -403,12 +407,19 @@ def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: lis
     changed, and observes the duration histograms for the phases just recorded. A finished job is left alone.
     Raises nothing for odd objects."""
     update = StatusUpdate.begin(job, recorded)
-    sighting = Sighting(backend, gang_objects, pods, owners, refusals)
+    sighting = Sighting(backend, objects, refusals)
     if recorded is not None:
         update.observe(job, sighting)
     elif job.phase not in TERMINAL_PHASES:
         update.sighting = sighting
     write(job, update)
+
+
+def apply_observation(job: GangJob, backend, gang_objects: list[dict], pods: list[dict], owners: list[dict],
+                      recorded: list | None = None, refusals: list[dict] | None = None) -> None:
+    """`observe_objects` of the job's gang objects, pods and owner Jobs given one by one (the tests' recorded
+    objects)."""
+    observe_objects(job, backend, JobObjects(gang_objects, owners, pods), refusals, recorded)
 
 
 def record_error(job: GangJob, reason: str, message: str, status: int | None = None) -> None:

@@ -136,8 +136,9 @@ def test_record_keeps_what_a_legacy_row_trusted_and_adds_the_new_job():
 def test_the_watch_selects_the_same_objects_as_the_resync():
     spoof = the_real_job_and_a_spoof()
     cached = SimpleNamespace(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])
-    gang, owners, pods = watching.select(cached, BACKEND, gangjob(owner_uids={"train-w": "real-job"}))
-    assert uids(gang) == {"pg"} and uids(owners) == {"real-job"} and uids(pods) == {"p0", "p1"}
+    selected = watching.select(cached, BACKEND, gangjob(owner_uids={"train-w": "real-job"}))
+    assert uids(selected.gang) == {"pg"} and uids(selected.owners) == {"real-job"}
+    assert uids(selected.pods) == {"p0", "p1"}
 
 
 def test_only_a_passs_own_new_uids_are_written_over_the_row():

@@ -23,6 +23,7 @@ from ...kube.errors import (
 from ...kube.objects import JOB, SERVICE
 from ...kube.refs import ObjectRef
 from ...models import GangJob, RuntimeTemplate
+from ...observe.evidence import JobObjects
 from ...observe.objects import created_at as o_created_at
 from ...services import policy
 from .. import desired as desired_mod
@@ -298,7 +299,7 @@ class JobReconciler(JobCleanup):
                 if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in owner_names]
         gang_now = [self.observed.gang_of(ref_of(self.backend, w))[w["metadata"]["name"]] for w in wanted]
         owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
-        self.update.observe(self.job, status.Sighting(self.backend, gang_now, pods, owners_now,
+        self.update.observe(self.job, status.Sighting(self.backend, JobObjects(gang_now, owners_now, pods),
                                                       refusals.read(self.job, owners_now, pods, self.api)))
 
     def ensure_volcano_queue(self, queue: str) -> None:
