@@ -31,6 +31,7 @@ because the answer is rebuilt from the current objects on every observation.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils import parse_quantity
@@ -291,6 +292,28 @@ def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
     return sorted(groups.values(), key=lambda g: -g["pods"])[:MAX_POD_CONDITIONS]
 
 
+def _headline(gang, live: list[PodFacts], pod_conditions: list[dict]) -> tuple[str, str, str, datetime | None]:
+    """(reason, message, source, since) of a pending job: the scheduler's word on the gang when it refused it, else
+    the first waiting condition its live pods share, else WaitingForPods (none exists yet) or WaitingForScheduler."""
+    if gang.admitted is False:
+        return gang.reason or "Unschedulable", gang.message, gang.source, gang.at
+    if pod_conditions:
+        first = next(p for p in live if p.waiting_reason == pod_conditions[0]["reason"])
+        return first.waiting_reason, first.waiting_message, first.ref, first.waiting_since
+    if not live:
+        return REASON_WAITING_FOR_PODS, "", gang.source, None
+    return REASON_WAITING_FOR_SCHEDULER, "", gang.source or live[0].ref, None
+
+
+def _room_facts(needs: dict, capacity: dict | None, in_use, bound: int, waiting: list | None, nodes) -> list[dict]:
+    """When the scheduler says the gang has no room and nothing else blocks it: ClusterBusy (gangweb's placed jobs
+    hold the room), else, with no pod bound yet, NodesFragmented (the free room is spread too thin)."""
+    blocking = _busy_facts(needs, capacity, in_use()) if in_use is not None else []
+    if not blocking and not bound:
+        blocking = _fragment_facts(waiting or [], nodes)
+    return blocking
+
+
 def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, scheduler_name: str = "",
             capacity: dict | None = None, per_pod: list[dict] | None = None, in_use=None, queue_name: str = "", *,
             template_gates: set[str] | None = None, waiting: list | None = None, nodes=None,
@@ -327,18 +350,8 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
         return None
     pod_conditions = _pod_conditions(live)
     said = gang.reasons if gang.admitted is False else []  # the scheduler's own reasons, as its plugin read them
-    details = gang.queue_details
-    queue, asked = queue_numbers(details if gang.admitted is False else None)
-    since = None
-    if gang.admitted is False:
-        reason, message, source, since = gang.reason or "Unschedulable", gang.message, gang.source, gang.at
-    elif pod_conditions:
-        first = next(p for p in live if p.waiting_reason == pod_conditions[0]["reason"])
-        reason, message, source, since = first.waiting_reason, first.waiting_message, first.ref, first.waiting_since
-    elif not live:
-        reason, message, source = REASON_WAITING_FOR_PODS, "", gang.source
-    else:
-        reason, message, source = REASON_WAITING_FOR_SCHEDULER, "", gang.source or live[0].ref
+    queue, asked = queue_numbers(gang.queue_details if gang.admitted is False else None)
+    reason, message, source, since = _headline(gang, live, pod_conditions)
     asks = asked or {k: number(v) for k, v in (job_requests or {}).items()}
     own = {k: number(v) for k, v in (job_requests or {}).items()}  # the whole job, as its spec asks
     refused = causes.refused(refusals, len(live), shape.total)
@@ -351,10 +364,7 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
         blocking.append(queue_fact)
     if not blocking and (reason in GANG_UNSCHEDULABLE or any(
             c["reason"] in GANG_UNSCHEDULABLE for c in pod_conditions)):
-        if in_use is not None:
-            blocking = _busy_facts(own or asks, capacity, in_use())
-        if not blocking and not bound:
-            blocking = _fragment_facts(waiting or [], nodes)
+        blocking = _room_facts(own or asks, capacity, in_use, bound, waiting, nodes)
     if not blocking and reason == REASON_WAITING_FOR_SCHEDULER and silence_s is not None and gang.admitted is None:
         blocking = causes.silent_scheduler(scheduler_name, live, evidence.now, silence_s)
     why = {

@@ -172,6 +172,22 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
     return stats
 
 
+def cluster_snapshot(cluster: Cluster, api) -> Snapshot:
+    """The resync's snapshot of `cluster`: one LIST per kind it serves (its probed `served_apis`; probed now when
+    it has none). A kind the last probe listed that is not served any more (the cluster changed version under us:
+    a LIST answered 404) makes it probe again and list what it serves now; the jobs pinned to the old version then
+    move (reconcile/jobs/reconciler.py)."""
+    from . import probe
+
+    served = set(cluster.served_apis or []) or set(probe.probe_cluster(cluster).served_apis or [])
+    try:
+        return snapshot(api, served)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        return snapshot(api, set(probe.probe_cluster(cluster).served_apis or []))
+
+
 def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budget_seconds: float,
                     lease: str, lease_lost=None) -> tuple[dict, int | None]:
     """The body of `resync_cluster` under its lease. Returns (stats, the lease cursor to keep). Stops before the
@@ -183,23 +199,7 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
     cursor, interrupted, ids = None, None, []
     try:
         api = kube_client.api_client(cluster)
-        served = set(cluster.served_apis or [])
-        if not served:
-            from . import probe
-
-            served = set(probe.probe_cluster(cluster).served_apis or [])
-        try:
-            snap = snapshot(api, served)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            # A kind the last probe listed is not served any more (the cluster changed version under us): probe
-            # again and list what it serves now; the jobs pinned to the old version then move
-            # (reconcile/jobs/reconciler.py).
-            from . import probe
-
-            served = set(probe.probe_cluster(cluster).served_apis or [])
-            snap = snapshot(api, served)
+        snap = cluster_snapshot(cluster, api)
         known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
                  .values_list("uid", flat=True)}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).

@@ -234,8 +234,7 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         return []
     with locked_row(job) as locked:
         as_read = {f: getattr(locked, f) for f in WRITTEN_FIELDS}
-        timeline_rows = (update.recorded if update.recorded is not None and update.row_read_at is not None
-                         and locked.updated_at == update.row_read_at else read_timeline(locked))
+        timeline_rows = _timeline_under_lock(locked, update)
         recorded = _entries(timeline_rows)
         inferred = {(r[0], r[2]) for r in timeline_rows if len(r) > 3 and r[3]}
         entries, observed = [], set()
@@ -254,6 +253,15 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         log.info("job %s: %s", locked.pk, " -> ".join(f"{e.phase}#{e.attempt}" if e.attempt else e.phase
                                                        for e in entries))
     return changed
+
+
+def _timeline_under_lock(locked: GangJob, update: StatusUpdate) -> list[tuple]:
+    """The job's timeline as it is under the lock: the one the update read, when it was read no earlier than the
+    row and the locked row's `updated_at` is still the one read (every timeline append saves `updated_at`, see
+    `locked_row`); else read now."""
+    if update.recorded is not None and update.row_read_at is not None and locked.updated_at == update.row_read_at:
+        return update.recorded
+    return read_timeline(locked)
 
 
 def _record_phases(locked: GangJob, job: GangJob, update: StatusUpdate, recorded: list) -> tuple[list, set]:
