@@ -237,9 +237,7 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         timeline_rows = _timeline_under_lock(locked, update)
         recorded = _entries(timeline_rows)
         inferred = {(r[0], r[2]) for r in timeline_rows if len(r) > 3 and r[3]}
-        entries, observed = [], set()
-        if locked.phase not in TERMINAL_PHASES:
-            entries, observed = _record_phases(locked, job, update, recorded)
+        entries, observed = _record_phases(locked, job, update, recorded)
         _record_fields(locked, job, update, entries)
         changed = [f for f in WRITTEN_FIELDS if getattr(locked, f) != as_read[f]]
         if entries:
@@ -258,16 +256,21 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
 def _timeline_under_lock(locked: GangJob, update: StatusUpdate) -> list[tuple]:
     """The job's timeline as it is under the lock: the one the update read, when it was read no earlier than the
     row and the locked row's `updated_at` is still the one read (every timeline append saves `updated_at`, see
-    `locked_row`); else read now."""
+    `locked_row`); else read now. Not read at all ([]) when nothing in the update appends to it (an error, the
+    cleanup fields) or the row is finished."""
+    if locked.phase in TERMINAL_PHASES or not (update.restart or update.sighting or update.decision):
+        return []
     if update.recorded is not None and update.row_read_at is not None and locked.updated_at == update.row_read_at:
         return update.recorded
     return read_timeline(locked)
 
 
 def _record_phases(locked: GangJob, job: GangJob, update: StatusUpdate, recorded: list) -> tuple[list, set]:
-    """Apply the update's restart, sighting, decision, error and note to the unfinished `locked` row (in memory).
-    Returns (new PhaseTransition rows, the phases whose durations the metrics observe)."""
+    """Apply the update's restart, sighting, decision, error and note to the `locked` row (in memory); a finished
+    row takes none of them. Returns (new PhaseTransition rows, the phases whose durations the metrics observe)."""
     entries, observed = [], set()
+    if locked.phase in TERMINAL_PHASES:
+        return entries, observed
     if update.restart is not None:
         recorded, entry = _restart(locked, update.restart, recorded)
         entries.append(entry)
