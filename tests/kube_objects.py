@@ -108,3 +108,12 @@ def kai_over_limit(queue="team-a", limit="8", allocated="6", requested="4", queu
             "podGroupRequestedResources": {"nvidia.com/gpu": requested, "cpu": "12"},
         }},
     }
+
+
+def seen(shape, gang, pods, refusals=None, now=None):
+    """The `observe.evidence.Evidence` why-pending reads, of pods given as facts (`pod_facts`) and nothing else of
+    the job: no gang objects or owner Jobs (what why-pending reads of them is in `gang`). `now` defaults to the
+    real time."""
+    from scheduling.observe.evidence import Evidence
+
+    return Evidence(shape, gang, [], pods, [], now or datetime.now(UTC), refusals)

@@ -33,7 +33,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 import urllib3
 from kubernetes import client, watch
@@ -41,6 +40,7 @@ from kubernetes.client.rest import ApiException
 
 from ..constants import LABEL_INSTANCE, LABEL_JOB_UID
 from ..observe import capacity, metrics
+from ..observe.evidence import JobObjects
 from .refs import JOB, NODE, POD, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -51,15 +51,6 @@ BACKOFF_SECONDS = (0.2, 0.5, 1, 2, 5, 10)
 GONE = 410
 SWEEP_SECONDS = 30  # how often the dispatcher asks `finished_with` which cached jobs to forget
 FORGOTTEN_MAX = 100_000  # job UIDs remembered as forgotten (~10 MB at most), oldest dropped first
-
-
-@dataclass
-class JobObjects:
-    """One job's objects as the cache holds them."""
-
-    gang: list[dict] = field(default_factory=list)
-    owners: list[dict] = field(default_factory=list)
-    pods: list[dict] = field(default_factory=list)
 
 
 def job_uid_of(obj: dict) -> str | None:
@@ -409,7 +400,8 @@ class ClusterWatcher:
                 del self._by_job[job]
 
     def objects_of(self, job_uid: str) -> JobObjects:
-        """The job's objects in the cache (new lists of the cached dicts), pods and Jobs by name."""
+        """The job's objects in the cache (new lists of the cached dicts), pods and Jobs by name: the same
+        `observe.evidence.JobObjects` a reconcile pass builds from its LIST, whatever carries the job's label."""
         out = JobObjects()
         pod_key, job_key = _key(POD), _key(JOB)
         with self._lock:

@@ -20,13 +20,20 @@ def _time(value) -> datetime | None:
     return o.parse_time(value)
 
 
+def _first_last(event: dict, series: dict) -> tuple:
+    """When the event was first and last seen: core/v1 first/lastTimestamp, else events.k8s.io/v1's eventTime and
+    series.lastObservedTime, else its creation."""
+    first = _time(event.get("firstTimestamp")) or _time(event.get("eventTime")) or o.created_at(event)
+    last = (_time(event.get("lastTimestamp")) or _time(series.get("lastObservedTime")) or _time(event.get("eventTime"))
+            or first)
+    return first, last
+
+
 def row(event: dict) -> dict:
     """One Event as a row (see the module docstring)."""
     inv = event.get("involvedObject") or event.get("regarding") or {}
     series = event.get("series") or {}
-    first = _time(event.get("firstTimestamp")) or _time(event.get("eventTime")) or o.created_at(event)
-    last = (_time(event.get("lastTimestamp")) or _time(series.get("lastObservedTime")) or _time(event.get("eventTime"))
-            or first)
+    first, last = _first_last(event, series)
     name = f"{inv.get('namespace')}/{inv.get('name', '')}" if inv.get("namespace") else inv.get("name", "")
     return {
         "type": event.get("type") or "Normal",

@@ -1,17 +1,31 @@
-"""What is known of one job's objects in its cluster at one moment: the one shape the phase logic reads.
+"""What is known of one job's objects in its cluster at one moment: the one shape the phase and why-pending logic read.
 
-Whoever read the objects (a reconcile pass's per-job LIST, the resync's snapshot slice, the watch's cache), the
-phase rules (observe/phases.py) get them as one `Evidence`, never as loose positional lists.
+Whoever read the objects (a reconcile pass's per-job LIST, the resync's snapshot slice, the watch's cache), they
+travel as one `JobObjects` (the raw dicts; the watch's cache hands out exactly this), and the phase rules
+(observe/phases.py) and why-pending (observe/why_pending.py) get them as one `Evidence` (`Evidence.of`: the
+objects with the job's shape, its backend's reading of the gang and the time), never as loose positional lists.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
 from ..backends.base import GangStatus
 from . import objects as o
-from .pods import OwnerFacts, PodFacts
+from .pods import OwnerFacts, PodFacts, owner_facts, pod_facts
+
+
+@dataclass
+class JobObjects:
+    """One job's objects in its cluster as read, camelCase dicts (the API server's JSON): its gang objects (any
+    generation, terminating ones included), owner Jobs and pods. From a pass's per-job LIST or the resync's
+    snapshot (`reconcile/observed.Observed`, the current generation's part: `JobReconciler.observe_now`), or the
+    watch's cache (`kube/watches.ClusterWatcher.objects_of`, then `reconcile/watching.select`)."""
+
+    gang: list[dict] = field(default_factory=list)
+    owners: list[dict] = field(default_factory=list)
+    pods: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -30,7 +44,9 @@ class Evidence:
     - `shape`: what the job expects (JobShape);
     - `gang`: its backend's reading of the current generation's gang objects (`GangStatus`; empty without one);
     - `gang_objects`: its gang objects as camelCase dicts (the API server's JSON), terminating ones included;
-    - `pods`, `owners`: its pods and owner Jobs as facts (observe/pods.py `pod_facts`, `owner_facts`).
+    - `pods`, `owners`: its pods and owner Jobs as facts (observe/pods.py `pod_facts`, `owner_facts`);
+    - `refusals`: its owner Jobs' FailedCreate event rows, newest first (`observe.events.row`; None when not read);
+    - `objects`: the JobObjects it was made of (`of`), for what reads the raw dicts (the `observed` summary).
 
     The `live_*` views leave out what is terminating; `bound` is the live pods a node was assigned to.
     """
@@ -41,6 +57,16 @@ class Evidence:
     pods: list[PodFacts]
     owners: list[OwnerFacts]
     now: datetime
+    refusals: list[dict] | None = None
+    objects: JobObjects | None = None
+
+    @classmethod
+    def of(cls, shape: JobShape, gang: GangStatus, objects: JobObjects, now: datetime,
+           refusals: list[dict] | None = None) -> Evidence:
+        """The evidence of `objects` (their pods and owner Jobs turned into facts) for a job of `shape` whose
+        backend reads its current gang objects as `gang`."""
+        return cls(shape, gang, objects.gang, [pod_facts(p) for p in objects.pods],
+                   [owner_facts(w) for w in objects.owners], now, refusals, objects)
 
     @cached_property
     def live_gang(self) -> list[dict]:

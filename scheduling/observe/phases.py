@@ -372,21 +372,30 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
     if len(kept) >= shape.min_member:
         return None
     tail = bound_of(sum(1 for p in live if p.bound), shape.min_member)
+    return _disrupted_entry(pods, since, tail, attempt) or _replacement_entry(live, since, tail, attempt)
+
+
+def _disrupted_entry(pods: list[PodFacts], since: datetime | None, tail: str, attempt: int) -> Entry | None:
+    """`requeue_entry`'s first case: the first member disrupted since `since`, at its condition's time."""
     disrupted = sorted((p for p in pods if p.disruption_reason and p.disrupted_at is not None
                         and (since is None or p.disrupted_at >= since)), key=lambda p: p.disrupted_at)
-    if disrupted:
-        first = disrupted[0]
-        said = f"; {first.ref}: {first.disruption_message}" if first.disruption_message else ""
-        return Entry(GangPhase.QUEUED, first.disrupted_at, first.ref, first.disruption_reason,
-                     f"gang disrupted: {tail}{said}", attempt)
+    if not disrupted:
+        return None
+    first = disrupted[0]
+    said = f"; {first.ref}: {first.disruption_message}" if first.disruption_message else ""
+    return Entry(GangPhase.QUEUED, first.disrupted_at, first.ref, first.disruption_reason,
+                 f"gang disrupted: {tail}{said}", attempt)
+
+
+def _replacement_entry(live: list[PodFacts], since: datetime | None, tail: str, attempt: int) -> Entry | None:
+    """`requeue_entry`'s second case: the first live pod created after `since`, at its creationTimestamp."""
     waiting = sorted((p for p in live if p.created_at is not None and since is not None and p.created_at > since),
                      key=lambda p: p.created_at)
-    if waiting:
-        first = waiting[0]
-        said = f"; {first.waiting_message}" if first.waiting_message else ""
-        return Entry(GangPhase.QUEUED, first.created_at, first.ref, REASON_REQUEUED, f"requeued: {tail}{said}",
-                     attempt)
-    return None
+    if not waiting:
+        return None
+    first = waiting[0]
+    said = f"; {first.waiting_message}" if first.waiting_message else ""
+    return Entry(GangPhase.QUEUED, first.created_at, first.ref, REASON_REQUEUED, f"requeued: {tail}{said}", attempt)
 
 
 def _requeued(obs: Observation, ev: Evidence) -> tuple[str, str] | None:

@@ -71,27 +71,30 @@ class PodFacts:
         return self.phase == POD_RUNNING or (self.phase in (POD_SUCCEEDED, POD_FAILED) and self.started_at is not None)
 
 
-def pod_facts(pod: dict) -> PodFacts:
-    """Reduce a Pod dict to `PodFacts`."""
-    st = o.status(pod)
+def _placement(pod: dict, st: dict) -> tuple:
+    """(scheduled_at, scheduled_inferred, waiting_reason, waiting_message, waiting_since) from the PodScheduled
+    condition; a pod bound without a condition time (a Binding written by a test or an external binder) is
+    scheduled at its startTime, else its creation, inferred."""
     sched = o.condition(pod, "PodScheduled")
     scheduled_at = waiting_since = None
     waiting_reason = waiting_message = ""
-    scheduled_inferred = started_inferred = False
+    inferred = False
     if sched is not None and sched.get("status") == "True":
         scheduled_at = o.parse_time(sched.get("lastTransitionTime"))
         if scheduled_at is None:
-            scheduled_at, scheduled_inferred = o.parse_time(st.get("startTime")), True
+            scheduled_at, inferred = o.parse_time(st.get("startTime")), True
     elif sched is not None and sched.get("status") == "False":
         waiting_reason = sched.get("reason") or "Unschedulable"
         waiting_message = sched.get("message") or ""
         waiting_since = o.parse_time(sched.get("lastTransitionTime"))
-    spec = pod.get("spec") or {}
-    node = spec.get("nodeName") or ""
-    disrupted = o.condition_true(pod, "DisruptionTarget")
-    if node and scheduled_at is None:
-        # Bound without a condition time (e.g. a Binding written by a test or an external binder).
-        scheduled_at, scheduled_inferred = o.parse_time(st.get("startTime")) or o.created_at(pod), True
+    if (pod.get("spec") or {}).get("nodeName") and scheduled_at is None:
+        scheduled_at, inferred = o.parse_time(st.get("startTime")) or o.created_at(pod), True
+    return scheduled_at, inferred, waiting_reason, waiting_message, waiting_since
+
+
+def _run_times(pod: dict, st: dict) -> tuple:
+    """(started_at, finished_at, started_inferred): the latest container start and finish; a Running pod whose
+    containers say no start time started at its startTime, else when it became Ready (inferred)."""
     starts, ends = [], []
     for cs in (st.get("containerStatuses") or []):
         state = cs.get("state") or {}
@@ -102,20 +105,29 @@ def pod_facts(pod: dict) -> PodFacts:
             ends.append(o.parse_time(state["terminated"].get("finishedAt")))
     starts = [t for t in starts if t is not None]
     ends = [t for t in ends if t is not None]
-    started_at = max(starts) if starts else None
+    started_at, inferred = (max(starts) if starts else None), False
     if started_at is None and st.get("phase") == POD_RUNNING:
         ready = o.condition_true(pod, "Ready")
         started_at = o.parse_time(st.get("startTime")) or (o.parse_time(ready.get("lastTransitionTime"))
                                                            if ready else None)
-        started_inferred = started_at is not None
+        inferred = started_at is not None
+    return started_at, max(ends) if ends else None, inferred
+
+
+def pod_facts(pod: dict) -> PodFacts:
+    """Reduce a Pod dict to `PodFacts`."""
+    st = o.status(pod)
+    scheduled_at, scheduled_inferred, waiting_reason, waiting_message, waiting_since = _placement(pod, st)
+    started_at, finished_at, started_inferred = _run_times(pod, st)
+    disrupted = o.condition_true(pod, "DisruptionTarget") or {}
     return PodFacts(
         ref=o.ref(pod, "Pod"), name=o.meta(pod).get("name", ""), phase=st.get("phase") or "Pending",
-        node_name=node, created_at=o.created_at(pod), scheduled_at=scheduled_at, started_at=started_at,
-        finished_at=max(ends) if ends else None, waiting_reason=waiting_reason, waiting_message=waiting_message,
-        waiting_since=waiting_since, terminating=o.is_terminating(pod),
-        disruption_reason=(disrupted or {}).get("reason") or ("DisruptionTarget" if disrupted else ""),
-        disruption_message=(disrupted or {}).get("message") or "",
-        disrupted_at=o.parse_time((disrupted or {}).get("lastTransitionTime")),
+        node_name=(pod.get("spec") or {}).get("nodeName") or "", created_at=o.created_at(pod),
+        scheduled_at=scheduled_at, started_at=started_at, finished_at=finished_at, waiting_reason=waiting_reason,
+        waiting_message=waiting_message, waiting_since=waiting_since, terminating=o.is_terminating(pod),
+        disruption_reason=disrupted.get("reason") or ("DisruptionTarget" if disrupted else ""),
+        disruption_message=disrupted.get("message") or "",
+        disrupted_at=o.parse_time(disrupted.get("lastTransitionTime")),
         scheduled_inferred=scheduled_inferred, started_inferred=started_inferred, scheduling_gates=_gates(pod),
     )
 

@@ -31,20 +31,20 @@ because the answer is rebuilt from the current objects on every observation.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from kubernetes.utils import parse_quantity
 
 from ..amounts import for_people, format_number
-from ..backends.base import GangStatus
 from ..choices import GangPhase
 from ..kube import resources
 from . import causes
 from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER, fragmented
 from .capacity import blocking as capacity_blocking
 from .capacity import busy as capacity_busy
-from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, JobShape, bound_of
+from .evidence import Evidence
+from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, bound_of
 from .pods import PodFacts
 
 PENDING_PHASES = frozenset({GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED})
@@ -292,15 +292,38 @@ def _pod_conditions(pods: list[PodFacts]) -> list[dict]:
     return sorted(groups.values(), key=lambda g: -g["pods"])[:MAX_POD_CONDITIONS]
 
 
-def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
-            job_requests: dict | None = None, scheduler_name: str = "", capacity: dict | None = None,
-            per_pod: list[dict] | None = None, in_use=None, queue_name: str = "", *,
-            refusals: list[dict] | None = None, template_gates: set[str] | None = None, waiting: list | None = None,
-            nodes=None, silence_s: float | None = None, now: datetime | None = None) -> dict | None:
+def _headline(gang, live: list[PodFacts], pod_conditions: list[dict]) -> tuple[str, str, str, datetime | None]:
+    """(reason, message, source, since) of a pending job: the scheduler's word on the gang when it refused it, else
+    the first waiting condition its live pods share, else WaitingForPods (none exists yet) or WaitingForScheduler."""
+    if gang.admitted is False:
+        return gang.reason or "Unschedulable", gang.message, gang.source, gang.at
+    if pod_conditions:
+        first = next(p for p in live if p.waiting_reason == pod_conditions[0]["reason"])
+        return first.waiting_reason, first.waiting_message, first.ref, first.waiting_since
+    if not live:
+        return REASON_WAITING_FOR_PODS, "", gang.source, None
+    return REASON_WAITING_FOR_SCHEDULER, "", gang.source or live[0].ref, None
+
+
+def _room_facts(needs: dict, capacity: dict | None, in_use, bound: int, waiting: list | None, nodes) -> list[dict]:
+    """When the scheduler says the gang has no room and nothing else blocks it: ClusterBusy (gangweb's placed jobs
+    hold the room), else, with no pod bound yet, NodesFragmented (the free room is spread too thin)."""
+    blocking = _busy_facts(needs, capacity, in_use()) if in_use is not None else []
+    if not blocking and not bound:
+        blocking = _fragment_facts(waiting or [], nodes)
+    return blocking
+
+
+def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, scheduler_name: str = "",
+            capacity: dict | None = None, per_pod: list[dict] | None = None, in_use=None, queue_name: str = "", *,
+            template_gates: set[str] | None = None, waiting: list | None = None, nodes=None,
+            silence_s: float | None = None) -> dict | None:
     """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
     least minMember pods bound).
 
-    - `gang`: the backend's reading of the gang object; `pods`: the job's pods; `shape`: minMember and total.
+    - `evidence` (observe/evidence.py): the job's shape (minMember and total), the backend's reading of the gang
+      object, the job's pods, the owner Jobs' FailedCreate event rows (`refusals`, newest first, for
+      `PodCreateRefused` facts while pods are missing) and `now`.
     - `job_requests`: what the whole job asks per resource (base units), used when the scheduler does not say.
     - `capacity`: the cluster's `Cluster.capacity` (observe.capacity.summarize; None when unknown) and `per_pod`:
       what one pod of each pod set asks (observe.capacity.pod_requests), for the capacity facts in `blocking`.
@@ -309,35 +332,26 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
       `ClusterBusy` fact.
     - `queue_name`: the job's queue (gangweb's name, which is the scheduler's queue object's name): stored as
       `queue_name` and named by every summary, also when the scheduler reported no queue details.
-    - `refusals`: FailedCreate event rows of the job's owner Jobs, newest first (`observe.events.row`), for
-      `PodCreateRefused` facts while pods are missing; `template_gates`: gates the job's own templates carry.
+    - `template_gates`: gates the job's own templates carry.
     - `waiting` and `nodes`: per pod set (one pod's asks, nodeSelector, pods to place), and a callable returning
       (`observe.capacity.node_list`, {node: what gangweb's bound pods request there}), for a `NodesFragmented`
       fact when the gang has no room but the cluster's free room would hold it in total.
-    - `silence_s` and `now`: when every pod exists longer than `silence_s` seconds and no scheduler said anything,
+    - `silence_s`: when every pod exists longer than `silence_s` seconds (at the evidence's `now`) and no scheduler
+      said anything,
       a `SchedulerSilent` fact naming `scheduler_name` (GANGWEB_SCHEDULER_SILENCE_SECONDS).
 
     Facts lead in this order: pods refused by the API server, foreign scheduling gates, the capacity facts, the
     queue's numbers, then (only when nothing else blocks) ClusterBusy or NodesFragmented, or SchedulerSilent.
     """
-    live = [p for p in pods if not p.terminating]
+    shape, gang, refusals = evidence.shape, evidence.gang, evidence.refusals
+    live = evidence.live_pods
     bound = sum(1 for p in live if p.bound)
     if phase not in PENDING_PHASES or (bound >= shape.min_member and bound):
         return None
     pod_conditions = _pod_conditions(live)
     said = gang.reasons if gang.admitted is False else []  # the scheduler's own reasons, as its plugin read them
-    details = gang.queue_details
-    queue, asked = queue_numbers(details if gang.admitted is False else None)
-    since = None
-    if gang.admitted is False:
-        reason, message, source, since = gang.reason or "Unschedulable", gang.message, gang.source, gang.at
-    elif pod_conditions:
-        first = next(p for p in live if p.waiting_reason == pod_conditions[0]["reason"])
-        reason, message, source, since = first.waiting_reason, first.waiting_message, first.ref, first.waiting_since
-    elif not live:
-        reason, message, source = REASON_WAITING_FOR_PODS, "", gang.source
-    else:
-        reason, message, source = REASON_WAITING_FOR_SCHEDULER, "", gang.source or live[0].ref
+    queue, asked = queue_numbers(gang.queue_details if gang.admitted is False else None)
+    reason, message, source, since = _headline(gang, live, pod_conditions)
     asks = asked or {k: number(v) for k, v in (job_requests or {}).items()}
     own = {k: number(v) for k, v in (job_requests or {}).items()}  # the whole job, as its spec asks
     refused = causes.refused(refusals, len(live), shape.total)
@@ -350,12 +364,9 @@ def explain(phase: str, shape: JobShape, gang: GangStatus, pods: list[PodFacts],
         blocking.append(queue_fact)
     if not blocking and (reason in GANG_UNSCHEDULABLE or any(
             c["reason"] in GANG_UNSCHEDULABLE for c in pod_conditions)):
-        if in_use is not None:
-            blocking = _busy_facts(own or asks, capacity, in_use())
-        if not blocking and not bound:
-            blocking = _fragment_facts(waiting or [], nodes)
+        blocking = _room_facts(own or asks, capacity, in_use, bound, waiting, nodes)
     if not blocking and reason == REASON_WAITING_FOR_SCHEDULER and silence_s is not None and gang.admitted is None:
-        blocking = causes.silent_scheduler(scheduler_name, live, now or datetime.now(UTC), silence_s)
+        blocking = causes.silent_scheduler(scheduler_name, live, evidence.now, silence_s)
     why = {
         "reason": reason,
         "message": message,

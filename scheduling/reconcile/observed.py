@@ -42,9 +42,9 @@ def obj_key(obj: dict) -> str:
 class Observed:
     """One job's objects in the cluster, as listed. `gang` maps kind_key -> {name: object}.
 
-    `recorded_phases` ([(phase, at, attempt)]) is set by a resync, which reads the job's timeline together with its
-    row: with it, a pass that observes nothing new writes nothing without locking the row again
-    (`status.apply_observation(recorded=...)`).
+    `recorded_phases` ([(phase, at, attempt, inferred)]) is set by a resync, which reads the job's timeline right
+    after its row: with it, a pass that observes nothing new neither locks nor writes the row
+    (`status.StatusUpdate`).
 
     `listed_at` (time.time() seconds) is when a resync or batch snapshot was listed; None when the objects were
     read for this pass alone (`read`), i.e. after the job's row was loaded.

@@ -93,17 +93,18 @@ def adoptable(name: str, uid: str | None, recorded: dict | None) -> bool:
     return bool(uid) and recorded[name] == uid
 
 
-def record(job, owners: dict[str, dict]) -> None:
-    """Note on `job` (in memory) the UIDs of the owner Jobs in `owners` ({name: Job dict}, as created or adopted):
-    `job.owner_uids` for the rest of the pass, and `job.new_owner_uids` for what is not written yet. A row from
+def record(job, owners: dict[str, dict]) -> dict[str, str]:
+    """Note on `job` (in memory) the UIDs of the owner Jobs in `owners` ({name: Job dict}, as created or adopted),
+    in `job.owner_uids` for the rest of the pass, and return those not recorded yet ({name: uid}). A row from
     before UIDs were recorded (None) starts from every owner it trusted. The pass's status write
-    (`status.apply_observation` under the row lock, else `jobs.save_status`) stores it merged with the row's; only
-    a pass's own `new_owner_uids` are written that way, never a stale copy of the row (the watch's)."""
+    (`status.StatusUpdate.owner_uids`, `status.write`) stores them merged with the row's under its lock; only a
+    pass's own new UIDs are written that way, never a stale copy of the row (the watch's)."""
     recorded = dict(job.owner_uids or {})
-    new = dict(getattr(job, "new_owner_uids", None) or {})
+    new = {}
     for name, obj in owners.items():
         uid = _meta(obj).get("uid")
         if uid and (recorded.get(name) != uid or job.owner_uids is None):
             recorded[name] = new[name] = uid
     if new:
-        job.owner_uids, job.new_owner_uids = recorded, new
+        job.owner_uids = recorded
+    return new

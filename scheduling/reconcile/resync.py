@@ -64,20 +64,21 @@ JOB_CHUNK = 200  # job rows loaded at a time by a resync (their JSON columns are
 
 
 def chunked(queryset, size: int = JOB_CHUNK, ordered: list[int] | None = None):
-    """Yield (job, [(phase, at, attempt)] recorded for it) for the rows of `queryset`, `size` at a time by primary
-    key: the ids first (one query, unless given in `ordered`: then in that order), then two queries per chunk (rows,
-    their timelines), so a resync of 10,000 jobs never holds 10,000 model instances with their JSON. Unlike
-    `.iterator()` it needs no server-side cursor held open across the passes' own writes and transactions. Rows
-    deleted meanwhile are skipped."""
+    """Yield (job, [(phase, at, attempt, inferred)] recorded for it) for the rows of `queryset`, `size` at a time by
+    primary key: the ids first (one query, unless given in `ordered`: then in that order), then two queries per
+    chunk (rows, then their timelines), so a resync of 10,000 jobs never holds 10,000 model instances with their
+    JSON. Unlike `.iterator()` it needs no server-side cursor held open across the passes' own writes and
+    transactions. Rows deleted meanwhile are skipped."""
     ids = ordered if ordered is not None else list(queryset.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), size):
         chunk = ids[start:start + size]
-        recorded: dict[int, list] = {}
-        # Same rows as `job.transitions.values_list("phase", "at", "attempt")`, per job.
-        for job_id, phase, at, attempt in PhaseTransition.objects.filter(job_id__in=chunk).values_list(
-                "job_id", "phase", "at", "attempt"):
-            recorded.setdefault(job_id, []).append((phase, at, attempt))
         rows = {job.pk: job for job in queryset.filter(pk__in=chunk)}
+        recorded: dict[int, list] = {}
+        # Read after the rows, so a row's `updated_at` vouches for its timeline (status.locked_row); the same rows
+        # as `status.read_timeline`, per job.
+        for job_id, *entry in PhaseTransition.objects.filter(job_id__in=chunk).values_list(
+                "job_id", "phase", "at", "attempt", "inferred"):
+            recorded.setdefault(job_id, []).append(tuple(entry))
         for pk in chunk:
             if pk in rows:
                 yield rows[pk], recorded.get(pk, [])
@@ -171,6 +172,22 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
     return stats
 
 
+def cluster_snapshot(cluster: Cluster, api) -> Snapshot:
+    """The resync's snapshot of `cluster`: one LIST per kind it serves (its probed `served_apis`; probed now when
+    it has none). A kind the last probe listed that is not served any more (the cluster changed version under us:
+    a LIST answered 404) makes it probe again and list what it serves now; the jobs pinned to the old version then
+    move (reconcile/jobs/reconciler.py)."""
+    from . import probe
+
+    served = set(cluster.served_apis or []) or set(probe.probe_cluster(cluster).served_apis or [])
+    try:
+        return snapshot(api, served)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        return snapshot(api, set(probe.probe_cluster(cluster).served_apis or []))
+
+
 def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budget_seconds: float,
                     lease: str, lease_lost=None) -> tuple[dict, int | None]:
     """The body of `resync_cluster` under its lease. Returns (stats, the lease cursor to keep). Stops before the
@@ -182,23 +199,7 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
     cursor, interrupted, ids = None, None, []
     try:
         api = kube_client.api_client(cluster)
-        served = set(cluster.served_apis or [])
-        if not served:
-            from . import probe
-
-            served = set(probe.probe_cluster(cluster).served_apis or [])
-        try:
-            snap = snapshot(api, served)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            # A kind the last probe listed is not served any more (the cluster changed version under us): probe
-            # again and list what it serves now; the jobs pinned to the old version then move
-            # (reconcile/jobs/reconciler.py).
-            from . import probe
-
-            served = set(probe.probe_cluster(cluster).served_apis or [])
-            snap = snapshot(api, served)
+        snap = cluster_snapshot(cluster, api)
         known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
                  .values_list("uid", flat=True)}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).

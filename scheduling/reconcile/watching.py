@@ -19,8 +19,9 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 from .. import enqueue
 from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
-from ..kube.watches import ClusterWatcher, JobObjects
+from ..kube.watches import ClusterWatcher
 from ..models import Cluster, ClusterNodes, GangJob
+from ..observe.evidence import JobObjects
 from . import ownership, refusals, status
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,9 @@ def backend_of(job: GangJob):
     return cls() if cls is not None else None
 
 
-def select(job_objects: JobObjects, backend, job: GangJob) -> tuple[list[dict], list[dict], list[dict]]:
-    """(gang objects of the job's backend kinds, owner Jobs, pods of those Jobs), as the reconciler passes them: only
+def select(job_objects: JobObjects, backend, job: GangJob) -> JobObjects:
+    """The job's JobObjects as the reconciler passes them (gang objects of its backend's kinds, owner Jobs, pods of
+    those Jobs): only
     what is the job's own (reconcile/ownership.py): in its namespace, owner Jobs by their recorded UID, pods by
     their ownerReferences. The cache holds whatever carries the job's label anywhere in the cluster."""
     kinds = {(r.api_version, r.kind) for r in getattr(backend, "gang_kinds", ())}
@@ -54,7 +56,7 @@ def select(job_objects: JobObjects, backend, job: GangJob) -> tuple[list[dict], 
     owners = [w for w in job_objects.owners if ownership.trusted_owner(w, ns, recorded)]
     uids = ownership.accepted_owner_uids(owners, recorded)
     pods = [p for p in job_objects.pods if ownership.trusted_pod(p, ns, uids)]
-    return gang, owners, pods
+    return JobObjects(gang, owners, pods)
 
 
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
@@ -99,8 +101,8 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
     if job is None or job.phase in TERMINAL_PHASES:
         return None
     backend = backend_of(job)
-    gang, owners, pods = select(job_objects, backend, job)
-    status.apply_observation(job, backend, gang, pods, owners, refusals=refusals.read(job, owners, pods))
+    objects = select(job_objects, backend, job)
+    status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods))
     return job
 
 

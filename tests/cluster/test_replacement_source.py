@@ -1,6 +1,6 @@
 """After a gang is replaced under new names, the new attempt's entries come from the new gang object: the previous
 generation's PodGroup, terminating under its protection finalizer while its pods go away (or not yet deleted), is
-history and never an entry's source (reconcile/status.py `current_gang_objects`). Real control plane, real plugin
+history and never an entry's source (reconcile/derive.py `current_gang_objects`). Real control plane, real plugin
 chosen by discovery: v1alpha2 replaces on a minCount change, v1beta1 on a priority class change."""
 from __future__ import annotations
 

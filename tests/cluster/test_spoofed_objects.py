@@ -88,10 +88,9 @@ def test_a_look_alike_job_elsewhere_neither_finishes_the_job_nor_deletes_its_obj
     assert objects.get(world.api, JOB, attacker_namespace, owner_name)["metadata"]["uid"] == fake["metadata"]["uid"]
 
     # The watch's observation of the victim (its cache holds the look-alikes) selects the same objects.
-    gang, owners, pods = watching.select(watcher.objects_of(str(victim.uid)),
-                                         world.k8s(), victim)
-    assert {o["metadata"]["namespace"] for o in [*gang, *owners, *pods]} == {world.namespace}
-    assert len(pods) == 2 and len(owners) == 1
+    selected = watching.select(watcher.objects_of(str(victim.uid)), world.k8s(), victim)
+    assert {o["metadata"]["namespace"] for o in [*selected.gang, *selected.owners, *selected.pods]} == {world.namespace}
+    assert len(selected.pods) == 2 and len(selected.owners) == 1
 
 
 def test_a_job_of_the_jobs_name_that_gangweb_did_not_create_is_not_adopted(world):

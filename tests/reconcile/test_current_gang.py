@@ -6,7 +6,7 @@ import pytest
 from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
 from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob, PhaseTransition
-from scheduling.reconcile import status
+from scheduling.reconcile import names, status
 from tests import builders
 from tests.kube_objects import T0, at, batch_job, pod, v1alpha2_podgroup
 
@@ -25,7 +25,7 @@ def job(setup):
 
 def old_and_new(job, old_terminating: bool):
     """The previous generation's PodGroup (it said Unschedulable at t=3) listed before the current one (t=20)."""
-    old_name = status.names.gang_name(job.name, job.uid, 0)
+    old_name = names.gang_name(job.name, job.uid, 0)
     old = v1alpha2_podgroup(name=old_name, created=1, scheduled=("False", "Unschedulable", "old attempt", 3))
     if old_terminating:
         old["metadata"]["deletionTimestamp"] = at(15)

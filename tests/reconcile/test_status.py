@@ -5,7 +5,8 @@ from prometheus_client import REGISTRY
 from scheduling.backends.base import GangStatus
 from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob, PhaseTransition
-from scheduling.reconcile import status
+from scheduling.observe.evidence import JobObjects
+from scheduling.reconcile import derive, status
 from tests import builders
 from tests.kube_objects import T0, batch_job, kai_over_limit, kai_podgroup, pod, t, v1alpha2_podgroup
 
@@ -28,7 +29,7 @@ class StubBackend:
 def gang_named_j_pg(monkeypatch):
     """The recorded gang objects of these tests are named "j-pg" (tests/kube_objects.py): let that be the job's
     current gang name (tests/reconcile/test_current_gang.py covers the real names)."""
-    monkeypatch.setattr(status, "current_gang_name", lambda job: "j-pg")
+    monkeypatch.setattr(derive, "current_gang_name", lambda job: "j-pg")
 
 
 @pytest.fixture
@@ -201,3 +202,45 @@ def test_when_the_watch_already_started_the_attempt_from_the_new_pods_the_restar
     assert [(p, a) for p, a, _ in attempts(job)][-2:] == [(P.DISPATCHED, 1), (P.QUEUED, 1)]
     job.refresh_from_db()
     assert job.phase == P.QUEUED  # the phase does not step back within the attempt
+
+
+def queued_world():
+    """A gang the scheduler cannot place yet, as a pass or the watch sees it."""
+    return JobObjects([v1alpha2_podgroup()], [batch_job()],
+                      [pod(name=f"p-{i}", unschedulable="0/4 nodes are available") for i in range(3)])
+
+
+def test_a_passs_restart_error_and_sighting_are_one_update_of_the_row(job):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    ran(job)
+    update = status.StatusUpdate.begin(job)
+    update.restart_at(job, status.Decision(P.DISPATCHED, t(60), "Job default/w-0", "Recreated", "recreated ..."))
+    update.observe(job, status.Sighting(StubBackend(UNSCHEDULABLE), queued_world()))
+    update.fail_with_error(job, "ClusterUnreachable", "connection refused")
+    with CaptureQueriesContext(connection) as queries:
+        status.write(job, update)
+    sql = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert sum(s.startswith("UPDATE") for s in sql) == 1
+    assert sum(s.startswith("INSERT") for s in sql) == 1  # every new entry in one statement
+    assert attempts(job)[-2:] == [(P.DISPATCHED, 1, "Recreated"), (P.QUEUED, 1, "Unschedulable")]
+    job.refresh_from_db()
+    assert (job.phase_reason, job.phase_message) == ("ClusterUnreachable", "connection refused")
+
+
+def test_a_timeline_another_writer_appended_to_after_the_pass_read_it_is_read_again_under_the_lock(job):
+    from django.utils import timezone
+
+    ran(job)
+    passs_copy = GangJob.objects.select_related("cluster", "queue").get(pk=job.pk)
+    update = status.StatusUpdate.begin(passs_copy)
+    update.restart_at(passs_copy, status.Decision(P.DISPATCHED, t(60), "Job default/w-0", "Recreated", "..."))
+    # Meanwhile the watch starts the attempt from the new Job's pods (as every writer does: with `updated_at`).
+    PhaseTransition.objects.create(job=job, phase=P.QUEUED, at=t(61), attempt=1, reason="Requeued")
+    GangJob.objects.filter(pk=job.pk).update(phase=P.QUEUED, updated_at=timezone.now())
+    status.write(passs_copy, update)
+    # As when the restart is recorded after the watch (the test above): it joins that attempt; the phase stays.
+    assert [(p, a) for p, a, _ in attempts(job)][-2:] == [(P.DISPATCHED, 1), (P.QUEUED, 1)]
+    job.refresh_from_db()
+    assert job.phase == P.QUEUED

@@ -48,8 +48,9 @@ def pods(**kw):
 def test_what_each_backend_reads_becomes_why_pending(backend, gang_object, pod_kw, reason, numbers):
     gang = backend().read_status([gang_object])
     facts = pods(**pod_kw)
-    obs = phases.observe(Evidence(GANG3, gang, [gang_object], facts, [], t(100)), P.SUBMITTED, {P.SUBMITTED: T0})
-    why = why_pending.explain(obs.phase, GANG3, gang, facts)
+    evidence = Evidence(GANG3, gang, [gang_object], facts, [], t(100))
+    obs = phases.observe(evidence, P.SUBMITTED, {P.SUBMITTED: T0})
+    why = why_pending.explain(obs.phase, evidence)
     if reason is None:
         assert why is None
         assert obs.phase == P.SCHEDULED

@@ -7,7 +7,7 @@ from scheduling.choices import GangPhase as P
 from scheduling.observe import capacity, why_pending
 from scheduling.observe.phases import JobShape
 from scheduling.observe.pods import pod_facts
-from tests.kube_objects import kai_over_limit, pod, t
+from tests.kube_objects import kai_over_limit, pod, seen, t
 
 from .test_observe_why_pending import kai_status, pods
 
@@ -37,7 +37,7 @@ def test_per_pod_requests_take_limits_when_no_request_is_set():
 
 def explain(shape, job_spec, cluster_nodes, gang=None, queue_limits=None, in_use=None):
     return why_pending.explain(
-        P.QUEUED, shape, gang or GangStatus(), pods(shape.total, unschedulable="0/2 nodes are available"),
+        P.QUEUED, seen(shape, gang or GangStatus(), pods(shape.total, unschedulable="0/2 nodes are available")),
         job_requests=why_pending.job_requests(job_spec), capacity=capacity.summarize(cluster_nodes),
         per_pod=capacity.pod_requests(job_spec), in_use=(lambda: in_use) if in_use is not None else None)
 
@@ -86,12 +86,12 @@ def test_no_busy_fact_when_the_placed_jobs_leave_room_or_a_stronger_fact_blocks(
         asked.append(1)
         return {"nvidia.com/gpu": 8}
 
-    fits = why_pending.explain(P.QUEUED, JobShape(3, 3), GangStatus(), pods(3, unschedulable="0/4 nodes"),
+    fits = why_pending.explain(P.QUEUED, seen(JobShape(3, 3), GangStatus(), pods(3, unschedulable="0/4 nodes")),
                                job_requests=why_pending.job_requests(spec(3, gpu=8)),
                                capacity=capacity.summarize(nodes), per_pod=capacity.pod_requests(spec(3, gpu=8)),
                                in_use=in_use)
     assert fits["blocking"] == [] and asked == [1]  # 24 of 24 free by gangweb's count: other pods or fragmentation
-    never = why_pending.explain(P.QUEUED, JobShape(5, 5), GangStatus(), pods(5, unschedulable="0/4 nodes"),
+    never = why_pending.explain(P.QUEUED, seen(JobShape(5, 5), GangStatus(), pods(5, unschedulable="0/4 nodes")),
                                 job_requests=why_pending.job_requests(spec(5, gpu=8)),
                                 capacity=capacity.summarize(nodes), per_pod=capacity.pod_requests(spec(5, gpu=8)),
                                 in_use=in_use)
@@ -99,7 +99,8 @@ def test_no_busy_fact_when_the_placed_jobs_leave_room_or_a_stronger_fact_blocks(
 
 
 def test_unknown_capacity_states_nothing():
-    why = why_pending.explain(P.QUEUED, JobShape(2, 2), GangStatus(), pods(2), job_requests={"nvidia.com/gpu": 16})
+    why = why_pending.explain(P.QUEUED, seen(JobShape(2, 2), GangStatus(), pods(2)),
+                              job_requests={"nvidia.com/gpu": 16})
     assert why["blocking"] == []
 
 
@@ -121,7 +122,7 @@ def test_queue_over_limit_alone_leads_the_summary():
     gang = kai_status({"status": {"schedulingConditions": [
         {"type": "UnschedulableOnNodePool", "lastTransitionTime": "2026-01-01T00:00:03Z",
          "reasons": [kai_over_limit(limit="8", allocated="6", requested="4")]}]}})
-    why = why_pending.explain(P.QUEUED, JobShape(3, 3), gang, pods())
+    why = why_pending.explain(P.QUEUED, seen(JobShape(3, 3), gang, pods()))
     assert why["summary"] == "Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4."
 
 
@@ -133,6 +134,6 @@ def test_amounts_read_as_people_say_them(res, amount, words):
 
 def test_capacity_is_unchanged_by_a_bound_gang():
     bound = [pod_facts(pod(name=f"p-{i}", bound=1)) for i in range(2)]
-    assert why_pending.explain(P.QUEUED, JobShape(2, 2), GangStatus(admitted=False, at=t(1)), bound,
+    assert why_pending.explain(P.QUEUED, seen(JobShape(2, 2), GangStatus(admitted=False, at=t(1)), bound),
                                capacity=capacity.summarize([node("a", gpus=1)]),
                                per_pod=[{"nvidia.com/gpu": 8}]) is None

@@ -6,7 +6,7 @@ from scheduling.choices import GangPhase as P
 from scheduling.observe import why_pending
 from scheduling.observe.phases import JobShape
 from scheduling.observe.pods import pod_facts
-from tests.kube_objects import kai_over_limit, kai_podgroup, pod, t
+from tests.kube_objects import kai_over_limit, kai_podgroup, pod, seen, t
 
 GANG3 = JobShape(min_member=3, total=3)
 
@@ -28,7 +28,7 @@ def pods(n=3, **kw):
 
 def test_kai_over_limit_carries_the_queue_numbers_and_what_the_job_asks():
     gang = kai_status(kai_podgroup(reasons=[kai_over_limit(limit="8", allocated="6", requested="4")]))
-    why = why_pending.explain(P.QUEUED, GANG3, gang, pods())
+    why = why_pending.explain(P.QUEUED, seen(GANG3, gang, pods()))
     assert why["reason"] == "OverLimit"
     assert why["queue"]["name"] == "team-a"
     assert why["queue"]["resources"]["nvidia.com/gpu"] == {
@@ -46,12 +46,12 @@ def test_kai_over_limit_carries_the_queue_numbers_and_what_the_job_asks():
 
 def test_a_cleared_kai_condition_disappears_once_the_pods_are_bound():
     gang = kai_status(kai_podgroup(reasons=None))
-    assert why_pending.explain(P.QUEUED, GANG3, gang, pods(bound=5)) is None
+    assert why_pending.explain(P.QUEUED, seen(GANG3, gang, pods(bound=5))) is None
 
 
 def test_a_cleared_kai_condition_leaves_no_queue_numbers_behind_while_pods_still_wait():
     gang = kai_status(kai_podgroup(reasons=None))
-    why = why_pending.explain(P.QUEUED, GANG3, gang, pods())
+    why = why_pending.explain(P.QUEUED, seen(GANG3, gang, pods()))
     assert why["reason"] == "WaitingForScheduler"
     assert why["queue"] is None and why["reasons"] == []
 
@@ -59,8 +59,9 @@ def test_a_cleared_kai_condition_leaves_no_queue_numbers_behind_while_pods_still
 def test_v1alpha2_unschedulable_gang_says_0_of_3_bound_with_the_pods_messages():
     gang = GangStatus(admitted=False, reason="Unschedulable", message="not enough room for the gang", at=t(3),
                       source="PodGroup default/j-pg")
-    why = why_pending.explain(P.QUEUED, GANG3, gang,
-                              pods(unschedulable="0/4 nodes are available: 4 Insufficient nvidia.com/gpu."),
+    why = why_pending.explain(P.QUEUED,
+                              seen(GANG3, gang, pods(unschedulable="0/4 nodes are available: 4 Insufficient "
+                                                                   "nvidia.com/gpu.")),
                               job_requests={"nvidia.com/gpu": "24", "cpu": "3"})
     assert (why["reason"], why["message"]) == ("Unschedulable", "not enough room for the gang")
     assert why["pods"]["bound"] == 0 and why["pods"]["required"] == 3
@@ -73,7 +74,7 @@ def test_v1alpha2_unschedulable_gang_says_0_of_3_bound_with_the_pods_messages():
 @pytest.mark.parametrize("phase", [P.SCHEDULED, P.RUNNING, P.SUCCEEDED, P.FAILED, P.CANCELLED])
 def test_a_job_past_queued_has_no_why_pending(phase):
     gang = GangStatus(admitted=False, reason="Unschedulable")
-    assert why_pending.explain(phase, GANG3, gang, pods()) is None
+    assert why_pending.explain(phase, seen(GANG3, gang, pods())) is None
 
 
 @pytest.mark.parametrize("made,expected_reason,summary_start", [
@@ -81,15 +82,15 @@ def test_a_job_past_queued_has_no_why_pending(phase):
     (3, "WaitingForScheduler", "3 pods are waiting for scheduler 'kai-scheduler' to look at them"),
 ])
 def test_waiting_reasons_gangweb_gives_when_the_scheduler_said_nothing(made, expected_reason, summary_start):
-    why = why_pending.explain(P.DISPATCHED, GANG3, GangStatus(), pods(made), scheduler_name="kai-scheduler")
+    why = why_pending.explain(P.DISPATCHED, seen(GANG3, GangStatus(), pods(made)), scheduler_name="kai-scheduler")
     assert why["reason"] == expected_reason
     assert why["summary"].startswith(summary_start)
 
 
 def test_pods_unschedulable_without_a_gang_statement_use_the_pods_reason():
-    why = why_pending.explain(P.QUEUED, JobShape(min_member=2, total=2), GangStatus(),
-                              [pod_facts(pod(name="a", unschedulable="0/4 nodes: Insufficient cpu")),
-                               pod_facts(pod(name="b", unschedulable="0/4 nodes: Insufficient cpu"))])
+    why = why_pending.explain(P.QUEUED, seen(JobShape(min_member=2, total=2), GangStatus(),
+                                             [pod_facts(pod(name="a", unschedulable="0/4 nodes: Insufficient cpu")),
+                                              pod_facts(pod(name="b", unschedulable="0/4 nodes: Insufficient cpu"))]))
     assert (why["reason"], why["source"]) == ("Unschedulable", "Pod default/a")
     assert why["pod_conditions"][0]["pods"] == 2
 

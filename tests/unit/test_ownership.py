@@ -136,22 +136,20 @@ def test_record_keeps_what_a_legacy_row_trusted_and_adds_the_new_job():
 def test_the_watch_selects_the_same_objects_as_the_resync():
     spoof = the_real_job_and_a_spoof()
     cached = SimpleNamespace(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])
-    gang, owners, pods = watching.select(cached, BACKEND, gangjob(owner_uids={"train-w": "real-job"}))
-    assert uids(gang) == {"pg"} and uids(owners) == {"real-job"} and uids(pods) == {"p0", "p1"}
+    selected = watching.select(cached, BACKEND, gangjob(owner_uids={"train-w": "real-job"}))
+    assert uids(selected.gang) == {"pg"} and uids(selected.owners) == {"real-job"}
+    assert uids(selected.pods) == {"p0", "p1"}
 
 
 def test_only_a_passs_own_new_uids_are_written_over_the_row():
     from scheduling.reconcile import status
 
-    fields = dict.fromkeys(("phase", "phase_reason", "phase_message", "phase_changed_at", "why_pending", "observed",
-                            "finished_at", "updated_at"))
-    row = SimpleNamespace(owner_uids={"train-w": "recreated"}, **fields)
-    watchers_copy = SimpleNamespace(owner_uids={"train-w": "first"}, **fields)  # loaded before the recreate
-    status._refresh(watchers_copy, row)
-    assert watchers_copy.owner_uids == {"train-w": "recreated"}
+    row_uids = {"train-w": "recreated"}
+    watchers_copy = SimpleNamespace(owner_uids={"train-w": "first"})  # loaded before the recreate
+    # The watch creates no Job, so it has no new UIDs: what the row holds stands, whatever its copy says.
+    assert status.merged_owner_uids(row_uids, {}) == {"train-w": "recreated"} != watchers_copy.owner_uids
 
-    reconciler = SimpleNamespace(owner_uids={"train-w": "first"}, **fields)
-    ownership.record(reconciler, {"train-v": a_job("train-v", "team", "created-now")})
-    assert reconciler.new_owner_uids == {"train-v": "created-now"}
-    status._refresh(reconciler, row)
-    assert reconciler.owner_uids == {"train-w": "recreated", "train-v": "created-now"}
+    reconciler = SimpleNamespace(owner_uids={"train-w": "first"})
+    new = ownership.record(reconciler, {"train-v": a_job("train-v", "team", "created-now")})
+    assert new == {"train-v": "created-now"}
+    assert status.merged_owner_uids(row_uids, new) == {"train-w": "recreated", "train-v": "created-now"}

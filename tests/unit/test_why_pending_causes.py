@@ -9,7 +9,7 @@ from scheduling.choices import GangPhase as P
 from scheduling.observe import capacity, causes, why_pending
 from scheduling.observe.phases import JobShape
 from scheduling.observe.pods import pod_facts
-from tests.kube_objects import pod, t
+from tests.kube_objects import pod, seen, t
 
 GANG3 = JobShape(min_member=3, total=3)
 
@@ -37,7 +37,7 @@ def test_a_failed_create_message_is_read_for_its_admission_cause(message, cause)
 
 
 def test_refused_pods_lead_the_summary_in_the_servers_words_with_the_pod_counts():
-    why = why_pending.explain(P.DISPATCHED, GANG3, GangStatus(), [], refusals=[refusal(QUOTA)])
+    why = why_pending.explain(P.DISPATCHED, seen(GANG3, GangStatus(), [], refusals=[refusal(QUOTA)]))
     assert why["reason"] == "FailedCreate" and why["message"] == QUOTA and why["source"] == "Job ns/train-worker"
     (fact,) = why["blocking"]
     assert (fact["code"], fact["cause"], fact["created"], fact["total"], fact["count"]) == (
@@ -48,7 +48,7 @@ def test_refused_pods_lead_the_summary_in_the_servers_words_with_the_pod_counts(
 
 def test_refusals_say_nothing_once_every_pod_exists():
     pods = [pod_facts(pod(name=f"p-{i}")) for i in range(3)]
-    why = why_pending.explain(P.QUEUED, GANG3, GangStatus(), pods, refusals=[refusal(QUOTA)])
+    why = why_pending.explain(P.QUEUED, seen(GANG3, GangStatus(), pods, refusals=[refusal(QUOTA)]))
     assert not [f for f in why["blocking"] if f["code"] == "PodCreateRefused"]
 
 
@@ -57,7 +57,7 @@ def test_hostile_event_text_is_one_bounded_line():
     said = causes.quote(evil)
     assert len(said) == causes.MAX_QUOTE and said.endswith("…")
     assert "\n" not in said and "\x1b" not in said and "\u202e" not in said
-    why = why_pending.explain(P.DISPATCHED, GANG3, GangStatus(), [], refusals=[refusal(evil, obj="<b>Job</b>")])
+    why = why_pending.explain(P.DISPATCHED, seen(GANG3, GangStatus(), [], refusals=[refusal(evil, obj="<b>Job</b>")]))
     assert len(why["summary"]) < 600 and "\n" not in why["summary"]
 
 
@@ -75,7 +75,7 @@ def gated(name, gates, **kw):
 
 def test_a_foreign_gate_is_named_with_its_owner_domain_and_counted():
     pods = [gated(f"p-{i}", ["kueue.x-k8s.io/admission"]) for i in range(3)]
-    why = why_pending.explain(P.QUEUED, GANG3, GangStatus(), pods)
+    why = why_pending.explain(P.QUEUED, seen(GANG3, GangStatus(), pods))
     (fact,) = why["blocking"]
     assert fact == {"code": "ForeignSchedulingGate", "gate": "kueue.x-k8s.io/admission", "owner": "kueue.x-k8s.io",
                     "pods": 3,
@@ -99,11 +99,11 @@ def waiting_pods(created):
 
 def test_a_silent_scheduler_is_named_once_the_window_has_passed():
     pods = waiting_pods(0)
-    early = why_pending.explain(P.QUEUED, GANG3, GangStatus(), pods, scheduler_name="kai-scheduler",
-                                silence_s=300, now=t(0) + timedelta(seconds=299))
+    early = why_pending.explain(P.QUEUED, seen(GANG3, GangStatus(), pods, now=t(0) + timedelta(seconds=299)),
+                                scheduler_name="kai-scheduler", silence_s=300)
     assert early["blocking"] == [] and early["reason"] == "WaitingForScheduler"
-    late = why_pending.explain(P.QUEUED, GANG3, GangStatus(), pods, scheduler_name="kai-scheduler",
-                               silence_s=300, now=t(0) + timedelta(seconds=300))
+    late = why_pending.explain(P.QUEUED, seen(GANG3, GangStatus(), pods, now=t(0) + timedelta(seconds=300)),
+                               scheduler_name="kai-scheduler", silence_s=300)
     assert late["blocking"][0]["code"] == "SchedulerSilent"
     assert late["summary"] == ("No scheduler named `kai-scheduler` has acted on these pods in 5 min — is it running "
                                "in this cluster?")
@@ -149,7 +149,7 @@ def test_no_fragmentation_fact_when_the_pods_fit_or_the_room_is_simply_too_small
 
 def test_the_fragmentation_summary_has_the_issues_numbers():
     pods = [pod_facts(pod(name=f"p-{i}", unschedulable="0/5 nodes are available")) for i in range(3)]
-    why = why_pending.explain(P.QUEUED, GANG3, GangStatus(), pods, {"nvidia.com/gpu": 18},
+    why = why_pending.explain(P.QUEUED, seen(GANG3, GangStatus(), pods), {"nvidia.com/gpu": 18},
                               waiting=[({"nvidia.com/gpu": 6}, {"pool": "a"}, 3)], nodes=lambda: (NODES, USED))
     assert why["summary"].startswith(
         "Each pod needs 6 GPUs; the most free on any node is 5 (node-0..3 have 5 each, 20 in all); an upper bound: "

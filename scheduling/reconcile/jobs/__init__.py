@@ -34,7 +34,8 @@ desired objects from the job row (reconcile/desired.py), and then:
   root with propagation Orphan, so the retained Jobs stay), and after the retention its Indexed Jobs and pods
   (reconcile/retention.py).
 
-Status is derived by `reconcile.status.apply_observation` and written once per pass, only if it changed.
+What a pass records (the sighting of the job's objects, a restart, Cancelled or Failed, an error, cleanup fields)
+is collected in a `status.StatusUpdate` and written once at its end (`status.write`), only if it changed.
 Every pass leaves a ReconcileAttempt row. Unreachable cluster, 401/403, 429 and 5xx raise TransientKubeError
 after being recorded on the job (phase_reason "ClusterUnreachable", "Forbidden", ...); the Celery task retries
 those with backoff. So does a create answered "namespace not found" (phase_reason "NamespaceNotFound"): the job's
@@ -45,8 +46,8 @@ terminal: recorded, not retried; a create refused so fails the job (above).
 from .backend import backend_for, choose_backend, record_backends
 from .batch import in_threads, reconcile_many
 from .common import Requeue, is_terminating, ref_of
-from .passes import PassResult, reconcile_one, run_pass, save_status
+from .passes import PassResult, reconcile_one, run_pass
 from .reconciler import JobReconciler
 
 __all__ = ("JobReconciler", "PassResult", "Requeue", "backend_for", "choose_backend", "in_threads", "is_terminating",
-           "reconcile_many", "reconcile_one", "record_backends", "ref_of", "run_pass", "save_status")
+           "reconcile_many", "reconcile_one", "record_backends", "ref_of", "run_pass")

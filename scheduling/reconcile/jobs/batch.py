@@ -15,13 +15,13 @@ from ...models import GangJob, ReconcileAttempt
 from .. import status
 from ..observed import snapshot
 from .backend import backend_for, record_backends
-from .passes import load, run_pass, save_status, status_snapshot
+from .passes import load, run_pass
 
 
 def _record_not_attempted(job: GangJob, err: KubeError) -> None:
-    before = status_snapshot(job)
+    """Record on a batch's job that its pass was not attempted (its cluster failed for the batch): the error and
+    an attempt row."""
     status.record_error(job, err.reason, f"not attempted: {err.message}", err.status)
-    save_status(job, before)
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
                                     outcome=ReconcileOutcome.TRANSIENT_ERROR if isinstance(err, TransientKubeError)
                                     else ReconcileOutcome.TERMINAL_ERROR, reason=err.reason,

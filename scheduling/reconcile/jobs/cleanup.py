@@ -18,7 +18,8 @@ from .common import CANCELLING, LIVE_POD_PHASES, REMOVING, WAIT_SECONDS, Requeue
 class JobCleanup:
     """The deleting half of a job's pass (a mixin of `JobReconciler`). Uses the pass's `job`, `api`, `ns`,
     `backend`, `observed` (the job's objects, kept up to date as they are deleted), `actions` (what the pass did,
-    one line each) and `confirm_absence()` (read again before concluding that nothing is left)."""
+    one line each), `update` (what it records, status.StatusUpdate) and `confirm_absence()` (read again before
+    concluding that nothing is left)."""
 
     def delete(self, ref: ObjectRef, obj: dict, propagation: str = "Background") -> dict | None:
         """Delete one of our objects with a UID precondition (a 409 means it was already replaced: leave it).
@@ -116,10 +117,10 @@ class JobCleanup:
         job runs or holds quota any more."""
         nothing_left = self.delete_all()
         if nothing_left and self.job.phase != GangPhase.CANCELLED:
-            status.record_phase(self.job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
-                                "cancelled; the job's cluster objects are deleted")
+            self.update.decide(self.job, status.Decision(GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
+                                                         "cancelled; the job's cluster objects are deleted"))
         elif not nothing_left and self.job.phase != GangPhase.CANCELLED:
-            self.job.phase_reason, self.job.phase_message = CANCELLING, "deleting the job's cluster objects"
+            self.update.say(self.job, CANCELLING, "deleting the job's cluster objects")
         self.finish_cleanup(nothing_left)
 
     def discard(self) -> None:

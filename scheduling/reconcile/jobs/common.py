@@ -33,8 +33,6 @@ CANCELLING = "Cancelling"  # phase_reason of a job whose cancel is deleting its 
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
                            NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, STORED_VERSION_UNREADABLE, UNEXPECTED_ERROR})
-STATUS_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "cleaned_up_at",
-                 "observed", "backend_plugin", "owner_uids", "remove_after", "objects_removed_at")
 REMOVING = "RemovingObjects"  # a finished job's retained Jobs and pods are being deleted (retention)
 ROOT_DELETED = "RootDeleted"  # an object's ownerReference names a deleted root: it goes, and the set is recreated
 

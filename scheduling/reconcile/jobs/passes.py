@@ -22,10 +22,10 @@ from ...kube.errors import (
     classify,
     describe,
 )
-from ...models import GangJob, PhaseTransition, ReconcileAttempt
+from ...models import GangJob, ReconcileAttempt
 from .. import status
 from ..observed import Observed
-from .common import API_VERSION_CHANGED, ERROR_REASONS, STATUS_FIELDS, UNEXPECTED_ERROR, Done, Failed, Requeue
+from .common import API_VERSION_CHANGED, ERROR_REASONS, UNEXPECTED_ERROR, Done, Failed, Requeue
 from .reconciler import JobReconciler
 
 log = logging.getLogger(__name__)
@@ -48,41 +48,6 @@ class PassResult:
         return isinstance(self.error, TransientKubeError)
 
 
-def status_snapshot(job: GangJob) -> dict:
-    """The job's STATUS_FIELDS as they are now: what `save_status` compares with at the end of a pass."""
-    return {f: getattr(job, f) for f in STATUS_FIELDS}
-
-
-def _clear_error(job: GangJob) -> None:
-    """After a successful pass, put back the reason of the current phase in place of a recorded error."""
-    if job.phase_reason in ERROR_REASONS:
-        last = PhaseTransition.objects.filter(job=job, phase=job.phase).order_by("-attempt", "-at").first()
-        job.phase_reason = last.reason if last else ""
-        job.phase_message = last.message if last else ""
-
-
-def save_status(job: GangJob, before: dict) -> list[str]:
-    """Write, once, the status fields this pass changed in memory that the row does not already hold (a status
-    writer such as `apply_observation` may have saved some itself). A phase change is conditional on the phase
-    read at the start, so a slower concurrent pass never overwrites a newer phase. Returns the fields written."""
-    touched = [f for f in STATUS_FIELDS if getattr(job, f) != before[f]]
-    if not touched:
-        return []
-    written = getattr(job, "row_as_written", None)  # the row as a status writer of this pass committed it
-    if written is not None and all(getattr(written, f) == getattr(job, f) for f in touched):
-        return []  # e.g. a new job's Dispatched: `apply_observation` wrote all of it under its lock
-    current = GangJob.objects.filter(pk=job.pk).values(*touched).first() or {}
-    changed = [f for f in touched if current.get(f) != getattr(job, f)]
-    if changed:
-        values = {f: getattr(job, f) for f in changed}
-        values["updated_at"] = timezone.now()
-        rows = GangJob.objects.filter(pk=job.pk)
-        if "phase" in changed:
-            rows = rows.filter(phase=before["phase"])
-        rows.update(**values)
-    return changed
-
-
 def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_id: str = "", retry: int = 0,
              record_idle: bool = True, raise_transient: bool = True) -> PassResult:
     """Reconcile `job` once: act, derive status, write it if changed, record a ReconcileAttempt.
@@ -94,20 +59,20 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     `raise_transient` is False, when it is returned in `result.error` for the caller's retry policy.
     """
     started = time.monotonic()
-    before = status_snapshot(job)
-    job.row_as_written = None  # set by a status writer of this pass
+    update = status.StatusUpdate.begin(job, observed.recorded_phases if observed is not None else None)
     result = PassResult()
     acting: list[JobReconciler] = []  # the pass's reconciler, once it was made
     try:
-        _act(job, api, observed, acting)
+        _act(job, api, observed, update, acting)
+        update.clear_errors = ERROR_REASONS  # it ended normally: a recorded error gives way to the phase's reason
     except Exception as exc:  # noqa: BLE001 - no exception leaves a pass unrecorded (a bug, an unexpected answer)
-        _record_ending(job, acting[0] if acting else None, exc, result)
+        _record_ending(job, acting[0] if acting else None, exc, result, update)
     if acting:
         result.actions = acting[0].actions
         if acting[0].retired is not None and not result.reason:
             result.reason, result.message = API_VERSION_CHANGED, acting[0].version_message
     with transaction.atomic():
-        changed = save_status(job, before)
+        changed = status.write(job, update)
         if record_idle or result.actions or changed or result.outcome != ReconcileOutcome.OK:
             ReconcileAttempt.objects.create(
                 kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id, task_id=task_id or "",
@@ -120,24 +85,25 @@ def run_pass(job: GangJob, *, api=None, observed: Observed | None = None, task_i
     return result
 
 
-def _act(job: GangJob, api, observed: Observed | None, acting: list[JobReconciler]) -> None:
-    """The acting part of a pass: cancel a never-dispatched job at once (no request), else run a JobReconciler
-    (appended to `acting` as soon as it exists) and, when it ended normally, clear a recorded error."""
+def _act(job: GangJob, api, observed: Observed | None, update: status.StatusUpdate,
+         acting: list[JobReconciler]) -> None:
+    """The acting part of a pass, noting what it records in `update`: cancel a never-dispatched job at once (no
+    request), else run a JobReconciler (appended to `acting` as soon as it exists)."""
     if job.desired_state == DesiredState.CANCEL and not job.backend_plugin:
         # Never dispatched: nothing of it can be in the cluster, so no request is needed (works offline too).
         # No pass creates anything for it from now on: a backend is never recorded on a cancelled job
         # (backend_for), and no pass creates without one.
-        status.record_phase(job, GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
-                            "cancelled before it was dispatched")
+        update.decide(job, status.Decision(GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
+                                           "cancelled before it was dispatched"))
         job.cleaned_up_at = job.cleaned_up_at or timezone.now()
         job.objects_removed_at = job.objects_removed_at or job.cleaned_up_at
         return
-    acting.append(JobReconciler(job, api or kube_client.api_client(job.cluster), observed))
+    acting.append(JobReconciler(job, api or kube_client.api_client(job.cluster), observed, update))
     acting[0].run()
-    _clear_error(job)
 
 
-def _record_ending(job: GangJob, reconciler: JobReconciler | None, exc: Exception, result: PassResult) -> None:
+def _record_ending(job: GangJob, reconciler: JobReconciler | None, exc: Exception, result: PassResult,
+                   update: status.StatusUpdate) -> None:
     """Turn how a pass stopped early into `result`, recording errors on the job: Done (nothing more), Failed
     (recorded already), Requeue (a countdown), CreateRefused (the job fails and what was created goes), another
     KubeError (recorded; transient or terminal by its class), anything else (UnexpectedError, recorded)."""
@@ -152,14 +118,14 @@ def _record_ending(job: GangJob, reconciler: JobReconciler | None, exc: Exceptio
     except CreateRefused as refused:
         result.error, result.outcome = refused, ReconcileOutcome.TERMINAL_ERROR
         result.reason, result.message = refused.reason, refused.message
-        _fail_refused(job, reconciler, refused, result)
+        _fail_refused(job, reconciler, refused, result, update)
     except KubeError as err:
-        _record_kube_error(job, err, result)
+        _record_kube_error(job, err, result, update)
     except Exception:  # noqa: BLE001 - no exception leaves a pass unrecorded (a bug, an unexpected answer)
-        _record_unexpected(job, exc, result)
+        _record_unexpected(job, exc, result, update)
 
 
-def _record_kube_error(job: GangJob, exc: KubeError, result: PassResult) -> None:
+def _record_kube_error(job: GangJob, exc: KubeError, result: PassResult, update: status.StatusUpdate) -> None:
     """A classified API error ends the pass: recorded on the job (phase_reason, why-pending), transient or terminal
     by its class. A missing namespace is said with the command that fixes it."""
     if exc.reason == NAMESPACE_NOT_FOUND:
@@ -169,10 +135,10 @@ def _record_kube_error(job: GangJob, exc: KubeError, result: PassResult) -> None
     result.outcome = (ReconcileOutcome.TRANSIENT_ERROR if isinstance(exc, TransientKubeError)
                       else ReconcileOutcome.TERMINAL_ERROR)
     result.reason, result.message = exc.reason, exc.message
-    status.record_error(job, exc.reason, exc.message, exc.status)
+    update.fail_with_error(job, exc.reason, exc.message, exc.status)
 
 
-def _record_unexpected(job: GangJob, exc: Exception, result: PassResult) -> None:
+def _record_unexpected(job: GangJob, exc: Exception, result: PassResult, update: status.StatusUpdate) -> None:
     """An exception no handler expected ends the pass as UnexpectedError, recorded on the job when it can be."""
     err = classify(exc)  # a raw ApiException (a 404/409 nobody handled) still says what the server answered
     # describe: server words only from a Status body, anything else by its type (its text may quote secrets).
@@ -180,18 +146,15 @@ def _record_unexpected(job: GangJob, exc: Exception, result: PassResult) -> None
     # An API answer nobody handled is logged in one line; anything else is a bug, worth its traceback.
     log.warning("job %s: unexpected error in a reconcile pass: %s", job.pk, message, exc_info=err is None)
     result.outcome, result.reason, result.message = ReconcileOutcome.TERMINAL_ERROR, UNEXPECTED_ERROR, message
-    try:
-        status.record_error(job, UNEXPECTED_ERROR, result.message, getattr(exc, "status", None))
-    except Exception:  # noqa: BLE001 - the attempt row below still records it
-        log.exception("job %s: could not record the error on the job", job.pk)
+    update.fail_with_error(job, UNEXPECTED_ERROR, result.message, getattr(exc, "status", None))
 
 
-def _fail_refused(job: GangJob, reconciler: JobReconciler, exc: CreateRefused, result: PassResult) -> None:
+def _fail_refused(job: GangJob, reconciler: JobReconciler, exc: CreateRefused, result: PassResult,
+                  update: status.StatusUpdate) -> None:
     """End `job` Failed because the API server refused one of its objects for good, then delete what was created
     (`discard`). The Failed entry has gangweb's clock and source: a refusal carries no cluster timestamp. When the
     cleanup must wait or the cluster fails meanwhile, a later pass (task countdown or resync) finishes it."""
-    status.record_failure(job, CREATE_REFUSED, exc.message)
-    if job.phase != GangPhase.FAILED or job.phase_reason != CREATE_REFUSED:
+    if not update.fail(job, CREATE_REFUSED, exc.message):
         return  # finished otherwise meanwhile (a cancel): that path cleans up
     try:
         reconciler.discard()

@@ -23,6 +23,7 @@ from ...kube.errors import (
 from ...kube.objects import JOB, SERVICE
 from ...kube.refs import ObjectRef
 from ...models import GangJob, RuntimeTemplate
+from ...observe.evidence import JobObjects
 from ...observe.objects import created_at as o_created_at
 from ...services import policy
 from .. import desired as desired_mod
@@ -81,9 +82,11 @@ class JobReconciler(JobCleanup):
     """One pass over one job. Create with the job (cluster and queue loaded), an ApiClient and optionally the
     Observed slice from a resync; call `run()`."""
 
-    def __init__(self, job: GangJob, api, observed: Observed | None = None):
+    def __init__(self, job: GangJob, api, observed: Observed | None = None,
+                 update: status.StatusUpdate | None = None):
         self.job = job
         self.api = api
+        self.update = update if update is not None else status.StatusUpdate.begin(job)  # what the pass records
         self.backend = backend_for(job, api)
         self.uid = str(job.uid)
         self.ns = job.namespace
@@ -101,8 +104,7 @@ class JobReconciler(JobCleanup):
                 raise TransientKubeError(exc.reason, f"{self.version_message}, but {exc.message}",
                                          exc.status) from None
             raise
-        if self.retired is not None:
-            GangJob.objects.filter(pk=job.pk, backend_plugin=self.retired.name).update(backend_plugin=self.backend.name)
+        if self.retired is not None:  # written with the pass's status, unless another pass switched it meanwhile
             self.job.backend_plugin = self.backend.name
 
     def first_read(self, observed: Observed | None) -> Observed:
@@ -146,7 +148,7 @@ class JobReconciler(JobCleanup):
             known = ", ".join(registry.api_versions(old.family))
             message = (f"cluster {self.job.cluster.name} no longer serves {old.api_version} (backend {old.name}) "
                        f"and serves no other version of backend '{old.family}' ({known}); the job cannot continue")
-            status.record_failure(self.job, API_VERSION_REMOVED, message)
+            self.update.fail(self.job, API_VERSION_REMOVED, message)
             raise Failed(API_VERSION_REMOVED, message)
         self.backend, self.retired = new(), old
         self.actions.append(f"switch backend {old.name} -> {new.name}: cluster {self.job.cluster.name} no longer "
@@ -170,9 +172,7 @@ class JobReconciler(JobCleanup):
         objects again and go on with those. Returns True when it read again. Absence in an old list is no proof."""
         if not self.observed.from_snapshot:
             return False
-        recorded = self.observed.recorded_phases
         self.observed = self.read()
-        self.observed.recorded_phases = recorded
         self.actions.append("read again before concluding absence")
         return True
 
@@ -285,22 +285,22 @@ class JobReconciler(JobCleanup):
             if name not in self.observed.owners:
                 self.check_pod_policy(want)
                 self.observed.owners[name] = self.create_plain(JOB, want)
-        ownership.record(self.job, {w["metadata"]["name"]: self.observed.owners[w["metadata"]["name"]]
-                                    for w in owners})
+        self.update.owner_uids(self.job, ownership.record(
+            self.job, {w["metadata"]["name"]: self.observed.owners[w["metadata"]["name"]] for w in owners}))
         if svc["metadata"]["name"] not in self.observed.services:
             self.observed.services[svc["metadata"]["name"]] = self.create_plain(SERVICE, svc)
 
     def observe_now(self, wanted: list[dict], owners: list[dict]) -> None:
-        """Record what the cluster says of the job's current objects (`status.apply_observation`): its gang objects
-        of this generation, its owner Jobs, their pods, and the Jobs' FailedCreate events for why-pending."""
+        """Note what the cluster says of the job's current objects (`StatusUpdate.observe`, written with the pass's
+        status): its gang objects of this generation, its owner Jobs, their pods, and the Jobs' FailedCreate
+        events for why-pending."""
         owner_names = {o["metadata"]["name"] for o in owners}
         pods = [p for p in self.observed.pods
                 if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in owner_names]
         gang_now = [self.observed.gang_of(ref_of(self.backend, w))[w["metadata"]["name"]] for w in wanted]
         owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
-        status.apply_observation(self.job, self.backend, gang_now, pods, owners_now,
-                                 recorded=self.observed.recorded_phases,
-                                 refusals=refusals.read(self.job, owners_now, pods, self.api))
+        self.update.observe(self.job, status.Sighting(self.backend, JobObjects(gang_now, owners_now, pods),
+                                                      refusals.read(self.job, owners_now, pods, self.api)))
 
     def ensure_volcano_queue(self, queue: str) -> None:
         """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
@@ -310,8 +310,8 @@ class JobReconciler(JobCleanup):
         if self.backend.family != "volcano" or getattr(self, "_volcano_queue_checked", False):
             return
         message = volcano_queues.missing_queue(self.job.cluster, self.api, queue)
-        if message:  # shown as the job's why-pending until the PodGroup exists (status.record_error)
-            status.record_error(self.job, status.VOLCANO_QUEUE_MISSING, message)
+        if message:  # shown as the job's why-pending until the PodGroup exists (an error, status.py)
+            self.update.fail_with_error(self.job, status.VOLCANO_QUEUE_MISSING, message)
             raise Requeue(WAIT_SECONDS, status.VOLCANO_QUEUE_MISSING, message)
         self._volcano_queue_checked = True
 
@@ -344,7 +344,7 @@ class JobReconciler(JobCleanup):
 
     def note_restart(self, replaced: list[str]) -> None:
         """When this pass created an owner Job of a job that was Scheduled or Running (its Job had been there: its
-        pods ran), the job starts again: record a Dispatched entry of a new attempt (`status.record_restart`),
+        pods ran), the job starts again: note a Dispatched entry of a new attempt (`StatusUpdate.restart_at`),
         at the new objects' creationTimestamp, source the new Job, reason `Replaced` (immutable drift, the
         fields named) or `Recreated` (the objects vanished: deleted by someone, a cluster restored without
         them), naming every object this pass created. The run before it ends there (run_time reads the latest
@@ -362,8 +362,8 @@ class JobReconciler(JobCleanup):
             reason, message = REPLACED, f"replaced the gang (immutable change of {', '.join(replaced)}): {names}"
         else:
             reason, message = RECREATED, f"recreated what was missing from the cluster: {names}"
-        status.record_restart(self.job, at, object_source(jobs[0]), reason, message)
-        self.observed.recorded_phases = None  # read before this entry: the observation must read the timeline
+        self.update.restart_at(self.job, status.Decision(GangPhase.DISPATCHED, at, object_source(jobs[0]), reason,
+                                                         message))
 
     def cancelled_meanwhile(self) -> bool:
         """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded

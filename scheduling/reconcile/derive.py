@@ -1,0 +1,192 @@
+"""What a job's objects in its cluster say, derived against its row: the phase entries, reason, why-pending and the
+`GangJob.observed` summary a status write records (reconcile/status.py). Reads no timeline and writes nothing:
+the writer gives it the row and the recorded entries (under its lock, or as read with the row). The phase and
+why-pending rules themselves are pure and live in `scheduling.observe`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.utils import timezone
+
+from ..backends.base import GangStatus
+from ..choices import TERMINAL_PHASES, DesiredState
+from ..constants import LABEL_POD_SET
+from ..kube import runtime_classes
+from ..models import GangJob
+from ..observe import capacity, causes, phases, why_pending
+from ..observe import objects as o
+from ..observe.evidence import Evidence, JobObjects
+from ..services import cluster_usage, timeline
+from . import names
+
+REASON_MAX = 128
+
+
+@dataclass
+class Sighting:
+    """What a pass or the watch saw of one job's objects, to be recorded: its `backend` (a SchedulerBackend class
+    or instance; None when it has none yet), its `objects` (every one of the job's that exists, terminating ones
+    included) and `refusals`, the owner Jobs' FailedCreate event rows (`reconcile.refusals.read`; None when not
+    read)."""
+
+    backend: object
+    objects: JobObjects
+    refusals: list[dict] | None = None
+
+
+def job_shape(job: GangJob) -> phases.JobShape:
+    """minMember (template `gang.minMember`, else the sum of replicas) and total pods, from the resolved spec."""
+    spec = job.resolved_spec or {}
+    total = sum(int(ps.get("replicas") or 0) for ps in spec.get("podSets") or [])
+    min_member = (spec.get("gang") or {}).get("minMember") or total
+    return phases.JobShape(min_member=int(min_member), total=total,
+                           cancelling=job.desired_state == DesiredState.CANCEL)
+
+
+def scheduler_of(job: GangJob, backend) -> str:
+    """The scheduler the job's pods wait for, for why-pending: the cluster's name for the backend's scheduler
+    (`Cluster.scheduler_names`), else the plugin's default; "default-scheduler" for a backend that names none."""
+    if not getattr(backend, "scheduler_name", ""):
+        return "default-scheduler"
+    if job.cluster_id:
+        return job.cluster.scheduler_name_for(getattr(backend, "family", "")) or backend.scheduler_name
+    return backend.scheduler_name
+
+
+def current_gang_name(job: GangJob) -> str:
+    """The name of the job's gang object(s) at its current `gang_generation` (reconcile/names.py)."""
+    return names.gang_name(job.name, job.uid, job.gang_generation)
+
+
+def current_gang_objects(job: GangJob, gang_objects: list[dict]) -> list[dict]:
+    """The job's gang objects of its current generation that are not terminating: the only ones whose status is
+    the job's now. After a replacement the list can still hold the previous generation's objects (terminating
+    while a finalizer holds them, or not yet deleted); what they say is history, and an entry must never name them
+    as its source."""
+    name = current_gang_name(job)
+    return [g for g in gang_objects if o.meta(g).get("name") == name and not o.is_terminating(g)]
+
+
+def read_gang_status(backend, gang_objects: list[dict]) -> GangStatus:
+    """The backend's reading of its gang objects (`read_status`), or an empty GangStatus without a backend."""
+    if backend is None or not gang_objects or not hasattr(backend, "read_status"):
+        return GangStatus()
+    reader = backend() if isinstance(backend, type) else backend
+    return reader.read_status(gang_objects)
+
+
+MAX_PODS_LISTED = 200  # pods kept in `observed["pods"]`; counts always cover all of them
+
+
+def _object_body(obj: dict) -> dict:
+    """An object as sent to and kept by the cluster, without its runtime status and server bookkeeping."""
+    m = o.meta(obj)
+    meta = {k: m[k] for k in ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp") if k in m}
+    return {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "metadata": meta,
+            "spec": obj.get("spec") or {}}
+
+
+def _pod_row(pod: dict, facts) -> dict:
+    reason = facts.waiting_reason
+    for cs in o.status(pod).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        reason = reason or (state.get("waiting") or {}).get("reason") or (state.get("terminated") or {}).get("reason")
+    row = {"name": facts.name, "node": facts.node_name, "phase": facts.phase, "reason": reason or ""}
+    pod_set = (o.meta(pod).get("labels") or {}).get(LABEL_POD_SET)
+    if isinstance(pod_set, str) and pod_set:
+        row["pod_set"] = pod_set[:63]  # which pod set's requests the pod holds on its node (cluster_usage.by_node)
+    return row
+
+
+def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
+    """The `GangJob.observed` summary the job page and the events API read::
+
+        {"objects": [<gang objects and owner Jobs: apiVersion, kind, metadata (name, namespace, uid, labels,
+                      annotations, creationTimestamp), spec>],
+         "pods": [{"name", "node", "phase", "reason", "pod_set"}] (first MAX_PODS_LISTED by name; pod_set when
+                  the pod carries the label),
+         "pod_counts": {"created", "bound", "running", "succeeded", "failed"},
+         "gang": {"admitted", "reason", "message", "source", "at"}}
+    """
+    objects, gang = evidence.objects, evidence.gang
+    rows = sorted((_pod_row(p, f) for p, f in zip(objects.pods, evidence.pods, strict=True) if not f.terminating),
+                  key=lambda r: r["name"])
+    return {
+        "objects": [_object_body(x) for x in [*objects.gang, *objects.owners]],
+        "pods": rows[:MAX_PODS_LISTED],
+        "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
+                       "failed": obs.failed},
+        "gang": {"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source,
+                 "at": gang.at.isoformat() if gang.at else None},
+    }
+
+
+def queue_name(job: GangJob) -> str:
+    """The job's queue name without a query when possible: a queue's name never changes, so the one stored with
+    the last why-pending answer is as good as the row's (read only when neither is at hand)."""
+    if GangJob._meta.get_field("queue").is_cached(job):
+        return job.queue.name
+    return (job.why_pending or {}).get("queue_name") or job.queue.name
+
+
+def _waiting(resolved_spec: dict, per_pod: list[dict], shape: phases.JobShape) -> list[tuple[dict, dict, int]]:
+    """Per pod set: (one pod's asks, its nodeSelector, how many of its pods the gang needs placed), for the
+    NodesFragmented fact. With one pod set, minMember of its pods; with several, every replica."""
+    sets = [ps for ps in (resolved_spec or {}).get("podSets") or [] if isinstance(ps, dict)]
+    out = []
+    for ps, asks in zip(sets, per_pod, strict=False):
+        spec = (ps.get("template") or {}).get("spec") or {}
+        selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+        count = int(ps.get("replicas") or 0)
+        out.append((asks, selector, min(count, shape.min_member) if len(sets) == 1 else count))
+    return out
+
+
+
+
+def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: str = "",
+           new_owner_uids: dict | None = None) -> tuple[phases.Observation, dict]:
+    """The observation of `row` (the job's row as read, locked or not) from `sighting`, given its recorded entries
+    `recorded` [(phase, at, attempt)], and the field values it implies. `backend_plugin`: the plugin the calling
+    pass chose (written with the phase when the row has none); `new_owner_uids`: UIDs of Jobs the calling pass
+    created (reconcile/ownership.py), merged with the row's. Returns (phases.Observation, {field: value})."""
+    gang = read_gang_status(sighting.backend, current_gang_objects(row, sighting.objects.gang))
+    evidence = Evidence.of(job_shape(row), gang, sighting.objects, timezone.now(), sighting.refusals)
+    attempt, current = timeline.current_attempt(recorded)
+    obs = phases.observe(evidence, row.phase, current, attempt=attempt)
+    overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
+    per_pod = capacity.pod_requests(row.resolved_spec, overheads)
+    why = why_pending.explain(obs.phase, evidence, why_pending.job_requests(row.resolved_spec, overheads),
+                              scheduler_of(row, sighting.backend), capacity=row.cluster.capacity, per_pod=per_pod,
+                              in_use=lambda: cluster_usage.in_use(row.cluster_id), queue_name=queue_name(row),
+                              template_gates=causes.template_gates(row.resolved_spec),
+                              waiting=_waiting(row.resolved_spec, per_pod, evidence.shape),
+                              nodes=lambda: cluster_usage.nodes_and_use(row.cluster_id),
+                              silence_s=settings.GANGWEB_SCHEDULER_SILENCE_SECONDS)
+    changes = {
+        "phase": obs.phase,
+        "phase_reason": obs.reason[:REASON_MAX],
+        "phase_message": obs.message,
+        "why_pending": why,
+        "observed": _observed(evidence, obs),
+    }
+    if backend_plugin and not row.backend_plugin:
+        changes["backend_plugin"] = backend_plugin
+    merged = merged_owner_uids(row.owner_uids, new_owner_uids)
+    if merged != row.owner_uids:
+        changes["owner_uids"] = merged
+    if obs.entries:
+        changes["phase_changed_at"] = obs.entries[-1].at
+        if obs.phase in TERMINAL_PHASES:
+            changes["finished_at"] = obs.entries[-1].at
+    return obs, changes
+
+
+def merged_owner_uids(row_uids: dict | None, new: dict | None) -> dict | None:
+    """The row's recorded owner-Job UIDs with a pass's own new ones (`new`, {name: uid}) on top: only what a pass
+    created itself is written over the row, never a stale copy of it (the watch's)."""
+    if not new or all((row_uids or {}).get(name) == uid for name, uid in new.items()):
+        return row_uids
+    return {**(row_uids or {}), **new}
