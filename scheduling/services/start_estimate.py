@@ -95,22 +95,16 @@ def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, name, queue
                      name=name(qid, jname), priority=prio, queued_at=created.timestamp())
 
 
-def _priority_of(job: GangJob) -> int:
-    """The priority `job` counts with in its line (`queue_line.priority_value`; OTHER_PRIORITY outside KAI)."""
-    value = queue_line.priority_value(job.priority_class_name, queue_line.family_of(job))
-    return queue_line.OTHER_PRIORITY if value is None else value
-
-
 def _pending(job: GangJob, name, queue_names) -> list[model.Job]:
-    rows = (queue_line._pending(job.cluster_id).annotate(family=queue_line._family_expr())
-            .annotate(prio=queue_line._priority_expr(), template_id=F("template_version__template_id"))
+    rows = (queue_line.pending(job.cluster_id).annotate(family=queue_line.family_expr())
+            .annotate(prio=queue_line.priority_expr(), template_id=F("template_version__template_id"))
             .order_by("-prio", "created_at", "id")
             .values_list("id", "name", "queue_id", "template_id", "prio", "created_at", "requested_gpu",
                          "requested_cpu_millicores", "requested_memory_bytes")[:MAX_PENDING])
     out = [_pending_job(*row, name, queue_names) for row in rows]
     if not any(j.id == job.id for j in out):  # behind the first MAX_PENDING: replayed with those ahead of it
         out.append(_pending_job(job.id, job.name, job.queue_id, job.template_version.template_id,
-                                _priority_of(job), job.created_at,
+                                queue_line.rank_of(job), job.created_at,
                                 job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes, name,
                                 queue_names))
     return out
