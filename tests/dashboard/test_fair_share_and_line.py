@@ -81,3 +81,23 @@ def test_queue_pages_count_pending_running_and_recently_finished_jobs_and_draw_t
     builders.make_cluster("other")
     assert ui.get("/api/v1/queues/tree/?cluster=other").json()["roots"][0]["counts"] == {
         "pending": 0, "running": 0, "finished_24h": 0}
+
+
+@pytest.mark.parametrize("backend, priority_class, words", [
+    ("kai", "build", "(priority 100, then submit time)"),
+    ("kai", "", "(priority 50, then submit time)"),
+    ("volcano", "", "(by submit time)"),
+    ("k8s-workload", "high", "(by submit time; PriorityClass high not counted)"),
+])
+def test_the_job_page_names_the_priority_a_job_waits_with_only_where_gangweb_knows_it(
+        ui, admin_user, backend, priority_class, words):
+    from scheduling.models import GangJob
+
+    cluster = builders.make_cluster("local")
+    queue = builders.make_queue("team-a", clusters=[cluster])
+    template = builders.make_template("base", backend=backend)
+    job = builders.make_job(template, queue, cluster, name="waits", user=admin_user)
+    GangJob.objects.filter(pk=job.pk).update(priority_class_name=priority_class)
+    line = ui.get(f"/jobs/{job.pk}/").content.decode().split('id="job-position"')[1].split("</p>")[0]
+    assert words in line
+    assert "None" not in line
