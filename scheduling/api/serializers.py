@@ -394,7 +394,8 @@ class BulkCancelJobSerializer(serializers.Serializer):
     """One job's result in a bulk cancel."""
 
     id = serializers.IntegerField()
-    name = serializers.CharField(help_text="namespace/name; empty for a job you cannot see")
+    name = serializers.CharField(help_text="the job's name; empty for a job you cannot see")
+    namespace = serializers.CharField(help_text="the job's namespace; empty for a job you cannot see")
     cancelled = serializers.BooleanField()
     status = serializers.IntegerField(help_text="what the single cancel answers: 202, or 403 / 404 / 409 refused")
     reason = serializers.CharField(help_text="why it was refused (or 'already being cancelled'); empty otherwise")
