@@ -14,10 +14,17 @@ its simplifications are in that module's docstring):
   inferred) of the most recent HISTORY_SCAN finished jobs of the templates and queues those jobs use, in any
   cluster. Cancelled jobs are left out: their run time says when someone gave up, not how long the work takes.
 
-Queries: four whatever the number of jobs (the queue tree, the placed jobs, the pending jobs, the history), the
-history read at most once per HISTORY_SECONDS for the same templates and queues (Django's cache), and the
-reader's queue roles (memoized per request) when names must be hidden. The estimate itself is **computed on
-read**, so it moves as soon as a job ends or starts; only the history may be up to HISTORY_SECONDS old.
+Caching: a replay costs up to about a second of CPU (300 queues, 500 pending jobs) and the job page polls the
+estimate every 2 s, so `payload` keeps each answer in Django's cache for ESTIMATE_SECONDS, keyed by the job, what
+the reader may see (every name, or their queues: `_viewer`) and the cluster's **state version** (`state_version`:
+per phase and desired state of the cluster's pending and placed jobs, their count, id sum and latest phase change;
+and the cluster's capacity). A job that starts, ends, is submitted or cancelled in the cluster changes the version,
+so the next read computes afresh at once; otherwise an answer is reused up to ESTIMATE_SECONDS (so the running
+jobs' elapsed times, queue policy edits and new history show within that long).
+
+Queries: one for the state version on every read; on a miss four more whatever the number of jobs (the queue tree,
+the placed jobs, the pending jobs, the history), the history read at most once per HISTORY_SECONDS for the same
+templates and queues, and the reader's queue roles (memoized per request) when names must be hidden.
 """
 from __future__ import annotations
 
@@ -25,7 +32,7 @@ import hashlib
 from datetime import timedelta
 
 from django.core.cache import cache
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from ..choices import DesiredState, GangPhase
@@ -40,6 +47,7 @@ from .queues import QueueTree
 FINISHED = (GangPhase.SUCCEEDED, GangPhase.FAILED)
 HISTORY_SCAN = 3000  # most recent finished jobs read for the history
 HISTORY_SECONDS = 60
+ESTIMATE_SECONDS = 15  # an answer is reused this long while its cluster's state version is unchanged
 MAX_PENDING = 300  # the cluster's pending jobs replayed, first in line order (the target always): bounds its cost
 HIDDEN = "a job of another queue"
 METHOD = ("replay of the running jobs' expected ends (run times of finished jobs of the same template and queue, "
@@ -167,7 +175,39 @@ def _when(now, seconds) -> str:
     return f"in {model.span(seconds)} ({at:%H:%M} UTC)" if seconds >= 60 else f"within a minute ({at:%H:%M} UTC)"
 
 
+def state_version(job: GangJob) -> str:
+    """A digest that changes when `job`'s cluster's pending or placed jobs change (one enters or leaves a phase, is
+    being cancelled, a phase change is written) or its capacity does: per (phase, desired state) the count, the sum
+    of ids and the latest `phase_changed_at`. One GROUP BY query over the cluster's active jobs."""
+    rows = (GangJob.objects.filter(cluster_id=job.cluster_id, phase__in=(*queue_line.PENDING, *RUNNING_PHASES))
+            .order_by().values("phase", "desired_state")
+            .annotate(n=Count("id"), ids=Sum("id"), changed=Max("phase_changed_at")))
+    state = sorted((r["phase"], r["desired_state"], r["n"], r["ids"], str(r["changed"])) for r in rows)
+    return hashlib.sha256(repr((state, job.cluster.capacity)).encode()).hexdigest()[:32]
+
+
+def _viewer(user) -> str:
+    """What the reader may see of other jobs' names (`_namer`): "all", or a digest of their queues."""
+    if user is None or access.is_platform_admin(user):
+        return "all"
+    return hashlib.sha256(repr(sorted(access.queue_roles(user))).encode()).hexdigest()[:16]
+
+
 def payload(job: GangJob, user=None, now=None) -> dict | None:
+    """`estimated_start` (see `_payload` for the shape), reused from Django's cache for up to ESTIMATE_SECONDS
+    while the job's cluster's `state_version` is unchanged (module docstring); then `computed_at` says when it was
+    computed and `now` is not used. None when the job is not pending (no cache read)."""
+    if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
+        return None
+    key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}"
+    found = cache.get(key)
+    if found is None:
+        found = _payload(job, user, now)
+        cache.set(key, found, ESTIMATE_SECONDS)
+    return found
+
+
+def _payload(job: GangJob, user=None, now=None) -> dict | None:
     """`estimated_start` of the job API and page, None when the job is not pending::
 
         {"status": "estimated" | "now" | "unknown" | "never",
