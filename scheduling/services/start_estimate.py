@@ -29,6 +29,7 @@ templates and queues, and the reader's queue roles (memoized per request) when n
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import timedelta
 
 from django.core.cache import cache
@@ -38,6 +39,7 @@ from django.utils import timezone
 from ..choices import DesiredState, GangPhase
 from ..kube.kai_units import RESOURCES
 from ..models import GangJob, PhaseTransition
+from ..observe.causes import NODES_FRAGMENTED
 from ..queueing import estimate as model
 from . import access, queue_line
 from .fair_share import capacity_of
@@ -149,9 +151,29 @@ def _history_rows(template_ids, queue_ids) -> list[tuple[int, int, float]]:
     return [(tid, qid, (end_at - start_at).total_seconds()) for tid, qid, start_at, end_at in rows]
 
 
+def _blocking_codes(job: GangJob) -> list[str]:
+    """The codes of the blocking facts of `job`'s why_pending (observe.why_pending), [] when none."""
+    why = job.why_pending if isinstance(job.why_pending, dict) else {}
+    facts = why.get("blocking") if isinstance(why.get("blocking"), list) else []
+    return [str(f.get("code") or "") for f in facts if isinstance(f, dict)]
+
+
+def _placed_on_nodes(job: GangJob, est: model.Estimate) -> model.Estimate:
+    """`est`, unless it says "now" while the job's why_pending says the free room is split over the nodes so that
+    its pods do not fit (NodesFragmented): the model sums free room and places no pod on a node, so "could start
+    now" would contradict the page's why-pending. Then unknown, saying so."""
+    if est.status != model.NOW or NODES_FRAGMENTED not in _blocking_codes(job):
+        return est
+    return replace(est, status=model.UNKNOWN, p50=None, p90=None, reason=(
+        "fragmented: the free room would hold it in all, but it is split over the nodes so that its pods do not "
+        "fit (see why it is pending); it starts once room frees on a node, which this estimate does not model "
+        "(it places no pod on a node)"))
+
+
 def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     """The model's `Estimate` for `job`, None when it is not pending (Submitted, Dispatched or Queued, not being
-    cancelled). `user`: the reader, whose invisible jobs are named HIDDEN (None: every name shown)."""
+    cancelled). `user`: the reader, whose invisible jobs are named HIDDEN (None: every name shown). A "now" that
+    the job's why_pending contradicts (NodesFragmented) is unknown instead (`_placed_on_nodes`)."""
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
     now = now or timezone.now()
@@ -163,7 +185,8 @@ def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     jobs = [*running, *pending]
     ids = {v: k for k, v in names.items()}
     runs = history({j.template for j in jobs}, {ids[j.queue] for j in jobs if j.queue in ids}, names)
-    return model.estimate(job.id, capacity_of(job.cluster.capacity), _queues(tree), running, pending, runs)
+    return _placed_on_nodes(job, model.estimate(job.id, capacity_of(job.cluster.capacity), _queues(tree), running,
+                                                pending, runs))
 
 
 def _at(now, seconds):
@@ -199,7 +222,8 @@ def payload(job: GangJob, user=None, now=None) -> dict | None:
     computed and `now` is not used. None when the job is not pending (no cache read)."""
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
-    key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}"
+    blocking = "-".join(sorted(set(_blocking_codes(job))))  # why-pending's facts change the answer (_placed_on_nodes)
+    key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}"
     found = cache.get(key)
     if found is None:
         found = _payload(job, user, now)

@@ -180,3 +180,21 @@ def test_a_second_read_reuses_the_estimate_until_the_clusters_jobs_change(api, w
     GangJob.objects.filter(name="newer").update(desired_state="Cancel")
     api.get(url)
     assert len(calls) == 5
+
+
+def test_free_room_split_over_the_nodes_is_not_could_start_now(api, world):
+    # The running job ends: 8 GPUs free in all, so the sums say "now". But why-pending has seen that no node has
+    # room for a pod (NodesFragmented): the estimate, which places no pod on a node, must not say "now" beside it.
+    GangJob.objects.filter(pk=world["big"].pk).update(phase=GangPhase.SUCCEEDED, finished_at=timezone.now())
+    url = f"/api/v1/jobs/{world['waiting'].pk}/estimate/"
+    assert api.get(url).data["status"] == "now"
+    GangJob.objects.filter(pk=world["waiting"].pk).update(why_pending={
+        "reason": "Unschedulable", "summary": "…", "blocking": [
+            {"code": "NodesFragmented", "resource": "nvidia.com/gpu", "per_pod": 4, "pods": 1, "fit": 0,
+             "most_free": 2, "free_total": 8, "most_free_nodes": ["n1", "n2", "n3", "n4"], "nodes": 4}]})
+    data = api.get(url).data
+    assert data["status"] == "unknown" and data["p50"] is None and data["p50_in_minutes"] is None
+    assert data["text"].startswith("unknown: fragmented: the free room would hold it in all, but it is split over "
+                                   "the nodes")
+    assert "could start now" not in data["text"]
+    assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/").data["estimated_start"]["status"] == "unknown"
