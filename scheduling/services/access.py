@@ -462,7 +462,6 @@ def sees_every_cluster(user) -> bool:
     return is_platform_admin(user) or (token_of(user) is not None and _owner_is_platform_admin(user))
 
 
-
 def _visible_cluster_ids(user) -> set[int]:
     """Ids of the clusters `visible_clusters` shows to a user who is not a platform admin (nor their token): one
     query for the queue-cluster links, one more only when one of their queues names no cluster."""

@@ -3,7 +3,7 @@ each. services/bulk_cancel.py does the work, as for POST /api/v1/jobs/cancel/ (e
 checked for permission on its own).
 
 The confirm POST redirects to the result (post/redirect/get): the result rows are kept in the session under a
-one-time token named in the redirect's `?done=`, so reloading the result page shows it again and cancels nothing."""
+token named in the redirect's `?done=`, so reloading the result page shows it again and cancels nothing."""
 from __future__ import annotations
 
 import secrets
