@@ -30,6 +30,17 @@ def format_number(x) -> str:
     return f"{x:,.{digits}f}".rstrip("0").rstrip(".")
 
 
+# The unit each queue resource is written in for people, plural (see for_people), and its size in KAI units.
+PEOPLE_UNITS = {"gpu": ("GPUs", 1), "cpu": ("CPU cores", MILLI), "memory": ("GiB", GIB / BYTES_PER_KAI_MB)}
+
+
+def in_people_units(resource: str, value) -> str:
+    """A KAI amount of queue resource `resource` ("gpu", "cpu", "memory") as a bare number in its people's unit
+    (PEOPLE_UNITS: GPUs, CPU cores, GiB), for sentences that name the unit once: 4294.97 (MB) -> "4", 8000
+    (millicores) -> "8". Memory stays in GiB here however small, so a sentence never mixes units."""
+    return format_number(float(value) / PEOPLE_UNITS[resource][1])
+
+
 def for_people(resource: str, value, units: str = "kai") -> str:
     """One amount of one resource in the one unit style for people: "3 GPUs", "0.5 GPU", "8.5 CPU cores",
     "1 CPU core", "7.25 GiB" and "1,020 GiB" (binary: kubectl's Gi), "512 MiB" under 0.1 GiB; "unlimited" for -1

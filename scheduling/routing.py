@@ -2,8 +2,9 @@
 
 Work that talks to one cluster (a job's reconcile, a batch of one cluster's jobs, its resync, probe and queue sync)
 goes to the cluster's **shard queue** `reconcile.<n>`, n in [0, GANGWEB_RECONCILE_SHARDS): the cluster's pinned
-`work_shard` when an operator set one, else its id modulo the shard count. Everything else (the fan-out beats,
-a queue policy that spans clusters) stays on Celery's default queue, and webhooks on theirs (settings).
+`work_shard` when an operator set one, else its id modulo the shard count. Everything else (the fan-outs: the
+beats, and `reconcile_queue` after a queue policy write, which queues one `sync_queues(id)` per cluster the policy
+concerns) stays on Celery's default queue and talks to no cluster, and webhooks go to theirs (settings).
 
 Why a fixed number of shard queues rather than one queue per cluster id: the set of queue names is known when a
 worker starts, so a worker started with every shard (`make run`, the chart's default pool) consumes a cluster

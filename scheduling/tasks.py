@@ -101,12 +101,14 @@ def probe_cluster(cluster_id: int) -> None:
     probe.probe_cluster_id(cluster_id)
 
 
-@shared_task(name=enqueue.RECONCILE_QUEUE, acks_late=True, ignore_result=True,
-             autoretry_for=(TransientKubeError,), retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
-             max_retries=8, soft_time_limit=120, time_limit=180)
+@shared_task(name=enqueue.RECONCILE_QUEUE, acks_late=True, ignore_result=True, soft_time_limit=60, time_limit=90)
 def reconcile_queue(policy_id: int, extra_cluster_ids: list[int] | None = None) -> None:
-    """Sync one queue policy's clusters (the ones it targets, and `extra_cluster_ids` it targeted before)."""
-    queues.reconcile_policy(policy_id, extra_cluster_ids or [])
+    """After a write to one queue policy: queue one `sync_queues(cluster_id)` per cluster it concerns (the ones it
+    targets, and `extra_cluster_ids` it targeted before), each routed to its cluster's shard queue
+    (scheduling/routing.py) with that task's retries. This fan-out talks to no cluster, so it stays on the default
+    queue; a hung API server holds only its own shard's slots."""
+    for cluster_id in queues.policy_cluster_ids(policy_id, extra_cluster_ids or []):
+        enqueue.send(enqueue.SYNC_QUEUES, cluster_id)
 
 
 @shared_task(name=enqueue.SYNC_QUEUES, acks_late=True, ignore_result=True,

@@ -42,6 +42,10 @@ def represent(serializer_class, instance, many: bool = False):
     return serializer.to_representation(instance)
 
 
+# Shown to platform admins only (ClusterSerializer.to_representation): a cluster's shard queue and client rate limit.
+ADMIN_ONLY_CLUSTER_FIELDS = ("work_shard", "api_qps", "api_burst")
+
+
 class ClusterSerializer(serializers.ModelSerializer):
     """A cluster. `kubeconfig` is write-only: it is never returned after upload."""
 
@@ -59,9 +63,30 @@ class ClusterSerializer(serializers.ModelSerializer):
                   "scheduler_names", "work_shard", "api_qps", "api_burst", "created_at", "updated_at"]
         read_only_fields = ["health", "health_message", "last_probe_at", "server_version", "served_apis",
                             "available_backends", "created_at", "updated_at"]
+        extra_kwargs = {
+            "work_shard": {"help_text": "shard queue reconcile.<n> of this cluster's work; null: id modulo shards. "
+                                        "Platform admins only: set and shown (absent for other readers)"},
+            "api_qps": {"help_text": "API requests per second per gangweb process; null: the install default. "
+                                     "Platform admins only: set and shown (absent for other readers)"},
+            "api_burst": {"help_text": "requests allowed at once above api_qps; null: the default. Platform admins "
+                                       "only: set and shown (absent for other readers)"},
+        }
 
     def get_has_credentials(self, obj) -> bool:
         return bool(obj.kubeconfig) or obj.in_cluster
+
+    def to_representation(self, instance):
+        """The cluster; `work_shard`, `api_qps` and `api_burst` only for platform admins (and their tokens): the
+        platform's worker pools and rate limits are theirs to set (services.clusters.PLATFORM_FIELDS), and other
+        readers are left out of them (absent from the answer, not null)."""
+        from ..services import access
+
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if request is None or not access.sees_every_cluster(request.user):
+            for field in ADMIN_ONLY_CLUSTER_FIELDS:
+                data.pop(field, None)
+        return data
 
     def validate_work_shard(self, value):
         """A shard queue that exists: 0 to GANGWEB_RECONCILE_SHARDS - 1 (scheduling/routing.py), or null."""
@@ -394,7 +419,8 @@ class BulkCancelJobSerializer(serializers.Serializer):
     """One job's result in a bulk cancel."""
 
     id = serializers.IntegerField()
-    name = serializers.CharField(help_text="namespace/name; empty for a job you cannot see")
+    name = serializers.CharField(help_text="the job's name; empty for a job you cannot see")
+    namespace = serializers.CharField(help_text="the job's namespace; empty for a job you cannot see")
     cancelled = serializers.BooleanField()
     status = serializers.IntegerField(help_text="what the single cancel answers: 202, or 403 / 404 / 409 refused")
     reason = serializers.CharField(help_text="why it was refused (or 'already being cancelled'); empty otherwise")

@@ -607,7 +607,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def estimate(self, request, pk=None):
         """When the pending job would start (services/start_estimate.py): p50 and p90 times with the evidence, or
         why it is unknown. A job that is not pending answers ``{"status": "not_pending", "phase": ...}``. Computed
-        on read: it moves as soon as a job of the cluster ends or starts."""
+        on read and reused up to 15 s while the cluster's jobs are unchanged: it moves as soon as a job of the
+        cluster ends or starts (`computed_at` says when it was computed)."""
         job = self.get_object()
         found = estimate_service.payload(job, request.user)
         if found is None:

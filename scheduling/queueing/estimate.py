@@ -59,6 +59,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist, fmean, pstdev
 
+from ..amounts import in_people_units
 from . import fair_share
 
 RESOURCES = ("gpu", "cpu", "memory")
@@ -633,14 +634,20 @@ def _thin(out: Estimate, job: Job, runs: Runs) -> Estimate:
 
 # --- words ------------------------------------------------------------------------------------------------------
 
-NOUNS = {"gpu": ("GPU", "GPUs"), "cpu": ("millicore", "millicores"), "memory": ("MB", "MB")}
+NOUNS = {"gpu": ("GPU", "GPUs"), "cpu": ("CPU core", "CPU cores"), "memory": ("GiB", "GiB")}
 
 
 def _amount(resource: str, amount: float) -> str:
-    """3 -> "3 GPUs", 0.5 -> "0.5 GPUs", 1 -> "1 GPU" (KAI units)."""
-    n = fair_share._num(amount)
+    """A KAI amount in the pages' units (scheduling/amounts.py): 3 -> "3 GPUs", 1 -> "1 GPU", 8000 (millicores) ->
+    "8 CPU cores", 4295 (MB) -> "4 GiB"."""
+    n = _num(resource, amount)
     one, many = NOUNS[resource]
     return f"{n} {one if n == '1' else many}"
+
+
+def _num(resource: str, amount: float) -> str:
+    """A KAI amount as a bare number in the unit `_amount` names (amounts.in_people_units)."""
+    return in_people_units(resource, amount)
 
 
 def minutes(seconds: float) -> int:
@@ -673,12 +680,12 @@ def evidence(est: Estimate, queue: str) -> str:
         parts.append(ran)
     parts.append("first in line in " + queue if est.ahead == 0 else
                  f"{est.ahead} job{'' if est.ahead == 1 else 's'} ahead in {queue}")
-    needs = f"needs {_amount(est.resource, est.needs)}, {fair_share._num(est.free_now)} free now"
+    needs = f"needs {_amount(est.resource, est.needs)}, {_num(est.resource, est.free_now)} free now"
     if est.blocked_by is not None and est.blocked_by[0] == "limit":
         needs += f" (queue {est.blocked_by[2]} is at its limit)"
     if est.freed_by is not None:
         who = est.freed_by.name or f"job {est.freed_by.id}"
         started = "" if est.freed_was_running else ", which starts first,"
-        needs += f", {fair_share._num(est.free_then)} once {who}{started} ends"
+        needs += f", {_num(est.resource, est.free_then)} once {who}{started} ends"
     parts.append(needs)
     return "; ".join(parts)

@@ -276,44 +276,46 @@ def _names(names: list[str], verb: str) -> str:
     return f"{names[0]}, {names[1]} or others {verb}"
 
 
-def explain(share: Share, fmt: Callable[[float], str], noun: str) -> str:
+def explain(share: Share, fmt: Callable[[float], str], noun: str, num: Callable[[float], str] | None = None) -> str:
     """One sentence on what `share`'s queue holds and why, e.g.
     "team-a holds 12 GPUs: its 8 of quota plus 4 of the 10 idle GPUs, by weight 2 of 5; it gives back 4 if
     team-b asks."
 
     `fmt(amount)` writes an amount with its unit ("12 GPUs"); `noun` is the unit alone in the plural ("GPUs"),
-    for the idle amount. Borrowed amounts are what KAI may reclaim: it protects only a queue's deserved quota
-    (`GuaranteeDeservedQuota`, kai.md §1.5)."""
+    for the idle amount; `num(amount)` writes an amount as a bare number in that unit (default: the amount as
+    given); weights are plain numbers. Borrowed amounts are what KAI may reclaim: it protects only a queue's
+    deserved quota (`GuaranteeDeservedQuota`, kai.md §1.5)."""
     s = share
+    amt = num or _num
     head = f"{s.name} holds {fmt(s.allocated)}"
     if not _finite(s.quota):
         return f"{head}, all within its unlimited quota; its fair share is {fmt(s.fair_share)}."
     if s.allocated <= s.quota:
         if s.allocated == 0 and s.requested == 0:
-            text = f"{head} and asks for none of its {_num(s.quota)} of quota"
+            text = f"{head} and asks for none of its {amt(s.quota)} of quota"
         else:
-            text = f"{head}, within its {_num(s.quota)} of quota"
+            text = f"{head}, within its {amt(s.quota)} of quota"
         if s.requested > s.allocated:
-            text += f"; it asks for {_num(s.requested)} and its fair share is {_num(s.fair_share)}"
+            text += f"; it asks for {amt(s.requested)} and its fair share is {amt(s.fair_share)}"
         if s.lent > 0:
-            text += (f"; it lends {_num(s.lent)} of its idle quota to {' and '.join(s.borrowers[:2]) or 'others'}"
+            text += (f"; it lends {amt(s.lent)} of its idle quota to {' and '.join(s.borrowers[:2]) or 'others'}"
                      f"{' and others' if len(s.borrowers) > 2 else ''}, and gets it back when it asks")
         return text + "."
     ahead = s.over_quota
     if s.weight == 0:
-        why = f", though by weight 0 it has no share of them (its fair share is {_num(s.fair_share)})"
+        why = f", though by weight 0 it has no share of them (its fair share is {amt(s.fair_share)})"
     elif s.weight_total == 0:
-        why = f" (its fair share is {_num(s.fair_share)})"
+        why = f" (its fair share is {amt(s.fair_share)})"
     elif abs(s.borrowed - ahead) < 1e-9:
         why = f", by weight {_num(s.weight)} of {_num(s.weight_total)}"
     elif s.borrowed > ahead:
-        why = (f", {_num(s.borrowed - ahead)} more than its share of {_num(ahead)} by weight {_num(s.weight)} "
+        why = (f", {amt(s.borrowed - ahead)} more than its share of {amt(ahead)} by weight {_num(s.weight)} "
                f"of {_num(s.weight_total)}")
     else:
-        why = f" (its share is {_num(ahead)}, by weight {_num(s.weight)} of {_num(s.weight_total)})"
+        why = f" (its share is {amt(ahead)}, by weight {_num(s.weight)} of {_num(s.weight_total)})"
     if s.borrowed > s.surplus + 1e-9:  # more than its level had idle after quotas: it runs on idle quota
-        plus = f"plus {_num(s.borrowed)} borrowed, more than the {_num(s.surplus)} {noun} left idle after quotas"
+        plus = f"plus {amt(s.borrowed)} borrowed, more than the {amt(s.surplus)} {noun} left idle after quotas"
     else:
-        plus = f"plus {_num(s.borrowed)} of the {_num(s.surplus)} idle {noun}"
-    return (f"{head}: its {_num(s.quota)} of quota {plus}{why}; it gives back {_num(s.borrowed)} if "
+        plus = f"plus {amt(s.borrowed)} of the {amt(s.surplus)} idle {noun}"
+    return (f"{head}: its {amt(s.quota)} of quota {plus}{why}; it gives back {amt(s.borrowed)} if "
             f"{_names(s.siblings, 'ask')}.")

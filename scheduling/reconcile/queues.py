@@ -155,9 +155,10 @@ def clusters_of(policy: QueuePolicy, tree: QueueTree, targets: dict[int, set[int
     return out
 
 
-def reconcile_policy(policy_id: int, extra_cluster_ids: list[int]) -> None:
-    """Sync every cluster a policy belongs in, plus `extra_cluster_ids` (clusters it was dropped from) and any
-    cluster holding a state row for it. A policy deleted meanwhile syncs only the extra clusters."""
+def policy_cluster_ids(policy_id: int, extra_cluster_ids: list[int]) -> list[int]:
+    """The ids of the clusters a write to policy `policy_id` must be synced into, sorted: every cluster it belongs
+    in, plus `extra_cluster_ids` (clusters it was dropped from) and any cluster holding a state row for it. A policy
+    deleted meanwhile gives only the extra clusters. Reads only the database (the tree, the targets, the states)."""
     ids = set(extra_cluster_ids)
     policy = QueuePolicy.objects.filter(pk=policy_id).first()
     if policy is None:
@@ -166,13 +167,4 @@ def reconcile_policy(policy_id: int, extra_cluster_ids: list[int]) -> None:
         tree = QueueTree.load()
         ids |= clusters_of(tree.by_id[policy.id], tree, target_map())
         ids |= set(QueueClusterState.objects.filter(policy_id=policy_id).values_list("cluster_id", flat=True))
-    failures: list[TransientKubeError] = []
-    for cid in sorted(ids):
-        try:
-            sync_cluster_id(cid)
-        except TransientKubeError as exc:
-            failures.append(exc)
-        except TerminalKubeError as exc:
-            log.warning("queue reconcile of policy %s: cluster %s: %s", policy_id, cid, exc)
-    if failures:
-        raise TransientKubeError(failures[0].reason, "; ".join(str(f) for f in failures)[:500])
+    return sorted(ids)

@@ -452,7 +452,7 @@ def visible_clusters(user, queryset: QuerySet) -> QuerySet:
     if not _authenticated(user) or not (_token_allows(user, TokenAction.READ) or _token_allows(
             user, TokenAction.SUBMIT)):
         return queryset.none()
-    if _sees_every_cluster(user):
+    if sees_every_cluster(user):
         return queryset
     return queryset.filter(pk__in=_memoized("cluster-ids", user, lambda: _visible_cluster_ids(user)))
 
@@ -460,9 +460,6 @@ def visible_clusters(user, queryset: QuerySet) -> QuerySet:
 def sees_every_cluster(user) -> bool:
     """Platform admins and their tokens see every cluster, whichever clusters the queues name."""
     return is_platform_admin(user) or (token_of(user) is not None and _owner_is_platform_admin(user))
-
-
-_sees_every_cluster = sees_every_cluster
 
 
 def _visible_cluster_ids(user) -> set[int]:
@@ -494,7 +491,7 @@ def check_read_cluster(user, cluster) -> None:
 def named_cluster(user, cluster, name: str, field: str = "cluster"):
     """`cluster` (what a request body names as `name`, or None) when `user` may see it; else
     ValidationError({field: "no cluster named '<name>'"}), the answer for an unknown name."""
-    if cluster is not None and _authenticated(user) and (_sees_every_cluster(user) or cluster.pk in _memoized(
+    if cluster is not None and _authenticated(user) and (sees_every_cluster(user) or cluster.pk in _memoized(
             "cluster-ids", user, lambda: _visible_cluster_ids(user))):
         return cluster
     raise ValidationError({field: f"no cluster named '{name}'"})

@@ -5,10 +5,11 @@ permission on its own (its submitter as submitter, or an admin of its queue) and
 the others nor for itself. A job the user may not see is answered as one that does not exist (404), as the
 single-job API answers. Results come in the order of the ids asked::
 
-    [{"id": 12, "name": "default/train-1", "cancelled": True, "status": 202, "reason": ""},
-     {"id": 13, "name": "default/train-2", "cancelled": False, "status": 403,
+    [{"id": 12, "name": "train-1", "namespace": "default", "cancelled": True, "status": 202, "reason": ""},
+     {"id": 13, "name": "train-2", "namespace": "default", "cancelled": False, "status": 403,
       "reason": "cancelling job 'default/train-2' needs ... (you are not its submitter)"},
-     {"id": 99, "name": "", "cancelled": False, "status": 404, "reason": "no job '99' that you can see"}]
+     {"id": 99, "name": "", "namespace": "", "cancelled": False, "status": 404,
+      "reason": "no job '99' that you can see"}]
 
 `status` is what the single cancel would have answered (202 accepted, 403 refused, 404 not found, 409 already
 finished).
@@ -78,7 +79,7 @@ def _jobs(user, ids: list[int]) -> dict[int, GangJob]:
 
 
 def _missing(job_id: int) -> dict:
-    return {"id": job_id, "name": "", "job": None, "cancelled": False, "status": 404,
+    return {"id": job_id, "name": "", "namespace": "", "job": None, "cancelled": False, "status": 404,
             "reason": f"no job '{job_id}' that you can see"}
 
 
@@ -87,8 +88,9 @@ def _refusal(exc: ServiceError) -> str:
 
 
 def preview(user, ids: list[int]) -> list[dict]:
-    """What `cancel_many` would do, changing nothing: per id ``{"id", "name", "job": GangJob | None, "cancelled":
-    would it be, "status", "reason"}`` (the confirmation page lists them). Two queries plus the roles."""
+    """What `cancel_many` would do, changing nothing: per id ``{"id", "name", "namespace", "job": GangJob | None,
+    "cancelled": would it be, "status", "reason"}`` (the confirmation page lists them). Two queries plus the
+    roles."""
     with access.cached():
         jobs = _jobs(user, ids)
         out = []
@@ -97,7 +99,8 @@ def preview(user, ids: list[int]) -> list[dict]:
             if job is None:
                 out.append(_missing(job_id))
                 continue
-            row = {"id": job_id, "name": str(job), "job": job, "cancelled": True, "status": 202, "reason": ""}
+            row = {"id": job_id, "name": job.name, "namespace": job.namespace, "job": job, "cancelled": True,
+                   "status": 202, "reason": ""}
             try:
                 job_service.check_cancel(user, job)
             except ServiceError as exc:
@@ -111,8 +114,8 @@ def preview(user, ids: list[int]) -> list[dict]:
 
 def cancel_many(user, ids: list[int]) -> list[dict]:
     """Cancel each job of `ids` (parse_ids' output) through services.jobs.cancel, each on its own: per id ``{"id",
-    "name", "job", "cancelled", "status", "reason"}`` in the order asked (see the module docstring). A refused
-    job is left as it was; a job already being cancelled counts as cancelled ("already being cancelled")."""
+    "name", "namespace", "job", "cancelled", "status", "reason"}`` in the order asked (see the module docstring). A
+    refused job is left as it was; a job already being cancelled counts as cancelled ("already being cancelled")."""
     out = []
     with access.cached():
         jobs = _jobs(user, ids)
@@ -122,8 +125,8 @@ def cancel_many(user, ids: list[int]) -> list[dict]:
                 out.append(_missing(job_id))
                 continue
             already = job.desired_state == DesiredState.CANCEL
-            row = {"id": job_id, "name": str(job), "job": job, "cancelled": True, "status": 202,
-                   "reason": "already being cancelled" if already else ""}
+            row = {"id": job_id, "name": job.name, "namespace": job.namespace, "job": job, "cancelled": True,
+                   "status": 202, "reason": "already being cancelled" if already else ""}
             try:
                 job_service.cancel(user, job)
             except ServiceError as exc:

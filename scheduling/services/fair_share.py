@@ -13,7 +13,7 @@ Four queries whatever the number of queues, jobs and clusters (the tree, the clu
 the usage grouped by cluster and queue); none when the caller passes what it already loaded.
 
 Units are KAI's, as the queue's quota and limit: GPU devices (fractions allowed), CPU millicores, memory MB
-(10^6 bytes).
+(10^6 bytes); only the `text` sentence is in people's units (GPUs, CPU cores, GiB: `amounts`), as every page.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from django.db.models import Count, Q, Sum
 
+from ..amounts import PEOPLE_UNITS, for_people, in_people_units
 from ..kube.kai_units import RESOURCES, UNITS
 from ..models import Cluster, GangJob, QueuePolicy
 from ..queueing import fair_share as model
@@ -30,16 +31,17 @@ from .queues import QueueTree
 
 # Cluster.capacity["allocatable"] key of each queue resource, and the factor from its base unit to KAI's.
 CAPACITY_KEYS = {"gpu": ("nvidia.com/gpu", 1), "cpu": ("cpu", 1000), "memory": ("memory", 1 / 10**6)}
-NOUNS = {"gpu": "GPUs", "cpu": "millicores", "memory": "MB"}
 
 
 def _fmt(resource: str):
-    def fmt(amount: float) -> str:
-        n = model._num(amount)
-        if resource == "gpu":
-            return f"{n} GPU" if n == "1" else f"{n} GPUs"
-        return f"{n} {NOUNS[resource]}"
-    return fmt
+    """fmt(KAI amount) -> the amount for people ("12 GPUs", "8 CPU cores", "4 GiB": amounts.for_people, as the
+    queue tree)."""
+    return lambda amount: for_people(resource, amount)
+
+
+def _num(resource: str):
+    """num(KAI amount) -> the bare number in the unit `PEOPLE_UNITS` names ("4" for 4294.97 MB: GiB)."""
+    return lambda amount: in_people_units(resource, amount)
 
 
 def capacity_of(cluster_capacity: dict | None) -> dict[str, float] | None:
@@ -101,7 +103,7 @@ def _payload(share: model.Share, resource: str, hidden: set[str]) -> dict:
             "allocated": share.allocated, "requested": share.requested, "borrowed": share.borrowed,
             "lent": share.lent, "idle_after_quotas": share.surplus, "weight_total": share.weight_total,
             "divided": share.pool, "oversubscribed": share.oversubscribed,
-            "text": model.explain(share, _fmt(resource), NOUNS[resource])}
+            "text": model.explain(share, _fmt(resource), PEOPLE_UNITS[resource][0], _num(resource))}
 
 
 def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree | None = None,

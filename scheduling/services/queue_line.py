@@ -65,17 +65,27 @@ def priority_value(priority_class_name: str, family: str = KAI) -> int | None:
     return KAI_PRIORITY_VALUES.get(priority_class_name or "", DEFAULT_PRIORITY)
 
 
-def _family_expr():
+def rank_of(job: GangJob) -> int:
+    """The priority `job` is ordered by in its line: `priority_value` for its family, OTHER_PRIORITY when that is
+    None (a family whose PriorityClass values gangweb does not read). The same number `priority_expr` gives in SQL."""
+    value = priority_value(job.priority_class_name, family_of(job))
+    return OTHER_PRIORITY if value is None else value
+
+
+def family_expr():
+    """SQL for a job's backend family (`family_of`): its resolved spec's `backend`, "" when missing."""
     return Coalesce(KeyTextTransform("backend", "resolved_spec"), Value(""), output_field=CharField())
 
 
-def _priority_expr():
+def priority_expr():
+    """SQL for the priority a job is ordered by (`rank_of`); needs a `family` annotation (`family_expr`)."""
     return Case(*(When(family=KAI, priority_class_name=name, then=Value(v)) for name, v in KAI_PRIORITY_VALUES.items()),
                 When(family=KAI, then=Value(DEFAULT_PRIORITY)), default=Value(OTHER_PRIORITY),
                 output_field=IntegerField())
 
 
-def _pending(cluster_id: int):
+def pending(cluster_id: int):
+    """The pending jobs of cluster `cluster_id` (Submitted, Dispatched or Queued, not being cancelled), unordered."""
     return GangJob.objects.filter(cluster_id=cluster_id, phase__in=PENDING, desired_state=DesiredState.RUN)
 
 
@@ -93,12 +103,12 @@ def position(job: GangJob) -> dict | None:
     queue = job.queue
     family = family_of(job)
     mine = priority_value(job.priority_class_name, family)
-    rank = OTHER_PRIORITY if mine is None else mine
+    rank = rank_of(job)
     ahead = (Q(prio__gt=rank) | Q(prio=rank, created_at__lt=job.created_at)
              | Q(prio=rank, created_at=job.created_at, id__lt=job.id))
     same = Q(queue_id=job.queue_id)
-    rows = _pending(job.cluster_id).annotate(family=_family_expr()).filter(family=family).annotate(
-        prio=_priority_expr())
+    rows = pending(job.cluster_id).annotate(family=family_expr()).filter(family=family).annotate(
+        prio=priority_expr())
     if queue.parent_id is not None:
         rows = rows.filter(queue_id__in=QueuePolicy.objects.filter(parent_id=queue.parent_id).values("id"))
     else:
@@ -144,7 +154,7 @@ def line(policy, cluster_ids=None, limit: int = LINE_SHOWN, tree=None) -> list[d
     if cluster_ids is not None:
         rows = rows.filter(cluster_id__in=sorted(cluster_ids))
     below = _subtree_ids(policy, tree)
-    rows = rows.annotate(family=_family_expr(), prio=_priority_expr())
+    rows = rows.annotate(family=family_expr(), prio=priority_expr())
     if below:  # a parent: its subtree's line; no place across its own parent
         rows = rows.filter(queue_id__in=below).annotate(
             queue_pos=Window(RowNumber(), partition_by=lane, order_by=order),

@@ -14,23 +14,32 @@ its simplifications are in that module's docstring):
   inferred) of the most recent HISTORY_SCAN finished jobs of the templates and queues those jobs use, in any
   cluster. Cancelled jobs are left out: their run time says when someone gave up, not how long the work takes.
 
-Queries: four whatever the number of jobs (the queue tree, the placed jobs, the pending jobs, the history), the
-history read at most once per HISTORY_SECONDS for the same templates and queues (Django's cache), and the
-reader's queue roles (memoized per request) when names must be hidden. The estimate itself is **computed on
-read**, so it moves as soon as a job ends or starts; only the history may be up to HISTORY_SECONDS old.
+Caching: a replay costs up to about a second of CPU (300 queues, 500 pending jobs) and the job page polls the
+estimate every 2 s, so `payload` keeps each answer in Django's cache for ESTIMATE_SECONDS, keyed by the job, what
+the reader may see (every name, or their queues: `_viewer`) and the cluster's **state version** (`state_version`:
+per phase and desired state of the cluster's pending and placed jobs, their count, id sum and latest phase change;
+and the cluster's capacity). A job that starts, ends, is submitted or cancelled in the cluster changes the version,
+so the next read computes afresh at once; otherwise an answer is reused up to ESTIMATE_SECONDS (so the running
+jobs' elapsed times, queue policy edits and new history show within that long).
+
+Queries: one for the state version on every read; on a miss four more whatever the number of jobs (the queue tree,
+the placed jobs, the pending jobs, the history), the history read at most once per HISTORY_SECONDS for the same
+templates and queues, and the reader's queue roles (memoized per request) when names must be hidden.
 """
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import timedelta
 
 from django.core.cache import cache
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from ..choices import DesiredState, GangPhase
 from ..kube.kai_units import RESOURCES
 from ..models import GangJob, PhaseTransition
+from ..observe.causes import NODES_FRAGMENTED
 from ..queueing import estimate as model
 from . import access, queue_line
 from .fair_share import capacity_of
@@ -40,6 +49,7 @@ from .queues import QueueTree
 FINISHED = (GangPhase.SUCCEEDED, GangPhase.FAILED)
 HISTORY_SCAN = 3000  # most recent finished jobs read for the history
 HISTORY_SECONDS = 60
+ESTIMATE_SECONDS = 15  # an answer is reused this long while its cluster's state version is unchanged
 MAX_PENDING = 300  # the cluster's pending jobs replayed, first in line order (the target always): bounds its cost
 HIDDEN = "a job of another queue"
 METHOD = ("replay of the running jobs' expected ends (run times of finished jobs of the same template and queue, "
@@ -95,22 +105,16 @@ def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, name, queue
                      name=name(qid, jname), priority=prio, queued_at=created.timestamp())
 
 
-def _priority_of(job: GangJob) -> int:
-    """The priority `job` counts with in its line (`queue_line.priority_value`; OTHER_PRIORITY outside KAI)."""
-    value = queue_line.priority_value(job.priority_class_name, queue_line.family_of(job))
-    return queue_line.OTHER_PRIORITY if value is None else value
-
-
 def _pending(job: GangJob, name, queue_names) -> list[model.Job]:
-    rows = (queue_line._pending(job.cluster_id).annotate(family=queue_line._family_expr())
-            .annotate(prio=queue_line._priority_expr(), template_id=F("template_version__template_id"))
+    rows = (queue_line.pending(job.cluster_id).annotate(family=queue_line.family_expr())
+            .annotate(prio=queue_line.priority_expr(), template_id=F("template_version__template_id"))
             .order_by("-prio", "created_at", "id")
             .values_list("id", "name", "queue_id", "template_id", "prio", "created_at", "requested_gpu",
                          "requested_cpu_millicores", "requested_memory_bytes")[:MAX_PENDING])
     out = [_pending_job(*row, name, queue_names) for row in rows]
     if not any(j.id == job.id for j in out):  # behind the first MAX_PENDING: replayed with those ahead of it
         out.append(_pending_job(job.id, job.name, job.queue_id, job.template_version.template_id,
-                                _priority_of(job), job.created_at,
+                                queue_line.rank_of(job), job.created_at,
                                 job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes, name,
                                 queue_names))
     return out
@@ -147,9 +151,29 @@ def _history_rows(template_ids, queue_ids) -> list[tuple[int, int, float]]:
     return [(tid, qid, (end_at - start_at).total_seconds()) for tid, qid, start_at, end_at in rows]
 
 
+def _blocking_codes(job: GangJob) -> list[str]:
+    """The codes of the blocking facts of `job`'s why_pending (observe.why_pending), [] when none."""
+    why = job.why_pending if isinstance(job.why_pending, dict) else {}
+    facts = why.get("blocking") if isinstance(why.get("blocking"), list) else []
+    return [str(f.get("code") or "") for f in facts if isinstance(f, dict)]
+
+
+def _placed_on_nodes(job: GangJob, est: model.Estimate) -> model.Estimate:
+    """`est`, unless it says "now" while the job's why_pending says the free room is split over the nodes so that
+    its pods do not fit (NodesFragmented): the model sums free room and places no pod on a node, so "could start
+    now" would contradict the page's why-pending. Then unknown, saying so."""
+    if est.status != model.NOW or NODES_FRAGMENTED not in _blocking_codes(job):
+        return est
+    return replace(est, status=model.UNKNOWN, p50=None, p90=None, reason=(
+        "fragmented: the free room would hold it in all, but it is split over the nodes so that its pods do not "
+        "fit (see why it is pending); it starts once room frees on a node, which this estimate does not model "
+        "(it places no pod on a node)"))
+
+
 def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     """The model's `Estimate` for `job`, None when it is not pending (Submitted, Dispatched or Queued, not being
-    cancelled). `user`: the reader, whose invisible jobs are named HIDDEN (None: every name shown)."""
+    cancelled). `user`: the reader, whose invisible jobs are named HIDDEN (None: every name shown). A "now" that
+    the job's why_pending contradicts (NodesFragmented) is unknown instead (`_placed_on_nodes`)."""
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
     now = now or timezone.now()
@@ -161,7 +185,8 @@ def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     jobs = [*running, *pending]
     ids = {v: k for k, v in names.items()}
     runs = history({j.template for j in jobs}, {ids[j.queue] for j in jobs if j.queue in ids}, names)
-    return model.estimate(job.id, capacity_of(job.cluster.capacity), _queues(tree), running, pending, runs)
+    return _placed_on_nodes(job, model.estimate(job.id, capacity_of(job.cluster.capacity), _queues(tree), running,
+                                                pending, runs))
 
 
 def _at(now, seconds):
@@ -173,7 +198,40 @@ def _when(now, seconds) -> str:
     return f"in {model.span(seconds)} ({at:%H:%M} UTC)" if seconds >= 60 else f"within a minute ({at:%H:%M} UTC)"
 
 
+def state_version(job: GangJob) -> str:
+    """A digest that changes when `job`'s cluster's pending or placed jobs change (one enters or leaves a phase, is
+    being cancelled, a phase change is written) or its capacity does: per (phase, desired state) the count, the sum
+    of ids and the latest `phase_changed_at`. One GROUP BY query over the cluster's active jobs."""
+    rows = (GangJob.objects.filter(cluster_id=job.cluster_id, phase__in=(*queue_line.PENDING, *RUNNING_PHASES))
+            .order_by().values("phase", "desired_state")
+            .annotate(n=Count("id"), ids=Sum("id"), changed=Max("phase_changed_at")))
+    state = sorted((r["phase"], r["desired_state"], r["n"], r["ids"], str(r["changed"])) for r in rows)
+    return hashlib.sha256(repr((state, job.cluster.capacity)).encode()).hexdigest()[:32]
+
+
+def _viewer(user) -> str:
+    """What the reader may see of other jobs' names (`_namer`): "all", or a digest of their queues."""
+    if user is None or access.is_platform_admin(user):
+        return "all"
+    return hashlib.sha256(repr(sorted(access.queue_roles(user))).encode()).hexdigest()[:16]
+
+
 def payload(job: GangJob, user=None, now=None) -> dict | None:
+    """`estimated_start` (see `_payload` for the shape), reused from Django's cache for up to ESTIMATE_SECONDS
+    while the job's cluster's `state_version` is unchanged (module docstring); then `computed_at` says when it was
+    computed and `now` is not used. None when the job is not pending (no cache read)."""
+    if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
+        return None
+    blocking = "-".join(sorted(set(_blocking_codes(job))))  # why-pending's facts change the answer (_placed_on_nodes)
+    key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}"
+    found = cache.get(key)
+    if found is None:
+        found = _payload(job, user, now)
+        cache.set(key, found, ESTIMATE_SECONDS)
+    return found
+
+
+def _payload(job: GangJob, user=None, now=None) -> dict | None:
     """`estimated_start` of the job API and page, None when the job is not pending::
 
         {"status": "estimated" | "now" | "unknown" | "never",

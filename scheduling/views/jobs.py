@@ -158,8 +158,8 @@ def job_live_context(job, user=None) -> dict:
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
         # A pending job's place in line (services/queue_line.py, as the API's `position`): one query, none otherwise.
         "position": queue_line.position(job),
-        # Its start-time estimate (services/start_estimate.py, as the API's `estimated_start`): computed on read,
-        # four queries while it is pending, none otherwise.
+        # Its start-time estimate (services/start_estimate.py, as the API's `estimated_start`): one query for the
+        # cluster's state version and, unless cached (15 s while that is unchanged), four more; none when not pending.
         "estimate": estimate_service.payload(job, user, now),
         "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
         "can_resubmit": job.is_terminal,

@@ -185,7 +185,7 @@ def queue_detail(request, name: str):
     return render(request, "scheduling/queue_detail.html", {
         "section": "queues", "policy": policy, "node": node, "chart": chart, "window": window, "windows": WINDOWS,
         "cluster": cluster, "start": start, "now": now, "readings": len(series["allocated"]),
-        "shares": shares, "share_units": UNIT_LABELS, "line": waiting, "line_order": queue_line.ORDER,
+        "shares": shares, "line": waiting, "line_order": queue_line.ORDER,
         "line_shown": queue_line.LINE_SHOWN,
     })
 

@@ -44,3 +44,23 @@ def test_a_cluster_admin_may_not_move_or_throttle_a_cluster(api, field, value):
     assert getattr(Cluster.objects.get(name="east"), field) is None
     kept = api.patch("/api/v1/clusters/east/", {"description": "gpu"}, format="json")  # other fields still
     assert kept.status_code == 200
+
+
+def test_only_platform_admins_see_a_clusters_shard_and_rate_limit(api):
+    builders.make_cluster("east", work_shard=2, api_qps=5.0, api_burst=10)
+    assert {k: api.get("/api/v1/clusters/east/").data[k] for k in ("work_shard", "api_qps", "api_burst")} == {
+        "work_shard": 2, "api_qps": 5.0, "api_burst": 10}
+    cluster = Cluster.objects.get(name="east")
+    ops, viewer = builders.make_user("ops"), builders.make_user("vera")
+    builders.grant(cluster, "admin", user=ops)
+    builders.grant(cluster, "viewer", user=viewer)
+    for reader in (ops, viewer):
+        api.force_authenticate(reader)
+        one = api.get("/api/v1/clusters/east/")
+        listed = api.get("/api/v1/clusters/").data
+        rows = listed["results"] if isinstance(listed, dict) else listed
+        assert one.status_code == 200 and one.data["name"] == "east"
+        for shown in (one.data, rows[0]):
+            assert not {"work_shard", "api_qps", "api_burst"} & set(shown), (reader, shown)
+        kept = api.patch("/api/v1/clusters/east/", {"description": "gpu"}, format="json")  # an admin's change
+        assert reader is viewer or (kept.status_code == 200 and "work_shard" not in kept.data)

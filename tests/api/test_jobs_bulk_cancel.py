@@ -30,13 +30,13 @@ def test_a_submitter_cancels_their_own_jobs_and_is_told_which_others_were_refuse
     assert (r.data["cancelled"], r.data["refused"]) == (2, 3)
     by_id = {j["id"]: j for j in r.data["jobs"]}
     assert [j["id"] for j in r.data["jobs"]] == ids
-    assert by_id[teams.a_job.pk] == {"id": teams.a_job.pk, "name": "team-a/a-job", "cancelled": True,
-                                     "status": 202, "reason": ""}
+    assert by_id[teams.a_job.pk] == {"id": teams.a_job.pk, "name": "a-job", "namespace": "team-a",
+                                     "cancelled": True, "status": 202, "reason": ""}
     assert by_id[theirs.pk]["status"] == 403 and not by_id[theirs.pk]["cancelled"]
     assert "it is not your job" in by_id[theirs.pk]["reason"] and "'a-train'" in by_id[theirs.pk]["reason"]
     # b-job is in a queue a_sub has no role on: answered as a job that does not exist, its name not disclosed.
-    assert by_id[teams.b_job.pk] == {"id": teams.b_job.pk, "name": "", "cancelled": False, "status": 404,
-                                     "reason": f"no job '{teams.b_job.pk}' that you can see"}
+    assert by_id[teams.b_job.pk] == {"id": teams.b_job.pk, "name": "", "namespace": "", "cancelled": False,
+                                     "status": 404, "reason": f"no job '{teams.b_job.pk}' that you can see"}
     assert by_id[finished.pk]["status"] == 409 and "already finished as Succeeded" in by_id[finished.pk]["reason"]
     assert desired(teams.a_job, mine) == [DesiredState.CANCEL] * 2
     assert desired(theirs, teams.b_job, finished) == [DesiredState.RUN] * 3

@@ -197,3 +197,17 @@ def test_kai_and_non_kai_jobs_of_one_queue_wait_in_separate_lines(line):
                                                                           cluster_ids=[line["cluster"].id])]
     assert rows == [("a6", "kai", 1), ("a4", "kai", 2), ("a2", "kai", 3), ("a5", "kai", 4), ("a7", "kai", 5),
                     ("a1", "volcano", 1), ("a3", "volcano", 2)]
+
+
+def test_rank_of_a_job_is_the_priority_its_line_orders_it_by_in_sql_too(line):
+    # KAI jobs count with KAI's values; a job of another backend with OTHER_PRIORITY (0), whatever its class.
+    GangJob.objects.filter(name__in=["a1", "a3"]).update(resolved_spec={**line["template"].spec,
+                                                                       "backend": "volcano"})
+    rows = GangJob.objects.filter(name__in=JOBS).annotate(family=queue_line.family_expr(),
+                                                          prio=queue_line.priority_expr())
+    ranks = {job.name: (queue_line.rank_of(job), job.prio) for job in rows}
+    assert ranks["a3"] == (0, 0) and ranks["a1"] == (0, 0)  # inference and train, but on Volcano
+    assert ranks["a6"] == (125, 125) and ranks["a4"] == (100, 100) and ranks["b1"] == (75, 75)
+    assert ranks["a7"] == (50, 50) and ranks["a2"] == (50, 50)  # an unknown class and none: KAI's default
+    assert all(python == sql for python, sql in ranks.values())
+    assert queue_line.pending(line["cluster"].id).filter(name__in=JOBS).count() == len(JOBS)

@@ -1,12 +1,14 @@
-"""The README's template example works as written: its two request bodies, posted as the README posts them (the
-template as a platform admin, then a job of it to queue "default" on cluster "local", as `make run` sets up)."""
+"""The README's queue and template examples work as written on `make run`'s local cluster: their three request
+bodies, posted in order as the README posts them (a queue, a template as a platform admin, then a job of it to the
+new queue on cluster "local"), in a world set up as `make run` sets it up (services/local_cluster.py)."""
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from scheduling.models import GangJob
+from scheduling.models import GangJob, QueuePolicy
+from scheduling.services import local_cluster
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -20,11 +22,25 @@ def readme_bodies(marker: str) -> list[tuple[str, dict]]:
     return [(path, json.loads(body)) for path, body in re.findall(r"-X POST \$GW(/\S+) .*?-d '(.*?)'", block, re.S)]
 
 
-def test_the_template_example_creates_version_1_and_its_job_is_accepted_with_the_override(api, enqueued):
-    local = builders.make_cluster("local")
-    builders.make_queue("default", clusters=[local], allowed_namespaces=["default"])
+@pytest.fixture
+def local_world():
+    """Cluster "local", queue "default" and its namespace, as `make run` registers them."""
+    local = builders.make_cluster(local_cluster.LOCAL_CLUSTER)
+    builders.make_queue(local_cluster.DEFAULT_QUEUE, clusters=[local],
+                        allowed_namespaces=[local_cluster.SAMPLE_NAMESPACE])
+    return local
+
+
+def test_the_queue_template_and_job_examples_run_in_order_on_the_local_cluster(api, enqueued, local_world):
+    [(queue_path, queue)] = readme_bodies('"name": "team-a"')
     (template_path, template), (job_path, job) = readme_bodies('"name": "ddp"')
-    assert (template_path, job_path) == ("/api/v1/templates/", "/api/v1/jobs/")
+    assert (queue_path, template_path, job_path) == ("/api/v1/queues/", "/api/v1/templates/", "/api/v1/jobs/")
+
+    r = api.post(queue_path, queue, format="json")
+    assert r.status_code == 201, r.data
+    # Its jobs run in a namespace the local cluster has (the README's team-a once named "team-a", which it lacks).
+    assert QueuePolicy.objects.get(name="team-a").allowed_namespaces == [local_cluster.SAMPLE_NAMESPACE]
+
     r = api.post(template_path, template, format="json")
     assert r.status_code == 201, r.data
     assert r.data["latest_version"] == 1
@@ -32,4 +48,13 @@ def test_the_template_example_creates_version_1_and_its_job_is_accepted_with_the
     assert r.status_code == 201, r.data
     assert r.data["warnings"] == []
     created = GangJob.objects.get(pk=r.data["id"])
-    assert (created.template_version.template.name, created.resolved_spec["podSets"][0]["replicas"]) == ("ddp", 4)
+    assert (created.template_version.template.name, created.queue.name, created.namespace,
+            created.resolved_spec["podSets"][0]["replicas"]) == ("ddp", "team-a", "default", 4)
+    # It ends on the local cluster (kwok's sim-duration stage), so estimates behind it are not all unknown.
+    annotations = created.resolved_spec["podSets"][0]["template"]["metadata"]["annotations"]
+    assert annotations == {"gangweb.io/sim-duration": "10m"}
+
+
+def test_the_readme_says_who_enforces_queue_limits_and_that_the_local_cluster_does_not_run_it():
+    text = " ".join(README.read_text().split())
+    assert "quota and limit are enforced by KAI. The local cluster does not run KAI" in text

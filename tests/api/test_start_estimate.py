@@ -148,3 +148,53 @@ def test_the_estimate_costs_the_same_queries_with_more_jobs(api, world):
 
     cache.clear()  # the history is remembered a minute: read it again, as the first time
     assert count() == before
+
+
+def test_a_second_read_reuses_the_estimate_until_the_clusters_jobs_change(api, world, monkeypatch):
+    from scheduling.services import start_estimate
+
+    calls = []
+    real = start_estimate.compute
+    monkeypatch.setattr(start_estimate, "compute", lambda *a, **kw: calls.append(a[0].pk) or real(*a, **kw))
+    url = f"/api/v1/jobs/{world['waiting'].pk}/estimate/"
+    first = api.get(url).data
+    again = api.get(url).data
+    detail = api.get(f"/api/v1/jobs/{world['waiting'].pk}/").data["estimated_start"]
+    assert len(calls) == 1  # within ESTIMATE_SECONDS the page's 2 s polls and the job API share one replay
+    assert again["computed_at"] == first["computed_at"] and again["p50"] == first["p50"]
+    assert detail["p50_in_minutes"] == first["p50_in_minutes"] == 40
+    # A reader who may see fewer names has an answer of their own.
+    sam = builders.make_user("sam")
+    builders.grant(world["team_a"], "submitter", user=sam)
+    api.force_authenticate(sam)
+    api.get(url)
+    assert len(calls) == 2
+    api.force_authenticate(world["admin"])
+    # The running job ends: the cluster's state version changes and the next read computes afresh at once.
+    GangJob.objects.filter(pk=world["big"].pk).update(phase=GangPhase.SUCCEEDED, finished_at=timezone.now())
+    assert api.get(url).data["status"] == "now"
+    assert len(calls) == 3
+    # So does a new job in line, or one being cancelled.
+    builders.make_job(world["template"], world["team_a"], world["cluster"], name="newer", user=world["admin"])
+    api.get(url)
+    GangJob.objects.filter(name="newer").update(desired_state="Cancel")
+    api.get(url)
+    assert len(calls) == 5
+
+
+def test_free_room_split_over_the_nodes_is_not_could_start_now(api, world):
+    # The running job ends: 8 GPUs free in all, so the sums say "now". But why-pending has seen that no node has
+    # room for a pod (NodesFragmented): the estimate, which places no pod on a node, must not say "now" beside it.
+    GangJob.objects.filter(pk=world["big"].pk).update(phase=GangPhase.SUCCEEDED, finished_at=timezone.now())
+    url = f"/api/v1/jobs/{world['waiting'].pk}/estimate/"
+    assert api.get(url).data["status"] == "now"
+    GangJob.objects.filter(pk=world["waiting"].pk).update(why_pending={
+        "reason": "Unschedulable", "summary": "…", "blocking": [
+            {"code": "NodesFragmented", "resource": "nvidia.com/gpu", "per_pod": 4, "pods": 1, "fit": 0,
+             "most_free": 2, "free_total": 8, "most_free_nodes": ["n1", "n2", "n3", "n4"], "nodes": 4}]})
+    data = api.get(url).data
+    assert data["status"] == "unknown" and data["p50"] is None and data["p50_in_minutes"] is None
+    assert data["text"].startswith("unknown: fragmented: the free room would hold it in all, but it is split over "
+                                   "the nodes")
+    assert "could start now" not in data["text"]
+    assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/").data["estimated_start"]["status"] == "unknown"

@@ -226,18 +226,27 @@ def test_deleted_policies_are_deleted_in_each_cluster_children_first(api, cluste
     assert {"qs-dept", "qs-team-b"} <= names and not {"qs-team-a", "qs-proj"} & names
 
 
-def test_a_policy_write_is_reconciled_into_its_clusters_and_removed_from_dropped_ones(api, clusters):
-    from scheduling import tasks
+def test_a_policy_write_is_reconciled_into_its_clusters_and_removed_from_dropped_ones(api, clusters, sent_tasks):
+    from scheduling import enqueue, tasks
+
+    def reconcile_queue(*args):
+        """The task, then the per-cluster syncs it queues (each on its cluster's shard), as the workers would."""
+        del sent_tasks[:]
+        tasks.reconcile_queue(*args)
+        synced = [a[0] for name, a in sent_tasks if name == enqueue.SYNC_QUEUES]
+        for cluster_id in synced:
+            tasks.sync_queues(cluster_id)
+        return synced
 
     rows, apis = clusters
     make_tree(api)
     team_b = api.get("/api/v1/queues/qs-team-b/").data["id"]
-    tasks.reconcile_queue(team_b)  # what the on-commit hook queues after a write
+    assert reconcile_queue(team_b) == sorted([rows["east"].id, rows["west"].id])  # what the on-commit hook queues
     for name in ("east", "west"):
         assert queue(apis, name, "qs-team-b")["spec"]["resources"]["gpu"]["quota"] == 4
         assert queue(apis, name, "qs-dept")["spec"]["displayName"] == "Research"  # its parent came along
     assert api.patch("/api/v1/queues/qs-team-b/", {"clusters": ["east"]}, format="json").status_code == 200
-    tasks.reconcile_queue(team_b, [rows["east"].id, rows["west"].id])
+    reconcile_queue(team_b, [rows["east"].id, rows["west"].id])
     assert queue(apis, "east", "qs-team-b")["metadata"]["name"] == "qs-team-b"
     with pytest.raises(client.ApiException) as gone:
         queue(apis, "west", "qs-team-b")

@@ -90,10 +90,35 @@ def test_bulk_cancel_confirms_then_cancels_and_reports_each_job(client, world, a
          "role) or an admin of queue &#x27;team-a&#x27; may; it is not your job, and you have submitter on that queue"),
         (str(old.pk), "job already finished as Failed")]
     assert GangJob.objects.get(pk=mine.pk).desired_state == DesiredState.RUN  # the confirmation changes nothing
-    done = client.post("/jobs/cancel/", {"ids": ids, "confirm": "yes"}).content.decode()
-    assert "1 job cancelled, 2 refused." in done
+    assert "2 of the 3 selected jobs will not be cancelled" in html
+    posted = client.post("/jobs/cancel/", {"ids": ids, "confirm": "yes", "back": "group=queue"})
+    # Post/redirect/get: the result is a page of its own, so a reload shows it again and cancels nothing.
+    assert posted.status_code == 303 and posted["Location"].startswith("/jobs/cancel/?done=")
     assert [GangJob.objects.get(pk=i).desired_state for i in ids] == [DesiredState.CANCEL, DesiredState.RUN,
                                                                        DesiredState.RUN]
+    GangJob.objects.filter(pk=mine.pk).update(desired_state=DesiredState.RUN)  # a reload must not cancel it again
+    for _ in range(2):
+        done = client.get(posted["Location"])
+        assert done.status_code == 200
+        html = done.content.decode()
+        assert "1 job cancelled, 2 refused." in html
+        assert f'href="/jobs/{mine.pk}/">default/sams</a>' in html and "?group=queue" in html
+    assert GangJob.objects.get(pk=mine.pk).desired_state == DesiredState.RUN
+    # Without the result's token (or after logging in elsewhere) there is nothing to show: back to the list.
+    for url in ("/jobs/cancel/", "/jobs/cancel/?done=forged"):
+        response = client.get(url)
+        assert (response.status_code, response["Location"]) == (302, "/jobs/")
+
+
+def test_bulk_cancel_says_one_selected_job_will_not_be_cancelled_in_the_singular(client, world):
+    sam = builders.make_user("sam")
+    builders.grant(world["team_a"], "submitter", user=sam)
+    client.force_login(sam)
+    html = client.post("/jobs/cancel/", {"ids": [world["jobs"]["a-wait"].pk]}).content.decode()
+    assert "The selected job will not be cancelled" in html and "selected job will" in html
+    mine = builders.make_job(world["template"], world["team_a"], world["local"], name="sams", user=sam)
+    html = client.post("/jobs/cancel/", {"ids": [mine.pk, world["jobs"]["a-wait"].pk]}).content.decode()
+    assert "1 of the 2 selected jobs will not be cancelled" in html
 
 
 @pytest.mark.parametrize("data", [{}, {"ids": ["x"]}, {"ids": ["1", "1"]}])

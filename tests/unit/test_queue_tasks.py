@@ -1,6 +1,7 @@
 """Queue sync entry points: beat fans out one task per cluster; an unreachable cluster is a transient error that
 leaves an attempt row."""
 import pytest
+from django.conf import settings
 
 from scheduling import tasks
 from scheduling.choices import ReconcileOutcome
@@ -28,8 +29,27 @@ def test_beat_queues_one_sync_per_cluster(queue_syncs):
 
 def test_a_missing_cluster_or_policy_is_logged_and_skipped():
     assert sync.sync_cluster_id(987654) is None
-    sync.reconcile_policy(987654, [])
+    assert sync.policy_cluster_ids(987654, []) == []
     assert ReconcileAttempt.objects.count() == 0
+
+
+def test_a_policy_write_queues_one_sync_per_cluster_it_concerns_each_on_that_clusters_shard(queue_syncs):
+    from gangweb.celery import app
+    from scheduling import routing
+
+    routing.forget()  # the router's copy of the pins may predate west's
+    east, west, dropped = (builders.make_cluster(n) for n in ("east", "west", "dropped"))
+    builders.make_cluster("elsewhere")
+    west.work_shard = 6
+    west.save()
+    policy = builders.make_queue("team-a", clusters=[east, west])
+    tasks.reconcile_queue(policy.id, [dropped.id])
+    assert queue_syncs == [("sync_queues", east.id), ("sync_queues", west.id), ("sync_queues", dropped.id)]
+    assert ReconcileAttempt.objects.count() == 0  # the fan-out talks to no cluster: the syncs do, on their shards
+    shards = settings.GANGWEB_RECONCILE_SHARDS
+    assert [app.amqp.router.route({}, "scheduling.sync_queues", args=(cid,), kwargs={})["queue"].name
+            for _, cid in queue_syncs] == [f"reconcile.{east.id % shards}", "reconcile.6",
+                                           f"reconcile.{dropped.id % shards}"]
 
 
 def test_an_unreachable_cluster_is_a_transient_error_with_an_attempt_row():

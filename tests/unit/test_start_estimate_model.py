@@ -196,3 +196,13 @@ def test_the_work_of_an_estimate_is_bounded_with_hundreds_of_queues():
     # budget, after 3 of them (without the bound: 100 replays; without the per-queue keys, 8x the units per replay).
     assert 1 <= est.samples <= 4
     assert est.work < 4 * e.WORK_BUDGET + 150_000
+
+
+@pytest.mark.parametrize("resource, needs, free_now, words", [
+    ("gpu", 8, 4, "needs 8 GPUs, 4 free now"),
+    ("cpu", 8000, 2500, "needs 8 CPU cores, 2.5 free now"),  # KAI millicores, written as the pages write CPU
+    ("memory", 4295, 2148, "needs 4 GiB, 2 free now"),  # KAI MB (10^6 bytes): 4Gi and 2Gi, never "4295 MB"
+])
+def test_the_evidence_writes_amounts_in_the_units_of_every_page(resource, needs, free_now, words):
+    est = e.Estimate(status=e.ESTIMATED, p50=60, p90=60, resource=resource, needs=needs, free_now=free_now)
+    assert e.evidence(est, "team-a") == f"first in line in team-a; {words}"
