@@ -146,7 +146,12 @@ def reset_jobs() -> int:
     tables = [GangJob._meta.db_table, BaselineRow._meta.db_table]
     with connection.cursor() as cur:
         cur.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
-    return purge_task_queues()
+    purged = purge_task_queues()
+    if purged:
+        from .stack import log
+
+        log(f"dropped {purged} queued reconcile task(s) of the deleted jobs")
+    return purged
 
 
 def purge_task_queues() -> int:

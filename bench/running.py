@@ -87,7 +87,7 @@ class PodWatch:
                         break
             except Exception as exc:  # noqa: BLE001 - 410 Gone or a dropped connection: list again
                 self.error, version = f"{type(exc).__name__}: {exc}"[:300], None
-                time.sleep(0.2)
+                time.sleep(1)
 
 
 def submit_paced(sessions: list, url: str, bodies: list[dict], rate: float) -> list[tuple[float, int]]:
