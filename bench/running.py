@@ -275,14 +275,18 @@ def _figures(posted: list[tuple[float, int]], timeline: dict[int, dict], seen: d
                            ("pods_seen_to_bound_seen", last_bound - last_seen),
                            ("bound_to_running_recorded", entry["running"] - last_bound)):
             stages[key].append(value)
-    per_gang, per_pod = gang_bind_seconds(pods)
     uids = {(timeline.get(job_id) or {}).get("uid") for _, job_id in posted}
+
+    def timed(objs: list[dict]) -> list[dict]:  # the timed jobs' objects (not the warm-up's)
+        return [o for o in objs if ((o.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB_UID) in uids]
+
+    per_gang, per_pod = gang_bind_seconds(timed(pods))
     return {
         "submit_to_running": _p(to_running),
         "submit_to_running_cluster_time": _p(to_running_at),
-        "scheduler_gang_bind": _p([s for uid, s in per_gang.items() if uid in uids]),
+        "scheduler_gang_bind": _p(list(per_gang.values())),
         "scheduler_pod_bind": _p(per_pod),
-        "podgroup_scheduled": _p(group_scheduled_seconds(groups)),
+        "podgroup_scheduled": _p(group_scheduled_seconds(timed(groups))),
         "scheduler_gang_bind_watch": _p(watch_bind),
         "stages_p50_ms": {k: ms(percentile(v, 50)) for k, v in stages.items()},
     }
