@@ -25,7 +25,7 @@ import json
 import time
 import uuid
 
-from . import batch_log, raw_clients
+from . import batch_log, cpu, raw_clients
 from .common import allow_namespaces, logged_in_session, ms, percentile, ratio
 from .stack import log
 
@@ -214,16 +214,19 @@ def run(stack, base_url: str, jobs: int = 300, rounds: int = 3, replicas: int = 
     def raw_side(count: int, clients: int) -> dict:
         settled()
         bodies = [baseline_objects(version, queue, BASE_NS, f"base-{i}", served) for i in _block(names, count)]
+        before = cpu.snapshot(stack)
         figures = raw_clients.run(cluster, root_ref, bodies, clients)
+        figures["cpu"] = cpu.spent(before, cpu.snapshot(stack))
         made[BASE_NS] += count
         return figures
 
     def gangweb_side(timeout: float = 300) -> dict:
         settled()
         first = _block(names, per_round)[0]
+        before = cpu.snapshot(stack)
         took, ids, t0 = _gangweb_round(session, base_url, version, queue, cluster, first, per_round, timeout)
         made[GANG_NS] += per_round
-        return {"seconds": took, "ids": ids, "t0": t0}
+        return {"seconds": took, "ids": ids, "t0": t0, "cpu": cpu.spent(before, cpu.snapshot(stack))}
 
     gangweb_side()  # warm-up, untimed
     raw_side(per_round, 4)
@@ -279,6 +282,8 @@ def run(stack, base_url: str, jobs: int = 300, rounds: int = 3, replicas: int = 
                          if requests_per_job else None,
                          "throttle_wait_s": round(sum(p["batches"]["throttle_wait_s"] for p in per), 2)},
         "unthrottled_round": unthrottled,
+        "cpu_ms_per_job": {side: _cpu_per_job([p["cpu"][side] for p in per], len(all_ids))
+                           for side in ("saturated", "gangweb")},
         "per_round": per,
         "ratio_median": ratios[len(ratios) // 2] if len(ratios) % 2 else
         round((ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2, 2),
@@ -307,6 +312,14 @@ def _threads() -> int:
     return settings.GANGWEB_RECONCILE_THREADS
 
 
+def _cpu_per_job(spent: list[dict], jobs: int) -> dict:
+    """Summed `cpu.spent` figures of one side over the rounds, as CPU milliseconds per job; the machine's busy share
+    as the mean of the rounds'."""
+    out = {k: round(1000 * sum(s[k] for s in spent) / jobs, 1) for k in spent[0] if k != "machine_busy_pct"}
+    out["machine_busy_pct"] = round(sum(s["machine_busy_pct"] for s in spent) / len(spent), 1)
+    return out
+
+
 def _mean(values: list[float]) -> float:
     values = [v for v in values if v]
     return round(sum(values) / len(values), 2) if values else 0.0
@@ -322,7 +335,8 @@ def _round_figures(sat: dict, gang: dict, first: str, count: int, batches: dict)
             "gangweb_s": round(gang["seconds"], 2),
             "submit_to_dispatched_p50_ms": ms(percentile(lat, 50) / 1000),
             "submit_to_dispatched_p99_ms": ms(percentile(lat, 99) / 1000),
-            "batches": batch_log.for_jobs(batches, gang["ids"], gang["t0"])}
+            "batches": batch_log.for_jobs(batches, gang["ids"], gang["t0"]),
+            "cpu": {"saturated": sat["cpu"], "gangweb": gang["cpu"]}}
 
 
 def _unthrottled_round(cluster, raw_side, gangweb_side, clients: int, count: int, batches_path) -> dict:
@@ -379,6 +393,8 @@ def report(result: dict) -> list[str]:
         f"{lim['requests_per_job']} requests/job -> ceiling {lim['ceiling_jobs_per_s']} jobs/s; waited "
         f"{lim['throttle_wait_s']} s in the timed rounds",
     ]
+    for side, c in result["cpu_ms_per_job"].items():
+        lines.append(f"  cpu/job {side:9s}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
     if result.get("unthrottled_round"):
         u = result["unthrottled_round"]
         lines.append(f"  limit raised: gangweb {u['gangweb_jobs_per_s']} jobs/s vs saturated "

@@ -97,3 +97,18 @@ def test_raw_clients_that_cannot_reach_the_server_fail_the_run_naming_the_error(
     with pytest.raises(RuntimeError, match=r"2 of 2 raw clients failed; first: \w+"):
         raw_clients.run(cluster, JOB, jobs, clients=2)
     assert raw_clients.unthrottled(cluster).api_qps == raw_clients.RAW_QPS and cluster.api_qps is None
+
+
+def test_cpu_seconds_are_read_from_proc_and_differenced_per_group():
+    import os
+
+    from bench import cpu
+
+    burn = sum(i * i for i in range(300_000))  # noqa: F841 - some CPU of this process
+    assert cpu.process_seconds(os.getpid()) > 0 and cpu.process_seconds(2 ** 22 + 7) == 0.0
+    assert os.getpid() in cpu.tree(os.getpid())
+    busy, total = cpu.machine()
+    assert 0 < busy <= total
+    before = {"worker": 1.0, "control_plane": 2.0, "machine_busy": 10.0, "machine_total": 40.0}
+    after = {"worker": 1.5, "control_plane": 3.25, "machine_busy": 13.0, "machine_total": 44.0}
+    assert cpu.spent(before, after) == {"worker": 0.5, "control_plane": 1.25, "machine_busy_pct": 75.0}
