@@ -65,7 +65,10 @@ def run(cluster, root_ref, jobs: list, clients: int) -> dict:
     clients = max(1, min(clients, len(jobs)))
     context = multiprocessing.get_context("fork")  # the bench's Django and imports, as they are
     barrier, results = context.Barrier(clients + 1), context.Queue()
+    from scheduling.kube import throttle
+
     raw = unthrottled(cluster)
+    throttle.bucket_for(raw)  # made here, before the fork: no client builds a rate limiter (or its thread) of its own
     procs = [context.Process(target=_client, args=(raw, barrier, root_ref, jobs[i::clients], results), daemon=True)
              for i in range(clients)]
     for proc in procs:
