@@ -31,7 +31,7 @@ from .stack import log
 LABEL_JOB_UID = "gangweb.io/job-uid"  # scheduling.constants.LABEL_JOB_UID, on every pod of a job
 RUN_NS = "bench-running"
 JOBS, RATE, REPLICAS = 100, 20.0, 4
-POST_THREADS = 4  # enough that a slow POST never holds the next one past its turn
+POST_THREADS = 8  # so a slow POST (0.2-0.6 s at load 16) does not hold the next one past its turn
 WARM_JOBS = 4
 TIMEOUT = 240  # seconds for the jobs to reach Running
 
