@@ -128,8 +128,16 @@ def run_concurrently(items: Iterable, worker: Callable, states: list):
     return latencies, time.perf_counter() - start
 
 
-def reset_jobs() -> None:
-    """Delete every job (and, by cascade, its history and attempts) and baseline row; restart their ids."""
+def reset_jobs() -> int:
+    """Delete every job (and, by cascade, its history and attempts) and baseline row, and drop the reconcile work
+    queued for them (`purge_task_queues`); returns the number of queued tasks dropped.
+
+    Job ids are not restarted. They were, and that slowed the reconcile benchmark's first timed round to 0.42x
+    (p50 submit-to-dispatched 24 s, bench/README.md): the submit benchmark queues ~2,100 reconcile tasks that no
+    worker runs (none is started for it), the reconcile benchmark's fresh worker then ran them first, in order, and
+    with ids restarted some of them named the new benchmark's jobs (full single passes racing its batches); the
+    gunicorn workers' job -> cluster routing cache (scheduling/routing.py, right while ids are never reused) also
+    sent the new jobs' batches to the old cluster's shard queue, behind those tasks."""
     from django.db import connection
 
     from bench.baseline_app.models import BaselineRow
@@ -137,7 +145,25 @@ def reset_jobs() -> None:
 
     tables = [GangJob._meta.db_table, BaselineRow._meta.db_table]
     with connection.cursor() as cur:
-        cur.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        cur.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+    purged = purge_task_queues()
+    if purged:
+        from .stack import log
+
+        log(f"dropped {purged} queued reconcile task(s) of the deleted jobs")
+    return purged
+
+
+def purge_task_queues() -> int:
+    """Drop every message waiting in the reconcile queues (Celery's default queue and every cluster shard queue,
+    scheduling/routing.py) of the bench's broker; returns how many there were. Messages a running worker holds
+    already (unacknowledged, or waiting for their countdown) are not in the queues and stay."""
+    from gangweb.celery import app
+    from scheduling import routing
+
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        return sum(channel.queue_purge(name) or 0 for name in routing.worker_queues("all"))
 
 
 def profile(name: str, fn: Callable[[], object]) -> str:

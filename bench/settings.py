@@ -9,3 +9,7 @@ from gangweb.settings import INSTALLED_APPS
 INSTALLED_APPS = [*INSTALLED_APPS, "bench.baseline_app"]
 ROOT_URLCONF = "bench.urls"
 GANGWEB_BENCH = True
+# The worker's per-batch start/end lines (scheduling/reconcile/jobs/batch.py) at INFO whatever LOG_LEVEL says: the
+# reconcile benchmark reads them from the worker's log to say where each round's time went.
+LOGGING = {**LOGGING, "loggers": {**LOGGING.get("loggers", {}),  # noqa: F405 - gangweb's own LOGGING
+                                  "scheduling.reconcile.jobs.batch": {"level": "INFO"}}}

@@ -20,6 +20,10 @@ Cost: ~28 us of CPU per request when a token is there (measured on this machine,
 work per request). A request that cannot get a token within MAX_WAIT seconds raises TransientKubeError
 ClientThrottled (retried with the task's backoff), so a very low limit never holds a worker slot past a request's own
 read timeout.
+
+`waited()` says how long this process's requests have waited for tokens so far (seconds, and how many waited), so
+a worker can log whether the limit held a batch back (reconcile/jobs/batch.py) and the bench can say whether the
+limit is the ceiling (bench/README.md).
 """
 from __future__ import annotations
 
@@ -42,6 +46,8 @@ _INTERVAL_MS = 1_000_000
 
 _lock = threading.Lock()
 _buckets: dict[int, Bucket] = {}
+_wait_lock = threading.Lock()
+_waited = {"seconds": 0.0, "takes": 0}  # this process's totals over every bucket (`waited`)
 
 
 @dataclass(frozen=True)
@@ -74,15 +80,21 @@ class Bucket:
         max_wait = MAX_WAIT if max_wait is None else max_wait
         # Polled without blocking (pyrate-limiter's own blocking wait gave up early under 8 threads: 7 of 414
         # takes failed a 5-s wait at 50 QPS, where a token comes every 20 ms); a wait sleeps one token's time.
-        deadline = time.monotonic() + max_wait
-        step = min(1.0, 1.0 / self.limits.qps)
-        while not self._limiter.try_acquire("requests", blocking=False):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            time.sleep(min(step, left))
-        else:
+        if self._limiter.try_acquire("requests", blocking=False):
             return
+        started = time.monotonic()
+        deadline = started + max_wait
+        step = min(1.0, 1.0 / self.limits.qps)
+        try:
+            while not self._limiter.try_acquire("requests", blocking=False):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                time.sleep(min(step, left))
+            else:
+                return
+        finally:
+            _note_wait(time.monotonic() - started)
         raise TransientKubeError(CLIENT_THROTTLED, f"cluster {name}: no request slot within {max_wait:g} s "
                                                    f"(client limit {self.limits.qps:g} QPS, burst "
                                                    f"{self.limits.burst})")
@@ -111,6 +123,19 @@ def limit(api, cluster) -> None:
         return unthrottled(*args, **kwargs)
 
     rest.request = request
+
+
+def _note_wait(seconds: float) -> None:
+    with _wait_lock:
+        _waited["seconds"] += seconds
+        _waited["takes"] += 1
+
+
+def waited() -> tuple[float, int]:
+    """(seconds, takes): how long requests of this process have waited for a token so far, over every cluster's
+    bucket, and how many takes had to wait at all. Running totals: a caller takes the difference over its work."""
+    with _wait_lock:
+        return _waited["seconds"], _waited["takes"]
 
 
 def forget(cluster_pk: int | None = None) -> None:

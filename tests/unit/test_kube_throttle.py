@@ -97,3 +97,16 @@ def test_threads_sharing_a_bucket_all_get_their_tokens_within_the_wait():
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_the_process_counts_how_long_its_requests_waited_for_a_token():
+    bucket = throttle.Bucket(throttle.Limits(qps=20.0, burst=2))
+    seconds_before, takes_before = throttle.waited()
+    bucket.take("a", max_wait=0)
+    bucket.take("a", max_wait=0)  # the burst: no wait counted
+    assert throttle.waited() == (seconds_before, takes_before)
+    bucket.take("a", max_wait=5)  # the third waits ~50 ms for a token
+    bucket.take("a", max_wait=5)
+    seconds, takes = throttle.waited()
+    assert takes - takes_before == 2
+    assert 0.05 <= seconds - seconds_before < 2.0  # 2 tokens at 20/s: ~0.1 s (longer on a loaded machine)

@@ -2,6 +2,9 @@
 their backends recorded at once, then one pass per job from a few threads."""
 from __future__ import annotations
 
+import logging
+import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
@@ -10,12 +13,15 @@ from django.db import connection, connections
 from ...backends import discovery
 from ...choices import ReconcileOutcome
 from ...kube import client as kube_client
+from ...kube import objects, throttle
 from ...kube.errors import CLUSTER_UNREACHABLE, KubeError, TransientKubeError
 from ...models import GangJob, ReconcileAttempt
 from .. import status
 from ..observed import snapshot
 from .backend import backend_for, record_backends
 from .passes import load, run_pass
+
+log = logging.getLogger(__name__)
 
 
 def _record_not_attempted(job: GangJob, err: KubeError) -> None:
@@ -41,8 +47,15 @@ def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, 
     other connections could not see its rows. A job's error is recorded on it and does not stop the batch; when
     a cluster cannot be reached its remaining jobs get that error without more connection attempts (the periodic
     resync retries them). Returns counts {"ok", "failed", "requeued"}.
+
+    The worker log gets two INFO lines per batch, key=value (logger scheduling.reconcile.jobs.batch): "reconcile
+    batch start" (jobs, first id, waited_s: from its newest job's creation to the start) and "reconcile batch end"
+    (the counts, read_s for the snapshot and backends, passes_s, total_s, API requests, and throttle_wait_s: the
+    time this process's requests waited for the cluster's client rate limit meanwhile). `at` is epoch seconds.
     """
+    started, requests_before, (waited_before, waits_before) = time.time(), objects.requests.total(), throttle.waited()
     batch = list(load(job_ids).order_by("pk"))
+    _log_start(batch, started)
     by_cluster: dict[int, list[GangJob]] = {}
     for job in batch:
         by_cluster.setdefault(job.cluster_id, []).append(job)
@@ -83,12 +96,30 @@ def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, 
             return "failed"
         return "requeued" if result.requeue_after is not None else "ok"
 
+    read = time.time()
     workers = min(threads or settings.GANGWEB_RECONCILE_THREADS, len(batch))
     if workers <= 1 or connection.in_atomic_block:
         outcomes = [one(job) for job in batch]
     else:
         outcomes = [o for part in in_threads(one, [batch[i::workers] for i in range(workers)]) for o in part]
-    return {key: outcomes.count(key) for key in ("ok", "failed", "requeued")}
+    counts = {key: outcomes.count(key) for key in ("ok", "failed", "requeued")}
+    waited, waits = throttle.waited()
+    log.info("reconcile batch end: jobs=%d first=%s %s read_s=%.3f passes_s=%.3f total_s=%.3f requests=%d "
+             "throttle_wait_s=%.3f throttle_waits=%d threads=%d pid=%d at=%.3f", len(batch),
+             batch[0].pk if batch else "-", " ".join(f"{k}={v}" for k, v in counts.items()), read - started,
+             time.time() - read, time.time() - started, objects.requests.total() - requests_before,
+             waited - waited_before, waits - waits_before, max(workers, 1), os.getpid(), time.time())
+    return counts
+
+
+def _log_start(batch: list[GangJob], started: float) -> None:
+    """The batch's start line in the worker log: its size, first job id and how long its newest job had waited
+    since it was written (the submit's commit, give or take: the task's time in the broker plus the worker's start
+    of it). One line a batch, key=value, with the end line written by `reconcile_many` (bench/ reads both)."""
+    newest = max((j.created_at for j in batch), default=None)
+    waited = started - newest.timestamp() if newest is not None else 0.0
+    log.info("reconcile batch start: jobs=%d first=%s waited_s=%.3f pid=%d at=%.3f", len(batch),
+             batch[0].pk if batch else "-", waited, os.getpid(), started)
 
 
 def in_threads(fn, parts: list[list]) -> list[list]:
