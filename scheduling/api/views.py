@@ -43,6 +43,7 @@ from ..services import (
     dispatch,
     job_list,
     job_wait,
+    keyset,
     notifications,
     policy,
     queue_counts,
@@ -62,6 +63,7 @@ from ..services import validation as v
 from ..services.errors import PermissionDenied
 from . import preferences
 from . import serializers as s
+from .pagination import JobListPagination
 from .permissions import IsPlatformAdmin, NotWithToken
 from .throttling import SUBMIT_THROTTLES, BulkJobsQuota
 
@@ -438,6 +440,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     """Gang jobs: submit, bulk submit, list, retrieve (with timeline), update queue/priority, cancel, resubmit."""
 
     filterset_class = GangJobFilterSet
+    pagination_class = JobListPagination  # keyset pages; `offset` still pages the old way (api/pagination.py)
     submit_actions = ("create", "bulk", "resubmit")
     ordering_fields = ["created_at", "phase_changed_at", "name", "phase"]
     search_fields = ["name", "namespace"]
@@ -465,11 +468,14 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def filter_queryset(self, queryset):
         """The filters, search and `ordering`, then `?group=` (validated by the FilterSet) in front of the order:
-        each group's jobs come together, in the order asked within it (services/job_list.py)."""
+        each group's jobs come together, in the order asked within it (services/job_list.py); `id` breaks ties,
+        in the direction of the last key."""
         queryset = super().filter_queryset(queryset)
         group = self.request.query_params.get("group") if self.action == "list" else None
         if group in job_list.GROUPS:
             queryset = job_list.ordered(queryset, group, queryset.query.order_by or GangJob._meta.ordering)
+        if self.action == "list":  # `id` last, as the keyset pages order (stable pages however they are read)
+            queryset = queryset.order_by(*keyset.order_by(keyset.keys_of(queryset)))
         return queryset
 
     def get_throttles(self):

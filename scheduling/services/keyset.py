@@ -1,0 +1,187 @@
+"""Keyset (cursor) pagination for the job lists (GET /api/v1/jobs/ and the dashboard's /jobs/): a page is "the
+`size` rows after this row in the list's order", found by a range condition on the order's columns, never by
+``OFFSET``. Page 5,000 costs what page 1 costs (bench/pages.py measures both at 1,000,000 jobs), where an OFFSET
+reads and discards every row before the page (armada #3902 found the same on Lookout).
+
+- The order is the list's ORDER BY (names of columns or annotations, ``-`` for descending) with ``id`` appended
+  in the direction of the last key when it is not there, so every row has one place (a stable tie-breaker).
+- A cursor is opaque to clients: URL-safe base64 of ``{"k": [the boundary row's key values], "d": "next"|"prev"}``
+  ("next": the rows after it; "prev": the rows before it, found by reading the reversed order). "last" (no key
+  values) is the list's last page, the first page of the reversed order.
+- The condition "after (v1, …, vn)" is ``k1 ≥ v1 AND (k1 > v1 OR (k1 = v1 AND k2 > v2) OR …)`` (≤ / < for
+  descending keys): the leading bound is a plain range an index on (k1, …) answers; the OR only drops the ties.
+  NULLs sort where the database puts them (PostgreSQL: after every value; SQLite: before), so a nullable key's
+  comparisons name NULL explicitly.
+- A cursor that does not decode, or does not fit the order (another number of keys), is a ValueError; the callers
+  answer it as a 400 naming `cursor`.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.utils.dateparse import parse_datetime
+
+NEXT, PREV, LAST = "next", "prev", "last"
+
+
+@dataclass(frozen=True)
+class Key:
+    """One ORDER BY term: `name` (a column's attname or an annotation), descending or not, nullable or not."""
+
+    name: str
+    descending: bool
+    nullable: bool = False
+    is_datetime: bool = False
+
+
+def keys_of(qs: QuerySet, order: tuple | list | None = None) -> list[Key]:
+    """The keys of `order` (default: `qs`'s ORDER BY, else its model's ordering), ``id`` appended when absent.
+    Raises ValueError for a term that is not a plain name (an expression)."""
+    order = list(order or qs.query.order_by or qs.model._meta.ordering or ["-id"])
+    keys = []
+    for term in order:
+        if not isinstance(term, str):
+            raise ValueError(f"keyset order needs names, not {term!r}")
+        name = term.lstrip("-")
+        name = "id" if name == "pk" else name
+        field = _field(qs.model, name)
+        keys.append(Key(name, term.startswith("-"), bool(field and field.null),
+                        bool(field and field.get_internal_type() == "DateTimeField")))
+    if not any(k.name == "id" for k in keys):
+        keys.append(Key("id", keys[-1].descending if keys else True))
+    return keys
+
+
+def _field(model, name: str):
+    for field in model._meta.concrete_fields:
+        if name in (field.name, field.attname):
+            return field
+    return None  # an annotation
+
+
+def order_by(keys: list[Key], reverse: bool = False) -> list[str]:
+    """ORDER BY terms of `keys` (reversed for reading backwards)."""
+    return [("-" if k.descending != reverse else "") + k.name for k in keys]
+
+
+def _nulls_largest() -> bool:
+    return connection.vendor == "postgresql"  # SQLite (and MySQL) sort NULL before every value
+
+
+def _beyond(key: Key, value, forward: bool) -> Q:
+    """Rows whose `key` comes strictly after `value` in the direction read (`forward`: the list's own order)."""
+    larger = key.descending != forward  # reading towards larger values
+    op = "gt" if larger else "lt"
+    if value is None:
+        if not key.nullable:
+            return Q(pk__in=[])
+        return Q(pk__in=[]) if _nulls_largest() == larger else Q(**{f"{key.name}__isnull": False})
+    q = Q(**{f"{key.name}__{op}": value})
+    if key.nullable and _nulls_largest() == larger:
+        q |= Q(**{f"{key.name}__isnull": True})
+    return q
+
+
+def _equal(key: Key, value) -> Q:
+    return Q(**{f"{key.name}__isnull": True}) if value is None else Q(**{key.name: value})
+
+
+def after(keys: list[Key], values: list, forward: bool = True) -> Q:
+    """The rows strictly after the row whose key values are `values`, in the list's order (`forward`) or in the
+    reversed order."""
+    ties = Q()
+    either = Q(pk__in=[])
+    for key, value in zip(keys, values, strict=True):
+        either |= ties & _beyond(key, value, forward)
+        ties &= _equal(key, value)
+    first, value = keys[0], values[0]
+    if value is None:
+        return either
+    # The leading range bound: what an index on the first key starts its scan from.
+    return (_beyond(first, value, forward) | _equal(first, value)) & either
+
+
+def values_of(row, keys: list[Key]) -> list:
+    """The key values of a fetched row (model instance with the annotations), JSON-ready."""
+    out = []
+    for key in keys:
+        value = getattr(row, key.name) if key.name != "id" else row.pk
+        out.append(value.isoformat() if isinstance(value, datetime) else value)
+    return out
+
+
+def encode(values: list | None, direction: str) -> str:
+    raw = json.dumps({"k": values, "d": direction}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode(cursor: str, keys: list[Key]) -> tuple[list | None, str]:
+    """(key values or None for "last", direction) of a cursor made by `encode` for the same order.
+    Raises ValueError when it is not one."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+        raise ValueError("not a cursor this list made") from exc
+    if not isinstance(data, dict) or data.get("d") not in (NEXT, PREV, LAST):
+        raise ValueError("not a cursor this list made")
+    if data["d"] == LAST:
+        return None, LAST
+    values = data.get("k")
+    if not isinstance(values, list) or len(values) != len(keys):
+        raise ValueError("the cursor belongs to another sort order")
+    out = []
+    for key, value in zip(keys, values, strict=True):
+        if value is not None and key.is_datetime:
+            value = parse_datetime(str(value))
+            if value is None:
+                raise ValueError("not a cursor this list made")
+        elif value is not None and not isinstance(value, (str, int, float)):
+            raise ValueError("not a cursor this list made")
+        out.append(value)
+    return out, data["d"]
+
+
+@dataclass
+class Page:
+    """One page: its rows in the list's order, and the cursors of its neighbours (None where there are none)."""
+
+    rows: list
+    next: str | None
+    previous: str | None
+    last: str | None
+
+
+def page(qs: QuerySet, size: int, cursor: str | None, order: tuple | list | None = None) -> Page:
+    """The page of `qs` (ordered by `order` or its own ORDER BY) that `cursor` points at (None: the first page).
+    One query: `size` + 1 rows, the extra one only telling whether there is more. Raises ValueError for a bad
+    cursor (see `decode`)."""
+    keys = keys_of(qs, order)
+    values, direction = decode(cursor, keys) if cursor else (None, NEXT)
+    forward = direction == NEXT
+    if values is not None:
+        qs = qs.filter(after(keys, values, forward))
+    rows = list(qs.order_by(*order_by(keys, reverse=not forward))[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    if not forward:
+        rows.reverse()
+    if not rows:
+        return Page(rows, None, encode(None, LAST) if cursor else None, None)
+    first, final = values_of(rows[0], keys), values_of(rows[-1], keys)
+    has_next = more if forward else direction == PREV
+    has_prev = (values is not None) if forward else more
+    return Page(rows, encode(final, NEXT) if has_next else None, encode(first, PREV) if has_prev else None,
+                encode(None, LAST) if has_next else None)
+
+
+def capped_count(qs: QuerySet, cap: int) -> tuple[int, bool]:
+    """(how many rows `qs` has, at most `cap`; whether there are more): ``SELECT COUNT(*) FROM (… LIMIT cap + 1)``,
+    the matching ids only, unsorted. An exact COUNT(*) reads every matching row: its cost grows with the history."""
+    n = qs.order_by().values("pk")[: cap + 1].count()
+    return min(n, cap), n > cap

@@ -1,0 +1,90 @@
+"""GET /api/v1/jobs/ pages by keyset (services/keyset.py): following `next` (and back with `previous`, or from
+`last`) visits every job once in the list's order, for every ordering the API and the dashboard offer, with ties
+in the sort key and NULLs in a nullable one; `offset` still pages the old way; a bad cursor is a 400 naming it."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from scheduling.api import pagination
+from scheduling.models import GangJob
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+PHASES = ["Running", "Queued", "Succeeded", "Failed", "Submitted"]
+
+
+@pytest.fixture
+def jobs(api, setup):
+    """23 jobs: created_at in groups of 3 equal times (ties), every 4th with no phase_changed_at (NULL), phases
+    cycling, names not in id order."""
+    api.post("/api/v1/jobs/bulk/", {"jobs": [builders.submit_body(*setup, name=f"j-{(i * 7) % 23:02d}")
+                                             for i in range(23)]}, format="json")
+    now = timezone.now()
+    for i, job in enumerate(GangJob.objects.order_by("id")):
+        GangJob.objects.filter(pk=job.pk).update(
+            created_at=now - timedelta(minutes=i // 3), phase=PHASES[i % len(PHASES)],
+            phase_changed_at=None if i % 4 == 0 else now - timedelta(seconds=(i * 37) % 11))
+    return list(GangJob.objects.values_list("id", flat=True))
+
+
+def _walk(api, url, link="next"):
+    ids, pages = [], 0
+    while url:
+        response = api.get(url)
+        assert response.status_code == 200, response.data
+        ids.extend(r["id"] for r in response.data["results"])
+        url, pages = response.data[link], pages + 1
+        assert pages < 50
+    return ids, pages
+
+
+@pytest.mark.parametrize("ordering", ["", "-created_at", "created_at", "name", "-name", "phase", "-phase",
+                                      "phase_changed_at", "-phase_changed_at"])
+def test_following_next_visits_every_job_once_in_the_lists_order(api, jobs, ordering):
+    query = f"?ordering={ordering}&" if ordering else "?"
+    expected = [r["id"] for r in api.get(f"/api/v1/jobs/{query}offset=0&limit=100").data["results"]]
+    assert sorted(expected) == sorted(jobs)
+    ids, pages = _walk(api, f"/api/v1/jobs/{query}limit=5")
+    assert (ids, pages) == (expected, 5)
+    # Backwards from the last page with `previous`: the same rows, the last page holding the last 5.
+    last = api.get(api.get(f"/api/v1/jobs/{query}limit=5").data["last"])
+    assert ([r["id"] for r in last.data["results"]], last.data["next"]) == (expected[-5:], None)
+    back, _ = _walk(api, last.data["previous"], "previous")
+    back_pages = [expected[max(0, end - 5):end] for end in range(18, 0, -5)]
+    assert back == [i for page in back_pages for i in page]
+
+
+def test_filters_and_groups_page_by_keyset_too(api, jobs):
+    for query in ("phase=Running&phase=Queued", "group=phase&ordering=name", "group=queue", "name=j-1"):
+        expected = [r["id"] for r in api.get(f"/api/v1/jobs/?{query}&offset=0&limit=100").data["results"]]
+        assert _walk(api, f"/api/v1/jobs/?{query}&limit=2")[0] == expected
+
+
+def test_the_count_is_exact_up_to_the_cap_and_says_when_it_is_capped(api, jobs, monkeypatch):
+    data = api.get("/api/v1/jobs/?limit=5").data
+    assert (data["count"], data["count_capped"]) == (23, False)
+    monkeypatch.setattr(pagination, "COUNT_CAP", 10)
+    data = api.get("/api/v1/jobs/?limit=5").data
+    assert (data["count"], data["count_capped"], len(data["results"])) == (10, True, 5)
+    assert api.get("/api/v1/jobs/?limit=5&offset=20").data["count"] == 23  # the old pages count exactly
+
+
+def test_offset_pages_answer_as_before(api, jobs):
+    data = api.get("/api/v1/jobs/?limit=10&offset=20").data
+    assert (set(data), len(data["results"]), data["next"]) == ({"count", "next", "previous", "results"}, 3, None)
+    assert "offset=10" in data["previous"]
+
+
+@pytest.mark.parametrize("cursor", ["nonsense!", "eyJrIjpbMV0sImQiOiJuZXh0In0", "e30"])
+def test_a_cursor_this_list_did_not_make_is_a_400_naming_it(api, jobs, cursor):
+    response = api.get(f"/api/v1/jobs/?cursor={cursor}")
+    assert response.status_code == 400 and "cursor" in response.data, response.data
+
+
+def test_a_cursor_of_another_sort_order_is_a_400(api, jobs):
+    nxt = api.get("/api/v1/jobs/?limit=5&group=phase").data["next"]  # three keys: group rank, created_at, id
+    cursor = nxt.split("cursor=")[1].split("&")[0]
+    response = api.get(f"/api/v1/jobs/?cursor={cursor}")
+    assert response.status_code == 400 and "cursor" in response.data
