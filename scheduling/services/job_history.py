@@ -22,6 +22,7 @@ task `scheduling.prune_job_history`.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import IO
@@ -39,11 +40,13 @@ DEFAULT_BATCH = 500
 
 @dataclass
 class PruneResult:
-    """What a prune did: jobs deleted (or that would be, with dry_run), batches, and the cutoff used."""
+    """What a prune did: jobs deleted (or that would be, with dry_run), batches, the cutoff used, and the longest
+    batch's transaction in seconds (how long its row locks were held)."""
 
     jobs: int
     batches: int
     cutoff: datetime
+    longest_batch_s: float = 0.0
 
 
 def eligible(cutoff: datetime):
@@ -69,8 +72,8 @@ def prune(older_than: timedelta, *, batch: int = DEFAULT_BATCH, archive: IO[str]
         raise ValueError("older_than must be >= 0 and batch >= 1")
     cutoff = (now or timezone.now()) - older_than
     bound = GangJob.objects.filter(created_at__lt=cutoff).aggregate(m=Max("id"))["m"]
-    jobs = batches = 0
-    last = 0
+    jobs = batches = last = 0
+    longest = 0.0
     while bound is not None and (limit is None or jobs < limit):
         size = batch if limit is None else min(batch, limit - jobs)
         ids = list(eligible(cutoff).filter(id__gt=last, id__lte=bound).order_by("id")
@@ -82,10 +85,12 @@ def prune(older_than: timedelta, *, batch: int = DEFAULT_BATCH, archive: IO[str]
         if dry_run:
             jobs += len(ids)
             continue
+        t0 = time.perf_counter()
         with transaction.atomic():
             ids = list(eligible(cutoff).filter(id__in=ids).select_for_update().values_list("id", flat=True))
             if archive is not None:
                 _archive(ids, archive)
             _, per_model = GangJob.objects.filter(id__in=ids).delete()
         jobs += per_model.get(GangJob._meta.label, 0)
-    return PruneResult(jobs, batches, cutoff)
+        longest = max(longest, time.perf_counter() - t0)
+    return PruneResult(jobs, batches, cutoff, round(longest, 3))
