@@ -36,6 +36,7 @@ from ..models import (
     VolcanoQueueState,
     WebhookSubscription,
 )
+from ..models.jobs import IN_PHASE_SINCE
 from ..services import (
     access,
     audit,
@@ -450,7 +451,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             # JSON the list form never shows: not fetched, not decoded 50 times a page. The relations' names by a
             # lookup per row shown, not joins: joins planned from stale statistics scanned whole tables per job
             # (services/related.py, issue 14).
-            return related.annotate(GangJob.objects.defer("resolved_spec", "observed"), related.JOB_LIST_RELATED)
+            return related.annotate(GangJob.objects.defer("resolved_spec", "observed"),
+                                    related.JOB_LIST_RELATED).annotate(in_phase_since=IN_PHASE_SINCE)
         # The queue's parent too: a pending job's position names it (services/queue_line.py).
         qs = GangJob.objects.select_related("template_version__template", "queue__parent", "cluster", "submitted_by")
         if self.action == "retrieve":
@@ -474,8 +476,11 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         group = self.request.query_params.get("group") if self.action == "list" else None
         if group in job_list.GROUPS:
             queryset = job_list.ordered(queryset, group, queryset.query.order_by or GangJob._meta.ordering)
-        if self.action == "list":  # `id` last, as the keyset pages order (stable pages however they are read)
-            queryset = queryset.order_by(*keyset.order_by(keyset.keys_of(queryset)))
+        if self.action == "list":
+            # `ordering=phase_changed_at` sorts by when the current phase began (the index job_in_phase_since; the
+            # same order but for jobs with no change recorded), and `id` comes last, as keyset pages order.
+            order = [t.replace("phase_changed_at", "in_phase_since") for t in queryset.query.order_by]
+            queryset = queryset.order_by(*keyset.order_by(keyset.keys_of(queryset, order or None)))
         return queryset
 
     def get_throttles(self):

@@ -10,8 +10,9 @@ reads and discards every row before the page (armada #3902 found the same on Loo
   values) is the list's last page, the first page of the reversed order.
 - The condition "after (v1, …, vn)" is ``k1 ≥ v1 AND (k1 > v1 OR (k1 = v1 AND k2 > v2) OR …)`` (≤ / < for
   descending keys): the leading bound is a plain range an index on (k1, …) answers; the OR only drops the ties.
-  NULLs sort where the database puts them (PostgreSQL: after every value; SQLite: before), so a nullable key's
-  comparisons name NULL explicitly.
+  NULLs sort where the database puts them (PostgreSQL: after every value; SQLite: before), so a nullable column's
+  comparisons name NULL explicitly. An annotation used as a key must never be NULL (the lists' are a name through
+  a required foreign key, a rank, COALESCE(phase_changed_at, created_at)): its bound stays one plain range.
 - A cursor that does not decode, or does not fit the order (another number of keys), is a ValueError; the callers
   answer it as a 400 naming `cursor`.
 """
@@ -51,6 +52,10 @@ def keys_of(qs: QuerySet, order: tuple | list | None = None) -> list[Key]:
         name = term.lstrip("-")
         name = "id" if name == "pk" else name
         field = _field(qs.model, name)
+        if field is None and name in qs.query.annotations:  # an annotation (never NULL here): its output's type
+            annotated = qs.query.annotations[name].output_field
+            keys.append(Key(name, term.startswith("-"), False, annotated.get_internal_type() == "DateTimeField"))
+            continue
         keys.append(Key(name, term.startswith("-"), bool(field and field.null),
                         bool(field and field.get_internal_type() == "DateTimeField")))
     if not any(k.name == "id" for k in keys):

@@ -17,6 +17,7 @@ from ..forms.errors import error_items
 from ..kube import errors as kube_errors
 from ..kube import runtime_classes
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
+from ..models.jobs import IN_PHASE_SINCE
 from ..services import access, keyset, queue_line, related, timeline
 from ..services import events as event_service
 from ..services import job_list as list_service
@@ -37,12 +38,12 @@ SORTS = {
     "name": ("name", "id"), "-name": ("-name", "-id"),
     "phase": ("phase", "id"), "-phase": ("-phase", "-id"),
     # Time in the current phase: ascending is the shortest first (the latest change first).
-    "in_phase": ("-phase_changed_at", "-id"), "-in_phase": ("phase_changed_at", "id"),
+    "in_phase": ("-in_phase_since", "-id"), "-in_phase": ("in_phase_since", "id"),
     # By the queue's name through a join (annotated only for this sort): PostgreSQL reads the queues in name order
     # and each one's jobs from job_queue_created; a lookup per row would be computed for every job to sort them.
     "queue": ("sort_queue_name", "id"), "-queue": ("-sort_queue_name", "-id"),
 }
-SORT_ANNOTATIONS = {"queue": {"sort_queue_name": F("queue__name")}}
+SORT_ANNOTATIONS = {"queue": {"sort_queue_name": F("queue__name")}, "in_phase": {"in_phase_since": IN_PHASE_SINCE}}
 # Keys whose unprefixed order runs down their column's values (newest submit first): the arrow says so.
 DESCENDING_KEYS = {"created"}
 SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),

@@ -4,9 +4,11 @@ first page."""
 from datetime import timedelta
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
 
 from scheduling.models import GangJob
+from scheduling.models.jobs import IN_PHASE_SINCE
 from scheduling.views import jobs as job_views
 from tests import builders
 
@@ -38,8 +40,8 @@ def _ids(ui, url, link):
 @pytest.mark.parametrize("sort", sorted(job_views.SORTS))
 def test_next_and_previous_visit_every_job_once_in_the_sorts_order(ui, jobs, sort, monkeypatch):
     monkeypatch.setattr(job_views, "PAGE_SIZE", 4)
-    order = [t.replace("sort_queue_name", "queue__name") for t in job_views.SORTS[sort]]
-    expected = list(GangJob.objects.order_by(*order).values_list("id", flat=True))
+    expected = list(GangJob.objects.annotate(in_phase_since=IN_PHASE_SINCE, sort_queue_name=F("queue__name"))
+                    .order_by(*job_views.SORTS[sort]).values_list("id", flat=True))
     assert _ids(ui, f"/jobs/?sort={sort}", "next") == expected
     last = ui.get(f"/jobs/?sort={sort}").context["page"].last
     backwards = _ids(ui, "/jobs/?" + last, "previous")
