@@ -22,10 +22,11 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db import connection
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 NEXT, PREV, LAST = "next", "prev", "last"
@@ -140,16 +141,26 @@ def decode(cursor: str, keys: list[Key]) -> tuple[list | None, str]:
     values = data.get("k")
     if not isinstance(values, list) or len(values) != len(keys):
         raise ValueError("the cursor belongs to another sort order")
-    out = []
-    for key, value in zip(keys, values, strict=True):
-        if value is not None and key.is_datetime:
-            value = parse_datetime(str(value))
-            if value is None:
-                raise ValueError("not a cursor this list made")
-        elif value is not None and not isinstance(value, (str, int, float)):
+    return [_value(key, value) for key, value in zip(keys, values, strict=True)], data["d"]
+
+
+def _value(key: Key, value):
+    """A cursor's value for `key`, checked: a datetime for a datetime key (UTC when it names no zone), else a
+    string or a number a 64-bit column holds. Raises ValueError."""
+    if value is None:
+        return None
+    if key.is_datetime:
+        parsed = parse_datetime(str(value))  # ValueError for a well-formed but impossible date
+        if parsed is None:
             raise ValueError("not a cursor this list made")
-        out.append(value)
-    return out, data["d"]
+        return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError("not a cursor this list made")
+    if isinstance(value, (int, float)) and not -(2**63) < value < 2**63:
+        raise ValueError("not a cursor this list made")
+    if key.name == "id" and not isinstance(value, int):
+        raise ValueError("not a cursor this list made")
+    return value
 
 
 @dataclass

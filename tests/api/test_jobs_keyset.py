@@ -77,10 +77,25 @@ def test_offset_pages_answer_as_before(api, jobs):
     assert "offset=10" in data["previous"]
 
 
-@pytest.mark.parametrize("cursor", ["nonsense!", "eyJrIjpbMV0sImQiOiJuZXh0In0", "e30"])
+def _cursor(values, direction="next"):
+    import base64
+    import json
+    return base64.urlsafe_b64encode(json.dumps({"k": values, "d": direction}).encode()).decode()
+
+
+@pytest.mark.parametrize("cursor", ["nonsense!", _cursor([1]), "e30", _cursor(["2026-13-40T00:00:00Z", 5]),
+                                    _cursor(["2026-01-01T00:00:00Z", 10**30]), _cursor(["2026-01-01", "x"]),
+                                    _cursor([True, 1]), _cursor([[1], 1]), _cursor(None, "sideways")])
 def test_a_cursor_this_list_did_not_make_is_a_400_naming_it(api, jobs, cursor):
     response = api.get(f"/api/v1/jobs/?cursor={cursor}")
     assert response.status_code == 400 and "cursor" in response.data, response.data
+
+
+def test_a_cursor_without_a_time_zone_reads_as_utc(api, jobs):
+    newest = GangJob.objects.order_by("-created_at", "-id").first()
+    naive = newest.created_at.replace(tzinfo=None).isoformat()  # stored in UTC
+    response = api.get(f"/api/v1/jobs/?cursor={_cursor([naive, newest.pk])}")
+    assert response.status_code == 200 and newest.pk not in [r["id"] for r in response.data["results"]]
 
 
 def test_a_cursor_of_another_sort_order_is_a_400(api, jobs):
