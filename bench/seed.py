@@ -5,9 +5,10 @@ Jobs are inserted with one ``INSERT ... SELECT FROM generate_series`` statement:
 a model instance built with its defaults. New model fields therefore need no change here. The rows are made inside
 the server: nothing is built in Python nor sent over the socket, which is what COPY would still do per row (the
 bulk submit's COPY, services/bulk_copy.py, writes rows that exist in Python already). What costs at a million rows
-is maintaining the secondary indexes row by row: `insert_jobs(..., rebuild_indexes=True)` drops them first and
-builds each once afterwards (CREATE INDEX sorts), as pg_restore does. A year of history (1,000,000 jobs, 10,000
-active, ~5.9 M history rows) then takes about a minute and a half on the 2-core bench machine (bench/README.md).
+is maintaining indexes and foreign keys row by row (a queued trigger per row and key, ~10 million at a year of
+history): `insert_jobs(..., rebuild_indexes=True)` drops the two tables' secondary indexes, unique constraints
+and foreign keys first and makes them again afterwards (an index by one sort, a key by one join), as pg_restore
+does. bench/README.md ("A year of history") has the seconds measured.
 """
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster
     the newest `active` jobs through ACTIVE_MIX and the rest through FINISHED_MIX), created `spacing_seconds` apart
     going back from now, each with its phase history. A finished job's cluster objects are recorded as removed an
     hour after it ended, as the retention leaves them (reconcile/retention.py). `rebuild_indexes`: drop the two
-    tables' secondary indexes for the load and build them after (faster from about 100,000 rows). Returns
-    (first id, last id)."""
+    tables' secondary indexes, unique constraints and foreign keys for the load and make them after (faster from
+    about 100,000 rows; `_indexes_dropped`). Returns (first id, last id)."""
     from scheduling.services import templates as template_service
 
     resolved = template_service.render(template_version.spec, {})
@@ -127,24 +128,33 @@ ENDED_SQL = "(now() - make_interval(secs => g * %(spacing)s) + interval '20 minu
 
 @contextmanager
 def _indexes_dropped(cur, drop: bool):
-    """Inside: the jobs' and history's secondary indexes dropped (not those backing a primary key or unique
-    constraint); on the way out each is built again from its saved definition, with more sort memory."""
+    """Inside: the jobs' and history's foreign keys, unique constraints and secondary indexes dropped (not the
+    primary keys); on the way out each is made again from its saved definition, indexes first, with more sort
+    memory: an index is then built by one sort, and a foreign key checked by one join, instead of row by row (a
+    queued trigger per row and key, millions at a year of history). What pg_restore does."""
     if not drop:
         yield
         return
     tables = [GangJob._meta.db_table, PhaseTransition._meta.db_table]
+    cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # a key cannot be dropped while checks of earlier rows wait
+    cur.execute("""
+        SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint
+        WHERE conrelid = ANY(%s::regclass[]) AND contype IN ('f', 'u') ORDER BY contype DESC""", [tables])
+    constraints = cur.fetchall()  # unique ones first: a foreign key may need the unique index it references
+    for table, name, _ in reversed(constraints):
+        cur.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
     cur.execute("""
         SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
-        WHERE i.indrelid = ANY(%s::regclass[]) AND NOT i.indisprimary
-          AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)""", [tables])
-    saved = cur.fetchall()
-    for name, _ in saved:
+        WHERE i.indrelid = ANY(%s::regclass[]) AND NOT i.indisprimary""", [tables])
+    indexes = cur.fetchall()
+    for name, _ in indexes:
         cur.execute(f"DROP INDEX {name}")
     yield
-    cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the deferred foreign-key checks first: no index build before
     cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
-    for _, definition in saved:
+    for _, definition in indexes:
         cur.execute(definition)
+    for table, name, definition in constraints:
+        cur.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
 
 
 def _insert_history(cur, first: int, last: int, phase_order: dict) -> None:
