@@ -4,7 +4,7 @@ Jobs are inserted with one ``INSERT ... SELECT FROM generate_series`` statement:
 (id, name, uid, queue, phase, times) are SQL expressions, every other column takes the value Django would store for
 a model instance built with its defaults. New model fields therefore need no change here. The rows are made inside
 the server: nothing is built in Python nor sent over the socket, which is what COPY would still do per row (the
-bulk submit's COPY, services/bulk_copy.py, writes rows that exist in Python already). What costs at a million rows
+bulk submit's COPY, services/copy_rows.py, writes rows that exist in Python already). What costs at a million rows
 is maintaining indexes and foreign keys row by row (a queued trigger per row and key, ~10 million at a year of
 history): `insert_jobs(..., rebuild_indexes=True)` drops the two tables' secondary indexes, unique constraints
 and foreign keys first and makes them again afterwards (an index by one sort, a key by one join), as pg_restore
