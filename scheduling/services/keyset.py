@@ -9,7 +9,8 @@ reads and discards every row before the page (armada #3902 found the same on Loo
   ("next": the rows after it; "prev": the rows before it, found by reading the reversed order). "last" (no key
   values) is the list's last page, the first page of the reversed order.
 - The condition "after (v1, …, vn)" is ``k1 ≥ v1 AND (k1 > v1 OR (k1 = v1 AND k2 > v2) OR …)`` (≤ / < for
-  descending keys): the leading bound is a plain range an index on (k1, …) answers; the OR only drops the ties.
+  descending keys): the leading bound is one plain comparison, where an index scan on (k1, …) starts (bench/README.md
+  shows the plans); the OR only drops the ties.
   NULLs sort where the database puts them (PostgreSQL: after every value; SQLite: before), so a nullable column's
   comparisons name NULL explicitly. An annotation used as a key must never be NULL (the lists' are a name through
   a required foreign key, a rank, COALESCE(phase_changed_at, created_at)): its bound stays one plain range.
@@ -109,8 +110,13 @@ def after(keys: list[Key], values: list, forward: bool = True) -> Q:
     first, value = keys[0], values[0]
     if value is None:
         return either
-    # The leading range bound: what an index on the first key starts its scan from.
-    return (_beyond(first, value, forward) | _equal(first, value)) & either
+    # The leading range bound, one comparison (PostgreSQL takes `k < v OR k = v` as a filter, not as where the
+    # index scan starts): what an index on the first key starts its scan from.
+    larger = first.descending != forward
+    bound = Q(**{f"{first.name}__{'gte' if larger else 'lte'}": value})
+    if first.nullable and _nulls_largest() == larger:
+        bound |= Q(**{f"{first.name}__isnull": True})
+    return bound & either
 
 
 def values_of(row, keys: list[Key]) -> list:
