@@ -186,8 +186,8 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int):
     if name == "pages":
         from . import pages
 
-        result = pages.run(jobs=100_000 // scale, queues=1000 // scale if scale == 1 else 200,
-                           small_jobs=1000 // scale, small_queues=10)
+        result = pages.run(jobs=1_000_000 // scale, queues=1000 // scale if scale == 1 else 200,
+                           active=10_000 // scale, small_jobs=1000 // scale, small_queues=10)
         return result, pages.report(result)
     raise NotImplementedError(f"benchmark '{name}' is not written yet")
 

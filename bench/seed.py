@@ -2,10 +2,17 @@
 
 Jobs are inserted with one ``INSERT ... SELECT FROM generate_series`` statement: the columns that vary per job
 (id, name, uid, queue, phase, times) are SQL expressions, every other column takes the value Django would store for
-a model instance built with its defaults. New model fields therefore need no change here. 100,000 jobs and their
-~450,000 history rows take a few seconds instead of minutes of ``bulk_create``.
+a model instance built with its defaults. New model fields therefore need no change here. The rows are made inside
+the server: nothing is built in Python nor sent over the socket, which is what COPY would still do per row (the
+bulk submit's COPY, services/copy_rows.py, writes rows that exist in Python already). What costs at a million rows
+is maintaining indexes and foreign keys row by row (a queued trigger per row and key, ~10 million at a year of
+history): `insert_jobs(..., rebuild_indexes=True)` drops the two tables' secondary indexes, unique constraints
+and foreign keys first and makes them again afterwards (an index by one sort, a key by one join), as pg_restore
+does. bench/README.md ("A year of history") has the seconds measured.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 from django.db import connection, transaction
 
@@ -19,6 +26,8 @@ LIFECYCLE = [GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED, GangPh
 PHASE_MIX = ([GangPhase.SUCCEEDED] * 70 + [GangPhase.FAILED] * 6 + [GangPhase.CANCELLED] * 4
              + [GangPhase.RUNNING] * 8 + [GangPhase.QUEUED] * 7 + [GangPhase.SCHEDULED] * 2
              + [GangPhase.DISPATCHED] * 2 + [GangPhase.SUBMITTED] * 1)
+# A year of history (`insert_jobs(active=N)`): the newest N jobs active in ACTIVE_MIX, the rest finished in this mix.
+FINISHED_MIX = [GangPhase.SUCCEEDED] * 88 + [GangPhase.FAILED] * 7 + [GangPhase.CANCELLED] * 5
 ACTIVE_MIX = ([GangPhase.RUNNING] * 40 + [GangPhase.QUEUED] * 40 + [GangPhase.SCHEDULED] * 10
               + [GangPhase.DISPATCHED] * 5 + [GangPhase.SUBMITTED] * 5)
 
@@ -48,9 +57,14 @@ def _prepped(instance, field):
 
 
 def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster, user, *, prefix: str = "job",
-                phases: list[str] = PHASE_MIX, spacing_seconds: float = 30.0) -> tuple[int, int]:
-    """Insert `count` jobs spread round-robin over `queues`, phases cycling through `phases`, created
-    `spacing_seconds` apart going back from now, each with its phase history. Returns (first id, last id)."""
+                phases: list[str] = PHASE_MIX, spacing_seconds: float = 30.0, active: int | None = None,
+                rebuild_indexes: bool = False) -> tuple[int, int]:
+    """Insert `count` jobs spread round-robin over `queues`, phases cycling through `phases` (or, with `active`,
+    the newest `active` jobs through ACTIVE_MIX and the rest through FINISHED_MIX), created `spacing_seconds` apart
+    going back from now, each with its phase history. A finished job's cluster objects are recorded as removed an
+    hour after it ended, as the retention leaves them (reconcile/retention.py). `rebuild_indexes`: drop the two
+    tables' secondary indexes, unique constraints and foreign keys for the load and make them after (faster from
+    about 100,000 rows; `_indexes_dropped`). Returns (first id, last id)."""
     from scheduling.services import templates as template_service
 
     resolved = template_service.render(template_version.spec, {})
@@ -69,16 +83,25 @@ def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster
         "uid": "gen_random_uuid()",
         "name": "%(prefix)s || '-' || g",
         "queue_id": "(%(queues)s::bigint[])[1 + (g %% %(nqueues)s)]",
-        "phase": "(%(phases)s::text[])[1 + (g %% %(nphases)s)]",
+        "phase": PHASE_SQL,
         "created_at": "now() - make_interval(secs => g * %(spacing)s)",
         "updated_at": "now() - make_interval(secs => g * %(spacing)s) + interval '20 minutes'",
         "phase_changed_at": "now() - make_interval(secs => g * %(spacing)s) + interval '10 minutes'",
-        "finished_at": f"CASE WHEN (%(phases)s::text[])[1 + (g %% %(nphases)s)] = ANY({terminal_sql}) "
-                       "THEN now() - make_interval(secs => g * %(spacing)s) + interval '20 minutes' END",
+        "finished_at": f"CASE WHEN {PHASE_SQL} = ANY({terminal_sql}) THEN {ENDED_SQL} END",
+        "cleaned_up_at": f"CASE WHEN {PHASE_SQL} = ANY({terminal_sql}) THEN {ENDED_SQL} END",
+        "remove_after": f"CASE WHEN {PHASE_SQL} = ANY({terminal_sql}) THEN {ENDED_SQL} + interval '1 hour' END",
+        "objects_removed_at": f"CASE WHEN {PHASE_SQL} = ANY({terminal_sql}) "
+                              f"THEN {ENDED_SQL} + interval '1 hour' END",
     }
+    if active is None:
+        active, phases = 0, list(phases)
+        later = phases
+    else:
+        phases, later = ACTIVE_MIX, FINISHED_MIX
     columns, exprs, params = [], [], {
         "offset": offset, "prefix": prefix, "queues": [q.id for q in queues], "nqueues": len(queues),
         "phases": [str(p) for p in phases], "nphases": len(phases), "spacing": spacing_seconds,
+        "later": [str(p) for p in later], "nlater": len(later), "active": active,
     }
     for field in GangJob._meta.concrete_fields:
         columns.append(f'"{field.column}"')
@@ -88,13 +111,50 @@ def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster
             key = f"f_{field.column}"
             params[key] = _prepped(proto, field)
             exprs.append(f"%({key})s")
-    with transaction.atomic(), connection.cursor() as cur:
+    with transaction.atomic(), connection.cursor() as cur, _indexes_dropped(cur, rebuild_indexes):
         cur.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(exprs)} "
                     f"FROM generate_series(1, %(count)s) AS g", {**params, "count": count})
         cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
         _insert_history(cur, offset + 1, offset + count, phase_order)
     analyze_tables(GangJob, PhaseTransition)
     return offset + 1, offset + count
+
+
+# The phase of job g: with `active`, the first `active` (newest) cycle through `phases`, the rest through `later`.
+PHASE_SQL = ("(CASE WHEN g <= %(active)s THEN (%(phases)s::text[])[1 + (g %% %(nphases)s)] "
+             "ELSE (%(later)s::text[])[1 + (g %% %(nlater)s)] END)")
+ENDED_SQL = "(now() - make_interval(secs => g * %(spacing)s) + interval '20 minutes')"
+
+
+@contextmanager
+def _indexes_dropped(cur, drop: bool):
+    """Inside: the jobs' and history's foreign keys, unique constraints and secondary indexes dropped (not the
+    primary keys); on the way out each is made again from its saved definition, indexes first, with more sort
+    memory: an index is then built by one sort, and a foreign key checked by one join, instead of row by row (a
+    queued trigger per row and key, millions at a year of history). What pg_restore does."""
+    if not drop:
+        yield
+        return
+    tables = [GangJob._meta.db_table, PhaseTransition._meta.db_table]
+    cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # a key cannot be dropped while checks of earlier rows wait
+    cur.execute("""
+        SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint
+        WHERE conrelid = ANY(%s::regclass[]) AND contype IN ('f', 'u') ORDER BY contype DESC""", [tables])
+    constraints = cur.fetchall()  # unique ones first: a foreign key may need the unique index it references
+    for table, name, _ in reversed(constraints):
+        cur.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+    cur.execute("""
+        SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
+        WHERE i.indrelid = ANY(%s::regclass[]) AND NOT i.indisprimary""", [tables])
+    indexes = cur.fetchall()
+    for name, _ in indexes:
+        cur.execute(f"DROP INDEX {name}")
+    yield
+    cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
+    for _, definition in indexes:
+        cur.execute(definition)
+    for table, name, definition in constraints:
+        cur.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
 
 
 def _insert_history(cur, first: int, last: int, phase_order: dict) -> None:

@@ -47,6 +47,10 @@ GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", 
 # A finished (Succeeded/Failed) job's Indexed Jobs and their pods stay this long after it finished, for inspection
 # (`kubectl logs`), then are deleted (seconds; a template's `retentionSeconds` overrides it; reconcile/retention.py).
 GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENTION_SECONDS", "3600"))
+# Finished jobs' rows (and their history) older than this many days are deleted by the hourly beat task
+# scheduling.prune_job_history, at most PRUNE_PER_RUN a run (services/job_history.py). 0: kept for ever.
+GANGWEB_JOB_HISTORY_DAYS = float(os.environ.get("GANGWEB_JOB_HISTORY_DAYS", "0"))
+GANGWEB_JOB_HISTORY_PRUNE_PER_RUN = int(os.environ.get("GANGWEB_JOB_HISTORY_PRUNE_PER_RUN", "100000"))
 # Periodic resync of every cluster (seconds); watches deliver changes in between.
 GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
 # Singletons by election (scheduling/election.py): a watcher replica watches a cluster only under its lease, one
@@ -405,6 +409,7 @@ CELERY_BEAT_SCHEDULE = {
     # in the webhook queue behind a busy worker.
     "notify-transitions": {"task": "scheduling.notify_transitions", "schedule": float(GANGWEB_NOTIFY_SCAN_SECONDS),
                            "options": {"expires": float(GANGWEB_NOTIFY_SCAN_SECONDS)}},
+    "prune-job-history": {"task": "scheduling.prune_job_history", "schedule": 3600.0, "options": {"expires": 3600.0}},
 }
 
 LOGGING = {

@@ -8,6 +8,7 @@ module imports it: services/ and reconcile/ queue work by task name through `sch
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -16,7 +17,7 @@ from . import enqueue
 from .constants import RESYNC_SOFT_TIME_LIMIT, RESYNC_TIME_LIMIT
 from .kube.errors import TransientKubeError
 from .reconcile import jobs, probe, queues, resync
-from .services import notifications
+from .services import job_history, notifications
 from .services.errors import DeliveryRetry
 
 log = logging.getLogger(__name__)
@@ -128,6 +129,17 @@ def notify_transitions() -> None:
     """Beat: turn recent timeline entries into webhook deliveries and hand each to deliver_webhook."""
     for delivery_id in notifications.scan():
         enqueue.send(enqueue.DELIVER_WEBHOOK, delivery_id)
+
+
+@shared_task(name="scheduling.prune_job_history", ignore_result=True, soft_time_limit=540, time_limit=600)
+def prune_job_history() -> None:
+    """Beat (hourly, when GANGWEB_JOB_HISTORY_DAYS > 0): delete finished jobs older than that many days, with their
+    history, in small transactions (services/job_history.py), at most GANGWEB_JOB_HISTORY_PRUNE_PER_RUN a run.
+    Twice is harmless: a second run finds what the first left."""
+    days = settings.GANGWEB_JOB_HISTORY_DAYS
+    if days > 0:
+        result = job_history.prune(timedelta(days=days), limit=settings.GANGWEB_JOB_HISTORY_PRUNE_PER_RUN)
+        log.info("pruned %d finished jobs older than %s days in %d batches", result.jobs, days, result.batches)
 
 
 # A receiver that fails (connection error, timeout, 408/429/5xx) is retried by Celery's autoretry with exponential

@@ -36,6 +36,7 @@ from ..models import (
     VolcanoQueueState,
     WebhookSubscription,
 )
+from ..models.jobs import IN_PHASE_SINCE
 from ..services import (
     access,
     audit,
@@ -43,6 +44,7 @@ from ..services import (
     dispatch,
     job_list,
     job_wait,
+    keyset,
     notifications,
     policy,
     queue_counts,
@@ -62,6 +64,7 @@ from ..services import validation as v
 from ..services.errors import PermissionDenied
 from . import preferences
 from . import serializers as s
+from .pagination import JobListPagination
 from .permissions import IsPlatformAdmin, NotWithToken
 from .throttling import SUBMIT_THROTTLES, BulkJobsQuota
 
@@ -438,6 +441,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     """Gang jobs: submit, bulk submit, list, retrieve (with timeline), update queue/priority, cancel, resubmit."""
 
     filterset_class = GangJobFilterSet
+    pagination_class = JobListPagination  # keyset pages; `offset` still pages the old way (api/pagination.py)
     submit_actions = ("create", "bulk", "resubmit")
     ordering_fields = ["created_at", "phase_changed_at", "name", "phase"]
     search_fields = ["name", "namespace"]
@@ -447,7 +451,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             # JSON the list form never shows: not fetched, not decoded 50 times a page. The relations' names by a
             # lookup per row shown, not joins: joins planned from stale statistics scanned whole tables per job
             # (services/related.py, issue 14).
-            return related.annotate(GangJob.objects.defer("resolved_spec", "observed"), related.JOB_LIST_RELATED)
+            return related.annotate(GangJob.objects.defer("resolved_spec", "observed"),
+                                    related.JOB_LIST_RELATED).annotate(in_phase_since=IN_PHASE_SINCE)
         # The queue's parent too: a pending job's position names it (services/queue_line.py).
         qs = GangJob.objects.select_related("template_version__template", "queue__parent", "cluster", "submitted_by")
         if self.action == "retrieve":
@@ -465,11 +470,17 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def filter_queryset(self, queryset):
         """The filters, search and `ordering`, then `?group=` (validated by the FilterSet) in front of the order:
-        each group's jobs come together, in the order asked within it (services/job_list.py)."""
+        each group's jobs come together, in the order asked within it (services/job_list.py); `id` breaks ties,
+        in the direction of the last key."""
         queryset = super().filter_queryset(queryset)
         group = self.request.query_params.get("group") if self.action == "list" else None
         if group in job_list.GROUPS:
             queryset = job_list.ordered(queryset, group, queryset.query.order_by or GangJob._meta.ordering)
+        if self.action == "list":
+            # `ordering=phase_changed_at` sorts by when the current phase began (the index job_in_phase_since; the
+            # same order but for jobs with no change recorded), and `id` comes last, as keyset pages order.
+            order = [t.replace("phase_changed_at", "in_phase_since") for t in queryset.query.order_by]
+            queryset = queryset.order_by(*keyset.order_by(keyset.keys_of(queryset, order or None)))
         return queryset
 
     def get_throttles(self):

@@ -1,13 +1,14 @@
 """Jobs: the filtered, sorted, paginated list; the job page with its live part; cancel and resubmit."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
+from django.db.models import F
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 
 from ..choices import DesiredState, GangPhase
@@ -16,7 +17,8 @@ from ..forms.errors import error_items
 from ..kube import errors as kube_errors
 from ..kube import runtime_classes
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
-from ..services import access, queue_line, related, timeline
+from ..models.jobs import IN_PHASE_SINCE
+from ..services import access, keyset, queue_line, related, timeline
 from ..services import events as event_service
 from ..services import job_list as list_service
 from ..services import jobs as job_service
@@ -28,15 +30,20 @@ from .objects import objects_sent
 from .why_pending import explain
 
 PAGE_SIZE = 50
-# ?sort= value -> ORDER BY; a stable tie-breaker keeps pages from overlapping.
+# ?sort= value -> ORDER BY; a stable tie-breaker keeps pages from overlapping. The tie-breaker runs the same way as
+# the key, so one index on (key, id) read forwards or backwards serves both directions and every keyset page
+# (migration 0019).
 SORTS = {
     "created": ("-created_at", "-id"), "-created": ("created_at", "id"),
     "name": ("name", "id"), "-name": ("-name", "-id"),
-    "phase": ("phase", "-id"), "-phase": ("-phase", "-id"),
+    "phase": ("phase", "id"), "-phase": ("-phase", "-id"),
     # Time in the current phase: ascending is the shortest first (the latest change first).
-    "in_phase": ("-phase_changed_at", "-id"), "-in_phase": ("phase_changed_at", "id"),
-    "queue": (related.alias("queue", "name"), "-id"), "-queue": ("-" + related.alias("queue", "name"), "-id"),
+    "in_phase": ("-in_phase_since", "-id"), "-in_phase": ("in_phase_since", "id"),
+    # By the queue's name through a join (annotated only for this sort): PostgreSQL reads the queues in name order
+    # and each one's jobs from job_queue_created; a lookup per row would be computed for every job to sort them.
+    "queue": ("sort_queue_name", "id"), "-queue": ("-sort_queue_name", "-id"),
 }
+SORT_ANNOTATIONS = {"queue": {"sort_queue_name": F("queue__name")}, "in_phase": {"in_phase_since": IN_PHASE_SINCE}}
 # Keys whose unprefixed order runs down their column's values (newest submit first): the arrow says so.
 DESCENDING_KEYS = {"created"}
 SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),
@@ -51,29 +58,47 @@ LIST_FIELDS = ("id", "name", "namespace", "phase", "desired_state", "phase_reaso
                "queue", "cluster", "template_version", "submitted_by", "requested_gpu")
 
 
-class CappedPaginator(Paginator):
-    """A Paginator whose count stops at COUNT_CAP matching jobs: ``SELECT COUNT(*) FROM (… LIMIT cap + 1)``.
+COUNT_CAP = 10_000
 
-    An exact COUNT(*) reads every matching row, so it grows with the history (tens of ms at 100,000 jobs, bench/);
-    nobody pages through more than a few thousand jobs: they filter. `capped` tells the template to say
-    "10,000+" and offer filters instead of more pages. Same idea as the Kubernetes list API's `continue` without
-    a total, or GitHub's capped result counts."""
 
-    cap = 10_000
+@dataclass
+class JobPage:
+    """What the table shows of one keyset page (services/keyset.py): its jobs, how many match (exact up to
+    COUNT_CAP; `capped` when more do) and the query strings of the first, previous, next and last pages ("" where
+    there is none). No page numbers: a page is "the 50 jobs after this one", so page 5,000 costs what page 1 does,
+    and a list that changes every second has no stable page number anyway."""
 
-    @cached_property
-    def _counted(self) -> int:
-        # Any cap + 1 rows: no sort needed; their ids only, not the list's per-row lookups (related.annotate).
-        return self.object_list.order_by().values("pk")[: self.cap + 1].count()
-
-    @cached_property
-    def count(self) -> int:
-        return min(self._counted, self.cap)
+    object_list: list
+    count: int
+    capped: bool
+    first: str = ""
+    previous: str = ""
+    next: str = ""
+    last: str = ""
 
     @property
-    def capped(self) -> bool:
-        """True when more than `cap` jobs match (the count and the last page stop there)."""
-        return self._counted > self.cap
+    def has_other_pages(self) -> bool:
+        return bool(self.first or self.previous or self.next or self.last)
+
+
+def _page(qs, request, query) -> JobPage:
+    """The keyset page of `qs` that `?cursor=` names (the first without one); a cursor that does not fit (another
+    sort, edited by hand) shows the first page."""
+    try:
+        kpage = keyset.page(qs, PAGE_SIZE, request.GET.get("cursor"))
+    except ValueError:
+        kpage = keyset.page(qs, PAGE_SIZE, None)
+    count, capped = keyset.capped_count(qs, COUNT_CAP)
+
+    def link(cursor):
+        if cursor is None:
+            return ""
+        q = query.copy()
+        q["cursor"] = cursor
+        return q.urlencode()
+
+    return JobPage(kpage.rows, count, capped, first=(query.urlencode() or "cursor=") if kpage.previous else "",
+                   previous=link(kpage.previous), next=link(kpage.next), last=link(kpage.last))
 
 
 def _jobs(user):
@@ -86,28 +111,30 @@ def job_list(request):
     services/job_list.py, as the API's) and pagination; htmx polls the table. Each row shows the GPUs its gang asks
     for and, while pending, why it waits; ticked rows are cancelled together (`jobs_cancel`).
 
-    Four queries whatever the number of jobs (count, capped at CappedPaginator.cap; page; queue names; cluster
+    Keyset pages (`?cursor=`, services/keyset.py): First, Previous, Next and Last, no page numbers. Four queries
+    whatever the number of jobs and however deep the page (count, capped at COUNT_CAP; page; queue names; cluster
     names), and with a group two more (the jobs per group and their names; none when the count is capped).
     """
     jobs = related.annotate(access.visible_jobs(request.user, GangJob.objects.only(*LIST_FIELDS)),
                             related.JOB_LIST_RELATED)
-    filterset = GangJobFilterSet(request.GET or None, queryset=list_service.with_waiting_fields(jobs))
     sort = request.GET.get("sort", "created")
     if sort not in SORTS:
         sort = "created"
+    jobs = jobs.annotate(**SORT_ANNOTATIONS.get(sort.lstrip("-"), {}))
+    filterset = GangJobFilterSet(request.GET or None, queryset=list_service.with_waiting_fields(jobs))
     group = request.GET.get("group") if request.GET.get("group") in list_service.GROUPS else ""
-    page = CappedPaginator(list_service.ordered(filterset.qs, group, SORTS[sort]), PAGE_SIZE).get_page(
-        request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    query.pop("cursor", None)
+    page = _page(list_service.ordered(filterset.qs, group, SORTS[sort]), request, query)
     page.object_list = related.attach(page.object_list, related.JOB_LIST_RELATED)
     counts = {}
-    if group and page.object_list and not page.paginator.capped:
+    if group and page.object_list and not page.capped:
         counts = {g["key"]: g["count"] for g in list_service.group_counts(filterset.qs, group)}
     for job in page.object_list:
         job.group_key = list_service.group_key(job, group) if group else ""
         job.waiting = list_service.waiting_reason(job)
         job.cancellable = not job.is_terminal and job.desired_state != DesiredState.CANCEL
-    query = request.GET.copy()
-    query.pop("page", None)
     sort_links = []
     for key, label in SORT_COLUMNS:
         q = query.copy()

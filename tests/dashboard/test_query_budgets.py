@@ -18,8 +18,10 @@ from scheduling.models import (
     RuntimeTemplateVersion,
 )
 from scheduling.services import jobs as job_service
+from scheduling.services import keyset
 from tests import builders
 
+LAST = keyset.encode(None, keyset.LAST)
 # Page -> the most queries it may run (session and user lookups included).
 BUDGETS = {
     "/": 12,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours
@@ -29,7 +31,7 @@ BUDGETS = {
     "/queues/team-a/?window=7d": 15,  # + fair share (clusters, queue-cluster links, usage by cluster) + wait order
     "/queues/org/": 15,  # a parent: its subtree's wait order
     "/jobs/": 6,
-    "/jobs/?phase=Running&sort=-in_phase&page=2": 6,
+    "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 6,  # a keyset page: the last one
     "/jobs/?group=queue&name=job": 8,  # + jobs per group and the groups' names
     "/jobs/?group=phase&sort=name": 7,  # + jobs per phase
     "/jobs/{job}/": 5,
@@ -52,7 +54,7 @@ NON_ADMIN_BUDGETS = {
     # may see (3: its queue roles, their clusters, their parents), so the fair share names no other cluster
     "/queues/org/": 22,
     "/jobs/": 12,
-    "/jobs/?phase=Running&sort=-in_phase&page=2": 12,
+    "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 12,
     "/jobs/?group=queue&name=job": 14,
     "/jobs/?group=phase&sort=name": 13,
     "/jobs/{job}/": 8,

@@ -5,6 +5,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from urllib.parse import parse_qs, urlsplit
 
 from .errors import InputError, NotFound
 from .models import Job, TimelineEntry, WaitResult
@@ -13,6 +14,14 @@ from .transport import Transport
 WAIT_MAX_IDS = 500  # the server's limit per wait request (scheduling/services/job_wait.py MAX_IDS)
 WAIT_POLL_SECONDS = 25.0  # the server's longest long-poll
 PAGE = 1000
+
+
+def _cursor_of(url: str | None) -> str | None:
+    """The `cursor` of a job list's `next` link (GET /api/v1/jobs/ pages by keyset); None at the end."""
+    if not url:
+        return None
+    values = parse_qs(urlsplit(url).query).get("cursor")
+    return values[0] if values else None
 
 
 class Client:
@@ -62,13 +71,14 @@ class Client:
         reads every page."""
         params = {k: v for k, v in filters.items() if v not in (None, "", [], ())}
         out: list[Job] = []
-        offset = 0
-        while True:
+        cursor = None
+        while True:  # keyset pages: each follows the `cursor` of the previous page's `next` link
             size = PAGE if limit is None else min(PAGE, limit - len(out))
-            page = self.transport.request("GET", "jobs/", params={**params, "limit": size, "offset": offset})
+            page = self.transport.request("GET", "jobs/", params={**params, "limit": size,
+                                                                  **({"cursor": cursor} if cursor else {})})
             out.extend(Job.from_api(row) for row in page["results"])
-            offset += len(page["results"])
-            if not page.get("next") or not page["results"] or (limit is not None and len(out) >= limit):
+            cursor = _cursor_of(page.get("next"))
+            if not cursor or not page["results"] or (limit is not None and len(out) >= limit):
                 return out
 
     def timeline(self, job_id: int) -> list[TimelineEntry]:
