@@ -14,7 +14,7 @@ import time
 import uuid
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, connections
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, connections
 
 from .. import enqueue
 from ..backends import registry
@@ -119,17 +119,23 @@ def save_capacity(cluster_pk: int, summary: dict) -> None:
     with_database(write)
 
 
+def observers() -> int:
+    """Observer threads per watched cluster: GANGWEB_WATCH_OBSERVERS on PostgreSQL, 1 on SQLite (one writer at a
+    time: parallel observations would only meet its lock)."""
+    return max(1, settings.GANGWEB_WATCH_OBSERVERS) if connection.vendor == "postgresql" else 1
+
+
 def watcher_for(cluster: Cluster, api=None, on_change=observe_job, may_write=None) -> ClusterWatcher:
-    """A (not yet started) ClusterWatcher of `cluster` that observes jobs on every change and keeps
-    `Cluster.capacity` up to date from its Nodes. `may_write()` (when given) gates every write: the watch command
-    passes its lease's `Claims.valid`, so a watcher that may have lost its lease records nothing."""
+    """A (not yet started) ClusterWatcher of `cluster` that observes jobs on every change (from `observers()`
+    threads) and keeps `Cluster.capacity` up to date from its Nodes. `may_write()` (when given) gates every write:
+    the watch command passes its lease's `Claims.valid`, so a watcher that may have lost its lease records nothing."""
     if api is None:
         from ..kube.client import api_client
 
         api = api_client(cluster)
     return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change,
                           on_capacity=functools.partial(save_capacity, cluster.pk), on_exit=close_thread_connections,
-                          finished_with=finished_with, may_write=may_write)
+                          finished_with=finished_with, may_write=may_write, observers=observers())
 
 
 SWEEP_CHUNK = 500  # job UIDs per query of `finished_with`
