@@ -14,7 +14,7 @@ import time
 import uuid
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, connection, connections
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, connections, router
 
 from .. import enqueue
 from ..backends import registry
@@ -94,8 +94,31 @@ def with_database(fn):
             attempt += 1
 
 
+def job_with_cluster(job_uid: str) -> GangJob | None:
+    """The job a `gangweb.io/job-uid` label value names, with its cluster loaded (`job.cluster`; the queue is not),
+    or None (no such job, or not a UUID).
+
+    Two statements of fixed text through `Model.objects.raw` (row to instance by Django's own converters and
+    `from_db`), not a queryset: building and compiling the equivalent `select_related` query cost ~1.5 ms of Python,
+    a third of a watch observation's own CPU (bench/: watch churn; the watcher observes each changed job)."""
+    try:
+        uid = uuid.UUID(str(job_uid))
+    except ValueError:
+        return None
+    alias = router.db_for_read(GangJob)
+    db = connections[alias]
+    qn = db.ops.quote_name
+    job_sql = (f"SELECT * FROM {qn(GangJob._meta.db_table)} WHERE {qn(GangJob._meta.get_field('uid').column)} = %s")
+    job = next(iter(GangJob.objects.using(alias).raw(
+        job_sql, [GangJob._meta.get_field("uid").get_db_prep_value(uid, db)])), None)
+    if job is not None:
+        cluster_sql = f"SELECT * FROM {qn(Cluster._meta.db_table)} WHERE {qn(Cluster._meta.pk.column)} = %s"
+        job.cluster = next(iter(Cluster.objects.using(alias).raw(cluster_sql, [job.cluster_id])))
+    return job
+
+
 def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
-    job = GangJob.objects.select_related("cluster", "queue").filter(uid=job_uid).first()
+    job = job_with_cluster(job_uid)
     if job is None or job.phase in TERMINAL_PHASES:
         return None
     backend = backend_of(job)
