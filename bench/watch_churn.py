@@ -326,8 +326,10 @@ def run(stack, base_url: str, jobs: int = 200, rate: int = 600, minutes: float =
     probes = [Probe(base_url, user, str(stack.cluster.kubeconfig), probe_pods[k::PROBES], stop)
               for k in range(PROBES)]
     samples: list[tuple[float, float, float]] = []  # (seconds since the window's start, RSS MiB, CPU seconds)
-    churn_proc = subprocess.Popen([sys.executable, "-m", "bench.churn", str(config_path)], cwd=REPO,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    churn_log = stack.workdir / "churn.log"
+    with open(churn_log, "w") as errors:  # a file, not a pipe: a full pipe would stall the churn
+        churn_proc = subprocess.Popen([sys.executable, "-m", "bench.churn", str(config_path)], cwd=REPO,
+                                      stdout=subprocess.PIPE, stderr=errors, text=True)
     try:
         for probe in probes:
             probe.start()
@@ -341,7 +343,7 @@ def run(stack, base_url: str, jobs: int = 200, rate: int = 600, minutes: float =
         while (elapsed := time.monotonic() - started) < window:
             samples.append((round(elapsed, 1), round(rss_mib(watcher), 1), round(cpu_seconds(watcher), 2)))
             if churn_proc.poll() is not None:
-                raise RuntimeError(f"the churn process ended early: {churn_proc.stderr.read()[-2000:]}")
+                raise RuntimeError(f"the churn process ended early: {churn_log.read_text()[-2000:]}")
             if any(p.error for p in probes):
                 raise RuntimeError(f"a lag probe failed: {next(p.error for p in probes if p.error)}")
             time.sleep(min(SAMPLE_SECONDS, max(0.0, window - elapsed)))
@@ -352,13 +354,17 @@ def run(stack, base_url: str, jobs: int = 200, rate: int = 600, minutes: float =
         load_end = os.getloadavg()[0]
         for probe in probes:
             probe.measuring.clear()
+    except BaseException:
+        churn_proc.kill()
+        raise
     finally:
         stop.set()
         for probe in probes:
             probe.join(PROBE_TIMEOUT + 5)
-        out, err = churn_proc.communicate(timeout=120)
+        out, _ = churn_proc.communicate(timeout=120)
         stack.stop(WATCH_PROCESS)
-    churn_summary = json.loads(out.strip().splitlines()[-1]) if out.strip() else {"error": err[-2000:]}
+    churn_summary = (json.loads(out.strip().splitlines()[-1]) if out.strip()
+                     else {"error": churn_log.read_text()[-2000:]})
     return summarize(jobs, rate, window, setup_s, running_s, probes, before, after, samples, churn_summary,
                      (load_start, load_end))
 
