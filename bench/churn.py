@@ -61,7 +61,7 @@ class Patcher:
         self.api = client.ApiClient(cfg)
         self.host = cfg.host.rstrip("/")
         self.headers = {"Content-Type": "application/merge-patch+json", "Accept": "application/json"}
-        token = cfg.get_api_key_with_prefix("authorization")
+        token = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
         if token:
             self.headers["Authorization"] = token
 

@@ -34,3 +34,25 @@ def test_the_table_row_states_lag_rate_and_writes_per_update():
     assert row[0] == "Watch under churn, 200 running gangs x 8 pods"
     assert "p99 1.2 s at 540.2 pod updates/s" in row[1] and "0.31 job-row writes per update" in row[1]
     assert row[4] == "yes"
+
+
+def test_the_churn_patches_each_pods_status_subresource_alternately_and_counts_what_was_accepted(tmp_path):
+    from bench.churn import run
+    from tests.fake_apiserver import RecordingServer
+
+    with RecordingServer() as server:
+        config = tmp_path / "kubeconfig"
+        config.write_text(server.kubeconfig())
+        pods = [["ns", f"p-{i}", "main", "img"] for i in range(4)]
+        summary = run({"kubeconfig": str(config), "pods": pods, "rate": 40, "threads": 2, "seconds": 0.6})
+    patches = [r for r in server.requests if r["method"] == "PATCH"]
+    assert summary["ok"] == summary["sent"] == len(patches) > 0 and summary["errors"] == {}
+    assert {r["path"] for r in patches} <= {f"/api/v1/namespaces/ns/pods/p-{i}/status" for i in range(4)}
+    assert {r["headers"]["content-type"] for r in patches} == {"application/merge-patch+json"}
+    assert {r["headers"]["authorization"] for r in patches} == {"Bearer recorded-token"}
+    first = {}
+    for r in patches:  # per pod: crash-looping, running, crash-looping, ...
+        states = first.setdefault(r["path"], [])
+        states.append(next(iter(r["body"]["status"]["containerStatuses"][0]["state"])))
+    for states in first.values():
+        assert states == ["waiting", "running"] * (len(states) // 2) + ["waiting"] * (len(states) % 2)
