@@ -188,18 +188,21 @@ def rss_mib(pid: int) -> float:
 
 
 def watch_metrics(prom: Path) -> dict[str, float]:
-    """The watch process's counters: pod MODIFIED events, observations, and the delay histogram's sum and count."""
+    """The watch process's counters: pod MODIFIED events, observations, the delay histogram's sum, count and
+    buckets up to 1 and 2 s, and watch restarts (a watch the API server dropped, e.g. for reading too slowly)."""
     from prometheus_client import CollectorRegistry, multiprocess
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=str(prom))
     out = {"pod_events": 0.0, "observations": 0.0, "delay_sum": 0.0, "delay_count": 0.0, "delay_le_1": 0.0,
-           "delay_le_2": 0.0}
+           "delay_le_2": 0.0, "restarts": 0.0}
     for family in registry.collect():
         for s in family.samples:
             if s.name == "gangweb_watch_events_total" and s.labels.get("resource") == "pods" and \
                     s.labels.get("type") == "MODIFIED":
                 out["pod_events"] += s.value
+            elif s.name == "gangweb_watch_restarts_total":
+                out["restarts"] += s.value
             elif s.name == "gangweb_watch_observations_total":
                 out["observations"] += s.value
             elif s.name == "gangweb_watch_delay_seconds_sum":
@@ -385,6 +388,7 @@ def summarize(jobs, rate, window, setup_s, running_s, probes, before, after, sam
     updates_per_s = round(events / window, 1)
     return {
         "jobs": jobs, "pods": jobs * PODS_PER_JOB, "target_rate": rate, "window_s": round(window),
+        "watch_restarts": int(m1["restarts"] - m0["restarts"]),
         "setup_s": setup_s, "to_running_s": running_s, "load_avg_1m": [round(x, 1) for x in load],
         "updates_per_s": updates_per_s, "churn": churn_summary,
         "lag": {"probes": len(lags), "timeouts": sum(p.timeouts for p in probes),
@@ -432,7 +436,7 @@ def report(result: dict) -> list[str]:
         f"{w['rss_slope_mib_per_min']} MiB/min)",
         f"  per update  : {per['observations']} job observations, {per['job_row_writes']} job-row writes, "
         f"{per['timeline_rows']} timeline rows in all; watch delay mean {result['watch_delay']['mean_s']} s, "
-        f"{result['watch_delay']['within_2s']:.1%} within 2 s",
+        f"{result['watch_delay']['within_2s']:.1%} within 2 s; {result['watch_restarts']} watch restarts",
         f"  set-up      : {result['setup_s']} s (submit to all Running {result['to_running_s']} s)",
     ]
 

@@ -56,3 +56,22 @@ def test_the_churn_patches_each_pods_status_subresource_alternately_and_counts_w
         states.append(next(iter(r["body"]["status"]["containerStatuses"][0]["state"])))
     for states in first.values():
         assert states == ["waiting", "running"] * (len(states) // 2) + ["waiting"] * (len(states) % 2)
+
+
+def test_the_watch_processs_counters_are_read_from_its_multiprocess_directory(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from bench.watch_churn import watch_metrics
+
+    script = ("from scheduling.observe import metrics as m\n"
+              "m.WATCH_EVENTS.labels('local', 'pods', 'MODIFIED').inc(7)\n"
+              "m.WATCH_EVENTS.labels('local', 'jobs.batch', 'MODIFIED').inc(100)\n"
+              "m.WATCH_OBSERVATIONS.labels('local').inc(3)\n"
+              "m.WATCH_RESTARTS.labels('local', 'pods', 'Gone').inc()\n"
+              "for s in (0.2, 1.5, 4.0): m.WATCH_DELAY.labels('local').observe(s)\n")
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}  # the watch process's mode, as the bench starts it
+    subprocess.run([sys.executable, "-c", script], check=True, env=env)
+    assert watch_metrics(tmp_path) == {"pod_events": 7, "observations": 3, "delay_sum": 5.7, "delay_count": 3,
+                                       "delay_le_1": 1, "delay_le_2": 2, "restarts": 1}
