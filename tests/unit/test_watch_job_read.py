@@ -15,7 +15,7 @@ from tests import builders
 @pytest.mark.django_db
 def test_the_job_and_its_cluster_are_read_as_the_orm_reads_them(admin_user):
     cluster = builders.make_cluster("local", served_apis=["scheduling.k8s.io/v1alpha2"], capacity={"cpu": 64000},
-                                    scheduler_names={"kai": "kai-scheduler"})
+                                    scheduler_names={"kai": "kai-scheduler"}, kubeconfig=builders.kubeconfig())
     queue = builders.make_queue("team-a", clusters=[cluster])
     version = builders.make_template("llm")
     job = builders.make_job(version, queue, cluster, phase=GangPhase.RUNNING, user=admin_user)
@@ -28,6 +28,7 @@ def test_the_job_and_its_cluster_are_read_as_the_orm_reads_them(admin_user):
     cluster_fields = [f.attname for f in Cluster._meta.concrete_fields]
     assert {f: getattr(read.cluster, f) for f in cluster_fields} == {f: getattr(orm.cluster, f) for f in cluster_fields}
     assert read.owner_uids == {"llm-worker": "u-1"} and read.phase == GangPhase.RUNNING  # JSON and text converted
+    assert read.cluster.kubeconfig == builders.kubeconfig()  # decrypted, as the ORM's field does
 
 
 @pytest.mark.django_db
