@@ -63,6 +63,9 @@ GONE = 410
 SWEEP_SECONDS = 30  # how often the dispatcher asks `finished_with` which cached jobs to forget
 FORGOTTEN_MAX = 100_000  # job UIDs remembered as forgotten (~10 MB at most), oldest dropped first
 OBSERVER_POLL_SECONDS = 1  # how often an idle observer thread looks at the stop flag
+# An observer idle this long releases what its callbacks opened (`on_idle`: its database connection), so the
+# observers of a quiet cluster hold none; under churn they are never idle this long.
+OBSERVER_IDLE_SECONDS = 30
 
 
 @dataclass
@@ -123,8 +126,9 @@ class ClusterWatcher:
     - `on_capacity(summary)`: when given, Nodes are watched and it is called from the dispatcher thread with
       `observe.capacity.summarize(nodes)` plus `"node_list": observe.capacity.node_list(nodes)` each time that
       changes (the first time once Nodes are listed);
-    - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), to release
-      what the callbacks opened in that thread (reconcile.watching closes the thread's database connections);
+    - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), and in an
+      observer thread idle for OBSERVER_IDLE_SECONDS, to release what the callbacks opened in that thread
+      (reconcile.watching closes the thread's database connections);
     - `finished_with(job_uids) -> set of job UIDs`: when given, called from the dispatcher thread every
       `SWEEP_SECONDS` with the job UIDs the cache holds; the jobs it returns are forgotten (`forget`);
     - `may_write() -> bool`: when given and False, the dispatcher calls no callback (the watcher's lease is in
@@ -502,19 +506,35 @@ class ClusterWatcher:
                 self._work.join()  # the round ends when every job of it was observed (or skipped: stopping)
 
     def _observer(self) -> None:
-        """An observer thread: observe the jobs the dispatcher queues, one at a time, until stopped."""
+        """An observer thread: observe the jobs the dispatcher queues, one at a time, until stopped; after
+        OBSERVER_IDLE_SECONDS without work it calls `on_exit` (what its observations opened is released; the next
+        observation opens it again)."""
+        busy_at: float | None = None  # when it last observed, None once released
         while True:
             try:
                 job_uid, deleted, marked_at = self._work.get(timeout=OBSERVER_POLL_SECONDS)
             except queue.Empty:
                 if self._stop.is_set():
                     return
+                if busy_at is not None and time.monotonic() - busy_at > OBSERVER_IDLE_SECONDS:
+                    busy_at = None
+                    self._release()
                 continue
             try:
                 if not self._stop.is_set():
                     self._observe(job_uid, deleted, marked_at)
+                    busy_at = time.monotonic()
             finally:
                 self._work.task_done()
+
+    def _release(self) -> None:
+        """`on_exit()` in the calling thread, its failure logged (an idle observer's clean-up)."""
+        if self.on_exit is None:
+            return
+        try:
+            self.on_exit()
+        except Exception:  # the thread goes on either way
+            log.exception("watch %s: clean-up of an idle observer failed", self.name)
 
     def _observe(self, job_uid: str, deleted: bool, marked_at: float) -> None:
         """`on_change` for one job with its cached objects; a failure is logged (the others' observations go on)."""

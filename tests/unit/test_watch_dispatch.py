@@ -132,3 +132,25 @@ def test_each_observation_is_counted_with_its_delay_from_the_first_mark():
     assert value("gangweb_watch_delay_seconds_count") - before[1] == 1
     assert value("gangweb_watch_delay_seconds_bucket", le="0.25") == 0  # this watcher's only observation: >= 0.3 s
     assert value("gangweb_watch_delay_seconds_bucket", le="1.0") == 1
+
+
+def test_an_idle_observer_releases_what_it_opened_once_until_it_works_again(monkeypatch):
+    from scheduling.kube import watches
+
+    monkeypatch.setattr(watches, "OBSERVER_POLL_SECONDS", 0.02)
+    monkeypatch.setattr(watches, "OBSERVER_IDLE_SECONDS", 0.2)
+    released: list[str] = []
+    recorder = Recorder(seconds=0.02)
+    w = ClusterWatcher("idle", api=None, kinds=[], instance="test", on_change=recorder, observers=2,
+                       on_exit=lambda: released.append(threading.current_thread().name))
+    for n in range(4):
+        w.apply_event(POD, "ADDED", a_pod(f"i-{n}", str(uuid.uuid4()), n + 1))
+    w.start_dispatch()
+    try:
+        wait_for(lambda: len(recorder.calls) == 4)
+        workers = {t for t in recorder.threads if "-observe-" in t}
+        wait_for(lambda: set(released) >= workers)
+        time.sleep(0.5)  # idle on: released once, not once per poll
+        assert sorted(released) == sorted(workers)
+    finally:
+        w.stop()
