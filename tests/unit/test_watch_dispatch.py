@@ -46,7 +46,7 @@ class Recorder:
             self.calls.append((job_uid, [dict(p) for p in objects.pods]))
 
 
-def wait_for(predicate, timeout: float = 10.0):
+def wait_for(predicate, timeout: float = 60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
