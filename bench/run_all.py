@@ -1,6 +1,6 @@
 """Run every benchmark against PostgreSQL, Redis, gunicorn (2 workers), a Celery worker and the local control plane.
 
-    python -m bench.run_all [--only submit,pages] [--quick] [--keep-workdir]
+    python -m bench.run_all [--only submit,pages] [--quick] [--keep-workdir] [--churn-minutes 2]
 
 Starts what is missing (see bench.stack), migrates the ``gangweb_bench`` database, runs each benchmark, prints
 its figures with the ratio against its baseline, writes ``bench/results/latest.json``, and stops what it started.
@@ -32,8 +32,9 @@ from .stack import REPO, Stack, log
 # Order: the cluster-free benchmarks first (the cluster's background work would disturb them), then submit-to-Running
 # on the fresh control plane (its 400 pods need room on the 4 nodes: 440 pods), then reconcile on the same one, then
 # memory, which builds the 10,000-job dataset in the cluster and takes the resync benchmark's measurements on it
-# (the dataset is built once for both).
-BENCHMARKS = ["submit", "pages", "running", "reconcile", "memory", "resync"]
+# (the dataset is built once for both). The watch churn last: it starts a fresh control plane of its own and leaves
+# 1,600 running pods in it.
+BENCHMARKS = ["submit", "pages", "running", "reconcile", "memory", "resync", "watch_churn"]
 
 
 def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, str]:
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
                         ", ".join(BENCHMARKS))
     parser.add_argument("--quick", action="store_true", help="tenfold smaller sizes; results not saved")
     parser.add_argument("--keep-workdir", action="store_true")
+    parser.add_argument("--churn-minutes", type=float, default=2.0,
+                        help="watch_churn: minutes of measured churn (10 for the RSS-flatness run)")
+    parser.add_argument("--churn-rate", type=int, default=600, help="watch_churn: pod updates per second")
     args = parser.parse_args(argv)
     # `timeout`, Ctrl-C in another shell, CI cancelling: unwind so the Stack stops its services and control plane
     # instead of leaving them running.
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"benchmark: {name}")
             t0 = time.monotonic()
             try:
-                result, report = _run_one(name, stack, base_url, scale)
+                result, report = _run_one(name, stack, base_url, scale, args)
             except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others' figures
                 failed.append(name)
                 results[name] = {"error": traceback.format_exc(limit=8)}
@@ -151,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 _pending_resync: dict = {}
 
 
-def _run_one(name: str, stack: Stack, base_url: str, scale: int):
+def _run_one(name: str, stack: Stack, base_url: str, scale: int, args=None):
     if name == "submit":
         from . import submit
 
@@ -189,6 +193,13 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int):
         result = pages.run(jobs=1_000_000 // scale, queues=1000 // scale if scale == 1 else 200,
                            active=10_000 // scale, small_jobs=1000 // scale, small_queues=10)
         return result, pages.report(result)
+    if name == "watch_churn":
+        from . import watch_churn
+
+        minutes = getattr(args, "churn_minutes", 2.0) if scale == 1 else 0.5
+        result = watch_churn.run(stack, base_url, jobs=200 // scale, rate=getattr(args, "churn_rate", 600) // scale,
+                                 minutes=minutes)
+        return result, watch_churn.report(result)
     raise NotImplementedError(f"benchmark '{name}' is not written yet")
 
 

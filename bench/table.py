@@ -95,6 +95,15 @@ def rows(results: dict) -> list[tuple[str, str, str, str, str]]:
             out.append((f"Memory: {kind} RSS, {m['jobs']:,} active jobs",
                         f"{a['total_mib']} MiB in {a['processes']} processes (largest {a['largest_child_mib']} MiB)",
                         f"{b['total_mib']} MiB with no jobs", f"{m[kind + '_ratio']}x", "-"))
+    w = results.get("watch_churn") or {}
+    if "lag" in w:
+        lag, proc = w["lag"], w["watcher"]
+        out.append((f"Watch under churn, {w['jobs']} running gangs x {w['pods'] // max(1, w['jobs'])} pods",
+                    f"change to API p50 {lag['p50_s']} s, p99 {lag['p99_s']} s at {w['updates_per_s']} pod updates/s; "
+                    f"watcher {proc['cpu_pct']} % CPU, RSS {proc['rss_start_mib']} -> {proc['rss_end_mib']} MiB in "
+                    f"{w['window_s']} s; {w['per_update']['job_row_writes']} job-row writes per update",
+                    f"goal rate {w['goal_rate']} updates/s", f"p99 {lag['p99_s']} s (goal <= {w['goal_p99_s']} s)",
+                    _ok(w["ok"])))
     return out
 
 

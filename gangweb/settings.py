@@ -57,6 +57,9 @@ GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
 # beat sends under the install's; a dead holder is replaced within the lease's seconds plus one tick (5 s).
 GANGWEB_WATCH_LEASE_SECONDS = float(os.environ.get("GANGWEB_WATCH_LEASE_SECONDS", "30"))
 GANGWEB_WATCH_MAX_CLUSTERS = int(os.environ.get("GANGWEB_WATCH_MAX_CLUSTERS", "0"))  # per replica; 0: no limit
+# Threads per watched cluster that write the dirty jobs' observations at once (PostgreSQL only: SQLite takes one
+# writer at a time); their round trips and commits overlap (kube/watches.py, bench/: watch churn).
+GANGWEB_WATCH_OBSERVERS = int(os.environ.get("GANGWEB_WATCH_OBSERVERS", "4"))
 GANGWEB_BEAT_LEASE_SECONDS = float(os.environ.get("GANGWEB_BEAT_LEASE_SECONDS", "30"))
 # why_pending says no scheduler acts on a job's pods once they all exist this long with no word from any scheduler
 # (observe.causes.silent_scheduler); seen at the first observation after that (the resync at the latest).

@@ -4,7 +4,8 @@ at), for the kubeconfig trust tests (issue 15: C1, H1, M1, M2, L1).
 `RecordingServer(answers)` listens on 127.0.0.1 (a free port) with a self-signed certificate made here with
 `cryptography` (subject alternative names 127.0.0.1 and localhost), records every request (method, path, headers
 with lower-case names) in `requests`, and answers each path from `answers` ({path: (status, body dict or text)});
-unknown paths get 404 with a text body. `kubeconfig(...)` writes a kubeconfig for it that trusts its certificate.
+unknown paths get 404 with a text body. A PATCH is recorded with its JSON body and answered 200 `{}`.
+`kubeconfig(...)` writes a kubeconfig for it that trusts its certificate.
 """
 from __future__ import annotations
 
@@ -85,6 +86,17 @@ class RecordingServer:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def do_PATCH(self):
+                """Recorded with its body (JSON) and answered 200 with an empty object, whatever the path."""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
+                server.requests.append({"method": "PATCH", "path": self.path, "headers": headers, "body": body})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)

@@ -13,7 +13,17 @@ backends serve), each doing the informer loop of client-go in miniature:
 
 Every change marks the owning job (label `gangweb.io/job-uid`) dirty; a dispatcher thread coalesces bursts
 (`DEBOUNCE_SECONDS`) and calls `on_change(job_uid, JobObjects, deleted)` once per dirty job with that job's
-objects from the cache, so observing a job costs no API call. Objects are camelCase dicts (the API's JSON).
+objects from the cache, so observing a job costs no API call. Objects are camelCase dicts (the API's JSON), kept
+without `metadata.managedFields` (never read; a large share of every object).
+
+Work per change: a change costs a dict update in the cache and a mark; the marks of one job coalesce into one
+observation of that job's own objects (its index `_by_job`, never a scan of the cluster or namespace), however many
+of its pods changed meanwhile. The set of dirty jobs is bounded by the jobs in the cache. With `observers` > 1 a
+round's dirty jobs are observed by that many threads at once (each job by one thread; the round ends when all are
+done, so a job is never observed twice at once and never from an older cache than a write before it): the
+observations' database round trips and commits overlap. `gangweb_watch_delay_seconds` observes, per observation,
+the time from the job's first mark to the end of its observation (how far behind the cluster the database is);
+`gangweb_watch_observations_total` counts them.
 
 With `on_capacity` given, Nodes are watched too (all of them: nodes carry no gangweb label), kept in the cache
 reduced to what capacity needs; when what they offer changes (`observe.capacity.summarize`), the dispatcher calls
@@ -29,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import time
 from collections import OrderedDict
@@ -51,6 +62,10 @@ BACKOFF_SECONDS = (0.2, 0.5, 1, 2, 5, 10)
 GONE = 410
 SWEEP_SECONDS = 30  # how often the dispatcher asks `finished_with` which cached jobs to forget
 FORGOTTEN_MAX = 100_000  # job UIDs remembered as forgotten (~10 MB at most), oldest dropped first
+OBSERVER_POLL_SECONDS = 1  # how often an idle observer thread looks at the stop flag
+# An observer idle this long releases what its callbacks opened (`on_idle`: its database connection), so the
+# observers of a quiet cluster hold none; under churn they are never idle this long.
+OBSERVER_IDLE_SECONDS = 30
 
 
 def job_uid_of(obj: dict) -> str | None:
@@ -102,20 +117,26 @@ class ClusterWatcher:
     - `on_capacity(summary)`: when given, Nodes are watched and it is called from the dispatcher thread with
       `observe.capacity.summarize(nodes)` plus `"node_list": observe.capacity.node_list(nodes)` each time that
       changes (the first time once Nodes are listed);
-    - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), to release
-      what the callbacks opened in that thread (reconcile.watching closes the thread's database connections);
+    - `on_exit()`: when given, called in each of the watcher's threads as it ends (however it ends), and in an
+      observer thread idle for OBSERVER_IDLE_SECONDS, to release what the callbacks opened in that thread
+      (reconcile.watching closes the thread's database connections);
     - `finished_with(job_uids) -> set of job UIDs`: when given, called from the dispatcher thread every
       `SWEEP_SECONDS` with the job UIDs the cache holds; the jobs it returns are forgotten (`forget`);
     - `may_write() -> bool`: when given and False, the dispatcher calls no callback (the watcher's lease is in
-      doubt): changes stay marked and are passed on once it is True again; the watches and cache go on meanwhile.
+      doubt): changes stay marked and are passed on once it is True again; the watches and cache go on meanwhile;
+    - `observers`: threads that call `on_change` for the dirty jobs of a round (1: the dispatcher itself, one job
+      after the other). `on_change` must then be safe to call from several threads for different jobs.
     """
 
     def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
                  on_change: Callable[[str, JobObjects, bool], None],
                  on_capacity: Callable[[dict], None] | None = None, on_exit: Callable[[], None] | None = None,
                  finished_with: Callable[[list[str]], set[str]] | None = None,
-                 may_write: Callable[[], bool] | None = None):
+                 may_write: Callable[[], bool] | None = None, observers: int = 1):
         self.name = name
+        self.observers = max(1, int(observers))
+        # A round's dirty jobs for the observer threads: (job UID, deleted, first marked at); None with one observer.
+        self._work: queue.Queue | None = queue.Queue() if self.observers > 1 else None
         self.may_write = may_write
         self.finished_with = finished_with
         self._forgotten: OrderedDict[str, None] = OrderedDict()
@@ -136,7 +157,8 @@ class ClusterWatcher:
         self.restarts = 0
         self.synced = {_key(k): threading.Event() for k in self.kinds}
         self._lock = threading.Lock()
-        self._dirty: dict[str, bool] = {}
+        # job UID -> (deleted since the last observation, time.monotonic() of its first mark since then)
+        self._dirty: dict[str, tuple[bool, float]] = {}
         self._wake = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._watches: set[watch.Watch] = set()
@@ -144,17 +166,23 @@ class ClusterWatcher:
 
     # ---- life cycle --------------------------------------------------------------------------------------------
     def start(self) -> ClusterWatcher:
-        """Start one thread per kind and the dispatcher."""
+        """Start one thread per kind, the dispatcher and its observers."""
         for ref in self.kinds:
-            t = threading.Thread(target=self._thread, args=(self._run_kind, ref),
-                                 name=f"watch-{self.name}-{ref.plural}", daemon=True)
-            t.start()
-            self._threads.append(t)
-        t = threading.Thread(target=self._thread, args=(self._dispatch,), name=f"watch-{self.name}-dispatch",
-                             daemon=True)
+            self._start_thread(f"watch-{self.name}-{ref.plural}", self._run_kind, ref)
+        self.start_dispatch()
+        return self
+
+    def start_dispatch(self) -> None:
+        """Start the dispatcher and, with `observers` > 1, its observer threads (`start` does; tests feed the
+        cache with `apply_event` and start only these)."""
+        self._start_thread(f"watch-{self.name}-dispatch", self._dispatch)
+        for i in range(self.observers if self._work is not None else 0):
+            self._start_thread(f"watch-{self.name}-observe-{i}", self._observer)
+
+    def _start_thread(self, name: str, target: Callable, *args) -> None:
+        t = threading.Thread(target=self._thread, args=(target, *args), name=name, daemon=True)
         t.start()
         self._threads.append(t)
-        return self
 
     def _thread(self, target: Callable, *args) -> None:
         """A watcher thread's body: `target(*args)`, then `on_exit()` in the same thread."""
@@ -254,6 +282,7 @@ class ClusterWatcher:
                     continue
                 item.setdefault("apiVersion", ref.api_version)
                 item.setdefault("kind", ref.kind)
+                item["metadata"].pop("managedFields", None)
                 fresh[item["metadata"]["uid"]] = _slim_node(item) if ref == NODE else item
             old = self.cache[key]
             self.cache[key] = fresh
@@ -312,6 +341,7 @@ class ClusterWatcher:
             return
         obj.setdefault("apiVersion", ref.api_version)
         obj.setdefault("kind", ref.kind)
+        obj["metadata"].pop("managedFields", None)
         if ref == NODE:
             obj = _slim_node(obj)
         with self._lock:
@@ -383,8 +413,13 @@ class ClusterWatcher:
         """Mark the object's job dirty (caller holds the lock)."""
         uid = job_uid_of(obj)
         if uid:
-            self._dirty[uid] = self._dirty.get(uid, False) or deleted
+            self._dirty[uid] = self._merged_mark(uid, deleted)
             self._wake.notify()
+
+    def _merged_mark(self, job_uid: str, deleted: bool) -> tuple[bool, float]:
+        """The job's dirty mark with `deleted` added; its first-marked time kept (caller holds the lock)."""
+        was = self._dirty.get(job_uid)
+        return (was is not None and was[0]) or deleted, was[1] if was is not None else time.monotonic()
 
     def _index(self, key: str, uid: str, obj: dict) -> None:
         job = job_uid_of(obj)
@@ -433,7 +468,7 @@ class ClusterWatcher:
         self.capacity = summary
         with self._lock:
             for job_uid in self._by_job:
-                self._dirty[job_uid] = self._dirty.get(job_uid, False)
+                self._dirty[job_uid] = self._merged_mark(job_uid, False)
 
     def _dispatch(self) -> None:
         while not self._stop.is_set():
@@ -454,11 +489,54 @@ class ClusterWatcher:
                 self._capacity_changed()
             with self._lock:
                 batch, self._dirty = self._dirty, {}
-            for job_uid, deleted in batch.items():
-                try:
-                    self.on_change(job_uid, self.objects_of(job_uid), deleted)
-                except Exception:  # one job's failure must not stop the others' observations
-                    log.exception("watch %s: observing job %s failed", self.name, job_uid)
+            if self._work is None or len(batch) < 2:
+                for job_uid, (deleted, marked_at) in batch.items():
+                    self._observe(job_uid, deleted, marked_at)
+            else:
+                for job_uid, (deleted, marked_at) in batch.items():
+                    self._work.put((job_uid, deleted, marked_at))
+                self._work.join()  # the round ends when every job of it was observed (or skipped: stopping)
+
+    def _observer(self) -> None:
+        """An observer thread: observe the jobs the dispatcher queues, one at a time, until stopped; after
+        OBSERVER_IDLE_SECONDS without work it calls `on_exit` (what its observations opened is released; the next
+        observation opens it again)."""
+        busy_at: float | None = None  # when it last observed, None once released
+        while True:
+            try:
+                job_uid, deleted, marked_at = self._work.get(timeout=OBSERVER_POLL_SECONDS)
+            except queue.Empty:
+                if self._stop.is_set():
+                    return
+                if busy_at is not None and time.monotonic() - busy_at > OBSERVER_IDLE_SECONDS:
+                    busy_at = None
+                    self._release()
+                continue
+            try:
+                if not self._stop.is_set():
+                    self._observe(job_uid, deleted, marked_at)
+                    busy_at = time.monotonic()
+            finally:
+                self._work.task_done()
+
+    def _release(self) -> None:
+        """`on_exit()` in the calling thread, its failure logged (an idle observer's clean-up)."""
+        if self.on_exit is None:
+            return
+        try:
+            self.on_exit()
+        except Exception:  # the thread goes on either way
+            log.exception("watch %s: clean-up of an idle observer failed", self.name)
+
+    def _observe(self, job_uid: str, deleted: bool, marked_at: float) -> None:
+        """`on_change` for one job with its cached objects; a failure is logged (the others' observations go on)."""
+        try:
+            self.on_change(job_uid, self.objects_of(job_uid), deleted)
+        except Exception:  # one job's failure must not stop the others' observations
+            log.exception("watch %s: observing job %s failed", self.name, job_uid)
+            return
+        metrics.WATCH_OBSERVATIONS.labels(self.name).inc()
+        metrics.WATCH_DELAY.labels(self.name).observe(time.monotonic() - marked_at)
 
 
 def _slim_node(node: dict) -> dict:

@@ -15,6 +15,9 @@ Series:
 - `gangweb_watch_restarts_total{cluster, resource, reason}` (counter): a watch was lost (410 Gone, connection
   dropped, API error) and resumed with a fresh list. `gangweb_watch_events_total{cluster, resource, type}` counts
   the events delivered.
+- `gangweb_watch_observations_total{cluster}` (counter) and `gangweb_watch_delay_seconds{cluster}` (histogram): one
+  per job observation the watch made (kube/watches.py); the delay runs from the job's first change since its last
+  observation reaching the watcher until that observation ended: how far the database trails the watch.
 
 Across processes: histograms and counters are observed in whichever process does the work (a Celery worker, the
 `watch_clusters` process, a gunicorn worker). When `PROMETHEUS_MULTIPROC_DIR` is set (runstack and the docker image
@@ -33,6 +36,7 @@ from prometheus_client.core import GaugeMetricFamily
 # Seconds: from "scheduled at once" to "waited a day", the range gang jobs actually see.
 DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400, float("inf"))
 RECONCILE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, float("inf"))
+WATCH_DELAY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, float("inf"))
 
 TIME_IN_QUEUE = Histogram("gangweb_job_time_in_queue_seconds",
                           "Time a job waited in the scheduler: Queued (else Dispatched) until Scheduled.",
@@ -48,6 +52,11 @@ WATCH_RESTARTS = Counter("gangweb_watch_restarts_total",
                          "Watches lost (410 Gone, connection drop, API error) and resumed with a fresh list.",
                          ["cluster", "resource", "reason"])
 WATCH_EVENTS = Counter("gangweb_watch_events_total", "Watch events received.", ["cluster", "resource", "type"])
+WATCH_OBSERVATIONS = Counter("gangweb_watch_observations_total", "Job observations made by the watch.",
+                             ["cluster"])
+WATCH_DELAY = Histogram("gangweb_watch_delay_seconds",
+                        "From a job's first change since its last observation reaching the watch until the job's "
+                        "next observation ended.", ["cluster"], buckets=WATCH_DELAY_BUCKETS)
 
 
 def observe_durations(cluster: str, queue: str, new_phases: set[str], spans: dict[str, float | None]) -> None:

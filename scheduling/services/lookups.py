@@ -32,8 +32,6 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db import connections, router
 from django.db.models import CharField, Value
-from django.db.models.expressions import Col
-from django.db.models.sql import Query
 
 from ..choices import SyncState
 from ..constants import GPU_RESOURCE
@@ -41,6 +39,7 @@ from ..kube import resources
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueueClusterState, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion, VolcanoQueueState
 from ..models.jobs import requested_totals
+from ..statements import columns, fetch, select_list
 from . import cluster_warnings, policy
 from . import queues as queue_service
 from . import templates as template_service
@@ -166,7 +165,7 @@ class Lookups:
             return
         db = router.db_for_read(RuntimeTemplateVersion)
         sql, tables = _versions_sql(db, len(template_names))
-        rows = _fetch(db, sql, template_names, tables)
+        rows = fetch(db, sql, template_names, tables)
         template_attnames = [f.attname for f in RuntimeTemplate._meta.concrete_fields]
         version_cache = RuntimeTemplateVersion._meta.get_field("template")
         templates: dict[int, RuntimeTemplate] = {}
@@ -202,7 +201,7 @@ class Lookups:
         attnames = [f.attname for f in QueuePolicy._meta.concrete_fields]
         n = len(attnames)
         parent_field = QueuePolicy._meta.get_field("parent")
-        for row in _fetch(db, sql, params, tables):
+        for row in fetch(db, sql, params, tables):
             chain = [QueuePolicy.from_db(db, attnames, row[i * n:(i + 1) * n])
                      for i in range(PARENT_LEVELS + 1) if row[i * n] is not None]
             for child, parent in zip(chain, chain[1:], strict=False):
@@ -318,23 +317,13 @@ def with_ancestors(queues) -> list[QueuePolicy]:
 
 # --- statements ---------------------------------------------------------------------------------------------------
 
-def _columns(db: str, model, alias: str, names=None) -> list[Col]:
-    fields = [model._meta.get_field(n) for n in names] if names else model._meta.concrete_fields
-    return [Col(alias, f) for f in fields]
-
-
-def _select(db: str, cols: list[Col]) -> str:
-    qn = connections[db].ops.quote_name
-    return ", ".join(f"{qn(c.alias)}.{qn(c.target.column)}" for c in cols)
-
-
 @functools.lru_cache(maxsize=64)
 def _versions_sql(db: str, n_templates: int) -> tuple[str, tuple]:
     """(SQL, columns) of the versions of `n_templates` named templates: version fields, then template fields."""
     qn = connections[db].ops.quote_name
     v, t = RuntimeTemplateVersion._meta, RuntimeTemplate._meta
-    cols = _columns(db, RuntimeTemplateVersion, "v", _VERSION_FIELDS) + _columns(db, RuntimeTemplate, "t")
-    sql = (f"SELECT {_select(db, cols)} FROM {qn(v.db_table)} v INNER JOIN {qn(t.db_table)} t "
+    cols = columns(RuntimeTemplateVersion, "v", _VERSION_FIELDS) + columns(RuntimeTemplate, "t")
+    sql = (f"SELECT {select_list(db, cols)} FROM {qn(v.db_table)} v INNER JOIN {qn(t.db_table)} t "
            f"ON t.{qn(t.pk.column)} = v.{qn(v.get_field('template').column)} "
            f"WHERE t.{qn(t.get_field('name').column)} IN ({', '.join(['%s'] * n_templates)})")
     return sql, tuple(cols)
@@ -353,8 +342,8 @@ def _queues_sql(db: str, n_queues: int, n_clusters: int) -> tuple[str, tuple]:
     pk, parent, name = qn(q.pk.column), qn(q.get_field("parent").column), qn(q.get_field("name").column)
     link_queue, link_cluster = qn(link.get_field("queuepolicy").column), qn(link.get_field("cluster").column)
     aliases = ["q", *(f"p{i}" for i in range(1, PARENT_LEVELS + 1))]
-    cols = [col for a in aliases for col in _columns(db, QueuePolicy, a)]
-    cols += [col for i in range(n_clusters) for col in _columns(db, Cluster, f"c{i}", _VIEW_FIELDS)]
+    cols = [col for a in aliases for col in columns(QueuePolicy, a)]
+    cols += [col for i in range(n_clusters) for col in columns(Cluster, f"c{i}", _VIEW_FIELDS)]
     joins = " ".join(f"LEFT OUTER JOIN {qn(q.db_table)} {a} ON {a}.{pk} = {prev}.{parent}"
                      for prev, a in zip(aliases, aliases[1:], strict=False))
     joins += "".join(f" LEFT OUTER JOIN {qn(c.db_table)} c{i} ON c{i}.{qn(c.get_field('name').column)} = %s"
@@ -370,17 +359,6 @@ def _queues_sql(db: str, n_queues: int, n_clusters: int) -> tuple[str, tuple]:
                          f"FROM {qn(m.db_table)} s WHERE s.{qn(m.get_field('policy').column)} = q.{pk} "
                          f"AND s.{qn(m.get_field('cluster').column)} = c{i}.{qn(c.pk.column)} "
                          f"AND s.{qn(m.get_field('state').column)} IN (%s, %s))")
-    sql = (f"SELECT {_select(db, cols)}, {', '.join(extra)} FROM {qn(q.db_table)} q {joins} "
+    sql = (f"SELECT {select_list(db, cols)}, {', '.join(extra)} FROM {qn(q.db_table)} q {joins} "
            f"WHERE q.{name} IN ({', '.join(['%s'] * n_queues)})")
     return sql, tuple(cols)
-
-
-def _fetch(db: str, sql: str, params: list, cols: tuple) -> list[list]:
-    """Run `sql`; return its rows with the leading `cols` converted as the ORM would (JSON, booleans, dates)."""
-    connection = connections[db]
-    compiler = Query(None).get_compiler(connection=connection)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    converters = compiler.get_converters(list(cols))
-    return list(compiler.apply_converters(rows, converters)) if converters else [list(r) for r in rows]
