@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WEBHOOK_TASKS = ["scheduling.deliver_webhook", "scheduling.notify_transitions"]
 RECONCILE_TASKS = ["scheduling.reconcile_job", "scheduling.reconcile_jobs", "scheduling.resync_all_clusters",
                    "scheduling.probe_all_clusters", "scheduling.reconcile_queue", "scheduling.sync_queues",
-                   "scheduling.resync_cluster", "scheduling.probe_cluster"]
+                   "scheduling.resync_cluster", "scheduling.probe_cluster",
+                   "scheduling.prune_job_history"]  # the history retention: no cluster, default queue
 
 
 def queue_of(task_name: str) -> str:
