@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 from .faultstack import Client, FaultStack, census, create_namespace, pods_of
@@ -60,17 +61,32 @@ def rate_between(samples: list, t0: float, t1: float) -> float:
 
 
 def resyncs_at_once(worker_log: str) -> int:
-    """The most `scheduling.resync_cluster` tasks (one per cluster, fanned out by beat's resync_all_clusters)
-    running at the same time, from Celery's INFO lines
-    ("Task <name>[<id>] received" ... "Task <name>[<id>] succeeded/raised")."""
-    running, most = 0, 0
+    """The most resync passes of the cluster (`scheduling.resync_cluster` tasks that did not skip) running at the same
+    time, from Celery's INFO lines: a task's "succeeded in <s>s" line gives its run as [end - s, end]; a task whose
+    pool process logged "skipped: another resync" (the per-cluster lease) just before is left out. Celery's
+    "received" lines are not used: with a backlog a worker prefetches tasks long before it runs them."""
+    stamp = re.compile(r"^\[(\S+ \S+): \w+/(\S+?)\]")
+    skipped: set[str] = set()
+    runs: list[tuple[float, int]] = []
     for line in worker_log.splitlines():
-        if "scheduling.resync_cluster[" not in line:
+        head = stamp.match(line)
+        if not head:
             continue
-        if re.search(r"\] received", line):
-            running += 1
-        elif re.search(r"\] (succeeded|raised|retry)", line) or "Hard time limit" in line:
-            running = max(running - 1, 0)
+        process = head.group(2)
+        if "skipped: another resync" in line:
+            skipped.add(process)
+            continue
+        done = re.search(r"scheduling\.resync_cluster\[[^\]]+\] (?:succeeded|raised \w+) in ([\d.]+)s", line)
+        if not done:
+            continue
+        if process in skipped:
+            skipped.discard(process)
+            continue
+        end = datetime.strptime(head.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        runs += [(end - float(done.group(1)), 1), (end, -1)]
+    running = most = 0
+    for _, step in sorted(runs):
+        running += step
         most = max(most, running)
     return most
 
