@@ -201,3 +201,16 @@ def create_owned(api, root_ref, job_objects: list[tuple[object, dict]]) -> list[
         if body is not root:
             created.append((ref, objects.create(api, ref, owner_refs.with_owner(body, reference))))
     return created
+
+
+def ensure_namespace(api, name: str) -> None:
+    """Create namespace `name` in the cluster behind `api` (a kubernetes ApiClient); one that exists already is
+    fine (409). Other API errors raise `kubernetes.client.rest.ApiException`."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise

@@ -46,15 +46,13 @@ def setup(stack):
     """The local cluster registered (Cluster "local", queue "default"), the template and the namespace.
     Returns (cluster, queue, template_version, user, api)."""
     from django.contrib.auth import get_user_model
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
 
     from scheduling.kube import client as kube_client
     from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
     from scheduling.services import local_cluster
     from scheduling.services import templates as template_service
 
-    from .common import allow_namespaces, bench_fixtures
+    from .common import allow_namespaces, bench_fixtures, ensure_namespace
 
     user = bench_fixtures()[0]
     if stack.cluster is None:
@@ -73,11 +71,7 @@ def setup(stack):
     Cluster.objects.filter(pk=cluster.pk).update(api_qps=2000, api_burst=4000)
     cluster.refresh_from_db()
     api = kube_client.build_client(cluster)
-    try:
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    ensure_namespace(api, NAMESPACE)
     return cluster, queue, version, user, api
 
 

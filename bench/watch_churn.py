@@ -40,7 +40,7 @@ import threading
 import time
 from pathlib import Path
 
-from .common import allow_namespaces, logged_in_session, percentile, reset_jobs
+from .common import allow_namespaces, ensure_namespace, logged_in_session, percentile, reset_jobs
 from .stack import REPO, log
 
 TEMPLATE = "bench-churn"
@@ -76,8 +76,6 @@ def setup(stack, jobs: int):
     raised: the dispatch of the set-up is not what is measured), the template and namespace. Returns
     (cluster, queue, version, api)."""
     from django.contrib.auth import get_user_model
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
 
     from scheduling.kube import client as kube_client
     from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
@@ -98,11 +96,7 @@ def setup(stack, jobs: int):
         user = get_user_model().objects.filter(is_superuser=True).first()
         version = template_service.create_template(user, TEMPLATE, "watch churn benchmark", template_spec())
     api = kube_client.build_client(cluster)
-    try:
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    ensure_namespace(api, NAMESPACE)
     return cluster, queue, version, api
 
 
