@@ -38,10 +38,22 @@ def dns_subdomain(value, field: str, max_length: int = 253) -> str:
     return value
 
 
+JSON_TYPES = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+              list: "an array", dict: "an object"}
+
+
+def wrong_type(field: str, expected: str, value) -> ValidationError:
+    """The error for `value` at `field` that is not `expected` ("a string", ...): "is required" when it is missing
+    (None: absent or JSON null), else "must be <expected>, got <its JSON type>" (never a Python type name)."""
+    if value is None:
+        return ValidationError({field: "is required"})
+    return ValidationError({field: f"must be {expected}, got {JSON_TYPES.get(type(value), type(value).__name__)}"})
+
+
 def integer(value, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """A JSON integer (not a bool, not a float) within [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError({field: f"must be an integer, got {type(value).__name__}"})
+        raise wrong_type(field, "an integer", value)
     if minimum is not None and value < minimum:
         raise ValidationError({field: f"must be at least {minimum}, got {value}"})
     if maximum is not None and value > maximum:
@@ -52,7 +64,7 @@ def integer(value, field: str, minimum: int | None = None, maximum: int | None =
 def string(value, field: str, *, allow_empty: bool = False, max_length: int = 4096) -> str:
     """A JSON string; empty only when `allow_empty`."""
     if not isinstance(value, str):
-        raise ValidationError({field: f"must be a string, got {type(value).__name__}"})
+        raise wrong_type(field, "a string", value)
     if not allow_empty and not value.strip():
         raise ValidationError({field: "must not be empty"})
     if len(value) > max_length:
@@ -63,7 +75,7 @@ def string(value, field: str, *, allow_empty: bool = False, max_length: int = 40
 def string_list(value, field: str) -> list[str]:
     """A JSON list of strings (command, args)."""
     if not isinstance(value, list):
-        raise ValidationError({field: f"must be a list of strings, got {type(value).__name__}"})
+        raise wrong_type(field, "a list of strings", value)
     for i, item in enumerate(value):
         string(item, f"{field}[{i}]", allow_empty=True)
     return value
@@ -103,7 +115,7 @@ def date_time(value, field: str, *, require_zone: bool = False):
 def mapping(value, field: str) -> dict:
     """A JSON object."""
     if not isinstance(value, dict):
-        raise ValidationError({field: f"must be an object, got {type(value).__name__}"})
+        raise wrong_type(field, "an object", value)
     return value
 
 

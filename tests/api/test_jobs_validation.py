@@ -107,3 +107,13 @@ def test_a_bulk_body_with_an_unknown_key_is_400_naming_it_and_creates_nothing(ap
     assert r.status_code == 400, r.data
     assert "dry_run" in r.data
     assert row_counts() == before
+
+
+@pytest.mark.parametrize("changes,field,message", [
+    ({"cluster": None}, "cluster", "is required"),
+    ({"overrides": ["replicas", 3]}, "overrides", "must be an object, got an array"),
+])
+def test_a_missing_or_mistyped_field_is_named_in_json_terms(api, setup, changes, field, message):
+    r = api.post("/api/v1/jobs/", body(setup, **changes), format="json")
+    assert r.status_code == 400, r.data
+    assert [str(m) for m in r.data[field]] == [message]
