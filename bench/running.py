@@ -289,17 +289,19 @@ def _figures(posted: list[tuple[float, int]], timeline: dict[int, dict], seen: d
         "podgroup_scheduled": _p(group_scheduled_seconds(timed(groups))),
         "scheduler_gang_bind_watch": _p(watch_bind),
         "stages_p50_ms": {k: ms(percentile(v, 50)) for k, v in stages.items()},
+        "submit_to_dispatched": _p(stages["post_to_dispatched"]),
     }
 
 
 def report(result: dict) -> list[str]:
     """Lines to print for this benchmark."""
     r, g, w = result["submit_to_running"], result["scheduler_gang_bind"], result["scheduler_gang_bind_watch"]
-    s = result["stages_p50_ms"]
+    s, d = result["stages_p50_ms"], result.get("submit_to_dispatched") or {}
     return [
         f"submit->Running: {result['running']}/{result['jobs']} jobs x {result['pods_per_job']} pods at "
         f"{result['rate_per_s']:g}/s ({result['backend']}, {result['server_version']})",
-        f"  gangweb     : POST -> Running recorded p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms",
+        f"  gangweb     : POST -> Running recorded p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms; POST -> Dispatched "
+        f"recorded p50 {d.get('p50_ms')} ms  p99 {d.get('p99_ms')} ms",
         f"  scheduler   : gang bind (last pod created -> bound, cluster timestamps, 1 s resolution) p50 "
         f"{g['p50_ms']} ms  p99 {g['p99_ms']} ms; by watch p50 {w['p50_ms']} ms  p99 {w['p99_ms']} ms",
         f"  stages p50  : POST->Dispatched {s['post_to_dispatched']} ms, ->pods seen {s['dispatched_to_pods_seen']} "

@@ -24,7 +24,8 @@ DELIVER_WEBHOOK = "scheduling.deliver_webhook"
 
 def send(name: str, *args, countdown: float | None = None, **options) -> None:
     """Queue task `name` with positional JSON `args` (primitive ids), after `countdown` seconds when given;
-    `options` go to `apply_async` as they are (e.g. `queue`, when a caller must pick one the routes do not).
+    `options` go to `apply_async` as they are (e.g. `queue`, when a caller must pick one the routes do not;
+    `kwargs`, the task's keyword arguments).
 
     Raises what the broker raises when it cannot take the message (kombu's OperationalError after its publish
     retries); callers that must not fail on it (on-commit hooks, the watch) catch or register it robustly.

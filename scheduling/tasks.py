@@ -31,16 +31,20 @@ MAX_WAIT_COUNTDOWN = 300  # seconds: one countdown at most
 @shared_task(name=enqueue.RECONCILE_JOB, bind=True, acks_late=True, ignore_result=True,
              autoretry_for=(TransientKubeError,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
-def reconcile_job(self, job_id: int, waits: int = 0) -> None:
+def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False) -> None:
     """Reconcile one job into its cluster (see scheduling.reconcile.jobs). `waits` counts the countdowns already
-    spent waiting on the cluster (objects being deleted), so waiting stays bounded.
+    spent waiting on the cluster (objects being deleted), so waiting stays bounded. `submitted`: queued by the
+    job's single submit; then the other waiting submits of its cluster are taken along into one batch, and the
+    task does nothing when a batch dispatched the job since (reconcile/jobs/coalesce.py). Every other cause
+    (cancel, edit, the watch, a countdown) queues it without `submitted`: a full pass.
 
     A missing job is logged and ignored. A transient error (recorded on the job by the pass) is raised for the
     autoretry, except on the last allowed retry, where it is left to the periodic resync. A requeue (waiting on the
     cluster) queues this task again after the pass's countdown, doubled per wait up to MAX_WAIT_COUNTDOWN, at most
     MAX_WAITS times; the periodic resync covers anything longer."""
     retries = self.request.retries or 0
-    result = jobs.reconcile_one(job_id, task_id=self.request.id or "", retry=retries)
+    run = jobs.reconcile_submitted if submitted else jobs.reconcile_one
+    result = run(job_id, task_id=self.request.id or "", retry=retries)
     if result is None:
         return
     if result.transient:

@@ -38,15 +38,18 @@ def redis_url(tmp_path_factory):
 
 
 class _Sent(list):
-    """Tasks queued through `scheduling.enqueue.send` in a test, in order: [(task name, args)]. Listeners (the
-    fixtures below) see each one as it is sent."""
+    """Tasks queued through `scheduling.enqueue.send` in a test, in order: [(task name, args)]; `options` holds each
+    one's `apply_async` options (e.g. {"kwargs": {...}}) at the same index. Listeners (the fixtures below) see each
+    one as it is sent."""
 
     def __init__(self):
         super().__init__()
         self.listeners = []
+        self.options: list[dict] = []
 
     def __call__(self, name: str, *args, countdown=None, **options) -> None:
         self.append((name, args))
+        self.options.append(options)
         for listen in self.listeners:
             listen(name, args)
 

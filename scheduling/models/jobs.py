@@ -78,6 +78,11 @@ class GangJob(models.Model):
     # those trust any Job in the job's namespace that carries its label (and record nothing) until they finish.
     owner_uids = models.JSONField(null=True, blank=True, default=dict,
                                   help_text="UIDs of the Indexed Jobs gangweb created for the job, by name")
+    # A never-dispatched job taken into a single submit's batch (reconcile/jobs/coalesce.py): the taking task's id
+    # and until when the claim holds (that task's hard time limit); other tasks leave a held claim alone, an expired
+    # one (its worker died) is free again, and the resync ignores claims. Empty/NULL when nobody holds it.
+    claimed_by = models.CharField(max_length=64, blank=True, default="")
+    claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -18,13 +18,17 @@ from .. import enqueue
 BATCH = 50
 
 
-def reconcile_jobs_on_commit(job_ids: list[int]) -> None:
+def reconcile_jobs_on_commit(job_ids: list[int], *, submitted: bool = False) -> None:
     """Queue reconcile of these jobs once the transaction commits: one task per job for a single submit,
-    batches of BATCH ids for bulk submits (so 2,000 jobs are 40 broker messages, not 2,000)."""
+    batches of BATCH ids for bulk submits (so 2,000 jobs are 40 broker messages, not 2,000). `submitted`: the
+    jobs were just submitted; a single one's task then says so (`submitted=True`: it takes the other waiting
+    submits of its cluster along, reconcile/jobs/coalesce.py). A change to an existing job (cancel, edit) leaves it
+    False: its task runs a full pass."""
     if not job_ids:
         return
     if len(job_ids) == 1:
-        transaction.on_commit(lambda: enqueue.send(enqueue.RECONCILE_JOB, job_ids[0]), robust=True)
+        options = {"kwargs": {"submitted": True}} if submitted else {}
+        transaction.on_commit(lambda: enqueue.send(enqueue.RECONCILE_JOB, job_ids[0], **options), robust=True)
         return
     chunks = [job_ids[i:i + BATCH] for i in range(0, len(job_ids), BATCH)]
     transaction.on_commit(lambda: [enqueue.send(enqueue.RECONCILE_JOBS, chunk) for chunk in chunks], robust=True)

@@ -164,7 +164,7 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
             if bulk_key is not None:
                 BulkSubmitKey.objects.create(submitted_by=user, idempotency_key=bulk_key[0],
                                              request_hash=bulk_key[1], job_ids=[j.id for j in created])
-            dispatch.reconcile_jobs_on_commit([j.id for j in created])
+            dispatch.reconcile_jobs_on_commit([j.id for j in created], submitted=True)
     except IntegrityError as exc:
         # The unique constraint is the check (no SELECT before every insert); only now look for the clash to
         # name it. Another constraint (e.g. the idempotency key) gets the generic message.

@@ -3,7 +3,8 @@
 The package, by concern: `reconciler` (a pass over one job: read, create, patch, replace), `cleanup` (deleting:
 cancel, refusal, a finished job's objects and retention), `conflicts` (the merge-patch conflict-retry loop),
 `backend` (which plugin a job uses), `passes` (a pass with its bookkeeping: its result, status write and attempt
-row), `batch` (a bulk submit's jobs together), `common` (reasons, tunables, the exceptions that end a pass early).
+row), `batch` (a bulk submit's jobs together), `coalesce` (waiting single submits of a cluster taken into one
+batch), `common` (reasons, tunables, the exceptions that end a pass early).
 
 Level-triggered and idempotent (controller-runtime style): the input is a job id; a pass reads the job's
 objects (one LIST per kind by the job-UID label, or a slice of the resync's cluster-wide LISTs), builds the
@@ -45,9 +46,10 @@ terminal: recorded, not retried; a create refused so fails the job (above).
 """
 from .backend import backend_for, choose_backend, record_backends
 from .batch import in_threads, reconcile_many
+from .coalesce import reconcile_submitted
 from .common import Requeue, is_terminating, ref_of
 from .passes import PassResult, reconcile_one, run_pass
 from .reconciler import JobReconciler
 
 __all__ = ("JobReconciler", "PassResult", "Requeue", "backend_for", "choose_backend", "in_threads", "is_terminating",
-           "reconcile_many", "reconcile_one", "record_backends", "ref_of", "run_pass")
+           "reconcile_many", "reconcile_one", "reconcile_submitted", "record_backends", "ref_of", "run_pass")

@@ -19,22 +19,25 @@ from ...models import GangJob, ReconcileAttempt
 from .. import status
 from ..observed import snapshot
 from .backend import backend_for, record_backends
-from .passes import load, run_pass
+from .passes import PassResult, load, run_pass
 
 log = logging.getLogger(__name__)
 
 
-def _record_not_attempted(job: GangJob, err: KubeError) -> None:
+def _record_not_attempted(job: GangJob, err: KubeError) -> PassResult:
     """Record on a batch's job that its pass was not attempted (its cluster failed for the batch): the error and
-    an attempt row."""
-    status.record_error(job, err.reason, f"not attempted: {err.message}", err.status)
+    an attempt row. Returns that as the job's PassResult (`error` is `err`)."""
+    result = PassResult(outcome=ReconcileOutcome.TRANSIENT_ERROR if isinstance(err, TransientKubeError)
+                        else ReconcileOutcome.TERMINAL_ERROR, reason=err.reason,
+                        message=f"not attempted: {err.message}"[:2000], error=err)
+    status.record_error(job, err.reason, result.message, err.status)
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
-                                    outcome=ReconcileOutcome.TRANSIENT_ERROR if isinstance(err, TransientKubeError)
-                                    else ReconcileOutcome.TERMINAL_ERROR, reason=err.reason,
-                                    message=f"not attempted: {err.message}"[:2000])
+                                    outcome=result.outcome, reason=err.reason, message=result.message)
+    return result
 
 
-def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, int]:
+def reconcile_many(job_ids: list[int], threads: int | None = None,
+                   results: dict[int, PassResult] | None = None) -> dict[str, int]:
     """Reconcile a batch of jobs (bulk submit), one pass each.
 
     Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does, selected
@@ -46,7 +49,9 @@ def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, 
     pass locks only its own row). Inside a transaction (tests) the passes run here, one after the other, since
     other connections could not see its rows. A job's error is recorded on it and does not stop the batch; when
     a cluster cannot be reached its remaining jobs get that error without more connection attempts (the periodic
-    resync retries them). Returns counts {"ok", "failed", "requeued"}.
+    resync retries them). Returns counts {"ok", "failed", "requeued"}; when `results` is given, it is filled with
+    each job's PassResult by id (a transient error, the pass's or the batch's, in `error`), for a caller whose retry
+    policy follows one of the jobs (reconcile/jobs/coalesce.py).
 
     The worker log gets two INFO lines per batch, key=value (logger scheduling.reconcile.jobs.batch): "reconcile
     batch start" (jobs, first id, waited_s: from its newest job's creation to the start) and "reconcile batch end"
@@ -74,27 +79,31 @@ def reconcile_many(job_ids: list[int], threads: int | None = None) -> dict[str, 
                 broken[cluster_id] = exc
 
     def one(job: GangJob) -> str:
+        result = _one(job)
+        if results is not None:
+            results[job.pk] = result
+        if result.error is not None:
+            return "failed"
+        return "requeued" if result.requeue_after is not None else "ok"
+
+    def _one(job: GangJob) -> PassResult:
         err = down.get(job.cluster_id) or broken.get(job.cluster_id)
         if err is not None:
-            _record_not_attempted(job, err)
-            return "failed"
+            return _record_not_attempted(job, err)
         api = apis[job.cluster_id]
         try:
             observed = snapshots[job.cluster_id].for_job(job, backend_for(job, api))
         except KubeError as exc:
             if isinstance(exc, TransientKubeError):
                 down[job.cluster_id] = exc
-            _record_not_attempted(job, exc)
-            return "failed"
+            return _record_not_attempted(job, exc)
         try:
-            result = run_pass(job, api=api, observed=observed)
+            return run_pass(job, api=api, observed=observed)
         except TransientKubeError as exc:
             if exc.reason == CLUSTER_UNREACHABLE:
                 down[job.cluster_id] = exc
-            return "failed"
-        if result.error is not None:
-            return "failed"
-        return "requeued" if result.requeue_after is not None else "ok"
+            return PassResult(outcome=ReconcileOutcome.TRANSIENT_ERROR, reason=exc.reason, message=exc.message,
+                              error=exc)
 
     read = time.time()
     workers = min(threads or settings.GANGWEB_RECONCILE_THREADS, len(batch))

@@ -1,0 +1,125 @@
+"""Single submits that wait are reconciled together (issue 23 part 4): the task queued for a submit takes the other
+never-dispatched jobs of its cluster along into one `reconcile_many` batch, and the tasks queued for those cost
+next to nothing when their turn comes.
+
+Why: a single submit queues one `reconcile_job` task; one full pass each (a LIST per kind, then the creates,
+~0.8 s) from one worker process at a time made the queue grow past ~2.5 submits/s (bench/README.md, "Submit to
+Running"), while a batch shares one snapshot across its jobs and runs their passes from threads (~8 jobs/s).
+Why claims rather than a first pass that creates without a LIST: that only trims one pass (the creates remain, one
+job per process at a time); a batch also shares the snapshot and overlaps the passes' round trips.
+
+How (`reconcile_submitted`, for a task queued by the submit, `submitted=True`):
+
+- The job's row is locked (SELECT ... FOR UPDATE, a short transaction) and looked at: gone -> nothing; cancel asked
+  -> the ordinary full pass (a real change, level-triggered as ever); not Submitted any more -> nothing: a batch
+  dispatched it since the task was queued, and any later change (cancel, edit) queued a task of its own, which
+  carries no `submitted` and runs a full pass. A claim held by another task -> nothing: that batch reconciles it
+  (should that worker die, the claim expires and the next task or the resync does it).
+- Else the job is claimed, with up to BATCH - 1 other waiting jobs of its cluster, oldest first: phase Submitted,
+  run asked, no error recorded by an earlier pass (a job whose pass failed is retried by its own task with backoff,
+  or by the resync; it does not ride along in every batch), not claimed by a live task. They are taken with
+  `FOR UPDATE SKIP LOCKED` and marked with the task's id and an expiry (`claimed_by`, `claimed_until`) in the same
+  transaction, so two takers never take one job: the second skips the rows the first holds locked, and once the
+  first commits, sees them claimed. On SQLite (tests, a laptop) there is no row locking, but writers are serialized.
+- `reconcile_many` reconciles them (same shard: one cluster's jobs, on the queue the task was routed to); the claims
+  are released at the end. The task's own job's PassResult goes back to the task, which retries or requeues as for a
+  single pass.
+
+A claim lasts CLAIM_SECONDS, `reconcile_job`'s hard time limit: no live task holds one longer. A redelivered task
+(its worker died) has the same task id and so takes its own claims back at once; other tasks take them after the
+expiry; the periodic resync ignores claims altogether. The cancel rules stay the passes' (`cancelled_meanwhile`,
+status.py): a cancel landing while a taken job is being created still wins, and its own task then runs a full pass.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ...choices import DesiredState, GangPhase
+from ...models import GangJob
+from ...services.dispatch import BATCH
+from .batch import reconcile_many
+from .passes import PassResult, reconcile_one
+
+log = logging.getLogger(__name__)
+
+CLAIM_SECONDS = 180  # reconcile_job's hard time limit (scheduling/tasks.py): no live task holds a claim longer
+
+# How `take` found the task's own job.
+GONE, ASKED, DISPATCHED, TAKEN, CLAIMED = "gone", "asked", "dispatched", "taken", "claimed"
+
+
+def waiting(cluster_id: int, token: str, now=None):
+    """The jobs of cluster `cluster_id` a submit's batch may take: never dispatched (Submitted, run asked), no error
+    recorded by an earlier pass, and not claimed by a live task other than `token`'s."""
+    now = now or timezone.now()
+    return GangJob.objects.filter(cluster_id=cluster_id, phase=GangPhase.SUBMITTED, desired_state=DesiredState.RUN,
+                                  phase_reason="").filter(free(token, now))
+
+
+def free(token: str, now) -> Q:
+    """Rows no live task but `token`'s holds a claim on."""
+    return Q(claimed_until__isnull=True) | Q(claimed_until__lt=now) | Q(claimed_by=token)
+
+
+def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
+    """Claim job `job_id` for task `token` with up to `limit` - 1 other waiting jobs of its cluster (oldest first).
+
+    Returns (how the job was found, the claimed ids with `job_id` first): (GONE, []) when it no longer exists,
+    (ASKED, []) when a cancel is asked, (DISPATCHED, []) when it is not Submitted any more, (TAKEN, []) when another
+    live task holds it, else (CLAIMED, ids). One transaction: the job's row locked, the others locked skipping the
+    ones another transaction holds, then one UPDATE writing the claims."""
+    now = timezone.now()
+    with transaction.atomic():
+        own = (GangJob.objects.select_for_update().filter(pk=job_id)
+               .values("cluster_id", "phase", "desired_state", "claimed_by", "claimed_until").first())
+        if own is None:
+            return GONE, []
+        if own["desired_state"] == DesiredState.CANCEL:
+            return ASKED, []
+        if own["phase"] != GangPhase.SUBMITTED:
+            return DISPATCHED, []
+        held = own["claimed_until"] is not None and own["claimed_until"] >= now
+        if held and own["claimed_by"] != token:
+            return TAKEN, []
+        others = list(waiting(own["cluster_id"], token, now).exclude(pk=job_id).order_by("pk")
+                      .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - 1, 0)])
+        ids = [job_id, *others]
+        GangJob.objects.filter(pk__in=ids).update(claimed_by=token,
+                                                  claimed_until=now + timedelta(seconds=CLAIM_SECONDS))
+    return CLAIMED, ids
+
+
+def release(job_ids: list[int], token: str) -> int:
+    """Drop task `token`'s claims on `job_ids` (another task's are left); returns how many it dropped."""
+    return GangJob.objects.filter(pk__in=job_ids, claimed_by=token).update(claimed_by="", claimed_until=None)
+
+
+def reconcile_submitted(job_id: int, *, task_id: str = "", retry: int = 0) -> PassResult | None:
+    """What a `reconcile_job` task queued by a single submit does (module docstring): None when the job is gone; a
+    full pass (`reconcile_one`) when a cancel is asked; an empty PassResult when there is nothing to do (dispatched
+    since, or taken by another task's batch); else the PassResult of the job's pass in the batch it took along
+    (a transient error in `error`, for the task's retry policy). `task_id` is the claim's token (a redelivered or
+    retried task keeps its id, so takes its own claims back)."""
+    token = task_id or f"local-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    found, ids = take(job_id, token)
+    if found == GONE:
+        log.info("reconcile_job: job %s no longer exists", job_id)
+        return None
+    if found == ASKED:
+        return reconcile_one(job_id, task_id=task_id, retry=retry)
+    if found != CLAIMED:
+        log.debug("reconcile_job: job %s %s since its submit; nothing to do", job_id, found)
+        return PassResult(reason=found)
+    results: dict[int, PassResult] = {}
+    try:
+        reconcile_many(ids, results=results)
+    finally:
+        release(ids, token)
+    return results.get(job_id, PassResult())
