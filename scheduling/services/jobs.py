@@ -388,17 +388,25 @@ def check_cancel(user, job: GangJob) -> None:
         raise Conflict({"phase": f"job already finished as {job.phase}"})
 
 
+CANCEL_REQUESTED = "CancelRequested"  # phase_reason from the cancel until a worker's pass says `Cancelling`
+CANCEL_REQUESTED_MESSAGE = "cancel accepted; waiting for a worker to delete the job's cluster objects"
+
+
 def cancel(user, job: GangJob) -> GangJob:
     """Ask for a job to be cancelled: its cluster objects are deleted and it ends Cancelled.
 
-    Cancelling an already-cancelling job is a no-op. Raises PermissionDenied unless `user` may (their own job as
-    submitter, any as queue admin), Conflict when it already finished (`check_cancel`).
+    The job keeps its phase, with `phase_reason` `CancelRequested` (CANCEL_REQUESTED_MESSAGE) from this moment,
+    also before it was ever dispatched, until a worker's pass says `Cancelling` (deleting its objects) or ends it
+    Cancelled (docs/observability.md). Cancelling an already-cancelling job is a no-op. Raises PermissionDenied
+    unless `user` may (their own job as submitter, any as queue admin), Conflict when it already finished
+    (`check_cancel`).
     """
     check_cancel(user, job)
     if job.desired_state != DesiredState.CANCEL:
         job.desired_state = DesiredState.CANCEL
+        job.phase_reason, job.phase_message = CANCEL_REQUESTED, CANCEL_REQUESTED_MESSAGE
         with transaction.atomic():
-            job.save(update_fields=["desired_state", "updated_at"])
+            job.save(update_fields=["desired_state", "phase_reason", "phase_message", "updated_at"])
             audit.record(user, "job.cancel", job)
             dispatch.reconcile_jobs_on_commit([job.id])
     return job
