@@ -225,7 +225,7 @@ REST_FRAMEWORK = {
     # Django views with Django's own limits, not the API.
     "DEFAULT_PARSER_CLASSES": ["scheduling.api.parsers.BoundedJSONParser"],
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "scheduling.api.filters.ValidatingFilterBackend",  # every bad query parameter in one 400
         "rest_framework.filters.OrderingFilter",
         "rest_framework.filters.SearchFilter",
     ],

@@ -4,6 +4,11 @@
 `for_people` writes an amount with its unit ("3 GPUs", "8.5 CPU cores", "1,020 GiB"). Memory stays in GiB however
 large (no switch to TiB): a quota of 1,024 GiB and a use of 980 GiB compare at a glance, and GiB is the unit the
 queue forms take (kubectl's Gi). Pure functions, unit-tested on plain values (tests/unit/test_units_for_people.py).
+
+`for_api` is the API's one way to write an amount as a JSON number: a whole amount as an integer (2, never 2.0,
+whether the column stores GPUs as floats or millicores as integers), a fraction as it is (0.5). The unit is the
+field's, documented with it: KAI units (GPU devices, CPU millicores, memory MB = 10^6 bytes) for queues, their
+usage and fair shares; Kubernetes base units (devices, cores, bytes) for a job's pod requests (`why_pending`).
 """
 from __future__ import annotations
 
@@ -28,6 +33,18 @@ def format_number(x) -> str:
         return f"{round(x):,}"
     digits = 2 if abs(x) >= 1 else 1 - math.floor(math.log10(abs(x)))  # below 1: two significant digits
     return f"{x:,.{digits}f}".rstrip("0").rstrip(".")
+
+
+def for_api(value):
+    """An amount for the API's JSON: whole -> int ("gpus": 2), else a float rounded to 6 decimals (0.5,
+    2147.483648: 2 GiB in MB); None stays None, as does a value that is not a finite number."""
+    if value is None or isinstance(value, bool):
+        return value
+    x = float(value)
+    if not math.isfinite(x):
+        return value
+    x = round(x, 6)
+    return int(x) if x == int(x) else x
 
 
 # The unit each queue resource is written in for people, plural (see for_people), and its size in KAI units.

@@ -2,6 +2,7 @@
 import datetime
 
 import django_filters
+from django import forms
 from django.core.exceptions import ValidationError
 
 from .choices import GangPhase
@@ -22,7 +23,23 @@ class UTCIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
         return super().filter(qs, value)
 
 
-class GangJobFilterSet(django_filters.FilterSet):
+class ChoiceMessages(django_filters.FilterSet):
+    """A FilterSet whose bad choice names the valid values: `?phase=Bogus` is 400 {"phase": ["'Bogus' is not
+    one of: Submitted, Dispatched, ..."]}, not Django's "Select a valid choice" alone. Fixed choices only (a
+    model choice would read its table to list them)."""
+
+    @property
+    def form(self):
+        if not hasattr(self, "_form"):
+            form = super().form
+            for field in form.fields.values():
+                if isinstance(field, forms.ChoiceField) and not isinstance(field, forms.ModelChoiceField):
+                    valid = ", ".join(str(value) for value, _ in field.choices if value != "")
+                    field.error_messages["invalid_choice"] = f"'%(value)s' is not one of: {valid}"
+        return self._form
+
+
+class GangJobFilterSet(ChoiceMessages):
     """Jobs by queue, phase, cluster, submitter, namespace, name search (`name` or `q`: the name contains it,
     case-insensitive) and created time (ISO 8601). `group` (queue, cluster or phase) filters nothing: it is
     validated here, with the filters, and the lists order by it (services/job_list.py)."""
@@ -51,7 +68,7 @@ class GangJobFilterSet(django_filters.FilterSet):
         return queryset
 
 
-class QueuePolicyFilterSet(django_filters.FilterSet):
+class QueuePolicyFilterSet(ChoiceMessages):
     """Queues by parent name, cluster and managed flag."""
 
     parent = django_filters.CharFilter(field_name="parent__name")
@@ -63,7 +80,7 @@ class QueuePolicyFilterSet(django_filters.FilterSet):
         fields = ["parent", "cluster", "managed", "q"]
 
 
-class RuntimeTemplateFilterSet(django_filters.FilterSet):
+class RuntimeTemplateFilterSet(ChoiceMessages):
     """Templates by name search."""
 
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
@@ -73,7 +90,7 @@ class RuntimeTemplateFilterSet(django_filters.FilterSet):
         fields = ["q"]
 
 
-class ClusterFilterSet(django_filters.FilterSet):
+class ClusterFilterSet(ChoiceMessages):
     """Clusters by health."""
 
     class Meta:
@@ -81,7 +98,7 @@ class ClusterFilterSet(django_filters.FilterSet):
         fields = ["health"]
 
 
-class AuditEventFilterSet(django_filters.FilterSet):
+class AuditEventFilterSet(ChoiceMessages):
     """Audit events by action, object type and id, actor username and time (ISO 8601)."""
 
     actor = django_filters.CharFilter(field_name="actor_name")

@@ -9,7 +9,13 @@
   COUNT_CAP and `count_capped` says when more match (then `count` is COUNT_CAP). A request with `offset` gets the
   old limit/offset page with its exact count, so clients written for it keep working (each page then costs its
   offset).
+
+Both check their query parameters with a serializer (PageQuerySerializer, JobPageQuerySerializer): `?limit=abc`,
+`?limit=0`, `?offset=-1` or a `cursor` no list made is a 400 naming each bad parameter, never silently the default
+page. `query_errors` gives those errors without raising, so the filter backend (api/filters.py) reports them with
+the filters' own in one answer. An empty value (`?limit=`) counts as absent, as an empty filter does.
 """
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
@@ -22,19 +28,65 @@ MAX_OFFSET = 10**12  # far past any table; a larger offset simply returns an emp
 COUNT_CAP = 10_000  # as the dashboard's job count (views/jobs.py)
 
 
+def _cursor_shape(value: str) -> None:
+    try:
+        keyset.parse(value)
+    except ValueError as exc:
+        raise serializers.ValidationError(str(exc)) from exc
+
+
+class PageQuerySerializer(serializers.Serializer):
+    """The page parameters of a list: `limit` (rows, at least 1; more than MAX_LIMIT reads as MAX_LIMIT) and
+    `offset` (rows skipped, at least 0; more than MAX_OFFSET reads as MAX_OFFSET)."""
+
+    limit = serializers.IntegerField(min_value=1, required=False)
+    offset = serializers.IntegerField(min_value=0, required=False)
+
+
+class JobPageQuerySerializer(PageQuerySerializer):
+    """PageQuerySerializer and `cursor`: opaque, from a `next`, `previous` or `last` link."""
+
+    cursor = serializers.CharField(required=False, validators=[_cursor_shape])
+
+
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
-    """LimitOffsetPagination with `limit` capped at MAX_LIMIT and `offset` at MAX_OFFSET."""
+    """LimitOffsetPagination with `limit` capped at MAX_LIMIT and `offset` at MAX_OFFSET, both validated
+    (PageQuerySerializer): a bad one is a 400 naming it."""
 
     max_limit = MAX_LIMIT
+    query_serializer = PageQuerySerializer
+
+    def _query(self, request) -> serializers.Serializer:
+        names = self.query_serializer().fields
+        data = {k: v for k, v in request.query_params.items() if k in names and v != ""}
+        query = self.query_serializer(data=data)
+        query.is_valid()
+        return query
+
+    def query_errors(self, request) -> dict:
+        """{parameter: [message]} for each bad page parameter of `request`; {} when all are good."""
+        return dict(self._query(request).errors)
+
+    def page_params(self, request) -> dict:
+        """The validated page parameters present in `request`. Raises ValidationError (400) naming each bad one."""
+        query = self._query(request)
+        if query.errors:
+            raise ValidationError(query.errors)
+        return query.validated_data
+
+    def get_limit(self, request):
+        limit = self.page_params(request).get("limit")
+        return self.default_limit if limit is None else min(limit, self.max_limit)
 
     def get_offset(self, request):
-        return min(super().get_offset(request), MAX_OFFSET)
+        return min(self.page_params(request).get("offset", 0), MAX_OFFSET)
 
 
 class JobListPagination(BoundedLimitOffsetPagination):
     """Keyset pages with `cursor` and `limit`; limit/offset pages when `offset` is given (see the module)."""
 
     cursor_query_param = "cursor"
+    query_serializer = JobPageQuerySerializer
     keyset_page = None
 
     def paginate_queryset(self, queryset, request, view=None):

@@ -3,6 +3,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ..amounts import for_api
 from ..choices import GangPhase, TokenAction
 from ..models import (
     ApiToken,
@@ -122,6 +123,18 @@ QUOTA_HELP = " Default 0 (no guarantee)."
 WEIGHT_HELP = "Share of unused resources among siblings; 0 = no share of the surplus. Default 1."
 
 
+class AmountField(serializers.FloatField):
+    """A resource amount, read only, written by amounts.for_api: 2 (never 2.0) or 0.5, in the unit its help text
+    names."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("read_only", True)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value):
+        return for_api(value)
+
+
 class QueuePolicySerializer(serializers.ModelSerializer):
     """A KAI queue policy. GPUs in devices, CPU in millicores, memory in megabytes (10^6 bytes); -1 = unlimited.
 
@@ -133,6 +146,12 @@ class QueuePolicySerializer(serializers.ModelSerializer):
     clusters = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     warnings = serializers.SerializerMethodField()
     quantities = serializers.SerializerMethodField()
+    gpu_quota = AmountField(help_text="GPU devices; -1 unlimited")
+    gpu_limit = AmountField(help_text="GPU devices; -1 unlimited")
+    cpu_quota = AmountField(help_text="CPU millicores; -1 unlimited")
+    cpu_limit = AmountField(help_text="CPU millicores; -1 unlimited")
+    memory_quota = AmountField(help_text="memory MB (10^6 bytes); -1 unlimited")
+    memory_limit = AmountField(help_text="memory MB (10^6 bytes); -1 unlimited")
 
     class Meta:
         model = QueuePolicy
@@ -207,6 +226,12 @@ class QueueUsageSampleSerializer(serializers.ModelSerializer):
     """One usage reading (KAI units: GPU devices, CPU millicores, memory MB)."""
 
     cluster = serializers.CharField(source="cluster.name", read_only=True)
+    allocated_gpu = AmountField(help_text="GPU devices")
+    requested_gpu = AmountField(help_text="GPU devices")
+    allocated_cpu = AmountField(help_text="CPU millicores")
+    requested_cpu = AmountField(help_text="CPU millicores")
+    allocated_memory = AmountField(help_text="memory MB (10^6 bytes)")
+    requested_memory = AmountField(help_text="memory MB (10^6 bytes)")
 
     class Meta:
         model = QueueUsageSample
@@ -386,9 +411,9 @@ class GangJobSerializer(serializers.ModelSerializer):
     queue = serializers.CharField(source="queue.name", read_only=True)
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     submitted_by = serializers.CharField(source="submitted_by.username", read_only=True, default=None)
-    gpus = serializers.FloatField(source="requested_gpu", read_only=True,
-                                  help_text="GPU devices the whole gang requests (gangweb's request arithmetic: every "
-                                            "pod set's per-pod requests times its replicas, as kube-scheduler counts)")
+    gpus = AmountField(source="requested_gpu",
+                       help_text="GPU devices the whole gang requests (gangweb's request arithmetic: every "
+                                 "pod set's per-pod requests times its replicas, as kube-scheduler counts)")
     waiting_reason = serializers.SerializerMethodField(
         help_text="why a pending job waits, in one short line (its why_pending summary, else the scheduler's reason); "
                   "empty when the job is not pending")

@@ -18,7 +18,9 @@ Phases (scheduling.choices.GangPhase), each reached when:
 
 Queued entry of a gang first seen already placed: `PlacedWithoutWait` only when every pod that made the gang whole
 was bound within `NO_WAIT_SECONDS` of its creation (both cluster times); otherwise `PlacedAfterWait` with the
-longest such wait in seconds, or `PlacedUnseen` when a bind time is not the cluster's (see Inferred). An entry names
+longest such wait in seconds, or `PlacedUnseen` when a bind time is not the cluster's (see Inferred). A gang first
+seen admitted by its gang object before minMember pods are bound gets the same reasons, from the gang object's
+statement time (`admitted_unseen`), never the admission's own reason ("Scheduled"). An entry names
 a `source` only when that object said something: a gang object whose status is empty (coscheduling's PodGroup
 before its controller wrote `status.phase`) is never named.
 
@@ -149,6 +151,22 @@ def placed_unseen(bound: list[PodFacts], required: int) -> tuple[str, str, str]:
     return REASON_WAITED, f"placed after waiting {int(round(longest))} s unbound", pod.ref
 
 
+def admitted_unseen(ev: Evidence) -> tuple[str, str, str]:
+    """(reason, message, source) of the Queued entry of a gang first seen admitted by its gang object with fewer
+    than minMember pods bound: the same queue-side reasons as `placed_unseen`, judged from the earliest pod
+    creation to the gang object's statement time, never the admission's own reason ("Scheduled": the Scheduled
+    entry's). No pod or no statement time: `PlacedUnseen`."""
+    gang = ev.gang
+    created = _earliest(*[p.created_at for p in ev.live_pods])
+    if created is None or gang.at is None:
+        return REASON_UNSEEN, "already admitted when first observed; the cluster gives no time to tell how long it " \
+                              "waited", gang.source
+    waited = (gang.at - created).total_seconds()
+    if waited <= NO_WAIT_SECONDS:
+        return REASON_NO_WAIT, "admitted as soon as it was queued", gang.source
+    return REASON_WAITED, f"admitted after waiting {int(round(waited))} s", gang.source
+
+
 def _dispatched(ev: Evidence) -> Entry | None:
     """Dispatched: a live gang object or owner Job exists; at the earliest creationTimestamp among them."""
     if not (ev.live_gang or ev.live_owners):
@@ -171,6 +189,8 @@ def _queued_said(ev: Evidence) -> tuple[str, str, str]:
         return waiting[0].waiting_reason, waiting[0].waiting_message, waiting[0].ref
     if len(bound) >= required and bound:  # never seen waiting: not "Pending" next to "2 of 2 bound"
         return placed_unseen(bound, required)
+    if gang.admitted:  # never seen waiting either, and the admission's reason is the Scheduled entry's
+        return admitted_unseen(ev)
     if gang_said(gang):
         return gang.reason or REASON_PENDING, gang.message, gang.source
     # the gang object said nothing (status null): the bound pods are the only ones that spoke

@@ -279,7 +279,8 @@ def _names(names: list[str], verb: str) -> str:
 def explain(share: Share, fmt: Callable[[float], str], noun: str, num: Callable[[float], str] | None = None) -> str:
     """One sentence on what `share`'s queue holds and why, e.g.
     "team-a holds 12 GPUs: its 8 of quota plus 4 of the 10 idle GPUs, by weight 2 of 5; it gives back 4 if
-    team-b asks."
+    team-b asks.", "team-a holds 12 GPUs: its 4 of quota plus 8 of the 8 idle GPUs, 4 more than the 4 idle GPUs
+    its weight 1 of 2 gives it (its fair share is 8); it gives back 8 if team-b asks."
 
     `fmt(amount)` writes an amount with its unit ("12 GPUs"); `noun` is the unit alone in the plural ("GPUs"),
     for the idle amount; `num(amount)` writes an amount as a bare number in that unit (default: the amount as
@@ -308,11 +309,14 @@ def explain(share: Share, fmt: Callable[[float], str], noun: str, num: Callable[
         why = f" (its fair share is {amt(s.fair_share)})"
     elif abs(s.borrowed - ahead) < 1e-9:
         why = f", by weight {_num(s.weight)} of {_num(s.weight_total)}"
+    # `ahead` is its slice of the idle amount, not its fair share (quota part + that slice): the sentence names
+    # both, so "its share of 4" never stands next to a fair share of 8 (a new user's pass).
     elif s.borrowed > ahead:
-        why = (f", {amt(s.borrowed - ahead)} more than its share of {amt(ahead)} by weight {_num(s.weight)} "
-               f"of {_num(s.weight_total)}")
+        why = (f", {amt(s.borrowed - ahead)} more than the {amt(ahead)} idle {noun} its weight {_num(s.weight)} "
+               f"of {_num(s.weight_total)} gives it (its fair share is {amt(s.fair_share)})")
     else:
-        why = f" (its share is {amt(ahead)}, by weight {_num(s.weight)} of {_num(s.weight_total)})"
+        why = (f" (its weight {_num(s.weight)} of {_num(s.weight_total)} gives it {amt(ahead)} idle {noun}; its "
+               f"fair share is {amt(s.fair_share)})")
     if s.borrowed > s.surplus + 1e-9:  # more than its level had idle after quotas: it runs on idle quota
         plus = f"plus {amt(s.borrowed)} borrowed, more than the {amt(s.surplus)} {noun} left idle after quotas"
     else:

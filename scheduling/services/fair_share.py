@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from django.db.models import Count, Q, Sum
 
-from ..amounts import PEOPLE_UNITS, for_people, in_people_units
+from ..amounts import PEOPLE_UNITS, for_api, for_people, in_people_units
 from ..kube.kai_units import RESOURCES, UNITS
 from ..models import Cluster, GangJob, QueuePolicy
 from ..queueing import fair_share as model
@@ -98,11 +98,12 @@ def _payload(share: model.Share, resource: str, hidden: set[str]) -> dict:
             shown = [n for n in names if n not in hidden]
             return shown + [HIDDEN] if len(shown) < len(names) else shown
         share = replace(share, siblings=seen(share.siblings), borrowers=seen(share.borrowers))
-    return {"quota": share.quota, "limit": share.limit, "over_quota_weight": share.weight,
-            "fair_share": share.fair_share, "deserved": share.deserved, "over_quota": share.over_quota,
-            "allocated": share.allocated, "requested": share.requested, "borrowed": share.borrowed,
-            "lent": share.lent, "idle_after_quotas": share.surplus, "weight_total": share.weight_total,
-            "divided": share.pool, "oversubscribed": share.oversubscribed,
+    a = for_api  # amounts as every API amount (2, not 2.0); weights are plain numbers
+    return {"quota": a(share.quota), "limit": a(share.limit), "over_quota_weight": share.weight,
+            "fair_share": a(share.fair_share), "deserved": a(share.deserved), "over_quota": a(share.over_quota),
+            "allocated": a(share.allocated), "requested": a(share.requested), "borrowed": a(share.borrowed),
+            "lent": a(share.lent), "idle_after_quotas": a(share.surplus), "weight_total": share.weight_total,
+            "divided": a(share.pool), "oversubscribed": share.oversubscribed,
             "text": model.explain(share, _fmt(resource), PEOPLE_UNITS[resource][0], _num(resource))}
 
 
@@ -149,7 +150,8 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
                     allocated=used.get(q.id, {}).get("allocated", {}).get(r, 0)) for q in members]
                 divisions[r] = model.divide(cap[r], inputs)
         for q in here:
-            out[q.id].append({"cluster": cname, "capacity": cap,
+            out[q.id].append({"cluster": cname, "capacity": None if cap is None else {r: for_api(x) for r, x in
+                                                                                 cap.items()},
                               "resources": {r: _payload(divisions[r][q.name], r, hidden) for r in RESOURCES}
                               if cap is not None else None})
     return out

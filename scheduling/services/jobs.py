@@ -64,7 +64,7 @@ def _key_mismatch(other_endpoint: bool = False) -> IdempotencyMismatch:
 def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
     unknown = sorted(set(data) - set(allowed))
     if unknown:
-        raise ValidationError({unknown[0]: f"unknown field; allowed fields are {', '.join(allowed)}"})
+        raise ValidationError({k: f"unknown field; allowed fields are {', '.join(allowed)}" for k in unknown})
 
 
 def check_queue_takes(queue: QueuePolicy, cluster: Cluster, namespace: str, lookups: Lookups,
@@ -86,19 +86,29 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     """Validate one submit body and return an unsaved GangJob with its resolved spec.
 
     Raises ValidationError({field: message}) for bad input and PermissionDenied for a queue the user may not use.
+    The fields' own shapes (unknown fields, names, types) are checked together: one 400 names every bad one. The
+    lookups that follow (template, queue, cluster, limits) need the fields before them and stop at the first.
     """
     v.mapping(data, "body")
-    _check_keys(data, SUBMIT_FIELDS)
-    name = v.dns_label(data.get("name"), "name")
-    namespace = v.dns_label(data.get("namespace", "default"), "namespace")
-    template_name = v.string(data.get("template"), "template", max_length=63)
+    shapes = v.Collect()
+    shapes.run(_check_keys, data, SUBMIT_FIELDS)
+    name = shapes.run(v.dns_label, data.get("name"), "name")
+    namespace = shapes.run(v.dns_label, data.get("namespace", "default"), "namespace")
+    template_name = shapes.run(v.string, data.get("template"), "template", max_length=63)
     version_no = data.get("template_version")
+    if version_no is not None:
+        shapes.run(v.integer, version_no, "template_version", minimum=1)
+    queue_name = shapes.run(v.string, data.get("queue"), "queue", max_length=63)
+    cluster_name = shapes.run(v.string, data.get("cluster"), "cluster", max_length=63)
+    priority = data.get("priority_class_name") or ""
+    if priority:
+        shapes.run(v.dns_subdomain, priority, "priority_class_name")
+    shapes.raise_any()
     if version_no is None:
         version = lookups.latest.get(template_name)
         if version is None:
             raise ValidationError({"template": f"no runtime template named '{template_name}'"})
     else:
-        v.integer(version_no, "template_version", minimum=1)
         version = lookups.versions.get((template_name, version_no))
         if version is None:
             access.named_template(user, getattr(lookups.latest.get(template_name), "template", None), template_name)
@@ -107,16 +117,12 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     # describe it (has children, its clusters and namespaces).
     access.named_template(user, version.template, template_name)
     template_service.check_not_retired(version, template_name)
-    queue_name = v.string(data.get("queue"), "queue", max_length=63)
     queue = access.named_queue(user, lookups.queues.get(queue_name), queue_name)
     if queue.id in lookups.parents:
         raise ValidationError({"queue": f"queue '{queue_name}' has child queues; only leaf queues take jobs"})
-    cluster_name = v.string(data.get("cluster"), "cluster", max_length=63)
     cluster = access.named_cluster(user, lookups.clusters.get(cluster_name), cluster_name)
     check_queue_takes(queue, cluster, namespace, lookups)
-    priority = data.get("priority_class_name") or ""
     if priority:
-        v.dns_subdomain(priority, "priority_class_name")
         policy.check_priority_class(user, priority)
     access.check_submit(user, queue, cluster)
     # A request over a finite limit of the queue or an ancestor is refused (400); one that only waits is a warning.
@@ -388,17 +394,25 @@ def check_cancel(user, job: GangJob) -> None:
         raise Conflict({"phase": f"job already finished as {job.phase}"})
 
 
+CANCEL_REQUESTED = "CancelRequested"  # phase_reason from the cancel until a worker's pass says `Cancelling`
+CANCEL_REQUESTED_MESSAGE = "cancel accepted; waiting for a worker to delete the job's cluster objects"
+
+
 def cancel(user, job: GangJob) -> GangJob:
     """Ask for a job to be cancelled: its cluster objects are deleted and it ends Cancelled.
 
-    Cancelling an already-cancelling job is a no-op. Raises PermissionDenied unless `user` may (their own job as
-    submitter, any as queue admin), Conflict when it already finished (`check_cancel`).
+    The job keeps its phase, with `phase_reason` `CancelRequested` (CANCEL_REQUESTED_MESSAGE) from this moment,
+    also before it was ever dispatched, until a worker's pass says `Cancelling` (deleting its objects) or ends it
+    Cancelled (docs/observability.md). Cancelling an already-cancelling job is a no-op. Raises PermissionDenied
+    unless `user` may (their own job as submitter, any as queue admin), Conflict when it already finished
+    (`check_cancel`).
     """
     check_cancel(user, job)
     if job.desired_state != DesiredState.CANCEL:
         job.desired_state = DesiredState.CANCEL
+        job.phase_reason, job.phase_message = CANCEL_REQUESTED, CANCEL_REQUESTED_MESSAGE
         with transaction.atomic():
-            job.save(update_fields=["desired_state", "updated_at"])
+            job.save(update_fields=["desired_state", "phase_reason", "phase_message", "updated_at"])
             audit.record(user, "job.cancel", job)
             dispatch.reconcile_jobs_on_commit([job.id])
     return job

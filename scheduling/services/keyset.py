@@ -133,15 +133,22 @@ def encode(values: list | None, direction: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(cursor: str, keys: list[Key]) -> tuple[list | None, str]:
-    """(key values or None for "last", direction) of a cursor made by `encode` for the same order.
-    Raises ValueError when it is not one."""
+def parse(cursor: str) -> dict:
+    """The {"k": values, "d": direction} a cursor made by `encode` holds, checked for its shape only (any sort
+    order): what the API checks with the other query parameters, before the list is read. Raises ValueError."""
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
         raise ValueError("not a cursor this list made") from exc
     if not isinstance(data, dict) or data.get("d") not in (NEXT, PREV, LAST):
         raise ValueError("not a cursor this list made")
+    return data
+
+
+def decode(cursor: str, keys: list[Key]) -> tuple[list | None, str]:
+    """(key values or None for "last", direction) of a cursor made by `encode` for the same order.
+    Raises ValueError when it is not one."""
+    data = parse(cursor)
     if data["d"] == LAST:
         return None, LAST
     values = data.get("k")

@@ -33,6 +33,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
+from ..amounts import for_api
 from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueWarning
 from ..kube import resources, runtime_classes
 from ..kube.kai_units import RESOURCES, UNITS, UNLIMITED, display, kai_amounts, to_kai
@@ -502,7 +503,8 @@ def policy_payload(policy: QueuePolicy) -> dict:
     out = {}
     for r, quota_field, limit_field, weight_field in RESOURCE_FIELDS:
         q, lim = getattr(policy, quota_field), getattr(policy, limit_field)
-        out[r] = {"unit": UNITS[r], "quota": q, "limit": lim, "over_quota_weight": getattr(policy, weight_field),
+        out[r] = {"unit": UNITS[r], "quota": for_api(q), "limit": for_api(lim),
+                  "over_quota_weight": getattr(policy, weight_field),
                   "quota_display": display(r, q), "limit_display": display(r, lim)}
     return out
 
@@ -617,10 +619,10 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
         est = estimates.get(policy.id) or nothing
         resources = policy_payload(policy)
         for r in RESOURCES:
-            resources[r]["allocated"] = allocated[r] if allocated else None
-            resources[r]["requested"] = requested[r] if requested else None
-            resources[r]["estimated_allocated"] = est["allocated"][r]
-            resources[r]["estimated_requested"] = est["requested"][r]
+            resources[r]["allocated"] = for_api(allocated[r]) if allocated else None
+            resources[r]["requested"] = for_api(requested[r]) if requested else None
+            resources[r]["estimated_allocated"] = for_api(est["allocated"][r])
+            resources[r]["estimated_requested"] = for_api(est["requested"][r])
         kids = kids_of(policy.id)
         ancestors = tree.ancestors(policy)
         return {"id": policy.id, "name": policy.name, "display_name": policy.display_name, "managed": policy.managed,

@@ -147,3 +147,25 @@ def image(value, field: str) -> str:
     if not IMAGE_REF.fullmatch(value):
         raise ValidationError({field: f"'{value[:80]}' is not a container image reference"})
     return value
+
+
+class Collect:
+    """Run independent checks of one body and raise their errors together, so one 400 names every bad field (not
+    only the first): ``name = errors.run(dns_label, data.get("name"), "name")`` ... ``errors.raise_any()``. `run`
+    returns the check's result, or None when it raised ValidationError; the errors merge with Django's own
+    ValidationError.update_error_dict ({field: [messages]})."""
+
+    def __init__(self):
+        self.errors: dict[str, list] = {}
+
+    def run(self, check, *args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except ValidationError as exc:
+            exc.update_error_dict(self.errors)
+            return None
+
+    def raise_any(self) -> None:
+        """Raise ValidationError({field: [messages]}) when any check failed."""
+        if self.errors:
+            raise ValidationError(self.errors)

@@ -2,6 +2,7 @@
 import pytest
 from django.apps import apps
 
+from scheduling.services import jobs as job_service
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -117,3 +118,16 @@ def test_a_missing_or_mistyped_field_is_named_in_json_terms(api, setup, changes,
     r = api.post("/api/v1/jobs/", body(setup, **changes), format="json")
     assert r.status_code == 400, r.data
     assert [str(m) for m in r.data[field]] == [message]
+
+
+def test_every_bad_field_of_a_submit_is_named_in_one_answer(api, setup):
+    """Not only the first (a new user's pass): unknown fields, names and types, each with what is wrong."""
+    body = {"name": "BAD NAME", "namespace": "Also_Bad", "template": 5, "queue": ["x"], "cluster": None,
+            "template_version": 0, "priority_class_name": "Not.Valid", "priority": 1, "gpus": 2}
+    r = api.post("/api/v1/jobs/", body, format="json")
+    assert r.status_code == 400
+    assert sorted(r.data) == ["cluster", "gpus", "name", "namespace", "priority", "priority_class_name", "queue",
+                              "template", "template_version"]
+    assert r.data["priority"] == [f"unknown field; allowed fields are {', '.join(job_service.SUBMIT_FIELDS)}"]
+    bulk = api.post("/api/v1/jobs/bulk/", {"jobs": [{**body, "priority": None, "gpus": None}]}, format="json")
+    assert bulk.status_code == 400 and {"jobs[0].name", "jobs[0].queue", "jobs[0].cluster"} <= set(bulk.data)

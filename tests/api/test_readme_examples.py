@@ -58,3 +58,12 @@ def test_the_queue_template_and_job_examples_run_in_order_on_the_local_cluster(a
 def test_the_readme_says_who_enforces_queue_limits_and_that_the_local_cluster_does_not_run_it():
     text = " ".join(README.read_text().split())
     assert "quota and limit are enforced by KAI. The local cluster does not run KAI" in text
+
+
+def test_the_schema_needs_a_login_and_the_readme_says_so(client, db):
+    """A new user opened /api/schema/ in a browser, got 401 and found nothing about it in the README."""
+    assert client.get("/api/schema/").status_code == 401
+    assert client.get("/api/docs/").status_code in (401, 403)
+    text = " ".join(README.read_text().split())
+    assert ("`/api/schema/` (OpenAPI 3; YAML, or JSON with `?format=json`), browsable at `/api/docs/`: both need a "
+            "login as the API does") in text

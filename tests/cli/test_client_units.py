@@ -112,3 +112,36 @@ def test_why_prints_the_place_in_line_and_the_estimated_start(capsys):
     assert "because: jobs like big [same template] ran 60 min" in printed  # markup-like text printed as is
     output.console().print(output.why_text({**job, "why_pending": None}))
     assert "estimated start: p50 in 40 min" in capsys.readouterr().out
+
+
+NOW = "2026-12-02T15:00:00Z"
+
+
+@pytest.mark.parametrize(("changed_at", "shown"), [
+    ("2026-12-02T14:56:55.123456Z", "3m 04s ago"),
+    ("2026-12-02T15:56:55+01:00", "3m 05s ago"),  # another zone, the same moment: the same words
+    ("2026-12-02T14:59:58.5Z", "1.5s ago"),
+    ("2026-11-30T12:00:00Z", "2d 3h ago"),
+    (None, ""),
+    ("not a time", ""),
+])
+def test_the_since_column_says_how_long_ago_whatever_the_time_zone(changed_at, shown):
+    """Was "2026-12-02 14:56:55" with no zone, read as local time by a user east of UTC (a new user's pass)."""
+    from gangweb_client import output
+
+    assert output.ago(changed_at, output.parse_time(NOW)) == shown
+
+
+def test_the_jobs_table_shows_since_as_the_dashboard_does(capsys):
+    from datetime import UTC, datetime, timedelta
+
+    from gangweb_client import output
+
+    from scheduling.views.display import humanize_seconds
+
+    for seconds in (0.4, 12, 185, 7620, 273600):
+        assert output.humanize_seconds(seconds) == humanize_seconds(seconds)
+    at = (datetime.now(UTC) - timedelta(minutes=3, seconds=30)).isoformat().replace("+00:00", "Z")
+    output.console().print(output.jobs_table([{"id": 7, "name": "j", "phase": "Running", "phase_changed_at": at}]))
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.rstrip().endswith(("3m 30s ago", "3m 31s ago", "3m 32s ago")), line

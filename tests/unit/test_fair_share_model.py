@@ -122,10 +122,26 @@ def test_borrower_above_its_share_and_the_lender_of_idle_quota():
     a, b = result["a"], result["b"]
     assert (a.fair_share, b.fair_share, a.borrowed, a.lent, b.borrowed, b.lent) == (9.6, 8.4, 6, 0, 0, 2)
     assert explain(a, gpus, "GPUs") == ("a holds 14 GPUs: its 8 of quota plus 6 borrowed, more than the 4 GPUs "
-                                        "left idle after quotas, 4.4 more than its share of 1.6 by weight 2 of 5; "
+                                        "left idle after quotas, 4.4 more than the 1.6 idle GPUs its weight 2 of 5 "
+                                        "gives it (its fair share is 9.6); "
                                         "it gives back 6 if b asks.")
     assert explain(b, gpus, "GPUs") == ("b holds 2 GPUs, within its 6 of quota; it asks for 20 and its fair share "
                                         "is 8.4; it lends 2 of its idle quota to a, and gets it back when it asks.")
+
+
+def test_the_sentence_names_the_fair_share_not_the_idle_slice_as_its_share():
+    # 16 GPUs; quotas 4 + 4 leave 8, weights 1 : 1 give 4 each: fair shares 8 and 8. The sentence once said "its
+    # share of 4" next to a fair share of 8 (a new user's pass): 4 is the slice of the idle GPUs, 8 the fair share.
+    result = divide(16, [Q("a", quota=4, requested=16, allocated=12), Q("b", quota=4, requested=8, allocated=4)])
+    a = result["a"]
+    assert (a.fair_share, a.over_quota, a.borrowed) == (8, 4, 8)
+    assert explain(a, gpus, "GPUs") == ("a holds 12 GPUs: its 4 of quota plus 8 of the 8 idle GPUs, 4 more than "
+                                        "the 4 idle GPUs its weight 1 of 2 gives it (its fair share is 8); it "
+                                        "gives back 8 if b asks.")
+    below = divide(16, [Q("a", quota=4, requested=16, allocated=6), Q("b", quota=4, requested=8, allocated=4)])
+    assert explain(below["a"], gpus, "GPUs") == ("a holds 6 GPUs: its 4 of quota plus 2 of the 8 idle GPUs (its "
+                                                 "weight 1 of 2 gives it 4 idle GPUs; its fair share is 8); it "
+                                                 "gives back 2 if b asks.")
 
 
 def test_a_parent_counts_its_childrens_requests_and_allocations():

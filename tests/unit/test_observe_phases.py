@@ -72,6 +72,24 @@ def test_a_gang_first_seen_bound_has_a_queued_entry_that_says_it_never_waited(ga
         "PlacedWithoutWait", "placed as soon as it was queued (3 of 3 bound)", "Pod default/p-0")
 
 
+@pytest.mark.parametrize("admitted_at, reason, message", [
+    (3, "PlacedWithoutWait", "admitted as soon as it was queued (1 of 3 bound)"),
+    (73, "PlacedAfterWait", "admitted after waiting 71 s (1 of 3 bound)"),
+    (None, "PlacedUnseen", "already admitted when first observed; the cluster gives no time to tell how long it "
+                           "waited (1 of 3 bound)")])
+def test_a_gang_first_seen_admitted_but_not_yet_bound_has_a_queue_side_queued_reason(admitted_at, reason, message):
+    """Not the admission's "Scheduled" on the Queued entry (a fresh user's pass): that is the Scheduled entry's."""
+    gang = GangStatus(admitted=True, reason="Scheduled", at=None if admitted_at is None else t(admitted_at),
+                      source="PodGroup default/j-pg")
+    pods = [pod(name="p-0", bound=4), pod(name="p-1"), pod(name="p-2")]
+    obs = run(gang, pods)
+    queued = next(e for e in obs.entries if e.phase == P.QUEUED)
+    assert (queued.reason, queued.message, queued.source) == (reason, message, "PodGroup default/j-pg")
+    if admitted_at is not None:
+        scheduled = next(e for e in obs.entries if e.phase == P.SCHEDULED)
+        assert scheduled.reason == "Scheduled"
+
+
 def test_scheduled_time_is_when_the_min_member_th_pod_was_bound():
     pods = [pod(name="p-0", bound=4), pod(name="p-1", bound=8), pod(name="p-2", unschedulable="no room")]
     obs = run(NOT_YET, pods, shape=phases.JobShape(min_member=2, total=3))

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from datetime import datetime, timezone
 
 import yaml
 from rich.console import Console
@@ -10,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+UTC = timezone.utc  # noqa: UP017 - the client supports Python 3.10 (pyproject.toml), which has no datetime.UTC
 FORMATS = ("table", "json", "yaml")
 # Off a terminal (a CI log, a pipe) rich would lay everything out in 80 columns and cut the reasons people read
 # there; no width limit then, so each line is whole.
@@ -42,11 +45,55 @@ def jobs_table(rows: list[dict]) -> Table:
     table = Table(box=None, header_style="bold")
     for column in ("ID", "NAME", "QUEUE", "CLUSTER", "PHASE", "REASON", "SINCE"):
         table.add_column(column, no_wrap=column != "REASON")
+    now = datetime.now(UTC)
     for job in rows:
         table.add_row(str(job["id"]), job.get("name", ""), job.get("queue", ""), job.get("cluster", ""),
                       phase_text(job.get("phase", "")), job.get("phase_reason", "") or "",
-                      (job.get("phase_changed_at") or "")[:19].replace("T", " "))
+                      ago(job.get("phase_changed_at"), now))
     return table
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An API time (RFC 3339, "2026-12-02T14:47:18.237041Z") as an aware datetime; None when absent or unreadable.
+    A time without a zone is read as UTC, as the API writes every time in UTC."""
+    if not text:
+        return None
+    text = text.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    for candidate in (text, re.sub(r"\.\d+", "", text)):  # Python 3.10 reads only 3 or 6 fraction digits
+        try:
+            parsed = datetime.fromisoformat(candidate)
+        except ValueError:
+            continue
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+def humanize_seconds(seconds: float) -> str:
+    """A short duration in the dashboard's words: "0.4s", "12s", "3m 05s", "2h 07m", "3d 4h" (the same function
+    as scheduling.views.display.humanize_seconds, which this package cannot import: tests/cli checks they agree)."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h {m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d {h}h"
+
+
+def ago(text: str | None, now: datetime | None = None) -> str:
+    """How long ago an API time was, as the dashboard's jobs page writes time in a phase: "3m 05s ago"; "" when
+    there is none. Relative, so it reads the same in every time zone (the API's times are UTC)."""
+    at = parse_time(text)
+    if at is None:
+        return ""
+    return f"{humanize_seconds(((now or datetime.now(UTC)) - at).total_seconds())} ago"
 
 
 PHASE_STYLE = {"Succeeded": "green", "Failed": "red", "Cancelled": "yellow", "Running": "cyan", "Queued": "magenta"}

@@ -35,13 +35,12 @@ class Command(BaseCommand):
         self._metrics_dir()
         port = options["port"]
         argvs = process_argvs(port)
-        procs = {name: subprocess.Popen(argv) for name, argv in argvs.items()}
+        env = quiet_env()
+        procs = {name: _start(name, argv, env) for name, argv in argvs.items()}
         started = {name: time.monotonic() for name in procs}
         failures: dict[str, int] = {}
         if _wait_for_port(port, procs["web"]):
-            self.stdout.write(self.style.SUCCESS(
-                f"\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
-                "Log in with the admin user above. Ctrl-C stops web, workers, beat and the cluster watcher.\n"))
+            self.stdout.write(self.style.SUCCESS(banner(port)))
         elif procs["web"].poll() is None:
             self.stdout.write(self.style.WARNING(
                 f"\nthe web server is not answering on http://127.0.0.1:{port}/ after {WEB_READY_SECONDS:.0f} s; "
@@ -67,7 +66,7 @@ class Command(BaseCommand):
                     self.stderr.write(f"runstack: {name} exited with code {proc.returncode}; restarting it in "
                                       f"{wait} s (restart {n})")
                     time.sleep(wait)
-                    procs[name], started[name] = subprocess.Popen(argvs[name]), time.monotonic()
+                    procs[name], started[name] = _start(name, argvs[name], env), time.monotonic()
                 for name in list(failures):
                     if time.monotonic() - started[name] > STEADY_SECONDS:
                         del failures[name]  # ran long enough again: the next exit starts the backoff anew
@@ -122,22 +121,64 @@ class Command(BaseCommand):
             self.stderr.write(f"local cluster: registering its new kubeconfig failed: {exc}")
 
 
+# The background processes (workers, beat, cluster watcher) log at this level under `make run` unless LOG_LEVEL says
+# otherwise: at INFO their start-up lines (Celery's banner, "ready", every task) buried the URL and login that
+# `make run` prints (a new user's pass). WARNING still shows every problem; `LOG_LEVEL=INFO make run` shows all.
+BACKGROUND_LOG_LEVEL = "WARNING"
+BACKGROUND = ("worker", "webhooks", "beat", "watch_clusters")
+
+
+def log_level() -> str:
+    """The background processes' log level: LOG_LEVEL when set, else BACKGROUND_LOG_LEVEL."""
+    return os.environ.get("LOG_LEVEL") or BACKGROUND_LOG_LEVEL
+
+
+def quiet_env() -> dict[str, str]:
+    """The environment of the background processes: LOG_LEVEL (settings.LOGGING's root level) set to `log_level`."""
+    return {**os.environ, "LOG_LEVEL": log_level()}
+
+
+def _start(name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start one process; the background ones (BACKGROUND) with `env` (quiet_env), web with runstack's own."""
+    return subprocess.Popen(argv, env=env if name in BACKGROUND else None)
+
+
 def process_argvs(port: int) -> dict[str, list[str]]:
     """{name: argv} of the processes runstack runs: web on 127.0.0.1:`port`, the reconcile worker (Celery's default
-    queue only), the webhook worker (settings.GANGWEB_WEBHOOK_QUEUE only), beat and the cluster watcher."""
+    queue only), the webhook worker (settings.GANGWEB_WEBHOOK_QUEUE only), beat and the cluster watcher. Celery
+    runs `--quiet` (no start-up banner) at `log_level()`."""
     py = sys.executable
+    celery = [py, "-m", "celery", "--quiet", "-A", "gangweb"]
+    level = f"--loglevel={log_level()}"
     return {
         "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        "worker": [py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
+        "worker": [*celery, "worker", level, "--concurrency=2",
                    "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-gossip", "--without-mingle",
                    "-n", "gangweb-worker@%h"],
         # Webhook deliveries on a worker of their own: a slow receiver never holds a reconcile slot.
-        "webhooks": [py, "-m", "celery", "-A", "gangweb", "worker", "--loglevel=INFO", "--concurrency=2",
+        "webhooks": [*celery, "worker", level, "--concurrency=2",
                      "-Q", settings.GANGWEB_WEBHOOK_QUEUE, "--without-gossip", "--without-mingle",
                      "-n", "gangweb-webhooks@%h"],
-        "beat": [py, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO"],
+        "beat": [*celery, "beat", level],
         "watch_clusters": [py, "manage.py", "watch_clusters"],
     }
+
+
+def banner(port: int) -> str:
+    """What `make run` prints once the web server answers, last: the URL, the user and password to log in with
+    (the password from <state dir>/admin-password, where bootstrap_admin keeps a generated one), how to stop."""
+    username = os.environ.get("GANGWEB_ADMIN_USER", "admin")
+    password_file = settings.STATE_DIR / "admin-password"
+    try:
+        password = password_file.read_text().strip()
+    except OSError:
+        password = ""
+    login = (f"user '{username}', password '{password}' (kept in {password_file})" if password else
+             f"user '{username}' with the password you set (GANGWEB_ADMIN_PASSWORD)")
+    return (f"\n{'=' * 72}\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
+            f"Log in as {login}.\n"
+            f"Workers, beat and the cluster watcher log at {log_level()} (LOG_LEVEL=INFO make run shows more).\n"
+            f"Ctrl-C stops web, workers, beat and the cluster watcher.\n{'=' * 72}\n")
 
 
 WEB_READY_SECONDS = 300.0  # runserver's first start imports everything: over 60 s on a loaded 2-core machine
