@@ -197,8 +197,9 @@ class JobReconciler(JobCleanup):
     # ---- the running job ---------------------------------------------------------------------------------------
     def ensure(self) -> None:
         """Make the cluster hold exactly the desired objects of the current generation, then derive status: fix
-        the gang's drift (patch, or replace under a new generation), create the gang (root first), then the owner
-        Jobs and Service, delete what earlier generations left, and record what the cluster says now."""
+        the gang's drift (patch, or replace under a new generation), create the root, then the other gang objects
+        with the Service, then the owner Jobs (`create_members`), delete what earlier generations left, and record
+        what the cluster says now."""
         if self.retired is not None and self.job.phase not in (GangPhase.SCHEDULED, GangPhase.RUNNING):
             # Its pods (if any) name gang objects of an API the cluster no longer serves: start over under new
             # names in the new version. A scheduled or running gang keeps its pods and names.
