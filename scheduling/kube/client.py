@@ -106,6 +106,11 @@ def build_client(cluster) -> client.ApiClient:
     (`load_incluster_config`, the platform's choice: only platform admins may set `in_cluster`)."""
     configuration = client.Configuration()
     configuration.retries = 1
+    # Connections kept per host: at least what one worker process can have in flight to a cluster (a bulk batch's
+    # threads and its fan-out pool, reconcile/jobs/fanout.py, plus two), else urllib3 opens and drops extra
+    # connections (a TLS handshake each). The client's default is 5 per CPU.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0,
+                                                2 * settings.GANGWEB_RECONCILE_THREADS + 2)
     if cluster.in_cluster:
         try:
             config.load_incluster_config(client_configuration=configuration)

@@ -50,11 +50,11 @@ def test_a_running_jobs_vanished_owner_and_gang_objects_are_recreated_as_a_new_a
     ns = world.namespace
     assert [a for a in result.actions if a.startswith("create ")] == [
         f"create Workload {ns}/{names.gang_name}", f"create PodGroup {ns}/{names.gang_name}",
-        f"create Job {ns}/{owner}", f"create Service {ns}/{names.service_name}"]
+        f"create Service {ns}/{names.service_name}", f"create Job {ns}/{owner}"]  # the Service beside the PodGroup
     restart = GangJob.objects.get(pk=job.pk).transitions.get(phase=P.DISPATCHED, attempt=1)
     assert (restart.reason, restart.source) == ("Recreated", f"Job {ns}/{owner}")
     assert restart.message == (f"recreated what was missing from the cluster: Workload {ns}/{names.gang_name}, "
-                               f"PodGroup {ns}/{names.gang_name}, Job {ns}/{owner}, Service {ns}/{names.service_name}")
+                               f"PodGroup {ns}/{names.gang_name}, Service {ns}/{names.service_name}, Job {ns}/{owner}")
     # At the new objects' creationTimestamp: the first one created (the Workload), which under load can be a second
     # before the Job's (reconcile/jobs/reconciler.py `note_restart`).
     created = [world.get(JOB, owner), world.get(world.k8s.WORKLOAD, names.gang_name),

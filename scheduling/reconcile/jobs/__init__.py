@@ -4,15 +4,20 @@ The package, by concern: `reconciler` (a pass over one job: read, create, patch,
 cancel, refusal, a finished job's objects and retention), `conflicts` (the merge-patch conflict-retry loop),
 `backend` (which plugin a job uses), `passes` (a pass with its bookkeeping: its result, status write and attempt
 row), `batch` (a bulk submit's jobs together), `coalesce` (waiting single submits of a cluster taken into one
-batch), `common` (reasons, tunables, the exceptions that end a pass early).
+batch), `fanout` (a pass's independent creates sent at once), `common` (reasons, tunables, the exceptions that
+end a pass early).
 
 Level-triggered and idempotent (controller-runtime style): the input is a job id; a pass reads the job's
 objects (one LIST per kind by the job-UID label, or a slice of the resync's cluster-wide LISTs), builds the
 desired objects from the job row (reconcile/desired.py), and then:
 
-- creates what is missing, in dependency order: gang object(s) -> Indexed Jobs -> headless Service. A 409
-  AlreadyExists is never taken as success: the object is read and compared, and adopted only when its
-  `gangweb.io/job-uid` label names this job and it is not terminating (else NameConflict / a countdown);
+- creates what is missing, in dependency order: the root gang object, then (sent at once) the other gang objects
+  and the headless Service, which need only the root's UID, then (at once) the Indexed Jobs, whose pods need every
+  gang object (Workload -> PodGroup -> pods); with the root the only gang object, the Service goes with the Jobs.
+  Every answer of a round is recorded before its first error ends the pass (later ones are named in the
+  attempt's actions). A 409 AlreadyExists is never taken as success: the object is read and compared, and
+  adopted only when its `gangweb.io/job-uid` label names this job and it is not terminating (else NameConflict /
+  a countdown);
 - updates drifted mutable fields in place with a merge patch carrying the read `resourceVersion`; on 409 it
   reads again and retries (MAX_CONFLICT_RETRIES);
 - replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2): deletes the
