@@ -18,6 +18,7 @@ row or touches the timeline.
 """
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,15 +26,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
 
-from django.db import transaction
+from django.db import NotSupportedError, connections, router, transaction
 from django.utils import timezone
 
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from ..kube.errors import NAMESPACE_NOT_FOUND
-from ..models import GangJob, PhaseTransition
+from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..observe import metrics, why_pending
 from ..observe.evidence import JobObjects
 from ..services import timeline
+from ..statements import columns, fetch, instance, select_list
+from ..statements import update as update_row
 from .derive import (  # noqa: F401 - re-exported: what callers and tests read of a job's derivation
     REASON_MAX,
     Sighting,
@@ -81,15 +84,66 @@ def locked_row(job: GangJob) -> Iterator[GangJob]:
 
     SQLite ignores row locks; its IMMEDIATE transactions serialize writers instead. Raises GangJob.DoesNotExist
     when the row is gone.
+
+    The read is one statement of fixed text (`_locked_statement`, `scheduling/statements.py`), the instances as
+    `select_for_update(of=("self",), no_key=True).select_related("cluster", "queue").get(pk=...)` returns them:
+    compiling that queryset was most of a watch observation's CPU (bench/README.md, "Watch under churn").
     """
     with transaction.atomic(savepoint=False):
-        yield (GangJob.objects.select_for_update(of=("self",), no_key=True).select_related("cluster", "queue")
-               .get(pk=job.pk))
+        alias = router.db_for_write(GangJob)
+        sql, cols = _locked_statement(alias)
+        rows = fetch(alias, sql, [job.pk], cols)
+        if not rows:
+            raise GangJob.DoesNotExist(f"GangJob {job.pk} does not exist")
+        yield _instances(alias, rows[0])
+
+
+@functools.lru_cache(maxsize=8)
+def _locked_statement(alias: str) -> tuple[str, tuple]:
+    """(SQL, columns) reading the job with a given primary key joined with its cluster and queue (every concrete
+    field of the three, in the models' field order) and locking the job's row alone: `FOR NO KEY UPDATE OF` its
+    table's alias where the database locks rows (PostgreSQL); nothing on SQLite (`locked_row`)."""
+    connection = connections[alias]
+    qn = connection.ops.quote_name
+    job, cluster, queue = GangJob._meta, Cluster._meta, QueuePolicy._meta
+    cols = tuple(columns(GangJob, "j") + columns(Cluster, "c") + columns(QueuePolicy, "q"))
+    lock = ""
+    if connection.features.has_select_for_update:
+        if not (connection.features.has_select_for_no_key_update and connection.features.has_select_for_update_of):
+            raise NotSupportedError("locked_row needs FOR NO KEY UPDATE OF (PostgreSQL) or no row locks (SQLite)")
+        lock = " FOR NO KEY UPDATE OF j"
+    joins = " ".join(f"INNER JOIN {qn(m.db_table)} {a} ON {a}.{qn(m.pk.column)} = j.{qn(job.get_field(fk).column)}"
+                     for m, a, fk in ((cluster, "c", "cluster"), (queue, "q", "queue")))
+    sql = (f"SELECT {select_list(alias, list(cols))} FROM {qn(job.db_table)} j {joins} "
+           f"WHERE j.{qn(job.pk.column)} = %s{lock}")
+    return sql, cols
+
+
+def _instances(alias: str, row: list) -> GangJob:
+    """The job of a `_locked_statement` row with its cluster and queue set on it."""
+    first, second = len(GangJob._meta.concrete_fields), len(GangJob._meta.concrete_fields) + len(
+        Cluster._meta.concrete_fields)
+    locked = instance(alias, GangJob, row[:first])
+    locked.cluster = instance(alias, Cluster, row[first:second])
+    locked.queue = instance(alias, QueuePolicy, row[second:])
+    return locked
+
+
+@functools.lru_cache(maxsize=8)
+def _timeline_statement(alias: str) -> tuple[str, tuple]:
+    """(SQL, columns) of a job's recorded entries: phase, at, attempt, inferred."""
+    qn = connections[alias].ops.quote_name
+    cols = tuple(columns(PhaseTransition, "t", ["phase", "at", "attempt", "inferred"]))
+    return (f"SELECT {select_list(alias, list(cols))} FROM {qn(PhaseTransition._meta.db_table)} t "
+            f"WHERE t.{qn(PhaseTransition._meta.get_field('job').column)} = %s"), cols
 
 
 def read_timeline(job: GangJob) -> list[tuple]:
-    """The job's recorded entries [(phase, at, attempt, inferred)], any order: one query."""
-    return list(PhaseTransition.objects.filter(job_id=job.pk).values_list("phase", "at", "attempt", "inferred"))
+    """The job's recorded entries [(phase, at, attempt, inferred)], any order: one statement of fixed text
+    (`_timeline_statement`), the values as `values_list("phase", "at", "attempt", "inferred")` gives them."""
+    alias = router.db_for_read(PhaseTransition)
+    sql, cols = _timeline_statement(alias)
+    return [tuple(r) for r in fetch(alias, sql, [job.pk], cols)]
 
 
 def _entries(recorded: list) -> list[tuple]:
@@ -243,7 +297,7 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         if entries:
             PhaseTransition.objects.bulk_create(entries)
         if changed or entries:
-            locked.save(update_fields=[*changed, "updated_at"])
+            update_row(locked._state.db, locked, [*changed, "updated_at"])  # `save(update_fields=...)`, uncompiled
         _copy_back(job, locked)
     if observed:
         _observe_durations(locked, recorded, inferred, entries, observed)

@@ -22,7 +22,7 @@ from ..choices import TERMINAL_PHASES, DesiredState
 from ..kube.watches import ClusterWatcher
 from ..models import Cluster, ClusterNodes, GangJob
 from ..observe.evidence import JobObjects
-from ..statements import columns, fetch, select_list
+from ..statements import columns, fetch, instance, select_list
 from . import ownership, refusals, status
 
 log = logging.getLogger(__name__)
@@ -128,8 +128,8 @@ def job_with_cluster(job_uid: str) -> GangJob | None:
     if not rows:
         return None
     split = len(GangJob._meta.concrete_fields)
-    job = GangJob.from_db(alias, [f.attname for f in GangJob._meta.concrete_fields], rows[0][:split])
-    job.cluster = Cluster.from_db(alias, [f.attname for f in Cluster._meta.concrete_fields], rows[0][split:])
+    job = instance(alias, GangJob, rows[0][:split])
+    job.cluster = instance(alias, Cluster, rows[0][split:])
     return job
 
 

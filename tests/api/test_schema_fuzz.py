@@ -100,5 +100,7 @@ def test_no_generated_request_gets_a_5xx(principals, keep_db_connection):
     print(f"schemathesis: {len(calls)} generated requests over {len(operations)} operations: {by_status}")
     assert len(operations) >= 20
     assert len(calls) >= 1000
-    assert sum(n for code, n in by_status.items() if code < 300) >= 200  # many requests got through to the code
+    # Many requests got through to the code. 196 of them at the derandomized seed since unknown or malformed query
+    # parameters are a 400 (limit, cursor, phase, ordering; they were ignored before): the floor leaves room for that.
+    assert sum(n for code, n in by_status.items() if code < 300) >= 150
     assert not any(code >= 500 and code != 502 for code in by_status)
