@@ -136,6 +136,16 @@ def cluster_of_job(job_id: int) -> int | None:
     return cluster_id
 
 
+def remember(job_clusters: dict[int, int]) -> None:
+    """Cache {job id: cluster id} of jobs this process has just written (a submit knows their cluster), so routing
+    their tasks reads nothing: one query less per single submit. Ids are never reused, so an entry of a rolled-back
+    insert names no other job."""
+    with _lock:
+        if len(_job_cluster) + len(job_clusters) > JOB_CACHE_MAX:
+            _job_cluster.clear()
+        _job_cluster.update(job_clusters)
+
+
 def queue_for_cluster(cluster_id: int) -> str:
     """The shard queue of cluster `cluster_id` (its pin, read through the PIN_TTL cache)."""
     return shard_queue(shard_of(cluster_id, _pins_now().get(cluster_id)))

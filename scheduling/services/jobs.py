@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from .. import routing
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..models.jobs import fill_requested_totals
@@ -170,6 +171,7 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
             if bulk_key is not None:
                 BulkSubmitKey.objects.create(submitted_by=user, idempotency_key=bulk_key[0],
                                              request_hash=bulk_key[1], job_ids=[j.id for j in created])
+            routing.remember({j.id: j.cluster_id for j in created})  # their tasks' routing needs no lookup
             dispatch.reconcile_jobs_on_commit([j.id for j in created], submitted=True)
     except IntegrityError as exc:
         # The unique constraint is the check (no SELECT before every insert); only now look for the clash to

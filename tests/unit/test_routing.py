@@ -75,6 +75,23 @@ def test_one_clusters_work_is_routed_to_that_clusters_shard_and_other_work_is_no
 
 
 @pytest.mark.django_db
+def test_a_submitted_jobs_task_is_routed_without_reading_its_cluster(admin_user, enqueued):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from scheduling.services import jobs as job_service
+    from tests.builders import submit_body
+
+    cluster = make_cluster("c", work_shard=3)
+    template, queue = make_template(user=admin_user), make_queue(clusters=[cluster])
+    job, _ = job_service.submit(admin_user, submit_body(template, queue, cluster))
+    routing._pins_now()  # the pins are read once per PIN_TTL, not per task
+    with CaptureQueriesContext(connection) as queries:
+        assert queue_of("scheduling.reconcile_job", (job.pk,)) == "reconcile.3"
+    assert queries.captured_queries == []  # the submit told the router the job's cluster
+
+
+@pytest.mark.django_db
 def test_a_job_that_is_gone_goes_to_the_default_queue_where_its_task_logs_and_returns():
     assert queue_of("scheduling.reconcile_job", (987654,)) == "celery"
 
