@@ -57,10 +57,15 @@ def from_items(items: list[dict]) -> dict[str, dict[str, str]]:
     return {"limits": limits, "requests": requests}
 
 
+def cache_key(cluster_pk: int, namespace: str) -> str:
+    """The Django cache key of a namespace's defaults (`defaults`)."""
+    return f"limitranges:{cluster_pk}:{namespace}"
+
+
 def defaults(api, cluster_pk: int, namespace: str) -> dict[str, dict[str, str]]:
     """The container defaults of `namespace` in the cluster (`from_items` of its LimitRanges), cached for
     CACHE_SECONDS. Never raises: a failed LIST is logged and counts no defaults (for CACHE_SECONDS too)."""
-    key = f"limitranges:{cluster_pk}:{namespace}"
+    key = cache_key(cluster_pk, namespace)
     found = cache.get(key)
     if found is not None:
         return found

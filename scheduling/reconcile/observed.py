@@ -58,6 +58,9 @@ class Observed:
     listed_at: float | None = None
     # kind_key -> the StoredVersionUnreadable error its snapshot LIST got (kube/errors.py): nothing of that kind known
     unreadable: dict = field(default_factory=dict)
+    # namespace -> its LimitRange defaults (kube/limit_ranges.py), shared by the passes of one snapshot: read once per
+    # namespace per resync or batch, as of the snapshot, however long the passes take (the cache's minute may not)
+    limit_defaults: dict | None = None
 
     @property
     def from_snapshot(self) -> bool:
@@ -139,6 +142,7 @@ class Snapshot:
     by_uid: dict[str, dict[str, Observed]] = field(default_factory=lambda: defaultdict(dict))
     listed_at: float = field(default_factory=time.time)
     unreadable: dict = field(default_factory=dict)  # kind_key -> StoredVersionUnreadable error of its LIST
+    limit_defaults: dict = field(default_factory=dict)  # namespace -> LimitRange defaults, read once per snapshot
 
     def add(self, items: list[dict], ref: ObjectRef) -> None:
         """File LISTed objects of kind `ref` under their job UID and namespace."""
@@ -166,6 +170,7 @@ class Snapshot:
         observed = ownership.trust(found, job.namespace, job.owner_uids)
         observed.listed_at = self.listed_at
         observed.unreadable = dict(self.unreadable)
+        observed.limit_defaults = self.limit_defaults  # shared: the first pass in a namespace reads, the others reuse
         for ref in backend.gang_kinds:
             observed.gang_of(ref)
         return observed

@@ -259,6 +259,23 @@ def test_resync_lists_each_kind_once_whatever_the_number_of_jobs(world):
     assert counts[0][2] == counts[1][2] == 8
 
 
+def test_a_resync_reads_each_namespaces_limitranges_once_however_long_it_takes(world, monkeypatch):
+    from django.core.cache import cache
+
+    from scheduling.kube import limit_ranges
+
+    for _ in range(3):
+        world.reconcile(world.submit(backend="kai", replicas=1))
+    resync.resync_cluster(world.cluster)
+    # Nothing outlives a read in the cache, as in a resync of 10,000 jobs that takes longer than its minute.
+    monkeypatch.setattr(limit_ranges, "CACHE_SECONDS", 0)
+    cache.delete(limit_ranges.cache_key(world.cluster.pk, world.namespace))  # what the reconciles cached before
+    objects.requests.reset()
+    stats = resync.resync_cluster(world.cluster)
+    assert (stats["jobs"], stats["acted"], stats["failed"]) == (3, 0, 0)
+    assert objects.requests.counts.get("LIST core/limitranges") == 1  # one namespace, read once for its 3 jobs
+
+
 def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, kube_namespace, admin_user, enqueued):
     from scheduling.services import local_cluster
 

@@ -101,6 +101,7 @@ class JobReconciler(JobCleanup):
         served = set(job.cluster.served_apis or [])
         if served and not self.backend.available(served):  # the last probe says its API is gone
             self.retire(served)
+        self._limit_memo = observed.limit_defaults if observed is not None else None  # the snapshot's, if any
         try:
             self.observed = self.first_read(observed)
         except TransientKubeError as exc:
@@ -361,9 +362,16 @@ class JobReconciler(JobCleanup):
 
     def limit_defaults(self) -> dict:
         """The container defaults the job's namespace's LimitRanges add at admission (`kube.limit_ranges`, cached
-        per cluster and namespace), counted in the gang's minResources; read once per pass."""
+        per cluster and namespace), counted in the gang's minResources; read once per pass, and once per namespace
+        for all the passes of one resync or batch snapshot (`Observed.limit_defaults`)."""
         if not hasattr(self, "_limit_defaults"):
-            self._limit_defaults = limit_ranges.defaults(self.api, self.job.cluster_id, self.ns)
+            memo = self._limit_memo
+            if memo is not None and self.ns in memo:
+                self._limit_defaults = memo[self.ns]
+            else:
+                self._limit_defaults = limit_ranges.defaults(self.api, self.job.cluster_id, self.ns)
+                if memo is not None:
+                    memo[self.ns] = self._limit_defaults
         return self._limit_defaults
 
     def check_pod_policy(self, want: dict) -> None:
