@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, NotSupportedError, connections
 from django.db.models.expressions import Col
 from django.db.models.sql import Query
 
@@ -33,6 +33,43 @@ def instance(db: str, model, values):
     """A `model` instance from `values` of every concrete field in the model's order (`columns(model, ...)`), built
     with `Model.from_db` as the ORM builds the rows of a queryset (not adding; `_state.db` is `db`)."""
     return model.from_db(db, [f.attname for f in model._meta.concrete_fields], values)
+
+
+def joined(db: str, model, related: tuple[str, ...], key: str, lock: bool = False) -> tuple[str, tuple]:
+    """(SQL, columns) of the `model` row whose field `key` equals the one parameter, joined with the rows its
+    foreign keys `related` name (every concrete field of each, in `Model.from_db`'s order: `model`'s, then each
+    related model's in `related`'s order). With `lock`, the `model` row alone is locked (`FOR NO KEY UPDATE OF`)
+    where the database locks rows (PostgreSQL); nothing on SQLite. Raises NotSupportedError on a database that
+    locks rows but lacks that clause."""
+    connection = connections[db]
+    qn = connection.ops.quote_name
+    meta = model._meta
+    targets = [meta.get_field(fk).related_model for fk in related]
+    cols = columns(model, "j")
+    joins = []
+    for i, (fk, target) in enumerate(zip(related, targets, strict=True)):
+        cols += columns(target, f"r{i}")
+        joins.append(f"INNER JOIN {qn(target._meta.db_table)} r{i} "
+                     f"ON r{i}.{qn(target._meta.pk.column)} = j.{qn(meta.get_field(fk).column)}")
+    clause = ""
+    if lock and connection.features.has_select_for_update:
+        if not (connection.features.has_select_for_no_key_update and connection.features.has_select_for_update_of):
+            raise NotSupportedError("a locked read needs FOR NO KEY UPDATE OF (PostgreSQL) or no row locks (SQLite)")
+        clause = " FOR NO KEY UPDATE OF j"
+    sql = (f"SELECT {select_list(db, cols)} FROM {qn(meta.db_table)} j {' '.join(joins)} "
+           f"WHERE j.{qn(meta.get_field(key).column)} = %s{clause}")
+    return sql, tuple(cols)
+
+
+def joined_instance(db: str, model, related: tuple[str, ...], row: list):
+    """The `model` instance of a `joined` row, each related instance set on it (`job.cluster`, ...)."""
+    end = len(model._meta.concrete_fields)
+    obj = instance(db, model, row[:end])
+    for fk in related:
+        target = model._meta.get_field(fk).related_model
+        start, end = end, end + len(target._meta.concrete_fields)
+        setattr(obj, fk, instance(db, target, row[start:end]))
+    return obj
 
 
 _CONVERTERS: dict = {}  # (connection, SQL text) -> (compiler, converters); emptied past CONVERTERS_KEPT entries

@@ -26,16 +26,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
 
-from django.db import NotSupportedError, connections, router, transaction
+from django.db import connections, router, transaction
 from django.utils import timezone
 
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from ..kube.errors import NAMESPACE_NOT_FOUND
-from ..models import Cluster, GangJob, PhaseTransition, QueuePolicy
+from ..models import GangJob, PhaseTransition
 from ..observe import metrics, why_pending
 from ..observe.evidence import JobObjects
 from ..services import timeline
-from ..statements import columns, fetch, instance, select_list
+from ..statements import columns, fetch, joined, joined_instance, select_list
 from ..statements import update as update_row
 from .derive import (  # noqa: F401 - re-exported: what callers and tests read of a job's derivation
     REASON_MAX,
@@ -59,6 +59,9 @@ PLAIN_FIELDS = ("cleaned_up_at", "remove_after", "objects_removed_at", "backend_
 # Everything `write` may change on the row, compared with the row as read to tell whether anything changed.
 WRITTEN_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "why_pending",
                   "observed", "owner_uids", *PLAIN_FIELDS)
+
+
+RELATED = ("cluster", "queue")  # what a locked row comes with
 
 
 @contextmanager
@@ -95,38 +98,14 @@ def locked_row(job: GangJob) -> Iterator[GangJob]:
         rows = fetch(alias, sql, [job.pk], cols)
         if not rows:
             raise GangJob.DoesNotExist(f"GangJob {job.pk} does not exist")
-        yield _instances(alias, rows[0])
+        yield joined_instance(alias, GangJob, RELATED, rows[0])
 
 
 @functools.lru_cache(maxsize=8)
 def _locked_statement(alias: str) -> tuple[str, tuple]:
-    """(SQL, columns) reading the job with a given primary key joined with its cluster and queue (every concrete
-    field of the three, in the models' field order) and locking the job's row alone: `FOR NO KEY UPDATE OF` its
-    table's alias where the database locks rows (PostgreSQL); nothing on SQLite (`locked_row`)."""
-    connection = connections[alias]
-    qn = connection.ops.quote_name
-    job, cluster, queue = GangJob._meta, Cluster._meta, QueuePolicy._meta
-    cols = tuple(columns(GangJob, "j") + columns(Cluster, "c") + columns(QueuePolicy, "q"))
-    lock = ""
-    if connection.features.has_select_for_update:
-        if not (connection.features.has_select_for_no_key_update and connection.features.has_select_for_update_of):
-            raise NotSupportedError("locked_row needs FOR NO KEY UPDATE OF (PostgreSQL) or no row locks (SQLite)")
-        lock = " FOR NO KEY UPDATE OF j"
-    joins = " ".join(f"INNER JOIN {qn(m.db_table)} {a} ON {a}.{qn(m.pk.column)} = j.{qn(job.get_field(fk).column)}"
-                     for m, a, fk in ((cluster, "c", "cluster"), (queue, "q", "queue")))
-    sql = (f"SELECT {select_list(alias, list(cols))} FROM {qn(job.db_table)} j {joins} "
-           f"WHERE j.{qn(job.pk.column)} = %s{lock}")
-    return sql, cols
-
-
-def _instances(alias: str, row: list) -> GangJob:
-    """The job of a `_locked_statement` row with its cluster and queue set on it."""
-    first, second = len(GangJob._meta.concrete_fields), len(GangJob._meta.concrete_fields) + len(
-        Cluster._meta.concrete_fields)
-    locked = instance(alias, GangJob, row[:first])
-    locked.cluster = instance(alias, Cluster, row[first:second])
-    locked.queue = instance(alias, QueuePolicy, row[second:])
-    return locked
+    """(SQL, columns) reading the job with a given primary key joined with its cluster and queue, locking the job's
+    row alone where the database locks rows (`statements.joined`)."""
+    return joined(alias, GangJob, RELATED, "id", lock=True)
 
 
 @functools.lru_cache(maxsize=8)

@@ -22,7 +22,7 @@ from ..choices import TERMINAL_PHASES, DesiredState
 from ..kube.watches import ClusterWatcher
 from ..models import Cluster, ClusterNodes, GangJob
 from ..observe.evidence import JobObjects
-from ..statements import columns, fetch, instance, select_list
+from ..statements import fetch, joined, joined_instance
 from . import ownership, refusals, status
 
 log = logging.getLogger(__name__)
@@ -99,15 +99,8 @@ def with_database(fn):
 
 @functools.lru_cache(maxsize=8)
 def _job_statement(alias: str) -> tuple[str, tuple]:
-    """(SQL, columns) of the job with a given UID joined with its cluster: every concrete field of both, in the
-    models' field order (`Model.from_db` reads values in that order)."""
-    qn = connections[alias].ops.quote_name
-    job, cluster = GangJob._meta, Cluster._meta
-    cols = tuple(columns(GangJob, "j") + columns(Cluster, "c"))
-    on = f"c.{qn(cluster.pk.column)} = j.{qn(job.get_field('cluster').column)}"
-    sql = (f"SELECT {select_list(alias, list(cols))} FROM {qn(job.db_table)} j INNER JOIN {qn(cluster.db_table)} c "
-           f"ON {on} WHERE j.{qn(job.get_field('uid').column)} = %s")
-    return sql, cols
+    """(SQL, columns) of the job with a given UID joined with its cluster (`statements.joined`)."""
+    return joined(alias, GangJob, ("cluster",), "uid")
 
 
 def job_with_cluster(job_uid: str) -> GangJob | None:
@@ -127,10 +120,7 @@ def job_with_cluster(job_uid: str) -> GangJob | None:
     rows = fetch(alias, sql, [GangJob._meta.get_field("uid").get_db_prep_value(uid, connections[alias])], cols)
     if not rows:
         return None
-    split = len(GangJob._meta.concrete_fields)
-    job = instance(alias, GangJob, rows[0][:split])
-    job.cluster = instance(alias, Cluster, rows[0][split:])
-    return job
+    return joined_instance(alias, GangJob, ("cluster",), rows[0])
 
 
 def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
