@@ -69,7 +69,7 @@ def allow_namespaces(queues, names) -> None:
 
 
 def template_spec(replicas: int = 4) -> dict:
-    """A one-pod-set template: `replicas` workers of 1 CPU, 1Gi and 1 GPU each (the shape the README documents)."""
+    """A one-pod-set template: `replicas` workers of 1 CPU, 1Gi and 1 GPU each (the shape docs/api.md documents)."""
     return {
         "backend": "k8s-workload",
         "gang": {"scheduleTimeoutSeconds": 60},

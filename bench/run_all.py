@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"wrote {RESULTS_DIR / 'latest.json'}")
         from .table import update_readme
 
-        if update_readme(REPO / "README.md", document):
-            log("updated the Performance table in README.md")
+        if update_readme(REPO / "docs" / "performance.md", document):
+            log("updated the Performance table in docs/performance.md")
     elif not args.quick:
         path = RESULTS_DIR / f"partial-{'-'.join(selected)}.json"
         path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")

@@ -1,7 +1,7 @@
-"""The README's Performance table, rendered from a results document (bench/results/latest.json).
+"""The Performance table of docs/performance.md, rendered from a results document (bench/results/latest.json).
 
-``python -m bench.table`` prints it; ``run_all`` rewrites the README between the ``bench:table`` markers after a
-full run.
+``python -m bench.table`` prints it; ``run_all`` rewrites docs/performance.md between the ``bench:table`` markers
+after a full run.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Django settings for gangweb.
 
-Every deployment-specific value comes from an environment variable with a safe development default; the
-README lists them all. Nothing here reads a file outside the repository except the state directory.
+Every deployment-specific value comes from an environment variable with a safe development default;
+docs/configuration.md lists them all. Nothing here reads a file outside the repository except the state directory.
 """
 import os
 from datetime import timedelta

@@ -272,7 +272,7 @@ class TemplateVersionSerializer(serializers.ModelSerializer):
 class RuntimeTemplateSerializer(serializers.ModelSerializer):
     """A runtime template. Writing `spec` stores a new version; jobs already submitted keep theirs."""
 
-    spec = serializers.JSONField(write_only=True, help_text="template spec; see the README for its shape")
+    spec = serializers.JSONField(write_only=True, help_text="template spec; see docs/api.md for its shape")
     queue = serializers.SlugRelatedField(slug_field="name", queryset=QueuePolicy.objects.all(), allow_null=True,
                                          required=False, help_text="owning team queue; empty = shared")
     latest_version = serializers.SerializerMethodField()

@@ -1,6 +1,7 @@
-"""The README's queue and template examples work as written on `make run`'s local cluster: their three request
-bodies, posted in order as the README posts them (a queue, a template as a platform admin, then a job of it to the
-new queue on cluster "local"), in a world set up as `make run` sets it up (services/local_cluster.py)."""
+"""The documented examples work as written on `make run`'s local cluster: the README's first job, and the queue and
+template examples of docs/api.md, their three request bodies posted in order as the page posts them (a queue, a
+template as a platform admin, then a job of it to the new queue on cluster "local"), in a world set up as `make run`
+sets it up (services/local_cluster.py)."""
 import json
 import re
 from pathlib import Path
@@ -12,12 +13,14 @@ from scheduling.services import local_cluster
 from tests import builders
 
 pytestmark = pytest.mark.django_db
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+API_DOC = REPO / "docs" / "api.md"
 
 
-def readme_bodies(marker: str) -> list[tuple[str, dict]]:
-    """[(path, JSON body)] of the curl POSTs in the README's bash block that contains `marker`."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+def readme_bodies(marker: str, page: Path = API_DOC) -> list[tuple[str, dict]]:
+    """[(path, JSON body)] of the curl POSTs in the page's bash block that contains `marker`."""
+    blocks = re.findall(r"```bash\n(.*?)```", page.read_text(), re.S)
     (block,) = [b for b in blocks if marker in b]
     return [(path, json.loads(body)) for path, body in re.findall(r"-X POST \$GW(/\S+) .*?-d '(.*?)'", block, re.S)]
 
@@ -67,3 +70,15 @@ def test_the_schema_needs_a_login_and_the_readme_says_so(client, db):
     text = " ".join(README.read_text().split())
     assert ("`/api/schema/` (OpenAPI 3; YAML, or JSON with `?format=json`), browsable at `/api/docs/`: both need a "
             "login as the API does") in text
+
+
+def test_the_readmes_first_job_is_accepted_on_the_local_cluster(api, enqueued, local_world):
+    """The README's first curl POST, as written, against the template and queue `make run` installs."""
+    from scheduling.services import templates as template_service
+
+    template_service.create_template(None, local_cluster.SAMPLE_TEMPLATE, "sample", local_cluster.SAMPLE_SPEC)
+    [(path, body)] = readme_bodies('"name": "hello"', README)
+    r = api.post(path, body, format="json")
+    assert r.status_code == 201, r.data
+    job = GangJob.objects.get(pk=r.data["id"])
+    assert (job.name, job.queue.name, job.cluster.name, job.namespace) == ("hello", "default", "local", "default")

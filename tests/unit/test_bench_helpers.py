@@ -1,4 +1,4 @@
-"""The benchmark runner's pure helpers: percentiles, ratios and the README table."""
+"""The benchmark runner's pure helpers: percentiles, ratios and the Performance table."""
 import pytest
 
 from bench.common import percentile, ratio
