@@ -1,5 +1,5 @@
 """Metrics fed from the rows the reconcile already writes: every reconcile pass leaves a ReconcileAttempt row
-(house rule 8, docs/development.md), so its duration and outcome are observed here, whichever code path wrote it (a Celery task, a
+(house rule 8), so its duration and outcome are observed here, whichever code path wrote it (a Celery task, a
 bulk batch, the resync), without the reconcile code knowing about Prometheus.
 """
 from __future__ import annotations

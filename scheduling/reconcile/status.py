@@ -5,7 +5,7 @@ objects, a restart, gangweb's own decision such as Cancelled or Failed, an error
 the Jobs it created) and calls `write` once at its end; the cluster watcher writes a sighting alone
 (`observe_objects`). `write` locks the job's row (`locked_row`, the one lock helper for it; the rule is written
 there), re-derives against the row as it is then, appends the missing timeline entries and saves the changed
-fields in one UPDATE, and writes nothing when nothing changed (house rule 7, docs/development.md). The derivation is
+fields in one UPDATE, and writes nothing when nothing changed (house rule 7). The derivation is
 `reconcile/derive.py`, over the pure rules in `scheduling.observe`. Phase history is append-only: one entry per
 phase and attempt, in order (a re-queued gang starts a new attempt: `observe.phases.requeue_entry`).
 
