@@ -93,7 +93,8 @@ GANGWEB_WAITS_PER_USER = int(os.environ.get("GANGWEB_WAITS_PER_USER", "8"))
 # address that job links in payloads start with; whether receivers may be loopback/private/link-local addresses.
 GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))
 GANGWEB_PUBLIC_URL = os.environ.get("GANGWEB_PUBLIC_URL", "http://127.0.0.1:8000")
-GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = env_bool("GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", False)
+# Off (default), 1 (every private range), or a comma-separated CIDR list (scheduling/addresses.AddressPolicy.parse).
+GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = os.environ.get("GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", "")
 # One delivery attempt's connect and read timeouts (s): a slower receiver is a failed attempt, retried with backoff.
 GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS", "3"))
 GANGWEB_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_TIMEOUT_SECONDS", "5"))
