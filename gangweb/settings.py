@@ -86,9 +86,15 @@ GANGWEB_METRICS_TOKEN = os.environ.get("GANGWEB_METRICS_TOKEN", "")
 GANGWEB_METRICS_PUBLIC = env_bool("GANGWEB_METRICS_PUBLIC", TESTING)
 # Long-poll waits (GET /api/v1/jobs/wait/): each web process reads the jobs its waiters wait on this often (s).
 GANGWEB_WAIT_POLL_SECONDS = float(os.environ.get("GANGWEB_WAIT_POLL_SECONDS", "1.0"))
-# Long-polls one user (or one API token) may hold at a time in one web process; more answer 429 + Retry-After. A
-# waiter holds a web thread, so without a cap one read-only token could hold them all (gthread: 16 per process).
-GANGWEB_WAITS_PER_USER = int(os.environ.get("GANGWEB_WAITS_PER_USER", "8"))
+# Long-polls one user (all their tokens and sessions together) may hold at a time in one web process, and that the
+# process holds in all; more answer 429 + Retry-After. A waiter holds a web thread (gthread: the chart runs 16 per
+# process), so the process cap keeps the other threads for ordinary requests and health checks: keep it at most
+# half of gunicorn's --threads (the chart sets it so). Issue 32 row 3.
+GANGWEB_WAITS_PER_USER = int(os.environ.get("GANGWEB_WAITS_PER_USER", "4"))
+GANGWEB_WAITS_PER_PROCESS = int(os.environ.get("GANGWEB_WAITS_PER_PROCESS", "8"))
+# Active (unrevoked, unexpired) API tokens per user, and webhook subscriptions per user: more is 409 naming the cap.
+GANGWEB_TOKENS_PER_USER = int(os.environ.get("GANGWEB_TOKENS_PER_USER", "20"))
+GANGWEB_WEBHOOKS_PER_USER = int(os.environ.get("GANGWEB_WEBHOOKS_PER_USER", "25"))
 # Webhooks (services/notifications.py): how often new timeline entries become deliveries (s); the dashboard's
 # address that job links in payloads start with; whether receivers may be loopback/private/link-local addresses.
 GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))
