@@ -308,6 +308,13 @@ AXES_FAILURE_LIMIT = int(os.environ.get("GANGWEB_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("GANGWEB_LOGIN_COOLOFF_SECONDS", "900")))
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
+# The client address the lockout is keyed by (issue 32 row 6): REMOTE_ADDR, or, for a request that came through one
+# of the install's own proxies (GANGWEB_TRUSTED_PROXIES: comma-separated CIDRs, e.g. the ingress controller's pod
+# network), the nearest X-Forwarded-For entry that is not such a proxy. Empty (default): X-Forwarded-For is never
+# believed. scheduling/client_address.py; docs/security.md "Web". A locked-out pair recovers after the cool-off, or
+# at once with `manage.py axes_reset_username <name>` / `axes_reset_ip <address>` or in /admin/ (Axes).
+GANGWEB_TRUSTED_PROXIES = os.environ.get("GANGWEB_TRUSTED_PROXIES", "")
+AXES_CLIENT_IP_CALLABLE = "scheduling.client_address.client_ip"
 AXES_VERBOSE = False
 
 # Behind TLS in production: SECURE_COOKIES=1 marks cookies Secure and turns on HSTS.
