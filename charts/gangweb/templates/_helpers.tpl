@@ -80,8 +80,10 @@ runs before install; otherwise (bundled PostgreSQL, chart-made secrets) after in
 - name: DATABASE_CONN_MAX_AGE
   value: {{ .Values.database.connMaxAge | quote }}
 {{- if .Values.redisServer.bundled.enabled }}
+- name: GANGWEB_REDIS_PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ include "gangweb.secretName" . }}, key: {{ .Values.secrets.redisPasswordKey }}}}
 - name: REDIS_URL
-  value: "redis://{{ include "gangweb.fullname" . }}-redis:6379/0"
+  value: "redis://:$(GANGWEB_REDIS_PASSWORD)@{{ include "gangweb.fullname" . }}-redis:6379/0"
 {{- else if .Values.redis.urlSecret.name }}
 - name: REDIS_URL
   valueFrom: {secretKeyRef: {name: {{ .Values.redis.urlSecret.name }}, key: {{ .Values.redis.urlSecret.key }}}}
