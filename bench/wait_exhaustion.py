@@ -63,7 +63,7 @@ def _victim(base: str, token: str, samples: int) -> dict:
             "healthz": _summary(_timed(requests.Session(), f"{base}/healthz", samples))}
 
 
-def _phase(base: str, victim_token: str, samples: int, attack: dict | None) -> dict:
+def _phase(base: str, victim_token: str, samples: int, attack: dict | None, warmup: float = 5) -> dict:
     stop, held, refused, errors = threading.Event(), [0], [0], []
 
     def attacker(index: int) -> None:
@@ -94,7 +94,7 @@ def _phase(base: str, victim_token: str, samples: int, attack: dict | None) -> d
     for t in threads:
         t.start()
     if threads:
-        time.sleep(5)  # every wait the rules allow is held before the victim starts
+        time.sleep(warmup)  # every wait the rules allow is held before the victim starts
     load_before = os.getloadavg()
     result = _victim(base, victim_token, samples)
     result["load_average_1m"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--attackers", type=int, default=64)
     parser.add_argument("--uncapped", action="store_true", help="also measure with the wait caps lifted")
+    parser.add_argument("--warmup", type=float, default=5, help="seconds the attack runs before the victim asks")
     parser.add_argument("--uncapped-samples", type=int, default=10,
                         help="samples of the uncapped phase (each may wait for a long-poll to end: up to 25 s)")
     args = parser.parse_args(argv)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 wait_for(lambda b=base: requests.get(f"{b}/healthz", timeout=2).status_code == 200, 60, "gunicorn")
                 log(f"wait exhaustion: phase {name}")
-                results["phases"][name] = _phase(base, victim_token, samples, attacking)
+                results["phases"][name] = _phase(base, victim_token, samples, attacking, args.warmup)
                 log(f"wait exhaustion: {name}: {json.dumps(results['phases'][name])}")
             finally:
                 web.terminate()

@@ -12,7 +12,7 @@ class SchedulingConfig(AppConfig):
     def ready(self):
         from django.core.exceptions import ImproperlyConfigured
 
-        from . import addresses
+        from . import addresses, checks  # noqa: F401 - checks: registers the system checks
         from .backends import registry
         from .kube.errors import install_log_redaction
         from .observe import signals  # noqa: F401 - connects the reconcile metrics receiver

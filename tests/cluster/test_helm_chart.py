@@ -318,3 +318,18 @@ def test_row8_the_cluster_role_is_exactly_what_the_code_calls(helm):
     assert role["rules"] == rbac.as_policy_rules()
     pods = [r for r in role["rules"] if "pods" in r["resources"]]
     assert pods == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+
+
+@pytest.mark.parametrize("values", [(DEV_VALUES,), (HA_VALUES,)], ids=["default", "ha"])
+def test_row10_every_gangweb_container_shares_one_redis_so_limits_are_never_per_process(helm, values):
+    """Without Redis the throttles and the bulk quota count per process (docs/security.md); the chart always gives
+    every gangweb container a REDIS_URL (bundled or external), and a render without any Redis fails."""
+    objects = render(helm, "gangweb", *values)
+    for o in objects:
+        if o["kind"] in ("Deployment", "Job") and o["metadata"]["labels"].get("app.kubernetes.io/component") in (
+                *PROCESSES, "migrate"):
+            for c in o["spec"]["template"]["spec"]["containers"]:
+                assert "REDIS_URL" in env_of(c), f"{o['metadata']['name']}/{c['name']}"
+    done = subprocess.run([*helm, "template", RELEASE, str(CHART), "-f", str(DEV_VALUES), "--set",
+                           "redisServer.bundled.enabled=false"], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "redis.url or redis.urlSecret.name" in done.stderr
