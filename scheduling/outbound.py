@@ -98,6 +98,17 @@ def pool_manager(*, server_name: str | None, ssl_context: ssl.SSLContext | None,
     return NoRedirectPoolManager(**kwargs)
 
 
+def without_redirects(manager: urllib3.PoolManager) -> urllib3.PoolManager:
+    """The same pool manager (its connection keywords, its proxy) rebuilt so that it never follows a redirect: for
+    clients whose pools the kubernetes library built itself (in-cluster mode)."""
+    if isinstance(manager, (NoRedirectPoolManager, NoRedirectProxyManager)):
+        return manager
+    if isinstance(manager, urllib3.ProxyManager):
+        return NoRedirectProxyManager(proxy_url=str(manager.proxy), proxy_headers=manager.proxy_headers,
+                                      **manager.connection_pool_kw)
+    return NoRedirectPoolManager(**manager.connection_pool_kw)
+
+
 def server_name_for(host: str, tls_server_name: str | None = None) -> str | None:
     """The TLS name to send and verify: `tls_server_name` when given, else `host` unless it is an IP literal."""
     return tls_server_name or (None if addresses.is_ip_literal(host) else host)

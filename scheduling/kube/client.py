@@ -119,6 +119,9 @@ def build_client(cluster) -> client.ApiClient:
             raise TerminalKubeError(INVALID_KUBECONFIG, f"cluster {cluster.name}: not running in a cluster "
                                                         f"({exc})") from None
         api = client.ApiClient(configuration)
+        default_pools = api.rest_client.pool_manager
+        api.rest_client.pool_manager = outbound.without_redirects(default_pools)  # the platform's own server too
+        default_pools.clear()
         throttle.limit(api, cluster)
         return api
     conn, address = connection_for(cluster)
