@@ -51,8 +51,18 @@ def test_row8_no_pod_writes_and_no_priority_class_writes():
     assert not any("*" in resources or "*" in verbs for _, resources, verbs in rbac.RULES)
 
 
-def test_row8_requests_outside_the_rules_are_reported():
+def test_row8_a_request_outside_the_rules_is_recorded_and_logged(caplog):
     from scheduling.kube import objects
+    from scheduling.kube.refs import JOB, POD
 
-    assert rbac.allowed("CREATE", "batch", "jobs") and not rbac.allowed("CREATE", "", "pods")
-    assert objects.rbac_misses == set()  # nothing in this process asked for a right RULES lacks
+    class Api:  # stands in for the ApiClient: every call answers {}
+        def call_api(self, *args, **kwargs):
+            return {}
+
+    objects.rbac_misses.discard("CREATE core/pods")
+    objects.create(Api(), JOB, {"metadata": {"namespace": "ns", "name": "j"}})
+    assert "CREATE batch/jobs" not in objects.rbac_misses
+    objects.create(Api(), POD, {"metadata": {"namespace": "ns", "name": "p"}})
+    assert "CREATE core/pods" in objects.rbac_misses
+    assert "kube request CREATE core/pods is not in scheduling/kube/rbac.py RULES" in caplog.text
+    objects.rbac_misses.discard("CREATE core/pods")
