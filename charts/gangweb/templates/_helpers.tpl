@@ -115,6 +115,8 @@ runs before install; otherwise (bundled PostgreSQL, chart-made secrets) after in
   value: {{ ternary "1" "0" .Values.config.secureProxySslHeader | quote }}
 - name: GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES
   value: {{ .Values.config.allowPrivateClusterAddresses | quote }}
+- name: GANGWEB_TRUSTED_PROXIES
+  value: {{ .Values.config.trustedProxies | quote }}
 - name: GANGWEB_PLATFORM_ADMIN_GROUP
   value: {{ .Values.config.platformAdminGroup | quote }}
 - name: GANGWEB_RESERVED_NAMESPACES
