@@ -57,10 +57,11 @@ class RecordingServer:
     """A TLS server on 127.0.0.1 that records requests; use as a context manager (started on enter)."""
 
     def __init__(self, answers: dict | None = None, client_ca_pem: bytes | None = None, *, host: str = "127.0.0.1",
-                 tls: bool = True, fallback: tuple = (404, "no such path")):
-        """`client_ca_pem`: require a client certificate issued by (or equal to) this certificate."""
+                 tls: bool = True, fallback: tuple = (404, "no such path"), writes: tuple | None = None):
+        """`client_ca_pem`: require a client certificate issued by (or equal to) this certificate. `writes`: the
+        answer to every POST and PUT whatever the path (else they are answered as a GET of the path)."""
         self.answers = dict(KUBERNETES if answers is None else answers)
-        self.host, self.tls, self.fallback = host, tls, fallback
+        self.host, self.tls, self.fallback, self.writes = host, tls, fallback, writes
         self.requests: list[dict] = []
         self.cert_pem, key_pem = self_signed()
         self._dir = tempfile.TemporaryDirectory()
@@ -84,7 +85,10 @@ class RecordingServer:
                 server.requests.append({"method": self.command, "path": self.path, "headers": headers, "peer": peer,
                                         "body": body_sent})
                 path = self.path.split("?", 1)[0]
-                status, body, *extra = server.answers.get(path, server.answers.get(path.rstrip("/"), server.fallback))
+                answer = server.answers.get(path, server.answers.get(path.rstrip("/"), server.fallback))
+                if body_sent is not None and server.writes is not None:
+                    answer = server.writes
+                status, body, *extra = answer
                 data = json.dumps(body).encode() if isinstance(body, (dict, list)) else str(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json" if isinstance(body, (dict, list))

@@ -15,7 +15,12 @@ from scheduling.kube.errors import TransientKubeError
 from scheduling.models import Cluster, GangJob, ReconcileAttempt, WebhookDelivery
 from scheduling.reconcile import jobs as job_reconcile
 from scheduling.services import notifications
-from tests.fake_apiserver import RecordingServer
+from tests.fake_apiserver import VERSION, RecordingServer
+
+APIS_WITH_WORKLOADS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+    {"name": group, "versions": [{"groupVersion": f"{group}/{v}", "version": v}],
+     "preferredVersion": {"groupVersion": f"{group}/{v}", "version": v}}
+    for group, v in (("batch", "v1"), ("scheduling.k8s.io", "v1beta1"))]}
 
 pytestmark = pytest.mark.django_db
 
@@ -103,6 +108,29 @@ def test_row1_cluster_client_never_follows_a_redirect_to_a_forbidden_address(tea
     assert failed is not None and failed.reason == "Redirected"
     assert GangJob.objects.get(pk=teams.a_job.pk).phase_reason == "Redirected"
     assert ReconcileAttempt.objects.filter(cluster=local, reason="Redirected").exists()
+
+
+def test_row1_job_creates_answered_307_never_reach_the_internal_service(teams, settings):
+    """The API server answers reads normally (empty lists) and every create 307 to the internal service. Before:
+    the creates, with the job's objects as their bodies, were re-sent there (a 307 keeps the method and body)."""
+    settings.GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES = "127.0.0.1/32"
+    empty = (200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []})
+    with RecordingServer(host="127.0.0.3", tls=False, answers={}, fallback=(201, {})) as internal:
+        moved = (307, "", {"Location": f"{internal.url}/stolen"})
+        with RecordingServer(answers={"/version": (200, VERSION), "/apis": (200, APIS_WITH_WORKLOADS)},
+                             fallback=empty, writes=moved) as allowed:
+            store_directly(teams.local, allowed.kubeconfig())
+            job = GangJob.objects.select_related("cluster", "queue").get(pk=teams.a_job.pk)
+            try:
+                job_reconcile.run_pass(job)
+                failed = None
+            except TransientKubeError as exc:
+                failed = exc
+            posted = [r for r in allowed.requests if r["method"] == "POST"]
+        reached = list(internal.requests)
+    assert posted, "the reconcile tried to create the job's objects"
+    assert reached == [], f"{len(reached)} redirected requests reached the internal service"
+    assert failed is not None and failed.reason == "Redirected"
 
 
 def test_row1_webhook_delivery_never_follows_a_redirect(teams, settings):
