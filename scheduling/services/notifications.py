@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -194,7 +195,7 @@ def create_subscription(user, data) -> tuple[WebhookSubscription, str]:
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
     with transaction.atomic():
         # The owner's row is locked so two concurrent creates cannot both pass the cap.
-        type(user).objects.select_for_update().filter(pk=user.pk).first()
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         cap = webhooks_per_user()
         held = WebhookSubscription.objects.filter(owner=user).count()
         if held >= cap:
