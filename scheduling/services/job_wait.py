@@ -155,12 +155,6 @@ def limits() -> tuple[int, int]:
     return min(per_process, max(1, int(getattr(settings, "GANGWEB_WAITS_PER_USER", 4)))), per_process
 
 
-def held() -> int:
-    """Long-polls this process holds now (every user)."""
-    with _slots_lock:
-        return sum(_slots.values())
-
-
 @contextmanager
 def wait_slot(user_id: int):
     """Hold one long-poll slot of user `user_id` in this process for the duration of the block.
