@@ -86,14 +86,21 @@ GANGWEB_METRICS_TOKEN = os.environ.get("GANGWEB_METRICS_TOKEN", "")
 GANGWEB_METRICS_PUBLIC = env_bool("GANGWEB_METRICS_PUBLIC", TESTING)
 # Long-poll waits (GET /api/v1/jobs/wait/): each web process reads the jobs its waiters wait on this often (s).
 GANGWEB_WAIT_POLL_SECONDS = float(os.environ.get("GANGWEB_WAIT_POLL_SECONDS", "1.0"))
-# Long-polls one user (or one API token) may hold at a time in one web process; more answer 429 + Retry-After. A
-# waiter holds a web thread, so without a cap one read-only token could hold them all (gthread: 16 per process).
-GANGWEB_WAITS_PER_USER = int(os.environ.get("GANGWEB_WAITS_PER_USER", "8"))
+# Long-polls one user (all their tokens and sessions together) may hold at a time in one web process, and that the
+# process holds in all; more answer 429 + Retry-After. A waiter holds a web thread (gthread: the chart runs 16 per
+# process), so the process cap keeps the other threads for ordinary requests and health checks: keep it at most
+# half of gunicorn's --threads (the chart sets it so). Issue 32 row 3.
+GANGWEB_WAITS_PER_USER = int(os.environ.get("GANGWEB_WAITS_PER_USER", "4"))
+GANGWEB_WAITS_PER_PROCESS = int(os.environ.get("GANGWEB_WAITS_PER_PROCESS", "8"))
+# Active (unrevoked, unexpired) API tokens per user, and webhook subscriptions per user: more is 409 naming the cap.
+GANGWEB_TOKENS_PER_USER = int(os.environ.get("GANGWEB_TOKENS_PER_USER", "20"))
+GANGWEB_WEBHOOKS_PER_USER = int(os.environ.get("GANGWEB_WEBHOOKS_PER_USER", "25"))
 # Webhooks (services/notifications.py): how often new timeline entries become deliveries (s); the dashboard's
 # address that job links in payloads start with; whether receivers may be loopback/private/link-local addresses.
 GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))
 GANGWEB_PUBLIC_URL = os.environ.get("GANGWEB_PUBLIC_URL", "http://127.0.0.1:8000")
-GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = env_bool("GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", False)
+# Off (default), 1 (every private range), or a comma-separated CIDR list (scheduling/addresses.AddressPolicy.parse).
+GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = os.environ.get("GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", "")
 # One delivery attempt's connect and read timeouts (s): a slower receiver is a failed attempt, retried with backoff.
 GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS", "3"))
 GANGWEB_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_TIMEOUT_SECONDS", "5"))
@@ -301,6 +308,13 @@ AXES_FAILURE_LIMIT = int(os.environ.get("GANGWEB_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("GANGWEB_LOGIN_COOLOFF_SECONDS", "900")))
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
+# The client address the lockout is keyed by (issue 32 row 6): REMOTE_ADDR, or, for a request that came through one
+# of the install's own proxies (GANGWEB_TRUSTED_PROXIES: comma-separated CIDRs, e.g. the ingress controller's pod
+# network), the nearest X-Forwarded-For entry that is not such a proxy. Empty (default): X-Forwarded-For is never
+# believed. scheduling/client_address.py; docs/security.md "Web". A locked-out pair recovers after the cool-off, or
+# at once with `manage.py axes_reset_username <name>` / `axes_reset_ip <address>` or in /admin/ (Axes).
+GANGWEB_TRUSTED_PROXIES = os.environ.get("GANGWEB_TRUSTED_PROXIES", "")
+AXES_CLIENT_IP_CALLABLE = "scheduling.client_address.client_ip"
 AXES_VERBOSE = False
 
 # Behind TLS in production: SECURE_COOKIES=1 marks cookies Secure and turns on HSTS.

@@ -11,7 +11,8 @@ name resolves to (all of them must pass, so a name with one public and one priva
   OpenStack, fd00:ec2::254 for AWS over IPv6, 169.254.170.2 for ECS task credentials, 100.100.100.200 for Alibaba).
 - Refused unless the install allows them (`AddressPolicy.allowed`): every other non-global address: loopback,
   link-local, private (RFC 1918, unique-local fc00::/7), shared CGNAT (100.64.0.0/10), documentation and
-  benchmarking ranges, and IPv4 carried inside IPv6 (IPv4-mapped, NAT64, 6to4, Teredo) judged as the IPv4.
+  benchmarking ranges, and IPv4 carried inside IPv6 (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) judged
+  as the IPv4.
 - Public (global) addresses pass.
 
 `AddressPolicy.parse(value)` reads an install setting: "" / "0" / "off" (nothing extra), "1" / "on" / "all"
@@ -28,8 +29,11 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import logging
 import socket
 from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -89,11 +93,15 @@ def cluster_policy() -> AddressPolicy:
 
 
 def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (IPv4-mapped, NAT64 64:ff9b::/96, 6to4, Teredo server), if any."""
+    """The IPv4 address an IPv6 address carries (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d (RFC 4291
+    2.5.5.1, deprecated but still routed to the IPv4 address by some stacks), NAT64 64:ff9b::/96, 6to4, Teredo
+    server), if any. `::` and `::1` are not IPv4-compatible: they keep their own meaning (unspecified, loopback)."""
     if address.version != 6:
         return None
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
+    if int(address) >> 32 == 0 and int(address) > 1:  # the top 96 bits zero: IPv4-compatible (issue 32 row 5)
+        return ipaddress.IPv4Address(int(address))
     if address in NAT64:
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if address.sixtofour is not None:
@@ -165,6 +173,9 @@ def resolve(host: str, port: int, policy: AddressPolicy) -> list[str]:
     for address in addresses:
         reason = why_refused(address, policy)
         if reason:
-            raise AddressRefused(f"{host} resolves to {address}, a {reason}; this install does not allow it "
+            # What a name resolves to stays in the server log: the message is shown to the tenant, and naming the
+            # address (or its kind) would map the internal network for them (issue 32 row 7).
+            log.info("outbound address rules: %s resolves to %s, a %s: refused", host, address, reason)
+            raise AddressRefused(f"{host} is unreachable: it resolves to an address this install does not allow "
                                  "(see docs/security.md, outbound address rules)")
     return addresses

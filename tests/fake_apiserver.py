@@ -5,7 +5,10 @@ at), for the kubeconfig trust tests (issue 15: C1, H1, M1, M2, L1).
 `cryptography` (subject alternative names 127.0.0.1 and localhost), records every request (method, path, headers
 with lower-case names) in `requests`, and answers each path from `answers` ({path: (status, body dict or text)});
 unknown paths get 404 with a text body. A PATCH is recorded with its JSON body and answered 200 `{}`.
-`kubeconfig(...)` writes a kubeconfig for it that trusts its certificate.
+`kubeconfig(...)` writes a kubeconfig for it that trusts its certificate. An answer may carry headers as a third
+item (`(307, "", {"Location": ...})`); `fallback` answers every path not in `answers`; POST and PUT are recorded
+with their body and answered like GET. `host` picks the loopback address to listen on (127.0.0.1 by default) and
+`tls=False` makes it plain HTTP (an internal service that a redirect could aim at).
 """
 from __future__ import annotations
 
@@ -53,9 +56,12 @@ def self_signed(names=("localhost",), ips=("127.0.0.1",)) -> tuple[bytes, bytes]
 class RecordingServer:
     """A TLS server on 127.0.0.1 that records requests; use as a context manager (started on enter)."""
 
-    def __init__(self, answers: dict | None = None, client_ca_pem: bytes | None = None):
-        """`client_ca_pem`: require a client certificate issued by (or equal to) this certificate."""
+    def __init__(self, answers: dict | None = None, client_ca_pem: bytes | None = None, *, host: str = "127.0.0.1",
+                 tls: bool = True, fallback: tuple = (404, "no such path"), writes: tuple | None = None):
+        """`client_ca_pem`: require a client certificate issued by (or equal to) this certificate. `writes`: the
+        answer to every POST and PUT whatever the path (else they are answered as a GET of the path)."""
         self.answers = dict(KUBERNETES if answers is None else answers)
+        self.host, self.tls, self.fallback, self.writes = host, tls, fallback, writes
         self.requests: list[dict] = []
         self.cert_pem, key_pem = self_signed()
         self._dir = tempfile.TemporaryDirectory()
@@ -73,19 +79,31 @@ class RecordingServer:
             def log_message(self, *args):  # quiet
                 pass
 
-            def do_GET(self):
+            def do_GET(self, body_sent=None):
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 peer = self.connection.getpeercert() if client_ca_pem else None
-                server.requests.append({"method": "GET", "path": self.path, "headers": headers, "peer": peer})
+                server.requests.append({"method": self.command, "path": self.path, "headers": headers, "peer": peer,
+                                        "body": body_sent})
                 path = self.path.split("?", 1)[0]
-                status, body = server.answers.get(path, server.answers.get(path.rstrip("/"), (404, "no such path")))
+                answer = server.answers.get(path, server.answers.get(path.rstrip("/"), server.fallback))
+                if body_sent is not None and server.writes is not None:
+                    answer = server.writes
+                status, body, *extra = answer
                 data = json.dumps(body).encode() if isinstance(body, (dict, list)) else str(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json" if isinstance(body, (dict, list))
                                  else "text/plain")
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def do_POST(self):
+                """Recorded with its body (text) and answered as a GET of the path would be."""
+                self.do_GET(self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace"))
+
+            do_PUT = do_POST
 
             def do_PATCH(self):
                 """Recorded with its body (JSON) and answered 200 with an empty object, whatever the path."""
@@ -98,8 +116,9 @@ class RecordingServer:
                 self.end_headers()
                 self.wfile.write(b"{}")
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
+        if tls:
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -114,7 +133,7 @@ class RecordingServer:
 
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def kubeconfig(self, user: dict | None = None, server: str | None = None, cluster_extra: dict | None = None) -> str:
         """A kubeconfig for this server (CA = its certificate) with `user` as the user entry (default a token)."""

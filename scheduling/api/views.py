@@ -665,10 +665,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         cursor = job_wait.cursor_of((j.pk, j.phase, len(j.transitions.all())) for j in jobs)
         timed_out = False
         if cursor == after and jobs and not all(j.is_terminal for j in jobs):
-            token = access.token_of(request.user)
-            key = ("token", token.pk) if token is not None else ("user", request.user.pk)
             try:
-                with job_wait.wait_slot(key):
+                with job_wait.wait_slot(request.user.pk):  # per user, whichever token or session asks
                     while cursor == after and jobs and not all(j.is_terminal for j in jobs):
                         remaining = deadline - time.monotonic()
                         if remaining <= 0:

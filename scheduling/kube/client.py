@@ -12,7 +12,9 @@ from a private temporary file deleted as soon as it is loaded (client certificat
 Clients are cached per process, keyed by the cluster's id and a hash of its connection settings, so editing a
 cluster's kubeconfig takes effect on the next call without a restart; a cached client is rebuilt after
 `PIN_SECONDS` so the host name is resolved (and checked) again. Requests time out (`REQUEST_TIMEOUT`) and
-urllib3 retries once, so an unreachable cluster fails a reconcile pass in seconds instead of hanging a worker.
+urllib3 retries once, so an unreachable cluster fails a reconcile pass in seconds instead of hanging a worker; a
+redirect is never followed (issue 32 row 1: it would take the request past the address rules) and is reported
+as `errors.REDIRECTED`.
 Every request first takes a token of the cluster's client rate limit (QPS/burst, `throttle`).
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ from django.conf import settings
 from kubernetes import client, config
 from requests.utils import should_bypass_proxies
 
-from .. import addresses
+from .. import addresses, outbound
 from . import kubeconfig_policy, throttle
 from .errors import CLUSTER_UNREACHABLE, TerminalKubeError, TransientKubeError
 
@@ -65,18 +67,17 @@ def _ssl_context(conn: kubeconfig_policy.Connection) -> ssl.SSLContext:
 
 
 def _pool_manager(conn: kubeconfig_policy.Connection, configuration: client.Configuration) -> urllib3.PoolManager:
-    """A urllib3 pool manager that verifies TLS with `conn`'s CA and presents its client certificate; SNI and
-    the certificate check use the server's host name (or tls-server-name) while the socket goes to the pinned IP.
-    The install's own proxy environment (HTTPS_PROXY / NO_PROXY, read by `client.Configuration`) still applies."""
-    kwargs = {"num_pools": 4, "maxsize": configuration.connection_pool_maxsize or 4, "cert_reqs": ssl.CERT_REQUIRED,
-              "ssl_context": _ssl_context(conn), "retries": configuration.retries}
-    server_name = conn.tls_server_name or (None if addresses.is_ip_literal(conn.host) else conn.host)
-    if server_name:
-        kwargs["server_hostname"] = server_name
+    """A pinned pool manager (`scheduling.outbound`: the socket goes to the checked IP in the URL, SNI and the
+    certificate check use the server's host name or tls-server-name, no redirect is ever followed) that verifies
+    TLS with `conn`'s CA and presents its client certificate. The install's own proxy environment (HTTPS_PROXY /
+    NO_PROXY, read by `client.Configuration`) still applies."""
+    proxy = None
     if configuration.proxy and not should_bypass_proxies(configuration.host, no_proxy=configuration.no_proxy or ""):
-        return urllib3.ProxyManager(proxy_url=configuration.proxy, proxy_headers=configuration.proxy_headers,
-                                    **kwargs)
-    return urllib3.PoolManager(**kwargs)
+        proxy = configuration.proxy
+    return outbound.pool_manager(server_name=outbound.server_name_for(conn.host, conn.tls_server_name),
+                                 ssl_context=_ssl_context(conn), retries=configuration.retries,
+                                 maxsize=configuration.connection_pool_maxsize or 4, proxy=proxy,
+                                 proxy_headers=configuration.proxy_headers)
 
 
 def connection_for(cluster) -> tuple[kubeconfig_policy.Connection, str]:
@@ -118,11 +119,13 @@ def build_client(cluster) -> client.ApiClient:
             raise TerminalKubeError(INVALID_KUBECONFIG, f"cluster {cluster.name}: not running in a cluster "
                                                         f"({exc})") from None
         api = client.ApiClient(configuration)
+        default_pools = api.rest_client.pool_manager
+        api.rest_client.pool_manager = outbound.without_redirects(default_pools)  # the platform's own server too
+        default_pools.clear()
         throttle.limit(api, cluster)
         return api
     conn, address = connection_for(cluster)
-    host = f"[{address}]" if ":" in address else address
-    configuration.host = f"https://{host}:{conn.port}{conn.path}"
+    configuration.host = outbound.pinned_url("https", address, conn.port, conn.path)
     configuration.verify_ssl = True
     if conn.token:
         configuration.api_key = {"authorization": f"Bearer {conn.token}"}

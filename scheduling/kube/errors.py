@@ -33,6 +33,10 @@ from http import HTTPStatus
 import urllib3
 from kubernetes.client.rest import ApiException
 
+from .. import outbound
+
+log = logging.getLogger(__name__)
+
 CLUSTER_UNREACHABLE = "ClusterUnreachable"
 FORBIDDEN = "Forbidden"
 UNAUTHORIZED = "Unauthorized"
@@ -43,6 +47,9 @@ REJECTED = "Rejected"
 NAMESPACE_NOT_FOUND = "NamespaceNotFound"
 CREATE_REFUSED = "CreateRefused"
 QUOTA_EXCEEDED = "QuotaExceeded"
+# The server answered 3xx: gangweb never follows a redirect (scheduling/outbound.py, issue 32 row 1); transient,
+# as a misconfigured server is an admin's to fix and the same request may then succeed.
+REDIRECTED = "Redirected"
 # The API server holds objects of a kind it cannot decode: written in an API version its release no longer has
 # (Kubernetes 1.37 removed scheduling.k8s.io/v1alpha2; a cluster upgraded with v1alpha2 Workloads/PodGroups left in
 # etcd). Every LIST of that resource fails, in every namespace (429 "storage is (re)initializing ... corrupt
@@ -109,6 +116,8 @@ def _status_body(exc: ApiException) -> dict:
     return body if isinstance(body, dict) else {}
 
 
+UNREACHABLE_MESSAGE = ("the API server is unreachable (no connection or no answer in time; details are in the server "
+                       "log)")
 MAX_SERVER_MESSAGE = 500  # characters of a Status message kept
 
 
@@ -246,6 +255,8 @@ def classify(exc: BaseException) -> KubeError | None:
         api_reason = str(_status_body(exc).get("reason") or "")
         if status == 0:
             return TransientKubeError(CLUSTER_UNREACHABLE, message)
+        if outbound.is_redirect(status):
+            return TransientKubeError(REDIRECTED, outbound.redirect_message(status), status)
         namespace = missing_namespace(exc)
         if namespace:
             return TransientKubeError(NAMESPACE_NOT_FOUND, f'namespace "{namespace}" does not exist', status)
@@ -268,7 +279,11 @@ def classify(exc: BaseException) -> KubeError | None:
             return TerminalKubeError(INVALID, message, status, api_reason)
         return TerminalKubeError(REJECTED, _with_status(status, message), status, api_reason)
     if isinstance(exc, CONNECTION_ERRORS):
-        return TransientKubeError(CLUSTER_UNREACHABLE, redact(f"{type(exc).__name__}: {exc}")[:500])
+        # Which address was tried and whether its port refused, reset or stayed silent is a map of the network
+        # around gangweb (issue 32 row 7): users read only that the server is unreachable; the server log keeps
+        # the full text.
+        log.info("cluster connection failed: %s", redact(f"{type(exc).__name__}: {exc}")[:1000])
+        return TransientKubeError(CLUSTER_UNREACHABLE, UNREACHABLE_MESSAGE)
     return None
 
 

@@ -10,12 +10,14 @@ kube.errors.TransientKubeError or TerminalKubeError.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import Counter as _Counter
 from collections.abc import Callable
 
 from kubernetes import client
 
+from . import rbac
 from .client import REQUEST_TIMEOUT
 from .errors import call
 from .refs import JOB, POD, SERVICE, ObjectRef  # noqa: F401 -- the built-in refs, also named from here
@@ -44,6 +46,8 @@ class RequestCounter:
 
 
 requests = RequestCounter()
+rbac_misses: set[str] = set()  # requests made that rbac.RULES does not grant (tests assert it stays empty)
+log = logging.getLogger(__name__)
 
 
 def _path(ref: ObjectRef, namespace: str | None, name: str | None = None) -> str:
@@ -60,6 +64,10 @@ def _request(api: client.ApiClient, verb: str, ref: ObjectRef, method: str, path
     response bytes (`_preload_content=False`: no intermediate str copy), with `object_hook` applied to every JSON
     object as it is decoded (`json.loads`)."""
     requests.add(verb, ref)
+    if not rbac.allowed(verb, ref.group, ref.plural):
+        rbac_misses.add(f"{verb} {ref.group or 'core'}/{ref.plural}")
+        log.error("kube request %s %s/%s is not in scheduling/kube/rbac.py RULES: in-cluster mode's ClusterRole "
+                  "refuses it", verb, ref.group or "core", ref.plural)
     response = call(
         api.call_api, path, method, query_params=query or [], body=body,
         header_params={"Accept": "application/json", "Content-Type": content_type},

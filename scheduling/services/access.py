@@ -449,8 +449,9 @@ def visible_clusters(user, queryset: QuerySet) -> QuerySet:
     """Clusters `user` has a grant on, plus those the queues they have a role on take jobs on: the clusters a queue
     names, or every cluster for a leaf queue that names none (as `Lookups.takes` reads it). A token
     sees only its queues' clusters (no cluster grants); a platform admin's token, every cluster."""
-    if not _authenticated(user) or not (_token_allows(user, TokenAction.READ) or _token_allows(
-            user, TokenAction.SUBMIT)):
+    if not _authenticated(user) or not _token_allows(user, TokenAction.READ):
+        # A token without `read` lists no cluster (health, versions, served APIs are read access; issue 32 row 9).
+        # Submitting names a cluster through `named_cluster`, which does not need `read`.
         return queryset.none()
     if sees_every_cluster(user):
         return queryset

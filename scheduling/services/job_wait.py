@@ -139,30 +139,47 @@ _watcher = Watcher()
 
 
 class TooManyWaits(Exception):
-    """The caller already holds settings.GANGWEB_WAITS_PER_USER long-polls in this process (API: 429)."""
+    """The caller already holds GANGWEB_WAITS_PER_USER long-polls in this process, or the process holds
+    GANGWEB_WAITS_PER_PROCESS (API: 429 with Retry-After)."""
 
 
 _slots: Counter = Counter()
 _slots_lock = threading.Lock()
 
 
+def limits() -> tuple[int, int]:
+    """(waits per user, waits per process) in one web process: settings.GANGWEB_WAITS_PER_USER (4) and
+    GANGWEB_WAITS_PER_PROCESS (8, half of the chart's 16 gunicorn threads). The per-user cap never exceeds the
+    per-process one."""
+    per_process = max(1, int(getattr(settings, "GANGWEB_WAITS_PER_PROCESS", 8)))
+    return min(per_process, max(1, int(getattr(settings, "GANGWEB_WAITS_PER_USER", 4)))), per_process
+
+
 @contextmanager
-def wait_slot(key):
-    """Hold one of the GANGWEB_WAITS_PER_USER long-poll slots of `key` (a user's or an API token's identity) in
-    this process for the duration of the block; raises TooManyWaits when they are all held. A waiting request
-    holds a web thread, so the cap keeps one caller from holding every thread of a process."""
-    limit = int(getattr(settings, "GANGWEB_WAITS_PER_USER", 8))
+def wait_slot(user_id: int):
+    """Hold one long-poll slot of user `user_id` in this process for the duration of the block.
+
+    A waiting request holds a web thread (gunicorn gthread: `--threads` per process, 16 in the chart), so two caps
+    keep waits from starving everything else (issue 32 row 3): per user (all their API tokens and sessions
+    together: a cap per token let one user with 4 tokens hold all 32 threads), and per process (whoever waits,
+    the rest of the process's threads stay free for ordinary requests and health checks). Raises TooManyWaits
+    naming the cap that was reached."""
+    per_user, per_process = limits()
     with _slots_lock:
-        if _slots[key] >= limit:
-            raise TooManyWaits(f"at most {limit} waits at a time per user or token; name several jobs in one wait")
-        _slots[key] += 1
+        if _slots[user_id] >= per_user:
+            raise TooManyWaits(f"at most {per_user} waits at a time per user (GANGWEB_WAITS_PER_USER), all your "
+                               "tokens together; name several jobs in one wait")
+        if sum(_slots.values()) >= per_process:
+            raise TooManyWaits(f"this web process already holds {per_process} waits (GANGWEB_WAITS_PER_PROCESS), "
+                               "its share of threads for long-polls; retry shortly")
+        _slots[user_id] += 1
     try:
         yield
     finally:
         with _slots_lock:
-            _slots[key] -= 1
-            if _slots[key] <= 0:
-                del _slots[key]
+            _slots[user_id] -= 1
+            if _slots[user_id] <= 0:
+                del _slots[user_id]
 
 
 def wait_for_change(ids: Iterable[int], cursor: str, timeout: float) -> bool:

@@ -18,7 +18,8 @@ of that worker, never one of the worker that reconciles jobs (measured in bench/
 
 Webhook targets obey `check_target_url()`: http(s) only, and the outbound address rules cluster servers obey
 (`scheduling/addresses.py`): no loopback, private or link-local address unless GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES
-is on, and never a cloud metadata address.
+allows it, and never a cloud metadata address. A delivery connects to the address its check returned and never
+follows a redirect (`scheduling/outbound.py`, issue 32 rows 1-2).
 """
 from __future__ import annotations
 
@@ -26,12 +27,14 @@ import base64
 import json
 import logging
 import secrets
+import ssl
 import uuid
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-import requests
+import urllib3
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -40,7 +43,7 @@ from standardwebhooks.webhooks import Webhook
 from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
 
-from .. import addresses
+from .. import addresses, outbound
 from ..choices import GangPhase
 from ..models import (
     DeliveryStatus,
@@ -51,7 +54,7 @@ from ..models import (
     WebhookSubscription,
 )
 from . import access
-from .errors import DeliveryRetry, PermissionDenied  # noqa: F401 - DeliveryRetry: raised by deliver()
+from .errors import Conflict, DeliveryRetry, PermissionDenied  # noqa: F401 - DeliveryRetry: raised by deliver()
 
 log = logging.getLogger(__name__)
 ERROR_BODY_BYTES = 200  # of a receiver's non-2xx answer, kept in the delivery log
@@ -69,21 +72,49 @@ def timeouts() -> tuple[float, float]:
             float(getattr(settings, "GANGWEB_WEBHOOK_TIMEOUT_SECONDS", 5.0)))
 
 
-def check_target_url(url: str, field: str = "url") -> None:
+def webhook_policy() -> addresses.AddressPolicy:
+    """The install's outbound address policy for webhook receivers: settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES
+    read as `addresses.AddressPolicy.parse` reads it (off, on, or a comma-separated CIDR list)."""
+    return addresses.AddressPolicy.parse(str(getattr(settings, "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", "") or ""))
+
+
+def check_target_url(url: str, field: str = "url") -> tuple[str, int, str, str]:
     """Raise ValidationError({field: reason}) unless `url` is an http(s) URL whose host resolves only to
     addresses webhooks may reach under the install's outbound address rules (`scheduling/addresses.py`, shared with
-    cluster API servers): public addresses, plus every non-public range when
-    settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES is on. Cloud metadata, unspecified, multicast and reserved
-    addresses are refused always."""
+    cluster API servers): public addresses, plus the non-public ranges settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES
+    allows. Cloud metadata, unspecified, multicast and reserved addresses are refused always.
+
+    Returns (host, port, scheme, address): the checked address a delivery connects to (pinned, issue 32 row 2).
+    The reason names no address a name resolves to (row 7); the full text goes to the server log."""
     host, port, scheme = _target(url, field)
-    policy = addresses.AddressPolicy(all_private=bool(getattr(settings, "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES",
-                                                                False)))
     try:
-        addresses.resolve(host, port, policy)
+        checked = addresses.resolve(host, port, webhook_policy())
     except addresses.AddressRefused as exc:
         raise ValidationError({field: f"{exc}"}) from None
     except (OSError, UnicodeError) as exc:
-        raise ValidationError({field: f"host '{host[:100]}' does not resolve ({exc})"}) from None
+        log.info("webhook target %s does not resolve: %s", host[:100], exc)
+        raise ValidationError({field: f"host '{host[:100]}' is unreachable: its name does not resolve"}) from None
+    return host, port, scheme, checked[0]
+
+
+def post(url: str, body: bytes, headers: dict) -> urllib3.BaseHTTPResponse:
+    """POST `body` to `url` at the address its check returned (pinned: the URL holds the IP, `Host` and TLS SNI and
+    certificate verification keep the name; `scheduling.outbound`), never following a redirect, with `timeouts()`.
+    The answer is not read (`preload_content=False`, no decompression): the caller reads at most what it needs and
+    releases it. Raises ValidationError (refused or unresolvable target) or urllib3's HTTPError."""
+    host, port, scheme, address = check_target_url(url)
+    pool = outbound.pool_manager(
+        server_name=outbound.server_name_for(host) if scheme == "https" else None,
+        ssl_context=ssl.create_default_context() if scheme == "https" else None, retries=0, maxsize=1,
+        proxy=outbound.environment_proxy(url))
+    connect, read = timeouts()
+    try:
+        return pool.request("POST", outbound.pinned_url(scheme, address, port, parse_url(url).request_uri),
+                            body=body, headers={**headers, "Host": outbound.host_header(host, port, scheme)},
+                            timeout=urllib3.Timeout(connect=connect, read=read), preload_content=False,
+                            decode_content=False)
+    finally:
+        pool.clear()  # the answer's connection is released to no pool: it closes when the caller releases it
 
 
 def _target(url, field: str) -> tuple[str, int, str]:
@@ -162,8 +193,21 @@ def create_subscription(user, data) -> tuple[WebhookSubscription, str]:
     check_manage(user)
     fields = _clean(user, data)
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-    sub = WebhookSubscription.objects.create(owner=user, secret=secret, **fields)
+    with transaction.atomic():
+        # The owner's row is locked so two concurrent creates cannot both pass the cap.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        cap = webhooks_per_user()
+        held = WebhookSubscription.objects.filter(owner=user).count()
+        if held >= cap:
+            raise Conflict({"webhooks": f"at most {cap} webhook subscriptions per user (GANGWEB_WEBHOOKS_PER_USER); "
+                                        f"you have {held}: delete one first"})
+        sub = WebhookSubscription.objects.create(owner=user, secret=secret, **fields)
     return sub, secret
+
+
+def webhooks_per_user() -> int:
+    """settings.GANGWEB_WEBHOOKS_PER_USER (25): subscriptions one user may hold (issue 32 row 4)."""
+    return int(getattr(settings, "GANGWEB_WEBHOOKS_PER_USER", 25))
 
 
 def check_manage(user) -> None:
@@ -212,16 +256,38 @@ def payload_for(entry: PhaseTransition, job: GangJob) -> dict:
     }
 
 
+def candidates(entries):
+    """The active subscriptions that may match any of `entries` (a PhaseTransition queryset), chosen in SQL by
+    the entries' jobs, queues, submitters and phases: a subscription whose job, queue or owner has no new entry,
+    or whose phases exclude every new entry's phase, is never loaded (issue 32 row 4: 8,000 subscriptions that
+    matched nothing made every scan time out). Each subscription's own query then checks the rest."""
+    entries = entries.order_by()
+    phases = set(entries.values_list("phase", flat=True).distinct())  # a handful: GangPhase values
+    if not phases:
+        return WebhookSubscription.objects.none()
+    scope = (Q(job_id__in=entries.values("job_id"))
+             | Q(job__isnull=True, queue_id__in=entries.values("job__queue_id"))
+             | Q(job__isnull=True, queue__isnull=True, owner_id__in=entries.values("job__submitted_by_id")))
+    # `phases` is a JSON list of phase names (GangPhase values: whole words), empty for all; matched as the quoted
+    # name in its JSON text so SQLite and PostgreSQL agree (jsonb containment is PostgreSQL-only).
+    by_phase = Q(phases=[])
+    for phase in sorted(phases):
+        by_phase |= Q(phases__icontains=f'"{phase}"')
+    return WebhookSubscription.objects.filter(active=True).filter(scope).filter(by_phase)
+
+
 def scan(now=None) -> list[int]:
     """Create the deliveries of every timeline entry recorded in the last SCAN_WINDOW for every active
     subscription it matches (scope, phases, the owner can see the job, recorded after the subscription) and that
     has no delivery for it yet, and return the ids of deliveries to send now (new ones, and lost ones). Idempotent:
-    the unique (subscription, event id) also stops a row that a concurrent scan just made."""
+    the unique (subscription, event id) also stops a row that a concurrent scan just made. Its cost follows the
+    window's entries and the subscriptions they match (`candidates`), not the number of subscriptions."""
     now = now or timezone.now()
     since = now - SCAN_WINDOW
     rows: list[WebhookDelivery] = []
-    for sub in WebhookSubscription.objects.filter(active=True).select_related("owner"):
-        entries = PhaseTransition.objects.filter(recorded_at__gte=max(since, sub.created_at))
+    window = PhaseTransition.objects.filter(recorded_at__gte=since)
+    for sub in candidates(window).select_related("owner"):
+        entries = window.filter(recorded_at__gte=max(since, sub.created_at))
         if sub.phases:
             entries = entries.filter(phase__in=sub.phases)
         jobs = GangJob.objects.all()
@@ -273,32 +339,43 @@ def deliver(delivery_id: int, final: bool = False) -> str:
     body = json.dumps(delivery.payload, separators=(",", ":"))
     retry = False
     try:
-        check_target_url(sub.url)
         signature = Webhook(sub.secret).sign(delivery.event_id, now, body)
-        # stream=True: the receiver's answer is never read beyond ERROR_BODY_BYTES (a huge or compressed body cannot
-        # fill the worker's memory); identity encoding: no decompression at all.
-        response = requests.post(sub.url, data=body.encode(), timeout=timeouts(), allow_redirects=False, stream=True,
-                                 headers={"Content-Type": "application/json", "User-Agent": "gangweb-webhooks/1",
-                                          "Accept-Encoding": "identity",
-                                          "webhook-id": delivery.event_id,
-                                          "webhook-timestamp": str(int(now.timestamp())),
-                                          "webhook-signature": signature})
-        delivery.last_status_code = response.status_code
-        with response:  # back to the pool (or closed) without reading what was not read
-            ok = 200 <= response.status_code < 300
-            head = b"" if ok else (response.raw.read(ERROR_BODY_BYTES, decode_content=False) or b"")
+        # The receiver's answer is never read beyond ERROR_BODY_BYTES (a huge or compressed body cannot fill the
+        # worker's memory); identity encoding: no decompression at all.
+        response = post(sub.url, body.encode(), {"Content-Type": "application/json",
+                                                 "User-Agent": "gangweb-webhooks/1", "Accept-Encoding": "identity",
+                                                 "webhook-id": delivery.event_id,
+                                                 "webhook-timestamp": str(int(now.timestamp())),
+                                                 "webhook-signature": signature})
+        delivery.last_status_code = response.status
+        try:
+            ok = 200 <= response.status < 300
+            head = b"" if ok or outbound.is_redirect(response.status) else (
+                response.read(ERROR_BODY_BYTES, decode_content=False) or b"")
+        finally:
+            response.release_conn()
+            response.close()
         if ok:
             delivery.status, delivery.delivered_at, delivery.last_error = DeliveryStatus.DELIVERED, now, ""
+        elif outbound.is_redirect(response.status):  # row 1: never followed, and a wrong URL is not retried
+            delivery.status, delivery.last_error = DeliveryStatus.FAILED, outbound.redirect_message(response.status)
         else:
-            delivery.last_error = f"HTTP {response.status_code}: {head.decode('utf-8', 'replace')}"
-            retry = response.status_code in (408, 429) or response.status_code >= 500
+            delivery.last_error = f"HTTP {response.status}: {head.decode('utf-8', 'replace')}"
+            retry = response.status in (408, 429) or response.status >= 500
             if not retry:
                 delivery.status = DeliveryStatus.FAILED
     except ValidationError as exc:
         delivery.status, delivery.last_error = DeliveryStatus.FAILED, "; ".join(
             m for ms in exc.message_dict.values() for m in ms)[:1000]
-    except requests.RequestException as exc:
-        delivery.last_error, retry = f"{type(exc).__name__}: {exc}"[:1000], True
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        # Row 7: which ports answer and what a name resolves to stay in the server log, not the delivery log.
+        log.info("webhook delivery %s to subscription %s failed: %s: %s", delivery.pk, sub.pk, type(exc).__name__,
+                 exc)
+        cause = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+        timed_out = isinstance(cause, (urllib3.exceptions.TimeoutError, TimeoutError))
+        delivery.last_error = ("unreachable: the receiver did not answer within the timeout" if timed_out else
+                               "unreachable: no connection to the receiver (details are in the server log)")
+        retry = True
     if retry and final:
         delivery.status = DeliveryStatus.FAILED
     delivery.save(update_fields=["attempts", "last_attempt_at", "last_status_code", "status", "delivered_at",

@@ -23,7 +23,7 @@ from ..models import ApiToken, QueuePolicy
 from ..models.tokens import TOKEN_PREFIX, hash_secret
 from . import access, audit
 from . import validation as v
-from .errors import PermissionDenied
+from .errors import Conflict, PermissionDenied
 
 CREATE_FIELDS = ("name", "actions", "queues", "expires_at")
 
@@ -80,12 +80,35 @@ def create(user, data) -> tuple[ApiToken, str]:
     lookup = secrets.token_hex(6)
     plaintext = f"{TOKEN_PREFIX}{lookup}_{secrets.token_urlsafe(32)}"
     with transaction.atomic():
+        check_token_cap(user, now)
         token = ApiToken.objects.create(owner=user, name=name, lookup=lookup, secret_hash=hash_secret(plaintext),
                                         actions=sorted(set(actions)), expires_at=expires_at)
         token.queues.set(queues.values())
         audit.record(user, "token.create", token, {"actions": token.actions, "queues": sorted(queues),
                                                    "expires_at": expires_at.isoformat()})
     return token, plaintext
+
+
+def tokens_per_user() -> int:
+    """settings.GANGWEB_TOKENS_PER_USER (20): active tokens one user may hold."""
+    return int(getattr(settings, "GANGWEB_TOKENS_PER_USER", 20))
+
+
+def check_token_cap(user, now) -> None:
+    """Raise Conflict (409) naming the cap when `user` already holds GANGWEB_TOKENS_PER_USER active (unrevoked,
+    unexpired) tokens. Each token is a caller identity, so an unbounded number multiplied every per-token limit
+    (issue 32 row 3). The user's row is locked first, so two concurrent creates cannot both pass. Call inside a
+    transaction."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Q
+
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    cap = tokens_per_user()
+    active = ApiToken.objects.filter(owner=user, revoked_at__isnull=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now)).count()
+    if active >= cap:
+        raise Conflict({"tokens": f"at most {cap} active tokens per user (GANGWEB_TOKENS_PER_USER); you have "
+                                  f"{active}: revoke one first"})
 
 
 def authenticate(raw: str) -> ApiToken | None:

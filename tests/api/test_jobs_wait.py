@@ -178,7 +178,7 @@ def test_a_caller_holding_all_its_wait_slots_gets_429_with_retry_after_and_other
     settings.GANGWEB_WAITS_PER_USER = 2
     job = builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
     cursor = _wait(api, [job.pk]).data["cursor"]
-    key = ("user", admin_user.pk)
+    key = admin_user.pk
     with job_wait.wait_slot(key), job_wait.wait_slot(key):  # two waits of this user already in progress
         refused = _wait(api, [job.pk], after=cursor, timeout="5")
         assert refused.status_code == 429 and refused["Retry-After"] == "2"
@@ -187,7 +187,7 @@ def test_a_caller_holding_all_its_wait_slots_gets_429_with_retry_after_and_other
         with pytest.raises(job_wait.TooManyWaits):
             with job_wait.wait_slot(key):
                 pass
-        with job_wait.wait_slot(("user", admin_user.pk + 1)):  # another user is not affected
+        with job_wait.wait_slot(admin_user.pk + 1):  # another user is not affected
             pass
     r = _wait(api, [job.pk], after=cursor, timeout="0.3")  # the slots are free again
     assert r.status_code == 200 and r.data["timed_out"] is True

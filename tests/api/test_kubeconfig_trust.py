@@ -185,7 +185,7 @@ def test_a_token_file_stored_before_the_rules_is_never_read_nor_sent(teams, fake
 
 @pytest.mark.parametrize("server, says", [
     ("https://127.0.0.1:6443", "loopback"),
-    ("https://localhost:6443", "loopback"),
+    ("https://localhost:6443", "localhost is unreachable: it resolves to an address this install does not allow"),
     ("https://[::1]:6443", "loopback"),
     ("https://[::ffff:127.0.0.1]:6443", "loopback"),
     ("https://10.1.2.3:6443", "private"),

@@ -23,6 +23,7 @@ import localcluster
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "gangweb"
 HA_VALUES = CHART / "ci" / "ha-values.yaml"
+DEV_VALUES = CHART / "ci" / "dev-values.yaml"  # bundled stores, secrets generated (secrets.generateForDevelopment)
 PROCESSES = ("web", "worker", "webhooks", "beat", "watcher")
 RELEASE = "gw"
 
@@ -64,7 +65,7 @@ def env_of(container: dict) -> dict[str, dict]:
     return {e["name"]: e for e in container.get("env", [])}
 
 
-@pytest.mark.parametrize("values", [(), (HA_VALUES,)], ids=["default", "ha"])
+@pytest.mark.parametrize("values", [(DEV_VALUES,), (HA_VALUES,)], ids=["default", "ha"])
 def test_helm_lint_passes_strictly(helm, values):
     args = ["lint", "--strict", str(CHART)]
     for v in values:
@@ -73,7 +74,7 @@ def test_helm_lint_passes_strictly(helm, values):
     assert "1 chart(s) linted, 0 chart(s) failed" in out
 
 
-@pytest.mark.parametrize("values", [(), (HA_VALUES,)], ids=["default", "ha"])
+@pytest.mark.parametrize("values", [(DEV_VALUES,), (HA_VALUES,)], ids=["default", "ha"])
 def test_every_process_is_a_deployment_with_probes_resources_and_a_restricted_security_context(helm, values):
     objects = render(helm, "gangweb", *values)
     deployments = by_kind(objects, "Deployment")
@@ -159,7 +160,7 @@ def test_ha_values_run_three_replicas_on_external_services_with_every_secret_by_
 
 
 @pytest.mark.parametrize("values,hook", [
-    ((), "post-install,pre-upgrade"),  # bundled PostgreSQL and chart-made secrets exist only after install
+    ((DEV_VALUES,), "post-install,pre-upgrade"),  # bundled PostgreSQL and chart-made secrets exist after install
     ((HA_VALUES,), "pre-install,pre-upgrade"),
 ], ids=["default", "ha"])
 def test_migrations_run_as_a_hook_job_and_nothing_that_owns_others_is_a_hook(helm, values, hook):
@@ -177,7 +178,7 @@ def test_migrations_run_as_a_hook_job_and_nothing_that_owns_others_is_a_hook(hel
             for d, o in by_kind(objects, "Deployment").items() if o["metadata"]["labels"].get(
                 "app.kubernetes.io/component") in PROCESSES}
     # After-install migrations: the pods wait for them; before-install ones need no wait.
-    assert set(map(tuple, init.values())) == ({("wait-for-migrations",)} if not values else {()})
+    assert set(map(tuple, init.values())) == ({("wait-for-migrations",)} if values == (DEV_VALUES,) else {()})
 
 
 def test_cluster_scoped_names_carry_the_namespace_so_two_installs_never_collide(helm):
@@ -193,7 +194,7 @@ def test_cluster_scoped_names_carry_the_namespace_so_two_installs_never_collide(
     # In-cluster mode mounts the ServiceAccount's token; without it gangweb gets neither a token nor cluster rights.
     assert all(d["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
                for d in by_kind(a, "Deployment").values())
-    plain = render(helm, "team-a")
+    plain = render(helm, "team-a", DEV_VALUES)
     assert not [o for o in plain if o["kind"] in cluster_scoped]
     assert all(d["spec"]["template"]["spec"].get("automountServiceAccountToken") in (False, None)
                for d in by_kind(plain, "Deployment").values())
@@ -216,7 +217,7 @@ def dry_run_create(api: client.ApiClient, resources, obj: dict, namespace: str) 
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("values", [(), (HA_VALUES,)], ids=["default", "ha"])
+@pytest.mark.parametrize("values", [(DEV_VALUES,), (HA_VALUES,)], ids=["default", "ha"])
 def test_the_control_plane_accepts_every_rendered_object_in_a_restricted_namespace(helm, kube_api, kube_namespace,
                                                                                  values):
     core = client.CoreV1Api(kube_api)
@@ -238,9 +239,10 @@ def test_the_control_plane_accepts_every_rendered_object_in_a_restricted_namespa
     assert refused == []
     assert warned == []  # a pod template that breaks "restricted" gets a PodSecurity warning here
     kinds = {a.split("/")[0] for a in accepted}
-    assert {"Deployment", "Service", "PodDisruptionBudget", "Job", "ServiceAccount", "Role", "RoleBinding"} <= kinds
-    assert ({"ClusterRole", "ClusterRoleBinding", "Ingress"} <= kinds) == bool(values)
-    assert ({"StatefulSet", "Secret"} <= kinds) == (not values)
+    assert {"Deployment", "Service", "PodDisruptionBudget", "Job", "ServiceAccount", "Role", "RoleBinding",
+            "NetworkPolicy"} <= kinds
+    assert ({"ClusterRole", "ClusterRoleBinding", "Ingress"} <= kinds) == (values == (HA_VALUES,))
+    assert ({"StatefulSet", "Secret"} <= kinds) == (values == (DEV_VALUES,))
     assert len(accepted) == len(objects)
     # A Job's pods are created by the Job controller, where the namespace's enforce level refuses a violation; the
     # migration's pod spec goes through the same admission as a Pod now.
@@ -248,3 +250,86 @@ def test_the_control_plane_accepts_every_rendered_object_in_a_restricted_namespa
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "migrate-pod"},
            "spec": job["spec"]["template"]["spec"]}
     assert dry_run_create(kube_api, resources, pod, kube_namespace) == []
+
+
+# --- issue 32 row 8: a chart that is safe by default -----------------------------------------------------------------
+
+def test_row8_a_render_without_existing_secret_fails_unless_the_dev_flag_is_set(helm):
+    done = subprocess.run([*helm, "template", RELEASE, str(CHART), "--namespace", "gangweb"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0 and "secrets.existingSecret is required" in done.stderr
+    # With the operator's Secret, two renders are the same to the byte: a GitOps sync changes no key.
+    first = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", "gangweb", "-f", str(HA_VALUES))
+    assert first == run_helm(helm, "template", RELEASE, str(CHART), "--namespace", "gangweb", "-f", str(HA_VALUES))
+    assert "Secret" in {o["kind"] for o in render(helm, "gangweb", DEV_VALUES)}  # only the dev flag generates them
+
+
+def test_row8_every_component_has_a_network_policy(helm):
+    objects = render(helm, "gangweb", DEV_VALUES)
+    policies = by_kind(objects, "NetworkPolicy")
+    assert set(policies) == {f"gw-gangweb-{c}" for c in ("web", "worker", "webhooks", "beat", "postgresql", "redis")}
+    selected = {}
+    for name, policy in policies.items():
+        spec = policy["spec"]
+        assert spec["policyTypes"] == ["Ingress", "Egress"], name
+        exprs = spec["podSelector"].get("matchExpressions") or []
+        selected[name] = exprs[0]["values"] if exprs else [spec["podSelector"]["matchLabels"][
+            "app.kubernetes.io/component"]]
+    deployments = {o["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+                   for o in objects if o["kind"] in ("Deployment", "StatefulSet", "Job")}
+    assert deployments == {c for components in selected.values() for c in components}  # every pod is covered
+    web = policies["gw-gangweb-web"]["spec"]
+    assert web["ingress"] == [{"from": [{"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "ingress-nginx"}}}], "ports": [{"port": 8000, "protocol": "TCP"}]}]
+    for name in ("worker", "webhooks", "beat"):
+        assert policies[f"gw-gangweb-{name}"]["spec"]["ingress"] == [], name  # nothing reaches them
+    def egress_ports(name):
+        return {p["port"] for rule in policies[f"gw-gangweb-{name}"]["spec"]["egress"] for p in rule.get("ports", [])}
+
+    assert {443, 6443, 5432, 6379, 53} <= egress_ports("worker")
+    assert not {443, 6443} & egress_ports("beat")  # only the processes that talk to clusters
+    for store, port in (("postgresql", 5432), ("redis", 6379)):
+        spec = policies[f"gw-gangweb-{store}"]["spec"]
+        [rule] = spec["ingress"]
+        [peer] = rule["from"]
+        assert peer["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "gangweb",
+                                                      "app.kubernetes.io/instance": RELEASE}
+        assert peer["podSelector"]["matchExpressions"] == [
+            {"key": "app.kubernetes.io/component", "operator": "NotIn", "values": ["postgresql", "redis"]}]
+        assert rule["ports"] == [{"port": port, "protocol": "TCP"}] and spec["egress"] == []
+
+
+def test_row8_the_bundled_redis_requires_a_password_that_gangweb_sends(helm):
+    objects = render(helm, "gangweb", DEV_VALUES)
+    redis = by_kind(objects, "Deployment")["gw-gangweb-redis"]["spec"]["template"]["spec"]["containers"][0]
+    assert redis["command"][-2:] == ["--requirepass", "$(REDISCLI_AUTH)"]
+    assert env_of(redis)["REDISCLI_AUTH"]["valueFrom"]["secretKeyRef"] == {"name": "gw-gangweb-secrets",
+                                                                          "key": "REDIS_PASSWORD"}
+    web = env_of(by_kind(objects, "Deployment")["gw-gangweb-web"]["spec"]["template"]["spec"]["containers"][0])
+    assert web["REDIS_URL"]["value"] == "redis://:$(GANGWEB_REDIS_PASSWORD)@gw-gangweb-redis:6379/0"
+    assert list(web).index("GANGWEB_REDIS_PASSWORD") < list(web).index("REDIS_URL")  # $(VAR) needs it defined first
+    assert (web["GANGWEB_WAITS_PER_PROCESS"]["value"], web["GANGWEB_WAITS_PER_USER"]["value"]) == ("8", "4")
+
+
+def test_row8_the_cluster_role_is_exactly_what_the_code_calls(helm):
+    from scheduling.kube import rbac
+
+    [role] = by_kind(render(helm, "gangweb", HA_VALUES), "ClusterRole").values()
+    assert role["rules"] == rbac.as_policy_rules()
+    pods = [r for r in role["rules"] if "pods" in r["resources"]]
+    assert pods == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+
+
+@pytest.mark.parametrize("values", [(DEV_VALUES,), (HA_VALUES,)], ids=["default", "ha"])
+def test_row10_every_gangweb_container_shares_one_redis_so_limits_are_never_per_process(helm, values):
+    """Without Redis the throttles and the bulk quota count per process (docs/security.md); the chart always gives
+    every gangweb container a REDIS_URL (bundled or external), and a render without any Redis fails."""
+    objects = render(helm, "gangweb", *values)
+    for o in objects:
+        if o["kind"] in ("Deployment", "Job") and o["metadata"]["labels"].get("app.kubernetes.io/component") in (
+                *PROCESSES, "migrate"):
+            for c in o["spec"]["template"]["spec"]["containers"]:
+                assert "REDIS_URL" in env_of(c), f"{o['metadata']['name']}/{c['name']}"
+    done = subprocess.run([*helm, "template", RELEASE, str(CHART), "-f", str(DEV_VALUES), "--set",
+                           "redisServer.bundled.enabled=false"], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "redis.url or redis.urlSecret.name" in done.stderr

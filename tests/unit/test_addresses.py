@@ -60,7 +60,28 @@ def test_a_bad_network_in_the_setting_is_named():
 def test_a_name_is_refused_when_any_of_its_addresses_is():
     assert resolve("127.0.0.1", 443, ALL_PRIVATE) == ["127.0.0.1"]
     assert resolve("[::1]", 443, ALL_PRIVATE) == ["::1"]
-    with pytest.raises(AddressRefused, match="localhost resolves to .*, a loopback address"):
+    with pytest.raises(AddressRefused, match="localhost is unreachable: it resolves to an address this install does "
+                                             "not allow"):
         resolve("localhost", 443, NOTHING_EXTRA)
     with pytest.raises(AddressRefused, match="169.254.169.254 is a cloud metadata endpoint"):
         check_ip("169.254.169.254", ALL_PRIVATE)
+
+
+@pytest.mark.parametrize(("literal", "inner"), [
+    ("::127.0.0.1", "127.0.0.1"), ("[::127.0.0.1]", "127.0.0.1"), ("::ffff:127.0.0.1", "127.0.0.1"),
+    ("::10.1.2.3", "10.1.2.3"), ("::169.254.169.254", "169.254.169.254"), ("::ffff:169.254.169.254", "169.254.169.254"),
+])
+def test_row5_ipv4_mapped_and_compatible_ipv6_fall_under_the_ipv4_rules(literal, inner):
+    """Issue 32 row 5: `[::127.0.0.1]` (IPv4-compatible, the top 96 bits zero) passed as a public IPv6 address."""
+    assert why_refused(literal, NOTHING_EXTRA) == f"{why_refused(inner, NOTHING_EXTRA)} (IPv4 {inner} inside IPv6)"
+    with pytest.raises(AddressRefused, match=f"IPv4 {inner} inside IPv6"):
+        resolve(literal, 443, NOTHING_EXTRA)
+    # ...and an allowed IPv4 network allows its IPv6 forms alike (never the metadata endpoint).
+    allowed = AddressPolicy.parse("127.0.0.0/8,10.0.0.0/8")
+    assert (why_refused(literal, allowed) is None) == (why_refused(inner, allowed) is None)
+
+
+def test_row5_unspecified_loopback_and_public_ipv6_keep_their_own_meaning():
+    assert why_refused("::", NOTHING_EXTRA) == "unspecified address"
+    assert why_refused("::1", NOTHING_EXTRA) == "loopback address"
+    assert why_refused("::8.8.8.8", NOTHING_EXTRA) is None and why_refused("2001:4860::8888", NOTHING_EXTRA) is None

@@ -205,3 +205,16 @@ def test_a_plain_429_is_still_throttled():
     exc = ApiException(status=429)
     exc.body = json.dumps({"kind": "Status", "message": "storage is (re)initializing", "code": 429})
     assert errors.classify(exc).reason == "Throttled"
+
+
+def test_row1_a_pool_manager_the_library_built_is_rebuilt_never_to_follow_redirects():
+    import urllib3
+
+    from scheduling import outbound
+
+    built = urllib3.PoolManager(num_pools=3, maxsize=7, cert_reqs="CERT_REQUIRED")
+    rebuilt = outbound.without_redirects(built)
+    assert isinstance(rebuilt, outbound.NoRedirectPoolManager)
+    assert rebuilt.connection_pool_kw == built.connection_pool_kw
+    proxied = outbound.without_redirects(urllib3.ProxyManager("http://127.0.0.1:3128", maxsize=2))
+    assert isinstance(proxied, outbound.NoRedirectProxyManager) and str(proxied.proxy) == "http://127.0.0.1:3128"

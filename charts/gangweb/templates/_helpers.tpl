@@ -80,8 +80,10 @@ runs before install; otherwise (bundled PostgreSQL, chart-made secrets) after in
 - name: DATABASE_CONN_MAX_AGE
   value: {{ .Values.database.connMaxAge | quote }}
 {{- if .Values.redisServer.bundled.enabled }}
+- name: GANGWEB_REDIS_PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ include "gangweb.secretName" . }}, key: {{ .Values.secrets.redisPasswordKey }}}}
 - name: REDIS_URL
-  value: "redis://{{ include "gangweb.fullname" . }}-redis:6379/0"
+  value: "redis://:$(GANGWEB_REDIS_PASSWORD)@{{ include "gangweb.fullname" . }}-redis:6379/0"
 {{- else if .Values.redis.urlSecret.name }}
 - name: REDIS_URL
   valueFrom: {secretKeyRef: {name: {{ .Values.redis.urlSecret.name }}, key: {{ .Values.redis.urlSecret.key }}}}
@@ -113,6 +115,8 @@ runs before install; otherwise (bundled PostgreSQL, chart-made secrets) after in
   value: {{ ternary "1" "0" .Values.config.secureProxySslHeader | quote }}
 - name: GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES
   value: {{ .Values.config.allowPrivateClusterAddresses | quote }}
+- name: GANGWEB_TRUSTED_PROXIES
+  value: {{ .Values.config.trustedProxies | quote }}
 - name: GANGWEB_PLATFORM_ADMIN_GROUP
   value: {{ .Values.config.platformAdminGroup | quote }}
 - name: GANGWEB_RESERVED_NAMESPACES

@@ -32,7 +32,8 @@ WAITING = "WaitingForDeletion"
 CANCELLING = "Cancelling"  # phase_reason of a job whose cancel is deleting its objects (observe/phases.py too)
 ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
                            "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
-                           NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, STORED_VERSION_UNREADABLE, UNEXPECTED_ERROR})
+                           NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, STORED_VERSION_UNREADABLE, UNEXPECTED_ERROR,
+                           "Redirected", "AddressNotAllowed"})
 REMOVING = "RemovingObjects"  # a finished job's retained Jobs and pods are being deleted (retention)
 ROOT_DELETED = "RootDeleted"  # an object's ownerReference names a deleted root: it goes, and the set is recreated
 
