@@ -91,7 +91,8 @@ class GangSpec:
     - `gang_name`: name of the gang object(s), at most 63 characters (see reconcile/names.py);
     - `min_member`: gang minimum over all pod sets (`gang_minimum`: template `gang.minMember`, else the sum of the
       pod sets' minimums);
-    - `min_resources`: ResourceList of the whole gang ({"cpu": "8", "nvidia.com/gpu": "2"}), see kube/resources.py;
+    - `min_resources`: ResourceList of the gang's minimum, each pod set's minimum pods ({"cpu": "8",
+      "nvidia.com/gpu": "2"}; the whole gang unless a set states fewer), see kube/resources.py;
     - `labels`: the labels every object of this job carries (job, job UID, instance, managed-by);
     - `topology`: the template's `topologyConstraint` dict or None; `preemptibility`: "", "preemptible" or
       "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds;

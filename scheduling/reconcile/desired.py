@@ -28,7 +28,8 @@ def instance_label() -> str:
 def gang_spec(job, limit_defaults: dict | None = None) -> GangSpec:
     """The GangSpec of `job` at its current `gang_generation` (names change with the generation). `limit_defaults`
     ({"limits", "requests"} of the job's namespace, `kube.limit_ranges.defaults`) are counted in `min_resources` for
-    containers that set no request: the LimitRanger adds them at admission (the pod templates keep the template's)."""
+    containers that set no request: the LimitRanger adds them at admission (the pod templates keep the template's).
+    `min_resources` counts each pod set's minimum pods (`set_minimum`: its replicas unless it states fewer)."""
     resolved = job.resolved_spec
     uid, gen = str(job.uid), job.gang_generation
     owner_names = names.owner_names(job.name, [ps["name"] for ps in resolved["podSets"]], uid, gen,
@@ -45,8 +46,11 @@ def gang_spec(job, limit_defaults: dict | None = None) -> GangSpec:
         preemptibility=resolved.get("preemptibility") or "", topology=resolved.get("topologyConstraint") or None,
         min_member=gang_minimum(resolved),
         schedule_timeout_seconds=gang.get("scheduleTimeoutSeconds") or DEFAULT_SCHEDULE_TIMEOUT_SECONDS,
+        # What the gang's minimum asks: each pod set's minimum pods (an optional set's pods are not required).
         min_resources=resources.as_resource_list(resources.gang_requests(
-            limit_ranges.with_defaults(resolved["podSets"], limit_defaults), runtime_classes.for_job(job))),
+            [{**ps, "replicas": set_minimum(ps)} for ps in limit_ranges.with_defaults(resolved["podSets"],
+                                                                                      limit_defaults)],
+            runtime_classes.for_job(job))),
         pod_sets=pod_sets, labels=job_labels_from(job.name, uid), disruption_mode=gang.get("disruptionMode") or "",
         durations={k: gang[k] for k in KAI_DURATIONS if gang.get(k) is not None},
         scheduler_name=job.cluster.scheduler_name_for(resolved.get("backend", "")) if job.cluster_id else "",

@@ -79,6 +79,8 @@ def test_item11_kai_and_volcano_carry_every_sets_minimum_an_optional_zero_includ
     plugin = registry.newest(backend)()
     assert plugin.set_minimums(plugin.build_gang_objects(spec)) == {"head": 1, "cpu-workers": 1, "gpu-workers": 2,
                                                                      "eval": 0}
+    # Volcano's minResources asks for the minimum's pods only: 1 + 1 + 2 (x 1 CPU), 2 GPUs; not the eval set's.
+    assert spec.min_resources["cpu"] == "4" and spec.min_resources["nvidia.com/gpu"] == "2"
 
 
 def test_item11_a_gang_of_only_optional_sets_is_refused(api, setup):
