@@ -377,7 +377,7 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
         "source": source,
         "since": since.isoformat() if since else None,
         "pods": {"bound": bound, "required": shape.min_member, "total": shape.total, "created": len(live),
-                 "sets": evidence.set_counts},
+                 **({"sets": evidence.set_counts} if shape.sets else {})},
         "queue": queue,
         "queue_name": queue_name or (queue or {}).get("name") or "",
         "job_requests": asks,

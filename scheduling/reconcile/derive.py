@@ -111,7 +111,7 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
          "pods": [{"name", "node", "phase", "reason", "pod_set"}] (first MAX_PODS_LISTED by name; pod_set when
                   the pod carries the label),
          "pod_counts": {"created", "bound", "running", "succeeded", "failed",
-                        "sets": [{"name", "replicas", "minimum", "bound"}] (the pod sets that state a minimum)},
+                        "sets": [{"name", "replicas", "minimum", "bound"}]} (only when a pod set states a minimum),
          "gang": {"admitted", "reason", "message", "source", "at"}}
     """
     objects, gang = evidence.objects, evidence.gang
@@ -121,7 +121,7 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
         "objects": [_object_body(x) for x in [*objects.gang, *objects.owners]],
         "pods": rows[:MAX_PODS_LISTED],
         "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
-                       "failed": obs.failed, "sets": evidence.set_counts},
+                       "failed": obs.failed, **({"sets": evidence.set_counts} if evidence.shape.sets else {})},
         "gang": {"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source,
                  "at": gang.at.isoformat() if gang.at else None},
     }

@@ -34,7 +34,7 @@ def test_kai_over_limit_carries_the_queue_numbers_and_what_the_job_asks():
     assert why["queue"]["resources"]["nvidia.com/gpu"] == {
         "quota": 4, "limit": 8, "allocated": 6, "allocated_non_preemptible": 0, "requested": 10}
     assert why["job_requests"] == {"nvidia.com/gpu": 4, "cpu": 12}
-    assert why["pods"] == {"bound": 0, "required": 3, "total": 3, "created": 3, "sets": []}
+    assert why["pods"] == {"bound": 0, "required": 3, "total": 3, "created": 3}
     assert "Limit is 8 GPUs, currently 6 GPUs allocated and workload requested 4 GPUs" in why["message"]
     assert why["summary"] == "Queue team-a: 6 of 8 GPUs in use, limit 8, this gang needs 4."
     assert why["blocking"] == [{"code": "QueueOverLimit", "queue": "team-a", "resource": "nvidia.com/gpu",
