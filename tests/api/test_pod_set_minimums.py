@@ -113,3 +113,17 @@ def test_item11_a_version_stored_before_the_rule_is_refused_at_submit(api, setup
     assert r.status_code == 400, r.data
     assert "'cpu-workers' has minMember 1, below its 4 replicas" in r.data["template_version"][0]
     assert not GangJob.objects.filter(name="old").exists()
+
+
+def test_item11_the_job_page_shows_the_counts_per_pod_set(client, setup, admin_user):
+    _, queue, cluster = setup
+    version = builders.make_template("kai-mixed", backend="kai", pod_sets=[
+        builders.pod_set("head", replicas=1), builders.pod_set("gpu-workers", replicas=2, minMember=2)])
+    job = builders.make_job(version, queue, cluster, name="mixed-2", user=admin_user)
+    GangJob.objects.filter(pk=job.pk).update(observed={"pod_counts": {
+        "created": 3, "bound": 1, "running": 1, "succeeded": 0, "failed": 0,
+        "sets": [{"name": "gpu-workers", "replicas": 2, "minimum": 2, "bound": 0}]}})
+    client.force_login(admin_user)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "gpu-workers 0 of 2 bound" in page
+    assert "3 created · 1 bound · 1 running" in page and "[{" not in page
