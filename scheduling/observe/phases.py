@@ -8,7 +8,8 @@ Phases (scheduling.choices.GangPhase), each reached when:
   `WaitingForScheduler` (no scheduler has looked at the pods yet) or `WaitingForPods` (no pod exists yet).
 - **Scheduled**: at least minMember pods are bound (or the gang object says admitted). Time: the minMember-th
   pod's `PodScheduled` time (when the gang became whole), else the gang object's condition time.
-- **Running**: every pod of the job has started. Time: the latest container start among them.
+- **Running**: every pod of the job has started (an optional pod set's, minimum 0, only once bound). Time: the latest
+  container start among them.
 - **Succeeded**: every owner Job has `Complete=True` (time: `completionTime`), or without owners every pod
   Succeeded (time: the latest container finish).
 - **Failed**: an owner Job has `Failed=True` (time: that condition's lastTransitionTime), or without owners a
@@ -243,10 +244,14 @@ def _scheduled(ev: Evidence, pods_only: bool) -> Entry | None:
 
 
 def _running(ev: Evidence) -> Entry | None:
-    """Running: every pod of the job has started; at the latest container start among them."""
+    """Running: every pod of the job has started (an optional pod set's pods only once bound), every pod set at its
+    minimum; at the latest container start among them."""
     started = [p for p in ev.live_pods if p.started]
-    total = ev.shape.total
-    if not total or len(started) < total:
+    # An optional pod set's (minimum 0) pods that no node took do not hold the job back; once bound they must start.
+    optional = {s.name: s.replicas for s in ev.shape.sets if s.minimum == 0}
+    unplaced = sum(max(n - sum(1 for p in ev.bound if p.pod_set == name), 0) for name, n in optional.items())
+    total = ev.shape.total - unplaced
+    if not total or len(started) < total or ev.short_sets:
         return None
     at = _latest(p.started_at for p in started)
     if at is None:

@@ -64,3 +64,18 @@ def test_a_pod_set_without_a_stated_minimum_is_held_to_the_gangs_count_only():
     ev = Evidence(shape, GangStatus(source="PodGroup default/j-pg"), [v1alpha2_podgroup()],
                   [pod_facts(p) for p in pods], [owner_facts(batch_job())], t(100))
     assert phases.observe(ev, P.SUBMITTED, {P.SUBMITTED: T0}).phase == P.SCHEDULED
+
+
+def test_item11_an_optional_pod_set_left_unplaced_does_not_hold_running_back():
+    # workers 2 (minimum 2) running; eval 2 (minimum 0) found no node: the job runs. Once an eval pod is bound, it
+    # must start before the job reads Running again from a fresh observation.
+    shape = phases.JobShape(min_member=2, total=4, sets=(SetShape("workers", 2, 2), SetShape("eval", 2, 0)))
+    workers = [labelled(f"w-{i}", "workers", bound=4, started=6) for i in range(2)]
+    unplaced = [labelled(f"e-{i}", "eval", unschedulable="no room") for i in range(2)]
+    ev = Evidence(shape, GangStatus(source="PodGroup default/j-pg"), [v1alpha2_podgroup()],
+                  [pod_facts(p) for p in workers + unplaced], [owner_facts(batch_job())], t(100))
+    assert phases.observe(ev, P.SUBMITTED, {P.SUBMITTED: T0}).phase == P.RUNNING
+    bound_not_started = [labelled("e-0", "eval", bound=7), labelled("e-1", "eval", unschedulable="no room")]
+    ev = Evidence(shape, GangStatus(source="PodGroup default/j-pg"), [v1alpha2_podgroup()],
+                  [pod_facts(p) for p in workers + bound_not_started], [owner_facts(batch_job())], t(100))
+    assert phases.observe(ev, P.SUBMITTED, {P.SUBMITTED: T0}).phase == P.SCHEDULED
