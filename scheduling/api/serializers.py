@@ -366,6 +366,9 @@ class WhyPendingPodsSerializer(serializers.Serializer):
     required = serializers.IntegerField()
     total = serializers.IntegerField()
     created = serializers.IntegerField()
+    sets = serializers.ListField(child=serializers.DictField(), required=False, help_text=(
+        "per pod set that states its own minimum: {name, replicas, minimum, bound}; absent when none does. A gang "
+        "is whole only when each has at least its minimum bound"))
 
 
 class WhyPendingSerializer(serializers.Serializer):
