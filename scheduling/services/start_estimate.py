@@ -227,6 +227,7 @@ def payload(job: GangJob, user=None, now=None) -> dict | None:
     answer stands (issue 30: no read path answers 500)."""
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
+    key = None
     try:
         blocking = "-".join(sorted(set(_blocking_codes(job))))  # why-pending's facts change the answer
         key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}"
@@ -239,7 +240,10 @@ def payload(job: GangJob, user=None, now=None) -> dict | None:
         raise  # a dependency down is the whole answer's 503 with Retry-After (scheduling/unavailable.py)
     except Exception as exc:  # noqa: BLE001 - a read path never answers 500 for a field it cannot compute
         logger.exception("start estimate of job %s could not be computed", job.pk)
-        return unknown_payload(exc, now)
+        found = unknown_payload(exc, now)
+        if key is not None:  # the page polls every 2 s: one traceback per state version, not one per poll
+            cache.set(key, found, ESTIMATE_SECONDS)
+        return found
 
 
 def unknown_payload(exc: BaseException, now=None) -> dict:
