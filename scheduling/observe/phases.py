@@ -6,8 +6,10 @@ Phases (scheduling.choices.GangPhase), each reached when:
   pod's `PodScheduled` condition) or bound a pod. Time: the earliest pod creationTimestamp (when the pods entered
   the scheduler's queue), else the scheduler's statement time. Before that the job stays Dispatched with reason
   `WaitingForScheduler` (no scheduler has looked at the pods yet) or `WaitingForPods` (no pod exists yet).
-- **Scheduled**: at least minMember pods are bound (or the gang object says admitted). Time: the minMember-th
-  pod's `PodScheduled` time (when the gang became whole), else the gang object's condition time.
+- **Scheduled**: at least minMember pods are bound (or the gang object says admitted), and every pod set that
+  states its own minimum has that many bound (`JobShape.sets`; a gang object's admission does not count while one
+  is short). Time: the minMember-th pod's `PodScheduled` time (when the gang became whole), else the gang
+  object's condition time.
 - **Running**: every pod of the job has started (an optional pod set's, minimum 0, only once bound). Time: the latest
   container start among them.
 - **Succeeded**: every owner Job has `Complete=True` (time: `completionTime`), or without owners every pod

@@ -254,8 +254,9 @@ def _reason_summary(why: dict, scheduler_name: str) -> str:
     short = [c for c in pods.get("sets") or [] if c["bound"] < c["minimum"]]
     bound = bound_of(pods["bound"], pods["required"], short)
     if short and pods["bound"] >= pods["required"]:
-        return (f"The gang is not whole: {sets_phrase(short)}, below the pod set's own minimum, although "
-                f"{pods['bound']} of the {pods['required']} pods the gang needs in all are bound.")
+        return (f"The gang is not whole: {sets_phrase(short)}, below {'its' if len(short) == 1 else 'their'} pod "
+                f"set's own minimum, although {pods['bound']} of the {pods['required']} pods the gang needs in all "
+                "are bound.")
     if reason == "QueueDoesNotExist":
         return f"Queue {qname} does not exist in the cluster, so the scheduler will not consider this job."
     if reason == REASON_WAITING_FOR_PODS:
