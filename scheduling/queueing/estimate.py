@@ -476,8 +476,9 @@ class Estimate:
       asks and what is free of it now (`resource` names it), `blocked_by`: ("cluster", r, "") or ("limit", r,
       queue) of its first obstacle now;
     - `freed_by`: the job whose end made room in the median replay (a `Job`), `freed_was_running`: it runs now
-      (else it starts in the replay first), `freed_runs`: the `Runs` its end was drawn from, `free_then`: free
-      room of the binding resource right after that end;
+      (else it starts in the replay first), `freed_runs`: the `Runs` its end was drawn from (None for a job being
+      cancelled: it ends when its pods go, no history read), `free_then`: free room of the binding resource right
+      after that end;
     - `thin`: (job, its `Runs`) of the job whose history was too thin, for an unknown;
     - `samples`: replays run; `work`: units of work they spent (`allocate`).
     """
