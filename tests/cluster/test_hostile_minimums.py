@@ -5,6 +5,7 @@ refused and its Queue stays in the cluster; a pending job behind a cancelled job
 set's 0 included), and counted per set."""
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -96,8 +97,11 @@ def test_item8_a_queue_edit_that_would_strand_a_running_job_is_refused_and_its_k
 
 # --- item 9 ------------------------------------------------------------------------------------------------------
 
-def test_item9_a_pending_job_behind_a_cancelled_job_with_lingering_pods_reads_without_500(world, api, admin_user,
-                                                                                          kube_cluster, client):
+@contextlib.contextmanager
+def lingering(world, admin_user, kube_cluster):
+    """The issue's reproduction: queue gpu-4 (a 4-GPU limit); job-a (4 x 1 GPU, a template with no finished run)
+    Running on a pool node, a finalizer of the test's own on its pods, then cancelled (its pods stay); job-b (4 GPUs)
+    submitted to the same queue. Yields job-b while job-a's pods remain; releases them after."""
     node = pool_node(kube_cluster, world.namespace, gpus=8)
     held: list[str] = []
     try:
@@ -120,11 +124,21 @@ def test_item9_a_pending_job_behind_a_cancelled_job_with_lingering_pods_reads_wi
         a.refresh_from_db()
         assert a.phase == GangPhase.RUNNING and a.desired_state == "Cancel" and pods_of(world, a)
         # The capacity the cluster watcher writes (not running in this test): its Ready nodes' allocatable.
-        nodes = client_nodes(world)
-        Cluster.objects.filter(pk=world.cluster.pk).update(capacity=summarize(nodes))
-        b = world.submit(queue="gpu-4", replicas=4, name="job-b", containers=gpu,
-                         node_selector={POOL_LABEL: world.namespace})
+        Cluster.objects.filter(pk=world.cluster.pk).update(capacity=summarize(client_nodes(world)))
+        yield world.submit(queue="gpu-4", replicas=4, name="job-b", containers=gpu,
+                           node_selector={POOL_LABEL: world.namespace})
+    finally:
+        for name in held:
+            try:
+                objects.merge_patch(world.api, POD, world.namespace, name, {"metadata": {"finalizers": None}})
+            except ApiException as exc:
+                assert exc.status == 404
+        kube_cluster.remove_node(node, wait=False)
 
+
+def test_item9_a_pending_job_behind_a_cancelled_job_with_lingering_pods_reads_without_500(world, api, admin_user,
+                                                                                          kube_cluster, client):
+    with lingering(world, admin_user, kube_cluster) as b:
         detail = api.get(f"/api/v1/jobs/{b.pk}/")
         assert detail.status_code == 200
         assert detail.data["estimated_start"]["status"] in ("estimated", "now", "unknown")
@@ -134,13 +148,25 @@ def test_item9_a_pending_job_behind_a_cancelled_job_with_lingering_pods_reads_wi
         client.force_login(admin_user)
         page = client.get(f"/jobs/{b.pk}/")
         assert page.status_code == 200 and b"job-b" in page.content
-    finally:
-        for name in held:
-            try:
-                objects.merge_patch(world.api, POD, world.namespace, name, {"metadata": {"finalizers": None}})
-            except ApiException as exc:
-                assert exc.status == 404
-        kube_cluster.remove_node(node, wait=False)
+
+
+@pytest.mark.django_db(transaction=True)  # the live server reads the test's rows from another process
+def test_item9_gangweb_get_and_why_answer_for_that_pending_job(world, admin_user, kube_cluster, tmp_path):
+    from tests.cli import support
+
+    with lingering(world, admin_user, kube_cluster) as b:
+        (tmp_path / "server").mkdir()
+        server = support.Server(tmp_path / "server")
+        try:
+            env = support.cli_env(server.url, builders.make_token(admin_user, ["read"]), tmp_path)
+            got = support.run_cli(["get", str(b.pk)], env)
+            assert got.returncode == 0, got.stderr
+            assert "job-b" in got.stdout
+            why = support.run_cli(["why", str(b.pk)], env)
+            assert why.returncode == 0, why.stderr
+            assert "estimated start:" in why.stdout
+        finally:
+            server.stop()
 
 
 def client_nodes(world) -> list[dict]:
