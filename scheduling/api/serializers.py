@@ -366,6 +366,9 @@ class WhyPendingPodsSerializer(serializers.Serializer):
     required = serializers.IntegerField()
     total = serializers.IntegerField()
     created = serializers.IntegerField()
+    sets = serializers.ListField(child=serializers.DictField(), required=False, help_text=(
+        "per pod set that states its own minimum: {name, replicas, minimum, bound}; absent when none does. A gang "
+        "is whole only when each has at least its minimum bound"))
 
 
 class WhyPendingSerializer(serializers.Serializer):
@@ -465,12 +468,14 @@ class GangJobDetailSerializer(GangJobSerializer):
     timeline = serializers.SerializerMethodField()
     durations = serializers.SerializerMethodField()
     position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queue_line.py): "
-        "{queue, queue_total, parent, parent_total, priority, text, parent_text, order}; null when not pending. "
+        "{status: known | unknown, reason, queue, queue_total, parent, parent_total, priority, text, parent_text, "
+        "order}; null when not pending; unknown (numbers null, the reason in text) when it cannot be computed. "
         "In GET /api/v1/jobs/<id>/ only: write answers (submit, update, cancel) leave it out and cost no query")
     estimated_start = serializers.SerializerMethodField(help_text="a pending job's start-time estimate "
         "(services/start_estimate.py; the same as GET /api/v1/jobs/<id>/estimate/): {status: estimated | now | "
         "unknown | never, p50, p90, p50_seconds, p90_seconds, p50_in_minutes, p90_in_minutes, text, evidence, reason, "
-        "ahead_in_queue, needs, freed_by, samples, computed_at, method}; null when not pending. In GET "
+        "ahead_in_queue, needs, freed_by, samples, computed_at, method}; null when not pending; unknown with the "
+        "reason when it cannot be computed (the rest of the job still answers). In GET "
         "/api/v1/jobs/<id>/ only, as `position`")
     requeues = serializers.SerializerMethodField(help_text="times the gang started again: re-queued after a "
         "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "

@@ -57,7 +57,7 @@ class PodSetSpec:
     """One pod set of a job as the backends see it.
 
     `template` is the resolved core/v1 PodTemplateSpec dict (never mutated); `owner_name` the Indexed Job's name;
-    `min_member` the pod set's own gang minimum (defaults to `replicas`).
+    `min_member` the pod set's own gang minimum (`set_minimum`: defaults to `replicas`; 0 = an optional set).
     """
 
     name: str
@@ -67,13 +67,32 @@ class PodSetSpec:
     owner_name: str
 
 
+def set_minimum(pod_set: dict) -> int:
+    """The minimum of one pod set of a resolved spec (`{"name", "replicas", "minMember"?}`): its `minMember` when
+    given (0 = an optional set), else its replicas. Pure."""
+    stated = pod_set.get("minMember")
+    return int(pod_set.get("replicas") or 0) if stated is None else int(stated)
+
+
+def gang_minimum(resolved_spec: dict) -> int:
+    """The gang's minimum of a resolved spec: template/job `gang.minMember` when given, else the sum of its pod
+    sets' minimums (`set_minimum`: replicas unless a set states less), so an optional set (minimum 0) never becomes
+    required through the gang's count. Pure."""
+    stated = ((resolved_spec or {}).get("gang") or {}).get("minMember")
+    if stated is not None:
+        return int(stated)
+    return sum(set_minimum(ps) for ps in (resolved_spec or {}).get("podSets") or [] if isinstance(ps, dict))
+
+
 @dataclass(frozen=True)
 class GangSpec:
     """Everything a backend needs to build a job's gang objects, computed from the job by reconcile/desired.py.
 
     - `gang_name`: name of the gang object(s), at most 63 characters (see reconcile/names.py);
-    - `min_member`: gang minimum over all pod sets (template `gang.minMember`, else the sum of replicas);
-    - `min_resources`: ResourceList of the whole gang ({"cpu": "8", "nvidia.com/gpu": "2"}), see kube/resources.py;
+    - `min_member`: gang minimum over all pod sets (`gang_minimum`: template `gang.minMember`, else the sum of the
+      pod sets' minimums);
+    - `min_resources`: ResourceList of the gang's minimum, each pod set's minimum pods ({"cpu": "8",
+      "nvidia.com/gpu": "2"}; the whole gang unless a set states fewer), see kube/resources.py;
     - `labels`: the labels every object of this job carries (job, job UID, instance, managed-by);
     - `topology`: the template's `topologyConstraint` dict or None; `preemptibility`: "", "preemptible" or
       "non-preemptible"; `schedule_timeout_seconds`: coscheduling's wait, seconds;
@@ -255,6 +274,13 @@ class SchedulerBackend:
     # The highest priority value the API server accepts on the gang object whose priorityClassName the plugin sets
     # (None: no limit, or the plugin sets none); services/templates.check_gang_priority_class refuses a class above.
     max_gang_priority: int | None = None
+    # Whether the gang objects hold each pod set to its own minimum (`PodSetSpec.min_member`, 0 = an optional set)
+    # besides the gang's: KAI subGroups[].minMember, Volcano minTaskMember. A plugin without it has one group with
+    # one count, so a pod set's minimum below its replicas is refused at template write and at submit
+    # (services/templates.check_set_minimums); `set_minimums` reads what the built objects say, for the contract.
+    per_set_minimums: bool = False
+    # Why a plugin without `per_set_minimums` cannot express one, for the refusal's words.
+    set_minimum_refusal: str = "its gang is one group with one count"
 
     def __init_subclass__(cls, **kwargs):
         """Compute `gang_kinds` from `gang_refs` (the subclass's own refs, inherited or overridden), unless the
@@ -299,6 +325,11 @@ class SchedulerBackend:
     def read_status(self, objects: list[dict]) -> GangStatus:
         """Read the observed gang objects of one job into a GangStatus (empty list: GangStatus())."""
         raise NotImplementedError
+
+    def set_minimums(self, objects: list[dict]) -> dict[str, int] | None:
+        """{pod set name: minimum} as the gang objects `objects` (as built) express them, or None when this plugin
+        cannot express a per-set minimum (`per_set_minimums` False: the base)."""
+        return None
 
     def mutable_paths(self, kind: str) -> tuple[str, ...]:
         """The spec paths of gang kind `kind` a merge patch may change: `mutable_by_kind[kind]`, else

@@ -30,6 +30,8 @@ class CoschedulingV1alpha1(SchedulerBackend):
     scheduler_name = COSCHEDULING_SCHEDULER_NAME
     gang_refs = ("POD_GROUP",)
     mutable_fields = ("minMember", "minResources", "scheduleTimeoutSeconds")
+    # One PodGroup, one minMember for all its pods: no per-pod-set minimum (refused at write and submit).
+    set_minimum_refusal = "its gang is one PodGroup with one minMember for all its pods"
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """One PodGroup named `spec.gang_name`."""

@@ -2,9 +2,11 @@
 
 One PodGroup per job: minMember, queue, priorityClassName, preemptibility, one subGroup per pod set (its own
 minMember), a topologyConstraint and the v0.17 durations `preemptionDelay` / `stalenessGracePeriod` when the
-template asks for them. KAI v0.15-v0.17 CRDs reject `minMember: 0` ("should be greater than or equal to 1"): the
-template and job validation keep every gang and pod-set minimum >= 1 (400 naming the field), so a PodGroup with 0
-is never sent. `schedulingConditions` are removed once the group schedules (v0.17), so admission is read from
+template asks for them. KAI v0.15-v0.17 CRDs reject a top-level `minMember: 0` ("should be greater than or equal
+to 1"), so the gang's minimum stays >= 1 (template and job validation, 400 naming the field); a subGroup's
+`minMember` is `+kubebuilder:validation:Minimum=0` (KAI `pkg/apis/scheduling/v2alpha2/podgroup_types.go`
+`SubGroup`), so a pod set's minimum of 0 (an optional set) is sent as it is (`per_set_minimums`).
+`schedulingConditions` are removed once the group schedules (v0.17), so admission is read from
 `resourcesStatus`, never from a condition that survived. Pods: `schedulerName: kai-scheduler`,
 annotation `pod-group-name`, labels `kai.scheduler/queue` and `kai.scheduler/subgroup-name`. The pods' owners
 carry `kai.scheduler/skip-podgrouper: "true"` so KAI's podgrouper leaves the grouping alone (KAI v0.15.0+).
@@ -44,6 +46,7 @@ class KaiV2alpha2(SchedulerBackend):
     mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint",
                       "preemptionDelay", "stalenessGracePeriod")
     owned_whole = ("subGroups", "topologyConstraint")  # written whole from the job: extra keys/fields are drift
+    per_set_minimums = True  # subGroups[].minMember, 0 allowed
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """One PodGroup named `spec.gang_name`."""
@@ -102,3 +105,8 @@ class KaiV2alpha2(SchedulerBackend):
         if allocated:
             return GangStatus(admitted=True, reason="Allocated", source=source)
         return GangStatus(source=source)
+
+    def set_minimums(self, objects: list[dict]) -> dict[str, int] | None:
+        """{subGroup name: minMember} of the PodGroup among `objects`."""
+        pg = self.gang_object(self.POD_GROUP, objects) or {}
+        return {g["name"]: g.get("minMember") for g in (pg.get("spec") or {}).get("subGroups") or []}

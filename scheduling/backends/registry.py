@@ -44,6 +44,13 @@ def all_plugins() -> list:
     return [cls for family in FAMILIES for cls in plugins(family)]
 
 
+def expresses_set_minimums(family: str) -> bool:
+    """True when every plugin of `family` holds each pod set to its own minimum (`per_set_minimums`): which plugin
+    runs a job depends on its cluster, so the family can only promise what all of them do. Raises KeyError for an
+    unknown family."""
+    return all(cls.per_set_minimums for cls in plugins(family))
+
+
 def select(family: str, served: Iterable[str]):
     """The highest-versioned plugin of `family` the cluster can run: the first whose own `available(served)`
     says yes (served: "group/version" strings from discovery).

@@ -35,6 +35,8 @@ class VolcanoV1beta1(SchedulerBackend):
     gang_refs = ("POD_GROUP",)
     mutable_fields = ("minMember", "minTaskMember", "queue", "priorityClassName", "minResources")
     owned_whole = ("minTaskMember",)  # one entry per pod set: a task name added by hand is drift
+    # minTaskMember map[string]int32 (volcano-sh/apis v1beta1 types.go): each task's own minimum, 0 allowed.
+    per_set_minimums = True
 
     def build_gang_objects(self, spec: GangSpec) -> list[dict]:
         """One PodGroup named `spec.gang_name`."""
@@ -78,3 +80,8 @@ class VolcanoV1beta1(SchedulerBackend):
             result.message = latest.get("message", "")
             result.at = parse_time(latest.get("lastTransitionTime"))
         return result
+
+    def set_minimums(self, objects: list[dict]) -> dict[str, int] | None:
+        """`spec.minTaskMember` of the PodGroup among `objects` ({task (pod set) name: minimum})."""
+        pg = self.gang_object(self.POD_GROUP, objects) or {}
+        return dict((pg.get("spec") or {}).get("minTaskMember") or {})

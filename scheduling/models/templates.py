@@ -49,7 +49,7 @@ class RuntimeTemplateVersion(models.Model):
                   "preemptionDelay": "5m" (kai, opt.), "stalenessGracePeriod": "-1s" (kai, opt.)},
          "priorityClassName": str, "preemptibility": "" | "preemptible" | "non-preemptible",
          "topologyConstraint": {...} | null,
-         "podSets": [{"name": str, "replicas": int, "minMember": int | null,
+         "podSets": [{"name": str, "replicas": int, "minMember": int (0..replicas; 0 = optional) | null,
                       "template": <core/v1 PodTemplateSpec as a dict: {"metadata": {...}, "spec": {...}}>}],
          "overridable": ["podSets.worker.replicas", "podSets.*.resources", "priorityClassName", ...]}
     """

@@ -29,12 +29,24 @@ class JobObjects:
 
 
 @dataclass(frozen=True)
+class SetShape:
+    """A pod set that states its own minimum: `name`, `replicas`, `minimum` (0 = optional)."""
+
+    name: str
+    replicas: int
+    minimum: int
+
+
+@dataclass(frozen=True)
 class JobShape:
-    """What the job expects: `min_member` pods for the gang, `total` pods in all, whether it is being cancelled."""
+    """What the job expects: `min_member` pods for the gang, `total` pods in all, whether it is being cancelled,
+    and `sets`: the pod sets that state their own minimum (a gang is whole only when each of them has that many
+    pods bound, besides `min_member` in all)."""
 
     min_member: int
     total: int
     cancelling: bool = False
+    sets: tuple[SetShape, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,3 +99,29 @@ class Evidence:
     def bound(self) -> list[PodFacts]:
         """Live pods bound to a node."""
         return [p for p in self.live_pods if p.bound]
+
+    @cached_property
+    def set_counts(self) -> list[dict]:
+        """Per pod set of the job's shape that states a minimum: ``{"name", "replicas", "minimum", "bound"}``, its
+        live pods bound to a node counted by their `gangweb.io/pod-set` label (set by gangweb on the pod
+        templates it writes)."""
+        bound: dict[str, int] = {}
+        for p in self.bound:
+            bound[p.pod_set] = bound.get(p.pod_set, 0) + 1
+        return [{"name": s.name, "replicas": s.replicas, "minimum": s.minimum, "bound": bound.get(s.name, 0)}
+                for s in self.shape.sets]
+
+    @cached_property
+    def short_sets(self) -> list[dict]:
+        """The `set_counts` entries below their minimum; empty when every pod set that states one meets it."""
+        return [c for c in self.set_counts if c["bound"] < c["minimum"]]
+
+    @cached_property
+    def whole(self) -> bool:
+        """True when at least `min_member` live pods are bound (and one) and every pod set meets its minimum."""
+        return bool(self.bound) and len(self.bound) >= self.shape.min_member and not self.short_sets
+
+
+def sets_phrase(short: list[dict]) -> str:
+    """"gpu-workers 0 of 2 bound" (joined with ", ") for pod sets below their minimum; "" for none."""
+    return ", ".join(f"{c['name']} {c['bound']} of {c['minimum']} bound" for c in short)

@@ -6,9 +6,12 @@ Phases (scheduling.choices.GangPhase), each reached when:
   pod's `PodScheduled` condition) or bound a pod. Time: the earliest pod creationTimestamp (when the pods entered
   the scheduler's queue), else the scheduler's statement time. Before that the job stays Dispatched with reason
   `WaitingForScheduler` (no scheduler has looked at the pods yet) or `WaitingForPods` (no pod exists yet).
-- **Scheduled**: at least minMember pods are bound (or the gang object says admitted). Time: the minMember-th
-  pod's `PodScheduled` time (when the gang became whole), else the gang object's condition time.
-- **Running**: every pod of the job has started. Time: the latest container start among them.
+- **Scheduled**: at least minMember pods are bound (or the gang object says admitted), and every pod set that
+  states its own minimum has that many bound (`JobShape.sets`; a gang object's admission does not count while one
+  is short). Time: the minMember-th pod's `PodScheduled` time (when the gang became whole), else the gang
+  object's condition time.
+- **Running**: every pod of the job has started (an optional pod set's, minimum 0, only once bound). Time: the latest
+  container start among them.
 - **Succeeded**: every owner Job has `Complete=True` (time: `completionTime`), or without owners every pod
   Succeeded (time: the latest container finish).
 - **Failed**: an owner Job has `Failed=True` (time: that condition's lastTransitionTime), or without owners a
@@ -51,7 +54,7 @@ from datetime import datetime
 from ..backends.base import GangStatus
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from . import objects as o
-from .evidence import Evidence, JobShape
+from .evidence import Evidence, JobShape, sets_phrase
 from .pods import POD_FAILED, POD_SUCCEEDED, PodFacts
 
 # phase_reason values gangweb itself sets (scheduler reasons such as "Unschedulable" or "OverLimit" pass through).
@@ -106,9 +109,11 @@ class Observation:
     pods: int = 0
 
 
-def bound_of(bound: int, required: int) -> str:
-    """The "N of M bound" phrase the timeline and why-pending use."""
-    return f"{bound} of {required} bound"
+def bound_of(bound: int, required: int, short: list[dict] | None = None) -> str:
+    """The "N of M bound" phrase the timeline and why-pending use; with `short` (pod sets below their own minimum,
+    `Evidence.short_sets`) followed by theirs: "5 of 3 bound; gpu-workers 0 of 2 bound"."""
+    phrase = f"{bound} of {required} bound"
+    return f"{phrase}; {sets_phrase(short)}" if short else phrase
 
 
 def _kth(times: list[datetime | None], k: int) -> datetime | None:
@@ -210,7 +215,7 @@ def _queued(ev: Evidence) -> Entry | None:
     if at is None:
         return None
     reason, message, source = _queued_said(ev)
-    tail = bound_of(len(ev.bound), ev.shape.min_member)
+    tail = bound_of(len(ev.bound), ev.shape.min_member, ev.short_sets)
     return Entry(GangPhase.QUEUED, at, source, reason, f"{message} ({tail})" if message else tail)
 
 
@@ -220,11 +225,13 @@ def _scheduled(ev: Evidence, pods_only: bool) -> Entry | None:
     admitted. Never while a scheduling gate holds pods the gang still needs (kueue #9482)."""
     gang, bound, required = ev.gang, ev.bound, ev.shape.min_member
     gated = any(p.gated for p in ev.live_pods) and len(bound) < required
-    said = gang.admitted is True and gang.at is not None and not gated
+    # A pod set below its own minimum keeps the gang from being whole, whatever the gang object says: a backend
+    # with one count (k8s-workload's minCount) admits "5 of 3 bound" with 0 of 2 GPU workers (issue 30).
+    said = gang.admitted is True and gang.at is not None and not gated and not ev.short_sets
     if said and gang.scheduled_at_admission and not pods_only:
         return Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
                      gang.message or bound_of(len(bound), required))
-    if len(bound) >= required and bound:
+    if ev.whole:
         at = _kth([p.scheduled_at for p in bound], required)
         if at is None:
             return None
@@ -239,10 +246,14 @@ def _scheduled(ev: Evidence, pods_only: bool) -> Entry | None:
 
 
 def _running(ev: Evidence) -> Entry | None:
-    """Running: every pod of the job has started; at the latest container start among them."""
+    """Running: every pod of the job has started (an optional pod set's pods only once bound), every pod set at its
+    minimum; at the latest container start among them."""
     started = [p for p in ev.live_pods if p.started]
-    total = ev.shape.total
-    if not total or len(started) < total:
+    # An optional pod set's (minimum 0) pods that no node took do not hold the job back; once bound they must start.
+    optional = {s.name: s.replicas for s in ev.shape.sets if s.minimum == 0}
+    unplaced = sum(max(n - sum(1 for p in ev.bound if p.pod_set == name), 0) for name, n in optional.items())
+    total = ev.shape.total - unplaced
+    if not total or len(started) < total or ev.short_sets:
         return None
     at = _latest(p.started_at for p in started)
     if at is None:
@@ -327,7 +338,8 @@ def observe(ev: Evidence, current_phase: str, recorded: dict[str, datetime], att
     by_pods = found if attempt > 0 or not ev.gang.scheduled_at_admission else candidates(ev, pods_only=True)
     # A re-queued attempt is scheduled again only by its pods: a gang object's admitted condition may still hold
     # from before the disruption (it is not reset when a member is evicted; v1beta1's never reverts).
-    again = {p: e for p, e in by_pods.items() if p != GangPhase.SCHEDULED or obs.bound >= shape.min_member}
+    again = {p: e for p, e in by_pods.items() if p != GangPhase.SCHEDULED or (
+        obs.bound >= shape.min_member and not ev.short_sets)}
     last_at = _advance(obs, found if attempt == 0 else again, recorded, attempt)
     if obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) and not shape.cancelling:
         _maybe_requeue(obs, ev, recorded, again, last_at)
@@ -450,7 +462,7 @@ def _reason(obs: Observation, ev: Evidence, found: dict[str, Entry]) -> tuple[st
     if phase in TERMINAL_PHASES:
         entry = found.get(phase) or next((e for e in obs.entries if e.phase == phase), None)
         return (entry.reason, entry.message) if entry else ("", "")
-    tail = bound_of(obs.bound, shape.min_member)
+    tail = bound_of(obs.bound, shape.min_member, ev.short_sets)
     if shape.cancelling:
         return REASON_CANCELLING, "deleting the job's cluster objects"
     if gang.disruption_reason and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
@@ -478,7 +490,7 @@ def _waiting_reason(obs: Observation, ev: Evidence, tail: str) -> tuple[str, str
             and not live_pods:
         return REASON_OBJECTS_MISSING, "the job's objects are not in the cluster (yet); the reconciler recreates them"
     waiting = [p for p in live_pods if p.waiting_reason]
-    if obs.bound >= shape.min_member and obs.bound:
+    if ev.whole:
         return REASON_STARTING, tail
     if gang.admitted is False:
         return gang.reason or "Unschedulable", f"{gang.message} ({tail})" if gang.message else tail

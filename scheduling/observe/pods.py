@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..constants import LABEL_POD_SET
 from . import objects as o
 
 POD_SUCCEEDED = "Succeeded"
@@ -49,6 +50,7 @@ class PodFacts:
     started_inferred: bool = False
     # spec.schedulingGates names, at most MAX_GATES: while any is set the scheduler does not look at the pod
     scheduling_gates: tuple[str, ...] = ()
+    pod_set: str = ""  # the `gangweb.io/pod-set` label gangweb puts on its pod templates ("" without one)
 
     @property
     def bound(self) -> bool:
@@ -129,7 +131,13 @@ def pod_facts(pod: dict) -> PodFacts:
         disruption_message=disrupted.get("message") or "",
         disrupted_at=o.parse_time(disrupted.get("lastTransitionTime")),
         scheduled_inferred=scheduled_inferred, started_inferred=started_inferred, scheduling_gates=_gates(pod),
+        pod_set=_pod_set(pod),
     )
+
+
+def _pod_set(pod: dict) -> str:
+    value = (o.meta(pod).get("labels") or {}).get(LABEL_POD_SET)
+    return value[:63] if isinstance(value, str) else ""
 
 
 MAX_GATES = 16

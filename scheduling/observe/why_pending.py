@@ -43,7 +43,7 @@ from . import causes
 from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER, fragmented
 from .capacity import blocking as capacity_blocking
 from .capacity import busy as capacity_busy
-from .evidence import Evidence
+from .evidence import Evidence, sets_phrase
 from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, bound_of
 from .pods import PodFacts
 
@@ -251,7 +251,12 @@ def _reason_summary(why: dict, scheduler_name: str) -> str:
     """What the reason code means, with the pods' numbers."""
     reason, pods, queue = why["reason"], why["pods"], why.get("queue") or {}
     qname = queue.get("name") or why.get("queue_name") or "the queue"
-    bound = bound_of(pods["bound"], pods["required"])
+    short = [c for c in pods.get("sets") or [] if c["bound"] < c["minimum"]]
+    bound = bound_of(pods["bound"], pods["required"], short)
+    if short and pods["bound"] >= pods["required"]:
+        return (f"The gang is not whole: {sets_phrase(short)}, below {'its' if len(short) == 1 else 'their'} pod "
+                f"set's own minimum, although {pods['bound']} of the {pods['required']} pods the gang needs in all "
+                "are bound.")
     if reason == "QueueDoesNotExist":
         return f"Queue {qname} does not exist in the cluster, so the scheduler will not consider this job."
     if reason == REASON_WAITING_FOR_PODS:
@@ -346,7 +351,7 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
     shape, gang, refusals = evidence.shape, evidence.gang, evidence.refusals
     live = evidence.live_pods
     bound = sum(1 for p in live if p.bound)
-    if phase not in PENDING_PHASES or (bound >= shape.min_member and bound):
+    if phase not in PENDING_PHASES or evidence.whole:
         return None
     pod_conditions = _pod_conditions(live)
     said = gang.reasons if gang.admitted is False else []  # the scheduler's own reasons, as its plugin read them
@@ -372,7 +377,8 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
         "message": message,
         "source": source,
         "since": since.isoformat() if since else None,
-        "pods": {"bound": bound, "required": shape.min_member, "total": shape.total, "created": len(live)},
+        "pods": {"bound": bound, "required": shape.min_member, "total": shape.total, "created": len(live),
+                 **({"sets": evidence.set_counts} if shape.sets else {})},
         "queue": queue,
         "queue_name": queue_name or (queue or {}).get("name") or "",
         "job_requests": asks,

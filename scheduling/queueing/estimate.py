@@ -120,8 +120,11 @@ class Job:
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank quantile (the smallest value with at least a fraction `q` of `values` at or below it);
-    `values` must be non-empty."""
+    """Nearest-rank quantile (the smallest value with at least a fraction `q` of `values` at or below it).
+    Raises ValueError for empty `values` (there is no such value; callers with possibly empty data use
+    `Runs.p50`, which is None then)."""
+    if not values:
+        raise ValueError("the quantile of no values is not defined")
     ordered = sorted(values)
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
@@ -138,8 +141,9 @@ class Runs:
         return len(self.seconds) >= MIN_RUNS
 
     @property
-    def p50(self) -> float:
-        return quantile(self.seconds, 0.5)
+    def p50(self) -> float | None:
+        """The median run time (seconds), None when there are no runs (a template with no finished run yet)."""
+        return quantile(self.seconds, 0.5) if self.seconds else None
 
     def _lognormal(self) -> NormalDist:
         """The normal distribution of log run seconds fitted to the runs (computed once per Runs)."""
@@ -472,8 +476,9 @@ class Estimate:
       asks and what is free of it now (`resource` names it), `blocked_by`: ("cluster", r, "") or ("limit", r,
       queue) of its first obstacle now;
     - `freed_by`: the job whose end made room in the median replay (a `Job`), `freed_was_running`: it runs now
-      (else it starts in the replay first), `freed_runs`: the `Runs` its end was drawn from, `free_then`: free
-      room of the binding resource right after that end;
+      (else it starts in the replay first), `freed_runs`: the `Runs` its end was drawn from (None for a job being
+      cancelled: it ends when its pods go, no history read), `free_then`: free room of the binding resource right
+      after that end;
     - `thin`: (job, its `Runs`) of the job whose history was too thin, for an unknown;
     - `samples`: replays run; `work`: units of work they spent (`allocate`).
     """
@@ -610,7 +615,9 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
     median = results[max(0, math.ceil(0.5 * len(results)) - 1)]
     _, trigger, was_running, free_after = median
     if trigger is not None:
-        out.freed_by, out.freed_was_running, out.freed_runs = trigger, was_running, runs_of(trigger)
+        # A job being cancelled frees its room when its pods are gone, whatever its history (it may have none).
+        out.freed_by, out.freed_was_running = trigger, was_running
+        out.freed_runs = None if trigger.ending else runs_of(trigger)
         out.free_then = max(free_after[resource], 0.0)
     return out
 
@@ -672,7 +679,10 @@ def evidence(est: Estimate, queue: str) -> str:
     run 20 min; 2 jobs ahead in team-a; needs 8 GPUs, 4 free now, 8 once train-7 ends". `queue`: the target's
     queue name."""
     parts = []
-    if est.freed_by is not None and est.freed_runs is not None:
+    if est.freed_by is not None and est.freed_by.ending:
+        parts.append(f"{est.freed_by.name or f'job {est.freed_by.id}'} is being cancelled: its room frees as its "
+                     "pods go")
+    elif est.freed_by is not None and est.freed_runs is not None and est.freed_runs.seconds:
         r, who = est.freed_runs, est.freed_by.name or f"job {est.freed_by.id}"
         ran = f"jobs like {who} ({LEVELS[r.level]}) ran {span(r.p50)} (p50) over {len(r.seconds)} runs"
         if est.freed_was_running:

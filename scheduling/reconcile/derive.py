@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from ..backends.base import GangStatus
+from ..backends.base import GangStatus, gang_minimum
 from ..choices import TERMINAL_PHASES, DesiredState
 from ..constants import LABEL_POD_SET
 from ..kube import runtime_classes
 from ..models import GangJob
 from ..observe import capacity, causes, phases, why_pending
 from ..observe import objects as o
-from ..observe.evidence import Evidence, JobObjects
+from ..observe.evidence import Evidence, JobObjects, SetShape
 from ..services import cluster_usage, timeline
 from . import names
 
@@ -37,12 +37,15 @@ class Sighting:
 
 
 def job_shape(job: GangJob) -> phases.JobShape:
-    """minMember (template `gang.minMember`, else the sum of replicas) and total pods, from the resolved spec."""
+    """minMember (`backends.base.gang_minimum`: template `gang.minMember`, else the sum of the pod sets' minimums),
+    total pods and the pod sets that state their own minimum (`JobShape.sets`), from the resolved spec."""
     spec = job.resolved_spec or {}
-    total = sum(int(ps.get("replicas") or 0) for ps in spec.get("podSets") or [])
-    min_member = (spec.get("gang") or {}).get("minMember") or total
-    return phases.JobShape(min_member=int(min_member), total=total,
-                           cancelling=job.desired_state == DesiredState.CANCEL)
+    sets = [ps for ps in spec.get("podSets") or [] if isinstance(ps, dict)]
+    total = sum(int(ps.get("replicas") or 0) for ps in sets)
+    stated = tuple(SetShape(str(ps.get("name") or ""), int(ps.get("replicas") or 0), int(ps["minMember"]))
+                   for ps in sets if isinstance(ps.get("minMember"), int))
+    return phases.JobShape(min_member=gang_minimum(spec), total=total,
+                           cancelling=job.desired_state == DesiredState.CANCEL, sets=stated)
 
 
 def scheduler_of(job: GangJob, backend) -> str:
@@ -107,7 +110,8 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
                       annotations, creationTimestamp), spec>],
          "pods": [{"name", "node", "phase", "reason", "pod_set"}] (first MAX_PODS_LISTED by name; pod_set when
                   the pod carries the label),
-         "pod_counts": {"created", "bound", "running", "succeeded", "failed"},
+         "pod_counts": {"created", "bound", "running", "succeeded", "failed",
+                        "sets": [{"name", "replicas", "minimum", "bound"}]} (only when a pod set states a minimum),
          "gang": {"admitted", "reason", "message", "source", "at"}}
     """
     objects, gang = evidence.objects, evidence.gang
@@ -117,7 +121,7 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
         "objects": [_object_body(x) for x in [*objects.gang, *objects.owners]],
         "pods": rows[:MAX_PODS_LISTED],
         "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
-                       "failed": obs.failed},
+                       "failed": obs.failed, **({"sets": evidence.set_counts} if evidence.shape.sets else {})},
         "gang": {"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source,
                  "at": gang.at.isoformat() if gang.at else None},
     }

@@ -12,7 +12,7 @@ import copy
 
 from django.conf import settings
 
-from ..backends.base import GangSpec, PodSetSpec, SchedulerBackend
+from ..backends.base import GangSpec, PodSetSpec, SchedulerBackend, gang_minimum, set_minimum
 from ..constants import LABEL_INSTANCE, LABEL_JOB, LABEL_JOB_UID, LABEL_MANAGED_BY, LABEL_POD_SET, MANAGED_BY_VALUE
 from ..kube import limit_ranges, resources, runtime_classes
 from ..kube.objects import JOB, SERVICE
@@ -28,26 +28,29 @@ def instance_label() -> str:
 def gang_spec(job, limit_defaults: dict | None = None) -> GangSpec:
     """The GangSpec of `job` at its current `gang_generation` (names change with the generation). `limit_defaults`
     ({"limits", "requests"} of the job's namespace, `kube.limit_ranges.defaults`) are counted in `min_resources` for
-    containers that set no request: the LimitRanger adds them at admission (the pod templates keep the template's)."""
+    containers that set no request: the LimitRanger adds them at admission (the pod templates keep the template's).
+    `min_resources` counts each pod set's minimum pods (`set_minimum`: its replicas unless it states fewer)."""
     resolved = job.resolved_spec
     uid, gen = str(job.uid), job.gang_generation
     owner_names = names.owner_names(job.name, [ps["name"] for ps in resolved["podSets"]], uid, gen,
                                     job.owner_uids)
     pod_sets = tuple(
-        PodSetSpec(name=ps["name"], replicas=ps["replicas"], min_member=ps.get("minMember") or ps["replicas"],
+        PodSetSpec(name=ps["name"], replicas=ps["replicas"], min_member=set_minimum(ps),
                    template=ps["template"], owner_name=owner_names[ps["name"]])
         for ps in resolved["podSets"])
     gang = resolved.get("gang") or {}
-    total = sum(ps.replicas for ps in pod_sets)
     return GangSpec(
         job_name=job.name, namespace=job.namespace, uid=uid, generation=gen,
         gang_name=names.gang_name(job.name, uid, gen), service_name=names.service_name(job.name, uid, gen),
         queue=job.queue.name, priority_class_name=job.priority_class_name or "",
         preemptibility=resolved.get("preemptibility") or "", topology=resolved.get("topologyConstraint") or None,
-        min_member=gang.get("minMember") or total,
+        min_member=gang_minimum(resolved),
         schedule_timeout_seconds=gang.get("scheduleTimeoutSeconds") or DEFAULT_SCHEDULE_TIMEOUT_SECONDS,
+        # What the gang's minimum asks: each pod set's minimum pods (an optional set's pods are not required).
         min_resources=resources.as_resource_list(resources.gang_requests(
-            limit_ranges.with_defaults(resolved["podSets"], limit_defaults), runtime_classes.for_job(job))),
+            [{**ps, "replicas": set_minimum(ps)} for ps in limit_ranges.with_defaults(resolved["podSets"],
+                                                                                      limit_defaults)],
+            runtime_classes.for_job(job))),
         pod_sets=pod_sets, labels=job_labels_from(job.name, uid), disruption_mode=gang.get("disruptionMode") or "",
         durations={k: gang[k] for k in KAI_DURATIONS if gang.get(k) is not None},
         scheduler_name=job.cluster.scheduler_name_for(resolved.get("backend", "")) if job.cluster_id else "",

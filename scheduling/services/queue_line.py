@@ -30,13 +30,18 @@ job; one window-function query for a queue's whole line (plus the queue tree for
 """
 from __future__ import annotations
 
+import logging
+
 from django.db.models import Case, CharField, Count, F, IntegerField, Max, OuterRef, Q, Subquery, Value, When, Window
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce, RowNumber
 
 from ..choices import DesiredState, GangPhase
 from ..models import Cluster, GangJob, QueuePolicy
+from ..unavailable import DEPENDENCY_ERRORS
 from . import access
+
+logger = logging.getLogger(__name__)
 
 PENDING = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
 KAI = "kai"  # the backend family whose scheduler orders by KAI's priority values
@@ -97,9 +102,25 @@ def position(job: GangJob) -> dict | None:
     """Where a pending `job` stands: ``{"queue": 3, "queue_total": 7, "parent": 5 | None, "parent_total": 10 |
     None, "priority": 50 | None, "text": "3 of 7 in team-a", "parent_text": "5 of 10 in research" | None,
     "order": ...}`` (1 = next), among the pending jobs of its cluster and backend family; None when the job is not
-    pending. One query (two when `job.queue` is not loaded yet)."""
+    pending. One query (two when `job.queue` is not loaded yet). Never raises: when it cannot be computed it reads
+    ``{"status": "unknown", "reason", "text": "unknown: ...", ...}`` with the numbers None, and the rest of the
+    job's answer stands (issue 30: no read path answers 500)."""
     if job.phase not in PENDING or job.desired_state != DesiredState.RUN:
         return None
+    try:
+        return _position(job)
+    except DEPENDENCY_ERRORS:
+        raise  # a dependency down is the whole answer's 503 (scheduling/unavailable.py)
+    except Exception as exc:  # noqa: BLE001 - a field that cannot be computed reads unknown, never a 500
+        logger.exception("place in line of job %s could not be computed", job.pk)
+        reason = f"the place in line could not be computed ({type(exc).__name__} in gangweb; the error is logged)"
+        return {"status": "unknown", "reason": reason, "queue": None, "queue_total": None, "parent": None,
+                "parent_total": None, "priority": None, "text": f"unknown: {reason}", "parent_text": None,
+                "order": ORDER}
+
+
+def _position(job: GangJob) -> dict:
+    """`position` of a pending job (its docstring), raising what it meets."""
     queue = job.queue
     family = family_of(job)
     mine = priority_value(job.priority_class_name, family)
@@ -115,7 +136,8 @@ def position(job: GangJob) -> dict | None:
         rows = rows.filter(same)
     counts = rows.order_by().aggregate(q_ahead=Count("id", filter=same & ahead), q_total=Count("id", filter=same),
                                        p_ahead=Count("id", filter=ahead), p_total=Count("id"))
-    out = {"queue": counts["q_ahead"] + 1, "queue_total": counts["q_total"], "parent": None, "parent_total": None,
+    out = {"status": "known", "reason": "", "queue": counts["q_ahead"] + 1, "queue_total": counts["q_total"],
+           "parent": None, "parent_total": None,
            "priority": mine, "text": _text(counts["q_ahead"] + 1, counts["q_total"], queue.name),
            "parent_text": None, "order": ORDER}
     if queue.parent_id is not None:

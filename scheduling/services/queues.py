@@ -404,8 +404,10 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
     """Change a managed queue policy (fields not given keep their value) and queue its sync.
 
     Clusters dropped from `clusters` get the Queue CR deleted there by the next sync. Returns (policy, warnings).
-    Raises ValidationError (400: bad value, missing parent, cycle, name change), Conflict (409: imported queue),
-    PermissionDenied (403).
+    Raises ValidationError (400: bad value, missing parent, cycle, name change), Conflict (409: imported queue; a
+    `clusters` or `allowed_namespaces` change that drops a cluster or namespace where the queue (or, for
+    namespaces, a queue below it) has active jobs, naming them), PermissionDenied (403). A refused request
+    changes nothing.
     """
     access.check_manage_queue(user, policy)
     v.mapping(data, "body")
@@ -432,6 +434,10 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
         access.check_queue_scope(user, policy.parent, clusters if "clusters" in changed else None,
                                  policy.allowed_namespaces if "allowed_namespaces" in changed else None,
                                  policy.allowed_service_accounts if "allowed_service_accounts" in changed else None)
+    if "clusters" in changed:
+        _check_no_stranded_clusters(policy, clusters or [])
+    if "allowed_namespaces" in changed:
+        _check_no_stranded_namespaces(policy, tree)
     with transaction.atomic():
         policy.save()
         if clusters is not None:
@@ -439,6 +445,52 @@ def update_queue(user, policy: QueuePolicy, data) -> tuple[QueuePolicy, list[dic
         audit.record(user, "queue.update", policy, changed)
         dispatch.reconcile_queue_on_commit(policy.id, extra_cluster_ids=sorted(before))
     return policy, warnings_for(policy, _reflect(tree, policy))
+
+
+JOBS_NAMED = 5  # active jobs a refusal names before "and N more"
+
+
+def _job_names(jobs) -> str:
+    """``"ns/a, ns/b and 3 more"`` for a queryset of jobs (at most JOBS_NAMED + 1 rows read, plus a count)."""
+    rows = list(jobs.order_by("namespace", "name").values_list("namespace", "name")[:JOBS_NAMED + 1])
+    names = [f"{ns}/{name}" for ns, name in rows]
+    if len(names) <= JOBS_NAMED:
+        return ", ".join(names)
+    return f"{', '.join(names[:JOBS_NAMED])} and {jobs.count() - JOBS_NAMED} more"
+
+
+def _check_no_stranded_clusters(policy: QueuePolicy, clusters: list[Cluster]) -> None:
+    """Refuse (Conflict, 409 on `clusters`, naming the jobs) a `clusters` edit that drops a cluster where the queue
+    has active jobs: the next sync would delete its Queue there (reconcile/queue_sync.py `delete_stale`) under
+    running jobs, as DELETE of the queue would, which is refused too. `clusters` empty = every cluster (nothing is
+    dropped). Only the queue's own jobs count: a parent's Queue stays wherever a child still targets
+    (`queue_sync.desired_in`)."""
+    if not clusters:
+        return
+    kept = {c.id for c in clusters}
+    active = GangJob.objects.filter(queue=policy, phase__in=list(ACTIVE_PHASES)).exclude(cluster_id__in=kept)
+    dropped = sorted(Cluster.objects.filter(id__in=active.values("cluster_id")).values_list("name", flat=True))
+    if dropped:
+        raise Conflict({"clusters": f"queue '{policy.name}' has active jobs in cluster"
+                                    f"{'s' if len(dropped) > 1 else ''} {', '.join(dropped)}, which this change "
+                                    f"drops (its Queue there would be deleted under them): {_job_names(active)}; "
+                                    "cancel them or wait for them to finish first"})
+
+
+def _check_no_stranded_namespaces(policy: QueuePolicy, tree: QueueTree) -> None:
+    """Refuse (Conflict, 409 on `allowed_namespaces`, naming the jobs) an `allowed_namespaces` edit that drops a
+    namespace where the queue, or a queue below it (a job's namespace must be allowed by its queue and every
+    ancestor: services/policy.py), has active jobs."""
+    allowed = set(policy.allowed_namespaces or [])
+    queue_ids = [policy.id, *(q.id for q in tree.descendants(policy))]
+    active = GangJob.objects.filter(queue_id__in=queue_ids, phase__in=list(ACTIVE_PHASES)).exclude(
+        namespace__in=allowed)
+    dropped = sorted(set(active.values_list("namespace", flat=True).distinct()))
+    if dropped:
+        raise Conflict({"allowed_namespaces": f"queue '{policy.name}' has active jobs in namespace"
+                                              f"{'s' if len(dropped) > 1 else ''} {', '.join(dropped)}, which this "
+                                              f"change drops: {_job_names(active)}; cancel them or wait for them "
+                                              "to finish first"})
 
 
 def _check_moved_scope(user, policy: QueuePolicy, clusters: list[Cluster] | None, tree: QueueTree) -> None:

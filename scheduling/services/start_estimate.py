@@ -29,6 +29,7 @@ templates and queues, and the reader's queue roles (memoized per request) when n
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import replace
 from datetime import timedelta
 
@@ -41,6 +42,7 @@ from ..kube.kai_units import RESOURCES
 from ..models import GangJob, PhaseTransition
 from ..observe.causes import NODES_FRAGMENTED
 from ..queueing import estimate as model
+from ..unavailable import DEPENDENCY_ERRORS
 from . import access, queue_line
 from .fair_share import capacity_of
 from .queue_usage import BYTES_PER_MB, RUNNING_PHASES
@@ -52,6 +54,7 @@ HISTORY_SECONDS = 60
 ESTIMATE_SECONDS = 15  # an answer is reused this long while its cluster's state version is unchanged
 MAX_PENDING = 300  # the cluster's pending jobs replayed, first in line order (the target always): bounds its cost
 HIDDEN = "a job of another queue"
+logger = logging.getLogger(__name__)
 METHOD = ("replay of the running jobs' expected ends (run times of finished jobs of the same template and queue, "
           "else template, else queue, given how long each has run) against queue limits, fair-share queue order "
           f"and the cluster's capacity; p50/p90 over {model.SAMPLES} seeded replays; no preemption, reclaim, "
@@ -219,16 +222,38 @@ def _viewer(user) -> str:
 def payload(job: GangJob, user=None, now=None) -> dict | None:
     """`estimated_start` (see `_payload` for the shape), reused from Django's cache for up to ESTIMATE_SECONDS
     while the job's cluster's `state_version` is unchanged (module docstring); then `computed_at` says when it was
-    computed and `now` is not used. None when the job is not pending (no cache read)."""
+    computed and `now` is not used. None when the job is not pending (no cache read). Never raises: when the
+    estimate cannot be computed it reads "unknown" with the reason (`unknown_payload`), and the rest of the job's
+    answer stands (issue 30: no read path answers 500)."""
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
-    blocking = "-".join(sorted(set(_blocking_codes(job))))  # why-pending's facts change the answer (_placed_on_nodes)
-    key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}"
-    found = cache.get(key)
-    if found is None:
-        found = _payload(job, user, now)
-        cache.set(key, found, ESTIMATE_SECONDS)
-    return found
+    key = None
+    try:
+        blocking = "-".join(sorted(set(_blocking_codes(job))))  # why-pending's facts change the answer
+        key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}"
+        found = cache.get(key)
+        if found is None:
+            found = _payload(job, user, now)
+            cache.set(key, found, ESTIMATE_SECONDS)
+        return found
+    except DEPENDENCY_ERRORS:
+        raise  # a dependency down is the whole answer's 503 with Retry-After (scheduling/unavailable.py)
+    except Exception as exc:  # noqa: BLE001 - a read path never answers 500 for a field it cannot compute
+        logger.exception("start estimate of job %s could not be computed", job.pk)
+        found = unknown_payload(exc, now)
+        if key is not None:  # the page polls every 2 s: one traceback per state version, not one per poll
+            cache.set(key, found, ESTIMATE_SECONDS)
+        return found
+
+
+def unknown_payload(exc: BaseException, now=None) -> dict:
+    """`estimated_start` when computing it failed (a defect in gangweb, logged with its traceback): status
+    "unknown" with the reason, every other key present and empty, so the job's other fields still answer."""
+    reason = f"the estimate could not be computed ({type(exc).__name__} in gangweb; the error is logged)"
+    return {"status": model.UNKNOWN, "p50": None, "p90": None, "p50_seconds": None, "p90_seconds": None,
+            "p50_in_minutes": None, "p90_in_minutes": None, "text": f"unknown: {reason}", "evidence": "",
+            "reason": reason, "ahead_in_queue": None, "needs": None, "freed_by": None, "samples": 0,
+            "computed_at": now or timezone.now(), "method": METHOD}
 
 
 def _payload(job: GangJob, user=None, now=None) -> dict | None:
@@ -256,10 +281,12 @@ def _payload(job: GangJob, user=None, now=None) -> dict | None:
         model.NEVER: lambda: f"never as things stand: {est.reason}",
     }[est.status]()
     freed = None
-    if est.freed_by is not None and est.freed_runs is not None:
-        freed = {"name": est.freed_by.name, "running": est.freed_was_running,
-                 "history": {"level": model.LEVELS[est.freed_runs.level], "runs": len(est.freed_runs.seconds),
-                             "p50_seconds": est.freed_runs.p50}}
+    if est.freed_by is not None:
+        # A job being cancelled frees its room when its pods go: no history is read for it (history None).
+        history_of = None if est.freed_runs is None else {
+            "level": model.LEVELS[est.freed_runs.level], "runs": len(est.freed_runs.seconds),
+            "p50_seconds": est.freed_runs.p50}
+        freed = {"name": est.freed_by.name, "running": est.freed_was_running, "history": history_of}
     timed = est.status in (model.ESTIMATED, model.NOW)
     return {
         "status": est.status, "p50": _at(now, est.p50), "p90": _at(now, est.p90),

@@ -18,6 +18,7 @@ import copy
 from django.core.exceptions import ValidationError
 
 from ..backends import registry
+from ..backends.base import gang_minimum
 from ..kube import quantities
 from . import spec_limits
 from . import validation as v
@@ -179,13 +180,15 @@ def validate_template_spec(spec, field: str = "spec") -> dict:
             raise ValidationError({f"{f}.name": f"duplicate pod set name '{name}'"})
         names.add(name)
         replicas = v.integer(ps.get("replicas"), f"{f}.replicas", minimum=1, maximum=MAX_REPLICAS)
-        if ps.get("minMember") is not None:
-            v.integer(ps["minMember"], f"{f}.minMember", minimum=1, maximum=replicas)
+        if ps.get("minMember") is not None:  # 0: an optional set, where the backend can express it
+            v.integer(ps["minMember"], f"{f}.minMember", minimum=0, maximum=replicas)
         validate_pod_template(ps.get("template"), f"{f}.template")
     gang = v.mapping(spec.setdefault("gang", {}), f"{field}.gang")
     total = sum(ps["replicas"] for ps in pod_sets)
     if gang.get("minMember") is not None:
         v.integer(gang["minMember"], f"{field}.gang.minMember", minimum=1, maximum=total)
+    check_set_minimums(spec, lambda i, ps, cause: f"{field}.podSets[{i}].minMember" if cause == "set" else
+                       f"{field}.gang.minMember" if cause == "gang" else f"{field}.podSets")
     gang.setdefault("scheduleTimeoutSeconds", DEFAULT_SCHEDULE_TIMEOUT_SECONDS)
     v.integer(gang["scheduleTimeoutSeconds"], f"{field}.gang.scheduleTimeoutSeconds", minimum=1, maximum=86400 * 7)
     for key, negative in KAI_DURATIONS.items():
@@ -212,6 +215,48 @@ def validate_template_spec(spec, field: str = "spec") -> dict:
     for i, pattern in enumerate(overridable):
         _check_pattern(pattern, f"{field}.overridable[{i}]", names)
     return spec
+
+
+def check_set_minimums(spec: dict, key) -> None:
+    """Per-pod-set minimums are honoured or refused, never dropped (issue 30). `spec`: a template spec or a resolved
+    spec (pod sets already validated: `replicas` >= 1, `minMember` within 0..replicas when given); `key(i, pod
+    set, cause)` names the field of a refusal (`cause`: "set", "gang" or "none").
+
+    Raises ValidationError (400) naming the pod set and the backend when:
+    - the backend family cannot hold a pod set to its own minimum (`registry.expresses_set_minimums`: k8s-workload
+      and coscheduling have one group with one count) and a pod set's `minMember` is below its replicas, 0
+      included, or a set states a `minMember` while the gang's own minimum is below the job's pods (the one count
+      would let the scheduler place the gang without that set);
+    - no `gang.minMember` is given and every pod set's minimum is 0: the gang's minimum (`gang_minimum`, their sum)
+      would be 0, no gang at all, which KAI's PodGroup refuses too (top-level `minMember` >= 1).
+    """
+    backend = spec.get("backend", "")
+    pod_sets = spec["podSets"]
+    gang = spec.get("gang") or {}
+    total = sum(ps["replicas"] for ps in pod_sets)
+    if backend in registry.family_names() and not registry.expresses_set_minimums(backend):
+        cannot = registry.newest(backend).set_minimum_refusal
+        for i, ps in enumerate(pod_sets):
+            stated = ps.get("minMember")
+            if stated is None:
+                continue
+            if stated < ps["replicas"]:
+                what = "0 (an optional set)" if stated == 0 else f"{stated}"
+                raise ValidationError({key(i, ps, "set"): (
+                    f"pod set '{ps['name']}' has minMember {what}, below its {ps['replicas']} replicas; the "
+                    f"'{backend}' backend cannot hold a pod set to its own minimum ({cannot}): remove minMember or "
+                    f"set it to {ps['replicas']}, or use a backend that can (kai, volcano)")})
+            if gang.get("minMember") is not None and gang["minMember"] < total:
+                raise ValidationError({key(i, ps, "gang"): (
+                    f"pod set '{ps['name']}' has minMember {stated}, but the gang's minMember {gang['minMember']} is "
+                    f"below the job's {total} pods; the '{backend}' backend cannot hold a pod set to its own minimum "
+                    f"({cannot}), so the scheduler could place the gang without '{ps['name']}': give the gang "
+                    f"minMember {total}, or remove the pod set's minMember, or use a backend that can (kai, "
+                    "volcano)")})
+    if gang.get("minMember") is None and gang_minimum(spec) == 0:
+        raise ValidationError({key(None, None, "none"): (
+            "every pod set has minMember 0: the gang would require no pod at all; set a pod set's minMember above 0 "
+            "or give gang.minMember")})
 
 
 def _check_pattern(pattern: str, field: str, pod_sets: set[str]) -> None:
@@ -307,7 +352,24 @@ def render(spec: dict, overrides, field: str = "overrides") -> dict:
     for ps in resolved["podSets"]:
         if ps.get("minMember") is not None and ps["minMember"] > ps["replicas"]:
             ps["minMember"] = ps["replicas"]
+    check_set_minimums(resolved, _override_key(overrides, field))
     return resolved
+
+
+def _override_key(overrides: dict, field: str):
+    """`check_set_minimums`'s `key` at submit: the job's own override when it caused the refusal (a pod set's
+    `replicas`, the gang's `minMember`), else `template_version` (a version stored before the rule)."""
+    replicas_set = {name for name, fields in (overrides.get("podSets") or {}).items()
+                    if isinstance(fields, dict) and "replicas" in fields}
+
+    def key(i, ps, cause):
+        if cause == "set" and ps["name"] in replicas_set:
+            return f"{field}.podSets.{ps['name']}.replicas"
+        if cause == "gang" and "minMember" in overrides:
+            return f"{field}.minMember"
+        return "template_version"
+
+    return key
 
 
 def _apply_pod_set(ps: dict, fields: dict, field: str) -> None:

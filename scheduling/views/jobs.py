@@ -161,6 +161,11 @@ DURATION_LABELS = [("time_in_queue", "Time in queue"), ("time_to_schedule", "Tim
                    ("time_to_running", "Time to running"), ("run_time", "Run time")]
 
 
+def _counts(counts) -> dict:
+    """The pod counts by phase for the Pods heading: numbers only (the per-set list is shown apart)."""
+    return {k: v for k, v in counts.items() if isinstance(v, int)} if isinstance(counts, dict) else {}
+
+
 def job_live_context(job, user=None) -> dict:
     """The parts of the job page that change while it runs: phase, timeline, why-pending, pods, events; for a
     pending job its place in line and start-time estimate (`user`: the reader, whose invisible jobs the estimate
@@ -181,7 +186,9 @@ def job_live_context(job, user=None) -> dict:
         # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and
         # counts by pod phase (older passes stored only the counts, under "pods").
         "pods": [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else [],
-        "pod_counts": observed.get("pod_counts") or (pods if isinstance(pods, dict) else {}),
+        "pod_counts": _counts(observed.get("pod_counts") or (pods if isinstance(pods, dict) else {})),
+        # Per pod set that states a minimum: [{"name", "replicas", "minimum", "bound"}] (docs/backends.md).
+        "pod_set_counts": [c for c in (observed.get("pod_counts") or {}).get("sets") or [] if isinstance(c, dict)],
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
         # A pending job's place in line (services/queue_line.py, as the API's `position`): one query, none otherwise.
         "position": queue_line.position(job),

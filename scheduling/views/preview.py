@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
+from ..backends.base import gang_minimum
 from ..services import templates as template_service
 from .display import pods_of_spec, requests_of_spec
 from .objects import example_objects
@@ -45,7 +46,7 @@ def preview(spec: dict) -> Preview:
             "containers": [{"name": c["name"], "image": c["image"],
                             "requests": c.get("resources", {}).get("requests", {})} for c in containers],
         })
-    gang_min = resolved.get("gang", {}).get("minMember") or pods_of_spec(resolved)
+    gang_min = gang_minimum(resolved)  # as the gang objects carry it (backends/base.py)
     classes = sorted({ps["template"]["spec"]["runtimeClassName"] for ps in resolved["podSets"]
                       if isinstance(ps["template"]["spec"].get("runtimeClassName"), str)})
     return Preview(resolved=resolved, asks=requests_of_spec(resolved), pods=pods_of_spec(resolved),

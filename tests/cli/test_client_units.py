@@ -114,6 +114,22 @@ def test_why_prints_the_place_in_line_and_the_estimated_start(capsys):
     assert "estimated start: p50 in 40 min" in capsys.readouterr().out
 
 
+def test_item9_why_prints_an_unknown_estimate_and_place_in_line_with_their_reasons(capsys):
+    """What the server answers when it cannot compute them (issue 30 item 9): `gangweb why` shows the reasons."""
+    from gangweb_client import output
+
+    reason = "the estimate could not be computed (IndexError in gangweb; the error is logged)"
+    job = {"id": 4, "name": "job-b", "phase": "Queued", "why_pending": {"summary": "Waiting for 4 GPUs."},
+           "position": {"status": "unknown", "text": "unknown: the place in line could not be computed", "queue": None,
+                        "parent_text": None},
+           "estimated_start": {"status": "unknown", "text": f"unknown: {reason}", "evidence": "", "reason": reason,
+                               "needs": None, "freed_by": None}}
+    output.console().print(output.why_text(job))
+    printed = capsys.readouterr().out
+    assert "place in line: unknown: the place in line could not be computed" in printed
+    assert f"estimated start: unknown: {reason}" in printed and "Waiting for 4 GPUs." in printed
+
+
 NOW = "2026-12-02T15:00:00Z"
 
 

@@ -85,3 +85,25 @@ def test_a_version_subclass_overrides_only_its_refs(cls):
     built = later().build_gang_objects(spec())
     assert built[-1]["apiVersion"] == f"{old.group}/v9"
     assert later().read_status([as_served(o) for o in built]).source.startswith(old.kind)
+
+
+@pytest.mark.parametrize("cls", PLUGINS, ids=lambda c: c.name)
+def test_a_plugin_expresses_every_pod_sets_minimum_or_declares_it_cannot(cls):
+    """Issue 30 item 11: per-set minimums are honoured or refused, never dropped. A plugin that declares
+    `per_set_minimums` carries each pod set's own minimum in its gang objects, an optional set's 0 included; one that
+    does not says so (`set_minimums` None), and then its family's templates refuse such a set
+    (tests/api/test_pod_set_minimums.py)."""
+    from scheduling.backends.base import PodSetSpec
+
+    base = spec()
+    t = base.pod_sets[0].template
+    sets = (PodSetSpec("head", 1, 1, t, "train-head"), PodSetSpec("cpu-workers", 4, 1, t, "train-cpu-workers"),
+            PodSetSpec("gpu-workers", 2, 2, t, "train-gpu-workers"), PodSetSpec("extra", 3, 0, t, "train-extra"))
+    s = spec(pod_sets=sets, min_member=4)
+    built = cls().build_gang_objects(s)
+    said = cls().set_minimums(built)
+    if cls.per_set_minimums:
+        assert said == {"head": 1, "cpu-workers": 1, "gpu-workers": 2, "extra": 0}
+    else:
+        assert said is None
+    assert registry.expresses_set_minimums(cls.family) is cls.per_set_minimums

@@ -32,11 +32,13 @@ def test_bad_gang_fields_are_refused_naming_the_field(backend, gang, field, word
     assert words in " ".join(refused.value.message_dict[field])
 
 
-def test_pod_set_minimum_of_zero_is_refused_for_kai():
+def test_a_gang_whose_every_pod_set_is_optional_is_refused_for_kai():
+    # A pod set's minimum of 0 is an optional set (KAI subGroups[].minMember >= 0; tests/api/test_pod_set_minimums.py),
+    # but a gang of only optional sets would require no pod at all (KAI's top-level minMember must be >= 1).
     body = builders.template_spec(backend="kai", pod_sets=[builders.pod_set("worker", replicas=2, minMember=0)])
     with pytest.raises(ValidationError) as refused:
         template_service.validate_template_spec(body)
-    assert "spec.podSets[0].minMember" in refused.value.message_dict
+    assert "every pod set has minMember 0" in refused.value.message_dict["spec.podSets"][0]
 
 
 def test_kai_durations_reach_the_podgroup_and_a_cleared_one_is_removed():
