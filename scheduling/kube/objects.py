@@ -128,24 +128,6 @@ def merge_patch(api: client.ApiClient, ref: ObjectRef, namespace: str, name: str
                     content_type="application/merge-patch+json")
 
 
-def evict(api: client.ApiClient, namespace: str, name: str, uid: str | None = None) -> bool:
-    """Evict one pod through the Eviction API (`POST .../pods/<name>/eviction`, policy/v1), with a UID precondition
-    when `uid` is given. The API server marks the pod `DisruptionTarget=True` (reason EvictionByEvictionAPI) before
-    deleting it, so its Job replaces it without counting a failure (a Job's podFailurePolicy). Returns False when
-    the pod was already gone (404); a UID mismatch raises ApiException(409), a PodDisruptionBudget that forbids it
-    a TransientKubeError (429)."""
-    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
-    if uid:
-        body["deleteOptions"] = {"preconditions": {"uid": uid}}
-    try:
-        _request(api, "EVICT", POD, "POST", f"{_path(POD, namespace, name)}/eviction", body=body)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
-
-
 def delete(api: client.ApiClient, ref: ObjectRef, namespace: str, name: str, uid: str | None = None,
            propagation: str = "Background") -> dict | None:
     """Delete, with a UID precondition when `uid` is given (never deletes a same-named successor).

@@ -3,11 +3,13 @@
 Someone lowers a gang object's minimum by hand (a PodGroup's `minCount`, a KAI PodGroup's `minMember`); before the
 pass puts it back, the scheduler binds some but not all of the gang's pods, which then hold their nodes and wait
 for ever for the rest. The job reads `PartialGang` (observe/phases.py); once its bound pods have been bound for
-`settings.GANGWEB_PARTIAL_GANG_GRACE_SECONDS` (None: never), the pass releases them: each bound pod is evicted
-(the Eviction API marks it `DisruptionTarget`, so its Job replaces it without counting a failure:
-reconcile/desired.py `IGNORE_DISRUPTIONS`), gangweb's mark of the edited minimum is taken off the gang objects,
-and the job starts a new attempt from Dispatched, reason `PartialGangReleased`, naming the pods (a timeline
-entry; the pass's ReconcileAttempt lists the evictions). The gang then waits whole again.
+`settings.GANGWEB_PARTIAL_GANG_GRACE_SECONDS` (None: never), the pass releases them by replacing the gang
+(`JobReconciler.replace`: its Indexed Jobs are deleted with their pods, bound ones included, and the gang objects
+are made again under a new generation). Deleting the Jobs rather than the bound pods: a pod deleted under its
+Job counts as a failure against backoffLimit 0, and a gang object once admitted may let replacements through one
+by one (v1beta1 `PodGroupInitiallyScheduled` never reverts), while a new PodGroup waits for the whole gang. The
+job starts a new attempt from Dispatched, reason `PartialGangReleased` (a timeline entry naming the bound pods;
+the pass's ReconcileAttempt lists what it deleted and created).
 """
 from __future__ import annotations
 
@@ -15,74 +17,48 @@ import math
 
 from django.conf import settings
 from django.utils import timezone
-from kubernetes.client.rest import ApiException
 
-from ...backends.base import object_source
 from ...choices import GangPhase
-from ...constants import ANNOTATION_MIN_EDITED
-from ...kube import objects
 from ...observe import phases
 from ...observe.pods import pod_facts
 from .. import status
-from .common import Requeue, is_terminating, ref_of
+from .common import Requeue
 
 PARTIAL_GANG_RELEASED = "PartialGangReleased"
 
 
-def release_partial(rec, wanted: list[dict]) -> None:
-    """When the pass's own observation says the job is a partial gang (`phase_reason` PartialGang): come back when
-    its grace is over (Requeue, reason PartialGang), or, once it is, release it (module docstring) and requeue.
-    `rec` is the JobReconciler, `wanted` its desired gang objects (current generation). Nothing when the job is
-    no partial gang or releasing is off."""
-    job = rec.job
+def partial_grace_left(rec) -> float | None:
+    """Seconds until the partial gang of the pass's job may be released (<= 0: now), from the latest bind of its
+    bound pods (PodScheduled time, cluster clock); None when the job is no partial gang (`phase_reason` as the
+    pass's own observation derived it), has no bound pod, or releasing is off."""
     grace = getattr(settings, "GANGWEB_PARTIAL_GANG_GRACE_SECONDS", None)
-    if job.phase_reason != phases.REASON_PARTIAL_GANG or grace is None or grace < 0:
-        return
-    bound = [(p, f) for p, f in ((p, pod_facts(p)) for p in rec.observed.pods) if f.bound and not f.terminating]
-    if not bound:
-        return
-    since = max((f.scheduled_at for _, f in bound if f.scheduled_at is not None), default=None)
-    left = grace - (timezone.now() - since).total_seconds() if since is not None else 0
+    if rec.job.phase_reason != phases.REASON_PARTIAL_GANG or grace is None or grace < 0:
+        return None
+    facts = [f for f in (pod_facts(p) for p in rec.observed.pods) if f.bound and not f.terminating]
+    if not facts:
+        return None
+    since = max((f.scheduled_at for f in facts if f.scheduled_at is not None), default=None)
+    return grace - (timezone.now() - since).total_seconds() if since is not None else 0.0
+
+
+def release_partial(rec) -> bool:
+    """After the pass observed its job (`JobReconciler.observe_now`): when the job is a partial gang, come back
+    when its grace is over (Requeue, reason PartialGang), or, once it is, replace the gang and note the new
+    attempt (module docstring). Returns True when it replaced the gang (the caller creates the new generation).
+    `rec` is the JobReconciler."""
+    left = partial_grace_left(rec)
+    if left is None:
+        return False
+    job = rec.job
     if left > 0:
         raise Requeue(max(1, math.ceil(left)), phases.REASON_PARTIAL_GANG, job.phase_message)
-    evicted = []
-    for pod, facts in bound:
-        meta = pod["metadata"]
-        try:
-            if objects.evict(rec.api, rec.ns, meta["name"], uid=meta.get("uid")):
-                evicted.append(facts.name)
-        except ApiException as exc:
-            if exc.status != 409:  # 409: replaced meanwhile by a pod of the same name; not the one seen bound
-                raise
-    rec.actions += [f"evict Pod {rec.ns}/{name} (partial gang)" for name in evicted]
-    unmark(rec, wanted)
-    message = (f"released a partial gang: {job.phase_message.split(';')[0]}; evicted its bound pods "
-               f"({', '.join(evicted) or 'none left'}) after {int(grace)} s so the gang waits whole again")
-    source = next((object_source(g) for g in (rec.observed.gang_of(ref_of(rec.backend, w)).get(
-        w["metadata"]["name"]) for w in wanted) if g is not None), "gangweb")
-    # What the pass observed before the evictions is history: the new attempt starts from here.
+    bound = sorted(f.name for f in (pod_facts(p) for p in rec.observed.pods) if f.bound and not f.terminating)
+    said = job.phase_message.split(";")[0]
+    rec.replace([f"partial gang: {said}"], cause="partial")
+    message = (f"released a partial gang: {said}; deleted its Jobs with the bound pods ({', '.join(bound)}) and "
+               "replaced the gang, so it waits whole again")
+    # What the pass observed before is history: the new attempt starts here (its objects are observed next).
     rec.update.sighting, rec.update.derived = None, None
-    rec.update.restart_at(job, status.Decision(GangPhase.DISPATCHED, timezone.now(), source, PARTIAL_GANG_RELEASED,
-                                               message))
-    raise Requeue(5, PARTIAL_GANG_RELEASED, message)
-
-
-def unmark(rec, wanted: list[dict]) -> None:
-    """Take gangweb's edited-minimum mark (ANNOTATION_MIN_EDITED) off the job's current gang objects (merge patch;
-    a 404/409 means the object changed meanwhile: the next pass looks again)."""
-    for want in wanted:
-        ref = ref_of(rec.backend, want)
-        have = rec.observed.gang_of(ref).get(want["metadata"]["name"])
-        if have is None or is_terminating(have):
-            continue
-        if ANNOTATION_MIN_EDITED not in ((have.get("metadata") or {}).get("annotations") or {}):
-            continue
-        try:
-            objects.merge_patch(rec.api, ref, rec.ns, want["metadata"]["name"],
-                                {"metadata": {"annotations": {ANNOTATION_MIN_EDITED: None}}},
-                                have["metadata"].get("resourceVersion"))
-            rec.actions.append(f"update {ref.kind} {rec.ns}/{want['metadata']['name']}: remove "
-                               f"{ANNOTATION_MIN_EDITED}")
-        except ApiException as exc:
-            if exc.status not in (404, 409):
-                raise
+    rec.update.restart_at(job, status.Decision(GangPhase.DISPATCHED, timezone.now(), "gangweb",
+                                               PARTIAL_GANG_RELEASED, message))
+    return True

@@ -244,7 +244,9 @@ class JobReconciler(JobCleanup):
             return
         self.note_restart(replaced)
         self.observe_now(wanted, owners)
-        release_partial(self, wanted)
+        if release_partial(self):
+            self.ensure()  # the new generation, created in this pass
+            return
         if self.job.is_terminal:
             self.clean_up_finished()
 
@@ -514,12 +516,13 @@ class JobReconciler(JobCleanup):
         """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
         objects in reverse creation order, then bump `gang_generation` (conditionally: a concurrent pass that
         already bumped it wins and this pass requeues). `cause`: "drift" (`fields` name the immutable fields) or
-        "gone" (`fields` say which gang object is missing or terminating, `gang_gone`)."""
+        "gone" (`fields` say which gang object is missing or terminating, `gang_gone`) or "partial" (a partial gang
+        released, jobs/partial.py)."""
         self.replaced_because = cause
-        if cause == "gone":
-            self.actions.append(f"replace gang: {'; '.join(fields)}")
-        else:
+        if cause == "drift":
             self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
+        else:
+            self.actions.append(f"replace gang: {'; '.join(fields)}")
         for owner in list(self.observed.owners.values()):
             self.delete(JOB, owner)
         self.observed.owners = {}
