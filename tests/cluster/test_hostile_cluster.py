@@ -17,7 +17,7 @@ from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD
 from scheduling.models import GangJob, ReconcileAttempt
 from scheduling.observe.evidence import JobObjects
-from scheduling.reconcile import desired, watching
+from scheduling.reconcile import watching
 from tests import builders
 
 from .conftest import POOL_LABEL
@@ -210,28 +210,11 @@ def test_item3_partial_gang_after_a_mincount_edit_is_reported_and_released(world
 
 
 # ---- item 4 ----------------------------------------------------------------------------------------------------
-def dry_run_create(world, obj: dict) -> int:
-    """The HTTP status of a dry-run create of `obj` (admission webhooks are called, nothing is stored)."""
-    ref = next(r for r in world.k8s.gang_kinds if r.kind == obj["kind"])
-    path = f"/apis/{ref.api_version}/namespaces/{world.namespace}/{ref.plural}"
-    try:
-        world.api.call_api(path, "POST", query_params=[("dryRun", "All")], body=obj,
-                           header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                           response_types_map={201: "object", 200: "object"}, auth_settings=["BearerToken"],
-                           _return_http_data_only=True)
-    except ApiException as exc:
-        return exc.status
-    return 201
-
-
 def test_item4_throttled_podgroup_create_honours_retry_after_and_is_not_dispatched(world):
     job = world.submit(backend="k8s-workload", replicas=2, containers=[builders.container(cpu="100m", memory="64Mi")])
-    spec = desired.gang_spec(GangJob.objects.select_related("queue").get(pk=job.pk))
-    want = next(o for o in world.k8s().build_gang_objects(spec) if o["kind"] == "PodGroup")
-    name = want["metadata"]["name"]
+    name = world.names(job).gang_name
     with ThrottlingWebhook(world.api, world.namespace, world.k8s.POD_GROUP, str(job.uid), retry_after=3) as hook:
-        wait_for(lambda: dry_run_create(world, copy.deepcopy(want)) == 429, timeout=60,
-                 what="the API server to call the throttling webhook")
+        wait_for(lambda: hook.probe() == 429, timeout=60, what="the API server to call the throttling webhook")
 
         result = world.reconcile(job)
 

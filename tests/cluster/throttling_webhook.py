@@ -4,10 +4,11 @@ create against the real API server (issue 30, item 4).
 `ThrottlingWebhook(api, namespace, ref, job_uid, retry_after=3)` serves HTTPS on 127.0.0.1 (a free port, a
 self-signed certificate: tests/fake_apiserver.py `self_signed`) and registers a ValidatingWebhookConfiguration for
 CREATE of `ref` in `namespace`, for objects labelled `gangweb.io/job-uid=<job_uid>` only (failurePolicy Fail). While
-`throttling` is True it refuses each create with `status.code` 429 and `details.retryAfterSeconds` (kube-apiserver
-answers the client with that code and sets `Retry-After` from it: k8s.io/apiserver admission webhook `ToStatusErr`,
-responsewriters `ErrorNegotiated`); else it allows. `answered` counts the refusals. Use as a context manager: the
-configuration is deleted and the server stopped on exit.
+`throttling` is True it refuses each create (and each create of a ConfigMap so labelled: `probe`) with
+`status.code` 429 and `details.retryAfterSeconds` (kube-apiserver answers the client with that code and sets
+`Retry-After` from it: k8s.io/apiserver admission webhook `ToStatusErr`, responsewriters `ErrorNegotiated`); else
+it allows. `refused` counts the refusals. Use as a context manager: the configuration is deleted and the server
+stopped on exit.
 """
 from __future__ import annotations
 
@@ -80,7 +81,10 @@ class ThrottlingWebhook:
                 "clientConfig": {"url": f"https://127.0.0.1:{self.port}/validate",
                                  "caBundle": base64.b64encode(self.cert_pem).decode()},
                 "rules": [{"operations": ["CREATE"], "apiGroups": [group], "apiVersions": [version],
-                           "resources": [self.ref.plural], "scope": "Namespaced"}],
+                           "resources": [self.ref.plural], "scope": "Namespaced"},
+                          # `probe`: a labelled ConfigMap's dry-run create tells when the API server calls the hook
+                          {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                           "resources": ["configmaps"], "scope": "Namespaced"}],
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": self.namespace}},
                 "objectSelector": {"matchLabels": {LABEL_JOB_UID: self.job_uid}},
                 "sideEffects": "None", "admissionReviewVersions": ["v1"], "failurePolicy": "Fail",
@@ -88,6 +92,16 @@ class ThrottlingWebhook:
             }],
         })
         return self
+
+    def probe(self) -> int:
+        """The HTTP status of a dry-run create of a ConfigMap labelled like the job's objects: 429 once the API
+        server calls this webhook (its configuration takes a moment to reach the admission chain)."""
+        body = {"metadata": {"name": "throttle-probe", "labels": {LABEL_JOB_UID: self.job_uid}}}
+        try:
+            client.CoreV1Api(self.api).create_namespaced_config_map(self.namespace, body, dry_run="All")
+        except ApiException as exc:
+            return exc.status
+        return 201
 
     def __exit__(self, *exc) -> None:
         try:
