@@ -287,9 +287,12 @@ class JobReconciler(JobCleanup):
     def gang_gone(self, wanted: list[dict]) -> list[str]:
         """What of the current generation's gang object set is broken, one phrase each ("PodGroup ns/x is being
         deleted", "Workload ns/x was deleted"): terminating objects under a desired name, and missing ones while
-        a live owner Job of the job exists (owner Jobs are created only after the whole set). [] when nothing is."""
+        a live owner Job of the job exists (owner Jobs are created only after the whole set), unless the pass just
+        switched API versions. [] when nothing is."""
         out = []
-        owners_live = any(not is_terminating(w) for w in self.observed.owners.values())
+        # After an API version switch (`retire`) the new version's objects are missing by nature: a running gang
+        # gets them under its old names (its pods name them), not a replacement.
+        owners_live = self.retired is None and any(not is_terminating(w) for w in self.observed.owners.values())
         for want in wanted:
             ref = ref_of(self.backend, want)
             name = want["metadata"]["name"]
