@@ -478,6 +478,8 @@ def _partial(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
     shape = ev.shape
     if not shape.min_edited or not 0 < obs.bound < shape.min_member or any(p.disruption_reason for p in ev.pods):
         return None
+    if obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+        return None  # was whole in this attempt: members lost since are a re-queue (`_requeued`), not a partial gang
     if shape.partial_release_s is None:
         then = "releasing partial gangs is turned off (GANGWEB_PARTIAL_GANG_GRACE_SECONDS)"
     else:

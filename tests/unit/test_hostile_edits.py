@@ -104,6 +104,14 @@ def test_pods_bound_below_an_edited_minimum_are_a_partial_gang_never_scheduled()
     assert off.message.endswith("releasing partial gangs is turned off (GANGWEB_PARTIAL_GANG_GRACE_SECONDS)")
 
 
+def test_a_gang_that_was_whole_in_its_attempt_and_lost_members_is_no_partial_gang():
+    shape = phases.JobShape(5, 5, min_edited=True, partial_release_s=30)
+    pods = [pod(name=f"p-{i}", bound=3) for i in range(4)] + [pod(name="p-4", unschedulable="no room")]
+    running = {P.SUBMITTED: T0, P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(3)}
+    obs = observe(shape, GangStatus(), pods, owners=[batch_job()], current=P.SCHEDULED, recorded=running)
+    assert obs.reason != "PartialGang"
+
+
 def test_the_same_pods_without_an_edited_minimum_are_no_partial_gang():
     pods = [pod(name=f"p-{i}", bound=3) for i in range(4)] + [pod(name="p-4", unschedulable="no room")]
     obs = observe(phases.JobShape(5, 5), GangStatus(), pods, owners=[batch_job()])

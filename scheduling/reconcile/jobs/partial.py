@@ -9,7 +9,8 @@ are made again under a new generation). Deleting the Jobs rather than the bound 
 Job counts as a failure against backoffLimit 0, and a gang object once admitted may let replacements through one
 by one (v1beta1 `PodGroupInitiallyScheduled` never reverts), while a new PodGroup waits for the whole gang. The
 job starts a new attempt from Dispatched, reason `PartialGangReleased` (a timeline entry naming the bound pods;
-the pass's ReconcileAttempt lists what it deleted and created).
+the pass's ReconcileAttempt lists what it deleted and created). Once the gang is whole, the mark of the edited
+minimum comes off its gang objects (`unmark_when_whole`), so a member lost later reads as a re-queue.
 """
 from __future__ import annotations
 
@@ -17,11 +18,14 @@ import math
 
 from django.conf import settings
 from django.utils import timezone
+from kubernetes.client.rest import ApiException
 
 from ...choices import GangPhase
+from ...constants import ANNOTATION_MIN_EDITED
+from ...kube import objects
 from ...observe import phases
 from ...observe.pods import pod_facts
-from .. import status
+from .. import derive, status
 from .common import Requeue
 
 PARTIAL_GANG_RELEASED = "PartialGangReleased"
@@ -48,6 +52,7 @@ def release_partial(rec) -> bool:
     `rec` is the JobReconciler."""
     left = partial_grace_left(rec)
     if left is None:
+        unmark_when_whole(rec)
         return False
     job = rec.job
     if left > 0:
@@ -62,3 +67,28 @@ def release_partial(rec) -> bool:
     rec.update.restart_at(job, status.Decision(GangPhase.DISPATCHED, timezone.now(), "gangweb",
                                                PARTIAL_GANG_RELEASED, message))
     return True
+
+
+def unmark_when_whole(rec) -> None:
+    """Take gangweb's edited-minimum mark (ANNOTATION_MIN_EDITED) off the job's current gang objects once the gang
+    is whole (minMember pods bound, as the pass's own observation counted them): a later member lost to a
+    disruption is a re-queue, not a partial gang. Merge patch with the read resourceVersion; a 404/409 (changed
+    meanwhile) leaves it to the next pass."""
+    job = rec.job
+    counts = (job.observed or {}).get("pod_counts") or {}
+    if counts.get("bound", 0) < derive.job_shape(job).min_member:
+        return
+    name = derive.current_gang_name(job)
+    for ref in rec.backend.gang_kinds:
+        have = rec.observed.gang_of(ref).get(name)
+        if have is None or ANNOTATION_MIN_EDITED not in ((have.get("metadata") or {}).get("annotations") or {}):
+            continue
+        try:
+            rec.observed.gang_of(ref)[name] = objects.merge_patch(
+                rec.api, ref, rec.ns, name, {"metadata": {"annotations": {ANNOTATION_MIN_EDITED: None}}},
+                have["metadata"].get("resourceVersion"))
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+            continue
+        rec.actions.append(f"update {ref.kind} {rec.ns}/{name}: remove {ANNOTATION_MIN_EDITED} (the gang is whole)")
