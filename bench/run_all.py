@@ -33,8 +33,8 @@ from .stack import REPO, Stack, log
 # on the fresh control plane (its 400 pods need room on the 4 nodes: 440 pods), then reconcile on the same one, then
 # memory, which builds the 10,000-job dataset in the cluster and takes the resync benchmark's measurements on it
 # (the dataset is built once for both). The watch churn last: it starts a fresh control plane of its own and leaves
-# 1,600 running pods in it.
-BENCHMARKS = ["submit", "pages", "running", "reconcile", "memory", "resync", "watch_churn"]
+# 1,600 running pods in it. The repair benchmark after it, on that control plane (its 3 jobs need little room).
+BENCHMARKS = ["submit", "pages", "running", "reconcile", "memory", "resync", "watch_churn", "repair"]
 
 
 def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, str]:
@@ -200,6 +200,13 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int, args=None):
         result = watch_churn.run(stack, base_url, jobs=200 // scale, rate=getattr(args, "churn_rate", 600) // scale,
                                  minutes=minutes)
         return result, watch_churn.report(result)
+    if name == "repair":
+        from . import repair
+
+        if stack.cluster is None:
+            stack.start_cluster()
+        result = repair.run(stack, base_url, edits=60 // scale if scale == 1 else 8)
+        return result, repair.report(result)
     raise NotImplementedError(f"benchmark '{name}' is not written yet")
 
 

@@ -64,6 +64,11 @@ GANGWEB_BEAT_LEASE_SECONDS = float(os.environ.get("GANGWEB_BEAT_LEASE_SECONDS", 
 # why_pending says no scheduler acts on a job's pods once they all exist this long with no word from any scheduler
 # (observe.causes.silent_scheduler); seen at the first observation after that (the resync at the latest).
 GANGWEB_SCHEDULER_SILENCE_SECONDS = float(os.environ.get("GANGWEB_SCHEDULER_SILENCE_SECONDS", "300"))
+# A partial gang gangweb did not cause (pods bound below the job's minimum after someone edited the gang's minimum)
+# is released this many seconds after its pods were bound: its bound pods are deleted so the gang waits whole again
+# (reconcile/jobs/partial.py). Empty or "off" turns releasing off (the job still reads PartialGang).
+_partial_grace = os.environ.get("GANGWEB_PARTIAL_GANG_GRACE_SECONDS", "30").strip().lower()
+GANGWEB_PARTIAL_GANG_GRACE_SECONDS = None if _partial_grace in ("", "off", "none") else float(_partial_grace)
 # A periodic resync passes over at most this many jobs of a cluster, for at most this many seconds (below the task's
 # soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
 GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))

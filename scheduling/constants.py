@@ -12,6 +12,10 @@ LABEL_JOB = "gangweb.io/job"  # the job's name (truncated to a valid label value
 LABEL_JOB_UID = "gangweb.io/job-uid"  # the job's UUID: the owner check before any update or delete
 LABEL_POD_SET = "gangweb.io/pod-set"
 ANNOTATION_SPEC_HASH = "gangweb.io/spec-hash"
+# Set by gangweb on a gang object whose minimum (minCount, minMember, a KAI subGroup's minMember) it put back after
+# someone edited it (value: when, ISO 8601 UTC). Pods bound below the job's minimum meanwhile are a partial gang
+# gangweb did not cause (observe/phases.py `PartialGang`); removed when gangweb releases that gang.
+ANNOTATION_MIN_EDITED = "gangweb.io/min-edited-at"
 
 # Each scheduler's own label, annotation and finalizer keys and its default scheduler name live in its plugin
 # (scheduling/backends/<scheduler>_<version>.py).

@@ -74,6 +74,7 @@ class KubeError(Exception):
         self.message = message
         self.status = status
         self.api_reason = api_reason  # the API server's Status `reason` ("Invalid", "Forbidden", ...), if any
+        self.retry_after: float | None = None  # seconds the server asked to wait (`Retry-After`), if it said so
 
 
 class TransientKubeError(KubeError):
@@ -241,6 +242,32 @@ def missing_namespace(exc: BaseException) -> str | None:
     return None
 
 
+MAX_RETRY_AFTER = 300.0  # seconds: a longer (or hostile) Retry-After is capped; the resync covers anything longer
+
+
+def retry_after(exc: ApiException) -> float | None:
+    """Seconds an answer asks the client to wait before trying again: its `Retry-After` header (delay-seconds; an
+    HTTP date is not used by kube-apiserver, which writes `Status.details.retryAfterSeconds` there:
+    k8s.io/apiserver pkg/endpoints/handlers/responsewriters `ErrorNegotiated`), else the Status body's
+    `details.retryAfterSeconds`. None when neither says a number; at most MAX_RETRY_AFTER, at least 0."""
+    headers = getattr(exc, "headers", None) or {}
+    value = None
+    try:
+        value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    except Exception:  # noqa: BLE001 - a header mapping of an odd type: as if absent
+        value = None
+    if value is None:
+        value = (_status_body(exc).get("details") or {}).get("retryAfterSeconds") \
+            if isinstance(_status_body(exc).get("details"), dict) else None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
 def _with_status(status: int, message: str) -> str:
     return message if message.startswith("HTTP ") else f"{status} {message}"
 
@@ -264,7 +291,9 @@ def classify(exc: BaseException) -> KubeError | None:
         if unreadable is not None and status in (429, 500):
             return unreadable
         if status == 429:
-            return TransientKubeError(THROTTLED, message, status)
+            throttled = TransientKubeError(THROTTLED, message, status)
+            throttled.retry_after = retry_after(exc)
+            return throttled
         if status >= 500:
             return TransientKubeError(SERVER_ERROR, _with_status(status, message), status)
         if status == 403:

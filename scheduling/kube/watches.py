@@ -11,10 +11,11 @@ backends serve), each doing the informer loop of client-go in miniature:
 3. when the watch is lost (410 Gone: the resourceVersion is too old; a dropped connection; any API error), count a
    restart (`gangweb_watch_restarts_total{cluster, resource, reason}`) and go back to 1 after a short backoff.
 
-Every change marks the owning job (label `gangweb.io/job-uid`) dirty; a dispatcher thread coalesces bursts
-(`DEBOUNCE_SECONDS`) and calls `on_change(job_uid, JobObjects, deleted)` once per dirty job with that job's
-objects from the cache, so observing a job costs no API call. Objects are camelCase dicts (the API's JSON), kept
-without `metadata.managedFields` (never read; a large share of every object).
+Every change marks the owning job (label `gangweb.io/job-uid`) dirty, and a deletion, a deletionTimestamp newly
+set or a spec edit of a gang object or Job (`edited`) marks it for a reconcile pass too; a dispatcher thread
+coalesces bursts (`DEBOUNCE_SECONDS`) and calls `on_change(job_uid, JobObjects, deleted)` once per dirty job with
+that job's objects from the cache, so observing a job costs no API call. Objects are camelCase dicts (the API's
+JSON), kept without `metadata.managedFields` (never read; a large share of every object).
 
 Work per change: a change costs a dict update in the cache and a mark; the marks of one job coalesce into one
 observation of that job's own objects (its index `_by_job`, never a scan of the cluster or namespace), however many
@@ -73,6 +74,22 @@ def job_uid_of(obj: dict) -> str | None:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB_UID)
 
 
+def edited(previous: dict | None, obj: dict) -> bool:
+    """True when `obj` (a gang object or Job as a watch event or LIST has it now) differs from `previous` (as
+    cached; None when not cached) in what the reconciler owns: its spec (a hand edit of minCount, minResources, a
+    KAI subGroup, a Job's parallelism; `metadata.generation` counts spec changes where the server keeps it, the
+    spec itself is compared where it does not) or its deletion (a deletionTimestamp newly set: deleted by hand
+    and held by a finalizer, or by the garbage collector after its root). Status-only changes are not edits."""
+    if previous is None:
+        return False
+    was, now = previous.get("metadata") or {}, obj.get("metadata") or {}
+    if now.get("deletionTimestamp") and not was.get("deletionTimestamp"):
+        return True
+    if was.get("generation") is not None and now.get("generation") is not None:
+        return was.get("generation") != now.get("generation")
+    return previous.get("spec") != obj.get("spec")
+
+
 def _key(ref: ObjectRef) -> str:
     return f"{ref.api_version}/{ref.kind}"
 
@@ -113,7 +130,8 @@ class ClusterWatcher:
     - `kinds`: gang kinds to watch besides pods and batch Jobs (kinds the cluster does not serve are skipped
       after their LIST answers 404);
     - `on_change(job_uid, objects, deleted)`: called from the dispatcher thread; `deleted` is True when one of
-      the job's gang objects or Jobs was deleted since the last call (the reconciler may need to recreate it);
+      the job's gang objects or Jobs was deleted, started terminating or had its spec edited since the last call
+      (`edited`): the reconciler must act (recreate, replace or put back), not wait for the resync;
     - `on_capacity(summary)`: when given, Nodes are watched and it is called from the dispatcher thread with
       `observe.capacity.summarize(nodes)` plus `"node_list": observe.capacity.node_list(nodes)` each time that
       changes (the first time once Nodes are listed);
@@ -296,7 +314,7 @@ class ClusterWatcher:
             for uid, obj in fresh.items():
                 if (old.get(uid) or {}).get("metadata", {}).get("resourceVersion") != obj["metadata"].get(
                         "resourceVersion"):
-                    self._mark(obj, False)
+                    self._mark(obj, ref not in (POD, NODE) and edited(old.get(uid), obj))
             if ref == NODE:
                 self._nodes_changed = True
                 self._wake.notify()
@@ -353,7 +371,7 @@ class ClusterWatcher:
             if etype != "DELETED":
                 self.cache[key][uid] = obj
                 self._index(key, uid, obj)
-            self._mark(obj, etype == "DELETED" and ref != POD)
+            self._mark(obj, ref not in (POD, NODE) and (etype == "DELETED" or edited(previous, obj)))
             if ref == NODE and (etype == "DELETED" or _node_facts(previous) != _node_facts(obj)):
                 # Kubelet heartbeats modify every node every few seconds; only a change of what capacity reads
                 # wakes the dispatcher.

@@ -39,14 +39,29 @@ class SetShape:
 
 @dataclass(frozen=True)
 class JobShape:
-    """What the job expects: `min_member` pods for the gang, `total` pods in all, whether it is being cancelled,
-    and `sets`: the pod sets that state their own minimum (a gang is whole only when each of them has that many
-    pods bound, besides `min_member` in all)."""
+    """What the job expects: `min_member` pods for the gang, `total` pods in all, whether it is being cancelled.
+
+    - `sets`: the pod sets that state their own minimum (a gang is whole only when each of them has that many pods
+      bound, besides `min_member` in all).
+    - `gang_gone`: the job's gang objects of its current generation that are not there as they should be, one
+      phrase each ("PodGroup ns/x is being deleted", "Workload ns/x is missing"); () when all exist and are live
+      (or when the job's backend is not known). The phase rules read it: Dispatched only once the whole set
+      exists; a Scheduled or Running job whose set is broken reads `Replacing`, a waiting one
+      `WaitingForGangObject` (observe/phases.py).
+    - `min_edited`: the job's gang minimum was edited by someone else than gangweb (a gang object declares a lower
+      minimum than the job's, or carries gangweb's `gangweb.io/min-edited-at` mark of a minimum it put back):
+      pods bound below `min_member` are then a partial gang (`PartialGang`), never Scheduled.
+    - `partial_release_s`: seconds after which gangweb releases such a partial gang (deletes its bound pods), or
+      None when releasing is turned off (GANGWEB_PARTIAL_GANG_GRACE_SECONDS); only said in the reason.
+    """
 
     min_member: int
     total: int
     cancelling: bool = False
     sets: tuple[SetShape, ...] = ()
+    gang_gone: tuple[str, ...] = ()
+    min_edited: bool = False
+    partial_release_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,14 @@ REASON_COMPLETED = "Completed"
 REASON_POD_FAILED = "PodFailed"
 REASON_REQUEUED = "Requeued"  # a scheduled gang fell below minMember bound and its pods wait in the scheduler again
 GATED = "SchedulingGated"  # PodScheduled=False reason the API server sets on pods with scheduling gates
+# A gang object of the job's current generation is missing or terminating while the job's Jobs or pods are there
+# (deleted by hand, or its root was): the reconciler replaces the whole gang under new names (docs/observability.md).
+REASON_REPLACING = "Replacing"
+# Part of the job's gang object set exists and the rest not yet (a create throttled or refused for now): the job is
+# not Dispatched until every gang object exists.
+REASON_WAITING_FOR_GANG_OBJECT = "WaitingForGangObject"
+# Pods bound below the job's minimum after someone else edited the gang's minimum (never Scheduled).
+REASON_PARTIAL_GANG = "PartialGang"
 
 
 @dataclass(frozen=True)
@@ -173,9 +181,12 @@ def admitted_unseen(ev: Evidence) -> tuple[str, str, str]:
 
 
 def _dispatched(ev: Evidence) -> Entry | None:
-    """Dispatched: a live gang object or owner Job exists; at the earliest creationTimestamp among them."""
+    """Dispatched: a live gang object or owner Job exists, and the whole gang object set of the current generation
+    exists (`JobShape.gang_gone` empty) unless owner Jobs do; at the earliest creationTimestamp among them."""
     if not (ev.live_gang or ev.live_owners):
         return None
+    if ev.shape.gang_gone and not ev.live_owners:
+        return None  # a Workload without its PodGroup (its create throttled): not dispatched yet
     at = _earliest(*[o.created_at(g) for g in ev.live_gang], *[w.created_at for w in ev.live_owners])
     if at is None:
         return None
@@ -226,8 +237,10 @@ def _scheduled(ev: Evidence, pods_only: bool) -> Entry | None:
     gang, bound, required = ev.gang, ev.bound, ev.shape.min_member
     gated = any(p.gated for p in ev.live_pods) and len(bound) < required
     # A pod set below its own minimum keeps the gang from being whole, whatever the gang object says: a backend
-    # with one count (k8s-workload's minCount) admits "5 of 3 bound" with 0 of 2 GPU workers (issue 30).
-    said = gang.admitted is True and gang.at is not None and not gated and not ev.short_sets
+    # with one count (k8s-workload's minCount) admits "5 of 3 bound" with 0 of 2 GPU workers (issue 30). A gang
+    # admitted under a minimum someone lowered by hand is not the job's gang either: only its pods can say so.
+    edited = ev.shape.min_edited and len(bound) < required
+    said = gang.admitted is True and gang.at is not None and not gated and not ev.short_sets and not edited
     if said and gang.scheduled_at_admission and not pods_only:
         return Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
                      gang.message or bound_of(len(bound), required))
@@ -456,6 +469,37 @@ def _requeued(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
     return REASON_REQUEUED, f"requeued: {tail}{said}"
 
 
+def _gang_gone(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
+    """(reason, message) while part of the job's current gang object set is missing or terminating
+    (`JobShape.gang_gone`): `Replacing` when the job got as far as its Jobs (or was Scheduled or Running: the
+    reconciler replaces the gang under new names, and nothing of it may be called running meanwhile), else
+    `WaitingForGangObject` (the set is being created: a create throttled or refused for now). None otherwise."""
+    gone = ev.shape.gang_gone
+    if not gone:
+        return None
+    what = "; ".join(gone)
+    if ev.live_owners or obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING) or obs.attempt:
+        return REASON_REPLACING, (f"{what}: gangweb replaces the gang under new names "
+                                  f"({obs.running} of {ev.shape.total} pods running)")
+    return REASON_WAITING_FOR_GANG_OBJECT, f"waiting for the gang object set: {what}"
+
+
+def _partial(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
+    """(reason, message) of a partial gang gangweb did not cause: some but fewer than minMember pods bound after
+    the gang's minimum was edited by hand (`JobShape.min_edited`), no member disrupted. None otherwise."""
+    shape = ev.shape
+    if not shape.min_edited or not 0 < obs.bound < shape.min_member or any(p.disruption_reason for p in ev.pods):
+        return None
+    if obs.phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
+        return None  # was whole in this attempt: members lost since are a re-queue (`_requeued`), not a partial gang
+    if shape.partial_release_s is None:
+        then = "releasing partial gangs is turned off (GANGWEB_PARTIAL_GANG_GRACE_SECONDS)"
+    else:
+        then = (f"gangweb deletes its bound pods {int(shape.partial_release_s)} s after they were bound, so the "
+                "gang waits whole again")
+    return REASON_PARTIAL_GANG, f"{bound_of(obs.bound, shape.min_member)} after minCount was edited; {then}"
+
+
 def _reason(obs: Observation, ev: Evidence, found: dict[str, Entry]) -> tuple[str, str]:
     """phase_reason and phase_message for the job's phase now (they may change while the phase stays)."""
     phase, shape, gang, live_pods = obs.phase, ev.shape, ev.gang, ev.live_pods
@@ -465,6 +509,12 @@ def _reason(obs: Observation, ev: Evidence, found: dict[str, Entry]) -> tuple[st
     tail = bound_of(obs.bound, shape.min_member, ev.short_sets)
     if shape.cancelling:
         return REASON_CANCELLING, "deleting the job's cluster objects"
+    gone = _gang_gone(obs, ev)
+    if gone is not None:
+        return gone
+    partial = _partial(obs, ev)
+    if partial is not None:
+        return partial
     if gang.disruption_reason and phase in (GangPhase.SCHEDULED, GangPhase.RUNNING):
         # The scheduler says it is disrupting the gang (its plugin read it, e.g. a PodGroup's DisruptionTarget):
         # say so while the pods still run.

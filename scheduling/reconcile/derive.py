@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from ..backends.base import GangStatus, gang_minimum
 from ..choices import TERMINAL_PHASES, DesiredState
-from ..constants import LABEL_POD_SET
+from ..constants import ANNOTATION_MIN_EDITED, LABEL_POD_SET
 from ..kube import runtime_classes
 from ..models import GangJob
 from ..observe import capacity, causes, phases, why_pending
@@ -36,16 +36,68 @@ class Sighting:
     refusals: list[dict] | None = None
 
 
-def job_shape(job: GangJob) -> phases.JobShape:
+def job_shape(job: GangJob, backend=None, objects: JobObjects | None = None) -> phases.JobShape:
     """minMember (`backends.base.gang_minimum`: template `gang.minMember`, else the sum of the pod sets' minimums),
-    total pods and the pod sets that state their own minimum (`JobShape.sets`), from the resolved spec."""
+    total pods and the pod sets that state their own minimum (`JobShape.sets`), from the resolved spec; with the
+    job's `backend` and its `objects` (every one read, gang objects of any generation), also what of its current
+    generation's gang is broken (`gang_gone`) and whether its minimum was edited (`min_edited`): JobShape."""
     spec = job.resolved_spec or {}
     sets = [ps for ps in spec.get("podSets") or [] if isinstance(ps, dict)]
     total = sum(int(ps.get("replicas") or 0) for ps in sets)
     stated = tuple(SetShape(str(ps.get("name") or ""), int(ps.get("replicas") or 0), int(ps["minMember"]))
                    for ps in sets if isinstance(ps.get("minMember"), int))
-    return phases.JobShape(min_member=gang_minimum(spec), total=total,
-                           cancelling=job.desired_state == DesiredState.CANCEL, sets=stated)
+    min_member = gang_minimum(spec)
+    objects = objects if objects is not None else JobObjects()
+    current = current_gang_objects(job, objects.gang)
+    declared = declared_minimum(current)
+    grace = getattr(settings, "GANGWEB_PARTIAL_GANG_GRACE_SECONDS", None)
+    return phases.JobShape(min_member=min_member, total=total, cancelling=job.desired_state == DesiredState.CANCEL,
+                           sets=stated, gang_gone=gang_gone(job, backend, objects),
+                           min_edited=(declared is not None and declared < min_member)
+                           or any(ANNOTATION_MIN_EDITED in (o.meta(g).get("annotations") or {}) for g in current),
+                           partial_release_s=grace if grace is not None and grace >= 0 else None)
+
+
+def gang_gone(job: GangJob, backend, objects: JobObjects) -> tuple[str, ...]:
+    """What of the job's gang at its current generation is not there: one phrase per gang kind of its `backend`
+    whose object under the current name is missing ("PodGroup ns/x is missing") or terminating ("... is being
+    deleted"). () without a backend, and for a job of which nothing of the current generation exists (no gang
+    object under the current name, no live owner Job: not dispatched yet, or everything gone)."""
+    kinds = getattr(backend, "gang_kinds", ()) or ()
+    if not kinds:
+        return ()
+    name = current_gang_name(job)
+    mine = {(g.get("apiVersion"), g.get("kind")): g for g in objects.gang if o.meta(g).get("name") == name}
+    suffix = "-" + name.rsplit("-", 1)[-1]  # the generation's hash: its owner Jobs' names end with it too
+    if not mine and not any(not o.is_terminating(w) and str(o.meta(w).get("name", "")).endswith(suffix)
+                            for w in objects.owners):
+        return ()
+    # A missing root (the Workload) is not read as gone by itself: the garbage collector then sets a deletionTimestamp
+    # on everything it owns, which is. Objects made from the root (a PodGroup) missing beside it are.
+    root = kinds[0] if isinstance(backend, type) else getattr(backend, "root_ref", kinds[0])
+    out = []
+    for ref in kinds:
+        have = mine.get((ref.api_version, ref.kind))
+        if have is None and ref != root:
+            out.append(f"{ref.kind} {job.namespace}/{name} is missing")
+        elif have is not None and o.is_terminating(have):
+            out.append(f"{ref.kind} {job.namespace}/{name} is being deleted")
+    return tuple(out)
+
+
+def declared_minimum(gang_objects: list[dict]) -> int | None:
+    """The lowest gang minimum the gang objects declare (`spec.minMember`: KAI, Volcano, coscheduling;
+    `spec.schedulingPolicy.gang.minCount`: a Kubernetes PodGroup; each `spec.podGroupTemplates[].schedulingPolicy.
+    gang.minCount`: a Workload), or None when none declares an integer one."""
+    found = []
+    for g in gang_objects:
+        spec = g.get("spec") if isinstance(g.get("spec"), dict) else {}
+        policies = [spec.get("schedulingPolicy")] + [t.get("schedulingPolicy") for t in spec.get("podGroupTemplates")
+                                                     or [] if isinstance(t, dict)]
+        values = [spec.get("minMember")] + [((p or {}).get("gang") or {}).get("minCount") for p in policies
+                                            if isinstance(p, dict)]
+        found += [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    return min(found) if found else None
 
 
 def scheduler_of(job: GangJob, backend) -> str:
@@ -157,7 +209,8 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
     pass chose (written with the phase when the row has none); `new_owner_uids`: UIDs of Jobs the calling pass
     created (reconcile/ownership.py), merged with the row's. Returns (phases.Observation, {field: value})."""
     gang = read_gang_status(sighting.backend, current_gang_objects(row, sighting.objects.gang))
-    evidence = Evidence.of(job_shape(row), gang, sighting.objects, timezone.now(), sighting.refusals)
+    evidence = Evidence.of(job_shape(row, sighting.backend, sighting.objects), gang, sighting.objects,
+                           timezone.now(), sighting.refusals)
     attempt, current = timeline.current_attempt(recorded)
     obs = phases.observe(evidence, row.phase, current, attempt=attempt)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)

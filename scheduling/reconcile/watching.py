@@ -21,6 +21,7 @@ from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
 from ..kube.watches import ClusterWatcher
 from ..models import Cluster, ClusterNodes, GangJob
+from ..observe import phases
 from ..observe.evidence import JobObjects
 from ..statements import fetch, joined, joined_instance
 from . import ownership, refusals, status
@@ -60,12 +61,20 @@ def select(job_objects: JobObjects, backend, job: GangJob) -> JobObjects:
     return JobObjects(gang, owners, pods)
 
 
+# phase_reasons of an observation that the reconciler must act on at once (not at the next resync): a broken gang
+# object set is replaced, a partial gang released once its grace is over (the pass counts it down). Not
+# WaitingForGangObject: the pass whose create was throttled comes back after the server's Retry-After itself.
+ACT_ON = frozenset({phases.REASON_REPLACING, phases.REASON_PARTIAL_GANG})
+
+
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
-    """Record what the watch cache holds of one job; enqueue a reconcile when its objects were deleted (or it is
-    being cancelled). Waits out a database outage (`with_database`); a broker that cannot take the reconcile is
-    logged and left to the periodic resync, so the watch goes on either way."""
+    """Record what the watch cache holds of one job; enqueue a reconcile when its gang objects or Jobs were deleted,
+    started terminating or had their spec edited (`deleted`, kube/watches.py `edited`), when it is being cancelled,
+    or when the observation says the reconciler has to act (ACT_ON: a gang being replaced, a partial gang). Waits
+    out a database outage (`with_database`); a broker that cannot take the reconcile is logged and left to the
+    periodic resync, so the watch goes on either way."""
     job = with_database(lambda: _observe(job_uid, job_objects))
-    if job is not None and (deleted or job.desired_state == DesiredState.CANCEL):
+    if job is not None and (deleted or job.desired_state == DesiredState.CANCEL or job.phase_reason in ACT_ON):
         try:
             enqueue.send(enqueue.RECONCILE_JOB, job.pk)
         except Exception as exc:  # Redis down: kombu's OperationalError after its publish retries

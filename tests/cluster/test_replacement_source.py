@@ -51,6 +51,12 @@ def test_after_a_replacement_the_new_attempts_queued_entry_names_the_new_podgrou
     new = world.names(job).gang_name
     assert new != old
     job = reconciled_until(world, job, P.QUEUED, 1)
+    # kube-scheduler writes the pods' PodScheduled=False before the PodGroup's own condition; until the PodGroup has
+    # said Unschedulable, why-pending rightly names the pod that spoke. Wait (passes, as the resync runs them) for
+    # a row whose one observation holds the PodGroup's word, then read every source from that same row.
+    job = wait_for(lambda: world.reconcile(job).error is None and (
+        fresh := GangJob.objects.get(pk=job.pk)).observed["gang"]["admitted"] is False and fresh,
+        timeout=120, what="the new PodGroup's Unschedulable condition in the job's observation", interval=1)
 
     ns = world.namespace
     queued = job.transitions.get(phase=P.QUEUED, attempt=1)

@@ -20,9 +20,12 @@ desired objects from the job row (reconcile/desired.py), and then:
   a countdown);
 - updates drifted mutable fields in place with a merge patch carrying the read `resourceVersion`; on 409 it
   reads again and retries (MAX_CONFLICT_RETRIES);
-- replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2): deletes the
+- replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2), when a gang
+  object of the current generation is terminating or missing beside the job's Jobs (deleted by hand, or by the
+  garbage collector after its root), and when a partial gang is released (jobs/partial.py): deletes the
   Indexed Jobs, then the gang objects in reverse creation order, bumps `gang_generation` (so every name
-  changes) and creates the new objects in order;
+  changes) and creates the new objects in order; a create answered 429 comes back after the server's
+  Retry-After (`JobReconciler.throttled`);
 - when it created an owner Job of a Scheduled or Running job (its objects vanished, or the gang was replaced),
   starts a new timeline attempt with a Dispatched entry, reason Recreated / Replaced, naming what it created;
 - deletes the job's objects that are no longer desired (earlier generations), each with a UID precondition,

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
@@ -13,10 +15,12 @@ from kubernetes.client.rest import ApiException
 from ...backends import discovery, registry
 from ...backends.base import SchedulerBackend, object_source
 from ...choices import DesiredState, GangPhase
+from ...constants import ANNOTATION_MIN_EDITED
 from ...kube import limit_ranges, objects
 from ...kube.errors import (
     CREATE_REFUSED,
     STORED_VERSION_UNREADABLE,
+    THROTTLED,
     CreateRefused,
     KubeError,
     TerminalKubeError,
@@ -55,6 +59,23 @@ from .common import (
     ref_of,
 )
 from .conflicts import merge_patch_retrying
+from .partial import release_partial
+
+# Drifted gang fields that are the gang's minimum (or a part of it): putting one back marks the object
+# (ANNOTATION_MIN_EDITED), so that pods bound below the minimum meanwhile read as a partial gang.
+MINIMUM_FIELDS = ("minCount", "minMember", "minTaskMember", "subGroups")
+
+
+def minimum_edited(fields: list[str]) -> bool:
+    """True when a drift's `fields` touch the gang's minimum (MINIMUM_FIELDS)."""
+    return any(word in field for field in fields for word in MINIMUM_FIELDS)
+
+
+THROTTLE_RETRY_SECONDS = 2  # countdown after a 429 that names no Retry-After
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
 
 
 class _Going(Exception):
@@ -223,21 +244,32 @@ class JobReconciler(JobCleanup):
             return
         self.note_restart(replaced)
         self.observe_now(wanted, owners)
+        if release_partial(self):
+            self.ensure()  # the new generation, created in this pass
+            return
         if self.job.is_terminal:
             self.clean_up_finished()
 
     def fix_gang_drift(self, wanted: list[dict]) -> list[str]:
         """Patch the existing gang objects' drifted mutable fields; when a drifted field is immutable, or the server
         refuses a patch for good, replace the gang under a new generation instead. Returns the fields that made it
-        replace ([] when it did not). Waits (Requeue) while a desired object is terminating."""
+        replace ([] when it did not).
+
+        A gang object of the current generation that is terminating (deleted by hand and held by a finalizer, or
+        by the garbage collector after its root was deleted), or missing while the job's owner Jobs exist (the set
+        was whole once), is never waited for or made again under the same name: its pods could bind against the
+        terminating one, or the new one would have to wait for it to go. The gang is replaced at once under a new
+        generation (new names for every object, on every backend; `replace`)."""
+        gone = self.gang_gone(wanted)
+        if gone:
+            self.replace(gone, cause="gone")
+            return gone
         patches, replace_fields = [], []
         for want in wanted:
             ref = ref_of(self.backend, want)
             have = self.observed.gang_of(ref).get(want["metadata"]["name"])
             if have is None:
                 continue
-            if is_terminating(have):
-                raise Requeue(WAIT_SECONDS, WAITING, f"{object_source(have)} is being deleted")
             drift = self.backend.diff(want, have)
             if drift.replace:
                 replace_fields += [f"{ref.kind}.spec.{f}" for f in drift.fields]
@@ -251,6 +283,26 @@ class JobReconciler(JobCleanup):
             replace_fields += refused
             self.replace(replace_fields)
         return replace_fields
+
+    def gang_gone(self, wanted: list[dict]) -> list[str]:
+        """What of the current generation's gang object set is broken, one phrase each ("PodGroup ns/x is being
+        deleted", "Workload ns/x was deleted"): terminating objects under a desired name, and missing ones while
+        a live owner Job of the job exists (owner Jobs are created only after the whole set), unless the pass just
+        switched API versions. [] when nothing is."""
+        out = []
+        # After an API version switch (`retire`) the new version's objects are missing by nature: a running gang
+        # gets them under its old names (its pods name them), not a replacement.
+        owners_live = self.retired is None and any(not is_terminating(w) for w in self.observed.owners.values())
+        for want in wanted:
+            ref = ref_of(self.backend, want)
+            name = want["metadata"]["name"]
+            have = self.observed.gang_of(ref).get(name)
+            if have is not None and is_terminating(have):
+                held = ", ".join((have.get("metadata") or {}).get("finalizers") or []) or "no finalizer"
+                out.append(f"{ref.kind} {self.ns}/{name} is being deleted (finalizers: {held})")
+            elif have is None and owners_live:
+                out.append(f"{ref.kind} {self.ns}/{name} was deleted")
+        return out
 
     def align_existing(self, wanted: list[dict], owners: list[dict], svc: dict,
                        root: dict) -> list[tuple[ObjectRef, dict]]:
@@ -327,7 +379,32 @@ class JobReconciler(JobCleanup):
                     self.actions.append(f"create {ref.kind} {self.ns}/{want['metadata']['name']} failed too: "
                                         f"{describe(exc, 500)}")
         if error is not None:
+            if isinstance(error, TransientKubeError):
+                failed = next((item for item, answer in zip(items, answers, strict=True)
+                               if answer.error is error), None)
+                if failed is not None:
+                    self.throttled(failed[0], failed[1], error)
             raise error
+
+    def throttled(self, ref: ObjectRef, want: dict, exc: TransientKubeError) -> None:
+        """When the API server throttled the create of `want` (429 Too Many Requests, from API priority and
+        fairness or an admission webhook): record it on the job, naming the object and when the pass retries,
+        and end the pass with a countdown of the server's `Retry-After` (THROTTLE_RETRY_SECONDS when it names
+        none), not the task's backoff. The job stays what it was: it is Dispatched only once every gang object
+        exists (observe/phases.py), its reason says Throttled meanwhile. Any other error: nothing (the caller
+        raises it)."""
+        if exc.reason != THROTTLED:
+            return
+        wait = exc.retry_after if exc.retry_after is not None else THROTTLE_RETRY_SECONDS
+        countdown = max(1, math.ceil(wait))
+        at = (timezone.now() + timedelta(seconds=countdown)).strftime("%H:%M:%S UTC")
+        said = f"Retry-After {_seconds(exc.retry_after)} s" if exc.retry_after is not None else "no Retry-After"
+        message = (f"the API server throttled the create of {ref.kind} {self.ns}/{want['metadata']['name']} "
+                   f"(HTTP 429, {said}); gangweb creates it again in {countdown} s, at {at}: {exc.message}")
+        self.actions.append(f"create {ref.kind} {self.ns}/{want['metadata']['name']} throttled (429); retry in "
+                            f"{countdown} s")
+        self.update.fail_with_error(self.job, THROTTLED, message, 429)
+        raise Requeue(countdown, THROTTLED, message) from exc
 
     def _created_owner(self, ref: ObjectRef, want: dict, sent: fanout.Answer) -> None:
         self.observed.owners[want["metadata"]["name"]] = self.create_plain(ref, want, sent)
@@ -410,6 +487,8 @@ class JobReconciler(JobCleanup):
         names = ", ".join(object_source(obj) for obj in self.created)
         if self.retired is not None:
             reason, message = API_VERSION_CHANGED, f"{self.version_message}; recreated under new names: {names}"
+        elif replaced and getattr(self, "replaced_because", "drift") == "gone":
+            reason, message = REPLACED, f"replaced the gang under new names ({'; '.join(replaced)}): {names}"
         elif replaced:
             reason, message = REPLACED, f"replaced the gang (immutable change of {', '.join(replaced)}): {names}"
         else:
@@ -436,11 +515,17 @@ class JobReconciler(JobCleanup):
         self.cancel()
         return True
 
-    def replace(self, fields: list[str]) -> None:
+    def replace(self, fields: list[str], cause: str = "drift") -> None:
         """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
         objects in reverse creation order, then bump `gang_generation` (conditionally: a concurrent pass that
-        already bumped it wins and this pass requeues)."""
-        self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
+        already bumped it wins and this pass requeues). `cause`: "drift" (`fields` name the immutable fields) or
+        "gone" (`fields` say which gang object is missing or terminating, `gang_gone`) or "partial" (a partial gang
+        released, jobs/partial.py)."""
+        self.replaced_because = cause
+        if cause == "drift":
+            self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
+        else:
+            self.actions.append(f"replace gang: {'; '.join(fields)}")
         for owner in list(self.observed.owners.values()):
             self.delete(JOB, owner)
         self.observed.owners = {}
@@ -475,6 +560,9 @@ class JobReconciler(JobCleanup):
                     return None
                 if drift.replace:
                     raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
+            if minimum_edited(drift.fields):  # remembered on the object: pods bound meanwhile are a partial gang
+                return {**drift.patch, "metadata": {"annotations": {
+                    ANNOTATION_MIN_EDITED: timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")}}}
             return drift.patch
 
         try:
@@ -532,7 +620,11 @@ class JobReconciler(JobCleanup):
         want = next(w for w in wanted if ref_of(self.backend, w) == self.backend.root_ref)
         name = want["metadata"]["name"]
         if name not in self.observed.gang_of(self.backend.root_ref):
-            self.create_gang(self.backend.root_ref, want)
+            try:
+                self.create_gang(self.backend.root_ref, want)
+            except TransientKubeError as exc:
+                self.throttled(self.backend.root_ref, want, exc)
+                raise
         return owner_refs.reference(self.observed.gang_of(self.backend.root_ref)[name])
 
     def align_owner(self, ref: ObjectRef, have: dict, root: dict, store: dict) -> bool:
