@@ -43,7 +43,12 @@ def a_service(name, ns, uid):
 
 
 def gangjob(ns="team", owner_uids=None):
-    return SimpleNamespace(uid=JOB_UID, namespace=ns, owner_uids={} if owner_uids is None else owner_uids)
+    return SimpleNamespace(uid=JOB_UID, namespace=ns, owner_uids={} if owner_uids is None else owner_uids,
+                           name="train", gang_generation=0)
+
+
+# What gangweb recorded creating for the job in `team` (the Job by its name, other kinds by their object key).
+RECORDED = {"train-w": "real-job", f"{PODGROUP.api_version}/PodGroup/train": "pg", "v1/Service/train": "svc"}
 
 
 def the_real_job_and_a_spoof():
@@ -71,7 +76,7 @@ def uids(items) -> set[str]:
 
 
 def test_a_snapshot_slice_holds_only_the_jobs_namespace_and_recorded_owner():
-    observed = snapshot_of(the_real_job_and_a_spoof()).for_job(gangjob(owner_uids={"train-w": "real-job"}), BACKEND)
+    observed = snapshot_of(the_real_job_and_a_spoof()).for_job(gangjob(owner_uids=RECORDED), BACKEND)
     assert uids(observed.owners) == {"real-job"}
     assert uids(observed.pods) == {"p0", "p1"}
     assert uids(observed.gang_of(PODGROUP)) == {"pg"}
@@ -136,7 +141,7 @@ def test_record_keeps_what_a_legacy_row_trusted_and_adds_the_new_job():
 def test_the_watch_selects_the_same_objects_as_the_resync():
     spoof = the_real_job_and_a_spoof()
     cached = SimpleNamespace(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])
-    selected = watching.select(cached, BACKEND, gangjob(owner_uids={"train-w": "real-job"}))
+    selected = watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED))
     assert uids(selected.gang) == {"pg"} and uids(selected.owners) == {"real-job"}
     assert uids(selected.pods) == {"p0", "p1"}
 
