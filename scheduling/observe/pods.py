@@ -196,12 +196,19 @@ def _count(value) -> int:
 
 def reported(owner: dict) -> dict | None:
     """The pod counts the Job controller writes in a Job's status (batch/v1 JobStatus `active`, `ready`,
-    `succeeded`, `failed`; omitted when 0), or None when it has written none of them and no `startTime` (it has
-    not synced the Job yet: nothing to check against)."""
+    `succeeded`, `failed`; omitted when 0), with the finished pods it has seen but not counted yet
+    (`uncountedTerminatedPods.succeeded|failed`, pod UIDs) added to `succeeded` and `failed`; None when it has
+    written none of them and no `startTime` (it has not synced the Job yet: nothing to check against)."""
     st = o.status(owner)
     if not isinstance(st, dict) or not (st.get("startTime") or any(k in st for k in REPORTED)):
         return None
-    return {k: _count(st.get(k)) for k in REPORTED}
+    out = {k: _count(st.get(k)) for k in REPORTED}
+    uncounted = st.get("uncountedTerminatedPods")
+    if isinstance(uncounted, dict):
+        for k in ("succeeded", "failed"):
+            if isinstance(uncounted.get(k), list):
+                out[k] += len(uncounted[k])
+    return out
 
 
 @dataclass(frozen=True)
