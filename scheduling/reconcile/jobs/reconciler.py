@@ -652,11 +652,12 @@ class JobReconciler(JobCleanup):
             self.observed.gang_of(ref)[name] = obj = self.create(ref, want) if sent is None else sent.get()
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
             self.created.append(obj)
+            self.remember(obj)
             return
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        have = self.read_ours(ref, name)
+        have = self.remember(self.read_ours(ref, name))
         drift = self.backend.diff(want, have)
         if drift.replace:
             raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} appeared with immutable drift "
@@ -674,8 +675,15 @@ class JobReconciler(JobCleanup):
             obj = self.create(ref, want) if sent is None else sent.get()
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
             self.created.append(obj)
-            return obj
+            return self.remember(obj)
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        return self.read_ours(ref, name)
+        return self.remember(self.read_ours(ref, name))
+
+    def remember(self, obj: dict) -> dict:
+        """Record the UID of an object this pass created or found to be the job's own (`ownership.record`), at once:
+        written with the pass's status whatever ends the pass, so a later pass knows it as gangweb's. Returns it."""
+        if isinstance(obj, dict) and obj.get("apiVersion") and obj.get("kind"):
+            self.update.owner_uids(self.job, ownership.record(self.job, {ownership.object_key(obj): obj}))
+        return obj
