@@ -19,7 +19,7 @@ from ..observe import capacity, causes, phases, why_pending
 from ..observe import objects as o
 from ..observe.evidence import Evidence, JobObjects
 from ..services import cluster_usage, timeline
-from . import names
+from . import names, ownership
 from .ownership import LOOK_ALIKE
 
 REASON_MAX = 128
@@ -39,6 +39,9 @@ class Sighting:
     # watch); `foreign_complete` False when only the labelled look-alikes were looked for (a snapshot's slice)
     foreign: list[dict] | None = None
     foreign_complete: bool = False
+    # the watch cache's objects of the job before selection: selected again against the row being written
+    # (`ownership.select`), whose recorded UIDs may be newer than those `objects` was selected with
+    raw: JobObjects | None = None
 
 
 def job_shape(job: GangJob) -> phases.JobShape:
@@ -185,8 +188,9 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
     `recorded` [(phase, at, attempt)], and the field values it implies. `backend_plugin`: the plugin the calling
     pass chose (written with the phase when the row has none); `new_owner_uids`: UIDs of Jobs the calling pass
     created (reconcile/ownership.py), merged with the row's. Returns (phases.Observation, {field: value})."""
-    gang = read_gang_status(sighting.backend, current_gang_objects(row, sighting.objects.gang))
-    evidence = Evidence.of(job_shape(row), gang, sighting.objects, timezone.now(), sighting.refusals)
+    seen = ownership.select(sighting.raw, sighting.backend, row) if sighting.raw is not None else sighting.objects
+    gang = read_gang_status(sighting.backend, current_gang_objects(row, seen.gang))
+    evidence = Evidence.of(job_shape(row), gang, seen, timezone.now(), sighting.refusals)
     attempt, current = timeline.current_attempt(recorded)
     obs = phases.observe(evidence, row.phase, current, attempt=attempt)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)

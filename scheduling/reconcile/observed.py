@@ -28,8 +28,9 @@ from ..kube import objects
 from ..kube.errors import STORED_VERSION_UNREADABLE, TransientKubeError
 from ..kube.objects import JOB, POD, SERVICE
 from ..kube.refs import ObjectRef
-from . import names, ownership
+from . import ownership
 from .desired import instance_label
+from .ownership import adopt_names
 
 
 def kind_key(ref: ObjectRef) -> str:
@@ -129,13 +130,6 @@ def projection(ref: ObjectRef) -> Callable[[dict], dict] | None:
     `correct_owner`), their status read, and their body recorded in `GangJob.observed["objects"]`.
     """
     return {POD: slim_pod, SERVICE: slim_service}.get(ref)
-
-
-def adopt_names(job) -> frozenset:
-    """The names under which an object carrying the job's label but with no UID recorded under its key is taken as
-    the job's own (`ownership.trusted_object`): its current generation's gang object and Service names."""
-    return frozenset({names.gang_name(job.name, job.uid, job.gang_generation),
-                      names.service_name(job.name, job.uid, job.gang_generation)})
 
 
 def split_labelled(items: list[dict], uid: str) -> tuple[dict[str, dict], list[dict]]:

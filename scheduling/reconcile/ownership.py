@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 
 from ..constants import LABEL_JOB_UID
 from ..kube.objects import JOB
+from ..observe.evidence import JobObjects
+from . import names
 
 if TYPE_CHECKING:  # observed.py imports this module
     from .observed import Observed
@@ -282,3 +284,28 @@ def record(job, found: dict[str, dict]) -> dict[str, str]:
     if new:
         job.owner_uids = recorded
     return new
+
+
+def adopt_names(job) -> frozenset:
+    """The names under which an object carrying the job's label but with no UID recorded under its key is taken as
+    the job's own (`trusted_object`): its current generation's gang object and Service names."""
+    return frozenset({names.gang_name(job.name, job.uid, job.gang_generation),
+                      names.service_name(job.name, job.uid, job.gang_generation)})
+
+
+def select(job_objects: JobObjects, backend, job) -> JobObjects:
+    """The job's own objects among `job_objects` (the watch cache's: whatever carries the job's label anywhere in
+    the cluster), as a pass keeps them: gang objects of its backend's kinds and the owner Jobs by their recorded
+    UID (or, unrecorded, labelled under the current generation's name), pods by their controller reference and the
+    Job's selector; everything in the job's namespace. `job`: its row (uid, namespace, owner_uids, name,
+    gang_generation), as read under the status write's lock when it can be (`derive.derive`), so a watch
+    observation never judges by UIDs older than the pass that recorded them."""
+    kinds = {(r.api_version, r.kind) for r in getattr(backend, "gang_kinds", ())}
+    ns, recorded, adopt = job.namespace, job.owner_uids, adopt_names(job)
+    gang = [g for g in job_objects.gang if (g.get("apiVersion"), g.get("kind")) in kinds
+            and trusted_object(g, ns, recorded, adopt, str(job.uid))]
+    owners = [w for w in job_objects.owners if trusted_owner(w, ns, recorded)]
+    uids = accepted_owner_uids(owners, recorded)
+    by_uid = {_meta(w).get("uid"): w for w in owners}
+    pods = [p for p in job_objects.pods if trusted_pod(p, ns, uids, by_uid)]
+    return JobObjects(gang, owners, pods)

@@ -24,7 +24,6 @@ from ..models import Cluster, ClusterNodes, GangJob
 from ..observe.evidence import JobObjects
 from ..statements import fetch, joined, joined_instance
 from . import ownership, refusals, status
-from .observed import adopt_names
 
 log = logging.getLogger(__name__)
 
@@ -47,20 +46,9 @@ def backend_of(job: GangJob):
 
 
 def select(job_objects: JobObjects, backend, job: GangJob) -> JobObjects:
-    """The job's JobObjects as the reconciler passes them (gang objects of its backend's kinds, owner Jobs, pods of
-    those Jobs): only what is the job's own (reconcile/ownership.py): in its namespace, gang objects and owner
-    Jobs by their recorded UID (or, unrecorded, labelled under the current generation's name), pods by their
-    controller reference and the Job's selector. The cache holds whatever carries the job's label anywhere in the
-    cluster."""
-    kinds = {(r.api_version, r.kind) for r in getattr(backend, "gang_kinds", ())}
-    ns, recorded, adopt = job.namespace, job.owner_uids, adopt_names(job)
-    gang = [g for g in job_objects.gang if (g.get("apiVersion"), g.get("kind")) in kinds
-            and ownership.trusted_object(g, ns, recorded, adopt, str(job.uid))]
-    owners = [w for w in job_objects.owners if ownership.trusted_owner(w, ns, recorded)]
-    uids = ownership.accepted_owner_uids(owners, recorded)
-    by_uid = {(w.get("metadata") or {}).get("uid"): w for w in owners}
-    pods = [p for p in job_objects.pods if ownership.trusted_pod(p, ns, uids, by_uid)]
-    return JobObjects(gang, owners, pods)
+    """The job's JobObjects as the reconciler passes them: only what is the job's own (`ownership.select`). The cache
+    holds whatever carries the job's label anywhere in the cluster."""
+    return ownership.select(job_objects, backend, job)
 
 
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
@@ -132,7 +120,9 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
         return None
     backend = backend_of(job)
     objects = select(job_objects, backend, job)
-    status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods))
+    # The cache's objects go along (`raw`): the status write selects them again against the row as locked, whose
+    # recorded UIDs may be newer than this read of it (a pass that created the job's Job and wrote meanwhile).
+    status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods), raw=job_objects)
     return job
 
 
