@@ -34,6 +34,8 @@ class GangStatus:
       first (KAI: the latest scheduling condition's `reasons[]`), for why-pending.
     - `disruption_reason` / `disruption_message`: set while the scheduler says it is disrupting an admitted gang
       (Kubernetes PodGroup `DisruptionTarget=True`, e.g. "PreemptionByScheduler"); "" otherwise.
+    - `unknown`: a sentence naming a value the scheduler wrote that gangweb does not know (a phase or condition
+      type added in a later scheduler release), shown as it is; `reason` is then that value, `admitted` None.
     - `scheduled_at_admission`: True when `at` of an admitted gang is the time it was scheduled, written once by
       the scheduler (v1beta1 `PodGroupInitiallyScheduled`): the Scheduled entry then comes from it, not from the
       pods' bind times. Such a condition never reverts, so a later attempt is still judged from its pods.
@@ -50,6 +52,10 @@ class GangStatus:
     reasons: list[dict] = field(default_factory=list)
     disruption_reason: str = ""
     disruption_message: str = ""
+    # A value the scheduler wrote that gangweb does not know (a phase, a condition type), said as it is, e.g.
+    # "Volcano reports phase Draining, which gangweb does not know"; "" otherwise. Never mapped to a known reason:
+    # `reason` then holds the value itself and `admitted` stays None.
+    unknown: str = ""
 
 
 @dataclass(frozen=True)

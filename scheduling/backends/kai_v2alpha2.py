@@ -31,6 +31,9 @@ KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"
 KAI_SKIP_PODGROUPER_LABEL = "kai.scheduler/skip-podgrouper"
+# The schedulingConditions type KAI writes (kai.md §3: always UnschedulableOnNodePool). Another type without
+# reasons is said as it is (`GangStatus.unknown`), never read as "no room".
+KNOWN_CONDITIONS = {"UnschedulableOnNodePool"}
 
 
 class KaiV2alpha2(SchedulerBackend):
@@ -81,8 +84,10 @@ class KaiV2alpha2(SchedulerBackend):
 
     def read_status(self, objects: list[dict]) -> GangStatus:
         """The latest `status.schedulingConditions[]` entry: its `reasons[]` (all of them in `reasons`; the first
-        one's reason and message, and `details.queueDetails`) say why the gang waits. No condition and some
-        `resourcesStatus.allocated` means admitted; neither means KAI said nothing yet (admitted None)."""
+        one's reason and message, and `details.queueDetails`) say why the gang waits. A condition of a type gangweb
+        does not know (`KNOWN_CONDITIONS`) without reasons is said as it is (`GangStatus.unknown`, admitted None).
+        No condition and some `resourcesStatus.allocated` means admitted; neither means KAI said nothing yet
+        (admitted None)."""
         pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
@@ -92,6 +97,12 @@ class KaiV2alpha2(SchedulerBackend):
         if conditions:
             latest = max(conditions, key=lambda c: c.get("lastTransitionTime") or "")
             reasons = [r for r in latest.get("reasons") or [] if isinstance(r, dict)]
+            kind = latest.get("type")
+            if not (isinstance(kind, str) and kind in KNOWN_CONDITIONS) and not reasons:
+                said = f": {str(latest.get('message'))[:400]}" if latest.get("message") else ""
+                return GangStatus(reason=str(kind)[:128], source=source, conditions=conditions,
+                                  at=parse_time(latest.get("lastTransitionTime")),
+                                  unknown=f"KAI reports condition {str(kind)[:64]}{said}, which gangweb does not know")
             first = reasons[0] if reasons else {}
             details = next(((r.get("details") or {}).get("queueDetails") for r in reasons
                             if (r.get("details") or {}).get("queueDetails")), None)

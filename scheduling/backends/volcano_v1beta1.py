@@ -22,6 +22,10 @@ VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # the pods' anno
 VOLCANO_SCHEDULER_NAME = "volcano"
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 ADMITTED_PHASES = {"Running", "Completed"}
+# Every PodGroup phase and condition type volcano-sh/apis v1beta1 defines (types.go: PodGroupPhase,
+# PodGroupConditionType); anything else is shown as it is, never read as one of these.
+KNOWN_PHASES = {"", "Pending", "Inqueue", "Running", "Unknown", "Completed"}
+KNOWN_CONDITIONS = {"Scheduled", "Unschedulable"}
 
 
 class VolcanoV1beta1(SchedulerBackend):
@@ -61,13 +65,16 @@ class VolcanoV1beta1(SchedulerBackend):
 
     def read_status(self, objects: list[dict]) -> GangStatus:
         """A True Unschedulable condition means not admitted (its reason, e.g. NotEnoughResources); a True
-        Scheduled condition or phase Running/Completed means admitted; Pending/Inqueue say nothing yet."""
+        Scheduled condition or phase Running/Completed means admitted; Pending/Inqueue say nothing yet. A phase or
+        a True condition type gangweb does not know (`KNOWN_PHASES`, `KNOWN_CONDITIONS`) is said as it is
+        (`GangStatus.unknown`), never read as a known one."""
         pg = self.gang_object(self.POD_GROUP, objects)
         if pg is None:
             return GangStatus()
         status = pg.get("status") or {}
         conditions = status.get("conditions") or []
         phase = status.get("phase") or ""
+        phase = phase if isinstance(phase, str) else str(phase)  # written by anyone who may edit the object
         result = GangStatus(source=object_source(pg), conditions=conditions, reason=phase)
         live = [c for c in conditions if c.get("status") == "True"]
         latest = max(live, key=lambda c: c.get("lastTransitionTime") or "") if live else None
@@ -79,9 +86,24 @@ class VolcanoV1beta1(SchedulerBackend):
             result.reason = latest.get("reason") or latest.get("type", "")
             result.message = latest.get("message", "")
             result.at = parse_time(latest.get("lastTransitionTime"))
+        if result.admitted is None:
+            result.unknown = self.unknown_value(phase, latest)
+            if result.unknown:
+                result.reason = (phase if phase not in KNOWN_PHASES else str(latest.get("type")))[:128]
         return result
 
     def set_minimums(self, objects: list[dict]) -> dict[str, int] | None:
         """`spec.minTaskMember` of the PodGroup among `objects` ({task (pod set) name: minimum})."""
         pg = self.gang_object(self.POD_GROUP, objects) or {}
         return dict((pg.get("spec") or {}).get("minTaskMember") or {})
+
+    @staticmethod
+    def unknown_value(phase: str, latest: dict | None) -> str:
+        """The sentence for a phase or a True condition type gangweb does not know, "" when it knows both."""
+        if phase not in KNOWN_PHASES:
+            return f"Volcano reports phase {phase[:64]}, which gangweb does not know"
+        kind = (latest or {}).get("type")
+        if latest is not None and not (isinstance(kind, str) and kind in KNOWN_CONDITIONS):
+            said = f" ({str(latest.get('reason'))[:128]})" if latest.get("reason") else ""
+            return f"Volcano reports condition {str(kind)[:64]}{said}, which gangweb does not know"
+        return ""

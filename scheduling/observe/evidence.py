@@ -13,7 +13,7 @@ from functools import cached_property
 
 from ..backends.base import GangStatus
 from . import objects as o
-from .pods import OwnerFacts, PodFacts, owner_facts, pod_facts
+from .pods import OwnerFacts, PodFacts, cross_check, owner_facts, pod_facts
 
 
 @dataclass
@@ -86,14 +86,21 @@ class Evidence:
     now: datetime
     refusals: list[dict] | None = None
     objects: JobObjects | None = None
+    uncounted: list[str] = field(default_factory=list)  # pods seen but not counted (`pods.cross_check`), by name
+    count_note: str = ""  # why: where the pods seen and the Job controller's report disagree
 
     @classmethod
     def of(cls, shape: JobShape, gang: GangStatus, objects: JobObjects, now: datetime,
            refusals: list[dict] | None = None) -> Evidence:
         """The evidence of `objects` (their pods and owner Jobs turned into facts) for a job of `shape` whose
-        backend reads its current gang objects as `gang`."""
-        return cls(shape, gang, objects.gang, [pod_facts(p) for p in objects.pods],
-                   [owner_facts(w) for w in objects.owners], now, refusals, objects)
+        backend reads its current gang objects as `gang`. Only the pods the owner Jobs' controller reports count
+        (`pods.cross_check`): the others are left out of `pods` (and of `objects.pods`) and named in `uncounted`."""
+        owners = [owner_facts(w) for w in objects.owners]
+        checked = cross_check([pod_facts(p) for p in objects.pods], owners)
+        if checked.dropped:
+            objects = JobObjects(objects.gang, objects.owners, [objects.pods[i] for i in checked.kept])
+        return cls(shape, gang, objects.gang, checked.pods, owners, now, refusals, objects, checked.dropped,
+                   checked.note)
 
     @cached_property
     def live_gang(self) -> list[dict]:

@@ -201,6 +201,8 @@ def _queued_said(ev: Evidence) -> tuple[str, str, str]:
     waiting = [p for p in ev.live_pods if p.waiting_reason]
     if gang.admitted is False:
         return gang.reason or "Unschedulable", gang.message, gang.source
+    if gang.unknown and gang.admitted is None:  # said as it is, never as a reason gangweb knows
+        return gang.reason or "Unknown", gang.unknown, gang.source
     if waiting:
         return waiting[0].waiting_reason, waiting[0].waiting_message, waiting[0].ref
     if len(bound) >= required and bound:  # never seen waiting: not "Pending" next to "2 of 2 bound"
@@ -218,7 +220,7 @@ def _queued(ev: Evidence) -> Entry | None:
     pod was only held back by the API server, not looked at by a scheduler), or bound a pod. At the earliest pod
     creationTimestamp, else the gang's statement time, else the earliest time a pod was seen waiting."""
     live_pods, gang = ev.live_pods, ev.gang
-    acknowledged = gang.admitted is not None or bool(ev.bound) or any(
+    acknowledged = gang.admitted is not None or bool(gang.unknown) or bool(ev.bound) or any(
         p.waiting_reason and p.waiting_reason != GATED for p in live_pods)
     if not acknowledged:
         return None
@@ -544,6 +546,8 @@ def _waiting_reason(obs: Observation, ev: Evidence, tail: str) -> tuple[str, str
         return REASON_STARTING, tail
     if gang.admitted is False:
         return gang.reason or "Unschedulable", f"{gang.message} ({tail})" if gang.message else tail
+    if gang.unknown and gang.admitted is None:
+        return gang.reason or "Unknown", f"{gang.unknown} ({tail})"
     if waiting:
         return waiting[0].waiting_reason, f"{waiting[0].waiting_message} ({tail})" if waiting[0].waiting_message \
             else tail

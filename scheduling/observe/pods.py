@@ -51,6 +51,7 @@ class PodFacts:
     # spec.schedulingGates names, at most MAX_GATES: while any is set the scheduler does not look at the pod
     scheduling_gates: tuple[str, ...] = ()
     pod_set: str = ""  # the `gangweb.io/pod-set` label gangweb puts on its pod templates ("" without one)
+    owner_uid: str = ""  # the UID of the batch/v1 Job its controller reference names ("" without one)
 
     @property
     def bound(self) -> bool:
@@ -131,13 +132,23 @@ def pod_facts(pod: dict) -> PodFacts:
         disruption_message=disrupted.get("message") or "",
         disrupted_at=o.parse_time(disrupted.get("lastTransitionTime")),
         scheduled_inferred=scheduled_inferred, started_inferred=started_inferred, scheduling_gates=_gates(pod),
-        pod_set=_pod_set(pod),
+        pod_set=_pod_set(pod), owner_uid=controller_job_uid(pod),
     )
 
 
 def _pod_set(pod: dict) -> str:
     value = (o.meta(pod).get("labels") or {}).get(LABEL_POD_SET)
     return value[:63] if isinstance(value, str) else ""
+
+
+def controller_job_uid(pod: dict) -> str:
+    """The UID of the batch/v1 Job the pod's controller reference (`ownerReferences[]` with `controller: true`)
+    names, "" without one."""
+    for ref in o.meta(pod).get("ownerReferences") or []:
+        if (isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") == "Job"
+                and ref.get("apiVersion") == "batch/v1" and isinstance(ref.get("uid"), str)):
+            return ref["uid"]
+    return ""
 
 
 MAX_GATES = 16
@@ -161,6 +172,10 @@ class OwnerFacts:
     failed_reason: str
     failed_message: str
     terminating: bool
+    uid: str = ""
+    # What the Job controller reports in the Job's status: {"active", "ready", "succeeded", "failed"} (ints; a field
+    # it omits is 0), or None before it reported anything (no `status.startTime` and no count)
+    reported: dict | None = None
 
 
 def owner_facts(owner: dict) -> OwnerFacts:
@@ -175,5 +190,80 @@ def owner_facts(owner: dict) -> OwnerFacts:
         ref=o.ref(owner, "Job"), created_at=o.created_at(owner), complete_at=complete_at,
         failed_at=o.parse_time(failed.get("lastTransitionTime")) if failed else None,
         failed_reason=(failed or {}).get("reason", ""), failed_message=(failed or {}).get("message", ""),
-        terminating=o.is_terminating(owner),
+        terminating=o.is_terminating(owner), uid=str(o.meta(owner).get("uid") or ""), reported=reported(owner),
     )
+
+
+REPORTED = ("active", "ready", "succeeded", "failed")
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def reported(owner: dict) -> dict | None:
+    """The pod counts the Job controller writes in a Job's status (batch/v1 JobStatus `active`, `ready`,
+    `succeeded`, `failed`; omitted when 0), with the finished pods it has seen but not counted yet
+    (`uncountedTerminatedPods.succeeded|failed`, pod UIDs) added to `succeeded` and `failed`; None when it has
+    written none of them and no `startTime` (it has not synced the Job yet: nothing to check against)."""
+    st = o.status(owner)
+    if not isinstance(st, dict) or not (st.get("startTime") or any(k in st for k in REPORTED)):
+        return None
+    out = {k: _count(st.get(k)) for k in REPORTED}
+    uncounted = st.get("uncountedTerminatedPods")
+    if isinstance(uncounted, dict):
+        for k in ("succeeded", "failed"):
+            if isinstance(uncounted.get(k), list):
+                out[k] += len(uncounted[k])
+    return out
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """The pods that count after `cross_check`, and what was left out: `dropped` pods (their names), and
+    `note`, one sentence saying where the pods seen and the controller's report disagree ("" when they agree)."""
+
+    pods: list
+    kept: list[int]  # indexes into the pods given
+    dropped: list[str]
+    note: str = ""
+
+
+def _kind_of(p: PodFacts) -> str:
+    if p.phase == POD_SUCCEEDED:
+        return "succeeded"
+    if p.phase == POD_FAILED:
+        return "failed"
+    return "active"
+
+
+def cross_check(pods: list[PodFacts], owners: list[OwnerFacts]) -> CrossCheck:
+    """The pods that count for the job: of each owner Job's pods (by `owner_uid`), at most as many active
+    (not finished, not terminating), succeeded and failed ones as the Job controller reports in its status
+    (`reported`): count = min(pods seen, controller-reported). The earliest created are kept (the controller's own
+    came first when anyone else's came later). Pods of a Job that reported nothing yet, or not at hand, and
+    terminating pods are kept as they are. Pure.
+
+    Why: a pod's ownerReferences are written by whoever creates it, so a hand-made pod can name the Job as its
+    controller; the Job's status is written by the Job controller alone and counts only the pods it matches
+    (pkg/controller/job: `active`, `ready`, `succeeded`, `failed`)."""
+    by_uid = {w.uid: w for w in owners if w.uid and w.reported is not None}
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(pods):
+        if p.owner_uid in by_uid and not p.terminating:
+            groups.setdefault((p.owner_uid, _kind_of(p)), []).append(i)
+    dropped_at: set[int] = set()
+    said = []
+    for (uid, kind), idx in sorted(groups.items()):
+        allowed = by_uid[uid].reported[kind]
+        if len(idx) <= allowed:
+            continue
+        ordered = sorted(idx, key=lambda i: (pods[i].created_at is None,
+                                             pods[i].created_at.timestamp() if pods[i].created_at else 0, i))
+        dropped_at |= set(ordered[allowed:])
+        said.append(f"{len(idx)} {kind} pods of {by_uid[uid].ref} seen, its Job controller reports {allowed}")
+    kept = [i for i in range(len(pods)) if i not in dropped_at]
+    note = ""
+    if said:
+        note = "; ".join(said) + f": counting {len(kept)} of {len(pods)} pods (the controller's word caps the count)"
+    return CrossCheck([pods[i] for i in kept], kept, [pods[i].name for i in sorted(dropped_at)], note)

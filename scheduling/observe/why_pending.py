@@ -18,7 +18,9 @@ Shape (JSON, stored in `GangJob.why_pending`, None once the gang is scheduled)::
                                                    # else ClusterBusy (room taken now by gangweb's placed jobs)
      "reasons": [{"reason": "OverLimit", "message": "..."}],       # every explanation the scheduler gave
      "pod_conditions": [{"reason": "Unschedulable", "message": "0/4 nodes are available: ...", "pods": 3,
-                         "example": "train-worker-0-abcde"}]}
+                         "example": "train-worker-0-abcde"}],
+     "unknown": "Volcano reports phase Draining, which gangweb does not know"}   # only when the scheduler wrote
+                                                   # a value gangweb does not know (GangStatus.unknown): said as is
 
 Units: GPUs in devices, CPU in cores, memory in bytes, other resources as their quantity's base value; numbers are
 ints when whole. Sources: KAI PodGroup `status.schedulingConditions[].reasons[]` with `details.queueDetails`
@@ -253,6 +255,8 @@ def _reason_summary(why: dict, scheduler_name: str) -> str:
     qname = queue.get("name") or why.get("queue_name") or "the queue"
     short = [c for c in pods.get("sets") or [] if c["bound"] < c["minimum"]]
     bound = bound_of(pods["bound"], pods["required"], short)
+    if why.get("unknown"):
+        return f"{why['unknown']} ({bound})."
     if short and pods["bound"] >= pods["required"]:
         return (f"The gang is not whole: {sets_phrase(short)}, below {'its' if len(short) == 1 else 'their'} pod "
                 f"set's own minimum, although {pods['bound']} of the {pods['required']} pods the gang needs in all "
@@ -302,6 +306,8 @@ def _headline(gang, live: list[PodFacts], pod_conditions: list[dict]) -> tuple[s
     the first waiting condition its live pods share, else WaitingForPods (none exists yet) or WaitingForScheduler."""
     if gang.admitted is False:
         return gang.reason or "Unschedulable", gang.message, gang.source, gang.at
+    if gang.unknown and gang.admitted is None:  # a value gangweb does not know: said as it is
+        return gang.reason or "Unknown", gang.unknown, gang.source, gang.at
     if pod_conditions:
         first = next(p for p in live if p.waiting_reason == pod_conditions[0]["reason"])
         return first.waiting_reason, first.waiting_message, first.ref, first.waiting_since
@@ -386,5 +392,7 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
         "reasons": [{"reason": r.get("reason", ""), "message": r.get("message", "")} for r in said],
         "pod_conditions": pod_conditions,
     }
+    if gang.unknown and gang.admitted is None:
+        why["unknown"] = gang.unknown
     why["summary"] = summary(why, scheduler_name)
     return why

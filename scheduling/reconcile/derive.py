@@ -19,7 +19,8 @@ from ..observe import capacity, causes, phases, why_pending
 from ..observe import objects as o
 from ..observe.evidence import Evidence, JobObjects, SetShape
 from ..services import cluster_usage, timeline
-from . import names
+from . import names, ownership
+from .ownership import LOOK_ALIKE
 
 REASON_MAX = 128
 
@@ -34,6 +35,13 @@ class Sighting:
     backend: object
     objects: JobObjects
     refusals: list[dict] | None = None
+    # foreign objects found with the job's (reconcile/ownership.py `foreign_entry`), None when not looked for (the
+    # watch); `foreign_complete` False when only the labelled look-alikes were looked for (a snapshot's slice)
+    foreign: list[dict] | None = None
+    foreign_complete: bool = False
+    # the watch cache's objects of the job before selection: selected again against the row being written
+    # (`ownership.select`), whose recorded UIDs may be newer than those `objects` was selected with
+    raw: JobObjects | None = None
 
 
 def job_shape(job: GangJob, backend=None, objects: JobObjects | None = None) -> phases.JobShape:
@@ -163,7 +171,10 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
          "pods": [{"name", "node", "phase", "reason", "pod_set"}] (first MAX_PODS_LISTED by name; pod_set when
                   the pod carries the label),
          "pod_counts": {"created", "bound", "running", "succeeded", "failed",
-                        "sets": [{"name", "replicas", "minimum", "bound"}]} (only when a pod set states a minimum),
+                        "sets": [{"name", "replicas", "minimum", "bound"}] (only when a pod set states a minimum),
+                        "controller": {"active", "ready", "succeeded", "failed"} (what the owner Jobs' status
+                                      reports, summed; absent before any reported), "uncounted": [pod names],
+                        "note": "" (where the pods seen and that report disagree; `observe.pods.cross_check`)},
          "gang": {"admitted", "reason", "message", "source", "at"}}
     """
     objects, gang = evidence.objects, evidence.gang
@@ -173,10 +184,36 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
         "objects": [_object_body(x) for x in [*objects.gang, *objects.owners]],
         "pods": rows[:MAX_PODS_LISTED],
         "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
-                       "failed": obs.failed, **({"sets": evidence.set_counts} if evidence.shape.sets else {})},
+                       "failed": obs.failed, **({"sets": evidence.set_counts} if evidence.shape.sets else {}),
+                       **_controller_report(evidence)},
         "gang": {"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source,
                  "at": gang.at.isoformat() if gang.at else None},
     }
+
+
+def _controller_report(evidence: Evidence) -> dict:
+    """The owner Jobs' own counts (`OwnerFacts.reported`, summed over the live ones that reported) and the pods
+    the cross-check left out, for `pod_counts`; {} when no Job reported and nothing was left out."""
+    said = [w.reported for w in evidence.live_owners if w.reported is not None]
+    out = {}
+    if said:
+        out["controller"] = {k: sum(r[k] for r in said) for k in said[0]}
+    if evidence.uncounted:
+        out["uncounted"] = evidence.uncounted[:MAX_PODS_LISTED]
+        out["note"] = evidence.count_note
+    return out
+
+
+def foreign_objects(row: GangJob, sighting: Sighting) -> list[dict]:
+    """The foreign objects to record (`observed["foreign"]`): the sighting's when it looked for them all; the
+    row's when it did not look (the watch); with only the labelled look-alikes looked for (a snapshot's slice),
+    those and the row's others (objects naming the job's, which only a whole LIST of the namespace finds)."""
+    before = [f for f in ((row.observed or {}).get("foreign") or []) if isinstance(f, dict)]
+    if sighting.foreign is None:
+        return before
+    if sighting.foreign_complete:
+        return list(sighting.foreign)
+    return [*sighting.foreign, *(f for f in before if f.get("reason") != LOOK_ALIKE)]
 
 
 def queue_name(job: GangJob) -> str:
@@ -208,9 +245,9 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
     `recorded` [(phase, at, attempt)], and the field values it implies. `backend_plugin`: the plugin the calling
     pass chose (written with the phase when the row has none); `new_owner_uids`: UIDs of Jobs the calling pass
     created (reconcile/ownership.py), merged with the row's. Returns (phases.Observation, {field: value})."""
-    gang = read_gang_status(sighting.backend, current_gang_objects(row, sighting.objects.gang))
-    evidence = Evidence.of(job_shape(row, sighting.backend, sighting.objects), gang, sighting.objects,
-                           timezone.now(), sighting.refusals)
+    seen = ownership.select(sighting.raw, sighting.backend, row) if sighting.raw is not None else sighting.objects
+    gang = read_gang_status(sighting.backend, current_gang_objects(row, seen.gang))
+    evidence = Evidence.of(job_shape(row, sighting.backend, seen), gang, seen, timezone.now(), sighting.refusals)
     attempt, current = timeline.current_attempt(recorded)
     obs = phases.observe(evidence, row.phase, current, attempt=attempt)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
@@ -229,6 +266,9 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
         "why_pending": why,
         "observed": _observed(evidence, obs),
     }
+    foreign = foreign_objects(row, sighting)
+    if foreign:
+        changes["observed"]["foreign"] = foreign
     if backend_plugin and not row.backend_plugin:
         changes["backend_plugin"] = backend_plugin
     merged = merged_owner_uids(row.owner_uids, new_owner_uids)

@@ -1,10 +1,14 @@
 """What the cluster holds for one job: its gang objects, Indexed Jobs, Services and pods (dicts).
 
-Read per job with one LIST per kind in the job's namespace, selected by the job-UID label (`read`), or sliced
-out of a cluster-wide resync LIST (`Snapshot.for_job`). Either way an object is in here only when its
-`gangweb.io/job-uid` label names this job, it lives in the job's namespace, and (owner Jobs and pods) it is owned by
-what gangweb created for the job (`reconcile.ownership`): same-named objects of anybody else are found by the
-reconciler's create (409) and never adopted, and look-alikes elsewhere in the cluster are never read.
+Read per job with one LIST per kind in the job's namespace (`read`: Jobs, Services and pods selected by the job-UID
+label; gang kinds listed whole, so an own object whose labels were edited away and a foreign object naming the
+job's objects are found too), or sliced out of a cluster-wide resync LIST (`Snapshot.for_job`; selected by label
+there, so it holds no unlabelled object: `Observed.foreign_complete` is False, and an own object whose labels were
+edited away is found by the create's 409 instead, `JobReconciler.read_ours`). Either way an object is in
+here only when it lives in the job's namespace and is gangweb's own by its recorded UID (`reconcile.ownership`):
+same-named objects of anybody else are found by the reconciler's create (409) and never adopted, look-alikes
+carrying the job's labels and objects claiming the job's objects are reported (`Observed.foreign`), never acted on,
+and look-alikes elsewhere in the cluster are never read.
 
 A snapshot's slice is as old as the snapshot: `Observed.listed_at` says when it was listed (None: read for this
 pass). The reconciler never concludes from such a slice that something is gone: it reads the job again first
@@ -26,6 +30,7 @@ from ..kube.objects import JOB, POD, SERVICE
 from ..kube.refs import ObjectRef
 from . import ownership
 from .desired import instance_label
+from .ownership import adopt_names
 
 
 def kind_key(ref: ObjectRef) -> str:
@@ -61,6 +66,13 @@ class Observed:
     # namespace -> its LimitRange defaults (kube/limit_ranges.py), shared by the passes of one snapshot: read once per
     # namespace per resync or batch, as of the snapshot, however long the passes take (the cache's minute may not)
     limit_defaults: dict | None = None
+    # keys (ownership.object_key) of own objects found by their recorded UID without the job's label: the pass puts
+    # the labels back
+    relabel: set = field(default_factory=set)
+    # foreign objects found with the job's (ownership.foreign_entry dicts), reported on the job, never touched;
+    # `foreign_complete` False when only the labelled look-alikes were looked for (a snapshot's slice)
+    foreign: list = field(default_factory=list)
+    foreign_complete: bool = False
 
     @property
     def from_snapshot(self) -> bool:
@@ -120,17 +132,32 @@ def projection(ref: ObjectRef) -> Callable[[dict], dict] | None:
     return {POD: slim_pod, SERVICE: slim_service}.get(ref)
 
 
-def read(api, backend: SchedulerBackend, namespace: str, uid: str, owner_uids: dict | None = None) -> Observed:
-    """LIST each kind of the job once (gang kinds, Jobs, Services, Pods) by its job-UID label in `namespace`, and
-    keep what is the job's own (`ownership.trust` with the job's recorded `owner_uids`; None trusts any Job there)."""
+def split_labelled(items: list[dict], uid: str) -> tuple[dict[str, dict], list[dict]]:
+    """({name: object} carrying job `uid`'s label, [the others]) of a gang kind's objects listed whole."""
+    mine, others = {}, []
+    for item in items:
+        if ownership.carries_label(item, uid):
+            mine[item["metadata"]["name"]] = item
+        else:
+            others.append(item)
+    return mine, others
+
+
+def read(api, backend: SchedulerBackend, namespace: str, uid: str, owner_uids: dict | None = None,
+         adopt: frozenset = frozenset()) -> Observed:
+    """LIST each kind of the job once in `namespace` (gang kinds whole, Jobs, Services and Pods by the job-UID
+    label), and keep what is the job's own (`ownership.trust` with the job's recorded `owner_uids`, None trusting
+    any Job there, and `adopt`, the names an unrecorded object may be adopted under: `adopt_names`); what claims
+    the job's objects without being its own is in `foreign`."""
     selector = f"{LABEL_JOB_UID}={uid}"
-    observed = Observed()
+    observed, others = Observed(), {}
     for ref in backend.gang_kinds:
-        observed.gang[kind_key(ref)] = _by_name(objects.list_objects(api, ref, namespace, selector))
+        observed.gang[kind_key(ref)], others[kind_key(ref)] = split_labelled(
+            objects.list_objects(api, ref, namespace, ""), uid)
     observed.owners = _by_name(objects.list_objects(api, JOB, namespace, selector))
     observed.services = _by_name(objects.list_objects(api, SERVICE, namespace, selector))
     observed.pods = objects.list_objects(api, POD, namespace, selector)
-    return ownership.trust(observed, namespace, owner_uids)
+    return ownership.trust(observed, namespace, owner_uids, uid, adopt, others)
 
 
 @dataclass
@@ -167,7 +194,7 @@ class Snapshot:
         when the cluster holds nothing of it, with every gang kind present and `listed_at` set. Objects labelled
         with its UID in other namespaces are left out."""
         found = (self.by_uid.get(str(job.uid)) or {}).get(job.namespace) or Observed()
-        observed = ownership.trust(found, job.namespace, job.owner_uids)
+        observed = ownership.trust(found, job.namespace, job.owner_uids, str(job.uid), adopt_names(job))
         observed.listed_at = self.listed_at
         observed.unreadable = dict(self.unreadable)
         observed.limit_defaults = self.limit_defaults  # shared: the first pass in a namespace reads, the others reuse

@@ -47,18 +47,9 @@ def backend_of(job: GangJob):
 
 
 def select(job_objects: JobObjects, backend, job: GangJob) -> JobObjects:
-    """The job's JobObjects as the reconciler passes them (gang objects of its backend's kinds, owner Jobs, pods of
-    those Jobs): only
-    what is the job's own (reconcile/ownership.py): in its namespace, owner Jobs by their recorded UID, pods by
-    their ownerReferences. The cache holds whatever carries the job's label anywhere in the cluster."""
-    kinds = {(r.api_version, r.kind) for r in getattr(backend, "gang_kinds", ())}
-    ns, recorded = job.namespace, job.owner_uids
-    gang = [g for g in job_objects.gang
-            if (g.get("apiVersion"), g.get("kind")) in kinds and ownership.in_namespace(g, ns)]
-    owners = [w for w in job_objects.owners if ownership.trusted_owner(w, ns, recorded)]
-    uids = ownership.accepted_owner_uids(owners, recorded)
-    pods = [p for p in job_objects.pods if ownership.trusted_pod(p, ns, uids)]
-    return JobObjects(gang, owners, pods)
+    """The job's JobObjects as the reconciler passes them: only what is the job's own (`ownership.select`). The cache
+    holds whatever carries the job's label anywhere in the cluster."""
+    return ownership.select(job_objects, backend, job)
 
 
 # phase_reasons of an observation that the reconciler must act on at once (not at the next resync): a broken gang
@@ -138,7 +129,9 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
         return None
     backend = backend_of(job)
     objects = select(job_objects, backend, job)
-    status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods))
+    # The cache's objects go along (`raw`): the status write selects them again against the row as locked, whose
+    # recorded UIDs may be newer than this read of it (a pass that created the job's Job and wrote meanwhile).
+    status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods), raw=job_objects)
     return job
 
 

@@ -173,6 +173,9 @@ def job_live_context(job, user=None) -> dict:
     transitions = list(job.transitions.all())
     observed = job.observed or {}
     pods = observed.get("pods") or []
+    counts = observed.get("pod_counts") or (pods if isinstance(pods, dict) else {})
+    counts = counts if isinstance(counts, dict) else {}
+    foreign = observed.get("foreign") or []
     now = timezone.now()
     return {
         "job": job,
@@ -186,9 +189,13 @@ def job_live_context(job, user=None) -> dict:
         # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and
         # counts by pod phase (older passes stored only the counts, under "pods").
         "pods": [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else [],
-        "pod_counts": _counts(observed.get("pod_counts") or (pods if isinstance(pods, dict) else {})),
+        "pod_counts": _counts(counts),
         # Per pod set that states a minimum: [{"name", "replicas", "minimum", "bound"}] (docs/backends.md).
-        "pod_set_counts": [c for c in (observed.get("pod_counts") or {}).get("sets") or [] if isinstance(c, dict)],
+        "pod_set_counts": [c for c in counts.get("sets") or [] if isinstance(c, dict)],
+        # Where the pods seen and the Job controller's own counts disagree (observe/pods.py `cross_check`), and the
+        # objects claiming the job's that are not gangweb's (reconcile/ownership.py): said, never acted on.
+        "count_note": counts.get("note") if isinstance(counts.get("note"), str) else "",
+        "foreign": [f for f in foreign if isinstance(f, dict)] if isinstance(foreign, list) else [],
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
         # A pending job's place in line (services/queue_line.py, as the API's `position`): one query, none otherwise.
         "position": queue_line.position(job),

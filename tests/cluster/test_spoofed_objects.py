@@ -79,7 +79,11 @@ def test_a_look_alike_job_elsewhere_neither_finishes_the_job_nor_deletes_its_obj
 
     victim.refresh_from_db()
     assert victim.phase == GangPhase.RUNNING and victim.cleaned_up_at is None
-    assert victim.owner_uids == {owner_name: world.gang(victim, JOB)[0]["metadata"]["uid"]}
+    # The Job gangweb created, by name, and (issue 30) every other object it created, by apiVersion/Kind/name.
+    recorded_jobs = {k: v for k, v in victim.owner_uids.items() if "/" not in k}
+    assert recorded_jobs == {owner_name: world.gang(victim, JOB)[0]["metadata"]["uid"]}
+    assert victim.owner_uids[f"v1/Service/{names.service_name}"] == world.get(SERVICE, names.service_name)[
+        "metadata"]["uid"]
     assert victim.observed["pod_counts"]["succeeded"] == 0 and victim.observed["pod_counts"]["running"] == 2
     assert world.get(world.k8s.POD_GROUP, names.gang_name) is not None  # the version discovery chose
     assert world.get(world.k8s.WORKLOAD, names.gang_name) is not None

@@ -88,3 +88,22 @@ def test_the_job_page_numbers_attempts_as_the_api_does(ui, api, setup, admin_use
     # The chart above the table names the re-queued attempt by the same number (it said "#2" for attempt 1).
     assert re.findall(r'data-attempt="(\d+)">attempt (\d+)<', html) == [("1", "1")]
     assert "#2" not in html
+
+
+def test_a_job_page_names_objects_that_are_not_gangwebs_and_counts_the_controller_disputes(ui, setup, admin_user):
+    """Issue 30, items 5 and 7: what the pass reported (observed.foreign, pod_counts.note) is on the page."""
+    from scheduling.models import GangJob
+
+    template, queue, cluster = setup
+    job = builders.make_job(template, queue, cluster, name="claimed", phase=GangPhase.QUEUED, user=admin_user)
+    note = "3 active pods of Job ns/claimed-w seen, its Job controller reports 0: counting 0 of 3 pods"
+    GangJob.objects.filter(pk=job.pk).update(observed={
+        "pods": [], "pod_counts": {"created": 0, "bound": 0, "running": 0, "succeeded": 0, "failed": 0,
+                                   "controller": {"active": 0}, "uncounted": ["forged-0"], "note": note},
+        "foreign": [{"kind": "PodGroup", "apiVersion": "scheduling.run.ai/v2alpha2", "namespace": "ns",
+                     "name": "copy", "uid": "u", "reason": "LookAlike", "message": "PodGroup ns/copy carries ..."}]})
+    html = ui.get(f"/jobs/{job.pk}/live/", HTTP_HX_REQUEST="true").content.decode()
+    assert "Objects that are not gangweb&#x27;s" in html or "Objects that are not gangweb's" in html
+    assert '<span class="badge neutral">LookAlike</span> <span class="mono small">PodGroup ns/copy</span>' in html
+    assert note in html and "0 created" in html
+    assert "{&#x27;active&#x27;" not in html and "forged-0" not in html  # only the numbers are listed as counts

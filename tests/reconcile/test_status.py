@@ -6,7 +6,7 @@ from scheduling.backends.base import GangStatus
 from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob, PhaseTransition
 from scheduling.observe.evidence import JobObjects
-from scheduling.reconcile import derive, status
+from scheduling.reconcile import derive, ownership, status
 from tests import builders
 from tests.kube_objects import T0, batch_job, kai_over_limit, kai_podgroup, pod, t, v1alpha2_podgroup
 
@@ -244,3 +244,27 @@ def test_a_timeline_another_writer_appended_to_after_the_pass_read_it_is_read_ag
     assert [(p, a) for p, a, _ in attempts(job)][-2:] == [(P.DISPATCHED, 1), (P.QUEUED, 1)]
     job.refresh_from_db()
     assert job.phase == P.QUEUED
+
+
+def test_a_watch_observation_is_selected_against_the_row_as_written_not_as_it_read_it(job):
+    """Issue 30: the watch read the row before a pass recorded the Job it created; the write (under the row's lock)
+    selects the cache's objects against the recorded UIDs then, so the job is never recorded without its Job and
+    pods."""
+    owner = batch_job()  # uid "uid-j-worker", in namespace "default"
+    job.namespace = "default"
+    GangJob.objects.filter(pk=job.pk).update(namespace="default", owner_uids={"j-worker": "uid-j-worker"})
+    stale = GangJob.objects.select_related("cluster", "queue").get(pk=job.pk)
+    stale.owner_uids = {}  # as the watch read it, before the pass's write
+    pods = [pod(name=f"p-{i}", unschedulable="0/4 nodes are available") for i in range(3)]
+    for p in pods:
+        p["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j-worker",
+                                             "uid": "uid-j-worker", "controller": True}]
+    raw = JobObjects([], [owner], pods)
+    selected = ownership.select(raw, StubBackend(UNSCHEDULABLE), stale)
+    assert selected.owners == [] and selected.pods == []  # what the stale row lets through
+
+    status.observe_objects(stale, StubBackend(UNSCHEDULABLE), selected, raw=raw)
+
+    job.refresh_from_db()
+    assert job.observed["pod_counts"]["created"] == 3
+    assert [o["kind"] for o in job.observed["objects"]] == ["Job"]

@@ -43,7 +43,12 @@ def a_service(name, ns, uid):
 
 
 def gangjob(ns="team", owner_uids=None):
-    return SimpleNamespace(uid=JOB_UID, namespace=ns, owner_uids={} if owner_uids is None else owner_uids)
+    return SimpleNamespace(uid=JOB_UID, namespace=ns, owner_uids={} if owner_uids is None else owner_uids,
+                           name="train", gang_generation=0)
+
+
+# What gangweb recorded creating for the job in `team` (the Job by its name, other kinds by their object key).
+RECORDED = {"train-w": "real-job", f"{PODGROUP.api_version}/PodGroup/train": "pg", "v1/Service/train": "svc"}
 
 
 def the_real_job_and_a_spoof():
@@ -71,7 +76,7 @@ def uids(items) -> set[str]:
 
 
 def test_a_snapshot_slice_holds_only_the_jobs_namespace_and_recorded_owner():
-    observed = snapshot_of(the_real_job_and_a_spoof()).for_job(gangjob(owner_uids={"train-w": "real-job"}), BACKEND)
+    observed = snapshot_of(the_real_job_and_a_spoof()).for_job(gangjob(owner_uids=RECORDED), BACKEND)
     assert uids(observed.owners) == {"real-job"}
     assert uids(observed.pods) == {"p0", "p1"}
     assert uids(observed.gang_of(PODGROUP)) == {"pg"}
@@ -136,7 +141,7 @@ def test_record_keeps_what_a_legacy_row_trusted_and_adds_the_new_job():
 def test_the_watch_selects_the_same_objects_as_the_resync():
     spoof = the_real_job_and_a_spoof()
     cached = SimpleNamespace(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])
-    selected = watching.select(cached, BACKEND, gangjob(owner_uids={"train-w": "real-job"}))
+    selected = watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED))
     assert uids(selected.gang) == {"pg"} and uids(selected.owners) == {"real-job"}
     assert uids(selected.pods) == {"p0", "p1"}
 
@@ -153,3 +158,81 @@ def test_only_a_passs_own_new_uids_are_written_over_the_row():
     new = ownership.record(reconciler, {"train-v": a_job("train-v", "team", "created-now")})
     assert new == {"train-v": "created-now"}
     assert status.merged_owner_uids(row_uids, new) == {"train-w": "recreated", "train-v": "created-now"}
+
+
+# ---- issue 30, items 5-7: gang objects and Services by recorded UID, pods by controller reference ----------------
+PG_KEY = f"{PODGROUP.api_version}/PodGroup/train"
+
+
+def test_object_keys_name_jobs_bare_and_every_other_kind_by_api_version_and_kind():
+    assert ownership.object_key(a_job("train-w", "team", "u")) == "train-w"
+    assert ownership.object_key(a_podgroup("train", "team", "u")) == PG_KEY
+    assert ownership.object_key(a_service("train", "team", "u")) == "v1/Service/train"
+    for key in ("train-w", PG_KEY, "v1/Service/train"):
+        assert ownership.key_of(*ownership.split_key(key)) == key
+
+
+def test_a_look_alike_carrying_the_jobs_labels_is_reported_never_taken():
+    observed = Observed(gang={"g": {"train": a_podgroup("train", "team", "pg"),
+                                    "copy": a_podgroup("copy", "team", "lookalike")}},
+                        services={"copy": a_service("copy", "team", "svc-copy")})
+    trusted = ownership.trust(observed, "team", RECORDED, JOB_UID)
+    assert uids(trusted.gang["g"]) == {"pg"} and trusted.services == {}
+    assert [(f["kind"], f["name"], f["reason"]) for f in trusted.foreign] == [
+        ("PodGroup", "copy", ownership.LOOK_ALIKE), ("Service", "copy", ownership.LOOK_ALIKE)]
+    assert not trusted.foreign_complete
+
+
+@pytest.mark.parametrize(("name", "recorded", "kept"), [
+    ("train", {PG_KEY: "pg"}, True),  # the recorded one
+    ("train", {PG_KEY: "another"}, False),  # another UID is recorded under its key: a stand-in, labels or not
+    ("current", {}, True),  # nothing recorded, the current generation's name: adopted (created, not recorded yet)
+    ("old", {}, False),  # nothing recorded, not a current name: never adopted by its labels
+])
+def test_a_gang_object_is_the_jobs_by_its_recorded_uid_or_adopted_only_under_a_current_name(name, recorded, kept):
+    assert ownership.trusted_object(a_podgroup(name, "team", "pg"), "team", recorded, {"current"}, JOB_UID) is kept
+
+
+def test_an_own_object_without_its_labels_is_found_by_its_uid_and_a_claimant_is_reported():
+    mine = a_podgroup("train", "team", "pg")
+    del mine["metadata"]["labels"]
+    claimant = a_podgroup("claims", "team", "other")
+    claimant["metadata"] = {"name": "claims", "namespace": "team", "uid": "other",
+                            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train-w",
+                                                 "uid": "real-job"}]}
+    bystander = a_podgroup("bystander", "team", "b")
+    bystander["metadata"]["labels"] = {}
+    observed = Observed(owners={"train-w": a_job("train-w", "team", "real-job")})
+    trusted = ownership.trust(observed, "team", RECORDED, JOB_UID, others={"g": [mine, claimant, bystander]})
+    assert uids(trusted.gang["g"]) == {"pg"} and trusted.relabel == {PG_KEY}
+    assert [(f["name"], f["reason"]) for f in trusted.foreign] == [("claims", ownership.CLAIMS_JOB)]
+    assert trusted.foreign_complete
+
+
+def test_only_a_pod_whose_controller_reference_names_the_job_and_matches_its_selector_counts():
+    owner = a_job("train-w", "team", "real-job")
+    owner["spec"] = {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "real-job"}}}
+    real = a_pod("real", "team", "p0", "real-job")
+    real["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = "real-job"
+    not_controller = a_pod("plain-ref", "team", "p1", "real-job")
+    not_controller["metadata"]["ownerReferences"][0]["controller"] = False
+    unselected = a_pod("no-selector-labels", "team", "p2", "real-job")  # controller: true, but not selected
+    by_uid = {"real-job": owner}
+    assert ownership.trusted_pod(real, "team", {"real-job"}, by_uid)
+    assert not ownership.trusted_pod(not_controller, "team", {"real-job"}, by_uid)
+    assert not ownership.trusted_pod(unselected, "team", {"real-job"}, by_uid)
+    observed = Observed(owners={"train-w": owner}, pods=[real, not_controller, unselected])
+    assert uids(ownership.trust(observed, "team", RECORDED).pods) == {"p0"}
+
+
+def test_record_keeps_gang_objects_under_their_keys_next_to_the_jobs():
+    job = SimpleNamespace(owner_uids={"train-w": "u1"})
+    new = ownership.record(job, {PG_KEY: a_podgroup("train", "team", "pg")})
+    assert new == {PG_KEY: "pg"} and job.owner_uids == {"train-w": "u1", PG_KEY: "pg"}
+    assert ownership.accepted_owner_uids([], job.owner_uids) == {"u1"}  # a gang object's UID owns no pod
+
+
+@pytest.mark.parametrize(("key", "found_uid", "adopt"), [
+    (PG_KEY, "pg", True), (PG_KEY, "someone-elses", False), ("v1/Service/other", "anything", True)])
+def test_an_object_found_on_create_is_adopted_only_under_its_recorded_uid_per_key(key, found_uid, adopt):
+    assert ownership.adoptable("train", found_uid, {PG_KEY: "pg"}, key) is adopt

@@ -10,7 +10,7 @@ from ...choices import GangPhase
 from ...kube import objects
 from ...kube.objects import JOB, POD, SERVICE
 from ...kube.refs import ObjectRef
-from .. import retention, status
+from .. import ownership, retention, status
 from ..observed import kind_key, obj_key
 from .common import CANCELLING, LIVE_POD_PHASES, REMOVING, WAIT_SECONDS, Requeue, is_terminating
 
@@ -107,7 +107,44 @@ class JobCleanup:
             if not is_terminating(svc):
                 self.delete(SERVICE, svc)
         self.delete_gang()
-        return nothing_left
+        return self.sweep_recorded() and nothing_left
+
+    def recorded_ref(self, key: str) -> ObjectRef | None:
+        """The kind of a key of `GangJob.owner_uids` (reconcile/ownership.py `split_key`): a Job, the Service, or
+        one of the backend's gang kinds; None for a kind the job's plugin no longer has (an API version retired)."""
+        api_version, kind, _ = ownership.split_key(key)
+        for ref in (JOB, SERVICE, *self.backend.gang_kinds):
+            if (ref.api_version, ref.kind) == (api_version, kind):
+                return ref
+        return None
+
+    def sweep_recorded(self) -> bool:
+        """Find by name every object whose UID gangweb recorded for the job (`GangJob.owner_uids`) that the label
+        LIST did not show (its labels were edited away), and delete it when it is still the recorded one (UID
+        precondition; a Job Foreground, so its pods go first), releasing a terminating gang object's protection
+        finalizer as `delete_gang` does. Returns True when none is left: a cancel reads Cancelled only then, so
+        nothing of the job holds quota. One GET per such key (on a cancel or a refusal only)."""
+        seen = {ownership.object_key(o) for o in [*self.observed.owners.values(), *self.observed.services.values(),
+                                                  *(o for g in self.observed.gang.values() for o in g.values())]}
+        none_left = True
+        for key, uid in (self.job.owner_uids or {}).items():
+            ref = self.recorded_ref(key)
+            if key in seen or not uid or ref is None:
+                continue
+            try:
+                obj = objects.get(self.api, ref, self.ns, ownership.split_key(key)[2])
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            if (obj.get("metadata") or {}).get("uid") != uid:
+                continue  # someone else's object under the name now: not ours to delete
+            none_left = False
+            if not is_terminating(obj):
+                obj = self.delete(ref, obj, propagation="Foreground" if ref == JOB else "Background")
+            if obj is not None and ref in self.backend.gang_kinds:
+                self.release_finalizers(ref, obj)
+        return none_left
 
     def cancel(self) -> None:
         """Delete every object of the job; once a pass finds nothing of it left (no gang object, Job, Service or

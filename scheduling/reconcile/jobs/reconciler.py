@@ -36,7 +36,7 @@ from ...observe.objects import created_at as o_created_at
 from ...services import policy
 from .. import desired as desired_mod
 from .. import owner_refs, ownership, refusals, retention, status, volcano_queues
-from ..observed import Observed, read
+from ..observed import Observed, adopt_names, read
 from . import fanout
 from .backend import backend_for
 from .cleanup import JobCleanup
@@ -191,7 +191,7 @@ class JobReconciler(JobCleanup):
 
     def read(self) -> Observed:
         """The job's own objects, listed now (one LIST per kind in its namespace)."""
-        return read(self.api, self.backend, self.ns, self.uid, self.job.owner_uids)
+        return read(self.api, self.backend, self.ns, self.uid, self.job.owner_uids, adopt_names(self.job))
 
     def confirm_absence(self) -> bool:
         """Before a pass concludes that something of the job is gone (cleaned up, nothing left to delete): when what
@@ -237,8 +237,10 @@ class JobReconciler(JobCleanup):
         root = self.ensure_root(wanted)
         owners = [owner_refs.with_owner(o, root) for o in desired_mod.owners(self.backend, spec)]
         svc = owner_refs.with_owner(desired_mod.service(spec), root)
+        self.put_back_labels(wanted, owners, svc)
         missing = self.align_existing(wanted, owners, svc, root)
         self.create_members(missing, owners, svc)
+        self.record_own(wanted, svc)
         self.delete_stale(wanted, owners, svc)
         if self.cancelled_meanwhile():
             return
@@ -422,7 +424,8 @@ class JobReconciler(JobCleanup):
         gang_now = [self.observed.gang_of(ref_of(self.backend, w))[w["metadata"]["name"]] for w in wanted]
         owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
         self.update.observe(self.job, status.Sighting(self.backend, JobObjects(gang_now, owners_now, pods),
-                                                      refusals.read(self.job, owners_now, pods, self.api)))
+                                                      refusals.read(self.job, owners_now, pods, self.api),
+                                                      self.observed.foreign, self.observed.foreign_complete))
 
     def ensure_volcano_queue(self, queue: str) -> None:
         """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
@@ -651,7 +654,10 @@ class JobReconciler(JobCleanup):
 
     def read_ours(self, ref: ObjectRef, name: str) -> dict:
         """GET an object that should be this job's; NameConflict if it is someone else's, a countdown if it is
-        terminating or gone."""
+        terminating or gone. Ours means (reconcile/ownership.py): its UID is the one recorded under its key,
+        whatever its labels say (labels edited away are put back here); or, with nothing recorded under its key, it
+        carries the job's label. A UID recorded under its key that is not its own makes it someone else's, labels
+        or not."""
         try:
             have = objects.get(self.api, ref, self.ns, name)
         except ApiException as exc:
@@ -659,16 +665,66 @@ class JobReconciler(JobCleanup):
                 raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} was deleted meanwhile") from None
             raise
         other = owner_uid_label(have)
-        if ref == JOB and other == self.uid and not ownership.adoptable(name, have["metadata"].get("uid"),
-                                                                        self.job.owner_uids):
-            other = None  # carries the job's label, but is not the Job gangweb recorded under that name
-        if other != self.uid:
+        recorded = ownership.is_recorded(have, self.job.owner_uids)
+        if not recorded and other == self.uid and not ownership.adoptable(
+                name, have["metadata"].get("uid"), self.job.owner_uids, ownership.object_key(have)):
+            other = None  # carries the job's label, but is not the object gangweb recorded under that name
+        if not recorded and other != self.uid:
             whose = f"gangweb job {other}" if other else "something other than gangweb"
             raise TerminalKubeError(NAME_CONFLICT, f"{ref.kind} {self.ns}/{name} already exists and belongs to "
                                                    f"{whose}; it is not adopted. Delete it or rename the job.")
         if is_terminating(have):
             raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
-        return have
+        return self.relabel(ref, have)
+
+    def relabel(self, ref: ObjectRef, have: dict) -> dict:
+        """Put the job's labels (`desired.job_labels_from`: what gangweb finds its objects by) back on one of its own
+        objects whose labels were edited (merge patch with the read resourceVersion); returns the object as it is
+        now. A 404/409 (changed meanwhile) is a countdown: the next pass looks again."""
+        want = desired_mod.job_labels_from(self.job.name, self.uid)
+        labels = (have.get("metadata") or {}).get("labels") or {}
+        if all(labels.get(k) == v for k, v in want.items()):
+            return have
+        name = have["metadata"]["name"]
+        try:
+            patched = objects.merge_patch(self.api, ref, self.ns, name, {"metadata": {"labels": want}},
+                                          have["metadata"].get("resourceVersion"))
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed during update") from None
+            raise
+        self.actions.append(f"update {ref.kind} {self.ns}/{name}: labels put back "
+                            f"({', '.join(sorted(k for k, v in want.items() if labels.get(k) != v))})")
+        return patched
+
+    def put_back_labels(self, wanted: list[dict], owners: list[dict], svc: dict) -> None:
+        """The job's labels back on every own object of the current generation found without them (its recorded
+        UID: `ownership.annex`, or adopted under its name), so the watch, the resync and a cancel find it again."""
+        for want in wanted:
+            store = self.observed.gang_of(ref_of(self.backend, want))
+            have = store.get(want["metadata"]["name"])
+            if have is not None and not is_terminating(have):
+                store[want["metadata"]["name"]] = self.relabel(ref_of(self.backend, want), have)
+        for ref, store, name in [*((JOB, self.observed.owners, w["metadata"]["name"]) for w in owners),
+                                 (SERVICE, self.observed.services, svc["metadata"]["name"])]:
+            have = store.get(name)
+            if have is not None and not is_terminating(have):
+                store[name] = self.relabel(ref, have)
+
+    def record_own(self, wanted: list[dict], svc: dict) -> None:
+        """Record the UIDs of the current generation's gang objects and Service (created or adopted by this pass,
+        or before it) under their `ownership.object_key`: from then on only those objects are the job's, whatever
+        labels anything else carries (reconcile/ownership.py). The owner Jobs are recorded as they are created
+        (`create_members`)."""
+        found = {}
+        for want in wanted:
+            have = self.observed.gang_of(ref_of(self.backend, want)).get(want["metadata"]["name"])
+            if have is not None:
+                found[ownership.object_key(have)] = have
+        have = self.observed.services.get(svc["metadata"]["name"])
+        if have is not None:
+            found[ownership.object_key(have)] = have
+        self.update.owner_uids(self.job, ownership.record(self.job, found))
 
     def create(self, ref: ObjectRef, want: dict) -> dict:
         """POST one object. Raises ApiException(409) when the name is taken, CreateRefused when the API server
@@ -688,11 +744,12 @@ class JobReconciler(JobCleanup):
             self.observed.gang_of(ref)[name] = obj = self.create(ref, want) if sent is None else sent.get()
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
             self.created.append(obj)
+            self.remember(obj)
             return
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        have = self.read_ours(ref, name)
+        have = self.remember(self.read_ours(ref, name))
         drift = self.backend.diff(want, have)
         if drift.replace:
             raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} appeared with immutable drift "
@@ -710,8 +767,15 @@ class JobReconciler(JobCleanup):
             obj = self.create(ref, want) if sent is None else sent.get()
             self.actions.append(f"create {ref.kind} {self.ns}/{name}")
             self.created.append(obj)
-            return obj
+            return self.remember(obj)
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        return self.read_ours(ref, name)
+        return self.remember(self.read_ours(ref, name))
+
+    def remember(self, obj: dict) -> dict:
+        """Record the UID of an object this pass created or found to be the job's own (`ownership.record`), at once:
+        written with the pass's status whatever ends the pass, so a later pass knows it as gangweb's. Returns it."""
+        if isinstance(obj, dict) and obj.get("apiVersion") and obj.get("kind"):
+            self.update.owner_uids(self.job, ownership.record(self.job, {ownership.object_key(obj): obj}))
+        return obj
