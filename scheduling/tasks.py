@@ -67,11 +67,12 @@ def requeue_countdown(result: jobs.PassResult, waits: int) -> int | None:
     return min(result.requeue_after * 2 ** waits, MAX_WAIT_COUNTDOWN)
 
 
-@shared_task(name=enqueue.RECONCILE_JOBS, acks_late=True, ignore_result=True, soft_time_limit=900,
+@shared_task(name=enqueue.RECONCILE_JOBS, bind=True, acks_late=True, ignore_result=True, soft_time_limit=900,
              time_limit=960)
-def reconcile_jobs(job_ids: list[int]) -> None:
-    """Reconcile a batch of jobs (bulk submit); errors are recorded per job and left to the resync."""
-    jobs.reconcile_many(job_ids)
+def reconcile_jobs(self, job_ids: list[int]) -> None:
+    """Reconcile a batch of jobs (bulk submit), claimed under the task's id while it runs; errors are recorded per
+    job, and a job given up on is the next resync's at once (reconcile/jobs/batch.py `reconcile_claimed`)."""
+    jobs.reconcile_claimed(job_ids, task_id=self.request.id or "")
 
 
 # Not acknowledged late: beat sends the next one within a period, so a resync lost with its worker is not redelivered
