@@ -358,6 +358,9 @@ if REDIS_URL:
 else:
     _broker_dir = STATE_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport with atomic message files, and a reader that sets aside (and logs) a message it
+    # cannot parse instead of dying on it (gangweb/filebroker.py).
+    CELERY_BROKER_TRANSPORT = "gangweb.filebroker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
