@@ -31,7 +31,7 @@ MAX_WAIT_COUNTDOWN = 300  # seconds: one countdown at most
 @shared_task(name=enqueue.RECONCILE_JOB, bind=True, acks_late=True, ignore_result=True,
              autoretry_for=(TransientKubeError,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
-def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False) -> None:
+def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False, cleanup: bool = False) -> None:
     """Reconcile one job into its cluster (see scheduling.reconcile.jobs). `waits` counts the countdowns already
     spent waiting on the cluster (objects being deleted), so waiting stays bounded. `submitted`: queued by the
     job's single submit; then the other waiting submits of its cluster are taken along into one batch, and the
@@ -55,7 +55,8 @@ def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False) ->
         raise result.error
     countdown = requeue_countdown(result, waits)
     if countdown is not None:
-        self.apply_async((job_id,), {"waits": waits + 1}, countdown=countdown)
+        self.apply_async((job_id,), {"waits": waits + 1, **({"cleanup": True} if cleanup else {})},
+                         countdown=countdown)
 
 
 def requeue_countdown(result: jobs.PassResult, waits: int) -> int | None:

@@ -62,8 +62,10 @@ class GangJob(models.Model):
     request_hash = models.CharField(max_length=64, blank=True)
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     resubmitted_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
-    # On the database's clock (models/fields.py): the resync compares them with times of other hosts.
-    created_at = DbClockDateTimeField(auto_now_add=True)  # indexed with id: job_created_id
+    created_at = models.DateTimeField(auto_now_add=True)  # indexed with id: job_created_id
+    # On the database's clock (models/fields.py): the resync compares it with its snapshot's time, and no host whose
+    # clock runs ahead writes it in the future. (`created_at` stays a plain field: IN_PHASE_SINCE coalesces it with
+    # `phase_changed_at`, and Django refuses an expression over two field classes.)
     updated_at = DbClockDateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cleaned_up_at = models.DateTimeField(null=True, blank=True, help_text="cluster objects deleted")

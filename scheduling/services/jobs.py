@@ -420,7 +420,7 @@ def cancel(user, job: GangJob) -> GangJob:
         with transaction.atomic():
             job.save(update_fields=["desired_state", "phase_reason", "phase_message", "task_queued_at", "updated_at"])
             audit.record(user, "job.cancel", job)
-            dispatch.reconcile_jobs_on_commit([job.id])
+            dispatch.reconcile_jobs_on_commit([job.id], cleanup=True)
     return job
 
 
