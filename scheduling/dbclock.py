@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import connections
 from django.utils import timezone
 
-OFFSET_TTL = 60.0  # seconds a process trusts a measured offset
+OFFSET_TTL = 300.0  # seconds a process trusts a measured offset (clocks drift by far less meanwhile)
 
 _lock = threading.Lock()
 _offsets: dict[tuple[int, str], tuple[float, float]] = {}  # (pid, alias) -> (offset seconds, measured at monotonic)
