@@ -36,7 +36,11 @@ def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False, cl
     spent waiting on the cluster (objects being deleted), so waiting stays bounded. `submitted`: queued by the
     job's single submit; then the other waiting submits of its cluster are taken along into one batch, and the
     task does nothing when a batch dispatched the job since (reconcile/jobs/coalesce.py). Every other cause
-    (cancel, edit, the watch, a countdown) queues it without `submitted`: a full pass.
+    (cancel, edit, the watch, a countdown) queues it without `submitted`: a full pass. `cleanup`: queued because the
+    job ended (the watch saw it) or is cancelled; the same full pass, routed to the shard's clean-up queue
+    (scheduling/routing.py), so deleting a finished job's gang objects (which hold quota: on KAI a finished job's
+    PodGroup counts against its queue) never waits behind the shard's dispatch backlog; its retries and countdowns
+    keep it there.
 
     A missing job is logged and ignored. A transient error (recorded on the job by the pass) is raised for the
     autoretry, except on the last allowed retry, where it is left to the periodic resync. A requeue (waiting on the
