@@ -37,7 +37,8 @@ def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False, cl
     job's single submit; then the other waiting submits of its cluster are taken along into one batch, and the
     task does nothing when a batch dispatched the job since (reconcile/jobs/coalesce.py). Every other cause
     (cancel, edit, the watch, a countdown) queues it without `submitted`: a full pass. `cleanup`: queued because the
-    job ended (the watch saw it) or is cancelled; the same full pass, routed to the shard's clean-up queue
+    job ended (the watch saw it) or is cancelled; the same full pass (with the other clean-ups due in its cluster,
+    taken along into one batch: reconcile/jobs/coalesce.py), routed to the shard's clean-up queue
     (scheduling/routing.py), so deleting a finished job's gang objects (which hold quota: on KAI a finished job's
     PodGroup counts against its queue) never waits behind the shard's dispatch backlog; its retries and countdowns
     keep it there.
@@ -47,7 +48,7 @@ def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False, cl
     cluster) queues this task again after the pass's countdown, doubled per wait up to MAX_WAIT_COUNTDOWN, at most
     MAX_WAITS times; the periodic resync covers anything longer."""
     retries = self.request.retries or 0
-    run = jobs.reconcile_submitted if submitted else jobs.reconcile_one
+    run = (jobs.reconcile_submitted if submitted else jobs.reconcile_cleanup if cleanup else jobs.reconcile_one)
     result = run(job_id, task_id=self.request.id or "", retry=retries)
     if result is None:
         return

@@ -107,3 +107,40 @@ def test_the_watch_queues_a_jobs_clean_up_when_it_sees_it_end(setup, admin_user,
     assert [o.get("kwargs") for o in sent_tasks.options] == queued
     watching.observe_job(str(job.uid), JobObjects([], [], []), deleted=False)  # seen again: once was enough
     assert len(sent_tasks) == len(queued) + (1 if phase == P.RUNNING and queued else 0)
+
+
+def test_a_clean_up_takes_along_the_other_clean_ups_due_in_its_cluster(setup, admin_user, enqueued):
+    """A soak of 10 submits/s left 127 finished jobs holding gang objects for up to 64 s when each clean-up was a
+    pass of its own between dispatch batches of 50: a clean-up task takes the others due along, as a submit does."""
+    from scheduling.reconcile.jobs import coalesce
+
+    template, queue, cluster = setup
+    other = builders.make_cluster("other")
+    queue.clusters.add(other)
+
+    def job(phase=P.RUNNING, **fields):
+        made = builders.make_job(template, queue, fields.pop("cluster", cluster), user=admin_user, phase=phase)
+        GangJob.objects.filter(pk=made.pk).update(**fields)
+        return made.pk
+
+    ended = job(P.SUCCEEDED)
+    failed = job(P.FAILED)
+    cancelling = job(desired_state=DesiredState.CANCEL)
+    running = job()
+    cleaned = job(P.SUCCEEDED, cleaned_up_at=timezone.now())
+    erring = job(P.SUCCEEDED, phase_reason="ClusterUnreachable")  # retried by its own task, or the resync
+    held = job(P.FAILED)
+    elsewhere = job(P.SUCCEEDED, cluster=other)
+    assert claims.claim([held], "another-live-task") == [held]
+
+    assert coalesce.take_cleanups(failed, "t1") == [failed, ended, cancelling]
+    assert set(GangJob.objects.filter(claimed_by="t1").values_list("pk", flat=True)) == {failed, ended, cancelling}
+    assert coalesce.take_cleanups(held, "t2") == [held]  # its own job, whoever held it; the others are t1's
+    assert coalesce.take_cleanups(10**9, "t3") == []
+    assert GangJob.objects.get(pk=running).claimed_by == GangJob.objects.get(pk=cleaned).claimed_by == ""
+    assert GangJob.objects.get(pk=erring).claimed_by == GangJob.objects.get(pk=elsewhere).claimed_by == ""
+
+    # The cluster has no credentials: the batch gives up, and lets go of every job it took.
+    result = coalesce.reconcile_cleanup(ended, task_id="t4")
+    assert result is not None and result.error is not None
+    assert not GangJob.objects.filter(claimed_by="t4").exists()
