@@ -131,6 +131,43 @@ class FaultStack(Stack):
         finally:
             os.kill(pid, signal.SIGCONT)
 
+    def kill_apiserver(self) -> None:
+        """kill -9 of the control plane's kube-apiserver (its session: nothing of it stays); `start_apiserver_again`
+        starts it with the same command line."""
+        from localcluster.processes import is_running
+
+        pid = self.apiserver_pid()
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        record = next(p for p in self.cluster.state.processes if p.name == "kube-apiserver")
+        wait_for(lambda: not is_running(record), 30, "kube-apiserver gone")
+
+    def start_apiserver_again(self) -> None:
+        """Start kube-apiserver with the command line it had (its etcd kept everything) and wait until it answers;
+        the cluster's state file names the new process, so `close()` stops it."""
+        from pathlib import Path
+
+        from kubernetes import client as k8s
+
+        from localcluster.processes import spawn
+
+        state = self.cluster.state
+        old = next(p for p in state.processes if p.name == "kube-apiserver")
+        _popen, record = spawn("kube-apiserver", old.argv, Path(old.log))
+        state.processes[state.processes.index(old)] = record
+        state.save()
+
+        def answers() -> bool:
+            try:
+                k8s.CoreV1Api(self.cluster.api_client()).list_namespace(limit=1, _request_timeout=5)
+                return True
+            except Exception:  # noqa: BLE001 - not up yet
+                return False
+
+        wait_for(answers, 180, "kube-apiserver answering again")
+
     def alive(self, name: str) -> bool:
         """True while the started process `name` runs."""
         proc = self.procs.get(name)

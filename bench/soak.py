@@ -16,7 +16,9 @@ seconds to drain; the end count (`faultstack.census`: jobs by phase, gang object
 finished or cancelled jobs, orphans; 0 problems is the goal); every status read of a cancelled job that said
 Cancelled followed by a LIST of its pods (how many found pods: the goal is 0); from the worker's log, the number of
 `SoftTimeLimitExceeded` lines and the most resyncs of the cluster that ran at once (Celery's received/succeeded
-lines). Not part of the test suite: it takes 6-15 minutes.
+lines); once a minute from the start to the end of the drain, the finished jobs whose Workload, PodGroup or Service
+is still in the cluster (listed from the API server) and how long the longest of them has been finished (the
+largest of each is reported). Not part of the test suite: it takes 6-15 minutes.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-from .faultstack import Client, FaultStack, census, create_namespace, pods_of
+from .faultstack import Client, FaultStack, census, cluster_objects, create_namespace, pods_of
 from .stack import log
 
 NAMESPACE = "soak"
@@ -49,6 +51,28 @@ def backlog_sampler(database_url: str, samples: list, stop: threading.Event, eve
         except Exception as exc:  # noqa: BLE001 - a sample missed is a gap in the curve, not a failed run
             log(f"sample failed: {exc}")
         stop.wait(every)
+
+
+GANG_KINDS = ("Workload", "PodGroup", "Service")  # what a finished job must not keep holding (quota, names)
+
+
+def held_after_finish(client: Client, api, samples: list, stop: threading.Event, every: float = 60.0) -> None:
+    """Every `every` seconds until `stop` is set, count the finished jobs (Succeeded, Failed, Cancelled) whose gang
+    objects or Service are still in the cluster, listed from the API server (not gangweb's record), and the longest
+    any of them has been finished: append (monotonic time, count, longest seconds)."""
+    while not stop.wait(every):
+        try:
+            now = datetime.now().astimezone()
+            objects = cluster_objects(api, NAMESPACE)
+            holding = [j for j in client.jobs(NAMESPACE)
+                       if j["phase"] in ("Succeeded", "Failed", "Cancelled") and j["finished_at"]
+                       and any(objects.get(j["uid"], {}).get(kind) for kind in GANG_KINDS)]
+            longest = max(((now - datetime.fromisoformat(j["finished_at"])).total_seconds() for j in holding),
+                          default=0.0)
+            samples.append((time.monotonic(), len(holding), round(longest, 1)))
+            log(f"finished jobs still holding gang objects: {len(holding)} (longest {longest:.0f} s)")
+        except Exception as exc:  # noqa: BLE001 - a sample missed is a gap, not a failed run
+            log(f"holding sample failed: {exc}")
 
 
 def rate_between(samples: list, t0: float, t1: float) -> float:
@@ -121,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         sampler = threading.Thread(target=backlog_sampler, args=(stack.env["DATABASE_URL"], samples, stop),
                                    daemon=True)
         sampler.start()
+        holding: list = []
+        holder = threading.Thread(target=held_after_finish, args=(client, api, holding, stop), daemon=True)
+        holder.start()
 
         total = int(args.rate * args.seconds)
         to_cancel: list[tuple[int, str]] = []
@@ -162,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(5)
         stop.set()
         sampler.join(10)
+        holder.join(120)
+        figures["most_finished_jobs_holding_gang_objects"] = max((n for _, n, _ in holding), default=0)
+        figures["longest_finished_job_holding_gang_objects_s"] = max((t for _, _, t in holding), default=0.0)
         figures["drain_seconds_after_load"] = round((done_at or time.monotonic()) - load_end, 1)
         figures["drained"] = done_at is not None
         figures["dispatch_rate_during_load"] = rate_between(samples, start, load_end)

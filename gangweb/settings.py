@@ -73,8 +73,10 @@ GANGWEB_PARTIAL_GANG_GRACE_SECONDS = None if _partial_grace in ("", "off", "none
 # soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
 GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))
 GANGWEB_RESYNC_MAX_SECONDS = float(os.environ.get("GANGWEB_RESYNC_MAX_SECONDS", "240"))
-# ... and leaves to their own queued task the jobs submitted or cancelled less than this long ago (seconds); after
-# it, the resync takes over a task lost with the broker.
+# ... and leaves to their own queued task the jobs whose task was queued (a submit, a cancel, an edit:
+# `GangJob.task_queued_at`) less than this long ago (seconds) and has not taken them yet; after it, the resync takes
+# over a task lost with the broker. A job a task took and let go (gave up, or its worker died and its claim lapsed)
+# is the resync's at once (reconcile/jobs/claims.py).
 GANGWEB_RESYNC_GRACE_SECONDS = float(os.environ.get("GANGWEB_RESYNC_GRACE_SECONDS",
                                                     str(max(60, 2 * GANGWEB_RESYNC_SECONDS))))
 # Passes of one bulk-reconcile batch run from this many threads per worker process, each with a database
@@ -364,8 +366,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # plus reconcile_job's 180-s hard limit; reconcile_jobs' 960-s hard limit), the message is delivered a second time
 # while the first copy still waits or runs: harmless, since every task is idempotent, but wasted work; so it exceeds
 # the longest hold (960 s) by a margin (tests/unit/test_celery_delivery.py checks every registered task).
-# The work of a lost reconcile task is taken over sooner by the periodic resync (GANGWEB_RESYNC_GRACE_SECONDS plus
-# one period); this only bounds when the message itself comes back.
+# The work of a lost reconcile task is taken over sooner by the periodic resync: once the task's job claims lapsed
+# (20 s after its worker died) or, for a task that never started, after GANGWEB_RESYNC_GRACE_SECONDS, plus one
+# period; this only bounds when the message itself comes back.
 GANGWEB_BROKER_VISIBILITY_TIMEOUT = int(os.environ.get("GANGWEB_BROKER_VISIBILITY_TIMEOUT", "1200"))
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
@@ -377,6 +380,9 @@ if REDIS_URL:
 else:
     _broker_dir = STATE_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport with atomic message files, and a reader that sets aside (and logs) a message it
+    # cannot parse instead of dying on it (gangweb/filebroker.py).
+    CELERY_BROKER_TRANSPORT = "gangweb.filebroker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),

@@ -29,7 +29,7 @@ from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from .models.leases import Lease
 
@@ -154,4 +154,6 @@ class Claims:
             return False
 
     def _until(self):
-        return timezone.now() + timedelta(seconds=self.seconds)
+        # The database's clock, in the statement: only the holder's own renewals change it, and a take-over never
+        # compares it with a clock (`_stale`); written on one clock anyway, as every lease (models/leases.py).
+        return Now() + timedelta(seconds=self.seconds)

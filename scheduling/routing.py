@@ -30,6 +30,11 @@ from django.conf import settings
 log = logging.getLogger(__name__)
 
 SHARD_QUEUE_PREFIX = "reconcile."
+# A finished job's clean-up (and a cancel: `reconcile_job` with cleanup=True) goes to its shard's clean-up queue
+# `cleanup.<n>`, consumed by whatever consumes `reconcile.<n>` (gangweb/celery.py): Celery takes from a worker's
+# queues in turn, so a clean-up waits for a free slot, never behind the shard's whole backlog of dispatches
+# (issue 31, part 4).
+CLEANUP_QUEUE_PREFIX = "cleanup."
 PIN_TTL = 30.0  # seconds a process trusts its copy of the clusters' pinned shards
 JOB_CACHE_MAX = 50_000  # job id -> cluster id entries kept per process (~5 MB at most)
 
@@ -57,6 +62,11 @@ def shard_count() -> int:
 def shard_queue(shard: int) -> str:
     """The queue name of shard `shard`: "reconcile.3"."""
     return f"{SHARD_QUEUE_PREFIX}{shard}"
+
+
+def cleanup_queue(shard: int) -> str:
+    """The clean-up queue of shard `shard`: "cleanup.3"."""
+    return f"{CLEANUP_QUEUE_PREFIX}{shard}"
 
 
 def shard_of(cluster_id: int, pinned: int | None = None, shards: int | None = None) -> int:
@@ -92,9 +102,9 @@ def parse_shards(spec: str, shards: int | None = None) -> list[int]:
 
 
 def worker_queues(spec: str = "all", *, default: bool = True) -> list[str]:
-    """Queue names a reconcile worker consumes for shard spec `spec` (parse_shards), with Celery's default queue
-    first when `default`: ["celery", "reconcile.0", ...]."""
-    names = [shard_queue(n) for n in parse_shards(spec)]
+    """Queue names a reconcile worker consumes for shard spec `spec` (parse_shards): each shard's queue and its
+    clean-up queue, with Celery's default queue first when `default`: ["celery", "reconcile.0", "cleanup.0", ...]."""
+    names = [name for n in parse_shards(spec) for name in (shard_queue(n), cleanup_queue(n))]
     return [settings.CELERY_TASK_DEFAULT_QUEUE, *names] if default else names
 
 
@@ -146,9 +156,11 @@ def remember(job_clusters: dict[int, int]) -> None:
         _job_cluster.update(job_clusters)
 
 
-def queue_for_cluster(cluster_id: int) -> str:
-    """The shard queue of cluster `cluster_id` (its pin, read through the PIN_TTL cache)."""
-    return shard_queue(shard_of(cluster_id, _pins_now().get(cluster_id)))
+def queue_for_cluster(cluster_id: int, *, cleanup: bool = False) -> str:
+    """The shard queue of cluster `cluster_id` (its pin, read through the PIN_TTL cache); its clean-up queue with
+    `cleanup`."""
+    shard = shard_of(cluster_id, _pins_now().get(cluster_id))
+    return cleanup_queue(shard) if cleanup else shard_queue(shard)
 
 
 def cluster_for_task(name: str, args, kwargs) -> int | None:
@@ -166,13 +178,14 @@ def cluster_for_task(name: str, args, kwargs) -> int | None:
 
 
 def route(name, args, kwargs, options, task=None, **kw):
-    """Celery router (task_routes): {"queue": "reconcile.<n>"} for one cluster's work, None otherwise (the next
-    router, then the default queue). Never raises: on any error the task goes to the default queue."""
+    """Celery router (task_routes): {"queue": "reconcile.<n>"} for one cluster's work ("cleanup.<n>" for a
+    clean-up), None otherwise (the next router, then the default queue). Never raises: on any error the task goes
+    to the default queue."""
     try:
         cluster_id = cluster_for_task(name, args, kwargs)
         if cluster_id is None:
             return None
-        return {"queue": queue_for_cluster(cluster_id)}
+        return {"queue": queue_for_cluster(cluster_id, cleanup=bool((kwargs or {}).get("cleanup")))}
     except Exception as exc:  # noqa: BLE001 - a routing failure must never lose the enqueue
         log.warning("routing %s to the default queue: %s: %s", name, type(exc).__name__, exc)
         return None

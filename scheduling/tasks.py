@@ -31,19 +31,24 @@ MAX_WAIT_COUNTDOWN = 300  # seconds: one countdown at most
 @shared_task(name=enqueue.RECONCILE_JOB, bind=True, acks_late=True, ignore_result=True,
              autoretry_for=(TransientKubeError,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
              max_retries=8, soft_time_limit=120, time_limit=180)
-def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False) -> None:
+def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False, cleanup: bool = False) -> None:
     """Reconcile one job into its cluster (see scheduling.reconcile.jobs). `waits` counts the countdowns already
     spent waiting on the cluster (objects being deleted), so waiting stays bounded. `submitted`: queued by the
     job's single submit; then the other waiting submits of its cluster are taken along into one batch, and the
     task does nothing when a batch dispatched the job since (reconcile/jobs/coalesce.py). Every other cause
-    (cancel, edit, the watch, a countdown) queues it without `submitted`: a full pass.
+    (cancel, edit, the watch, a countdown) queues it without `submitted`: a full pass. `cleanup`: queued because the
+    job ended (the watch saw it) or is cancelled; the same full pass (with the other clean-ups due in its cluster,
+    taken along into one batch: reconcile/jobs/coalesce.py), routed to the shard's clean-up queue
+    (scheduling/routing.py), so deleting a finished job's gang objects (which hold quota: on KAI a finished job's
+    PodGroup counts against its queue) never waits behind the shard's dispatch backlog; its retries and countdowns
+    keep it there.
 
     A missing job is logged and ignored. A transient error (recorded on the job by the pass) is raised for the
     autoretry, except on the last allowed retry, where it is left to the periodic resync. A requeue (waiting on the
     cluster) queues this task again after the pass's countdown, doubled per wait up to MAX_WAIT_COUNTDOWN, at most
     MAX_WAITS times; the periodic resync covers anything longer."""
     retries = self.request.retries or 0
-    run = jobs.reconcile_submitted if submitted else jobs.reconcile_one
+    run = (jobs.reconcile_submitted if submitted else jobs.reconcile_cleanup if cleanup else jobs.reconcile_one)
     result = run(job_id, task_id=self.request.id or "", retry=retries)
     if result is None:
         return
@@ -55,7 +60,8 @@ def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False) ->
         raise result.error
     countdown = requeue_countdown(result, waits)
     if countdown is not None:
-        self.apply_async((job_id,), {"waits": waits + 1}, countdown=countdown)
+        self.apply_async((job_id,), {"waits": waits + 1, **({"cleanup": True} if cleanup else {})},
+                         countdown=countdown)
 
 
 def requeue_countdown(result: jobs.PassResult, waits: int) -> int | None:
@@ -67,11 +73,12 @@ def requeue_countdown(result: jobs.PassResult, waits: int) -> int | None:
     return min(result.requeue_after * 2 ** waits, MAX_WAIT_COUNTDOWN)
 
 
-@shared_task(name=enqueue.RECONCILE_JOBS, acks_late=True, ignore_result=True, soft_time_limit=900,
+@shared_task(name=enqueue.RECONCILE_JOBS, bind=True, acks_late=True, ignore_result=True, soft_time_limit=900,
              time_limit=960)
-def reconcile_jobs(job_ids: list[int]) -> None:
-    """Reconcile a batch of jobs (bulk submit); errors are recorded per job and left to the resync."""
-    jobs.reconcile_many(job_ids)
+def reconcile_jobs(self, job_ids: list[int]) -> None:
+    """Reconcile a batch of jobs (bulk submit), claimed under the task's id while it runs; errors are recorded per
+    job, and a job given up on is the next resync's at once (reconcile/jobs/batch.py `reconcile_claimed`)."""
+    jobs.reconcile_claimed(job_ids, task_id=self.request.id or "")
 
 
 # Not acknowledged late: beat sends the next one within a period, so a resync lost with its worker is not redelivered

@@ -21,3 +21,23 @@ class EncryptedTextField(models.TextField):
         if value is None:
             return value
         return encryption.encrypt(value)
+
+
+class DbClockDateTimeField(models.DateTimeField):
+    """A DateTimeField whose `auto_now` / `auto_now_add` take the database's clock (scheduling/dbclock.py), not this
+    host's: a worker whose clock runs ahead never writes a row's `updated_at` in the future, and a time compared
+    with the database's `now()` (the resync's) means what it says. Migrations see a plain DateTimeField: the column
+    is the same."""
+
+    def pre_save(self, model_instance, add):
+        if self.auto_now or (self.auto_now_add and add):
+            from .. import dbclock
+
+            value = dbclock.now(model_instance._state.db or "default")
+            setattr(model_instance, self.attname, value)
+            return value
+        return super().pre_save(model_instance, add)
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.DateTimeField", args, kwargs

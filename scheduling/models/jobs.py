@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, DesiredState, GangPhase
 from ..constants import GPU_RESOURCE
 from ..kube import resources, runtime_classes
+from .fields import DbClockDateTimeField
 
 # When the job's current phase began: its last phase change, else its submit. The job lists sort "time in phase" by
 # it (annotated as `in_phase_since`), from the index job_in_phase_since.
@@ -62,7 +63,10 @@ class GangJob(models.Model):
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     resubmitted_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)  # indexed with id: job_created_id
-    updated_at = models.DateTimeField(auto_now=True)
+    # On the database's clock (models/fields.py): the resync compares it with its snapshot's time, and no host whose
+    # clock runs ahead writes it in the future. (`created_at` stays a plain field: IN_PHASE_SINCE coalesces it with
+    # `phase_changed_at`, and Django refuses an expression over two field classes.)
+    updated_at = DbClockDateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cleaned_up_at = models.DateTimeField(null=True, blank=True, help_text="cluster objects deleted")
     # Retention of a finished job's Indexed Jobs and their pods (kept for inspection after the gang objects went):
@@ -78,11 +82,17 @@ class GangJob(models.Model):
     # those trust any Job in the job's namespace that carries its label (and record nothing) until they finish.
     owner_uids = models.JSONField(null=True, blank=True, default=dict,
                                   help_text="UIDs of the Indexed Jobs gangweb created for the job, by name")
-    # A never-dispatched job taken into a single submit's batch (reconcile/jobs/coalesce.py): the taking task's id
-    # and until when the claim holds (that task's hard time limit); other tasks leave a held claim alone, an expired
-    # one (its worker died) is free again, and the resync ignores claims. Empty/NULL when nobody holds it.
+    # Who is working on the job (reconcile/jobs/claims.py): a task's id, and until when its claim holds on the
+    # database's clock: short, renewed by a heartbeat while the task works, so a worker killed mid-batch lets go
+    # within CLAIM_SECONDS. Other tasks taking waiting jobs along leave a held claim alone; the resync leaves a
+    # claimed job to its task, and takes it once the claim lapsed. Empty/NULL when nobody holds it.
     claimed_by = models.CharField(max_length=64, blank=True, default="")
     claimed_until = models.DateTimeField(null=True, blank=True)
+    # When a reconcile task for the job was queued (a submit, a cancel, an edit), on the database's clock, until a
+    # task takes the job (claims it): the resync's grace reads it (reconcile/resync.py `jobs_to_resync`), so a job
+    # whose task is surely still queued is left to it, and a job whose task took it and gave up (the cluster was
+    # down: the pass recorded "not attempted") is the resync's at once. NULL when no task is waiting for it.
+    task_queued_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

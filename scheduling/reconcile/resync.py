@@ -11,13 +11,15 @@ cleaned up, plus finished jobs whose retention is over and whose Jobs and pods a
 (reconcile/retention.py). A job that fails transiently here is recorded and simply looked at again on the next resync.
 
 Under a backlog (resync_all from the periodic task):
-- one resync per cluster at a time: a database lease (`models.leases`, works on SQLite and PostgreSQL) that lapses
-  after `LEASE_SECONDS` (60 s) if its holder is killed (a heartbeat thread renews it while the pass runs); a
+- one resync per cluster at a time: a database lease (`models.leases`, works on SQLite and PostgreSQL, decided on
+  the database's clock, whatever the hosts' clocks say) that lapses after `LEASE_SECONDS` (60 s) if its holder is
+  killed (a heartbeat thread renews it while the pass runs); a
   resync that finds it held skips that cluster;
 - bounded: at most `max_jobs` job passes and `budget_seconds` of them per run, going on next run from the job id
   where this one stopped (kept in the lease's cursor), so every job's turn comes;
-- it leaves to their own task the jobs whose per-job task is surely queued: submitted, or asked to cancel, less than
-  `grace_seconds` ago (a task lost with a broker is then picked up after the grace);
+- it leaves to their own task the jobs a task works on now (a live claim) or whose task is surely still queued
+  (`task_queued_at` less than `grace_seconds` ago); a task that gave up released its claim, so its jobs are the
+  next resync's at once (`jobs_to_resync`);
 - Celery's SoftTimeLimitExceeded is never swallowed (recorded on the resync attempt, then raised again), and a
   database connection broken by an error inside a driver call is closed before anything else uses it (`dbconn`).
 A snapshot is older than what a pass may learn from the database: a job whose row changed after the snapshot was
@@ -27,21 +29,24 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
-from ..choices import ACTIVE_PHASES, ClusterHealth, DesiredState, GangPhase, ReconcileOutcome
+from .. import dbclock
+from ..choices import ACTIVE_PHASES, ClusterHealth, GangPhase, ReconcileOutcome
 from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
 from . import dbconn
 from . import jobs as job_reconcile
+from .jobs import claims
 from .observed import Snapshot, snapshot
 
 log = logging.getLogger(__name__)
@@ -86,29 +91,32 @@ def chunked(queryset, size: int = JOB_CHUNK, ordered: list[int] | None = None):
 
 def jobs_to_resync(cluster: Cluster, grace_seconds: float = 0):
     """Jobs of `cluster` that need looking at: unfinished ones, finished ones not yet cleaned up, and finished ones
-    whose retention is over (`remove_after` passed, or never set) and whose Jobs and pods were not yet removed. With
-    `grace_seconds`, not those whose own task was queued less than that ago: submitted (phase Submitted) or asked to
-    cancel (not yet Cancelled) since then (`updated_at`); their task does it, and the resync after the grace does it
-    if that task was lost."""
-    now = timezone.now()
+    whose retention is over (`remove_after` passed, or never set) and whose Jobs and pods were not yet removed.
+
+    With `grace_seconds`, not those left to a task: a task works on it now (a live claim, reconcile/jobs/claims.py),
+    or one was queued for it (a submit, a cancel, an edit: `task_queued_at`) less than `grace_seconds` ago and has
+    not taken it yet. A task that took a job and gave up on it (the cluster was down) released its claim and the
+    job has no `task_queued_at` any more: the resync takes it at once; so it does a job whose worker died once its
+    claim lapsed, and one whose task was lost with the broker after the grace. Every time is compared on the
+    database's clock (`now()` in the statement)."""
     rows = (GangJob.objects.filter(cluster=cluster)
             .filter(Q(phase__in=list(ACTIVE_PHASES)) | Q(cleaned_up_at__isnull=True)
-                    | Q(objects_removed_at__isnull=True, remove_after__lte=now)
+                    | Q(objects_removed_at__isnull=True, remove_after__lte=Now())
                     | Q(objects_removed_at__isnull=True, remove_after__isnull=True,
                         phase__in=[GangPhase.SUCCEEDED, GangPhase.FAILED]))
             .select_related("cluster", "queue"))
     if grace_seconds > 0:
-        since = timezone.now() - timedelta(seconds=grace_seconds)
-        queued = Q(phase=GangPhase.SUBMITTED) | (Q(desired_state=DesiredState.CANCEL) & ~Q(phase=GangPhase.CANCELLED))
-        rows = rows.exclude(queued & Q(updated_at__gt=since))
+        queued = Q(task_queued_at__isnull=False, task_queued_at__gt=Now() - timedelta(seconds=grace_seconds))
+        rows = rows.exclude(queued | claims.held())
     return rows
 
 
 def changed_since(job: GangJob, listed_at: float) -> bool:
-    """True when the job's row was written after a snapshot was listed (`listed_at`, time.time()): the snapshot may
-    not hold what that change led to (objects created or deleted since), so the job is read afresh instead."""
+    """True when the job's row was written after a snapshot was listed (`listed_at`, this host's time.time()): the
+    snapshot may not hold what that change led to (objects created or deleted since), so the job is read afresh
+    instead. `updated_at` is on the database's clock (models/fields.py): `listed_at` is put on it first."""
     updated = job.updated_at or job.created_at
-    return updated is not None and updated >= datetime.fromtimestamp(listed_at, tz=UTC)
+    return updated is not None and updated >= dbclock.from_host(listed_at)
 
 
 def resync_job(job: GangJob, api, snap: Snapshot, recorded: list) -> tuple[bool, bool]:
@@ -161,7 +169,7 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
         return {"skipped": 1}
     cursor = None
     try:
-        with leases.Heartbeat(name, token, LEASE_SECONDS, LEASE_RENEW_SECONDS) as heartbeat:
+        with leases.Heartbeat.of_lease(name, token, LEASE_SECONDS, LEASE_RENEW_SECONDS) as heartbeat:
             stats, cursor = _resync_cluster(cluster, grace_seconds,
                                             settings.GANGWEB_RESYNC_MAX_JOBS if max_jobs is None else max_jobs,
                                             settings.GANGWEB_RESYNC_MAX_SECONDS if budget_seconds is None

@@ -1,10 +1,12 @@
 """Glue between the cluster watches and the jobs: what to watch in a cluster, and what to do on a change.
 
 `observe_job` is the watcher's `on_change`: it records the job's phase from the watch cache at once (no API call,
-`status.apply_observation`), and when one of the job's gang objects or Jobs was deleted under a running job it
-enqueues `scheduling.reconcile_job`, which recreates what is missing. Acting stays with the reconciler; the watch
-only observes, and only the job's own objects (`select`, reconcile/ownership.py). `finished_with` tells the watcher
-which cached jobs gangweb is done with, so its cache follows the live jobs (kube/watches.py).
+`status.apply_observation`); when one of the job's gang objects or Jobs was deleted under a running job it
+enqueues `scheduling.reconcile_job`, which recreates what is missing, and when the job ended or is being cancelled,
+the same task marked `cleanup` (its shard's clean-up queue), which deletes what the job no longer needs. Acting
+stays with the reconciler; the watch only observes, and only the job's own objects (`select`,
+reconcile/ownership.py). `finished_with` tells the watcher which cached jobs gangweb is done with, so its cache
+follows the live jobs (kube/watches.py).
 """
 from __future__ import annotations
 
@@ -60,17 +62,24 @@ ACT_ON = frozenset({phases.REASON_REPLACING, phases.REASON_PARTIAL_GANG})
 
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
     """Record what the watch cache holds of one job; enqueue a reconcile when its gang objects or Jobs were deleted,
-    started terminating or had their spec edited (`deleted`, kube/watches.py `edited`), when it is being cancelled,
-    or when the observation says the reconciler has to act (ACT_ON: a gang being replaced, a partial gang). Waits
-    out a database outage (`with_database`); a broker that cannot take the reconcile is logged and left to the
-    periodic resync, so the watch goes on either way."""
+    started terminating or had their spec edited (`deleted`, kube/watches.py `edited`), or when the observation says
+    the reconciler has to act (ACT_ON: a gang being replaced, a partial gang); and its clean-up (the same task with
+    `cleanup`, on the shard's clean-up queue) when this observation ended it (Succeeded, Failed) or it is being
+    cancelled: a finished job's gang objects go at once, not at the capped resync's turn behind the dispatch
+    backlog. Waits out a database outage (`with_database`); a broker that cannot take the task is logged and left to
+    the periodic resync, so the watch goes on either way."""
     job = with_database(lambda: _observe(job_uid, job_objects))
-    if job is not None and (deleted or job.desired_state == DesiredState.CANCEL or job.phase_reason in ACT_ON):
-        try:
-            enqueue.send(enqueue.RECONCILE_JOB, job.pk)
-        except Exception as exc:  # Redis down: kombu's OperationalError after its publish retries
-            log.warning("watch: could not queue a reconcile of job %s (%s: %s); the resync will", job.pk,
-                        type(exc).__name__, exc)
+    if job is None:
+        return
+    ended = job.phase in TERMINAL_PHASES and job.cleaned_up_at is None  # `_observe` skips jobs that had ended
+    cleanup = ended or job.desired_state == DesiredState.CANCEL
+    if not (cleanup or deleted or job.phase_reason in ACT_ON):
+        return
+    try:
+        enqueue.send(enqueue.RECONCILE_JOB, job.pk, **({"kwargs": {"cleanup": True}} if cleanup else {}))
+    except Exception as exc:  # Redis down: kombu's OperationalError after its publish retries
+        log.warning("watch: could not queue a reconcile of job %s (%s: %s); the resync will", job.pk,
+                    type(exc).__name__, exc)
 
 
 def with_database(fn):

@@ -18,13 +18,18 @@ from .. import enqueue
 BATCH = 50
 
 
-def reconcile_jobs_on_commit(job_ids: list[int], *, submitted: bool = False) -> None:
+def reconcile_jobs_on_commit(job_ids: list[int], *, submitted: bool = False, cleanup: bool = False) -> None:
     """Queue reconcile of these jobs once the transaction commits: one task per job for a single submit,
     batches of BATCH ids for bulk submits (so 2,000 jobs are 40 broker messages, not 2,000). `submitted`: the
     jobs were just submitted; a single one's task then says so (`submitted=True`: it takes the other waiting
     submits of its cluster along, reconcile/jobs/coalesce.py). A change to an existing job (cancel, edit) leaves it
-    False: its task runs a full pass."""
+    False: its task runs a full pass. `cleanup` (a cancel): one task per job marked so, routed to its shard's
+    clean-up queue, so deleting its objects never waits behind the shard's dispatch backlog (scheduling/routing.py)."""
     if not job_ids:
+        return
+    if cleanup:
+        transaction.on_commit(lambda: [enqueue.send(enqueue.RECONCILE_JOB, job_id, kwargs={"cleanup": True})
+                                       for job_id in job_ids], robust=True)
         return
     if len(job_ids) == 1:
         options = {"kwargs": {"submitted": True}} if submitted else {}

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import routing
+from .. import dbclock, routing
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..models.jobs import fill_requested_totals
@@ -151,9 +151,11 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
     in the same transaction. Raises Conflict (409) naming the clash when a unique constraint refuses a job (or
     the key: a concurrent request with the same key committed first)."""
     now = timezone.now()
+    queued_at = dbclock.now()  # their tasks are queued at the commit: the resync's grace (reconcile/resync.py)
     fill_requested_totals(jobs)  # bulk_create skips save(): the usage estimate's columns are set here
     for job in jobs:
         job.phase_changed_at = now
+        job.task_queued_at = queued_at
     key = bulk_key[0] if bulk_key is not None else ("" if bulk else jobs[0].idempotency_key)
     try:
         with transaction.atomic():
@@ -381,8 +383,9 @@ def _update(user, job: GangJob, data) -> GangJob:
         template_service.check_gang_priority_class(job.template_version.backend, job.priority_class_name,
                                                    "priority_class_name")
     job.spec_revision += 1
+    job.task_queued_at = dbclock.now()
     with transaction.atomic():
-        job.save(update_fields=["queue", "priority_class_name", "spec_revision", "updated_at"])
+        job.save(update_fields=["queue", "priority_class_name", "spec_revision", "task_queued_at", "updated_at"])
         audit.record(user, "job.update", job, {"queue": job.queue.name, "priority_class_name": job.priority_class_name})
         dispatch.reconcile_jobs_on_commit([job.id])
     return job
@@ -413,10 +416,11 @@ def cancel(user, job: GangJob) -> GangJob:
     if job.desired_state != DesiredState.CANCEL:
         job.desired_state = DesiredState.CANCEL
         job.phase_reason, job.phase_message = CANCEL_REQUESTED, CANCEL_REQUESTED_MESSAGE
+        job.task_queued_at = dbclock.now()
         with transaction.atomic():
-            job.save(update_fields=["desired_state", "phase_reason", "phase_message", "updated_at"])
+            job.save(update_fields=["desired_state", "phase_reason", "phase_message", "task_queued_at", "updated_at"])
             audit.record(user, "job.cancel", job)
-            dispatch.reconcile_jobs_on_commit([job.id])
+            dispatch.reconcile_jobs_on_commit([job.id], cleanup=True)
     return job
 
 

@@ -49,3 +49,26 @@ def test_a_cancel_during_a_dispatching_pass_leaves_no_objects_behind(world, disp
     assert job.cleaned_up_at is None  # so the resync keeps looking until everything is really gone
 
     wait_for(lambda: world.reconcile(job) and GangJob.objects.get(pk=job.pk).cleaned_up_at, 60, "the cleanup")
+
+
+def test_a_pass_that_recreates_a_job_which_ended_meanwhile_leaves_it_to_its_clean_up(world):
+    """The SIGSTOP fault run (issue 31): a resync loaded a Running job's row, the job ended and its clean-up deleted
+    its gang and set `cleaned_up_at`, then the resync's pass found the gang gone and made it again; nothing deleted
+    it after. Now such a pass clears `cleaned_up_at`, so the next clean-up or resync takes the job."""
+    from django.utils import timezone
+
+    from scheduling.reconcile import resync
+
+    job = world.submit(backend="kai", replicas=2)
+    slow = GangJob.objects.select_related("cluster", "queue").get(pk=job.pk)  # a resync's row: not ended
+    now = timezone.now()
+    GangJob.objects.filter(pk=job.pk).update(phase=GangPhase.SUCCEEDED, finished_at=now, cleaned_up_at=now)
+
+    result = jobs.run_pass(slow)
+
+    assert any(a.startswith("create ") for a in result.actions)  # it did make the gang again
+    assert any("meanwhile" in a for a in result.actions)
+    job.refresh_from_db()
+    assert job.phase == GangPhase.SUCCEEDED and job.cleaned_up_at is None
+    assert live(world.gang(job, KAI_PG))  # what it made is there, and the job is due for its clean-up:
+    assert job in resync.jobs_to_resync(world.cluster)  # Succeeded: due because cleaned_up_at is empty again

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from scheduling.choices import DesiredState, GangPhase
 from scheduling.models import GangJob, Lease, leases
-from scheduling.reconcile import resync
+from scheduling.reconcile import resync, status
+from scheduling.reconcile.jobs import claims
 from tests import builders
 
 
@@ -62,19 +63,30 @@ def test_a_resync_of_a_cluster_whose_lease_is_held_does_nothing():
 
 
 @pytest.mark.django_db
-def test_the_periodic_resync_leaves_freshly_submitted_and_cancelled_jobs_to_their_task(admin_user, enqueued):
+def test_the_periodic_resync_leaves_to_their_task_only_jobs_whose_task_is_queued_or_working(admin_user, enqueued):
+    """Issue 31: a bulk batch that gave up on its jobs (API server down) recorded "not attempted", which bumped their
+    `updated_at`, and a grace read from `updated_at` made the next two resyncs skip exactly them. The grace reads
+    `task_queued_at` and the claims: a job whose task took it and let go is the next resync's at once."""
     cluster = builders.make_cluster("local")
     queue = builders.make_queue("team-a", clusters=[cluster])
     version = builders.make_template("llm")
-    new = builders.make_job(version, queue, cluster, user=admin_user)
-    old = builders.make_job(version, queue, cluster, user=admin_user)
-    running = builders.make_job(version, queue, cluster, user=admin_user, phase=GangPhase.RUNNING)
+    queued = builders.make_job(version, queue, cluster, user=admin_user)  # submitted: its task is in the broker
+    lost = builders.make_job(version, queue, cluster, user=admin_user)  # its task was lost with the broker
+    GangJob.objects.filter(pk=lost.pk).update(task_queued_at=timezone.now() - timedelta(seconds=120))
+    gave_up = builders.make_job(version, queue, cluster, user=admin_user)
+    working = builders.make_job(version, queue, cluster, user=admin_user)
+    died = builders.make_job(version, queue, cluster, user=admin_user)
     cancelling = builders.make_job(version, queue, cluster, user=admin_user, phase=GangPhase.RUNNING,
                                    desired_state=DesiredState.CANCEL)
-    GangJob.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(seconds=120))
+    with claims.holding([gave_up.pk], "bulk-task") as taken:  # the batch took it, recorded an error, let go
+        assert taken == [gave_up.pk]
+        status.record_error(GangJob.objects.get(pk=gave_up.pk), "ClusterUnreachable", "not attempted: down")
+    assert claims.claim([working.pk, died.pk], "live-task") == sorted([working.pk, died.pk])
+    GangJob.objects.filter(pk=died.pk).update(claimed_until=timezone.now() - timedelta(seconds=1))  # lapsed
 
-    assert set(resync.jobs_to_resync(cluster, grace_seconds=60)) == {old, running}
-    assert set(resync.jobs_to_resync(cluster)) == {new, old, running, cancelling}
+    assert set(resync.jobs_to_resync(cluster, grace_seconds=60)) == {lost, gave_up, died}
+    assert set(resync.jobs_to_resync(cluster)) == {queued, lost, gave_up, working, died, cancelling}
+    assert GangJob.objects.get(pk=gave_up.pk).phase_reason == "ClusterUnreachable"  # its write did not hide it
 
 
 def test_a_job_changed_after_the_snapshot_was_listed_is_read_afresh():
@@ -90,7 +102,7 @@ def test_a_heartbeat_keeps_a_short_lease_held_while_the_work_runs_and_a_killed_h
     """The worker-kill fault run: a worker killed mid-resync kept the cluster's lease for 360 s (the hard limit plus
     30) and every resync skipped it meanwhile. Now the lease is short and renewed while its holder lives."""
     token = leases.acquire("resync:cluster:7", 1.0)
-    with leases.Heartbeat("resync:cluster:7", token, seconds=1.0, every=0.2) as heartbeat:
+    with leases.Heartbeat.of_lease("resync:cluster:7", token, seconds=1.0, every=0.2) as heartbeat:
         time.sleep(1.6)  # longer than the lease: only the heartbeat keeps it
         assert leases.acquire("resync:cluster:7", 1.0) is None
         assert not heartbeat.lost.is_set()
@@ -104,6 +116,6 @@ def test_a_heartbeat_that_finds_its_lease_taken_says_so():
     token = leases.acquire("resync:cluster:8", 0.3)
     time.sleep(0.5)
     assert leases.acquire("resync:cluster:8", 60)  # lapsed: taken by another resync
-    with leases.Heartbeat("resync:cluster:8", token, seconds=1.0, every=0.1) as heartbeat:
+    with leases.Heartbeat.of_lease("resync:cluster:8", token, seconds=1.0, every=0.1) as heartbeat:
         assert heartbeat.lost.wait(5)
     assert resync.LEASE_SECONDS <= 60  # a killed worker blocks a cluster's resync for at most a minute

@@ -49,8 +49,8 @@ def test_a_bad_shard_list_is_refused_naming_the_part(spec, message):
 
 def test_a_worker_of_every_shard_consumes_the_default_queue_and_each_shard_queue():
     assert routing.worker_queues("all")[:2] == ["celery", "reconcile.0"]
-    assert len(routing.worker_queues("all")) == 1 + settings.GANGWEB_RECONCILE_SHARDS
-    assert routing.worker_queues("1,3", default=False) == ["reconcile.1", "reconcile.3"]
+    assert len(routing.worker_queues("all")) == 1 + 2 * settings.GANGWEB_RECONCILE_SHARDS
+    assert routing.worker_queues("1,3", default=False) == ["reconcile.1", "cleanup.1", "reconcile.3", "cleanup.3"]
 
 
 @pytest.mark.django_db
@@ -64,6 +64,8 @@ def test_one_clusters_work_is_routed_to_that_clusters_shard_and_other_work_is_no
     assert queue_of("scheduling.reconcile_job", (job_b.pk,), {"waits": 2}) == "reconcile.6"  # the requeue
     assert queue_of("scheduling.reconcile_job", (), {"job_id": job_b.pk}) == "reconcile.6"
     assert queue_of("scheduling.reconcile_jobs", ([job_b.pk, job_a.pk],)) == "reconcile.6"  # the first job's
+    assert queue_of("scheduling.reconcile_job", (job_b.pk,), {"cleanup": True}) == "cleanup.6"  # beside, not behind
+    assert queue_of("scheduling.reconcile_job", (job_b.pk,), {"waits": 1, "cleanup": True}) == "cleanup.6"
     assert queue_of("scheduling.resync_cluster", (a.pk,)) == shard_a
     assert queue_of("scheduling.probe_cluster", (b.pk,)) == "reconcile.6"
     assert queue_of("scheduling.sync_queues", (b.pk,)) == "reconcile.6"
@@ -129,10 +131,11 @@ def restore_queues():
 
 
 @pytest.mark.parametrize("queues, spec, consumed", [
-    (["celery"], "", ["celery", *[f"reconcile.{n}" for n in range(8)]]),  # `-Q celery`: everything, as before
+    # `-Q celery`: everything, as before, with each shard's clean-up queue
+    (["celery"], "", ["celery", *[f"{q}.{n}" for n in range(8) for q in ("reconcile", "cleanup")]]),
     (["webhooks"], "", ["webhooks"]),  # the webhook worker takes no shard
-    (["celery"], "0-1", ["celery", "reconcile.0", "reconcile.1"]),  # a pool's share
-    (["reconcile.5"], "", ["reconcile.5"]),  # a pool given its queues by -Q
+    (["celery"], "0-1", ["celery", "reconcile.0", "cleanup.0", "reconcile.1", "cleanup.1"]),  # a pool's share
+    (["reconcile.5"], "", ["reconcile.5", "cleanup.5"]),  # a pool given its queues by -Q takes their clean-ups
     (["celery"], "none", ["celery"]),
 ])
 def test_a_worker_consumes_the_shards_it_is_given(settings, restore_queues, queues, spec, consumed):

@@ -2,10 +2,10 @@
 
 The package, by concern: `reconciler` (a pass over one job: read, create, patch, replace), `cleanup` (deleting:
 cancel, refusal, a finished job's objects and retention), `conflicts` (the merge-patch conflict-retry loop),
-`backend` (which plugin a job uses), `passes` (a pass with its bookkeeping: its result, status write and attempt
-row), `batch` (a bulk submit's jobs together), `coalesce` (waiting single submits of a cluster taken into one
-batch), `fanout` (a pass's independent creates sent at once), `common` (reasons, tunables, the exceptions that
-end a pass early).
+`backend` (which plugin a job uses), `claims` (which task works on a job now), `passes` (a pass with its
+bookkeeping: its result, status write and attempt row), `batch` (a bulk submit's jobs together), `coalesce`
+(waiting single submits, and due clean-ups, of a cluster taken into one batch), `fanout` (a pass's independent
+creates sent at once), `common` (reasons, tunables, the exceptions that end a pass early).
 
 Level-triggered and idempotent (controller-runtime style): the input is a job id; a pass reads the job's
 objects (one LIST per kind by the job-UID label, or a slice of the resync's cluster-wide LISTs), builds the
@@ -53,11 +53,12 @@ namespace is missing in its cluster, and once someone creates it the next retry 
 terminal: recorded, not retried; a create refused so fails the job (above).
 """
 from .backend import backend_for, choose_backend, record_backends
-from .batch import in_threads, reconcile_many
-from .coalesce import reconcile_submitted
+from .batch import in_threads, reconcile_claimed, reconcile_many
+from .coalesce import reconcile_cleanup, reconcile_submitted
 from .common import Requeue, is_terminating, ref_of
 from .passes import PassResult, reconcile_one, run_pass
 from .reconciler import JobReconciler
 
 __all__ = ("JobReconciler", "PassResult", "Requeue", "backend_for", "choose_backend", "in_threads", "is_terminating",
-           "reconcile_many", "reconcile_one", "reconcile_submitted", "record_backends", "ref_of", "run_pass")
+           "reconcile_claimed", "reconcile_cleanup", "reconcile_many", "reconcile_one", "reconcile_submitted",
+           "record_backends", "ref_of", "run_pass")

@@ -18,6 +18,7 @@ from ...kube.errors import CLUSTER_UNREACHABLE, KubeError, TransientKubeError
 from ...models import GangJob, ReconcileAttempt
 from .. import status
 from ..observed import snapshot
+from . import claims
 from .backend import backend_for, record_backends
 from .passes import PassResult, load, run_pass
 
@@ -34,6 +35,20 @@ def _record_not_attempted(job: GangJob, err: KubeError) -> PassResult:
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_JOB, job=job, cluster_id=job.cluster_id,
                                     outcome=result.outcome, reason=err.reason, message=result.message)
     return result
+
+
+def reconcile_claimed(job_ids: list[int], *, task_id: str = "") -> dict[str, int]:
+    """A bulk submit's batch as the `scheduling.reconcile_jobs` task runs it: the jobs no other live task holds are
+    claimed under `task_id`, kept claimed while `reconcile_many` reconciles them, and released when it ends however it
+    ends (reconcile/jobs/claims.py): a job the batch gave up on (its cluster was down: "not attempted") is then the
+    next resync's at once, and the jobs of a worker killed mid-batch are the resync's once their claims lapsed. A job
+    another live task holds is left to it. Returns `reconcile_many`'s counts, plus "held" (jobs left to another
+    task)."""
+    token = claims.token_for(task_id)
+    with claims.holding(job_ids, token) as ids:
+        counts = reconcile_many(ids)
+    counts["held"] = len(set(job_ids)) - len(ids)
+    return counts
 
 
 def reconcile_many(job_ids: list[int], threads: int | None = None,

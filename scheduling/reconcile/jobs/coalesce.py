@@ -25,47 +25,39 @@ How (`reconcile_submitted`, for a task queued by the submit, `submitted=True`):
   are released at the end. The task's own job's PassResult goes back to the task, which retries or requeues as for a
   single pass.
 
-A claim lasts CLAIM_SECONDS, `reconcile_job`'s hard time limit: no live task holds one longer. A redelivered task
-(its worker died) has the same task id and so takes its own claims back at once; other tasks take them after the
-expiry; the periodic resync ignores claims altogether. The cancel rules stay the passes' (`cancelled_meanwhile`,
-status.py): a cancel landing while a taken job is being created still wins, and its own task then runs a full pass.
+A claim is short and renewed while the batch works (reconcile/jobs/claims.py): a redelivered task (its worker
+died) has the same task id and so takes its own claims back at once; other tasks, and the periodic resync, take
+them once the claim lapsed (CLAIM_SECONDS after the worker's last renewal). The cancel rules stay the passes'
+(`cancelled_meanwhile`, status.py): a cancel landing while a taken job is being created still wins, and its own
+task then runs a full pass.
 """
 from __future__ import annotations
 
 import logging
-import os
-import uuid
-from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from ...choices import DesiredState, GangPhase
 from ...models import GangJob
 from ...services.dispatch import BATCH
+from . import claims
 from .batch import reconcile_many
+from .common import ERROR_REASONS
 from .passes import PassResult, reconcile_one
 
 log = logging.getLogger(__name__)
-
-CLAIM_SECONDS = 180  # reconcile_job's hard time limit (scheduling/tasks.py): no live task holds a claim longer
 
 # How `take` found the task's own job.
 GONE, ASKED, DISPATCHED, TAKEN, CLAIMED = "gone", "asked", "dispatched", "taken", "claimed"
 
 
-def waiting(cluster_id: int, token: str, now=None):
+def waiting(cluster_id: int, token: str):
     """The jobs of cluster `cluster_id` a submit's batch may take: never dispatched (Submitted, run asked), no error
     recorded by an earlier pass, and not claimed by a live task other than `token`'s."""
-    now = now or timezone.now()
     return GangJob.objects.filter(cluster_id=cluster_id, phase=GangPhase.SUBMITTED, desired_state=DesiredState.RUN,
-                                  phase_reason="").filter(free(token, now))
-
-
-def free(token: str, now) -> Q:
-    """Rows no live task but `token`'s holds a claim on."""
-    return Q(claimed_until__isnull=True) | Q(claimed_until__lt=now) | Q(claimed_by=token)
+                                  phase_reason="").filter(claims.free(token))
 
 
 def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
@@ -75,30 +67,28 @@ def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
     (ASKED, []) when a cancel is asked, (DISPATCHED, []) when it is not Submitted any more, (TAKEN, []) when another
     live task holds it, else (CLAIMED, ids). One transaction: the job's row locked, the others locked skipping the
     ones another transaction holds, then one UPDATE writing the claims."""
-    now = timezone.now()
     with transaction.atomic():
-        own = (GangJob.objects.select_for_update().filter(pk=job_id)
-               .values("cluster_id", "phase", "desired_state", "claimed_by", "claimed_until").first())
+        # The claim's expiry is compared with the database's clock, read in the same statement.
+        own = (GangJob.objects.select_for_update().filter(pk=job_id).annotate(db_now=Now())
+               .values("cluster_id", "phase", "desired_state", "claimed_by", "claimed_until", "db_now").first())
         if own is None:
             return GONE, []
         if own["desired_state"] == DesiredState.CANCEL:
             return ASKED, []
         if own["phase"] != GangPhase.SUBMITTED:
             return DISPATCHED, []
-        held = own["claimed_until"] is not None and own["claimed_until"] >= now
+        held = own["claimed_until"] is not None and own["claimed_until"] >= own["db_now"]
         if held and own["claimed_by"] != token:
             return TAKEN, []
-        others = list(waiting(own["cluster_id"], token, now).exclude(pk=job_id).order_by("pk")
+        others = list(waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
                       .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - 1, 0)])
         ids = [job_id, *others]
-        GangJob.objects.filter(pk__in=ids).update(claimed_by=token,
-                                                  claimed_until=now + timedelta(seconds=CLAIM_SECONDS))
+        GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
+                                                  task_queued_at=None)
     return CLAIMED, ids
 
 
-def release(job_ids: list[int], token: str) -> int:
-    """Drop task `token`'s claims on `job_ids` (another task's are left); returns how many it dropped."""
-    return GangJob.objects.filter(pk__in=job_ids, claimed_by=token).update(claimed_by="", claimed_until=None)
+release = claims.release  # the batch's claims are claims like any other
 
 
 def reconcile_submitted(job_id: int, *, task_id: str = "", retry: int = 0) -> PassResult | None:
@@ -107,7 +97,7 @@ def reconcile_submitted(job_id: int, *, task_id: str = "", retry: int = 0) -> Pa
     since, or taken by another task's batch); else the PassResult of the job's pass in the batch it took along
     (a transient error in `error`, for the task's retry policy). `task_id` is the claim's token (a redelivered or
     retried task keeps its id, so takes its own claims back)."""
-    token = task_id or f"local-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    token = claims.token_for(task_id)
     found, ids = take(job_id, token)
     if found == GONE:
         log.info("reconcile_job: job %s no longer exists", job_id)
@@ -119,7 +109,60 @@ def reconcile_submitted(job_id: int, *, task_id: str = "", retry: int = 0) -> Pa
         return PassResult(reason=found)
     results: dict[int, PassResult] = {}
     try:
-        reconcile_many(ids, results=results)
+        with claims.renewing(token):
+            reconcile_many(ids, results=results)
     finally:
-        release(ids, token)
+        claims.release(ids, token)
+    return results.get(job_id, PassResult())
+
+
+# --- clean-ups ------------------------------------------------------------------------------------------------------
+# The same idea for the end of jobs (issue 31, part 4): the task queued when the watch sees a job end (or a job is
+# cancelled) takes along the other jobs of its cluster that wait for their clean-up, so deleting finished jobs'
+# objects costs one batch (one snapshot, passes from threads) per up to BATCH jobs, as dispatching does. One pass per
+# finished job, alternating with dispatch batches of 50 on a worker, left 127 finished jobs holding their gang
+# objects for up to 64 s in a soak of 10 submits/s at load 13.
+
+def cleanups_waiting(cluster_id: int, token: str):
+    """The jobs of cluster `cluster_id` whose clean-up is due: finished (Succeeded, Failed) or asked to cancel, their
+    objects not yet cleaned up, no error recorded by an earlier pass, not claimed by a live task other than
+    `token`'s."""
+    return (GangJob.objects.filter(cluster_id=cluster_id, cleaned_up_at__isnull=True)
+            .filter(Q(phase__in=[GangPhase.SUCCEEDED, GangPhase.FAILED]) | Q(desired_state=DesiredState.CANCEL))
+            .exclude(phase_reason__in=sorted(ERROR_REASONS)).filter(claims.free(token)))
+
+
+def take_cleanups(job_id: int, token: str, limit: int = BATCH) -> list[int]:
+    """Claim job `job_id` for task `token` (whoever else holds it: its clean-up is never skipped) with up to
+    `limit` - 1 other jobs of its cluster whose clean-up is due (`cleanups_waiting`, oldest first, skipping rows
+    another transaction holds locked). Returns the claimed ids, `job_id` first; [] when the job no longer exists."""
+    with transaction.atomic():
+        own = GangJob.objects.select_for_update().filter(pk=job_id).values("cluster_id").first()
+        if own is None:
+            return []
+        others = list(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
+                      .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - 1, 0)])
+        ids = [job_id, *others]
+        GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
+                                                  task_queued_at=None)
+    return ids
+
+
+def reconcile_cleanup(job_id: int, *, task_id: str = "", retry: int = 0) -> PassResult | None:
+    """What a `reconcile_job` task queued for a clean-up (`cleanup=True`: the watch saw the job end, or a cancel)
+    does: the job and up to BATCH - 1 other jobs of its cluster whose clean-up is due, claimed under `task_id` and
+    reconciled in one `reconcile_many` batch (the ordinary passes: a finished job's objects go once none of its pods
+    is alive, a cancelled job's all of them). Returns the job's PassResult (a transient error in `error`, a countdown
+    in `requeue_after`, for the task's policy), None when the job is gone."""
+    token = claims.token_for(task_id)
+    ids = take_cleanups(job_id, token)
+    if not ids:
+        log.info("reconcile_job: job %s no longer exists", job_id)
+        return None
+    results: dict[int, PassResult] = {}
+    try:
+        with claims.renewing(token):
+            reconcile_many(ids, results=results)
+    finally:
+        claims.release(ids, token)
     return results.get(job_id, PassResult())

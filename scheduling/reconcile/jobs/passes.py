@@ -25,6 +25,7 @@ from ...kube.errors import (
 from ...models import GangJob, ReconcileAttempt
 from .. import status
 from ..observed import Observed
+from . import claims
 from .common import API_VERSION_CHANGED, ERROR_REASONS, UNEXPECTED_ERROR, Done, Failed, Requeue
 from .reconciler import JobReconciler
 
@@ -173,9 +174,13 @@ def reconcile_one(job_id: int, *, task_id: str = "", retry: int = 0) -> PassResu
     """One pass over job `job_id` as the `scheduling.reconcile_job` task runs it: None when the job no longer exists
     (logged), else the pass's result (`run_pass`), a transient error included in it (`result.error`,
     `result.transient`) rather than raised: what follows (a retry, a countdown) is the task's decision
-    (scheduling/tasks.py). `task_id` and `retry` are recorded on the ReconcileAttempt row."""
+    (scheduling/tasks.py). `task_id` and `retry` are recorded on the ReconcileAttempt row; the job is claimed under
+    `task_id` while the pass runs."""
     job = load([job_id]).first()
     if job is None:
         log.info("reconcile_job: job %s no longer exists", job_id)
         return None
-    return run_pass(job, task_id=task_id, retry=retry, raise_transient=False)
+    # Claimed while the pass runs (whoever else holds it: a change is never skipped), released when it ends however
+    # it ends: the resync then takes the job at once if it still needs work (reconcile/jobs/claims.py).
+    with claims.holding([job_id], claims.token_for(task_id), force=True):
+        return run_pass(job, task_id=task_id, retry=retry, raise_transient=False)

@@ -502,12 +502,23 @@ class JobReconciler(JobCleanup):
     def cancelled_meanwhile(self) -> bool:
         """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
         it, a concurrent cancel pass may already have found the cluster empty and ended the job Cancelled and
-        cleaned up, and nothing would ever delete what this pass just made. Then this pass cancels instead.
+        cleaned up, and nothing would ever delete what this pass just made. Then this pass cancels instead. When
+        the job ended (Succeeded, Failed) since, `cleaned_up_at` is cleared for the next clean-up and the pass
+        ends (Done).
         Our creates finished before this read, so a cancel committed after it is seen by its own pass's LIST.
         Returns True when the job was cancelled (and its objects are being deleted)."""
         if not any(a.startswith("create ") for a in self.actions):
             return False
         row = GangJob.objects.filter(pk=self.job.pk).values("desired_state", "phase").first()
+        if row is not None and row["phase"] in (GangPhase.SUCCEEDED, GangPhase.FAILED) and not self.job.is_terminal:
+            # It ended since this pass loaded its row (a resync's rows are loaded up to a pass's length before
+            # their turn), and its clean-up may already have deleted the gang and set `cleaned_up_at`: what this
+            # pass just made would stay for good (a fault run left 4 finished jobs holding gang objects so). So the
+            # row says "not cleaned up" again, and the next clean-up pass or resync deletes them.
+            GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
+            self.job.cleaned_up_at = None
+            self.actions.append(f"job {row['phase']} meanwhile: what this pass made is left to its clean-up")
+            raise Done
         if row is None or (row["desired_state"] != DesiredState.CANCEL and row["phase"] != GangPhase.CANCELLED):
             return False
         self.job.desired_state = row["desired_state"]
