@@ -77,7 +77,7 @@ def test_a_full_pass_claims_its_job_while_it_runs_and_lets_go_after(setup, admin
 
 def ends(phase):
     """A stand-in for an observation that records `phase` on the job (as status.observe_objects writes it)."""
-    def observe(job, backend, objects, refusals=None, recorded=None):
+    def observe(job, backend, objects, refusals=None, recorded=None, raw=None):
         update = status.StatusUpdate.begin(job)
         update.decide(job, status.Decision(phase, timezone.now(), "test", phase, ""))
         status.write(job, update)
