@@ -1,6 +1,6 @@
 """KAI queue units, and conversion from and to what users type.
 
-KAI `QueueResource` (`pkg/apis/scheduling/v2/resources.go`, `docs/queues/README.md`; see
+KAI `QueueResource` (`pkg/apis/scheduling/v2/resources.go`, KAI `docs/queues/README.md`; see
 docs/upstream.md, KAI Queue) counts:
 
 - ``gpu``: devices, fractions allowed (0.5 = half a GPU);

@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 PENDING = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
 KAI = "kai"  # the backend family whose scheduler orders by KAI's priority values
-# KAI's built-in PriorityClasses (docs/priority/README.md) and its default for a PodGroup without one.
+# KAI's built-in PriorityClasses (KAI `docs/priority/README.md`) and its default for a PodGroup without one.
 KAI_PRIORITY_VALUES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
 DEFAULT_PRIORITY = 50
 OTHER_PRIORITY = 0  # what a job of another backend counts with: gangweb reads no PriorityClass values
