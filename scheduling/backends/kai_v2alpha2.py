@@ -79,8 +79,8 @@ class KaiV2alpha2(SchedulerBackend):
         return out
 
     def owner_metadata(self, spec: GangSpec) -> dict:
-        """`kai.scheduler/skip-podgrouper: "true"`: KAI reads it as an annotation (docs/upstream.md, KAI
-        PodGroup); it is also set as a label so owners can be selected by it."""
+        """`kai.scheduler/skip-podgrouper: "true"`: KAI reads it as an annotation (docs/upstream.md, KAI PodGroup);
+        it is also set as a label so owners can be selected by it."""
         return {"labels": {KAI_SKIP_PODGROUPER_LABEL: "true"}, "annotations": {KAI_SKIP_PODGROUPER_LABEL: "true"}}
 
     def read_status(self, objects: list[dict]) -> GangStatus:

@@ -25,6 +25,9 @@ Three rules, each a test:
      (``UPSTREAM_NAMES``: "KAI `docs/fairness/README.md`", "k8s.io/api@v0.37.2 scheduling/v1beta1/types.go"). So
      an upstream path that starts like one of our folders must be written right after its project's name.
      ``docs/upstream.md`` names upstream paths on purpose and is not checked by this rule.
+4. **Sections of docs/upstream.md resolve.** A citation "docs/upstream.md, <section>" names a section by (at least)
+   the first two words of its heading ("docs/upstream.md, KAI Queue", "…, Kubernetes Workload"), on the same line;
+   a Markdown link ``upstream.md#anchor`` names an existing heading's anchor (GitHub's slug).
 """
 from __future__ import annotations
 
@@ -236,6 +239,52 @@ def test_what_counts_as_a_repository_path(line, expected):
 def test_the_word_before_a_path_may_end_the_line_before():
     assert path_tokens("# scheduling/v1beta1/types.go), filled by", "# (HighestUserDefinablePriority, k8s.io/api") == []
     assert path_tokens("scheduling/choices.py holds", "the phases are in") == ["scheduling/choices.py"]
+
+
+def upstream_headings() -> list[str]:
+    """The "## " headings of docs/upstream.md."""
+    text = (ROOT / "docs" / "upstream.md").read_text(encoding="utf-8")
+    return re.findall(r"^## (.+)$", text, re.MULTILINE)
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def cites_a_section(cited: str, headings: list[str]) -> bool:
+    """True when `cited` (the text after "docs/upstream.md, ") starts with a heading's first two words."""
+    return any(cited.startswith(" ".join(word.rstrip(",") for word in h.split()[:2])) for h in headings)
+
+
+def test_every_section_of_docs_upstream_cited_exists():
+    headings = upstream_headings()
+    slugs = {github_slug(h) for h in headings}
+    assert {"kai-queue", "volcano-podgroup-and-queue", "the-local-control-planes-components"} <= slugs
+    offenders, cited = [], 0
+    for path in tracked_files():
+        if path in (THIS_FILE, "docs/upstream.md"):
+            continue
+        for number, line in enumerate((read_text(path) or "").splitlines(), 1):
+            for match in re.finditer(r"docs/upstream\.md`{0,2}, ([^)(;`]+)", line):
+                cited += 1
+                if not cites_a_section(match.group(1).strip(' "'), headings):
+                    offenders.append(f"{path}:{number}: {match.group(0)}")
+            for match in re.finditer(r"upstream\.md#([\w-]+)", line):
+                cited += 1
+                if match.group(1) not in slugs:
+                    offenders.append(f"{path}:{number}: {match.group(0)}")
+    assert cited > 30
+    assert offenders == [], "sections of docs/upstream.md: " + "; ".join(headings) + "\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    ("cited", "expected"),
+    [("KAI Queue", True), ("KAI fair share", True), ("Kubernetes Workload", True), ("The local control", True),
+     ("Volcano", False), ("KAI `pkg/apis`", False), ("one section per", False)],
+)
+def test_what_counts_as_a_section(cited, expected):
+    assert cites_a_section(cited, upstream_headings()) is expected
 
 
 def test_a_missing_path_is_found():

@@ -429,9 +429,9 @@ class JobReconciler(JobCleanup):
 
     def ensure_volcano_queue(self, queue: str) -> None:
         """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
-        PodGroup whose queue is missing, docs/upstream.md, Volcano). The queue sync creates it if a policy wants it
-        here (reconcile/volcano_queues.py `missing_queue`); if it still is missing the pass waits with reason
-        VolcanoQueueMissing, naming the queue and why. Other backends: nothing to do."""
+        PodGroup whose queue is missing; docs/upstream.md, Volcano PodGroup and Queue). The queue sync creates it if
+        a policy wants it here (reconcile/volcano_queues.py `missing_queue`); if it still is missing the pass waits
+        with reason VolcanoQueueMissing, naming the queue and why. Other backends: nothing to do."""
         if self.backend.family != "volcano" or getattr(self, "_volcano_queue_checked", False):
             return
         message = volcano_queues.missing_queue(self.job.cluster, self.api, queue)
