@@ -365,7 +365,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # seconds (it was 3600). Shorter than the longest a healthy worker may hold a message (a countdown of up to 300 s
 # plus reconcile_job's 180-s hard limit; reconcile_jobs' 960-s hard limit), the message is delivered a second time
 # while the first copy still waits or runs: harmless, since every task is idempotent, but wasted work; so it exceeds
-# the longest hold (960 s) by a margin (tests/unit/test_celery_delivery.py checks every registered task).
+# the longest hold (960 s) by a margin (tests/unit/test_delivery.py checks every registered task).
 # The work of a lost reconcile task is taken over sooner by the periodic resync: once the task's job claims lapsed
 # (20 s after its worker died) or, for a task that never started, after GANGWEB_RESYNC_GRACE_SECONDS, plus one
 # period; this only bounds when the message itself comes back.

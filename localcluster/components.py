@@ -1,7 +1,7 @@
 """Command lines and health endpoints of the five control-plane components.
 
 The flags merge controller-runtime envtest (``pkg/internal/testing/controlplane``) and kwokctl's binary runtime
-(``pkg/kwokctl/components``), see ``shared/reference/local-k8s.md`` sections 2, 3 and 5. Everything listens on
+(``pkg/kwokctl/components``), see ``docs/upstream.md``, "The local control plane's components". Everything listens on
 127.0.0.1 only. kube-controller-manager runs, so the ServiceAccount admission plugin stays on (unlike envtest): the
 ``default`` ServiceAccount, namespace deletion, garbage collection and the Job controller all work.
 """

@@ -1,7 +1,7 @@
 """The third-party scheduler CRDs a local cluster serves, shipped as YAML in ``localcluster/crds/``.
 
-The CRDs are authored in this repository from the upstream API references (``shared/reference/kai.md`` and
-``k8s-gang-apis.md``): KAI Queue, PodGroup and Topology; scheduler-plugins PodGroup; Volcano PodGroup and Queue.
+The CRDs are authored in this repository from the upstream API types (``docs/upstream.md``: one section per
+scheduler): KAI Queue, PodGroup and Topology; scheduler-plugins PodGroup; Volcano PodGroup and Queue.
 No scheduler runs for them; the API server validates, stores and serves them, so gangweb's backends can create and
 read the objects, write their status as the real schedulers would, and meet real 409s and 422s.
 """

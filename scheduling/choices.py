@@ -68,7 +68,7 @@ class SyncState(models.TextChoices):
 
 
 class QueueWarning(models.TextChoices):
-    """Why a queue policy is accepted but probably not what the admin meant (KAI semantics, reference/kai.md §1)."""
+    """Why a queue policy is accepted but probably not what the admin meant (docs/upstream.md, KAI Queue)."""
 
     ZERO_LIMIT = "ZeroLimit"  # limit 0: nothing of that resource can be allocated
     QUOTA_OVER_LIMIT = "QuotaOverLimit"  # the queue can never use its whole quota

@@ -1,7 +1,7 @@
 """Label, annotation and finalizer keys, event reasons and other named constants.
 
 Sources: KAI Scheduler `pkg/common/constants/constants.go`; Kubernetes KEP-4671 (scheduling.k8s.io/v1alpha2);
-scheduler-plugins coscheduling; Volcano. See shared/reference/ for the facts.
+scheduler-plugins coscheduling; Volcano. The facts, with their upstream sources: docs/upstream.md.
 """
 
 # Labels gangweb puts on every object it creates: which job, which gangweb install.

@@ -5,7 +5,7 @@ scheduleTimeoutSeconds (template `gang.scheduleTimeoutSeconds`, default 60). Pod
 `scheduling.x-k8s.io/pod-group` and `schedulerName: scheduler-plugins-scheduler`. All three fields are updated in
 place. Status: `phase` (Pending, Scheduling, Running, Finished, Failed, Unknown) and pod counters.
 
-Source: shared/reference/k8s-gang-apis.md §3 (scheduler-plugins `apis/scheduling/v1alpha1/types.go`).
+Source: scheduler-plugins `apis/scheduling/v1alpha1/types.go` (docs/upstream.md, scheduler-plugins PodGroup).
 
 Root object (`root_ref`, ownerReferences): the job's one PodGroup; the Indexed Jobs and the Service name it.
 """

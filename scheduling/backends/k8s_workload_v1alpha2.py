@@ -7,7 +7,7 @@ pods. Both specs are immutable in 1.36, so any drift means replacing both under 
 `gang_generation` grows). A PodGroup may carry the `scheduling.k8s.io/podgroup-protection` finalizer while pods
 still reference it; gangweb releases it on its own PodGroups once none of the job's pods is alive.
 
-Source: shared/reference/k8s-gang-apis.md §1.3-1.8 (client docs V1alpha2PodGroupSpec/Status, website
+Source: docs/upstream.md, Kubernetes Workload and PodGroup (`k8s.io/api` `scheduling/v1alpha2/types.go`, website
 podgroup-api/lifecycle.md). Fields behind gates the local cluster does not enable (schedulingConstraints,
 priorityClassName, disruptionMode) are not set: the API server would drop them silently.
 

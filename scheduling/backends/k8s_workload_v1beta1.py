@@ -3,7 +3,7 @@
 The same shape as v1alpha2 (`k8s_workload_v1alpha2`): per job one Workload with a single pod-group template
 ("gang") and one PodGroup made from it; pods carry `spec.schedulingGroup.podGroupName` and keep the default
 scheduler; creation order Workload -> PodGroup -> pods. What 1.37 changed, and what this plugin does about it
-(checked against `k8s.io/api@v0.37.2` `scheduling/v1beta1/types.go`; shared/reference/api-changes-2026.md §1):
+(checked against `k8s.io/api@v0.37.2` `scheduling/v1beta1/types.go`; docs/upstream.md, Kubernetes Workload):
 
 - the PodGroup links its template through `spec.workloadRef{workloadName, templateName}` (immutable);
 - `schedulingPolicy.gang.minCount` is **mutable** on the PodGroup and on the Workload's template (PR #139279):

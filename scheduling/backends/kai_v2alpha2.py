@@ -11,7 +11,7 @@ to 1"), so the gang's minimum stays >= 1 (template and job validation, 400 namin
 annotation `pod-group-name`, labels `kai.scheduler/queue` and `kai.scheduler/subgroup-name`. The pods' owners
 carry `kai.scheduler/skip-podgrouper: "true"` so KAI's podgrouper leaves the grouping alone (KAI v0.15.0+).
 
-Source: shared/reference/kai.md §2-3 (KAI `pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
+Source: docs/upstream.md, KAI PodGroup (KAI `pkg/apis/scheduling/v2alpha2/podgroup_types.go`,
 `examples/batch/external-podgroup-job.yaml`). KAI has no `minResources` on its PodGroup; its status carries no
 phase (removed in v0.17.0), only `schedulingConditions` and `resourcesStatus`.
 
@@ -24,14 +24,15 @@ from ..kube.refs import ObjectRef
 from .base import GangSpec, GangStatus, PodSetSpec, SchedulerBackend, object_source, parse_time
 
 POD_GROUP = ObjectRef("scheduling.run.ai/v2alpha2", "PodGroup", "podgroups")
-# KAI's keys (kai.md §3): the pods' scheduler (configurable at install: a cluster setting overrides it), queue and
-# subgroup labels, the annotation naming the PodGroup, and the owner key that keeps KAI's podgrouper away.
+# KAI's keys (docs/upstream.md, KAI PodGroup): the pods' scheduler (configurable at install: a cluster setting
+# overrides it), queue and subgroup labels, the annotation naming the PodGroup, and the owner key that keeps KAI's
+# podgrouper away.
 KAI_SCHEDULER_NAME = "kai-scheduler"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"
 KAI_SKIP_PODGROUPER_LABEL = "kai.scheduler/skip-podgrouper"
-# The schedulingConditions type KAI writes (kai.md §3: always UnschedulableOnNodePool). Another type without
+# The schedulingConditions type KAI writes (`podgroup_types.go`: always UnschedulableOnNodePool). Another type without
 # reasons is said as it is (`GangStatus.unknown`), never read as "no room".
 KNOWN_CONDITIONS = {"UnschedulableOnNodePool"}
 
@@ -78,8 +79,8 @@ class KaiV2alpha2(SchedulerBackend):
         return out
 
     def owner_metadata(self, spec: GangSpec) -> dict:
-        """`kai.scheduler/skip-podgrouper: "true"`: KAI reads it as an annotation (kai.md §3.1); it is also set
-        as a label so owners can be selected by it."""
+        """`kai.scheduler/skip-podgrouper: "true"`: KAI reads it as an annotation (docs/upstream.md, KAI PodGroup);
+        it is also set as a label so owners can be selected by it."""
         return {"labels": {KAI_SKIP_PODGROUPER_LABEL: "true"}, "annotations": {KAI_SKIP_PODGROUPER_LABEL: "true"}}
 
     def read_status(self, objects: list[dict]) -> GangStatus:

@@ -6,7 +6,7 @@ minResources, all updated in place. Pods carry the annotation `scheduling.k8s.io
 minTaskMember. Status: `phase` (Pending, Inqueue, Running, Completed, Unknown) and `conditions`
 (Unschedulable / Scheduled with reasons such as NotEnoughResources).
 
-Source: shared/reference/k8s-gang-apis.md §4 (volcano-sh/apis `pkg/apis/scheduling/v1beta1/types.go`). The
+Source: volcano-sh/apis `pkg/apis/scheduling/v1beta1/types.go` (docs/upstream.md, Volcano PodGroup and Queue). The
 Volcano PodGroup CRD has no status subresource, so gangweb patches only `spec` (a merge patch), never the whole
 object, to leave Volcano's status alone.
 

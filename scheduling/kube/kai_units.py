@@ -1,7 +1,7 @@
 """KAI queue units, and conversion from and to what users type.
 
-KAI `QueueResource` (`pkg/apis/scheduling/v2/resources.go`, `docs/queues/README.md`; see
-shared/reference/kai.md §1.2) counts:
+KAI `QueueResource` (`pkg/apis/scheduling/v2/resources.go`, KAI `docs/queues/README.md`; see
+docs/upstream.md, KAI Queue) counts:
 
 - ``gpu``: devices, fractions allowed (0.5 = half a GPU);
 - ``cpu``: millicores (1000 = one core);

@@ -20,7 +20,7 @@ same answer); p50 and p90 are nearest-rank quantiles of the target's start over 
 
 - queues are served lowest *saturation* first: a queue's allocated / fair share (the largest over GPU, CPU and
   memory), compared level by level from the top of the tree (KAI orders queues by allocated / fair share, lowest
-  first: KAI `docs/fairness/README.md` "Queue Order", kai.md §1.5); ties by name;
+  first: KAI `docs/fairness/README.md` "Queue Order"; docs/upstream.md, KAI fair share); ties by name;
 - within a queue, jobs go in line order: priority, then time queued, then id (`services.queue_line`, KAI's
   `JobOrderFn`);
 - the chosen queue's next job is placed when it fits the cluster's free room (GPU, CPU and memory, summed over the

@@ -3,9 +3,9 @@
 A pure model (no database, no cluster): gangweb's own reading of KAI's documented algorithm, so the API and the
 queue page can answer "what is my queue's fair share right now, and why?" (KAI #2056/#2057). KAI computes this
 every scheduling cycle and exports it only as the metric `queue_fair_share_*`; Queue status has no fair-share
-field (shared/reference/kai.md §1.3, §5.4; api-changes-2026.md §2).
+field (KAI `QueueStatus`, PR #2110; docs/upstream.md, KAI Queue and KAI fair share and queue order).
 
-The division (kai.md §1.5; KAI `docs/fairness/README.md`, "Fair-Share Algorithm"), per resource and per level of
+The division (docs/upstream.md; KAI `docs/fairness/README.md`, "Fair-Share Algorithm"), per resource and per level of
 the tree, starting with the cluster's capacity at the top level:
 
 1. **Deserved quota first.** Each queue gets ``min(quota, requestable)``, whatever its priority; a quota of ``-1``
@@ -285,7 +285,7 @@ def explain(share: Share, fmt: Callable[[float], str], noun: str, num: Callable[
     `fmt(amount)` writes an amount with its unit ("12 GPUs"); `noun` is the unit alone in the plural ("GPUs"),
     for the idle amount; `num(amount)` writes an amount as a bare number in that unit (default: the amount as
     given); weights are plain numbers. Borrowed amounts are what KAI may reclaim: it protects only a queue's
-    deserved quota (`GuaranteeDeservedQuota`, kai.md §1.5)."""
+    deserved quota (`GuaranteeDeservedQuota`; docs/upstream.md, KAI fair share and queue order)."""
     s = share
     amt = num or _num
     head = f"{s.name} holds {fmt(s.allocated)}"

@@ -8,7 +8,7 @@ Shared by the KAI and the Volcano queue sync (reconcile/queue_sync.py):
 - `diff_fields(expected, found, extra=...)`: the one flat-field comparison (numbers with a tolerance, so the API
   server's JSON round trip of a fractional GPU never reads as a change).
 
-KAI Queue (`scheduling.run.ai/v2`, cluster-scoped; shared/reference/kai.md, KAI `pkg/apis/scheduling/v2`):
+KAI Queue (`scheduling.run.ai/v2`, cluster-scoped; docs/upstream.md, KAI Queue; KAI `pkg/apis/scheduling/v2`):
 
 - `desired_spec(policy, parent_name)`: the `spec` gangweb writes, every limit explicit (KAI reads an omitted limit
   as 0);

@@ -22,7 +22,7 @@ sent as the policies say. Whatever else a policy says that Volcano cannot expres
 runtimes, fractional GPUs, which Volcano counts in whole `nvidia.com/gpu` devices) is a warning ``{"code", "field",
 "message"}`` on the queue.
 
-Sources: shared/reference/api-changes-2026.md §3 and k8s-gang-apis.md §4 (volcano-sh/apis
+Sources: docs/upstream.md, Volcano PodGroup and Queue (volcano-sh/apis
 `pkg/apis/scheduling/v1beta1/types.go`); Volcano "Queue Resource Management" docs (capability, deserved,
 guarantee; guarantee <= deserved <= capability).
 """
@@ -39,7 +39,7 @@ from .queue_desired import diff_fields
 
 GROUP, VERSION, PLURAL, KIND = "scheduling.volcano.sh", "v1beta1", "queues", "Queue"
 API_VERSION = f"{GROUP}/{VERSION}"
-MIN_WEIGHT, MAX_WEIGHT = 1, 65535  # the CRD's bounds: 0 is rejected (api-changes-2026.md §3)
+MIN_WEIGHT, MAX_WEIGHT = 1, 65535  # the CRD's bounds: 0 is rejected (Volcano v1.15)
 DEFAULT_WEIGHT = 1  # Volcano's default when `weight` is left out
 DEFAULT_PRIORITY = 0  # Volcano's default queue priority (int32 zero value)
 ROOT_QUEUE = "root"  # Volcano's root of the queue hierarchy: a top-level queue's parent, whether said or not

@@ -9,7 +9,7 @@ imported as unmanaged policies and never changed, status read back. State per po
 (warnings included).
 
 `missing_queue` is what the job reconcile asks before it creates a Volcano PodGroup: a PodGroup whose queue does
-not exist is never scheduled by Volcano (api-changes-2026.md §3).
+not exist is never scheduled by Volcano (docs/upstream.md, Volcano PodGroup and Queue).
 """
 from __future__ import annotations
 

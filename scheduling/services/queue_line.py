@@ -3,11 +3,11 @@
 The order is the order of the job's backend's scheduler (its template's `backend` family), in one line per cluster
 and backend family (each family is its own scheduler):
 
-- **KAI** (shared/reference/kai.md §5.3, api-changes-2026.md §5; KAI `plugins/priority` `JobOrderFn`, then
+- **KAI** (docs/upstream.md, KAI fair share and queue order; KAI `plugins/priority` `JobOrderFn`, then
   `framework/session_plugins.go`: creation time, then UID): higher priority first, then the job queued earliest,
   then the lower id. A job's priority is its PriorityClass's value, which gangweb does not read from the cluster:
   KAI's built-in classes count with their documented values (`train` 50, `build-preemptible` 75, `build` 100,
-  `inference` 125; kai.md §2.2) and any other class, or none, as KAI's default 50 (`DefaultPodGroupPriority`).
+  `inference` 125) and any other class, or none, as KAI's default 50 (`DefaultPodGroupPriority`).
 - **Volcano, the Kubernetes Workload API and coscheduling**: pod priority, then creation time (Volcano's
   `priority` plugin then the PodGroup's creation time; kube-scheduler's `PrioritySort`, pod priority then the
   time the pod entered the queue). KAI's built-in values mean nothing there, and gangweb does not read the
@@ -20,7 +20,7 @@ Positions:
 - `queue`: among the pending jobs of the same queue; for a parent queue (which takes no jobs itself), among the
   pending jobs of every queue below it;
 - `parent`: among the pending jobs of every queue under the same parent (the queue and its siblings), merged in
-  that order. KAI takes queues in turn by how far each is below its fair share (kai.md §1.5), so this is the order
+  that order. KAI takes queues in turn by how far each is below its fair share (docs/upstream.md), so this is the order
   within the parent ignoring which queue is served first: a guide, not a promise. None for a top-level queue and
   on a parent queue's line.
 
@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 PENDING = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
 KAI = "kai"  # the backend family whose scheduler orders by KAI's priority values
-# KAI's built-in PriorityClasses (docs/priority/README.md) and its default for a PodGroup without one.
+# KAI's built-in PriorityClasses (KAI `docs/priority/README.md`) and its default for a PodGroup without one.
 KAI_PRIORITY_VALUES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
 DEFAULT_PRIORITY = 50
 OTHER_PRIORITY = 0  # what a job of another backend counts with: gangweb reads no PriorityClass values

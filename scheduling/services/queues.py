@@ -1,6 +1,6 @@
 """Create, update and delete KAI queue policies, with the checks and warnings the API and the dashboard share.
 
-Semantics are KAI's (`QueueSpec` / `QueueResource`, shared/reference/kai.md §1):
+Semantics are KAI's (`QueueSpec` / `QueueResource`; docs/upstream.md, KAI Queue):
 
 - quota and limit per resource (gpu devices, cpu millicores, memory decimal MB; see scheduling.kube.kai_units for
   what users may type); ``-1`` is unlimited; quota 0 is no guarantee; an omitted limit is 0 in KAI and blocks

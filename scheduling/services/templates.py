@@ -30,7 +30,7 @@ PREEMPTIBILITY = ("", "preemptible", "non-preemptible")
 # other backends and v1alpha2 on 1.36, where its gate is off, ignore it).
 DISRUPTION_MODES = ("single", "all")
 # KAI v0.17 PodGroup durations a template may set under `gang` -> whether a negative value is meaningful
-# (stalenessGracePeriod: negative disables the stale-gang eviction; kai.md, KAI v0.17 CRD).
+# (stalenessGracePeriod: negative disables the stale-gang eviction; KAI v0.17 CRD; docs/upstream.md, KAI PodGroup).
 KAI_DURATIONS = {"preemptionDelay": False, "stalenessGracePeriod": True}
 DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # scheduler-plugins PodGroup scheduleTimeoutSeconds default
 MAX_REPLICAS = 10_000

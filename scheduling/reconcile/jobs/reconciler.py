@@ -345,9 +345,9 @@ class JobReconciler(JobCleanup):
         """Create what is missing besides the root in two rounds, each round's creates sent at once
         (`create_round`): first the missing gang objects `gang` and the Service (they need only the root's UID,
         for their ownerReferences), then the missing owner Jobs, after the pod-spec policy check, because their
-        pods need every gang object to exist (Workload -> PodGroup -> pods, shared/reference/k8s-gang-apis.md
-        §1.4). With no gang object missing (a backend whose root is its only gang object) the Service goes with
-        the Jobs: one round. Then record the Jobs' UIDs: what the job's pods are recognised by
+        pods need every gang object to exist (Workload -> PodGroup -> pods; docs/upstream.md, Kubernetes Workload).
+        With no gang object missing (a backend whose root is its only gang object) the Service goes with the Jobs:
+        one round. Then record the Jobs' UIDs: what the job's pods are recognised by
         (reconcile/ownership.py), saved with the status. Before: one create after the other, 4 round trips for a
         k8s-workload job where there are 3 now (bench/README.md)."""
         first = [(ref, want, self.create_gang) for ref, want in gang]
@@ -429,9 +429,9 @@ class JobReconciler(JobCleanup):
 
     def ensure_volcano_queue(self, queue: str) -> None:
         """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
-        PodGroup whose queue is missing, api-changes-2026.md §3). The queue sync creates it if a policy wants it
-        here (reconcile/volcano_queues.py `missing_queue`); if it still is missing the pass waits with reason
-        VolcanoQueueMissing, naming the queue and why. Other backends: nothing to do."""
+        PodGroup whose queue is missing; docs/upstream.md, Volcano PodGroup and Queue). The queue sync creates it if
+        a policy wants it here (reconcile/volcano_queues.py `missing_queue`); if it still is missing the pass waits
+        with reason VolcanoQueueMissing, naming the queue and why. Other backends: nothing to do."""
         if self.backend.family != "volcano" or getattr(self, "_volcano_queue_checked", False):
             return
         message = volcano_queues.missing_queue(self.job.cluster, self.api, queue)
