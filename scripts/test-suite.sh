@@ -4,12 +4,13 @@
 #   1. the control planes' build (localcluster/build.sh --all, in the background; about a second when built, and it
 #      waits for a build already running, e.g. the one .ci/run starts before installing packages) beside the tests
 #      that need none of its binaries (`-m "not built"`, tests/build_markers.py: ~1,870 tests of CPU work);
-#   2. then the tests that need it (`-m built`: tests/cluster, tests/faults, the Helm chart) on the default release,
-#      on xdist workers that each start a control plane of their own (so no test sees another's cluster-wide
-#      objects); beside them, on every other release, the tests marked k8s_version (their output is printed after).
+#   2. then the tests that need it on the default release: tests/cluster and the Helm chart (`-m "built and not
+#      faults"`) on xdist workers that each start a control plane of their own (so no test sees another's
+#      cluster-wide objects); beside them, in pytests of their own, the fault runs (`-m faults`: one private stack)
+#      and, on every other release, the tests marked k8s_version (their output is printed after).
 # Every part runs even when an earlier one failed; the script fails when any did (or when the build did).
 #   GANGWEB_TEST_WORKERS            xdist workers of part 1 (default 2)
-#   GANGWEB_TEST_CLUSTER_WORKERS    xdist workers of part 2, one control plane each (default 3)
+#   GANGWEB_TEST_CLUSTER_WORKERS    xdist workers of part 2, one control plane each (default 2)
 #   PYTEST_ARGS                     added to every pytest run (e.g. "-x", or "-k queue")
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,19 +48,26 @@ if [ $built != 0 ]; then
 fi
 echo "test-suite: built after $((SECONDS - start)) s"
 
+# Beside the xdist run: the fault runs in a pytest of their own (they share one private stack per process, ~1 min to
+# start), and on every other release the tests marked k8s_version. Their output is printed after. Each has a test
+# database of its own (GANGWEB_TEST_DB_SUFFIX, tests/conftest.py); xdist's workers add their own suffix.
+side=(faults)
+(GANGWEB_TEST_DB_SUFFIX=faults pytest_on "$default" -m faults >var/test-faults.log 2>&1; echo $? >var/test-faults.rc) &
 others=("${releases[@]:1}")
 for v in "${others[@]}"; do
-  echo "test-suite: the k8s_version tests on $v run beside (var/test-k8s-$v.log)"
-  (GANGWEB_K8S_UPGRADE_TO=$default pytest_on "$v" -m k8s_version tests/cluster >"var/test-k8s-$v.log" 2>&1
+  side+=("k8s-$v")
+  (GANGWEB_TEST_DB_SUFFIX="k8s_${v//./_}" GANGWEB_K8S_UPGRADE_TO=$default pytest_on "$v" -m k8s_version tests/cluster \
+     >"var/test-k8s-$v.log" 2>&1
    echo $? >"var/test-k8s-$v.rc") &
 done
-pytest_on "$default" -n "${GANGWEB_TEST_CLUSTER_WORKERS:-3}" --dist loadgroup -m built
+echo "test-suite: beside the cluster tests: ${side[*]} (var/test-<part>.log)"
+pytest_on "$default" -n "${GANGWEB_TEST_CLUSTER_WORKERS:-2}" -m "built and not faults"
 record $?
 wait
-for v in "${others[@]}"; do
-  echo "test-suite: the k8s_version tests on Kubernetes $v:"
-  cat "var/test-k8s-$v.log"
-  record "$(cat "var/test-k8s-$v.rc")"
+for part in "${side[@]}"; do
+  echo "test-suite: $part:"
+  cat "var/test-$part.log"
+  record "$(cat "var/test-$part.rc")"
 done
 echo "test-suite: $((SECONDS - start)) s in all"
 exit $status

@@ -9,8 +9,7 @@ Loaded as a plugin by the root conftest.py. At collection, before `-m` selects a
   `-m "not cluster"` run would start a control plane);
 - every test marked `cluster` or `faults`, or using the built Helm (`helm`, tests/cluster/test_helm_chart.py), gets
   the `built` marker. `make test` runs `-m "not built"` beside the build and `-m built` after it
-  (scripts/test-suite.sh);
-- on xdist, the fault runs are one `xdist_group`, so they share one worker and its one private stack.
+  (scripts/test-suite.sh).
 """
 from __future__ import annotations
 
@@ -51,19 +50,17 @@ def needs_build(item) -> bool:
     return bool(marks & {"cluster", "faults"}) or bool(set(getattr(item, "fixturenames", ())) & _BUILT_FIXTURES)
 
 
+def pytest_itemcollected(item):
+    """Mark a test that needs the build `built`. Done as each test is collected, so before any
+    `pytest_collection_modifyitems`, where `-m` selects on it."""
+    if needs_build(item):
+        item.add_marker(BUILT)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Fail the collection on a test that uses the control plane or the fault stack without its marker; mark the
-    tests that need the build `built` (before `-m` deselects: tryfirst)."""
+    """Fail the collection on a test that uses the control plane or the fault stack without its marker."""
     errors = [f"{item.nodeid}: {problem}" for item in items for problem in unmarked(item)]
     if errors:
         raise pytest.UsageError("tests that need a control plane must say so with a marker (tests/build_markers.py):\n"
                                 + "\n".join(errors))
-    grouped = config.pluginmanager.hasplugin("xdist")
-    for item in items:
-        if needs_build(item):
-            item.add_marker(BUILT)
-        if grouped and item.get_closest_marker("faults"):
-            # The fault runs share one private stack per pytest process (~1 min to start, a control plane, PostgreSQL,
-            # Redis, gunicorn, Celery): on xdist (`--dist loadgroup`) they all go to one worker.
-            item.add_marker(pytest.mark.xdist_group("faults"))
