@@ -48,11 +48,14 @@ if [ $built != 0 ]; then
 fi
 echo "test-suite: built after $((SECONDS - start)) s"
 
-# Beside the xdist run: the fault runs in a pytest of their own (they share one private stack per process, ~1 min to
-# start), and on every other release the tests marked k8s_version. Their output is printed after. Each has a test
+# Beside the xdist run: the fault runs in a pytest of their own (their tests share one private stack per process, ~1
+# min to start, so they are not spread test by test), and on every other release the tests marked k8s_version. Their output is printed after. Each has a test
 # database of its own (GANGWEB_TEST_DB_SUFFIX, tests/conftest.py); xdist's workers add their own suffix.
 side=(faults)
-(GANGWEB_TEST_DB_SUFFIX=faults pytest_on "$default" -m faults >var/test-faults.log 2>&1; echo $? >var/test-faults.rc) &
+# The fault runs by file on 2 workers: test_faults.py's (~5 min) on one, the others' on the other; each worker starts
+# the session's stack once, when its first test needs it.
+(GANGWEB_TEST_DB_SUFFIX=faults pytest_on "$default" -n 2 --dist loadfile -m faults >var/test-faults.log 2>&1
+ echo $? >var/test-faults.rc) &
 others=("${releases[@]:1}")
 for v in "${others[@]}"; do
   side+=("k8s-$v")
