@@ -9,7 +9,7 @@ RUN_STAMP := $(VENV)/.run-requirements-$(shell cat requirements.txt client/pypro
 PYTEST_ARGS ?=
 # Kubernetes releases of the local control plane (localcluster/versions.env), default first: 1.37.2, then 1.36.3.
 # `make run` builds and runs the default. `make test` builds every release, runs the whole suite on the default
-# (tests marked for another minor, `@pytest.mark.k8s_version("1.36")`, are deselected there), then on each other
+# (tests marked for another minor, `@pytest.mark.k8s_version("1.36")`, are deselected there), and on each other
 # release only the tests marked `k8s_version` (the v1alpha2 plugin, the 1.36 facts, and the in-place upgrade from
 # that release to the default, which starts clusters of its own). `make test-k8s-other` is that second part alone.
 K8S_VERSIONS := $(shell . localcluster/versions.env && echo $$K8S_VERSIONS)
@@ -48,11 +48,12 @@ run: venv-run migrate
 	@bash localcluster/build.sh --k8s-version $(K8S_DEFAULT) || echo "make run: local cluster build failed; starting without it"
 	DEBUG=1 GANGWEB_METRICS_PUBLIC=$${GANGWEB_METRICS_PUBLIC:-1} $(PYTHON) manage.py runstack
 
-# Both passes run even when the first fails; the target fails when either did.
-test: venv localcluster-build
+# scripts/test-suite.sh: the build beside the tests that need none of its binaries, then the tests that need it on
+# xdist workers (a control plane each), beside the k8s_version tests on the other releases. Every part runs even when
+# an earlier one failed; the target fails when any did.
+test: venv
 	bash scripts/ensure-test-deps.sh
-	status=0; GANGWEB_TESTING=1 GANGWEB_K8S_VERSION=$(K8S_DEFAULT) $(PYTHON) -m pytest $(PYTEST_ARGS) || status=$$?; \
-	$(MAKE) --no-print-directory test-k8s-other || status=$$?; exit $$status
+	PYTHON=$(PYTHON) PYTEST_ARGS="$(PYTEST_ARGS)" bash scripts/test-suite.sh
 
 # The version-specific tests on each release other than the default (1.36.3): those marked k8s_version for it,
 # and the in-place upgrades from it to the default (GANGWEB_K8S_UPGRADE_TO).

@@ -41,6 +41,12 @@ done
 
 command -v go >/dev/null || { echo "localcluster: Go is required (go >= 1.26)" >&2; exit 1; }
 
+# One build at a time per cache: a second one (`make test` while the one .ci/run started before its apt-get still runs,
+# or two shells) waits for the first, then finds its binaries built and returns at once.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.build.lock"
+flock -n 9 || { echo "localcluster: another build of $CACHE is running; waiting for it"; flock 9; }
+
 k8s_dir() { local minor=${1#1.}; echo "$here/go/k8s-1.${minor%%.*}"; }
 
 k8s_regen() {
@@ -85,6 +91,7 @@ build_k8s() {
      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager) \
      >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
   mv "$out"/.tmp/* "$out/" && rmdir "$out/.tmp"
+  echo "localcluster: built Kubernetes v$K8S_VERSION in $SECONDS s from the start"
 }
 build_etcd() {
   local out=$CACHE/etcd-v$ETCD_VERSION/bin
@@ -93,6 +100,7 @@ build_etcd() {
   (cd "$here/go/etcd" && go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3) \
     >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
   mv "$out/etcd.tmp" "$out/etcd"
+  echo "localcluster: built etcd v$ETCD_VERSION in $SECONDS s from the start"
 }
 build_helm() {
   local out=$CACHE/helm-v$HELM_VERSION/bin
@@ -115,14 +123,17 @@ build_kwok() {
   (cd "$here/go/kwok" && go build -trimpath -ldflags "-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok) \
     >"$out/../build.log" 2>&1 || { cat "$out/../build.log" >&2; exit 1; }
   mv "$out/kwok.tmp" "$out/kwok"
+  echo "localcluster: built kwok v$KWOK_VERSION in $SECONDS s from the start"
 }
 
 if [ $regen = 1 ]; then for v in "${versions[@]}"; do k8s_regen "$v"; done; etcd_regen; kwok_regen; fi
-build_etcd
-build_kwok
+# Everything at once: each `go build` has serial stretches (loading, linking) that the others fill, and a cold build
+# overlaps best with whatever else runs (make test runs the tests that need no binary beside it).
 pids=()
-build_helm &
-pids+=($!)
+for part in build_etcd build_kwok build_helm; do
+  $part &
+  pids+=($!)
+done
 for v in "${versions[@]}"; do
   build_k8s "$v" &
   pids+=($!)

@@ -1,5 +1,6 @@
 """Shared fixtures: users, API clients, a recorder in place of the Celery broker for non-cluster tests, and a
 real redis-server for the code that talks to Redis (broker transport, submit throttle)."""
+import os
 import shutil
 import socket
 import subprocess
@@ -7,6 +8,24 @@ import time
 
 import pytest
 from rest_framework.test import APIClient
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """pytest-django's hook on the test database's settings: after its xdist suffix ("test_gangweb_gw0"), the suffix
+    `$GANGWEB_TEST_DB_SUFFIX`, so that pytests run side by side on one PostgreSQL (scripts/test-suite.sh: the fault
+    runs and the other release's tests beside the xdist run) never create or drop each other's test database.
+    SQLite test databases are a file per process already (gangweb/settings.py)."""
+    from django.conf import settings
+
+    suffix = os.environ.get("GANGWEB_TEST_DB_SUFFIX", "").strip()
+    if not suffix:
+        return
+    for db in settings.DATABASES.values():
+        if db["ENGINE"].endswith("sqlite3"):
+            continue
+        name = db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}"
+        db.setdefault("TEST", {})["NAME"] = f"{name}_{suffix}"
 
 
 @pytest.fixture(scope="session")

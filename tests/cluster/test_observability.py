@@ -136,7 +136,12 @@ def test_kai_over_limit_reaches_why_pending_through_the_watch_and_clears_when_th
     job = world.submit(backend="kai", replicas=3, node_selector={POOL_LABEL: world.namespace},
                        containers=[builders.container(cpu="1", memory="1Gi", gpu=1)])
     assert world.reconcile(job).error is None
-    # No KAI scheduler runs here: its pods wait, and nobody has said why yet.
+    # No KAI scheduler runs here: its pods wait, and nobody has said why yet. The Job controller may create them
+    # before the pass above recorded their owner Job's UID, and then the watch (rightly) does not count them and no
+    # later event of theirs comes; so, as the resync would, a pass observes them once they all exist.
+    wait_for(lambda: len(pods_of(world, job)) == 3, timeout=60, what="the Job controller's 3 pods")
+    second = world.reconcile(job)
+    assert second.error is None and second.actions == []
     data = wait_for(lambda: (d := api_job(api, job))["why_pending"] and d["why_pending"]["pods"]["created"] == 3
                     and d, timeout=60, what="3 pods created")
     assert data["why_pending"]["reason"] == "WaitingForScheduler"
