@@ -161,9 +161,17 @@ DURATION_LABELS = [("time_in_queue", "Time in queue"), ("time_to_schedule", "Tim
                    ("time_to_running", "Time to running"), ("run_time", "Run time")]
 
 
+_COUNT_ORDER = ("created", "bound", "running", "succeeded", "failed")
+
+
 def _counts(counts) -> dict:
-    """The pod counts by phase for the Pods heading: numbers only (the per-set list is shown apart)."""
-    return {k: v for k, v in counts.items() if isinstance(v, int)} if isinstance(counts, dict) else {}
+    """The pod counts by phase for the Pods heading, in the pods' life order (created, bound, running, succeeded,
+    failed; any other number after them): numbers only (the per-set list is shown apart). The order is fixed here
+    because PostgreSQL's jsonb does not keep a stored object's key order."""
+    if not isinstance(counts, dict):
+        return {}
+    keys = [k for k in _COUNT_ORDER if k in counts] + sorted(k for k in counts if k not in _COUNT_ORDER)
+    return {k: counts[k] for k in keys if isinstance(counts[k], int) and not isinstance(counts[k], bool)}
 
 
 def job_live_context(job, user=None) -> dict:
