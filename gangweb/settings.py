@@ -44,6 +44,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 GANGWEB_INSTANCE = os.environ.get("GANGWEB_INSTANCE", "gangweb")
 # A job Queued for longer than this shows as stuck on the overview (seconds).
 GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", "900"))
+# A backend's scheduler counts as seen when its Lease was renewed or it reported an Event this recently
+# (scheduling/observe/presence.py; a leader renews every 2 s, the probe runs once a minute).
+GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS = int(os.environ.get("GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS", "300"))
 # A finished (Succeeded/Failed) job's Indexed Jobs and their pods stay this long after it finished, for inspection
 # (`kubectl logs`), then are deleted (seconds; a template's `retentionSeconds` overrides it; reconcile/retention.py).
 GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENTION_SECONDS", "3600"))

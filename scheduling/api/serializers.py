@@ -53,6 +53,8 @@ class ClusterSerializer(serializers.ModelSerializer):
     kubeconfig = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=False,
                                        style={"base_template": "textarea.html"})
     has_credentials = serializers.SerializerMethodField()
+    scheduler_presence = serializers.SerializerMethodField(
+        help_text="{backend family: {state: seen|not_seen|unknown, scheduler, seen_at, by, text}} as last probed")
     scheduler_names = serializers.JSONField(
         required=False, help_text="{backend family: schedulerName on this cluster}, e.g. {\"kai\": \"kai-scheduler\"}; "
                                   "a write changes the families it names (an empty name restores the default)")
@@ -61,7 +63,8 @@ class ClusterSerializer(serializers.ModelSerializer):
         model = Cluster
         fields = ["id", "name", "description", "kubeconfig", "context", "in_cluster", "has_credentials", "health",
                   "health_message", "last_probe_at", "server_version", "served_apis", "available_backends",
-                  "scheduler_names", "work_shard", "api_qps", "api_burst", "created_at", "updated_at"]
+                  "scheduler_names", "scheduler_presence", "work_shard", "api_qps", "api_burst", "created_at",
+                  "updated_at"]
         read_only_fields = ["health", "health_message", "last_probe_at", "server_version", "served_apis",
                             "available_backends", "created_at", "updated_at"]
         extra_kwargs = {
@@ -75,6 +78,12 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     def get_has_credentials(self, obj) -> bool:
         return bool(obj.kubeconfig) or obj.in_cluster
+
+    def get_scheduler_presence(self, obj) -> dict:
+        """Whether each served backend's scheduler is seen acting (observe/presence.py)."""
+        from ..observe import presence
+
+        return {family: p.as_dict() for family, p in presence.all_presence(obj).items()}
 
     def to_representation(self, instance):
         """The cluster; `work_shard`, `api_qps` and `api_burst` only for platform admins (and their tokens): the

@@ -40,6 +40,7 @@ from django.utils import timezone
 from ..choices import DesiredState, GangPhase
 from ..kube.kai_units import RESOURCES
 from ..models import GangJob, PhaseTransition
+from ..observe import presence
 from ..observe.causes import NODES_FRAGMENTED
 from ..queueing import estimate as model
 from ..unavailable import DEPENDENCY_ERRORS
@@ -108,8 +109,16 @@ def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, name, queue
                      name=name(qid, jname), priority=prio, queued_at=created.timestamp())
 
 
+def silent_families(cluster) -> list[str]:
+    """The backend families whose scheduler the probe looked for on `cluster` and did not see acting
+    (observe/presence.py): their jobs wait for a scheduler that is not there, so they start at no predictable time
+    and take no room from anyone in a replay."""
+    return sorted(f for f, p in presence.all_presence(cluster).items() if p.silent)
+
+
 def _pending(job: GangJob, name, queue_names) -> list[model.Job]:
     rows = (queue_line.pending(job.cluster_id).annotate(family=queue_line.family_expr())
+            .exclude(family__in=silent_families(job.cluster))
             .annotate(prio=queue_line.priority_expr(), template_id=F("template_version__template_id"))
             .order_by("-prio", "created_at", "id")
             .values_list("id", "name", "queue_id", "template_id", "prio", "created_at", "requested_gpu",
@@ -180,6 +189,9 @@ def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
     now = now or timezone.now()
+    seen = presence.presence(job.cluster, queue_line.family_of(job), now)
+    if seen.silent:  # nothing will place it: any time would be made up
+        return model.Estimate(status=model.UNKNOWN, reason=f"no {seen.scheduler} seen on this cluster")
     name = _namer(user)
     tree = QueueTree.load_rows()
     names = {q.id: q.name for q in tree.by_id.values()}
@@ -230,7 +242,8 @@ def payload(job: GangJob, user=None, now=None) -> dict | None:
     key = None
     try:
         blocking = "-".join(sorted(set(_blocking_codes(job))))  # why-pending's facts change the answer
-        key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}"
+        silent = "-".join(silent_families(job.cluster))  # so does a scheduler seen or gone
+        key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}:{silent}"
         found = cache.get(key)
         if found is None:
             found = _payload(job, user, now)
