@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from ..choices import DesiredState, GangPhase
+from ..choices import PHASE_FILTER_CHOICES, DesiredState
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..kube import errors as kube_errors
@@ -144,7 +144,7 @@ def job_list(request):
                            "desc": sort.startswith("-") != (key in DESCENDING_KEYS)})
     return page_or_fragment(request, "scheduling/jobs.html", "scheduling/partials/job_table.html", {
         "section": "jobs", "filterset": filterset, "page": page, "sort": sort, "sort_links": sort_links,
-        "query": query.urlencode(), "phases": GangPhase.choices, "selected_phases": request.GET.getlist("phase"),
+        "query": query.urlencode(), "phases": PHASE_FILTER_CHOICES, "selected_phases": request.GET.getlist("phase"),
         # Looked up once here: `request.GET.queue` in the template costs a dir(request) per option (1,000 queues).
         "selected_queue": request.GET.get("queue", ""), "selected_cluster": request.GET.get("cluster", ""),
         "queue_names": list(access.visible_queues(request.user, QueuePolicy.objects.all()).values_list("name",
