@@ -663,8 +663,12 @@ def minutes(seconds: float) -> int:
 
 
 def span(seconds: float) -> str:
-    """A duration for people: "42 min", "3 h 10 min", "2 d 4 h" (to the nearest minute, at least 1 min)."""
-    m = max(int(math.floor(max(seconds, 0.0) / 60 + 0.5)), 1)
+    """A duration for people: "21 s" under 2 minutes (a 21-s run is not "1 min"), else "42 min", "3 h 10 min",
+    "2 d 4 h" (to the nearest minute)."""
+    seconds = max(seconds, 0.0)
+    if seconds < 120:
+        return f"{int(math.floor(seconds + 0.5))} s"
+    m = int(math.floor(seconds / 60 + 0.5))
     if m < 120:
         return f"{m} min"
     h, m = divmod(m, 60)

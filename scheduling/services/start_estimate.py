@@ -40,8 +40,9 @@ from django.utils import timezone
 from ..choices import DesiredState, GangPhase
 from ..kube.kai_units import RESOURCES
 from ..models import GangJob, PhaseTransition
-from ..observe import presence
+from ..observe import causes, presence
 from ..observe.causes import NODES_FRAGMENTED
+from ..observe.why_pending import QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA
 from ..queueing import estimate as model
 from ..unavailable import DEPENDENCY_ERRORS
 from . import access, queue_line
@@ -170,16 +171,37 @@ def _blocking_codes(job: GangJob) -> list[str]:
     return [str(f.get("code") or "") for f in facts if isinstance(f, dict)]
 
 
+# Why a "now" is not said beside a why-pending that names a blocker: per blocking fact's code, the reason given
+# instead (the estimate models free room and queue limits as gangweb counts them; the scheduler's own account wins).
+BLOCKER_REASONS = {
+    NODES_FRAGMENTED: "fragmented: the free room would hold it in all, but it is split over the nodes so that its "
+                      "pods do not fit (see why it is pending); it starts once room frees on a node, which this "
+                      "estimate does not model (it places no pod on a node)",
+    causes.SCHEDULER_SILENT: "its scheduler has not acted on its pods (see why it is pending): it starts when the "
+                             "scheduler does, which this estimate cannot tell",
+    QUEUE_OVER_LIMIT: "its queue is at its limit as the scheduler counts it (see why it is pending): it starts "
+                      "once the queue's jobs free room",
+    QUEUE_OVER_QUOTA: "its queue is over its quota as the scheduler counts it (see why it is pending): it starts "
+                      "once the queue's jobs free room",
+    causes.POD_CREATE_REFUSED: "the cluster refuses to create its pods (see why it is pending): it starts once "
+                               "the cause is removed",
+    causes.FOREIGN_GATE: "a scheduling gate gangweb did not add holds its pods (see why it is pending): it starts "
+                         "once the gate is removed",
+}
+
+
 def _placed_on_nodes(job: GangJob, est: model.Estimate) -> model.Estimate:
-    """`est`, unless it says "now" while the job's why_pending says the free room is split over the nodes so that
-    its pods do not fit (NodesFragmented): the model sums free room and places no pod on a node, so "could start
-    now" would contradict the page's why-pending. Then unknown, saying so."""
-    if est.status != model.NOW or NODES_FRAGMENTED not in _blocking_codes(job):
+    """`est`, unless it says "now" while the job's why_pending names a blocker (any blocking fact: NodesFragmented,
+    SchedulerSilent, QueueOverLimit, QueueOverQuota, ...): the model sums free room and places no pod on a node, so
+    "could start now" would contradict the page's why-pending. Then unknown, naming the blocker
+    (`BLOCKER_REASONS`, or the fact's code)."""
+    codes = [c for c in _blocking_codes(job) if c]
+    if est.status != model.NOW or not codes:
         return est
-    return replace(est, status=model.UNKNOWN, p50=None, p90=None, reason=(
-        "fragmented: the free room would hold it in all, but it is split over the nodes so that its pods do not "
-        "fit (see why it is pending); it starts once room frees on a node, which this estimate does not model "
-        "(it places no pod on a node)"))
+    code = next((c for c in codes if c in BLOCKER_REASONS), codes[0])
+    reason = BLOCKER_REASONS.get(code) or (
+        f"why it is pending names a blocker ({code}) this estimate does not model: it starts once that clears")
+    return replace(est, status=model.UNKNOWN, p50=None, p90=None, reason=reason)
 
 
 def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:

@@ -176,7 +176,8 @@ def test_history_falls_back_from_template_and_queue_to_template_to_queue():
     assert not thin.enough and thin.seconds == ()
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(30, "1 min"), (42 * 60, "42 min"), (190 * 60, "3 h 10 min"),
+@pytest.mark.parametrize(("seconds", "text"), [(21, "21 s"), (21.4, "21 s"), (119, "119 s"),
+                                               (120, "2 min"), (42 * 60, "42 min"), (190 * 60, "3 h 10 min"),
                                                (52 * 3600, "2 d 4 h")])
 def test_spans_read_as_people_say_them(seconds, text):
     assert e.span(seconds) == text
