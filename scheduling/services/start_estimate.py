@@ -105,9 +105,9 @@ def _running(cluster_id: int, now, name, queue_names) -> list[model.Job]:
     return out
 
 
-def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, name, queue_names) -> model.Job:
+def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, family, name, queue_names) -> model.Job:
     return model.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
-                     name=name(qid, jname), priority=prio, queued_at=created.timestamp())
+                     name=name(qid, jname), priority=prio, queued_at=created.timestamp(), line=family or "")
 
 
 def silent_families(cluster) -> list[str]:
@@ -123,13 +123,13 @@ def _pending(job: GangJob, name, queue_names) -> list[model.Job]:
             .annotate(prio=queue_line.priority_expr(), template_id=F("template_version__template_id"))
             .order_by("-prio", "created_at", "id")
             .values_list("id", "name", "queue_id", "template_id", "prio", "created_at", "requested_gpu",
-                         "requested_cpu_millicores", "requested_memory_bytes")[:MAX_PENDING])
+                         "requested_cpu_millicores", "requested_memory_bytes", "family")[:MAX_PENDING])
     out = [_pending_job(*row, name, queue_names) for row in rows]
     if not any(j.id == job.id for j in out):  # behind the first MAX_PENDING: replayed with those ahead of it
         out.append(_pending_job(job.id, job.name, job.queue_id, job.template_version.template_id,
                                 queue_line.rank_of(job), job.created_at,
-                                job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes, name,
-                                queue_names))
+                                job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes,
+                                queue_line.family_of(job), name, queue_names))
     return out
 
 
