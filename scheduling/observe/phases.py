@@ -191,7 +191,12 @@ def _dispatched(ev: Evidence) -> Entry | None:
     if at is None:
         return None
     source = o.ref(ev.live_gang[0]) if ev.live_gang else ev.live_owners[0].ref
-    names = ", ".join([o.ref(g) for g in ev.live_gang] + [w.ref for w in ev.live_owners])
+    # In creation order: by creationTimestamp; within its one-second precision, the gang objects before the Jobs
+    # (gangweb creates them first), each group in the order observed.
+    made = [(o.created_at(g), 0, i, o.ref(g)) for i, g in enumerate(ev.live_gang)] + [
+        (w.created_at, 1, i, w.ref) for i, w in enumerate(ev.live_owners)]
+    never = datetime.max.replace(tzinfo=at.tzinfo)
+    names = ", ".join(ref for _, _, _, ref in sorted(made, key=lambda m: (m[0] or never, m[1], m[2])))
     return Entry(GangPhase.DISPATCHED, at, source, REASON_OBJECTS_CREATED, f"created {names}")
 
 
