@@ -323,10 +323,16 @@ class PhaseTransitionSerializer(serializers.ModelSerializer):
                                                   "(gangweb inferred it); such times are left out of the latency "
                                                   "histograms (docs/observability.md, Inferred times)")
 
+    count = serializers.IntegerField(read_only=True, default=1,
+                                     help_text="consecutive identical entries (same phase, reason, message and "
+                                               "source) folded into this one; 1 when alone")
+    first_at = serializers.DateTimeField(read_only=True, default=None, help_text="`at` of the first folded entry")
+    last_at = serializers.DateTimeField(read_only=True, default=None, help_text="`at` of the last folded entry")
+
     class Meta:
         model = PhaseTransition
         fields = ["phase", "attempt", "at", "recorded_at", "source", "reason", "message", "inferred", "duration_s",
-                  "ongoing"]
+                  "ongoing", "count", "first_at", "last_at"]
 
 
 class DurationSerializer(serializers.Serializer):
@@ -474,7 +480,11 @@ class BulkCancelResultSerializer(serializers.Serializer):
 class GangJobDetailSerializer(GangJobSerializer):
     """A gang job with its resolved spec, timeline (in order) and derived durations (seconds)."""
 
-    timeline = serializers.SerializerMethodField()
+    timeline = serializers.SerializerMethodField(help_text="the timeline, consecutive identical entries folded "
+        "(`count`, `first_at`, `last_at`), at most the first 5 and the last 45 of them: `timeline_omitted` says how "
+        "many are left out between, and GET /api/v1/jobs/<id>/timeline/?offset=&limit= pages every entry")
+    timeline_total = serializers.SerializerMethodField(help_text="recorded timeline entries (rows, unfolded)")
+    timeline_omitted = serializers.SerializerMethodField(help_text="folded entries left out of `timeline`")
     durations = serializers.SerializerMethodField()
     position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queue_line.py): "
         "{status: known | unknown, reason, queue, queue_total, parent, parent_total, priority, text, parent_text, "
@@ -491,8 +501,9 @@ class GangJobDetailSerializer(GangJobSerializer):
         "latest timeline attempt's number, and durations read that attempt")
 
     class Meta(GangJobSerializer.Meta):
-        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues",
-                                                  "position", "estimated_start"]
+        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "timeline_total",
+                                                  "timeline_omitted", "durations", "requeues", "position",
+                                                  "estimated_start"]
         read_only_fields = fields
 
     def _transitions(self, obj):
@@ -502,9 +513,23 @@ class GangJobDetailSerializer(GangJobSerializer):
             obj._timeline_now = cached = timezone.now()
         return timeline.annotate(obj.transitions.all(), cached)
 
+    def _shown(self, obj) -> tuple[list, int, int]:
+        cached = getattr(obj, "_timeline_shown", None)
+        if cached is None:
+            items = self._transitions(obj)
+            shown, omitted = timeline.bounded(timeline.fold(items))
+            obj._timeline_shown = cached = (shown, omitted, len(items))
+        return cached
+
     @extend_schema_field(PhaseTransitionSerializer(many=True))
     def get_timeline(self, obj) -> list[dict]:
-        return represent(PhaseTransitionSerializer, self._transitions(obj), many=True)
+        return represent(PhaseTransitionSerializer, self._shown(obj)[0], many=True)
+
+    def get_timeline_total(self, obj) -> int:
+        return self._shown(obj)[2]
+
+    def get_timeline_omitted(self, obj) -> int:
+        return self._shown(obj)[1]
 
     @extend_schema_field(DurationsSerializer)
     def get_durations(self, obj) -> dict:

@@ -25,6 +25,7 @@ from ..services import jobs as job_service
 from ..services import start_estimate as estimate_service
 from ..services.errors import ServiceError
 from .common import is_htmx, page_or_fragment
+from .display import bounded as bounded_gantt
 from .display import gantt, pods_of_spec, requests_of_spec
 from .objects import objects_sent
 from .why_pending import explain
@@ -179,7 +180,7 @@ def job_live_context(job, user=None) -> dict:
     now = timezone.now()
     return {
         "job": job,
-        "gantt": gantt(transitions, now),
+        "gantt": bounded_gantt(gantt(transitions, now)),
         # The API's derived durations: {"duration_s", "ongoing"} or None; an ongoing one counts until now.
         "durations": timeline.spans(transitions, now),
         "duration_labels": DURATION_LABELS,
