@@ -214,10 +214,14 @@ def _queued_said(ev: Evidence) -> tuple[str, str, str]:
         return placed_unseen(bound, required)
     if gang.admitted:  # never seen waiting either, and the admission's reason is the Scheduled entry's
         return admitted_unseen(ev)
+    if bound and not gang.reason:
+        # Seen while its pods were being bound, no pod waiting and no reason from the gang object: judged from the
+        # bound pods' own times, like a gang first seen whole, so one instant placement reads one way
+        # (PlacedWithoutWait) however far the binding had got when gangweb looked (issue 33).
+        return placed_unseen(bound, len(bound))
     if gang_said(gang):
         return gang.reason or REASON_PENDING, gang.message, gang.source
-    # the gang object said nothing (status null): the bound pods are the only ones that spoke
-    return REASON_PENDING, "", bound[0].ref if bound else ""
+    return REASON_PENDING, "", ""
 
 
 def _queued(ev: Evidence) -> Entry | None:
