@@ -79,6 +79,8 @@ def _lease_sighting(api: client.ApiClient, leases, now: datetime) -> Sighting:
 def _event_sighting(api: client.ApiClient, component: str, now: datetime) -> Sighting:
     found = Sighting(None)
     for selector in (f"reportingComponent={component}", f"source={component}"):
+        if found.seen_at is not None:  # the newer recorder's events dated it: the older field is not asked
+            break
         for item in objects.list_objects(api, EVENT, None, "", field_selector=selector, limit=MAX_EVENTS):
             series = item.get("series") if isinstance(item.get("series"), dict) else {}
             when = (_time(series.get("lastObservedTime")) or _time(item.get("lastTimestamp"))
@@ -89,11 +91,12 @@ def _event_sighting(api: client.ApiClient, component: str, now: datetime) -> Sig
 
 def sighting(api: client.ApiClient, scheduler_name: str, leases, now: datetime) -> Sighting:
     """When the scheduler named `scheduler_name` (the pods' schedulerName; "default-scheduler" for kube-scheduler)
-    was last seen acting: the latest of its Leases' renewTime (`leases`: ((namespace or "" for any, name), ...))
-    and its Events' last-seen time. Three LISTs at most. Raises what `kube.objects.list_objects` raises
-    (TransientKubeError, TerminalKubeError; 403 when gangweb may not list Leases or Events)."""
+    was last seen acting: its Leases' latest renewTime (`leases`: ((namespace or "" for any, name), ...)); only
+    when no held Lease is found, its Events' latest last-seen time (a leader renews every 2 s, so a held Lease is
+    the freshest evidence, and Event LISTs, which the API server filters in memory, are spared). One LIST per
+    Lease name, plus at most two Event LISTs. Raises what `kube.objects.list_objects` raises (TransientKubeError,
+    TerminalKubeError; 403 when gangweb may not list Leases or Events)."""
     by_lease = _lease_sighting(api, leases, now)
-    by_event = _event_sighting(api, scheduler_name, now)
-    if by_event.seen_at is not None and (by_lease.seen_at is None or by_event.seen_at > by_lease.seen_at):
-        return by_event
-    return by_lease
+    if by_lease.seen_at is not None:
+        return by_lease
+    return _event_sighting(api, scheduler_name, now)

@@ -36,9 +36,14 @@ def test_a_renewed_lease_dates_the_scheduler_and_names_itself(monkeypatch):
     seen = scheduler_presence.sighting(None, "default-scheduler", (("kube-system", "kube-scheduler"),), NOW)
     assert seen == scheduler_presence.Sighting(datetime(2026, 12, 6, 7, 59, 58, 123456, tzinfo=UTC),
                                                "Lease kube-system/kube-scheduler")
-    assert asked == [("Lease", "kube-system", "metadata.name=kube-scheduler"),
-                     ("Event", None, "reportingComponent=default-scheduler"),
-                     ("Event", None, "source=default-scheduler")]
+    assert asked == [("Lease", "kube-system", "metadata.name=kube-scheduler")]  # a held Lease: no Event LIST
+
+
+def test_without_a_lease_its_events_are_read_newer_recorder_first(monkeypatch):
+    asked = fake_lists(monkeypatch)
+    assert scheduler_presence.sighting(None, "volcano", (("", "vc-scheduler"),), NOW).seen_at is None
+    assert asked == [("Lease", None, "metadata.name=vc-scheduler"), ("Event", None, "reportingComponent=volcano"),
+                     ("Event", None, "source=volcano")]
 
 
 @pytest.mark.parametrize("leases, events, expected", [
@@ -47,8 +52,8 @@ def test_a_renewed_lease_dates_the_scheduler_and_names_itself(monkeypatch):
     ([lease("2030-01-01T00:00:00Z")], [], NOW),  # a time ahead of ours counts as now, never later
     ([], [{"series": {"lastObservedTime": "2026-12-06T07:58:00.000000Z"}, "eventTime": "2026-12-06T07:50:00Z"}],
      datetime(2026, 12, 6, 7, 58, tzinfo=UTC)),  # events.k8s.io's series: its last observation
-    ([lease("2026-12-06T07:40:00Z")], [{"lastTimestamp": "2026-12-06T07:55:00Z"}],
-     datetime(2026, 12, 6, 7, 55, tzinfo=UTC)),  # the latest evidence wins
+    ([lease("2026-12-06T07:40:00Z", holder="")], [{"lastTimestamp": "2026-12-06T07:55:00Z"}],
+     datetime(2026, 12, 6, 7, 55, tzinfo=UTC)),  # a released Lease: its Events tell
 ])
 def test_what_counts_as_evidence(monkeypatch, leases, events, expected):
     fake_lists(monkeypatch, leases=leases, events=events)
