@@ -558,6 +558,9 @@ class GangJobDetailSerializer(GangJobSerializer):
         return timeline.requeues(obj.transitions.all())
 
 
+WAIT_TIMELINE_SHOWN = 50  # timeline entries per job in a wait answer (issue 33: bounded history)
+
+
 class JobWaitEntrySerializer(serializers.ModelSerializer):
     """One timeline entry as the wait endpoint returns it (the entry's own fields; no derived durations)."""
 
@@ -568,20 +571,32 @@ class JobWaitEntrySerializer(serializers.ModelSerializer):
 
 
 class JobWaitStateSerializer(serializers.ModelSerializer):
-    """A job's current state as the wait endpoint returns it: phase, reason, why it waits, its whole timeline."""
+    """A job's current state as the wait endpoint returns it: phase, reason, why it waits, the last
+    WAIT_TIMELINE_SHOWN entries of its timeline in order (`timeline_total` counts them all; a waiter that follows a
+    job sees each entry as it comes, and GET /api/v1/jobs/<id>/timeline/ pages a long history)."""
 
     queue = serializers.CharField(source="queue.name", read_only=True)
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     why_pending = WhyPendingField(read_only=True, allow_null=True)
     terminal = serializers.BooleanField(source="is_terminal", read_only=True,
                                         help_text="Succeeded, Failed or Cancelled: the job will not change again")
-    timeline = JobWaitEntrySerializer(source="transitions", many=True, read_only=True)
+    timeline = serializers.SerializerMethodField(help_text="the last 50 timeline entries, in order")
+    timeline_total = serializers.SerializerMethodField(help_text="recorded timeline entries")
 
     class Meta:
         model = GangJob
         fields = ["id", "name", "namespace", "queue", "cluster", "desired_state", "phase", "phase_reason",
-                  "phase_message", "phase_changed_at", "finished_at", "why_pending", "terminal", "timeline"]
+                  "phase_message", "phase_changed_at", "finished_at", "why_pending", "terminal", "timeline",
+                  "timeline_total"]
         read_only_fields = fields
+
+    @extend_schema_field(JobWaitEntrySerializer(many=True))
+    def get_timeline(self, obj) -> list[dict]:
+        return represent(JobWaitEntrySerializer, timeline.ordered(obj.transitions.all())[-WAIT_TIMELINE_SHOWN:],
+                         many=True)
+
+    def get_timeline_total(self, obj) -> int:
+        return len(obj.transitions.all())
 
 
 class JobWaitSerializer(serializers.Serializer):

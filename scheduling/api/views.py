@@ -669,7 +669,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """The visible jobs among `ids`, in that order, with queue, cluster and timeline: two queries."""
         rows = access.visible_jobs(self.request.user, GangJob.objects.filter(pk__in=ids)).select_related(
             "queue", "cluster").only(
-            *(f for f in s.JobWaitStateSerializer.Meta.fields if f not in ("queue", "cluster", "terminal", "timeline")),
+            *(f for f in s.JobWaitStateSerializer.Meta.fields
+              if f not in ("queue", "cluster", "terminal", "timeline", "timeline_total")),
             "queue__name", "cluster__name").prefetch_related(
             Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
         by_id = {job.pk: job for job in rows}

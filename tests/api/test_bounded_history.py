@@ -98,3 +98,13 @@ def test_5000_identical_events_are_one_entry_with_count_and_first_and_last_seen(
     assert (row["count"], row["object"], row["reason"]) == (5000, "Pod default/p-0", "FailedScheduling")
     assert (row["first_at"], row["last_at"]) == ("2026-12-06T08:00:00+00:00", "2026-12-06T08:59:59+00:00")
     assert row["message"] == "0/4 nodes are available (3599)"  # the newest words
+
+
+def test_the_wait_answer_carries_the_last_50_entries_in_order(api, setup, admin_user):
+    job = crash_looping(setup, admin_user, 3000)
+    r = api.get(f"/api/v1/jobs/wait/?ids={job.pk}&timeout=0")
+    assert r.status_code == 200, r.content
+    (state,) = r.json()["jobs"]
+    assert (len(state["timeline"]), state["timeline_total"]) == (50, 3001)
+    assert [e["reason"] for e in state["timeline"][-3:]] == ["Evicted"] * 3
+    assert len(r.content) < 50_000
