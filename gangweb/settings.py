@@ -44,6 +44,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 GANGWEB_INSTANCE = os.environ.get("GANGWEB_INSTANCE", "gangweb")
 # A job Queued for longer than this shows as stuck on the overview (seconds).
 GANGWEB_STUCK_AFTER_SECONDS = int(os.environ.get("GANGWEB_STUCK_AFTER_SECONDS", "900"))
+# A backend's scheduler counts as seen when its Lease was renewed or it reported an Event this recently
+# (scheduling/observe/presence.py; a leader renews every 2 s, the probe runs once a minute).
+GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS = int(os.environ.get("GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS", "300"))
 # A finished (Succeeded/Failed) job's Indexed Jobs and their pods stay this long after it finished, for inspection
 # (`kubectl logs`), then are deleted (seconds; a template's `retentionSeconds` overrides it; reconcile/retention.py).
 GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENTION_SECONDS", "3600"))
@@ -107,7 +110,10 @@ GANGWEB_WEBHOOKS_PER_USER = int(os.environ.get("GANGWEB_WEBHOOKS_PER_USER", "25"
 GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))
 GANGWEB_PUBLIC_URL = os.environ.get("GANGWEB_PUBLIC_URL", "http://127.0.0.1:8000")
 # Off (default), 1 (every private range), or a comma-separated CIDR list (scheduling/addresses.AddressPolicy.parse).
-GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = os.environ.get("GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", "")
+# DEBUG (`make run`) allows loopback, like the cluster addresses: a receiver on the laptop works out of the box.
+# Tests keep it off (they set it where they mean it).
+GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = os.environ.get(
+    "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", "127.0.0.0/8,::1/128" if DEBUG and not TESTING else "")
 # One delivery attempt's connect and read timeouts (s): a slower receiver is a failed attempt, retried with backoff.
 GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_CONNECT_TIMEOUT_SECONDS", "3"))
 GANGWEB_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_TIMEOUT_SECONDS", "5"))

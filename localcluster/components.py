@@ -219,6 +219,11 @@ def scheduler_args(
     return [
         str(binaries.kube_scheduler),
         *_kube_component_common(kubeconfig, ports.scheduler, cert_dir, _version(binaries), gates),
+        # The scheduler holds kube-system/kube-scheduler as a real install does (the later flag wins): gangweb's
+        # probe sees a scheduler by that Lease being renewed (scheduling/kube/scheduler_presence.py). A lone
+        # candidate takes a new Lease at once; on SIGTERM kube-scheduler releases it (ReleaseOnCancel), so the
+        # upgrade's new scheduler takes it at once too.
+        "--leader-elect=true",
         "--v=2",  # one line per scheduling decision: what a failing gang test needs to explain itself
     ]
 

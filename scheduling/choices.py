@@ -22,6 +22,11 @@ class GangPhase(models.TextChoices):
 TERMINAL_PHASES = frozenset({GangPhase.SUCCEEDED, GangPhase.FAILED, GangPhase.CANCELLED})
 ACTIVE_PHASES = frozenset(set(GangPhase) - TERMINAL_PHASES)
 PHASE_ORDER = {phase: index for index, phase in enumerate(GangPhase)}
+# Waiting to start: accepted, objects created or queued by the scheduler. `?phase=pending` in the API, the CLI's
+# `--phase pending` and the jobs page's "pending" choice all mean these (filtersets.PhaseFilter).
+PENDING_PHASES = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
+PENDING_CHOICE = "pending"
+PHASE_FILTER_CHOICES = [(PENDING_CHOICE, "pending (Submitted, Dispatched, Queued)"), *GangPhase.choices]
 
 
 class PodSecurityLevel(models.TextChoices):

@@ -5,7 +5,7 @@ import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
 
-from .choices import GangPhase
+from .choices import PENDING_CHOICE, PENDING_PHASES, PHASE_FILTER_CHOICES
 from .models import AuditEvent, Cluster, GangJob, QueuePolicy, RuntimeTemplate
 from .services.job_list import GROUP_CHOICES
 
@@ -39,6 +39,17 @@ class ChoiceMessages(django_filters.FilterSet):
         return self._form
 
 
+class PhaseFilter(django_filters.MultipleChoiceFilter):
+    """Phases, any of them; the choice `pending` stands for every waiting phase (choices.PENDING_PHASES:
+    Submitted, Dispatched, Queued), so "everything waiting" is one choice whichever step a job waits at."""
+
+    def filter(self, qs, value):
+        expanded = []
+        for v in value or []:
+            expanded.extend(PENDING_PHASES if v == PENDING_CHOICE else [v])
+        return super().filter(qs, list(dict.fromkeys(expanded)))
+
+
 class GangJobFilterSet(ChoiceMessages):
     """Jobs by queue, phase, cluster, submitter, namespace, name search (`name` or `q`: the name contains it,
     case-insensitive) and created time (ISO 8601). `group` (queue, cluster or phase) filters nothing: it is
@@ -47,7 +58,7 @@ class GangJobFilterSet(ChoiceMessages):
     queue = django_filters.CharFilter(field_name="queue__name")
     # distinct=False: a filter on the job's own column cannot repeat rows, and django-filter's default DISTINCT
     # (over every selected column, JSON included) made ?phase= lists sort the whole match (bench/: 100k jobs).
-    phase = django_filters.MultipleChoiceFilter(choices=GangPhase.choices, distinct=False)
+    phase = PhaseFilter(choices=PHASE_FILTER_CHOICES, distinct=False)
     cluster = django_filters.CharFilter(field_name="cluster__name")
     submitter = django_filters.CharFilter(field_name="submitted_by__username")
     namespace = django_filters.CharFilter()

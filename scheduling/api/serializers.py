@@ -53,6 +53,8 @@ class ClusterSerializer(serializers.ModelSerializer):
     kubeconfig = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=False,
                                        style={"base_template": "textarea.html"})
     has_credentials = serializers.SerializerMethodField()
+    scheduler_presence = serializers.SerializerMethodField(
+        help_text="{backend family: {state: seen|not_seen|unknown, scheduler, seen_at, by, text}} as last probed")
     scheduler_names = serializers.JSONField(
         required=False, help_text="{backend family: schedulerName on this cluster}, e.g. {\"kai\": \"kai-scheduler\"}; "
                                   "a write changes the families it names (an empty name restores the default)")
@@ -61,7 +63,8 @@ class ClusterSerializer(serializers.ModelSerializer):
         model = Cluster
         fields = ["id", "name", "description", "kubeconfig", "context", "in_cluster", "has_credentials", "health",
                   "health_message", "last_probe_at", "server_version", "served_apis", "available_backends",
-                  "scheduler_names", "work_shard", "api_qps", "api_burst", "created_at", "updated_at"]
+                  "scheduler_names", "scheduler_presence", "work_shard", "api_qps", "api_burst", "created_at",
+                  "updated_at"]
         read_only_fields = ["health", "health_message", "last_probe_at", "server_version", "served_apis",
                             "available_backends", "created_at", "updated_at"]
         extra_kwargs = {
@@ -75,6 +78,12 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     def get_has_credentials(self, obj) -> bool:
         return bool(obj.kubeconfig) or obj.in_cluster
+
+    def get_scheduler_presence(self, obj) -> dict:
+        """Whether each served backend's scheduler is seen acting (observe/presence.py)."""
+        from ..observe import presence
+
+        return {family: p.as_dict() for family, p in presence.all_presence(obj).items()}
 
     def to_representation(self, instance):
         """The cluster; `work_shard`, `api_qps` and `api_burst` only for platform admins (and their tokens): the
@@ -314,10 +323,16 @@ class PhaseTransitionSerializer(serializers.ModelSerializer):
                                                   "(gangweb inferred it); such times are left out of the latency "
                                                   "histograms (docs/observability.md, Inferred times)")
 
+    count = serializers.IntegerField(read_only=True, default=1,
+                                     help_text="consecutive identical entries (same phase, reason, message and "
+                                               "source) folded into this one; 1 when alone")
+    first_at = serializers.DateTimeField(read_only=True, default=None, help_text="`at` of the first folded entry")
+    last_at = serializers.DateTimeField(read_only=True, default=None, help_text="`at` of the last folded entry")
+
     class Meta:
         model = PhaseTransition
         fields = ["phase", "attempt", "at", "recorded_at", "source", "reason", "message", "inferred", "duration_s",
-                  "ongoing"]
+                  "ongoing", "count", "first_at", "last_at"]
 
 
 class DurationSerializer(serializers.Serializer):
@@ -465,7 +480,11 @@ class BulkCancelResultSerializer(serializers.Serializer):
 class GangJobDetailSerializer(GangJobSerializer):
     """A gang job with its resolved spec, timeline (in order) and derived durations (seconds)."""
 
-    timeline = serializers.SerializerMethodField()
+    timeline = serializers.SerializerMethodField(help_text="the timeline, consecutive identical entries folded "
+        "(`count`, `first_at`, `last_at`), at most the first 5 and the last 45 of them: `timeline_omitted` says how "
+        "many are left out between, and GET /api/v1/jobs/<id>/timeline/?offset=&limit= pages every entry")
+    timeline_total = serializers.SerializerMethodField(help_text="recorded timeline entries (rows, unfolded)")
+    timeline_omitted = serializers.SerializerMethodField(help_text="folded entries left out of `timeline`")
     durations = serializers.SerializerMethodField()
     position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queue_line.py): "
         "{status: known | unknown, reason, queue, queue_total, parent, parent_total, priority, text, parent_text, "
@@ -482,8 +501,9 @@ class GangJobDetailSerializer(GangJobSerializer):
         "latest timeline attempt's number, and durations read that attempt")
 
     class Meta(GangJobSerializer.Meta):
-        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues",
-                                                  "position", "estimated_start"]
+        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "timeline_total",
+                                                  "timeline_omitted", "durations", "requeues", "position",
+                                                  "estimated_start"]
         read_only_fields = fields
 
     def _transitions(self, obj):
@@ -493,9 +513,23 @@ class GangJobDetailSerializer(GangJobSerializer):
             obj._timeline_now = cached = timezone.now()
         return timeline.annotate(obj.transitions.all(), cached)
 
+    def _shown(self, obj) -> tuple[list, int, int]:
+        cached = getattr(obj, "_timeline_shown", None)
+        if cached is None:
+            items = self._transitions(obj)
+            shown, omitted = timeline.bounded(timeline.fold(items))
+            obj._timeline_shown = cached = (shown, omitted, len(items))
+        return cached
+
     @extend_schema_field(PhaseTransitionSerializer(many=True))
     def get_timeline(self, obj) -> list[dict]:
-        return represent(PhaseTransitionSerializer, self._transitions(obj), many=True)
+        return represent(PhaseTransitionSerializer, self._shown(obj)[0], many=True)
+
+    def get_timeline_total(self, obj) -> int:
+        return self._shown(obj)[2]
+
+    def get_timeline_omitted(self, obj) -> int:
+        return self._shown(obj)[1]
 
     @extend_schema_field(DurationsSerializer)
     def get_durations(self, obj) -> dict:
@@ -524,6 +558,9 @@ class GangJobDetailSerializer(GangJobSerializer):
         return timeline.requeues(obj.transitions.all())
 
 
+WAIT_TIMELINE_SHOWN = 50  # timeline entries per job in a wait answer (issue 33: bounded history)
+
+
 class JobWaitEntrySerializer(serializers.ModelSerializer):
     """One timeline entry as the wait endpoint returns it (the entry's own fields; no derived durations)."""
 
@@ -534,20 +571,32 @@ class JobWaitEntrySerializer(serializers.ModelSerializer):
 
 
 class JobWaitStateSerializer(serializers.ModelSerializer):
-    """A job's current state as the wait endpoint returns it: phase, reason, why it waits, its whole timeline."""
+    """A job's current state as the wait endpoint returns it: phase, reason, why it waits, the last
+    WAIT_TIMELINE_SHOWN entries of its timeline in order (`timeline_total` counts them all; a waiter that follows a
+    job sees each entry as it comes, and GET /api/v1/jobs/<id>/timeline/ pages a long history)."""
 
     queue = serializers.CharField(source="queue.name", read_only=True)
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     why_pending = WhyPendingField(read_only=True, allow_null=True)
     terminal = serializers.BooleanField(source="is_terminal", read_only=True,
                                         help_text="Succeeded, Failed or Cancelled: the job will not change again")
-    timeline = JobWaitEntrySerializer(source="transitions", many=True, read_only=True)
+    timeline = serializers.SerializerMethodField(help_text="the last 50 timeline entries, in order")
+    timeline_total = serializers.SerializerMethodField(help_text="recorded timeline entries")
 
     class Meta:
         model = GangJob
         fields = ["id", "name", "namespace", "queue", "cluster", "desired_state", "phase", "phase_reason",
-                  "phase_message", "phase_changed_at", "finished_at", "why_pending", "terminal", "timeline"]
+                  "phase_message", "phase_changed_at", "finished_at", "why_pending", "terminal", "timeline",
+                  "timeline_total"]
         read_only_fields = fields
+
+    @extend_schema_field(JobWaitEntrySerializer(many=True))
+    def get_timeline(self, obj) -> list[dict]:
+        return represent(JobWaitEntrySerializer, timeline.ordered(obj.transitions.all())[-WAIT_TIMELINE_SHOWN:],
+                         many=True)
+
+    def get_timeline_total(self, obj) -> int:
+        return len(obj.transitions.all())
 
 
 class JobWaitSerializer(serializers.Serializer):

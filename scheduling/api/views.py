@@ -91,6 +91,25 @@ def _changes(instance, validated_data: dict) -> dict:
     return changed
 
 
+
+TIMELINE_PAGE_MAX = 1000  # entries per page of GET /api/v1/jobs/<id>/timeline/?limit=
+
+
+def _int_param(request, name: str, default: int, low: int, high: int | None, errors: dict) -> int:
+    """Query parameter `name` as an int in [low, high] (`high` None: no upper bound), else `default` when absent;
+    a bad value is added to `errors` as {name: reason}."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        errors[name] = "A valid integer is required."
+        return default
+    if value < low or (high is not None and value > high):
+        errors[name] = f"must be {low} or more" + (f" and at most {high}" if high is not None else "")
+    return value
+
 class VisibleObjectMixin:
     """Lists show what services/access.py lets the user see; a named object that exists but is not visible is 404,
     as one that does not exist (`check_read_*` raises access's NotFound)."""
@@ -608,10 +627,28 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @extend_schema(responses=s.PhaseTransitionSerializer(many=True))
     @action(detail=True, methods=["get"])
     def timeline(self, request, pk=None):
-        """The job's phase history, in order."""
+        """The job's phase history, in order, every entry (unfolded). Paged with `?offset=` (0 or more) and
+        `?limit=` (1 to TIMELINE_PAGE_MAX): the answer is then that slice, with `X-Total-Count` and, when more
+        follow, a `Link: <...>; rel="next"` header. Without them, every entry (as before paging existed)."""
         job = self.get_object()
+        paged = "limit" in request.query_params or "offset" in request.query_params
+        offset = limit = None
+        if paged:
+            errors = {}
+            offset = _int_param(request, "offset", 0, 0, None, errors)
+            limit = _int_param(request, "limit", TIMELINE_PAGE_MAX, 1, TIMELINE_PAGE_MAX, errors)
+            if errors:
+                raise DjangoValidationError(errors)
         entries = timeline.annotate(job.transitions.all(), timezone.now())
-        return Response(s.PhaseTransitionSerializer(entries, many=True).data)
+        if not paged:
+            return Response(s.PhaseTransitionSerializer(entries, many=True).data)
+        page = entries[offset:offset + limit]
+        response = Response(s.PhaseTransitionSerializer(page, many=True).data)
+        response["X-Total-Count"] = str(len(entries))
+        if offset + limit < len(entries):
+            nxt = request.build_absolute_uri(f"{request.path}?offset={offset + limit}&limit={limit}")
+            response["Link"] = f'<{nxt}>; rel="next"'
+        return response
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
@@ -632,7 +669,8 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """The visible jobs among `ids`, in that order, with queue, cluster and timeline: two queries."""
         rows = access.visible_jobs(self.request.user, GangJob.objects.filter(pk__in=ids)).select_related(
             "queue", "cluster").only(
-            *(f for f in s.JobWaitStateSerializer.Meta.fields if f not in ("queue", "cluster", "terminal", "timeline")),
+            *(f for f in s.JobWaitStateSerializer.Meta.fields
+              if f not in ("queue", "cluster", "terminal", "timeline", "timeline_total")),
             "queue__name", "cluster__name").prefetch_related(
             Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
         by_id = {job.pk: job for job in rows}

@@ -244,6 +244,8 @@ class SchedulerBackend:
     - `name`: unique plugin name, family plus version, e.g. "k8s-workload-v1alpha2";
     - `api_version`: the group/version it needs, checked through API discovery;
     - `scheduler_name`: the pods' `spec.schedulerName` ("" keeps the default scheduler);
+    - `scheduler_leases`: ((namespace, or "" for any, name), ...) of the Leases its scheduler's leader renews, at the
+      scheduler's upstream defaults (kube/scheduler_presence.py: is the scheduler there);
     - `gang_refs`: names of the class attributes holding the ObjectRefs of the gang objects it creates, in creation
       order (e.g. ("WORKLOAD", "POD_GROUP")); the refs are class attributes so that a later API version subclasses
       a plugin and overrides only the refs that changed;
@@ -259,6 +261,7 @@ class SchedulerBackend:
     name: str = ""
     api_version: str = ""
     scheduler_name: str = ""
+    scheduler_leases: tuple[tuple[str, str], ...] = ()
     gang_refs: tuple[str, ...] = ()
     gang_kinds: tuple[ObjectRef, ...] = ()
     immutable_spec: bool = False

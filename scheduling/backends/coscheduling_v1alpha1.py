@@ -28,6 +28,8 @@ class CoschedulingV1alpha1(SchedulerBackend):
     api_version = POD_GROUP.api_version
     POD_GROUP = POD_GROUP
     scheduler_name = COSCHEDULING_SCHEDULER_NAME
+    # scheduler-plugins runs kube-scheduler as a second scheduler; its chart names its lease after the scheduler
+    scheduler_leases = (("", COSCHEDULING_SCHEDULER_NAME),)
     gang_refs = ("POD_GROUP",)
     mutable_fields = ("minMember", "minResources", "scheduleTimeoutSeconds")
     # One PodGroup, one minMember for all its pods: no per-pod-set minimum (refused at write and submit).

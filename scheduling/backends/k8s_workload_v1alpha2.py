@@ -40,6 +40,8 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
     name = "k8s-workload-v1alpha2"
     api_version = "scheduling.k8s.io/v1alpha2"
     scheduler_name = ""
+    # kube-scheduler's --leader-elect-resource-namespace / --leader-elect-resource-name defaults
+    scheduler_leases = (("kube-system", "kube-scheduler"),)
     WORKLOAD = WORKLOAD
     POD_GROUP = POD_GROUP
     TEMPLATE_NAME = TEMPLATE_NAME

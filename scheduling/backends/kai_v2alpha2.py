@@ -45,6 +45,7 @@ class KaiV2alpha2(SchedulerBackend):
     api_version = POD_GROUP.api_version
     POD_GROUP = POD_GROUP
     scheduler_name = KAI_SCHEDULER_NAME
+    scheduler_leases = (("", KAI_SCHEDULER_NAME),)  # in its install namespace, named after the scheduler
     gang_refs = ("POD_GROUP",)
     immutable_spec = False
     mutable_fields = ("minMember", "queue", "priorityClassName", "preemptibility", "subGroups", "topologyConstraint",

@@ -113,6 +113,13 @@ def scheduler_names() -> dict[str, str]:
     return out
 
 
+def scheduler_leases(family: str) -> tuple[tuple[str, str], ...]:
+    """((namespace or "", name), ...) of the Leases the scheduler of `family`'s newest plugin renews (its
+    `scheduler_leases`); () for an unknown family."""
+    cls = newest(family)
+    return tuple(cls.scheduler_leases) if cls is not None else ()
+
+
 def api_groups() -> list[str]:
     """The API groups of every registered plugin ("scheduling.k8s.io", "scheduling.run.ai", ...), sorted."""
     return sorted({cls.api_version.rpartition("/")[0] for cls in all_plugins()})

@@ -36,6 +36,8 @@ class VolcanoV1beta1(SchedulerBackend):
     api_version = POD_GROUP.api_version
     POD_GROUP = POD_GROUP
     scheduler_name = VOLCANO_SCHEDULER_NAME
+    # vc-scheduler's lock is named after its component, in --lock-object-namespace (volcano-system by default)
+    scheduler_leases = (("", "vc-scheduler"),)
     gang_refs = ("POD_GROUP",)
     mutable_fields = ("minMember", "minTaskMember", "queue", "priorityClassName", "minResources")
     owned_whole = ("minTaskMember",)  # one entry per pod set: a task name added by hand is drift

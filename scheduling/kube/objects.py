@@ -83,8 +83,10 @@ def _request(api: client.ApiClient, verb: str, ref: ObjectRef, method: str, path
 
 
 def list_objects(api: client.ApiClient, ref: ObjectRef, namespace: str | None, label_selector: str,
-                 project: Callable[[dict], dict] | None = None) -> list[dict]:
-    """Objects of kind `ref` matching `label_selector`, in `namespace` or (None) across all namespaces.
+                 project: Callable[[dict], dict] | None = None, *, field_selector: str = "",
+                 limit: int | None = None) -> list[dict]:
+    """Objects of kind `ref` matching `label_selector` (and `field_selector` when given), in `namespace` or (None)
+    across all namespaces; at most `limit` of them when given (the API server's first page, in its own order).
 
     One request; each item gets `apiVersion` and `kind` filled in (list items omit them) and loses
     `metadata.managedFields`, which gangweb never reads and which is a large share of every object a resync holds
@@ -104,7 +106,12 @@ def list_objects(api: client.ApiClient, ref: ObjectRef, namespace: str | None, l
         meta = obj.get("metadata")
         return finish(obj) if isinstance(meta, dict) and "uid" in meta and "resourceVersion" in meta else obj
 
-    data = _request(api, "LIST", ref, "GET", _path(ref, namespace), query=[("labelSelector", label_selector)],
+    query = [("labelSelector", label_selector)]
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    if limit:
+        query.append(("limit", str(int(limit))))
+    data = _request(api, "LIST", ref, "GET", _path(ref, namespace), query=query,
                     raw=True, object_hook=hook if project is not None else None)
     items = data.pop("items", None) or []
     del data

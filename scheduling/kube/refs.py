@@ -37,3 +37,6 @@ JOB = ObjectRef("batch/v1", "Job", "jobs")
 SERVICE = ObjectRef("v1", "Service", "services")
 POD = ObjectRef("v1", "Pod", "pods")
 NODE = ObjectRef("v1", "Node", "nodes", namespaced=False)
+# Read only, by the cluster probe: is a scheduler there (kube/scheduler_presence.py).
+LEASE = ObjectRef("coordination.k8s.io/v1", "Lease", "leases")
+EVENT = ObjectRef("v1", "Event", "events")

@@ -57,3 +57,23 @@ def select(events: list[dict], uids: set[str]) -> list[dict]:
         if inv.get("uid") in uids:
             rows.append(row(event))
     return sorted(rows, key=lambda r: (r["last_at"] or "", r["first_at"] or ""))
+
+
+def fold(rows: list[dict]) -> list[dict]:
+    """`rows` with those of the same (reason, object) merged into one entry (issue 33 item 5: 6,667 identical
+    FailedScheduling events were 2,000 rows): `count` summed, `first_at` the earliest, `last_at` the latest, and the
+    type, message and component of the latest-seen one (the scheduler's newest words). Ordered as `select` orders,
+    oldest last-seen first."""
+    merged: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["reason"], r["object"])
+        m = merged.get(key)
+        if m is None:
+            merged[key] = dict(r)
+            continue
+        latest = r if (r["last_at"] or "") >= (m["last_at"] or "") else m
+        m.update(type=latest["type"], message=latest["message"], component=latest["component"],
+                 count=m["count"] + r["count"], last_at=max(m["last_at"] or "", r["last_at"] or "") or None,
+                 first_at=min(x for x in (m["first_at"], r["first_at"]) if x) if (m["first_at"] or r["first_at"])
+                 else None)
+    return sorted(merged.values(), key=lambda r: (r["last_at"] or "", r["first_at"] or ""))

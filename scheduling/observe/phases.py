@@ -191,7 +191,12 @@ def _dispatched(ev: Evidence) -> Entry | None:
     if at is None:
         return None
     source = o.ref(ev.live_gang[0]) if ev.live_gang else ev.live_owners[0].ref
-    names = ", ".join([o.ref(g) for g in ev.live_gang] + [w.ref for w in ev.live_owners])
+    # In creation order: by creationTimestamp; within its one-second precision, the gang objects before the Jobs
+    # (gangweb creates them first), each group in the order observed.
+    made = [(o.created_at(g), 0, i, o.ref(g)) for i, g in enumerate(ev.live_gang)] + [
+        (w.created_at, 1, i, w.ref) for i, w in enumerate(ev.live_owners)]
+    never = datetime.max.replace(tzinfo=at.tzinfo)
+    names = ", ".join(ref for _, _, _, ref in sorted(made, key=lambda m: (m[0] or never, m[1], m[2])))
     return Entry(GangPhase.DISPATCHED, at, source, REASON_OBJECTS_CREATED, f"created {names}")
 
 
@@ -209,10 +214,14 @@ def _queued_said(ev: Evidence) -> tuple[str, str, str]:
         return placed_unseen(bound, required)
     if gang.admitted:  # never seen waiting either, and the admission's reason is the Scheduled entry's
         return admitted_unseen(ev)
+    if bound and not gang.reason:
+        # Seen while its pods were being bound, no pod waiting and no reason from the gang object: judged from the
+        # bound pods' own times, like a gang first seen whole, so one instant placement reads one way
+        # (PlacedWithoutWait) however far the binding had got when gangweb looked (issue 33).
+        return placed_unseen(bound, len(bound))
     if gang_said(gang):
         return gang.reason or REASON_PENDING, gang.message, gang.source
-    # the gang object said nothing (status null): the bound pods are the only ones that spoke
-    return REASON_PENDING, "", bound[0].ref if bound else ""
+    return REASON_PENDING, "", ""
 
 
 def _queued(ev: Evidence) -> Entry | None:

@@ -98,7 +98,9 @@ class Job:
     """A job of the cluster. `asks`: what its whole gang requests, {resource: amount}; `template`, `queue`: its
     history keys (any hashable); `priority` and `queued_at` (seconds, any origin) order a pending job in its queue's
     line (`services.queue_line`); `elapsed`: seconds a placed job has run (0 when placed but not yet Running);
-    `ending`: a placed job being cancelled (it frees its room now); `name`: how the evidence names it."""
+    `ending`: a placed job being cancelled (it frees its room now); `name`: how the evidence names it; `line`: the
+    scheduler line it waits in (its backend family, as `services.queue_line` counts places: "jobs ahead" counts
+    only the jobs of the target's line, so it agrees with the place in line)."""
 
     id: int
     queue: str
@@ -109,6 +111,7 @@ class Job:
     queued_at: float = 0.0
     elapsed: float = 0.0
     ending: bool = False
+    line: str = ""
 
     def __post_init__(self):
         # (gpu, cpu, memory) asks as floats, read by every pass of every replay (a cache, not a field).
@@ -566,7 +569,8 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
     base.divide(pending)
     line = lines_of(pending)
     mine = line.get(target.queue, [])
-    ahead = next(i for i, j in enumerate(mine) if j.id == target.id)
+    at = next(i for i, j in enumerate(mine) if j.id == target.id)
+    ahead = sum(1 for j in mine[:at] if j.line == target.line)  # counted as the place in line counts
     resource = _binding(target, base)
     out = Estimate(ESTIMATED, ahead=ahead, resource=resource, needs=float(target.asks.get(resource) or 0),
                    free_now=max(base.free[resource], 0.0), blocked_by=base.blocker(target))
@@ -663,8 +667,12 @@ def minutes(seconds: float) -> int:
 
 
 def span(seconds: float) -> str:
-    """A duration for people: "42 min", "3 h 10 min", "2 d 4 h" (to the nearest minute, at least 1 min)."""
-    m = max(int(math.floor(max(seconds, 0.0) / 60 + 0.5)), 1)
+    """A duration for people: "21 s" under 2 minutes (a 21-s run is not "1 min"), else "42 min", "3 h 10 min",
+    "2 d 4 h" (to the nearest minute)."""
+    seconds = max(seconds, 0.0)
+    if seconds < 120:
+        return f"{int(math.floor(seconds + 0.5))} s"
+    m = int(math.floor(seconds / 60 + 0.5))
     if m < 120:
         return f"{m} min"
     h, m = divmod(m, 60)

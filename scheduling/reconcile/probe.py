@@ -2,7 +2,10 @@
 
 Four requests: `GET /version`, `GET /apis`, a LIST of RuntimeClasses (their pod overheads, for
 `kube.resources`) and a LIST of PriorityClasses (names, for the submit warnings); a failure of either LIST keeps
-the last list and does not change health. The result is written to the Cluster row (health, health_message,
+the last list and does not change health. Then, per available backend family, up to three LISTs (its scheduler's
+Leases by name, its Events by reporting component) saying when its scheduler was last seen acting
+(`scheduler_presence`, kube/scheduler_presence.py); a failure there leaves that family's presence unknown.
+The result is written to the Cluster row (health, health_message,
 server_version, served_apis as sorted "group/version" strings, available_backends as registry names,
 runtime_classes, priority_classes, last_probe_at) and a ReconcileAttempt of kind "probe".
 
@@ -23,7 +26,7 @@ from kubernetes import client
 from ..backends import discovery
 from ..choices import ClusterHealth, ReconcileOutcome
 from ..kube import client as kube_client
-from ..kube import priority_classes, runtime_classes
+from ..kube import priority_classes, runtime_classes, scheduler_presence
 from ..kube.errors import (
     FORBIDDEN,
     UNAUTHORIZED,
@@ -81,6 +84,35 @@ def refresh_optional_facts(cluster: Cluster, api: client.ApiClient) -> dict[str,
     return read
 
 
+DEFAULT_SCHEDULER = "default-scheduler"  # kube-scheduler's profile name: what its Events report
+
+
+def refresh_scheduler_presence(cluster: Cluster, api: client.ApiClient) -> None:
+    """Record in `cluster.scheduler_presence` (in memory; the caller saves) when each available backend's scheduler
+    was last seen acting (kube/scheduler_presence.py): {family: {"scheduler", "seen_at", "by", "read"}}. A family
+    whose evidence could not be read (403 on Leases or Events, a timeout) keeps its last sighting with
+    "read": False (presence unknown). Families no longer available are dropped. Never raises."""
+    from ..backends import registry
+
+    known = {cls.name: cls.family for cls in registry.all_plugins()}
+    families = sorted({known[n] for n in cluster.available_backends if n in known})
+    last = cluster.scheduler_presence if isinstance(cluster.scheduler_presence, dict) else {}
+    now, out = timezone.now(), {}
+    for family in families:
+        name = cluster.scheduler_name_for(family) or DEFAULT_SCHEDULER
+        try:
+            seen = scheduler_presence.sighting(api, name, registry.scheduler_leases(family), now)
+        except Exception as exc:  # noqa: BLE001 - presence is optional: the probe's health must not depend on it
+            log.warning("cluster %s: presence of %s not read (%s)", cluster.name, name, type(exc).__name__)
+            previous = last.get(family) if isinstance(last.get(family), dict) else {}
+            out[family] = {"scheduler": name, "seen_at": previous.get("seen_at"), "by": previous.get("by", ""),
+                           "read": False}
+            continue
+        out[family] = {"scheduler": name, "seen_at": seen.seen_at.isoformat() if seen.seen_at else None,
+                       "by": seen.by, "read": True}
+    cluster.scheduler_presence = out
+
+
 def probe_cluster(cluster: Cluster) -> Cluster:
     """Probe `cluster` and save what was found. Never raises for cluster failures: they become its health
     (Forbidden for 401/403, else Unreachable), with a message safe for any viewer."""
@@ -98,6 +130,7 @@ def probe_cluster(cluster: Cluster) -> Cluster:
         cluster.served_apis = sorted(served)
         cluster.available_backends = discovery.available_backends(served)
         refresh_optional_facts(cluster, api)
+        refresh_scheduler_presence(cluster, api)
     except Exception as exc:  # noqa: BLE001 - any failure is this cluster's: recorded, never raised
         failure = classify(exc)
         if failure is None:  # not an API answer: a bug or an answer the client could not read
@@ -113,7 +146,8 @@ def probe_cluster(cluster: Cluster) -> Cluster:
         cluster.health_message = describe(failure, 2000)
     cluster.last_probe_at = timezone.now()
     cluster.save(update_fields=["health", "health_message", "server_version", "served_apis", "available_backends",
-                                "runtime_classes", "priority_classes", "last_probe_at", "updated_at"])
+                                "runtime_classes", "priority_classes", "scheduler_presence", "last_probe_at",
+                                "updated_at"])
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_PROBE, cluster=cluster, outcome=outcome,
                                     reason=reason, message=message[:2000],
                                     duration_ms=int((time.monotonic() - started) * 1000),

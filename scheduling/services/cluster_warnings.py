@@ -18,6 +18,9 @@ other `submit_warnings`:
   plugin refuses every pod: "no PriorityClass with name x was found");
 - `UnknownRuntimeClass`: a pod set names a RuntimeClass the cluster lacks (the `RuntimeClass` admission plugin
   refuses every pod);
+- `SchedulerNotSeen`: the probe looked for the backend's scheduler on the cluster (its leader Lease, its Events)
+  and saw none acting within GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS (observe/presence.py): the job waits until one
+  runs. Unknown presence (not probed, or not readable) says nothing;
 - `UnknownScheduler`: a pod set's `schedulerName` that the cluster's settings do not list (`Cluster.scheduler_names`,
   plus `default-scheduler`) and the backend does not replace: nothing may ever schedule the pods.
 
@@ -26,17 +29,18 @@ unknown (every cluster has the `system-*` classes); `runtime_classes` counts onc
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.cache import cache
 
 from ..backends import registry
 from ..kube import resources, runtime_classes
 from ..models import Cluster
-from ..observe import capacity
+from ..observe import capacity, presence
 from ..observe.why_pending import amount
 
 DEFAULT_SCHEDULER = "default-scheduler"
 VIEW_FIELDS = ("id", "name", "capacity", "priority_classes", "runtime_classes", "scheduler_names", "health",
-               "last_probe_at")
+               "last_probe_at", "scheduler_presence")
 # Resources every node offers (a cluster without them has no nodes, and NeverFits says so).
 EVERY_NODE = ("cpu", "memory")
 # The implicit extended resource of a DRA DeviceClass (KEP-5004): never in a node's allocatable.
@@ -153,6 +157,19 @@ def _scheduler_warnings(cluster: Cluster, resolved: dict, family: str) -> list[d
     return out
 
 
+def _presence_warnings(cluster: Cluster, family: str) -> list[dict]:
+    if not family:
+        return []
+    seen = presence.presence(cluster, family)
+    if not seen.silent:
+        return []
+    last = f"; last seen {seen.seen_at.isoformat(timespec='seconds')} ({seen.by})" if seen.seen_at else ""
+    return [{"code": "SchedulerNotSeen", "field": "template",
+             "message": f"no {seen.scheduler} seen on cluster '{cluster.name}' (no leader Lease renewed and no "
+                        f"Event from it in the last {settings.GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS} s{last}): the "
+                        f"{family} job is accepted and waits until that scheduler runs"}]
+
+
 def submit_warnings(cluster: Cluster, resolved: dict, priority_class_name: str = "", family: str = "") -> list[dict]:
     """Warnings for a job about to be submitted to `cluster` (see the module docstring).
 
@@ -166,4 +183,4 @@ def submit_warnings(cluster: Cluster, resolved: dict, priority_class_name: str =
     if family not in registry.family_names():
         family = ""
     return [*_fit_warnings(cluster, resolved), *_class_warnings(cluster, resolved, priority_class_name),
-            *_scheduler_warnings(cluster, resolved, family)]
+            *_scheduler_warnings(cluster, resolved, family), *_presence_warnings(cluster, family)]

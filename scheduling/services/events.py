@@ -25,7 +25,9 @@ MAX_EVENTS = 2000  # newest kept when a namespace holds more for one job
 
 
 def job_events(job: GangJob, api: client.ApiClient | None = None) -> list[dict]:
-    """Rows (see observe.events) of the Events about `job`'s objects, oldest first, at most MAX_EVENTS.
+    """Rows (see observe.events) of the Events about `job`'s objects, one per (reason, object) with the count,
+    first and last seen summed over its Events (`observe.events.fold`), oldest last-seen first, at most
+    MAX_EVENTS.
 
     Raises kubernetes ApiException or urllib3 errors when the cluster cannot be asked (the view turns them into
     502 responses).
@@ -45,9 +47,10 @@ def job_events(job: GangJob, api: client.ApiClient | None = None) -> list[dict]:
     while True:
         page = json.loads(core.list_namespaced_event(job.namespace, limit=PAGE, _continue=token,
                                                      _preload_content=False, _request_timeout=(5, 30)).data)
-        found.extend(event_rows.select(page.get("items") or [], uids))
+        # Folded page by page: memory follows the distinct (reason, object) pairs, not the Events.
+        found = event_rows.fold(found + event_rows.select(page.get("items") or [], uids))
         token = (page.get("metadata") or {}).get("continue")
         if not token:
             break
-    found.sort(key=lambda r: (r["last_at"] or "", r["first_at"] or ""))
-    return found[-MAX_EVENTS:]
+    # One entry per (reason, object), with its count and first and last seen (observe/events.py `fold`).
+    return event_rows.fold(found)[-MAX_EVENTS:]

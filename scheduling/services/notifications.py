@@ -72,6 +72,9 @@ def timeouts() -> tuple[float, float]:
             float(getattr(settings, "GANGWEB_WEBHOOK_TIMEOUT_SECONDS", 5.0)))
 
 
+WEBHOOK_SETTING = "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES"
+
+
 def webhook_policy() -> addresses.AddressPolicy:
     """The install's outbound address policy for webhook receivers: settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES
     read as `addresses.AddressPolicy.parse` reads it (off, on, or a comma-separated CIDR list)."""
@@ -90,7 +93,9 @@ def check_target_url(url: str, field: str = "url") -> tuple[str, int, str, str]:
     try:
         checked = addresses.resolve(host, port, webhook_policy())
     except addresses.AddressRefused as exc:
-        raise ValidationError({field: f"{exc}"}) from None
+        # Name the setting: an admin who means a receiver on loopback or the private network knows what to set.
+        raise ValidationError({field: f"{exc}; receivers on loopback, private or link-local addresses are allowed "
+                                      f"by the setting {WEBHOOK_SETTING}"}) from None
     except (OSError, UnicodeError) as exc:
         log.info("webhook target %s does not resolve: %s", host[:100], exc)
         raise ValidationError({field: f"host '{host[:100]}' is unreachable: its name does not resolve"}) from None

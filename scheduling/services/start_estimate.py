@@ -40,7 +40,9 @@ from django.utils import timezone
 from ..choices import DesiredState, GangPhase
 from ..kube.kai_units import RESOURCES
 from ..models import GangJob, PhaseTransition
+from ..observe import causes, presence
 from ..observe.causes import NODES_FRAGMENTED
+from ..observe.why_pending import QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA
 from ..queueing import estimate as model
 from ..unavailable import DEPENDENCY_ERRORS
 from . import access, queue_line
@@ -103,23 +105,31 @@ def _running(cluster_id: int, now, name, queue_names) -> list[model.Job]:
     return out
 
 
-def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, name, queue_names) -> model.Job:
+def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, family, name, queue_names) -> model.Job:
     return model.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
-                     name=name(qid, jname), priority=prio, queued_at=created.timestamp())
+                     name=name(qid, jname), priority=prio, queued_at=created.timestamp(), line=family or "")
+
+
+def silent_families(cluster) -> list[str]:
+    """The backend families whose scheduler the probe looked for on `cluster` and did not see acting
+    (observe/presence.py): their jobs wait for a scheduler that is not there, so they start at no predictable time
+    and take no room from anyone in a replay."""
+    return sorted(f for f, p in presence.all_presence(cluster).items() if p.silent)
 
 
 def _pending(job: GangJob, name, queue_names) -> list[model.Job]:
     rows = (queue_line.pending(job.cluster_id).annotate(family=queue_line.family_expr())
+            .exclude(family__in=silent_families(job.cluster))
             .annotate(prio=queue_line.priority_expr(), template_id=F("template_version__template_id"))
             .order_by("-prio", "created_at", "id")
             .values_list("id", "name", "queue_id", "template_id", "prio", "created_at", "requested_gpu",
-                         "requested_cpu_millicores", "requested_memory_bytes")[:MAX_PENDING])
+                         "requested_cpu_millicores", "requested_memory_bytes", "family")[:MAX_PENDING])
     out = [_pending_job(*row, name, queue_names) for row in rows]
     if not any(j.id == job.id for j in out):  # behind the first MAX_PENDING: replayed with those ahead of it
         out.append(_pending_job(job.id, job.name, job.queue_id, job.template_version.template_id,
                                 queue_line.rank_of(job), job.created_at,
-                                job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes, name,
-                                queue_names))
+                                job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes,
+                                queue_line.family_of(job), name, queue_names))
     return out
 
 
@@ -161,16 +171,37 @@ def _blocking_codes(job: GangJob) -> list[str]:
     return [str(f.get("code") or "") for f in facts if isinstance(f, dict)]
 
 
+# Why a "now" is not said beside a why-pending that names a blocker: per blocking fact's code, the reason given
+# instead (the estimate models free room and queue limits as gangweb counts them; the scheduler's own account wins).
+BLOCKER_REASONS = {
+    NODES_FRAGMENTED: "fragmented: the free room would hold it in all, but it is split over the nodes so that its "
+                      "pods do not fit (see why it is pending); it starts once room frees on a node, which this "
+                      "estimate does not model (it places no pod on a node)",
+    causes.SCHEDULER_SILENT: "its scheduler has not acted on its pods (see why it is pending): it starts when the "
+                             "scheduler does, which this estimate cannot tell",
+    QUEUE_OVER_LIMIT: "its queue is at its limit as the scheduler counts it (see why it is pending): it starts "
+                      "once the queue's jobs free room",
+    QUEUE_OVER_QUOTA: "its queue is over its quota as the scheduler counts it (see why it is pending): it starts "
+                      "once the queue's jobs free room",
+    causes.POD_CREATE_REFUSED: "the cluster refuses to create its pods (see why it is pending): it starts once "
+                               "the cause is removed",
+    causes.FOREIGN_GATE: "a scheduling gate gangweb did not add holds its pods (see why it is pending): it starts "
+                         "once the gate is removed",
+}
+
+
 def _placed_on_nodes(job: GangJob, est: model.Estimate) -> model.Estimate:
-    """`est`, unless it says "now" while the job's why_pending says the free room is split over the nodes so that
-    its pods do not fit (NodesFragmented): the model sums free room and places no pod on a node, so "could start
-    now" would contradict the page's why-pending. Then unknown, saying so."""
-    if est.status != model.NOW or NODES_FRAGMENTED not in _blocking_codes(job):
+    """`est`, unless it says "now" while the job's why_pending names a blocker (any blocking fact: NodesFragmented,
+    SchedulerSilent, QueueOverLimit, QueueOverQuota, ...): the model sums free room and places no pod on a node, so
+    "could start now" would contradict the page's why-pending. Then unknown, naming the blocker
+    (`BLOCKER_REASONS`, or the fact's code)."""
+    codes = [c for c in _blocking_codes(job) if c]
+    if est.status != model.NOW or not codes:
         return est
-    return replace(est, status=model.UNKNOWN, p50=None, p90=None, reason=(
-        "fragmented: the free room would hold it in all, but it is split over the nodes so that its pods do not "
-        "fit (see why it is pending); it starts once room frees on a node, which this estimate does not model "
-        "(it places no pod on a node)"))
+    code = next((c for c in codes if c in BLOCKER_REASONS), codes[0])
+    reason = BLOCKER_REASONS.get(code) or (
+        f"why it is pending names a blocker ({code}) this estimate does not model: it starts once that clears")
+    return replace(est, status=model.UNKNOWN, p50=None, p90=None, reason=reason)
 
 
 def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
@@ -180,6 +211,9 @@ def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
     now = now or timezone.now()
+    seen = presence.presence(job.cluster, queue_line.family_of(job), now)
+    if seen.silent:  # nothing will place it: any time would be made up
+        return model.Estimate(status=model.UNKNOWN, reason=f"no {seen.scheduler} seen on this cluster")
     name = _namer(user)
     tree = QueueTree.load_rows()
     names = {q.id: q.name for q in tree.by_id.values()}
@@ -230,7 +264,8 @@ def payload(job: GangJob, user=None, now=None) -> dict | None:
     key = None
     try:
         blocking = "-".join(sorted(set(_blocking_codes(job))))  # why-pending's facts change the answer
-        key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}"
+        silent = "-".join(silent_families(job.cluster))  # so does a scheduler seen or gone
+        key = f"gangweb:estimate:{job.pk}:{_viewer(user)}:{state_version(job)}:{blocking}:{silent}"
         found = cache.get(key)
         if found is None:
             found = _payload(job, user, now)

@@ -118,3 +118,40 @@ def annotate(transitions, now: datetime) -> list:
 def is_terminal(phase: str) -> bool:
     """True for Succeeded, Failed and Cancelled."""
     return phase in TERMINAL_PHASES
+
+
+# The job answer and page show a bounded timeline (issue 33 item 5): a job whose pods crash-loop or are evicted for
+# days records thousands of entries. The first SHOWN_HEAD and the last SHOWN_TAIL entries, after folding, are shown;
+# GET /api/v1/jobs/<id>/timeline/?offset=&limit= pages every entry.
+SHOWN_HEAD = 5
+SHOWN_TAIL = 45
+FOLD_KEY = ("phase", "reason", "message", "source")
+
+
+def fold(items: list) -> list:
+    """`annotate`d entries with consecutive identical ones (same phase, reason, message and source, whatever the
+    attempt) folded into the first of them, which gets `count` (entries folded, 1 when alone), `first_at` (its own
+    `at`), `last_at` (the last folded entry's `at`) and the total `duration_s` (None if any was None; ongoing if the
+    last was). Returns new list of the same objects (the folded-away ones dropped)."""
+    out = []
+    for t in items:
+        prev = out[-1] if out else None
+        if prev is not None and all(getattr(prev, k) == getattr(t, k) for k in FOLD_KEY):
+            prev.count += 1
+            prev.last_at = t.at
+            d = getattr(t, "duration_s", None)
+            prev.duration_s = None if prev.duration_s is None or d is None else prev.duration_s + d
+            prev.ongoing = getattr(t, "ongoing", False)
+            prev.attempt_last = t.attempt
+            continue
+        t.count, t.first_at, t.last_at, t.attempt_last = 1, t.at, t.at, t.attempt
+        out.append(t)
+    return out
+
+
+def bounded(items: list, head: int = SHOWN_HEAD, tail: int = SHOWN_TAIL) -> tuple[list, int]:
+    """(shown, omitted): the first `head` and last `tail` of `items` (e.g. `fold`ed entries), and how many in
+    between are left out (0 when all fit)."""
+    if len(items) <= head + tail:
+        return list(items), 0
+    return [*items[:head], *items[-tail:]], len(items) - head - tail

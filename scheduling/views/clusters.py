@@ -14,6 +14,7 @@ from ..choices import ACTIVE_PHASES
 from ..filtersets import ClusterFilterSet
 from ..forms.clusters import ClusterForm, SchedulerNamesForm
 from ..models import Cluster, GangJob
+from ..observe import presence
 from ..reconcile import probe
 from ..services import access, audit
 from ..services.errors import ServiceError
@@ -32,8 +33,16 @@ def scheduling_apis(served: list[str]) -> list[str]:
 
 def backend_rows(cluster) -> list[dict]:
     """Per registered plugin: its family, name, API version, whether this cluster serves it and which one is
-    chosen (`registry.catalogue` of the cluster's probed APIs)."""
-    return registry.catalogue(cluster.served_apis or [])
+    chosen (`registry.catalogue` of the cluster's probed APIs), and for the chosen ones whether their scheduler is
+    seen acting (`presence`: "scheduler seen 2 min ago", `presence_state`: observe/presence.py's state)."""
+    rows = registry.catalogue(cluster.served_apis or [])
+    seen = presence.all_presence(cluster)
+    for row in rows:
+        # "API served · scheduler seen 2 min ago": the API alone does not say a scheduler acts on the objects.
+        found = seen.get(row["family"]) if row.get("chosen") else None
+        row["presence"] = found.text if found is not None else ""
+        row["presence_state"] = found.state if found is not None else ""
+    return rows
 
 
 @login_required

@@ -14,6 +14,7 @@ from ..amounts import UNLIMITED, for_people, format_number  # for_people: also i
 from ..choices import PHASE_ORDER, TERMINAL_PHASES
 from ..kube import resources
 from ..kube.kai_units import kai_amounts
+from ..services import timeline
 
 
 def humanize_seconds(seconds: float | None) -> str:
@@ -62,6 +63,8 @@ class GanttRow:
     source: str = ""
     attempt: int = 0  # 0 for the first pass, n after the n-th re-queue (the API's number; the chart and table agree)
     inferred: bool = False  # `at` is a time gangweb inferred, not the cluster's (PhaseTransition.inferred)
+    count: int = 1  # consecutive identical entries folded into this row (`bounded`)
+    last_at: datetime | None = None  # `at` of the last of them
 
     @property
     def duration(self) -> str:
@@ -77,6 +80,8 @@ class Gantt:
     start: datetime | None = None
     end: datetime | None = None
     total: float = 0.0
+    omitted: int = 0  # rows left out between the first `head` and the last ones (`bounded`)
+    head: int = 0
 
     @property
     def total_words(self) -> str:
@@ -123,6 +128,27 @@ def gantt(transitions, now: datetime) -> Gantt:
                              message=t.message or "", source=t.source or "",
                              attempt=getattr(t, "attempt", 0) or 0, inferred=bool(getattr(t, "inferred", False))))
     return Gantt(rows=rows, start=start, end=end, total=total)
+
+
+def bounded(chart: Gantt) -> Gantt:
+    """`chart` with consecutive identical rows (same phase, reason, message and source) folded into the first
+    (`count`, `last_at`, their seconds summed and its bar widened to the last one's end) and only the first
+    timeline.SHOWN_HEAD and last timeline.SHOWN_TAIL rows kept (`omitted` says how many are left out, after `head`
+    rows): a job page stays small however long the history (issue 33; the API's timeline endpoint pages it all)."""
+    folded: list[GanttRow] = []
+    for row in chart.rows:
+        prev = folded[-1] if folded else None
+        if prev is not None and (prev.phase, prev.reason, prev.message, prev.source) == (
+                row.phase, row.reason, row.message, row.source):
+            prev.count += 1
+            prev.last_at, prev.seconds, prev.open = row.at, prev.seconds + row.seconds, row.open
+            prev.width = round(min(row.left + row.width - prev.left, 100 - prev.left), 3)
+            continue
+        row.last_at = row.at
+        folded.append(row)
+    shown, omitted = timeline.bounded(folded, timeline.SHOWN_HEAD, timeline.SHOWN_TAIL)
+    return Gantt(rows=shown, start=chart.start, end=chart.end, total=chart.total, omitted=omitted,
+                 head=timeline.SHOWN_HEAD if omitted else 0)
 
 
 def _finite(x) -> bool:

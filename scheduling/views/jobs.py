@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from ..choices import DesiredState, GangPhase
+from ..choices import PHASE_FILTER_CHOICES, DesiredState
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..kube import errors as kube_errors
@@ -25,6 +25,7 @@ from ..services import jobs as job_service
 from ..services import start_estimate as estimate_service
 from ..services.errors import ServiceError
 from .common import is_htmx, page_or_fragment
+from .display import bounded as bounded_gantt
 from .display import gantt, pods_of_spec, requests_of_spec
 from .objects import objects_sent
 from .why_pending import explain
@@ -144,7 +145,7 @@ def job_list(request):
                            "desc": sort.startswith("-") != (key in DESCENDING_KEYS)})
     return page_or_fragment(request, "scheduling/jobs.html", "scheduling/partials/job_table.html", {
         "section": "jobs", "filterset": filterset, "page": page, "sort": sort, "sort_links": sort_links,
-        "query": query.urlencode(), "phases": GangPhase.choices, "selected_phases": request.GET.getlist("phase"),
+        "query": query.urlencode(), "phases": PHASE_FILTER_CHOICES, "selected_phases": request.GET.getlist("phase"),
         # Looked up once here: `request.GET.queue` in the template costs a dir(request) per option (1,000 queues).
         "selected_queue": request.GET.get("queue", ""), "selected_cluster": request.GET.get("cluster", ""),
         "queue_names": list(access.visible_queues(request.user, QueuePolicy.objects.all()).values_list("name",
@@ -187,7 +188,7 @@ def job_live_context(job, user=None) -> dict:
     now = timezone.now()
     return {
         "job": job,
-        "gantt": gantt(transitions, now),
+        "gantt": bounded_gantt(gantt(transitions, now)),
         # The API's derived durations: {"duration_s", "ongoing"} or None; an ongoing one counts until now.
         "durations": timeline.spans(transitions, now),
         "duration_labels": DURATION_LABELS,

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase
 from ..models import Cluster, GangJob, QueueClusterState
+from ..observe import presence
 from ..services import access, queue_usage, related
 from ..services import queues as queue_service
 from .common import page_or_fragment
@@ -19,6 +20,9 @@ from .why_pending import explain
 
 RECENT_FAILURES = 8
 STUCK_SHOWN = 10
+# Waiting phases listed as stuck past GANGWEB_STUCK_AFTER_SECONDS: Queued, and Dispatched (objects created, no
+# scheduler acted on them: e.g. none runs for its backend on the cluster, observe/presence.py).
+STUCK_PHASES = (GangPhase.QUEUED, GangPhase.DISPATCHED)
 BUSIEST_SHOWN = 8
 FINISHED_WINDOW, FINISHED_WINDOW_WORDS = timedelta(hours=24), "24 hours"
 # What the stuck and failed lists show (templates/scheduling/partials/overview_body.html).
@@ -93,15 +97,19 @@ def overview_context(user) -> dict:
     # (services/related.py: no join for the planner to get wrong with stale statistics, issue 14).
     stuck_before = now - timedelta(seconds=settings.GANGWEB_STUCK_AFTER_SECONDS)
     listed = related.annotate(jobs.only(*LISTED_FIELDS), LISTED_RELATED)
-    stuck = related.attach(listed.filter(phase=GangPhase.QUEUED, phase_changed_at__lt=stuck_before)
+    # Dispatched counts too: a job whose scheduler never acts (none seen on its cluster) stays Dispatched for ever.
+    stuck = related.attach(listed.filter(phase__in=STUCK_PHASES, phase_changed_at__lt=stuck_before)
                            .order_by("phase_changed_at", "id")[:STUCK_SHOWN], LISTED_RELATED)
     for job in stuck:
         job.why = explain(job.why_pending, job.phase)
     failures = related.attach(listed.filter(phase=GangPhase.FAILED).order_by("-phase_changed_at", "-id")
                               [:RECENT_FAILURES], LISTED_RELATED)
+    clusters = list(access.visible_clusters(user, Cluster.objects.all()))
+    for c in clusters:  # per served backend: "API served · scheduler seen 2 min ago" (observe/presence.py)
+        c.presence_rows = list(presence.all_presence(c, now).items())
     return {
         "section": "overview",
-        "clusters": list(access.visible_clusters(user, Cluster.objects.all())),
+        "clusters": clusters,
         "phases": phases,
         "active_jobs": sum(n for p, n in counts.items() if p in ACTIVE_PHASES),
         "finished_jobs": sum(n for p, n in counts.items() if p in TERMINAL_PHASES),

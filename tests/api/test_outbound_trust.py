@@ -233,7 +233,9 @@ def test_row7_outbound_errors_say_unreachable_without_addresses_or_port_states(t
                                           format="json")
     assert refused.status_code == 400
     assert refused.json()["url"] == ["localhost is unreachable: it resolves to an address this install does not "
-                                     "allow (see docs/security.md, outbound address rules)"]
+                                     "allow (see docs/security.md, outbound address rules); receivers on loopback, "
+                                     "private or link-local addresses are allowed by the setting "
+                                     "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES"]
     # A cluster whose server's port is closed: health and the events error say unreachable, nothing more.
     with RecordingServer() as fake:
         local = store_directly(teams.local, fake.kubeconfig(server=f"https://localhost:{port}"))

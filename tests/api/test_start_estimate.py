@@ -198,3 +198,37 @@ def test_free_room_split_over_the_nodes_is_not_could_start_now(api, world):
                                    "the nodes")
     assert "could start now" not in data["text"]
     assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/").data["estimated_start"]["status"] == "unknown"
+
+
+@pytest.mark.parametrize("fact, said", [
+    ({"code": "SchedulerSilent", "scheduler": "kai-scheduler", "seconds": 300, "pods": 2},
+     "unknown: its scheduler has not acted on its pods (see why it is pending)"),
+    ({"code": "QueueOverLimit", "queue": "team-a", "resource": "nvidia.com/gpu", "in_use": 8, "limit": 8},
+     "unknown: its queue is at its limit as the scheduler counts it"),
+    ({"code": "QueueOverQuota", "queue": "team-a", "resource": "nvidia.com/gpu", "in_use": 8, "quota": 4},
+     "unknown: its queue is over its quota as the scheduler counts it"),
+    ({"code": "SomethingNew"},
+     "unknown: why it is pending names a blocker (SomethingNew) this estimate does not model"),
+])
+def test_no_could_start_now_beside_a_why_pending_that_names_a_blocker(api, world, fact, said):
+    """Issue 33 item 4: one story. Whatever blocker why-pending names, the estimate does not say "now" beside it."""
+    GangJob.objects.filter(pk=world["big"].pk).update(phase=GangPhase.SUCCEEDED, finished_at=timezone.now())
+    url = f"/api/v1/jobs/{world['waiting'].pk}/estimate/"
+    assert api.get(url).data["status"] == "now"
+    GangJob.objects.filter(pk=world["waiting"].pk).update(why_pending={
+        "reason": "Unschedulable", "summary": "…", "blocking": [fact]})
+    data = api.get(url).data
+    assert (data["status"], data["p50"]) == ("unknown", None)
+    assert data["text"].startswith(said), data["text"]
+
+
+def test_a_job_whose_scheduler_is_not_seen_is_unknown_and_takes_no_room_in_others_replays(api, world):
+    """Issue 33 items 3-4: the probe saw no scheduler of the waiting job's backend on the cluster."""
+    from scheduling.models import Cluster
+
+    family = GangJob.objects.get(pk=world["waiting"].pk).resolved_spec.get("backend")
+    name = {"kai": "kai-scheduler"}.get(family, family)
+    Cluster.objects.filter(pk=world["cluster"].pk).update(scheduler_presence={
+        family: {"scheduler": name, "seen_at": None, "by": "", "read": True}})
+    data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert (data["status"], data["text"]) == ("unknown", f"unknown: no {name} seen on this cluster")

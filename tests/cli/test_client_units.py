@@ -161,3 +161,19 @@ def test_the_jobs_table_shows_since_as_the_dashboard_does(capsys):
     output.console().print(output.jobs_table([{"id": 7, "name": "j", "phase": "Running", "phase_changed_at": at}]))
     line = capsys.readouterr().out.splitlines()[1]
     assert line.rstrip().endswith(("3m 30s ago", "3m 31s ago", "3m 32s ago")), line
+
+
+def test_the_timeline_writes_every_time_in_one_format_with_its_zone(capsys):
+    """Issue 33 item 4: "05:32:34.226" and "05:32:35Z" never share the column."""
+    from gangweb_client import output
+
+    pipe = output.console()
+    pipe.print(output.timeline_table([
+        {"phase": "Submitted", "attempt": 0, "at": "2026-12-06T05:32:34.226517Z", "duration_s": 0.8},
+        {"phase": "Dispatched", "attempt": 0, "at": "2026-12-06T05:32:35Z", "duration_s": 1.0},
+        {"phase": "Queued", "attempt": 0, "at": "2026-12-06T06:32:36.5+01:00", "duration_s": None}]))
+    printed = capsys.readouterr().out
+    assert "2026-12-06 05:32:34.226 UTC" in printed
+    assert "2026-12-06 05:32:35.000 UTC" in printed
+    assert "2026-12-06 05:32:36.500 UTC" in printed
+    assert "Z" not in printed.replace("UTC", "")

@@ -168,7 +168,8 @@ def test_a_scheduler_nothing_answers_to_is_named_after_the_silence_window(world,
     """No KAI scheduler runs in this cluster. The window is a setting (5 min by default), shortened here."""
     settings.GANGWEB_SCHEDULER_SILENCE_SECONDS = 2
     job, warnings = submit(world, backend="kai", replicas=2)
-    assert warnings == []  # the cluster lists kai-scheduler (its default setting): only the pods can tell
+    # The cluster lists kai-scheduler (its default setting); the probe saw none acting (test_scheduler_presence.py).
+    assert [w["code"] for w in warnings] == ["SchedulerNotSeen"]
     why = why_with(world, job, "SchedulerSilent")
     (fact,) = why["blocking"]
     assert (fact["scheduler"], fact["seconds"], fact["pods"]) == ("kai-scheduler", 2, 2)

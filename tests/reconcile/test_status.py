@@ -268,3 +268,15 @@ def test_a_watch_observation_is_selected_against_the_row_as_written_not_as_it_re
     job.refresh_from_db()
     assert job.observed["pod_counts"]["created"] == 3
     assert [o["kind"] for o in job.observed["objects"]] == ["Job"]
+
+
+def test_the_dispatched_message_lists_the_objects_in_creation_order(job):
+    """Issue 33 item 4: "created ..." names the objects as they were created (creationTimestamp), whatever order
+    the cluster lists them in; within the same second the gang object comes first."""
+    status.apply_observation(job, StubBackend(UNSCHEDULABLE), [v1alpha2_podgroup()],
+                             [pod(name=f"p-{i}", unschedulable="0/4 nodes are available") for i in range(3)],
+                             [batch_job(name="j-zeta", created=2), batch_job(name="j-alpha", created=3),
+                              batch_job(name="j-beta", created=1)])
+    dispatched = job.transitions.get(phase=P.DISPATCHED)
+    assert dispatched.message == ("created PodGroup default/j-pg, Job default/j-beta, Job default/j-zeta, "
+                                  "Job default/j-alpha")

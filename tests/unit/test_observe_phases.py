@@ -72,6 +72,16 @@ def test_a_gang_first_seen_bound_has_a_queued_entry_that_says_it_never_waited(ga
         "PlacedWithoutWait", "placed as soon as it was queued (3 of 3 bound)", "Pod default/p-0")
 
 
+def test_a_gang_seen_while_its_pods_are_being_bound_says_the_same_as_one_seen_whole():
+    """Issue 33 item 4: one reason for one instant placement. Seen with 1 of 3 pods bound a second after their
+    creation (the others not yet looked at), the Queued entry says PlacedWithoutWait, as when seen with 3 of 3,
+    never "Pending"."""
+    pods = [pod(name="p-0", bound=3), pod(name="p-1"), pod(name="p-2")]
+    queued = next(e for e in run(NOT_YET, pods).entries if e.phase == P.QUEUED)
+    assert (queued.reason, queued.source) == ("PlacedWithoutWait", "Pod default/p-0")
+    assert queued.message.startswith("placed as soon as it was queued")
+
+
 @pytest.mark.parametrize("admitted_at, reason, message", [
     (3, "PlacedWithoutWait", "admitted as soon as it was queued (1 of 3 bound)"),
     (73, "PlacedAfterWait", "admitted after waiting 71 s (1 of 3 bound)"),

@@ -47,6 +47,7 @@ def test_row8_no_pod_writes_and_no_priority_class_writes():
     writes = {"create", "update", "patch", "delete", "deletecollection"}
     read_only = {kind for kind, verbs in rules.items() if not verbs & writes}
     assert read_only == {("", "pods"), ("", "nodes"), ("", "events"), ("", "limitranges"),
+                         ("coordination.k8s.io", "leases"),
                          ("node.k8s.io", "runtimeclasses"), ("scheduling.k8s.io", "priorityclasses")}
     assert not any("*" in resources or "*" in verbs for _, resources, verbs in rbac.RULES)
 

@@ -176,7 +176,8 @@ def test_history_falls_back_from_template_and_queue_to_template_to_queue():
     assert not thin.enough and thin.seconds == ()
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(30, "1 min"), (42 * 60, "42 min"), (190 * 60, "3 h 10 min"),
+@pytest.mark.parametrize(("seconds", "text"), [(21, "21 s"), (21.4, "21 s"), (119, "119 s"),
+                                               (120, "2 min"), (42 * 60, "42 min"), (190 * 60, "3 h 10 min"),
                                                (52 * 3600, "2 d 4 h")])
 def test_spans_read_as_people_say_them(seconds, text):
     assert e.span(seconds) == text
@@ -206,3 +207,15 @@ def test_the_work_of_an_estimate_is_bounded_with_hundreds_of_queues():
 def test_the_evidence_writes_amounts_in_the_units_of_every_page(resource, needs, free_now, words):
     est = e.Estimate(status=e.ESTIMATED, p50=60, p90=60, resource=resource, needs=needs, free_now=free_now)
     assert e.evidence(est, "team-a") == f"first in line in team-a; {words}"
+
+
+def test_jobs_ahead_counts_the_target_s_own_line_as_the_place_in_line_does():
+    """Issue 33 item 4: "place in line 1 of 1 in team-a" (KAI jobs of team-a on this cluster) never sits beside
+    "1 job ahead in team-a" because of a job of another backend: it still takes room in the replay first."""
+    from dataclasses import replace
+
+    other, target = replace(wait(9, 8, queued_at=1), line="volcano"), replace(wait(10, 8, queued_at=2), line="kai")
+    est = e.estimate(10, gpus(8), TEAM_A, [run(1, 8)], [target, other], history())
+    assert est.ahead == 0
+    assert "first in line in team-a" in e.evidence(est, "team-a")
+    assert (est.p50, est.freed_by.id) == (120 * MIN, 9)  # the other backend's job still starts first

@@ -238,7 +238,8 @@ def get(state, ids, fmt):
 
 @cli.command(name="ls")
 @click.option("--queue")
-@click.option("--phase", "phases", multiple=True, help="repeat for several")
+@click.option("--phase", "phases", multiple=True,
+              help="repeat for several; 'pending' is Submitted, Dispatched and Queued together")
 @click.option("--cluster")
 @click.option("--submitter", help="user name")
 @click.option("--namespace")

@@ -105,14 +105,25 @@ def phase_text(phase: str) -> str:
     return f"[{style}]{phase}[/]" if style else phase
 
 
+def clock_time(text: str | None) -> str:
+    """An API time in one format with its zone, to the millisecond: "2026-12-06 05:32:34.226 UTC" (an entry
+    written to the second reads "05:32:35.000", never "05:32:35Z" beside "05:32:34.226"); "" when absent, the text
+    as given when unreadable."""
+    at = parse_time(text)
+    if at is None:
+        return text or ""
+    at = at.astimezone(UTC)
+    return f"{at:%Y-%m-%d %H:%M:%S}.{at.microsecond // 1000:03d} UTC"
+
+
 def timeline_table(entries: list[dict]) -> Table:
-    """Timeline: phase, attempt, at, duration, reason, source."""
+    """Timeline: phase, attempt, at (`clock_time`: one format, UTC), duration, reason, source."""
     table = Table(box=None, header_style="bold")
     for column in ("PHASE", "ATTEMPT", "AT", "DURATION", "REASON", "SOURCE"):
         table.add_column(column)
     for e in entries:
         duration = e.get("duration_s")
-        table.add_row(phase_text(e["phase"]), str(e.get("attempt", 0)), (e.get("at") or "")[:23].replace("T", " "),
+        table.add_row(phase_text(e["phase"]), str(e.get("attempt", 0)), clock_time(e.get("at")),
                       "" if duration is None else f"{duration:.1f}s" + (" …" if e.get("ongoing") else ""),
                       e.get("reason", ""), e.get("source", ""))
     return table

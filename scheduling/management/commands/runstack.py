@@ -27,6 +27,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--no-cluster", action="store_true", help="do not start the local control plane")
+        parser.add_argument("--logs-here", action="store_true",
+                            help="the processes' output on this terminal, not in <state dir>/run.log")
 
     def handle(self, *args, **options):
         settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -36,11 +38,14 @@ class Command(BaseCommand):
         port = options["port"]
         argvs = process_argvs(port)
         env = quiet_env()
-        procs = {name: _start(name, argv, env) for name, argv in argvs.items()}
+        # The processes' output (the access log, Celery's and libraries' warnings) goes to a file, so the banner
+        # stays the last thing on the terminal (issue 33); --logs-here keeps it on the terminal.
+        log_file = None if options["logs_here"] else open(run_log_path(), "ab", buffering=0)  # noqa: SIM115
+        procs = {name: _start(name, argv, env, log_file) for name, argv in argvs.items()}
         started = {name: time.monotonic() for name in procs}
         failures: dict[str, int] = {}
         if _wait_for_port(port, procs["web"]):
-            self.stdout.write(self.style.SUCCESS(banner(port)))
+            self.stdout.write(self.style.SUCCESS(banner(port, None if log_file is None else run_log_path())))
         elif procs["web"].poll() is None:
             self.stdout.write(self.style.WARNING(
                 f"\nthe web server is not answering on http://127.0.0.1:{port}/ after {WEB_READY_SECONDS:.0f} s; "
@@ -66,7 +71,7 @@ class Command(BaseCommand):
                     self.stderr.write(f"runstack: {name} exited with code {proc.returncode}; restarting it in "
                                       f"{wait} s (restart {n})")
                     time.sleep(wait)
-                    procs[name], started[name] = _start(name, argvs[name], env), time.monotonic()
+                    procs[name], started[name] = _start(name, argvs[name], env, log_file), time.monotonic()
                 for name in list(failures):
                     if time.monotonic() - started[name] > STEADY_SECONDS:
                         del failures[name]  # ran long enough again: the next exit starts the backoff anew
@@ -86,7 +91,8 @@ class Command(BaseCommand):
             # A process that exits right after its start stops the others; say which, so the run does not just
             # end in silence.
             self.stderr.write("runstack: " + ", ".join(f"{n} exited with code {rc}" for n, rc in died)
-                              + " right after starting; stopped the others (see its output above)."
+                              + " right after starting; stopped the others (see its output "
+                              + ("above)." if log_file is None else f"in {run_log_path()}).")
                               + ("" if options["no_cluster"] else
                                  " The local cluster keeps running: `manage.py localcluster down` stops it."))
             sys.exit(1)
@@ -138,9 +144,16 @@ def quiet_env() -> dict[str, str]:
     return {**os.environ, "LOG_LEVEL": log_level()}
 
 
-def _start(name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-    """Start one process; the background ones (BACKGROUND) with `env` (quiet_env), web with runstack's own."""
-    return subprocess.Popen(argv, env=env if name in BACKGROUND else None)
+def run_log_path():
+    """Where `make run` writes its processes' output: <state dir>/run.log (appended to)."""
+    return settings.STATE_DIR / "run.log"
+
+
+def _start(name: str, argv: list[str], env: dict[str, str], log_file=None) -> subprocess.Popen:
+    """Start one process; the background ones (BACKGROUND) with `env` (quiet_env), web with runstack's own. With
+    `log_file` (an open binary file), its stdout and stderr go there instead of the terminal."""
+    out = {} if log_file is None else {"stdout": log_file, "stderr": subprocess.STDOUT}
+    return subprocess.Popen(argv, env=env if name in BACKGROUND else None, **out)
 
 
 def process_argvs(port: int) -> dict[str, list[str]]:
@@ -164,9 +177,10 @@ def process_argvs(port: int) -> dict[str, list[str]]:
     }
 
 
-def banner(port: int) -> str:
+def banner(port: int, log_path=None) -> str:
     """What `make run` prints once the web server answers, last: the URL, the user and password to log in with
-    (the password from <state dir>/admin-password, where bootstrap_admin keeps a generated one), how to stop."""
+    (the password from <state dir>/admin-password, where bootstrap_admin keeps a generated one), where the
+    processes' output goes (`log_path`, None: this terminal), how to stop."""
     username = os.environ.get("GANGWEB_ADMIN_USER", "admin")
     password_file = settings.STATE_DIR / "admin-password"
     try:
@@ -177,8 +191,9 @@ def banner(port: int) -> str:
              f"user '{username}' with the password you set (GANGWEB_ADMIN_PASSWORD)")
     return (f"\n{'=' * 72}\ngangweb is running: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/docs/)\n"
             f"Log in as {login}.\n"
-            f"Workers, beat and the cluster watcher log at {log_level()} (LOG_LEVEL=INFO make run shows more).\n"
-            f"Ctrl-C stops web, workers, beat and the cluster watcher.\n{'=' * 72}\n")
+            f"Workers, beat and the cluster watcher log at {log_level()} (LOG_LEVEL=INFO make run shows more)"
+            + (f";\nall output (the access log included) goes to {log_path} (tail -f it).\n" if log_path else ".\n")
+            + f"Ctrl-C stops web, workers, beat and the cluster watcher.\n{'=' * 72}\n")
 
 
 WEB_READY_SECONDS = 300.0  # runserver's first start imports everything: over 60 s on a loaded 2-core machine
