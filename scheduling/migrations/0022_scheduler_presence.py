@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("scheduling", "0020_dispatch_claim")]
+    dependencies = [("scheduling", "0021_task_queued_at")]
 
     operations = [
         migrations.AddField(
