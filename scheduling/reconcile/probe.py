@@ -94,8 +94,13 @@ def refresh_scheduler_presence(cluster: Cluster, api: client.ApiClient) -> None:
     "read": False (presence unknown). Families no longer available are dropped. Never raises."""
     from ..backends import registry
 
-    known = {cls.name: cls.family for cls in registry.all_plugins()}
-    families = sorted({known[n] for n in cluster.available_backends if n in known})
+    families = set()
+    for name in cluster.available_backends:
+        try:
+            families.add(registry.by_name(name).family)
+        except KeyError:  # a plugin this version no longer has: nothing to look for
+            continue
+    families = sorted(families)
     last = cluster.scheduler_presence if isinstance(cluster.scheduler_presence, dict) else {}
     now, out = timezone.now(), {}
     for family in families:

@@ -40,7 +40,7 @@ def test_a_plugin_that_says_it_cannot_run_is_not_chosen_listed_or_watched(picky_
     assert registry.plugin_for(family="kai", served=served) is KaiV2alpha2
     assert Picky.POD_GROUP not in registry.gang_kinds(served)
     assert KaiV2alpha2.POD_GROUP in registry.gang_kinds(served)
-    cluster = SimpleNamespace(served_apis=sorted(served))
+    cluster = SimpleNamespace(served_apis=sorted(served), scheduler_presence={})
     assert watching.gang_kinds(cluster) == registry.gang_kinds(served)  # the watch and the resync agree
     rows = {r["name"]: r for r in backend_rows(cluster)}
     assert (rows["kai-v2alpha3"]["served"], rows["kai-v2alpha3"]["chosen"]) == (False, False)

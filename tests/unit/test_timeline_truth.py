@@ -54,7 +54,9 @@ def test_a_queued_entry_never_names_a_gang_object_that_said_nothing():
     """Coscheduling PodGroup with status null, one of three pods bound: the bound pod spoke, the PodGroup did not."""
     pods = [pod(name="p-0", bound=4), pod(name="p-1"), pod(name="p-2")]
     queued = entry(run(SILENT, pods), P.QUEUED)
-    assert (queued.reason, queued.source, queued.message) == ("Pending", "Pod default/p-0", "1 of 3 bound")
+    # Seen mid-binding with no pod waiting: one instant placement reads one way (issue 33), from the bound pod.
+    assert (queued.reason, queued.source) == ("PlacedWithoutWait", "Pod default/p-0")
+    assert queued.message.endswith("(1 of 3 bound)"), queued.message
 
 
 def test_a_queued_entry_names_the_gang_object_when_its_status_spoke():
