@@ -462,6 +462,32 @@ class BulkCancelResultSerializer(serializers.Serializer):
     jobs = BulkCancelJobSerializer(many=True)
 
 
+class FailureSerializer(serializers.Serializer):
+    """Which of the job's containers failed first, and how (scheduling/observe/failure.py; docs/observability.md
+    "The failure"). Read from the job's own pods (controller reference to a Job UID gangweb recorded) and its
+    Jobs' Failed condition."""
+
+    kind = serializers.ChoiceField(choices=["ExitCode", "OOMKilled", "DeadlineExceeded", "ImagePull", "Evicted",
+                                            "PodFailed", "JobFailed"])
+    pod_set = serializers.CharField(help_text="the pod set of the pod that failed first")
+    index = serializers.IntegerField(allow_null=True, help_text="its Indexed Job completion index")
+    pod = serializers.CharField(help_text="the pod's name (empty when only the Job's condition says anything)")
+    container = serializers.CharField(help_text="the container that failed (empty when the pod failed as a whole)")
+    init_container = serializers.BooleanField()
+    exit_code = serializers.IntegerField(allow_null=True)
+    signal = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(help_text="the container's terminated/waiting reason, or the pod's status.reason "
+                                             "(Error, OOMKilled, ImagePullBackOff, Evicted, DeadlineExceeded, ...)")
+    message = serializers.CharField(help_text="its termination message (at most 1 KiB)")
+    restarts = serializers.IntegerField()
+    at = serializers.DateTimeField(allow_null=True, help_text="when it ended (the container's finishedAt)")
+    job_reason = serializers.CharField(help_text="the Job's Failed condition reason (BackoffLimitExceeded, ...)")
+    job_message = serializers.CharField()
+    failed_pods = serializers.IntegerField(help_text="the job's pods with a failure")
+    summary = serializers.CharField(help_text="one line, e.g. 'worker[1] container trainer exited with code 3 "
+                                              "(Error)'")
+
+
 class GangJobDetailSerializer(GangJobSerializer):
     """A gang job with its resolved spec, timeline (in order) and derived durations (seconds)."""
 
@@ -477,13 +503,15 @@ class GangJobDetailSerializer(GangJobSerializer):
         "ahead_in_queue, needs, freed_by, samples, computed_at, method}; null when not pending; unknown with the "
         "reason when it cannot be computed (the rest of the job still answers). In GET "
         "/api/v1/jobs/<id>/ only, as `position`")
+    failure = serializers.SerializerMethodField(help_text="the first failure among the job's containers, pods and "
+                                                          "Jobs; null when nothing failed")
     requeues = serializers.SerializerMethodField(help_text="times the gang started again: re-queued after a "
         "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "
         "latest timeline attempt's number, and durations read that attempt")
 
     class Meta(GangJobSerializer.Meta):
-        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "durations", "requeues",
-                                                  "position", "estimated_start"]
+        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "failure", "timeline", "durations",
+                                                  "requeues", "position", "estimated_start"]
         read_only_fields = fields
 
     def _transitions(self, obj):
@@ -492,6 +520,11 @@ class GangJobDetailSerializer(GangJobSerializer):
         if cached is None:
             obj._timeline_now = cached = timezone.now()
         return timeline.annotate(obj.transitions.all(), cached)
+
+    @extend_schema_field(FailureSerializer(allow_null=True))
+    def get_failure(self, obj) -> dict | None:
+        found = (obj.observed or {}).get("failure") if isinstance(obj.observed, dict) else None
+        return found if isinstance(found, dict) else None
 
     @extend_schema_field(PhaseTransitionSerializer(many=True))
     def get_timeline(self, obj) -> list[dict]:

@@ -186,6 +186,8 @@ def job_live_context(job, user=None) -> dict:
         "requeues": timeline.requeues(transitions),
         "transitions": transitions,
         "why": explain(job.why_pending, job.phase),
+        # The first failure of its containers, pods and Jobs (observe/failure.py; the API's `failure`), or None.
+        "failure": observed.get("failure") if isinstance(observed.get("failure"), dict) else None,
         # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and
         # counts by pod phase (older passes stored only the counts, under "pods").
         "pods": [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else [],

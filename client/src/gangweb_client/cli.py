@@ -210,7 +210,24 @@ def _wait_and_exit(client: Client, ids: list[int], timeout: float | None, fmt: s
         bad = [f"{j.id} {j.name} {j.phase}" + (f" ({j.phase_reason})" if j.phase_reason else "")
                for j in result.jobs if j.phase in ("Failed", "Cancelled")]
         err.print(f"{exitcodes.NAMES[code]}: " + "; ".join(bad), markup=False)
+        _print_failures(client, [j for j in result.jobs if j.phase == "Failed"])
     sys.exit(code)
+
+
+FAILURES_SHOWN = 10  # a bulk wait with many failures names the first ones (one GET each)
+
+
+def _print_failures(client: Client, failed: list[Job]) -> None:
+    """Each failed job's first failure (the job detail's `failure`), on stderr: which pod set, index and container
+    failed first and its exit code. A server without `failure` prints nothing more."""
+    for job in failed[:FAILURES_SHOWN]:
+        try:
+            lines = output.failure_lines(client.get(job.id).raw)
+        except GangwebError:
+            continue  # the wait's own answer was already printed: a read failing now changes nothing
+        for line in lines:
+            err.print(f"job {job.id}: {line}",
+                      markup=False, highlight=False)
 
 
 @cli.command()
@@ -232,8 +249,7 @@ def wait(state, ids, timeout, fmt):
 def get(state, ids, fmt):
     """Jobs by id, in their detail form (timeline, durations, why_pending, resolved spec)."""
     jobs = [state.client.get(i).raw for i in ids]
-    output.emit(jobs[0] if len(jobs) == 1 else jobs, fmt,
-                lambda d: output.jobs_table(d if isinstance(d, list) else [d]))
+    output.emit(jobs[0] if len(jobs) == 1 else jobs, fmt, output.job_detail)
 
 
 @cli.command(name="ls")
@@ -280,7 +296,7 @@ def why(state, job_id, fmt):
     job = state.client.get(job_id).raw
     data = {"id": job["id"], "name": job["name"], "phase": job["phase"], "phase_reason": job.get("phase_reason"),
             "why_pending": job.get("why_pending"), "position": job.get("position"),
-            "estimated_start": job.get("estimated_start")}
+            "estimated_start": job.get("estimated_start"), "failure": job.get("failure")}
     output.emit(data, fmt, output.why_text)
 
 
