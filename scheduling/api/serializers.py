@@ -488,6 +488,27 @@ class FailureSerializer(serializers.Serializer):
                                               "(Error)'")
 
 
+class JobLogQuerySerializer(serializers.Serializer):
+    """The query of GET /api/v1/jobs/<id>/logs/ (services/job_logs.py): which pod and container, and core/v1
+    PodLogOptions."""
+
+    pod_set = serializers.CharField(required=False, max_length=63, default="",
+                                    help_text="the pod set (default: the failed pod's, else the first)")
+    index = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000, allow_null=True,
+                                     default=None, help_text="the Indexed Job completion index")
+    container = serializers.CharField(required=False, max_length=63, default="",
+                                      help_text="default: the container that failed, else the pod's first")
+    tail_lines = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000, allow_null=True,
+                                          default=None, help_text="the last N lines only")
+    since_seconds = serializers.IntegerField(required=False, min_value=1, max_value=30 * 86400, allow_null=True,
+                                             default=None, help_text="only lines written in the last N seconds")
+    previous = serializers.BooleanField(required=False, default=False,
+                                        help_text="the previous (restarted) container's log")
+    follow = serializers.BooleanField(required=False, default=False,
+                                      help_text="stream new lines as they come, for GANGWEB_LOG_FOLLOW_SECONDS at "
+                                                "most")
+
+
 class GangJobDetailSerializer(GangJobSerializer):
     """A gang job with its resolved spec, timeline (in order) and derived durations (seconds)."""
 
