@@ -301,6 +301,37 @@ def why(state, job_id, fmt):
 
 
 @cli.command()
+@click.argument("job_id", type=click.IntRange(min=1))
+@click.option("--pod-set", help="the pod set (default: the failed pod's, else the first)")
+@click.option("--index", type=click.IntRange(min=0), help="the pod's index in its pod set")
+@click.option("-c", "--container", help="default: the container that failed, else the pod's first")
+@click.option("--tail", "tail", type=click.IntRange(min=1), help="the last N lines only")
+@click.option("--since", "since", type=click.IntRange(min=1), help="lines of the last N seconds only")
+@click.option("-p", "--previous", is_flag=True, help="the previous (restarted) container's log")
+@click.option("-f", "--follow", is_flag=True, help="stream new lines until the server's time bound")
+@click.pass_obj
+def logs(state, job_id, pod_set, index, container, tail, since, previous, follow):
+    """A container's log, read by the server from the job's cluster (no kubectl needed). Which pod and container
+    were read, and a cut at the server's byte cap, are said on stderr."""
+    response = state.client.logs(job_id, pod_set=pod_set, index=index, container=container, tail_lines=tail,
+                                 since_seconds=since, previous=previous, follow=follow)
+    h = response.headers
+    index_text = f"[{h['X-Gangweb-Log-Index']}]" if h.get("X-Gangweb-Log-Index") else ""
+    err.print(f"pod {h.get('X-Gangweb-Log-Pod', '?')} ({h.get('X-Gangweb-Log-Pod-Set', '')}{index_text}), "
+              f"container {h.get('X-Gangweb-Log-Container', '?')}", markup=False, highlight=False)
+    out = sys.stdout.buffer
+    try:
+        for chunk in response.iter_content(chunk_size=None):
+            out.write(chunk)
+            out.flush()
+    finally:
+        response.close()
+    if h.get("X-Gangweb-Log-Truncated") == "true":
+        err.print("the log was cut at the server's byte cap (GANGWEB_LOG_MAX_BYTES): use --tail or --since",
+                  markup=False, highlight=False)
+
+
+@cli.command()
 @click.argument("ids", nargs=-1, required=True, type=click.IntRange(min=1))
 @output_option
 @click.pass_obj
