@@ -492,11 +492,11 @@ class JobLogQuerySerializer(serializers.Serializer):
     """The query of GET /api/v1/jobs/<id>/logs/ (services/job_logs.py): which pod and container, and core/v1
     PodLogOptions."""
 
-    pod_set = serializers.CharField(required=False, max_length=63, default="",
+    pod_set = serializers.CharField(required=False, max_length=63, default="", allow_blank=True,
                                     help_text="the pod set (default: the failed pod's, else the first)")
     index = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000, allow_null=True,
                                      default=None, help_text="the Indexed Job completion index")
-    container = serializers.CharField(required=False, max_length=63, default="",
+    container = serializers.CharField(required=False, max_length=63, default="", allow_blank=True,
                                       help_text="default: the container that failed, else the pod's first")
     tail_lines = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000, allow_null=True,
                                           default=None, help_text="the last N lines only")

@@ -28,6 +28,7 @@ from ..observe import objects as o
 from ..observe.failure import COMPLETION_INDEX
 from ..observe.pods import controller_job_uid
 
+NO_PODS = "the job has no pods in its cluster (not started yet, or removed after the retention)"
 READ_TIMEOUT_S = 30  # one non-follow read: the cluster answers within this or the request fails (502)
 CHUNK = 16 * 1024
 
@@ -121,8 +122,7 @@ def choose(job: GangJob, pods: list[dict], query: LogQuery) -> tuple[dict, str]:
     the newest. Without a container: the failure's when reading its pod, else the pod's first container.
     Raises LogTargetError naming the parameter that matched nothing."""
     if not pods:
-        raise LogTargetError("id", "the job has no pods in its cluster (not started yet, or removed after the "
-                                   "retention)")
+        raise LogTargetError("detail", NO_PODS)
     failure = (job.observed or {}).get("failure") if isinstance(job.observed, dict) else None
     failure = failure if isinstance(failure, dict) else {}
     picked = pods
@@ -171,6 +171,8 @@ def read(job: GangJob, query: LogQuery, api: client.ApiClient | None = None) -> 
     """The log of the chosen container (`choose`): a whole answer, or with `query.follow` a stream. Raises
     LogTargetError when nothing matches, kubernetes ApiException or urllib3 errors when the cluster cannot be asked
     or refuses (a container not started yet, no previous container: the cluster's 400)."""
+    if not any(isinstance(uid, str) and uid for uid in (job.owner_uids or {}).values()):
+        raise LogTargetError("detail", NO_PODS)  # nothing created yet: the cluster is not asked
     if api is None:
         from ..kube.client import api_client
 

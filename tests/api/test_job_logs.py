@@ -119,3 +119,12 @@ def test_a_cluster_that_cannot_be_asked_is_a_502_never_a_500(teams, fake):
     fake.answers["/api/v1/namespaces/team-a/pods"] = (503, {"kind": "Status", "message": "etcd is away"})
     r = logs(teams, "a_view")
     assert r.status_code == 502 and r.json()["error"]
+
+
+def test_a_job_that_created_nothing_yet_is_404_without_asking_the_cluster(teams, fake):
+    GangJob.objects.filter(pk=teams.a_job.pk).update(owner_uids={})
+    r = logs(teams, "a_view")
+    assert r.status_code == 404
+    assert r.json() == {"detail": ["the job has no pods in its cluster (not started yet, or removed after the "
+                                   "retention)"]}
+    assert fake.requests == []
