@@ -167,11 +167,15 @@ def first_failure(pods: list[dict], owners: list[dict]) -> dict | None:
          "job_reason": str, "job_message": str (the Job's Failed condition, "" without one),
          "failed_pods": int (pods with a failure fact), "summary": str (one line)}
 
-    "First" is the earliest `finishedAt` (the root cause; later failures are often its consequences); facts without
-    a time come after the timed ones, then by pod set, index and pod name, so the choice is stable."""
+    Pods being deleted are left out: their end is the deletion's doing (the kubelet kills them, exit 137), never
+    the job's cause. "First" is the earliest `finishedAt` (the root cause; later failures are often its
+    consequences); facts without a time come after the timed ones, then by pod set, index and pod name, so the
+    choice is stable."""
     candidates = []
     failed_pods = 0
     for pod in pods:
+        if o.is_terminating(pod):
+            continue  # killed because someone deletes it (a cancel, a re-queue, the retention): not the cause
         facts = _pod_failures(pod)
         if facts:
             failed_pods += 1

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from ..backends.base import GangStatus, gang_minimum
-from ..choices import TERMINAL_PHASES, DesiredState
+from ..choices import TERMINAL_PHASES, DesiredState, GangPhase
 from ..constants import ANNOTATION_MIN_EDITED, LABEL_POD_SET
 from ..kube import runtime_classes
 from ..models import GangJob
@@ -271,6 +271,10 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
         "why_pending": why,
         "observed": _observed(evidence, obs),
     }
+    kept = (row.observed or {}).get("failure") if isinstance(row.observed, dict) else None
+    if "failure" not in changes["observed"] and obs.phase == GangPhase.FAILED and isinstance(kept, dict):
+        # A failed job keeps its failure when its pods go (deleted at the end of the retention): said once, kept
+        changes["observed"]["failure"] = kept
     foreign = foreign_objects(row, sighting)
     if foreign:
         changes["observed"]["foreign"] = foreign

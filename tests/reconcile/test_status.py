@@ -268,3 +268,21 @@ def test_a_watch_observation_is_selected_against_the_row_as_written_not_as_it_re
     job.refresh_from_db()
     assert job.observed["pod_counts"]["created"] == 3
     assert [o["kind"] for o in job.observed["objects"]] == ["Job"]
+
+
+def test_a_failed_pod_is_recorded_as_the_failure_and_kept_when_the_pods_go(job):
+    gang = GangStatus(admitted=True, reason="Scheduled", message="", at=t(3), source="PodGroup default/j-pg")
+    pods = [pod(name="p-0", bound=3, started=4, finished=6, phase="Failed"),
+            pod(name="p-1", bound=3, started=4, finished=8, phase="Failed"),
+            pod(name="p-2", bound=3, started=4, finished=9, phase="Succeeded")]
+    status.apply_observation(job, StubBackend(gang), [v1alpha2_podgroup()], pods, [batch_job(failed=9)])
+    job.refresh_from_db()
+    assert job.phase == P.FAILED
+    failure = job.observed["failure"]
+    assert (failure["pod"], failure["container"], failure["exit_code"], failure["kind"]) == ("p-0", "main", 1,
+                                                                                          "ExitCode")
+    assert (failure["failed_pods"], failure["job_reason"]) == (2, "BackoffLimitExceeded")
+    # the retention deletes the pods: the failure is said once and kept
+    status.apply_observation(job, StubBackend(gang), [v1alpha2_podgroup()], [], [batch_job(failed=9)])
+    job.refresh_from_db()
+    assert job.observed["failure"] == failure

@@ -73,3 +73,9 @@ def test_hostile_values_are_bounded_and_never_raise():
     f = first_failure([bad], [])
     assert f["index"] is None and f["pod"] == "" and f["exit_code"] is None
     assert len(f["reason"]) == 128 and len(f["message"]) == 1024
+
+
+def test_a_pod_killed_because_it_is_being_deleted_is_no_failure():
+    killed = pod("p", containers=[ended("t", 137)])
+    killed["metadata"]["deletionTimestamp"] = "2026-12-06T08:00:20Z"
+    assert first_failure([killed], []) is None
