@@ -733,10 +733,9 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             answer = HttpResponse(body, content_type="text/plain; charset=utf-8")
             if found.truncated:
                 answer["X-Gangweb-Log-Truncated"] = "true"
-        answer["X-Gangweb-Log-Pod"] = found.pod
-        answer["X-Gangweb-Log-Container"] = found.container
-        answer["X-Gangweb-Log-Pod-Set"] = found.pod_set
-        answer["X-Gangweb-Log-Index"] = "" if found.index is None else str(found.index)
+        for header, value in (("Pod", found.pod), ("Container", found.container), ("Pod-Set", found.pod_set),
+                              ("Index", "" if found.index is None else str(found.index))):
+            answer[f"X-Gangweb-Log-{header}"] = job_logs.header_value(value)
         return answer
 
 

@@ -14,6 +14,7 @@ container cannot hold the stream past it) or at the byte cap. Redirects are neve
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -196,6 +197,15 @@ def read(job: GangJob, query: LogQuery, api: client.ApiClient | None = None) -> 
         resp.release_conn()
     answer.body, answer.truncated = data[:cap], len(data) > cap
     return answer
+
+
+HEADER_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def header_value(name) -> str:
+    """A cluster-given name fit for a response header: the characters a Kubernetes name or label value may hold,
+    at most 253 (a hostile cluster's newline or control character would otherwise break the answer)."""
+    return HEADER_SAFE.sub("?", str(name or ""))[:253]
 
 
 def cut_notice(cap: int) -> bytes:

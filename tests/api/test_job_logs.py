@@ -128,3 +128,13 @@ def test_a_job_that_created_nothing_yet_is_404_without_asking_the_cluster(teams,
     assert r.json() == {"detail": ["the job has no pods in its cluster (not started yet, or removed after the "
                                    "retention)"]}
     assert fake.requests == []
+
+
+def test_a_hostile_pod_name_cannot_break_the_answers_headers(teams, fake):
+    hostile = pod("a-job-worker-1-x\r\nSet-Cookie: x=1", MINE, 1, str(teams.a_job.uid))
+    fake.answers["/api/v1/namespaces/team-a/pods"] = (200, {"items": [hostile]})
+    fake.answers["/api/v1/namespaces/team-a/pods/a-job-worker-1-x%0D%0ASet-Cookie%3A%20x%3D1/log"] = (200, "ok\n")
+    r = logs(teams, "a_view", index=1)
+    assert r.status_code == 200, r.content
+    assert r["X-Gangweb-Log-Pod"] == "a-job-worker-1-x??Set-Cookie??x?1"
+    assert "Set-Cookie" not in {k.title() for k in r.headers}
