@@ -47,7 +47,8 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _index(pod: dict) -> int | None:
+def completion_index(pod: dict) -> int | None:
+    """The pod's Indexed Job completion index (annotation, else label), None without a sane one."""
     m = o.meta(pod)
     for source in (m.get("annotations") or {}, m.get("labels") or {}):
         raw = source.get(COMPLETION_INDEX) if isinstance(source, dict) else None
@@ -56,7 +57,8 @@ def _index(pod: dict) -> int | None:
     return None
 
 
-def _pod_set(obj: dict) -> str:
+def pod_set_of(obj: dict) -> str:
+    """The `gangweb.io/pod-set` label of a pod or Job ("" without one), at most 63 characters."""
     value = (o.meta(obj).get("labels") or {}).get(LABEL_POD_SET)
     return value[:63] if isinstance(value, str) else ""
 
@@ -121,7 +123,7 @@ def _job_condition(owners: list[dict]) -> tuple[str, str, str, str]:
         cond = o.condition_true(w, "Failed")
         if cond is not None:
             failed.append((str(cond.get("lastTransitionTime") or ""), _text(cond.get("reason")),
-                           _text(cond.get("message"), MESSAGE_MAX), _pod_set(w)))
+                           _text(cond.get("message"), MESSAGE_MAX), pod_set_of(w)))
     if not failed:
         return "", "", "", ""
     at, reason, message, pod_set = min(failed)
@@ -180,7 +182,7 @@ def first_failure(pods: list[dict], owners: list[dict]) -> dict | None:
         if facts:
             failed_pods += 1
         for at, fields in facts:
-            key = (at is None, at.timestamp() if at else 0.0, _pod_set(pod), _index(pod) or 0,
+            key = (at is None, at.timestamp() if at else 0.0, pod_set_of(pod), completion_index(pod) or 0,
                    str(o.meta(pod).get("name", "")), fields["container"])
             candidates.append((key, pod, at, fields))
     job_reason, job_message, job_at, job_set = _job_condition(owners)
@@ -188,7 +190,7 @@ def first_failure(pods: list[dict], owners: list[dict]) -> dict | None:
         return None
     if candidates:
         _, pod, at, fields = min(candidates, key=lambda c: c[0])
-        out = {"kind": fields["kind"], "pod_set": _pod_set(pod), "index": _index(pod),
+        out = {"kind": fields["kind"], "pod_set": pod_set_of(pod), "index": completion_index(pod),
                "pod": _text(o.meta(pod).get("name"), 253), **{k: v for k, v in fields.items() if k != "kind"},
                "at": at.isoformat() if at else None}
     else:

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from kubernetes import client
 
-from ..constants import LABEL_JOB_UID, LABEL_POD_SET
+from ..constants import LABEL_JOB_UID
 from ..models import GangJob
 from ..observe import objects as o
-from ..observe.failure import COMPLETION_INDEX
+from ..observe.failure import completion_index as _index
+from ..observe.failure import pod_set_of as _pod_set
 from ..observe.pods import controller_job_uid
 
 NO_PODS = "the job has no pods in its cluster (not started yet, or removed after the retention)"
@@ -79,20 +80,6 @@ def max_bytes() -> int:
 def follow_seconds() -> float:
     """How long a follow stream lasts at most (`GANGWEB_LOG_FOLLOW_SECONDS`, at least 1 s)."""
     return max(1.0, float(getattr(settings, "GANGWEB_LOG_FOLLOW_SECONDS", 300)))
-
-
-def _index(pod: dict) -> int | None:
-    m = o.meta(pod)
-    for source in (m.get("annotations") or {}, m.get("labels") or {}):
-        raw = source.get(COMPLETION_INDEX) if isinstance(source, dict) else None
-        if isinstance(raw, str) and raw.isdigit() and len(raw) < 10:
-            return int(raw)
-    return None
-
-
-def _pod_set(pod: dict) -> str:
-    value = (o.meta(pod).get("labels") or {}).get(LABEL_POD_SET)
-    return value if isinstance(value, str) else ""
 
 
 def _containers(pod: dict) -> list[str]:
