@@ -50,6 +50,10 @@ GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS = int(os.environ.get("GANGWEB_SCHEDULER_SE
 # A finished (Succeeded/Failed) job's Indexed Jobs and their pods stay this long after it finished, for inspection
 # (`kubectl logs`), then are deleted (seconds; a template's `retentionSeconds` overrides it; reconcile/retention.py).
 GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENTION_SECONDS", "3600"))
+# GET /api/v1/jobs/<id>/logs/ (services/job_logs.py): at most this many bytes of a container's log per answer (the
+# rest is cut and the answer says so), and a `follow` stream ends after this many seconds.
+GANGWEB_LOG_MAX_BYTES = int(os.environ.get("GANGWEB_LOG_MAX_BYTES", str(1024 * 1024)))
+GANGWEB_LOG_FOLLOW_SECONDS = float(os.environ.get("GANGWEB_LOG_FOLLOW_SECONDS", "300"))
 # Finished jobs' rows (and their history) older than this many days are deleted by the hourly beat task
 # scheduling.prune_job_history, at most PRUNE_PER_RUN a run (services/job_history.py). 0: kept for ever.
 GANGWEB_JOB_HISTORY_DAYS = float(os.environ.get("GANGWEB_JOB_HISTORY_DAYS", "0"))

@@ -38,7 +38,7 @@ from .processes import (
     tail,
     wait_until,
 )
-from .stages import write_stage_config
+from .stages import POD_LOG_NAME, write_stage_config
 from .state import ClusterState, default_state_dir, load_state, locked
 
 Progress = Callable[[str], None]
@@ -126,6 +126,12 @@ class LocalCluster:
     def state_dir(self) -> Path | None:
         """The state directory, or None for an attached cluster."""
         return self.state.state_dir if self.state else None
+
+    @property
+    def pod_log(self) -> Path | None:
+        """The file kwok serves as every simulated container's log (stages.pod_logs), or None for an attached
+        cluster. Append `stages.cri_line(...)` lines to make the containers "write" them."""
+        return self.state.state_dir / POD_LOG_NAME if self.state else None
 
     def api_client(self) -> client.ApiClient:
         """Return a new kubernetes `ApiClient` for this cluster (the caller closes it)."""
@@ -241,7 +247,7 @@ class _Starter:
         state.server = f"https://127.0.0.1:{ports.apiserver}"
         kubeconfig = write_kubeconfig(state.state_dir / "kubeconfig", state.server, pki)
         state.kubeconfig = str(kubeconfig)
-        stages = write_stage_config(state.state_dir / "kwok-stages.yaml")
+        stages = write_stage_config(state.state_dir / "kwok-stages.yaml", log_file=state.state_dir / POD_LOG_NAME)
         state.save()
 
         self._start(c.ETCD, c.etcd_args(self.binaries, etcd_data, ports))
@@ -381,7 +387,7 @@ def _down_locked(state_dir: Path, progress: Progress, popens: dict | None = None
         for temp in state.temp_dirs:
             shutil.rmtree(temp, ignore_errors=True)
     shutil.rmtree(state_dir / "pki", ignore_errors=True)
-    for name in ("kubeconfig", "kwok-stages.yaml", "state.json", "state.tmp"):
+    for name in ("kubeconfig", "kwok-stages.yaml", POD_LOG_NAME, "state.json", "state.tmp"):
         (state_dir / name).unlink(missing_ok=True)
     if purge_logs:
         shutil.rmtree(state_dir / "logs", ignore_errors=True)

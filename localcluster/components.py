@@ -64,7 +64,10 @@ def _version(binaries: Binaries) -> str:
 SERVICE_CIDR = "10.96.0.0/16"
 SERVICE_IP = "10.96.0.1"  # first address of SERVICE_CIDR: the in-cluster `kubernetes` Service
 POD_CIDR = "10.244.0.0/16"  # kwok hands pod IPs out of this range
-NODE_IP = "10.240.0.1"  # InternalIP kwok gives nodes that have none
+# InternalIP kwok gives nodes that have none: kwok's own address, so kube-apiserver reaches "the kubelet" of every
+# fake node at kwok's server (its port is each node's daemonEndpoints.kubeletEndpoint.Port): pod logs
+# (`GET .../pods/<name>/log`) are then served by kwok from the ClusterLogs file (stages.py, docs/local-cluster.md).
+NODE_IP = "127.0.0.1"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 # KWOK manages only nodes that carry this annotation (see nodes.py); other nodes are left alone.
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -149,6 +152,9 @@ def apiserver_args(
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
         "--profiling=false",
+        # Kubelet calls (pod logs) go to the node's InternalIP (kwok, on 127.0.0.1): the fake node names resolve to
+        # nothing. kwok serves a self-signed certificate; without --kubelet-certificate-authority it is not checked.
+        "--kubelet-preferred-address-types=InternalIP",
         f"--feature-gates={_gates(version, feature_gates)}",
         "--runtime-config=" + ",".join(f"{k}={v}" for k, v in runtime_config_for(version).items()),
     ]
@@ -240,6 +246,7 @@ def kwok_args(binaries: Binaries, kubeconfig: Path, stages_file: Path, ports: Po
         f"--cidr={POD_CIDR}",
         f"--node-ip={NODE_IP}",
         f"--server-address=127.0.0.1:{ports.kwok}",
+        f"--node-port={ports.kwok}",  # the nodes' kubelet port: kube-apiserver asks kwok for pod logs
     ]
 
 

@@ -17,6 +17,7 @@ stages (node-initialize, node-heartbeat-with-lease, pod-ready, and pod-delete wi
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -38,8 +39,34 @@ def load_stages(directory: Path = STAGES_DIR) -> list[dict]:
     return stages
 
 
-def write_stage_config(path: Path, stages: list[dict] | None = None) -> Path:
-    """Write the Stage objects as one multi-document YAML file for ``kwok --config``; return the path."""
-    docs = stages if stages is not None else load_stages()
+POD_LOG_NAME = "kwok-pod.log"
+"""The file (in the state directory) every simulated container's log is read from: see `pod_logs`."""
+
+
+def pod_logs(log_file: Path) -> dict:
+    """A kwok ClusterLogs object (kwok.x-k8s.io/v1alpha1) serving `log_file` as the log of every container of every
+    pod on the fake nodes (also as its previous container's log). kube-apiserver proxies
+    ``GET /api/v1/namespaces/NS/pods/NAME/log`` to the node's kubelet, which is kwok (components.NODE_IP and
+    ``--node-port``), and kwok reads the file with the kubelet's own CRI log reader: each line is
+    ``<RFC 3339 time> stdout|stderr F <text>``; lines appended later reach a ``follow`` stream."""
+    return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": {"name": "gangweb-pod-logs"},
+            "spec": {"logs": [{"logsFile": str(log_file), "previousLogsFile": str(log_file), "follow": True}]}}
+
+
+def cri_line(text: str, stream: str = "stdout", at: datetime | None = None) -> str:
+    """One line of the CRI log format kwok reads (``2026-12-06T08:00:00.000000000Z stdout F text``)."""
+    at = (at or datetime.now(UTC)).astimezone(UTC)
+    return f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {stream} F {text}\n"
+
+
+def write_stage_config(path: Path, stages: list[dict] | None = None, log_file: Path | None = None) -> Path:
+    """Write the Stage objects (and, with `log_file`, the ClusterLogs of `pod_logs`, creating the file with one
+    line saying what it is when missing) as one multi-document YAML file for ``kwok --config``; return the path."""
+    docs = list(stages if stages is not None else load_stages())
+    if log_file is not None:
+        docs.append(pod_logs(log_file))
+        if not log_file.exists():
+            log_file.write_text(cri_line(f"kwok simulates this container: no process runs; lines appended to "
+                                         f"{log_file} appear here"))
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return path

@@ -16,6 +16,7 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/live/", views.job_live, name="job-live"),
     path("jobs/<int:pk>/events/", views.job_events, name="job-events"),
+    path("jobs/<int:pk>/logs/", views.job_logs, name="job-logs"),
     path("jobs/<int:pk>/objects/", views.job_objects, name="job-objects"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("jobs/<int:pk>/resubmit/", views.job_resubmit, name="job-resubmit"),

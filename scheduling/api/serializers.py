@@ -477,6 +477,53 @@ class BulkCancelResultSerializer(serializers.Serializer):
     jobs = BulkCancelJobSerializer(many=True)
 
 
+class FailureSerializer(serializers.Serializer):
+    """Which of the job's containers failed first, and how (scheduling/observe/failure.py; docs/observability.md
+    "The failure"). Read from the job's own pods (controller reference to a Job UID gangweb recorded) and its
+    Jobs' Failed condition."""
+
+    kind = serializers.ChoiceField(choices=["ExitCode", "OOMKilled", "DeadlineExceeded", "ImagePull", "Evicted",
+                                            "PodFailed", "JobFailed"])
+    pod_set = serializers.CharField(help_text="the pod set of the pod that failed first")
+    index = serializers.IntegerField(allow_null=True, help_text="its Indexed Job completion index")
+    pod = serializers.CharField(help_text="the pod's name (empty when only the Job's condition says anything)")
+    container = serializers.CharField(help_text="the container that failed (empty when the pod failed as a whole)")
+    init_container = serializers.BooleanField()
+    exit_code = serializers.IntegerField(allow_null=True)
+    signal = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(help_text="the container's terminated/waiting reason, or the pod's status.reason "
+                                             "(Error, OOMKilled, ImagePullBackOff, Evicted, DeadlineExceeded, ...)")
+    message = serializers.CharField(help_text="its termination message (at most 1 KiB)")
+    restarts = serializers.IntegerField()
+    at = serializers.DateTimeField(allow_null=True, help_text="when it ended (the container's finishedAt)")
+    job_reason = serializers.CharField(help_text="the Job's Failed condition reason (BackoffLimitExceeded, ...)")
+    job_message = serializers.CharField()
+    failed_pods = serializers.IntegerField(help_text="the job's pods with a failure")
+    summary = serializers.CharField(help_text="one line, e.g. 'worker[1] container trainer exited with code 3 "
+                                              "(Error)'")
+
+
+class JobLogQuerySerializer(serializers.Serializer):
+    """The query of GET /api/v1/jobs/<id>/logs/ (services/job_logs.py): which pod and container, and core/v1
+    PodLogOptions."""
+
+    pod_set = serializers.CharField(required=False, max_length=63, default="", allow_blank=True,
+                                    help_text="the pod set (default: the failed pod's, else the first)")
+    index = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000, allow_null=True,
+                                     default=None, help_text="the Indexed Job completion index")
+    container = serializers.CharField(required=False, max_length=63, default="", allow_blank=True,
+                                      help_text="default: the container that failed, else the pod's first")
+    tail_lines = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000, allow_null=True,
+                                          default=None, help_text="the last N lines only")
+    since_seconds = serializers.IntegerField(required=False, min_value=1, max_value=30 * 86400, allow_null=True,
+                                             default=None, help_text="only lines written in the last N seconds")
+    previous = serializers.BooleanField(required=False, default=False,
+                                        help_text="the previous (restarted) container's log")
+    follow = serializers.BooleanField(required=False, default=False,
+                                      help_text="stream new lines as they come, for GANGWEB_LOG_FOLLOW_SECONDS at "
+                                                "most")
+
+
 class GangJobDetailSerializer(GangJobSerializer):
     """A gang job with its resolved spec, timeline (in order) and derived durations (seconds)."""
 
@@ -496,12 +543,14 @@ class GangJobDetailSerializer(GangJobSerializer):
         "ahead_in_queue, needs, freed_by, samples, computed_at, method}; null when not pending; unknown with the "
         "reason when it cannot be computed (the rest of the job still answers). In GET "
         "/api/v1/jobs/<id>/ only, as `position`")
+    failure = serializers.SerializerMethodField(help_text="the first failure among the job's containers, pods and "
+                                                          "Jobs; null when nothing failed")
     requeues = serializers.SerializerMethodField(help_text="times the gang started again: re-queued after a "
         "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "
         "latest timeline attempt's number, and durations read that attempt")
 
     class Meta(GangJobSerializer.Meta):
-        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "timeline", "timeline_total",
+        fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "failure", "timeline", "timeline_total",
                                                   "timeline_omitted", "durations", "requeues", "position",
                                                   "estimated_start"]
         read_only_fields = fields
@@ -520,6 +569,11 @@ class GangJobDetailSerializer(GangJobSerializer):
             shown, omitted = timeline.bounded(timeline.fold(items))
             obj._timeline_shown = cached = (shown, omitted, len(items))
         return cached
+
+    @extend_schema_field(FailureSerializer(allow_null=True))
+    def get_failure(self, obj) -> dict | None:
+        found = (obj.observed or {}).get("failure") if isinstance(obj.observed, dict) else None
+        return found if isinstance(found, dict) else None
 
     @extend_schema_field(PhaseTransitionSerializer(many=True))
     def get_timeline(self, obj) -> list[dict]:

@@ -4,6 +4,7 @@ import time
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -43,6 +44,7 @@ from ..services import (
     bulk_cancel,
     dispatch,
     job_list,
+    job_logs,
     job_wait,
     keyset,
     notifications,
@@ -735,6 +737,44 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             return Response({"cluster": job.cluster.name, "events": [], "error": kube_errors.describe(exc)},
                             status=status.HTTP_502_BAD_GATEWAY)
         return Response({"cluster": job.cluster.name, "events": rows, "error": None})
+
+    @extend_schema(parameters=[s.JobLogQuerySerializer], responses={
+        (200, "text/plain"): OpenApiTypes.STR, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT,
+        409: OpenApiTypes.OBJECT, 502: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def logs(self, request, pk=None):
+        """A container's log, read live from the job's cluster (services/job_logs.py), as text/plain. Only the
+        job's own pods (controller reference to a Job UID gangweb recorded) in its namespace; 404 to whoever may not
+        view the job. At most GANGWEB_LOG_MAX_BYTES bytes: a longer log is cut, with the header
+        `X-Gangweb-Log-Truncated: true` and a last line saying so. `follow=true` streams new lines for
+        GANGWEB_LOG_FOLLOW_SECONDS at most. Headers `X-Gangweb-Log-Pod`, `-Container`, `-Pod-Set`, `-Index` name
+        what was read. 404 when no pod matches (naming the parameter), 409 when the cluster refuses (a container
+        not started yet, no previous container), 502 when it cannot be asked."""
+        job = self.get_object()  # the job detail's access check: 404 to others
+        params = s.JobLogQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        query = job_logs.LogQuery(**params.validated_data)
+        try:
+            found = job_logs.read(job, query)
+        except job_logs.LogTargetError as exc:
+            return Response({exc.field: [exc.message]}, status=exc.status)
+        except Exception as exc:  # noqa: BLE001 - any cluster failure is an answer, never a 500
+            said = kube_errors.classify(exc)
+            code = (status.HTTP_409_CONFLICT if said is not None and said.status in (400, 404)
+                    else status.HTTP_502_BAD_GATEWAY)
+            return Response({"cluster": job.cluster.name, "error": kube_errors.describe(exc)}, status=code)
+        if found.chunks is not None:
+            answer = StreamingHttpResponse(found.chunks, content_type="text/plain; charset=utf-8")
+            answer["X-Accel-Buffering"] = "no"  # a proxy passes lines on as they come
+        else:
+            body = found.body + (job_logs.cut_notice(job_logs.max_bytes()) if found.truncated else b"")
+            answer = HttpResponse(body, content_type="text/plain; charset=utf-8")
+            if found.truncated:
+                answer["X-Gangweb-Log-Truncated"] = "true"
+        for header, value in (("Pod", found.pod), ("Container", found.container), ("Pod-Set", found.pod_set),
+                              ("Index", "" if found.index is None else str(found.index))):
+            answer[f"X-Gangweb-Log-{header}"] = job_logs.header_value(value)
+        return answer
 
 
 class WebhookSubscriptionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,

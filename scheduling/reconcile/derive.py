@@ -11,11 +11,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from ..backends.base import GangStatus, gang_minimum
-from ..choices import TERMINAL_PHASES, DesiredState
+from ..choices import TERMINAL_PHASES, DesiredState, GangPhase
 from ..constants import ANNOTATION_MIN_EDITED, LABEL_POD_SET
 from ..kube import runtime_classes
 from ..models import GangJob
-from ..observe import capacity, causes, phases, why_pending
+from ..observe import capacity, causes, failure, phases, why_pending
 from ..observe import objects as o
 from ..observe.evidence import Evidence, JobObjects, SetShape
 from ..services import cluster_usage, timeline
@@ -175,12 +175,13 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
                         "controller": {"active", "ready", "succeeded", "failed"} (what the owner Jobs' status
                                       reports, summed; absent before any reported), "uncounted": [pod names],
                         "note": "" (where the pods seen and that report disagree; `observe.pods.cross_check`)},
-         "gang": {"admitted", "reason", "message", "source", "at"}}
+         "gang": {"admitted", "reason", "message", "source", "at"},
+         "failure": {...} (only when a container, pod or owner Job failed: `observe.failure.first_failure`)}
     """
     objects, gang = evidence.objects, evidence.gang
     rows = sorted((_pod_row(p, f) for p, f in zip(objects.pods, evidence.pods, strict=True) if not f.terminating),
                   key=lambda r: r["name"])
-    return {
+    out = {
         "objects": [_object_body(x) for x in [*objects.gang, *objects.owners]],
         "pods": rows[:MAX_PODS_LISTED],
         "pod_counts": {"created": obs.pods, "bound": obs.bound, "running": obs.running, "succeeded": obs.succeeded,
@@ -189,6 +190,10 @@ def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
         "gang": {"admitted": gang.admitted, "reason": gang.reason, "message": gang.message, "source": gang.source,
                  "at": gang.at.isoformat() if gang.at else None},
     }
+    failed = failure.first_failure(objects.pods, objects.owners)
+    if failed is not None:
+        out["failure"] = failed
+    return out
 
 
 def _controller_report(evidence: Evidence) -> dict:
@@ -266,6 +271,10 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
         "why_pending": why,
         "observed": _observed(evidence, obs),
     }
+    kept = (row.observed or {}).get("failure") if isinstance(row.observed, dict) else None
+    if "failure" not in changes["observed"] and obs.phase == GangPhase.FAILED and isinstance(kept, dict):
+        # A failed job keeps its failure when its pods go (deleted at the end of the retention): said once, kept
+        changes["observed"]["failure"] = kept
     foreign = foreign_objects(row, sighting)
     if foreign:
         changes["observed"]["foreign"] = foreign

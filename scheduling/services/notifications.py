@@ -244,20 +244,28 @@ def job_url(job_id: int) -> str:
 
 
 def payload_for(entry: PhaseTransition, job: GangJob) -> dict:
-    """The event body: Standard Webhooks' {type, timestamp, data} plus a Slack-compatible `text`."""
+    """The event body: Standard Webhooks' {type, timestamp, data} plus a Slack-compatible `text`. A Failed entry
+    carries the job's first failure (`data.failure`, the API's `failure` object: observe/failure.py; null when
+    the cluster said nothing more) and its one line in `text`."""
     reason = f" ({entry.reason})" if entry.reason else ""
     attempt = f", attempt {entry.attempt}" if entry.attempt else ""
+    failure = None
+    if entry.phase == GangPhase.FAILED and isinstance(job.observed, dict) and isinstance(
+            job.observed.get("failure"), dict):
+        failure = job.observed["failure"]
+    said = f": {failure.get('summary')}" if failure and failure.get("summary") else ""
     return {
         "type": "job.phase_changed",
         "timestamp": entry.recorded_at.isoformat(),
         "text": f"gangweb: job {job.pk} {job.name} (queue {job.queue.name}, cluster {job.cluster.name}) is "
-                f"{entry.phase}{reason}{attempt} {job_url(job.pk)}",
+                f"{entry.phase}{reason}{attempt}{said} {job_url(job.pk)}",
         "data": {"job": {"id": job.pk, "uid": str(job.uid), "name": job.name, "namespace": job.namespace,
                          "url": job_url(job.pk)},
                  "queue": job.queue.name, "cluster": job.cluster.name, "phase": entry.phase,
                  "attempt": entry.attempt, "reason": entry.reason, "message": entry.message,
                  "at": entry.at.isoformat(), "recorded_at": entry.recorded_at.isoformat(),
-                 "submitted_by": job.submitted_by.username if job.submitted_by_id else None},
+                 "submitted_by": job.submitted_by.username if job.submitted_by_id else None,
+                 **({"failure": failure} if entry.phase == GangPhase.FAILED else {})},
     }
 
 

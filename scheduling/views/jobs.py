@@ -21,6 +21,7 @@ from ..models.jobs import IN_PHASE_SINCE
 from ..services import access, keyset, queue_line, related, timeline
 from ..services import events as event_service
 from ..services import job_list as list_service
+from ..services import job_logs as log_service
 from ..services import jobs as job_service
 from ..services import start_estimate as estimate_service
 from ..services.errors import ServiceError
@@ -195,6 +196,8 @@ def job_live_context(job, user=None) -> dict:
         "requeues": timeline.requeues(transitions),
         "transitions": transitions,
         "why": explain(job.why_pending, job.phase),
+        # The first failure of its containers, pods and Jobs (observe/failure.py; the API's `failure`), or None.
+        "failure": observed.get("failure") if isinstance(observed.get("failure"), dict) else None,
         # Pod rows [{"name", "node", "phase", "reason"}] as the observer records them (first 200 by name), and
         # counts by pod phase (older passes stored only the counts, under "pods").
         "pods": [p for p in pods if isinstance(p, dict)] if isinstance(pods, list) else [],
@@ -260,6 +263,33 @@ def job_events(request, pk: int):
     if is_htmx(request):
         return render(request, "scheduling/partials/job_events.html", context)
     return render(request, "scheduling/job_events.html", {**context, "section": "jobs"})
+
+
+PANEL_TAIL_LINES = 200
+
+
+def _small_int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() and len(value) < 8 else None
+
+
+@login_required
+def job_logs(request, pk: int):
+    """GET /jobs/<id>/logs/ (htmx): the last PANEL_TAIL_LINES lines of a container's log, read live from the job's
+    cluster (`services.job_logs`, as GET /api/v1/jobs/<id>/logs/: the failed container by default; `pod_set`,
+    `index`, `container` choose another). The page refreshes it every 5 s while the job runs."""
+    job = get_object_or_404(_jobs(request.user).select_related("cluster"), pk=pk)
+    query = log_service.LogQuery(pod_set=(request.GET.get("pod_set") or "")[:63],
+                                 index=_small_int(request.GET.get("index")),
+                                 container=(request.GET.get("container") or "")[:63], tail_lines=PANEL_TAIL_LINES)
+    context = {"job": job, "tail": PANEL_TAIL_LINES, "found": None, "text": "", "error": ""}
+    try:
+        found = log_service.read(job, query)
+        context.update(found=found, text=found.body.decode("utf-8", "replace"))
+    except log_service.LogTargetError as exc:
+        context["error"] = exc.message
+    except Exception as exc:  # noqa: BLE001 - any cluster failure is shown, never a 500 on the job page
+        context["error"] = f"Could not read the log from cluster '{job.cluster.name}': {kube_errors.describe(exc, 300)}"
+    return render(request, "scheduling/partials/job_logs.html", context)
 
 
 def _act(request, pk: int, action, done: str):

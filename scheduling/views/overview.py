@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase
@@ -102,8 +103,10 @@ def overview_context(user) -> dict:
                            .order_by("phase_changed_at", "id")[:STUCK_SHOWN], LISTED_RELATED)
     for job in stuck:
         job.why = explain(job.why_pending, job.phase)
-    failures = related.attach(listed.filter(phase=GangPhase.FAILED).order_by("-phase_changed_at", "-id")
-                              [:RECENT_FAILURES], LISTED_RELATED)
+    # The first failure's one line (observe/failure.py) read by key in the same query: the rest of `observed`
+    # (objects, pods) is never loaded for a list.
+    failures = related.attach(listed.filter(phase=GangPhase.FAILED).annotate(failure_summary=KT(
+        "observed__failure__summary")).order_by("-phase_changed_at", "-id")[:RECENT_FAILURES], LISTED_RELATED)
     clusters = list(access.visible_clusters(user, Cluster.objects.all()))
     for c in clusters:  # per served backend: "API served · scheduler seen 2 min ago" (observe/presence.py)
         c.presence_rows = list(presence.all_presence(c, now).items())

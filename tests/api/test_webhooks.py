@@ -10,7 +10,7 @@ from standardwebhooks.webhooks import Webhook
 
 from scheduling import enqueue, tasks
 from scheduling.choices import GangPhase
-from scheduling.models import DeliveryStatus, WebhookDelivery, WebhookSubscription
+from scheduling.models import DeliveryStatus, GangJob, WebhookDelivery, WebhookSubscription
 from scheduling.services import notifications
 from tests import builders
 
@@ -112,6 +112,20 @@ def test_each_subscribed_transition_becomes_one_delivery_and_a_rescan_adds_none(
                                       "url": f"http://127.0.0.1:8000/jobs/{job.pk}/"}
     assert (payload["data"]["queue"], payload["data"]["cluster"]) == ("team-a", "local")
     assert payload["text"].startswith(f"gangweb: job {job.pk} t1 (queue team-a, cluster local) is Succeeded")
+
+
+def test_a_failed_entry_carries_the_jobs_first_failure_in_data_and_text(api, setup, admin_user, receiver):
+    sub = _subscribe(api, name="failures", url=receiver.url, phases=["Failed", "Running"])
+    job = builders.make_job(*setup, user=admin_user, name="t2", phase=GangPhase.FAILED)
+    failure = {"kind": "ExitCode", "pod_set": "worker", "index": 1, "container": "trainer", "exit_code": 3,
+               "summary": "worker[1] container trainer exited with code 3 (Error)"}
+    GangJob.objects.filter(pk=job.pk).update(observed={"failure": failure})
+    notifications.scan()
+    rows = WebhookDelivery.objects.filter(subscription_id=sub["id"])
+    by_phase = {d.payload["data"]["phase"]: d.payload for d in rows}
+    assert by_phase["Failed"]["data"]["failure"] == failure
+    assert ": worker[1] container trainer exited with code 3 (Error) http" in by_phase["Failed"]["text"]
+    assert "failure" not in by_phase["Running"]["data"]
 
 
 def test_a_delivery_is_signed_and_verifies_with_the_standard_webhooks_library(api, setup, admin_user, receiver):

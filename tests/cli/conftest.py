@@ -1,5 +1,12 @@
 """Fixtures for the CLI tests: a live gangweb server (gunicorn on the committed test database) and a token."""
+import sys
+from pathlib import Path
+
 import pytest
+
+# This checkout's client package first, for the tests that import it (as support.cli_env does for the console
+# script): an editable install in a shared venv may point at another checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "client" / "src"))
 
 from tests import builders
 from tests.cli import support

@@ -83,8 +83,11 @@ class Server:
 
 def cli_env(server_url: str, token: str | None, config_dir: Path, **extra) -> dict:
     """Environment for the console script: server, token, a private config file, 1 retry unless said."""
+    # This checkout's client first: the console script may come from an editable install of another checkout
+    # (a shared venv), whose package would otherwise be the one tested.
+    path = os.pathsep.join(p for p in (str(ROOT / "client" / "src"), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "GANGWEB_URL": server_url, "GANGWEB_CONFIG": str(config_dir / "config.yaml"),
-           "GANGWEB_RETRIES": "1", "COLUMNS": "200", **extra}
+           "GANGWEB_RETRIES": "1", "COLUMNS": "200", "PYTHONPATH": path, **extra}
     env.pop("GANGWEB_TOKEN", None)
     if token:
         env["GANGWEB_TOKEN"] = token

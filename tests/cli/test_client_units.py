@@ -177,3 +177,19 @@ def test_the_timeline_writes_every_time_in_one_format_with_its_zone(capsys):
     assert "2026-12-06 05:32:35.000 UTC" in printed
     assert "2026-12-06 05:32:36.500 UTC" in printed
     assert "Z" not in printed.replace("UTC", "")
+
+
+def test_a_jobs_failure_prints_as_a_summary_its_facts_and_its_message():
+    from gangweb_client import output
+
+    job = Job.from_api({"id": 7, "name": "t", "phase": "Failed", "failure": {
+        "summary": "worker[0] container trainer exited with code 3 (Error)", "pod_set": "worker", "index": 0,
+        "pod": "t-worker-0-x", "container": "trainer", "exit_code": 3, "signal": None, "reason": "Error",
+        "job_reason": "BackoffLimitExceeded", "message": "a\nb\nloss is NaN\n"}})
+    assert job.failure["exit_code"] == 3
+    assert output.failure_lines(job.raw) == [
+        "failure: worker[0] container trainer exited with code 3 (Error)",
+        "  pod set worker, index 0, pod t-worker-0-x, container trainer, exit code 3, reason Error, "
+        "job BackoffLimitExceeded",
+        "  message: a", "  message: b", "  message: loss is NaN"]
+    assert Job.from_api({"id": 8, "name": "u", "phase": "Running"}).failure is None

@@ -280,3 +280,21 @@ def test_the_dispatched_message_lists_the_objects_in_creation_order(job):
     dispatched = job.transitions.get(phase=P.DISPATCHED)
     assert dispatched.message == ("created PodGroup default/j-pg, Job default/j-beta, Job default/j-zeta, "
                                   "Job default/j-alpha")
+
+
+def test_a_failed_pod_is_recorded_as_the_failure_and_kept_when_the_pods_go(job):
+    gang = GangStatus(admitted=True, reason="Scheduled", message="", at=t(3), source="PodGroup default/j-pg")
+    pods = [pod(name="p-0", bound=3, started=4, finished=6, phase="Failed"),
+            pod(name="p-1", bound=3, started=4, finished=8, phase="Failed"),
+            pod(name="p-2", bound=3, started=4, finished=9, phase="Succeeded")]
+    status.apply_observation(job, StubBackend(gang), [v1alpha2_podgroup()], pods, [batch_job(failed=9)])
+    job.refresh_from_db()
+    assert job.phase == P.FAILED
+    failure = job.observed["failure"]
+    assert (failure["pod"], failure["container"], failure["exit_code"], failure["kind"]) == ("p-0", "main", 1,
+                                                                                          "ExitCode")
+    assert (failure["failed_pods"], failure["job_reason"]) == (2, "BackoffLimitExceeded")
+    # the retention deletes the pods: the failure is said once and kept
+    status.apply_observation(job, StubBackend(gang), [v1alpha2_podgroup()], [], [batch_job(failed=9)])
+    job.refresh_from_db()
+    assert job.observed["failure"] == failure

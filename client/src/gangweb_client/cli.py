@@ -210,7 +210,24 @@ def _wait_and_exit(client: Client, ids: list[int], timeout: float | None, fmt: s
         bad = [f"{j.id} {j.name} {j.phase}" + (f" ({j.phase_reason})" if j.phase_reason else "")
                for j in result.jobs if j.phase in ("Failed", "Cancelled")]
         err.print(f"{exitcodes.NAMES[code]}: " + "; ".join(bad), markup=False)
+        _print_failures(client, [j for j in result.jobs if j.phase == "Failed"])
     sys.exit(code)
+
+
+FAILURES_SHOWN = 10  # a bulk wait with many failures names the first ones (one GET each)
+
+
+def _print_failures(client: Client, failed: list[Job]) -> None:
+    """Each failed job's first failure (the job detail's `failure`), on stderr: which pod set, index and container
+    failed first and its exit code. A server without `failure` prints nothing more."""
+    for job in failed[:FAILURES_SHOWN]:
+        try:
+            lines = output.failure_lines(client.get(job.id).raw)
+        except GangwebError:
+            continue  # the wait's own answer was already printed: a read failing now changes nothing
+        for line in lines:
+            err.print(f"job {job.id}: {line}",
+                      markup=False, highlight=False)
 
 
 @cli.command()
@@ -232,8 +249,7 @@ def wait(state, ids, timeout, fmt):
 def get(state, ids, fmt):
     """Jobs by id, in their detail form (timeline, durations, why_pending, resolved spec)."""
     jobs = [state.client.get(i).raw for i in ids]
-    output.emit(jobs[0] if len(jobs) == 1 else jobs, fmt,
-                lambda d: output.jobs_table(d if isinstance(d, list) else [d]))
+    output.emit(jobs[0] if len(jobs) == 1 else jobs, fmt, output.job_detail)
 
 
 @cli.command(name="ls")
@@ -281,8 +297,39 @@ def why(state, job_id, fmt):
     job = state.client.get(job_id).raw
     data = {"id": job["id"], "name": job["name"], "phase": job["phase"], "phase_reason": job.get("phase_reason"),
             "why_pending": job.get("why_pending"), "position": job.get("position"),
-            "estimated_start": job.get("estimated_start")}
+            "estimated_start": job.get("estimated_start"), "failure": job.get("failure")}
     output.emit(data, fmt, output.why_text)
+
+
+@cli.command()
+@click.argument("job_id", type=click.IntRange(min=1))
+@click.option("--pod-set", help="the pod set (default: the failed pod's, else the first)")
+@click.option("--index", type=click.IntRange(min=0), help="the pod's index in its pod set")
+@click.option("-c", "--container", help="default: the container that failed, else the pod's first")
+@click.option("--tail", "tail", type=click.IntRange(min=1), help="the last N lines only")
+@click.option("--since", "since", type=click.IntRange(min=1), help="lines of the last N seconds only")
+@click.option("-p", "--previous", is_flag=True, help="the previous (restarted) container's log")
+@click.option("-f", "--follow", is_flag=True, help="stream new lines until the server's time bound")
+@click.pass_obj
+def logs(state, job_id, pod_set, index, container, tail, since, previous, follow):
+    """A container's log, read by the server from the job's cluster (no kubectl needed). Which pod and container
+    were read, and a cut at the server's byte cap, are said on stderr."""
+    response = state.client.logs(job_id, pod_set=pod_set, index=index, container=container, tail_lines=tail,
+                                 since_seconds=since, previous=previous, follow=follow)
+    h = response.headers
+    index_text = f"[{h['X-Gangweb-Log-Index']}]" if h.get("X-Gangweb-Log-Index") else ""
+    err.print(f"pod {h.get('X-Gangweb-Log-Pod', '?')} ({h.get('X-Gangweb-Log-Pod-Set', '')}{index_text}), "
+              f"container {h.get('X-Gangweb-Log-Container', '?')}", markup=False, highlight=False)
+    out = sys.stdout.buffer
+    try:
+        for chunk in response.iter_content(chunk_size=None):
+            out.write(chunk)
+            out.flush()
+    finally:
+        response.close()
+    if h.get("X-Gangweb-Log-Truncated") == "true":
+        err.print("the log was cut at the server's byte cap (GANGWEB_LOG_MAX_BYTES): use --tail or --since",
+                  markup=False, highlight=False)
 
 
 @cli.command()

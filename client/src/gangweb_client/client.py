@@ -85,6 +85,22 @@ class Client:
         """The job's phase history, in order."""
         return [TimelineEntry.from_api(e) for e in self.transport.request("GET", f"jobs/{int(job_id)}/timeline/")]
 
+    def logs(self, job_id: int, *, pod_set: str | None = None, index: int | None = None,
+             container: str | None = None, tail_lines: int | None = None, since_seconds: int | None = None,
+             previous: bool = False, follow: bool = False):
+        """A container of the job's log (GET /api/v1/jobs/<id>/logs/): the open `requests.Response`, whose
+        `iter_content(None)` yields the bytes as they come and whose headers name what was read
+        (`X-Gangweb-Log-Pod`, `-Container`, `-Pod-Set`, `-Index`) and whether the server cut it at its byte cap
+        (`X-Gangweb-Log-Truncated: true`). Without pod_set/index/container: the container that failed first, else
+        the first pod's first. `follow` streams new lines until the server's time bound. Close it when done."""
+        params = {"pod_set": pod_set, "index": index, "container": container, "tail_lines": tail_lines,
+                  "since_seconds": since_seconds, "previous": "true" if previous else None,
+                  "follow": "true" if follow else None}
+        params = {k: v for k, v in params.items() if v is not None and v != ""}
+        # a follow stream may be quiet for minutes: no read timeout of its own beyond the server's bound
+        return self.transport.stream(f"jobs/{int(job_id)}/logs/", params=params,
+                                     read_timeout=3600 if follow else None)
+
     def cancel(self, job_ids: Iterable[int]) -> list[Job]:
         """Cancel each job (its cluster objects are deleted; it ends Cancelled). Returns the jobs as answered.
         Stops at the first refusal (ApiError); the jobs before it stay cancelled."""

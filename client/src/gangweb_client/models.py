@@ -43,6 +43,13 @@ class Job:
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
+    def failure(self) -> dict | None:
+        """The first failure of a failed job (detail form only: pod_set, index, container, exit_code, reason,
+        message, summary, ...; docs/observability.md "The failure"), None when nothing failed or the form lacks it."""
+        found = self.raw.get("failure")
+        return found if isinstance(found, dict) else None
+
+    @property
     def terminal(self) -> bool:
         """Succeeded, Failed or Cancelled: the job will not change again."""
         return self.phase in TERMINAL_PHASES

@@ -7,9 +7,10 @@ import sys
 from datetime import datetime, timezone
 
 import yaml
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 UTC = timezone.utc  # noqa: UP017 - the client supports Python 3.10 (pyproject.toml), which has no datetime.UTC
@@ -129,6 +130,36 @@ def timeline_table(entries: list[dict]) -> Table:
     return table
 
 
+def failure_lines(job: dict) -> list[str]:
+    """The job's first failure (the API's `failure` object), as lines: the summary, then the facts a user checks
+    (pod set, index, container, exit code, reason), then its termination message; [] when nothing failed."""
+    f = job.get("failure")
+    if not isinstance(f, dict):
+        return []
+    lines = [f"failure: {f.get('summary') or f.get('reason')}"]
+    facts = [("pod set", f.get("pod_set")), ("index", f.get("index")), ("pod", f.get("pod")),
+             ("container", f.get("container")), ("exit code", f.get("exit_code")), ("signal", f.get("signal")),
+             ("reason", f.get("reason")), ("job", f.get("job_reason"))]
+    # index and exit code 0 are values; an empty name or no signal are not
+    lines.append("  " + ", ".join(f"{k} {v}" for k, v in facts if v is not None and v != "" and (v != 0 or k in (
+        "index", "exit code"))))
+    message = (f.get("message") or "").strip()
+    if message:
+        lines += [f"  message: {line}" for line in message.splitlines()[-5:]]
+    return lines
+
+
+def job_detail(data):
+    """Jobs in their detail form: the jobs table, then each failed job's failure lines."""
+    rows = data if isinstance(data, list) else [data]
+    extra = []
+    for job in rows:
+        lines = failure_lines(job)
+        if lines:
+            extra.append(Text(f"job {job.get('id')} {job.get('name', '')}: " + "\n".join(lines)))
+    return Group(jobs_table(rows), *extra) if extra else jobs_table(rows)
+
+
 def _estimate_lines(job: dict) -> list[str]:
     """The place in line and the start-time estimate of a pending job (servers without them: none)."""
     lines = []
@@ -148,6 +179,13 @@ def why_text(job: dict):
     """Why a job waits: the summary, then each blocking fact with its numbers, then its place in line and its
     estimated start."""
     why = job.get("why_pending")
+    failed = failure_lines(job)
+    if failed:
+        head = f"job {job['id']} ({job['name']}) is {job['phase']}"
+        tree = Tree(f"[bold]{escape(head)}[/]")
+        for line in failed:
+            tree.add(escape(line))
+        return tree
     extra = _estimate_lines(job)
     if not why:
         text = f"job {job['id']} ({job['name']}) is {job['phase']}" + (

@@ -81,6 +81,26 @@ class Transport:
             raise TransportError(f"{method} {url}: the answer is not JSON (is {self.base_url} a gangweb server?)") \
                 from exc
 
+    def stream(self, path: str, *, params=None, read_timeout: float | None = None):
+        """A GET whose answer is text, not JSON (a log): the open `requests.Response` (read it with
+        `iter_content`; close it when done). Retried as any GET until an answer starts; a stream cut later is not
+        resumed. Raises ApiError for error statuses and TransportError when the server cannot be reached."""
+        url = f"{self.base_url}/api/v1/{path.lstrip('/')}"
+        try:
+            response = self._sessions[True].get(url, params=params, stream=True,
+                                                timeout=(self.timeout, read_timeout or self.timeout))
+        except requests.exceptions.RequestException as exc:
+            raise TransportError(f"GET {url}: {_reason(exc)}") from exc
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"detail": [response.text.strip()[:500] or response.reason or "error"]}
+            finally:
+                response.close()
+            raise from_response(response.status_code, body, "GET", path)
+        return response
+
     def close(self) -> None:
         """Close the connection pools."""
         for session in self._sessions.values():
