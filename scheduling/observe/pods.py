@@ -254,6 +254,13 @@ def cross_check(pods: list[PodFacts], owners: list[OwnerFacts]) -> CrossCheck:
             groups.setdefault((p.owner_uid, _kind_of(p)), []).append(i)
     dropped_at: set[int] = set()
     said = []
+    for uid, owner in sorted(by_uid.items()):
+        for kind in ("active", "succeeded", "failed"):
+            seen, allowed = len(groups.get((uid, kind), [])), owner.reported[kind]
+            if seen < allowed:
+                # Pods gangweb finds by its label: one whose label was taken off is the controller's and not seen.
+                said.append(f"{seen} {kind} pods of {owner.ref} seen, its Job controller reports {allowed} (a pod "
+                            "without gangweb's labels is not counted)")
     for (uid, kind), idx in sorted(groups.items()):
         allowed = by_uid[uid].reported[kind]
         if len(idx) <= allowed:

@@ -214,3 +214,26 @@ def test_item10_unknown_scheduler_values_are_shown_as_they_are(world, api, watch
     assert why["summary"].startswith("KAI reports condition DrainingOnNodePool, which gangweb does not know")
     assert "Not enough room" not in why["summary"]
     assert data["phase_reason"] == "DrainingOnNodePool"
+
+
+def test_item6_a_gang_object_that_lost_its_label_is_not_replaced_by_a_resync(world, api):
+    """A resync finds the job's objects by label in its snapshot: the PodGroup whose label was taken off is missing
+    there, but it is still the job's (its recorded UID). The pass must read the job's own objects before it calls the
+    gang gone, so the running gang is kept and the label put back (it was replaced, pods and all)."""
+    job = world.submit(backend="k8s-workload", replicas=2)
+    assert world.reconcile(job).error is None
+    ref = world.backend(job).POD_GROUP
+    [pg] = world.gang(job, ref)
+    generation = GangJob.objects.get(pk=job.pk).gang_generation
+    objects.merge_patch(world.api, ref, world.namespace, pg["metadata"]["name"],
+                        {"metadata": {"labels": {LABEL_JOB_UID: None}}})
+
+    stats = resync.resync_cluster(world.cluster)
+    assert stats["failed"] == 0
+
+    row = GangJob.objects.get(pk=job.pk)
+    assert row.gang_generation == generation, (row.phase_reason, row.phase_message)
+    assert row.phase_reason != "Replaced"
+    kept = get_by_uid(world, ref, pg["metadata"]["name"], uid_of(pg))
+    assert kept is not None, "the PodGroup was replaced"
+    assert kept["metadata"]["labels"][LABEL_JOB_UID] == str(job.uid)

@@ -31,6 +31,16 @@ def test_pods_beyond_what_the_job_controller_reports_are_not_counted_the_earlies
     assert checked.note.startswith("5 active pods of Job default/j-worker seen, its Job controller reports 3")
 
 
+def test_fewer_pods_than_the_job_controller_reports_are_said_not_hidden():
+    """A pod whose gangweb label was taken off is the controller's and no longer listed: the count says 1, and the
+    note says why it disagrees with the controller's 2 (hostile pass, finding F6)."""
+    pods = [owned(pod("p-0", created=2, bound=3, started=4))]
+    checked = cross_check([pod_facts(p) for p in pods], [owner_facts(reporting(batch_job(), active=2))])
+    assert [p.name for p in checked.pods] == ["p-0"] and checked.dropped == []
+    assert checked.note.startswith("1 active pods of Job default/j-worker seen, its Job controller reports 2 (a pod "
+                                   "without gangweb's labels is not counted)")
+
+
 @pytest.mark.parametrize("job", [batch_job(), reporting(batch_job(), active=2)])
 def test_pods_agreeing_with_the_controller_or_of_a_job_not_synced_yet_all_count(job):
     pods = [owned(pod(f"p-{i}", created=2, bound=3)) for i in range(2)]

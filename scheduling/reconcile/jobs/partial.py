@@ -69,14 +69,25 @@ def release_partial(rec) -> bool:
     return True
 
 
+def gang_is_whole(job, pods: list[dict] | None = None) -> bool:
+    """True when at least the job's gang minimum (`derive.job_shape`) of pods is bound: counted from `pods` (the
+    job's pods as the pass read them) when given, else from its last recorded observation (`observed.pod_counts`).
+    Pods bound already cannot form a partial gang under a minimum put back now."""
+    if pods is not None:
+        bound = sum(1 for f in (pod_facts(p) for p in pods) if f.bound and not f.terminating)
+    else:
+        counts = (job.observed or {}).get("pod_counts") or {}
+        bound = counts.get("bound", 0) if isinstance(counts, dict) else 0
+    return isinstance(bound, int) and bound >= derive.job_shape(job).min_member
+
+
 def unmark_when_whole(rec) -> None:
     """Take gangweb's edited-minimum mark (ANNOTATION_MIN_EDITED) off the job's current gang objects once the gang
     is whole (minMember pods bound, as the pass's own observation counted them): a later member lost to a
     disruption is a re-queue, not a partial gang. Merge patch with the read resourceVersion; a 404/409 (changed
     meanwhile) leaves it to the next pass."""
     job = rec.job
-    counts = (job.observed or {}).get("pod_counts") or {}
-    if counts.get("bound", 0) < derive.job_shape(job).min_member:
+    if not gang_is_whole(job):
         return
     name = derive.current_gang_name(job)
     for ref in rec.backend.gang_kinds:

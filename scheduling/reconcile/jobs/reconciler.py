@@ -59,7 +59,7 @@ from .common import (
     ref_of,
 )
 from .conflicts import merge_patch_retrying
-from .partial import release_partial
+from .partial import gang_is_whole, release_partial
 
 # Drifted gang fields that are the gang's minimum (or a part of it): putting one back marks the object
 # (ANNOTATION_MIN_EDITED), so that pods bound below the minimum meanwhile read as a partial gang.
@@ -263,6 +263,10 @@ class JobReconciler(JobCleanup):
         terminating one, or the new one would have to wait for it to go. The gang is replaced at once under a new
         generation (new names for every object, on every backend; `replace`)."""
         gone = self.gang_gone(wanted)
+        if gone and self.confirm_absence():
+            # A snapshot finds the job's objects by label: one whose label was taken off is still the job's (its
+            # recorded UID), and the job's own read finds it; only that read may say the gang is gone.
+            gone = self.gang_gone(wanted)
         if gone:
             self.replace(gone, cause="gone")
             return gone
@@ -574,7 +578,8 @@ class JobReconciler(JobCleanup):
                     return None
                 if drift.replace:
                     raise Requeue(1, "Conflict", f"{ref.kind} {self.ns}/{name} changed immutably during update")
-            if minimum_edited(drift.fields):  # remembered on the object: pods bound meanwhile are a partial gang
+            if minimum_edited(drift.fields) and not gang_is_whole(self.job, self.observed.pods):
+                # remembered on the object: pods bound meanwhile are a partial gang (none can be once it is whole)
                 return {**drift.patch, "metadata": {"annotations": {
                     ANNOTATION_MIN_EDITED: timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")}}}
             return drift.patch
