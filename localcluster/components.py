@@ -228,8 +228,14 @@ def scheduler_args(
         # The scheduler holds kube-system/kube-scheduler as a real install does (the later flag wins): gangweb's
         # probe sees a scheduler by that Lease being renewed (scheduling/kube/scheduler_presence.py). A lone
         # candidate takes a new Lease at once; on SIGTERM kube-scheduler releases it (ReleaseOnCancel), so the
-        # upgrade's new scheduler takes it at once too.
+        # upgrade's new scheduler takes it at once too. A leader that cannot renew within the renew deadline exits
+        # (upstream: 10 s), and nothing here restarts it as a kubelet would: the fault runs stop or kill the API
+        # server for up to a minute, so the deadline is 300 s; renewals still come every 2 s (retry period), which
+        # is what the probe reads.
         "--leader-elect=true",
+        "--leader-elect-lease-duration=330s",
+        "--leader-elect-renew-deadline=300s",
+        "--leader-elect-retry-period=2s",
         "--v=2",  # one line per scheduling decision: what a failing gang test needs to explain itself
     ]
 
