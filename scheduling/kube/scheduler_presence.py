@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from kubernetes import client
 
 from . import objects
 from .refs import EVENT, LEASE
+from .times import parse_time
 
 log = logging.getLogger(__name__)
 MAX_EVENTS = 200  # one page of a scheduler's events is enough to date it; never more per probe
@@ -40,19 +41,6 @@ class Sighting:
 
     seen_at: datetime | None
     by: str = ""
-
-
-def _time(value) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text[-1:] in ("Z", "z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _latest(current: Sighting, when: datetime | None, by: str, now: datetime) -> Sighting:
@@ -71,7 +59,7 @@ def _lease_sighting(api: client.ApiClient, leases, now: datetime) -> Sighting:
             if not spec.get("holderIdentity"):  # released: nobody leads
                 continue
             meta = item.get("metadata") or {}
-            found = _latest(found, _time(spec.get("renewTime")) or _time(spec.get("acquireTime")),
+            found = _latest(found, parse_time(spec.get("renewTime")) or parse_time(spec.get("acquireTime")),
                             f"Lease {meta.get('namespace', namespace)}/{name}", now)
     return found
 
@@ -83,8 +71,8 @@ def _event_sighting(api: client.ApiClient, component: str, now: datetime) -> Sig
             break
         for item in objects.list_objects(api, EVENT, None, "", field_selector=selector, limit=MAX_EVENTS):
             series = item.get("series") if isinstance(item.get("series"), dict) else {}
-            when = (_time(series.get("lastObservedTime")) or _time(item.get("lastTimestamp"))
-                    or _time(item.get("eventTime")) or _time(item.get("firstTimestamp")))
+            when = (parse_time(series.get("lastObservedTime")) or parse_time(item.get("lastTimestamp"))
+                    or parse_time(item.get("eventTime")) or parse_time(item.get("firstTimestamp")))
             found = _latest(found, when, f"Event from {component}", now)
     return found
 
