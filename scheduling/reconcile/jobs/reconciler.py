@@ -33,6 +33,7 @@ from ...kube.refs import ObjectRef
 from ...models import GangJob, RuntimeTemplate
 from ...observe.evidence import JobObjects
 from ...observe.objects import created_at as o_created_at
+from ...observe.pods import owner_facts
 from ...services import policy
 from .. import desired as desired_mod
 from .. import owner_refs, ownership, refusals, retention, status, volcano_queues
@@ -228,6 +229,7 @@ class JobReconciler(JobCleanup):
             self.replace([f"apiVersion {self.retired.api_version} -> {self.backend.api_version}"])
         spec = desired_mod.gang_spec(self.job, self.limit_defaults())
         wanted = self.backend.build_gang_objects(spec)
+        self.stop_when_ended(wanted)
         replaced = self.fix_gang_drift(wanted)
         if replaced:
             spec = desired_mod.gang_spec(self.job, self.limit_defaults())
@@ -251,6 +253,20 @@ class JobReconciler(JobCleanup):
             return
         if self.job.is_terminal:
             self.clean_up_finished()
+
+    def stop_when_ended(self, wanted: list[dict]) -> None:
+        """Raise Done, creating nothing, when the job's Indexed Jobs have all ended (their Job controller's
+        `Complete` or `Failed` condition, batch/v1 JobStatus) while a gang object of the current generation is
+        missing: the job is over whatever this pass's row says (a resync's rows are loaded up to a pass's length
+        before their turn), its clean-up may already have deleted the gang, and a gang made again now would stay
+        for good. The observation records the end; the clean-up follows it."""
+        owners = [w for w in self.observed.owners.values() if not is_terminating(w)]
+        if not owners or not all(owner_facts(w).complete_at or owner_facts(w).failed_at for w in owners):
+            return
+        if all(w["metadata"]["name"] in self.observed.gang_of(ref_of(self.backend, w)) for w in wanted):
+            return
+        self.actions.append("the job's Indexed Jobs have ended: nothing of its gang is made again")
+        raise Done
 
     def fix_gang_drift(self, wanted: list[dict]) -> list[str]:
         """Patch the existing gang objects' drifted mutable fields; when a drifted field is immutable, or the server
