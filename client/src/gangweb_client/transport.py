@@ -68,11 +68,7 @@ class Transport:
         except requests.exceptions.RequestException as exc:
             raise TransportError(f"{method} {url}: {_reason(exc)}") from exc
         if response.status_code >= 400:
-            try:
-                body = response.json()
-            except ValueError:
-                body = {"detail": [response.text.strip()[:500] or response.reason or "error"]}
-            raise from_response(response.status_code, body, method, path)
+            raise from_response(response.status_code, _error_body(response), method, path)
         if not response.content:
             return None
         try:
@@ -93,9 +89,7 @@ class Transport:
             raise TransportError(f"GET {url}: {_reason(exc)}") from exc
         if response.status_code >= 400:
             try:
-                body = response.json()
-            except ValueError:
-                body = {"detail": [response.text.strip()[:500] or response.reason or "error"]}
+                body = _error_body(response)
             finally:
                 response.close()
             raise from_response(response.status_code, body, "GET", path)
@@ -105,6 +99,14 @@ class Transport:
         """Close the connection pools."""
         for session in self._sessions.values():
             session.close()
+
+
+def _error_body(response) -> dict:
+    """An error answer's JSON body, or {"detail": [its text (first 500 characters) or reason]} when it is not JSON."""
+    try:
+        return response.json()
+    except ValueError:
+        return {"detail": [response.text.strip()[:500] or response.reason or "error"]}
 
 
 def _reason(exc: Exception) -> str:
