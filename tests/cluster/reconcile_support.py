@@ -107,3 +107,13 @@ def make_world(kube_cluster, kube_namespace, admin_user) -> World:
     builders.make_queue("team-a", allowed_namespaces=[kube_namespace])
     builders.make_queue("team-b", allowed_namespaces=[kube_namespace])
     return World(cluster=cluster, user=admin_user, namespace=kube_namespace, api=kube_client.api_client(cluster))
+
+
+def reconciled_until(world, job, phase: str, attempt: int = 0, timeout: float = 120) -> GangJob:
+    """Reconcile passes (as the resync runs them) until the job is in `phase` in `attempt`; returns the fresh row."""
+    def there():
+        result = world.reconcile(job)
+        assert result.error is None, result.message
+        fresh = GangJob.objects.get(pk=job.pk)
+        return fresh.phase == phase and fresh.transitions.filter(phase=phase, attempt=attempt).exists() and fresh
+    return wait_for(there, timeout=timeout, what=f"{phase} in attempt {attempt}", interval=1)

@@ -21,21 +21,12 @@ from scheduling.reconcile import watching
 from tests import builders
 
 from .conftest import POOL_LABEL
-from .reconcile_support import wait_for
+from .reconcile_support import reconciled_until, wait_for
 from .throttling_webhook import ThrottlingWebhook
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
 HOLD = "gangweb.test/hold"  # a finalizer of the test's own: keeps a deleted gang object Terminating
 
-
-def reconciled_until(world, job, phase: str, attempt: int = 0, timeout: float = 120) -> GangJob:
-    """Reconcile passes (as the resync runs them) until the job is in `phase` in `attempt`."""
-    def there():
-        result = world.reconcile(job)
-        assert result.error is None, result.message
-        fresh = GangJob.objects.get(pk=job.pk)
-        return fresh.phase == phase and fresh.transitions.filter(phase=phase, attempt=attempt).exists() and fresh
-    return wait_for(there, timeout=timeout, what=f"{phase} in attempt {attempt}", interval=1)
 
 
 def row(job) -> GangJob:

@@ -14,18 +14,10 @@ from scheduling.models import GangJob
 from scheduling.services import timeline
 from tests import builders
 
-from .reconcile_support import wait_for
+from .reconcile_support import reconciled_until, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
-
-def reconciled_until(world, job, phase: str, attempt: int, timeout: float = 90) -> GangJob:
-    """Reconcile passes (as the resync would run them) until the job is in `phase` in `attempt`."""
-    def there():
-        assert world.reconcile(job).error is None
-        fresh = GangJob.objects.get(pk=job.pk)
-        return fresh.phase == phase and fresh.transitions.filter(phase=phase, attempt=attempt).exists() and fresh
-    return wait_for(there, timeout=timeout, what=f"{phase} in attempt {attempt}", interval=1)
 
 
 def test_a_running_jobs_vanished_owner_and_gang_objects_are_recreated_as_a_new_attempt(world, api):

@@ -13,19 +13,10 @@ from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob
 from tests import builders
 
-from .reconcile_support import wait_for
+from .reconcile_support import reconciled_until, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
-
-def reconciled_until(world, job, phase: str, attempt: int, timeout: float = 120) -> GangJob:
-    """Reconcile passes (as the resync runs them) until the job is in `phase` in `attempt`."""
-    def there():
-        result = world.reconcile(job)
-        assert result.error is None, result.message
-        fresh = GangJob.objects.get(pk=job.pk)
-        return fresh.phase == phase and fresh.transitions.filter(phase=phase, attempt=attempt).exists() and fresh
-    return wait_for(there, timeout=timeout, what=f"{phase} in attempt {attempt}", interval=1)
 
 
 def test_after_a_replacement_the_new_attempts_queued_entry_names_the_new_podgroup(world, priority_classes):
