@@ -245,6 +245,11 @@ def test_a_gang_that_fits_the_cluster_but_not_now_says_how_much_gangwebs_running
     why_pending says ClusterBusy with the cluster's numbers (needs 16; held total-8 of total; at most 8 free)."""
     nodes, total, largest = _gpus_of_schedulable_nodes(world.api)
     assert total == nodes * 8 and largest == 8, "the session's nodes are expected to have 8 GPUs each"
+    # An earlier test's node (the 16-GPU one above) may still be in gangweb's record of the cluster: the numbers
+    # below are the cluster's only once the node watch has caught up with the list just read.
+    wait_for(lambda: (world.cluster.refresh_from_db() or (world.cluster.capacity or {}).get("nodes") == nodes
+                      and world.cluster.capacity["allocatable"].get("nvidia.com/gpu") == total),
+             timeout=60, what=f"Cluster.capacity at {nodes} nodes and {total} GPUs")
     big = world.submit(backend="k8s-workload", replicas=nodes - 1,
                        containers=[builders.container(cpu="1", memory="1Gi", gpu=8)])
     assert world.reconcile(big).error is None
