@@ -30,15 +30,11 @@ owner's UID; the garbage collector and controllers match owners by UID, not name
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..constants import LABEL_JOB_UID
 from ..kube.objects import JOB
 from ..observe.evidence import JobObjects
 from . import names
-
-if TYPE_CHECKING:  # observed.py imports this module
-    from .observed import Observed
+from .observed_set import Observed
 
 JOB_API_VERSION = JOB.api_version
 JOB_KIND = JOB.kind
@@ -206,8 +202,6 @@ def trust(observed: Observed, namespace: str, recorded: dict | None, job_uid: st
       is reported in `foreign`. Without `others`, `foreign` holds the look-alikes found by label only, and
       `foreign_complete` is False.
     """
-    from .observed import Observed
-
     out = Observed(recorded_phases=observed.recorded_phases)
     foreign = []
     for key, objs in observed.gang.items():

@@ -11,7 +11,7 @@ from ...kube import objects
 from ...kube.objects import JOB, POD, SERVICE
 from ...kube.refs import ObjectRef
 from .. import ownership, retention, status
-from ..observed import kind_key, obj_key
+from ..observed_set import kind_key, obj_key
 from .common import CANCELLING, LIVE_POD_PHASES, REMOVING, WAIT_SECONDS, Requeue, is_terminating
 
 

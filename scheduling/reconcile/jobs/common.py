@@ -13,7 +13,7 @@ from ...kube.errors import (
     TerminalKubeError,
 )
 from ...kube.refs import ObjectRef
-from ..observed import kind_key, obj_key
+from ..observed_set import kind_key, obj_key
 
 MAX_CONFLICT_RETRIES = 3
 WAIT_SECONDS = 5  # countdown while the world catches up (an object terminating, pods going away)
