@@ -441,10 +441,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=2.0, help="churn window (default 2; 10 for the RSS run)")
     parser.add_argument("--rate", type=int, default=600, help="pod updates per second to write")
     args = parser.parse_args(argv)
-    from . import run_all
-
-    return run_all.main(["--only", "watch_churn", "--churn-minutes", str(args.minutes), "--churn-rate",
-                         str(args.rate)])
+    # run_all in a process of its own rather than imported: run_all imports this module, and the import back closed
+    # a circle (issue 34)
+    return subprocess.call([sys.executable, "-m", "bench.run_all", "--only", "watch_churn", "--churn-minutes",
+                            str(args.minutes), "--churn-rate", str(args.rate)], cwd=REPO)
 
 
 if __name__ == "__main__":
