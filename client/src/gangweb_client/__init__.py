@@ -5,11 +5,10 @@
     [job] = client.submit({"name": "train", "template": "llm", "queue": "team-a", "cluster": "prod"})
     result = client.wait([job.id], timeout=3600)   # WaitResult; result.exit_code 0/1/2/3
 """
-__version__ = "0.1.0"
-
-from .client import Client  # noqa: E402
-from .errors import ApiError, GangwebError, InputError, NotFound, TransportError, Unauthorized  # noqa: E402
-from .models import Job, TimelineEntry, WaitResult  # noqa: E402
+from .client import Client
+from .errors import ApiError, GangwebError, InputError, NotFound, TransportError, Unauthorized
+from .models import Job, TimelineEntry, WaitResult
+from .version import __version__
 
 __all__ = ["ApiError", "Client", "GangwebError", "InputError", "Job", "NotFound", "TimelineEntry", "TransportError",
            "Unauthorized", "WaitResult", "__version__"]

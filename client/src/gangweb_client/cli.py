@@ -13,10 +13,11 @@ import yaml
 from rich.live import Live
 from rich.table import Table
 
-from . import __version__, config, exitcodes, output
+from . import config, exitcodes, output
 from .client import Client
 from .errors import ApiError, GangwebError, InputError
 from .models import Job, TimelineEntry
+from .version import __version__
 
 err = output.console(stderr=True)
 

@@ -12,8 +12,8 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from . import __version__
 from .errors import TransportError, from_response
+from .version import __version__
 
 RETRY_STATUSES = (429, 502, 503, 504)
 
