@@ -26,6 +26,8 @@ PHASE_ORDER = {phase: index for index, phase in enumerate(GangPhase)}
 # `--phase pending` and the jobs page's "pending" choice all mean these (filtersets.PhaseFilter).
 PENDING_PHASES = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
 PENDING_CHOICE = "pending"
+# Placed by the scheduler: what counts as a job holding its cluster's resources (queue and cluster usage).
+RUNNING_PHASES = (GangPhase.SCHEDULED, GangPhase.RUNNING)
 PHASE_FILTER_CHOICES = [(PENDING_CHOICE, "pending (Submitted, Dispatched, Queued)"), *GangPhase.choices]
 
 

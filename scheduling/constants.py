@@ -26,6 +26,12 @@ DNS1123_SUBDOMAIN_MAX = 253
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
+# Template `gang` fields the web side checks and the worker renders (reconcile/desired.py).
+# KAI v0.17 PodGroup durations a template may set under `gang` -> whether a negative value is meaningful
+# (stalenessGracePeriod: negative disables the stale-gang eviction; KAI v0.17 CRD; docs/upstream.md, KAI PodGroup).
+KAI_DURATIONS = {"preemptionDelay": False, "stalenessGracePeriod": True}
+DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # scheduler-plugins PodGroup scheduleTimeoutSeconds default
+
 # Celery time limits of the periodic resync (seconds): soft, then hard (SIGKILL of the pool process). Its job passes
 # stop earlier, at GANGWEB_RESYNC_MAX_SECONDS; its lease lapses after the hard limit (reconcile/resync.py).
 RESYNC_SOFT_TIME_LIMIT = 300

@@ -14,6 +14,12 @@ from __future__ import annotations
 
 from celery import current_app
 
+# Job ids per reconcile message of a bulk, and jobs per claimed batch of the worker (reconcile/jobs/coalesce.py).
+# 50: small enough that a burst spreads over every worker process (a 100-job bulk is reconciled by two at once;
+# bench/ measured 0.61x -> see bench/README.md), large enough that each batch's one snapshot of the cluster
+# (a LIST per kind) is shared by many jobs.
+BATCH = 50
+
 # The tasks' stable names (scheduling/tasks.py registers them under these; routes and the dashboard key on them).
 RECONCILE_JOB = "scheduling.reconcile_job"
 RECONCILE_JOBS = "scheduling.reconcile_jobs"

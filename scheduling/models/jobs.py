@@ -152,6 +152,8 @@ class GangJob(models.Model):
         return self.phase in TERMINAL_PHASES
 
 
+# resource (KAI's names) -> the GangJob column of the gang's total request: GPU devices, CPU millicores, memory bytes
+REQUESTED_COLUMNS = {"gpu": "requested_gpu", "cpu": "requested_cpu_millicores", "memory": "requested_memory_bytes"}
 BIGINT_MAX = 2**63 - 1  # the requested-total columns: BigIntegerField, a signed 64-bit integer in every database
 
 

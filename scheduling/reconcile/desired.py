@@ -13,10 +13,18 @@ import copy
 from django.conf import settings
 
 from ..backends.base import GangSpec, PodSetSpec, SchedulerBackend, gang_minimum, set_minimum
-from ..constants import LABEL_INSTANCE, LABEL_JOB, LABEL_JOB_UID, LABEL_MANAGED_BY, LABEL_POD_SET, MANAGED_BY_VALUE
+from ..constants import (
+    DEFAULT_SCHEDULE_TIMEOUT_SECONDS,
+    KAI_DURATIONS,
+    LABEL_INSTANCE,
+    LABEL_JOB,
+    LABEL_JOB_UID,
+    LABEL_MANAGED_BY,
+    LABEL_POD_SET,
+    MANAGED_BY_VALUE,
+)
 from ..kube import limit_ranges, resources, runtime_classes
 from ..kube.objects import JOB, SERVICE
-from ..services.templates import DEFAULT_SCHEDULE_TIMEOUT_SECONDS, KAI_DURATIONS
 from . import names
 
 

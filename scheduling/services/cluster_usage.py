@@ -12,11 +12,11 @@ from __future__ import annotations
 from django.core.cache import cache
 from django.db.models import Sum
 
-from ..choices import TERMINAL_PHASES
+from ..choices import RUNNING_PHASES, TERMINAL_PHASES
 from ..kube import runtime_classes
 from ..models import Cluster, ClusterNodes, GangJob
+from ..models.jobs import REQUESTED_COLUMNS as COLUMNS
 from ..observe import capacity
-from .queue_usage import COLUMNS, RUNNING_PHASES
 
 REMEMBER_SECONDS = 5
 

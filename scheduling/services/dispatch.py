@@ -11,11 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from .. import enqueue
-
-# 50: small enough that a burst spreads over every worker process (a 100-job bulk is reconciled by two at once;
-# bench/ measured 0.61x -> see bench/README.md), large enough that each batch's one snapshot of the cluster
-# (a LIST per kind) is shared by many jobs.
-BATCH = 50
+from ..enqueue import BATCH
 
 
 def reconcile_jobs_on_commit(job_ids: list[int], *, submitted: bool = False, cleanup: bool = False) -> None:

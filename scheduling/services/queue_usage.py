@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from django.db.models import Count, Q, Sum
 
-from ..choices import GangPhase
+from ..choices import RUNNING_PHASES, GangPhase
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, GangJob
+from ..models.jobs import REQUESTED_COLUMNS
 from . import related
 
-RUNNING_PHASES = (GangPhase.SCHEDULED, GangPhase.RUNNING)
 ACTIVE = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED, *RUNNING_PHASES)
 BYTES_PER_MB = 10**6
-COLUMNS = {"gpu": "requested_gpu", "cpu": "requested_cpu_millicores", "memory": "requested_memory_bytes"}
+COLUMNS = REQUESTED_COLUMNS
 
 
 def empty() -> dict:
