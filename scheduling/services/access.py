@@ -338,7 +338,7 @@ def check_manage_queue(user, queue, changed: set[str] | frozenset = frozenset(),
 def check_queue_scope(user, parent, clusters=None, namespaces=None, service_accounts=None) -> None:
     """A queue made or changed by a queue admin stays inside its parent: its clusters are among the parent's (or,
     when the parent names none, among those the user can see), and its namespaces and service accounts are among
-    the parent's (an empty list allows none: services/policy.py). Raises PermissionDenied naming the field.
+    the parent's (an empty list allows none: services/pod_rules.py). Raises PermissionDenied naming the field.
 
     Without this, a team admin could attach a cluster or namespace nobody gave them to a new child queue.
     """

@@ -19,7 +19,7 @@ from .. import dbclock, routing
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..models.jobs import fill_requested_totals
-from . import access, audit, cluster_warnings, dispatch, policy
+from . import access, audit, cluster_warnings, dispatch, pod_rules, policy
 from . import queues as queue_service
 from . import templates as template_service
 from . import validation as v
@@ -71,7 +71,7 @@ def _check_keys(data: dict, allowed: tuple[str, ...]) -> None:
 def check_queue_takes(queue: QueuePolicy, cluster: Cluster, namespace: str, lookups: Lookups,
                       field_names: tuple[str, str, str] = ("queue", "cluster", "namespace")) -> None:
     """Raise ValidationError unless `queue` takes jobs on `cluster` in `namespace`: it is a leaf, targets the
-    cluster (when it names clusters at all) and it and its ancestors allow the namespace (policy.check_namespace;
+    cluster (when it names clusters at all) and it and its ancestors allow the namespace (pod_rules.check_namespace;
     an empty list allows none, reserved namespaces never). Shared by submit,
     update (a queue move) and resubmit, so a job can never end up where a submit could not put it.
     `field_names` are the keys the errors are reported under (a queue move reports everything under "queue")."""
@@ -80,7 +80,7 @@ def check_queue_takes(queue: QueuePolicy, cluster: Cluster, namespace: str, look
         raise ValidationError({f_queue: f"queue '{queue.name}' has child queues; only leaf queues take jobs"})
     if not lookups.takes(queue, cluster):
         raise ValidationError({f_cluster: f"queue '{queue.name}' is not synced to cluster '{cluster.name}'"})
-    policy.check_namespace(queue, namespace, policy.queue_chain(queue, lookups.tree), f_namespace)
+    pod_rules.check_namespace(queue, namespace, pod_rules.queue_chain(queue, lookups.tree), f_namespace)
 
 
 def build_job(user, data, lookups: Lookups) -> GangJob:
@@ -373,7 +373,7 @@ def _update(user, job: GangJob, data) -> GangJob:
         queue = access.named_queue(user, lookups.queues.get(name), name)
         check_queue_takes(queue, job.cluster, job.namespace, lookups, ("queue", "queue", "queue"))
         access.check_submit(user, queue, job.cluster)
-        policy.check_job_spec(job.resolved_spec, job.template_version.template, queue, lookups.tree)
+        pod_rules.check_job_spec(job.resolved_spec, job.template_version.template, queue, lookups.tree)
         queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
         job.queue = queue
     if "priority_class_name" in data:

@@ -40,7 +40,7 @@ from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueueClusterState, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion, VolcanoQueueState
 from ..models.jobs import requested_totals
 from ..statements import columns, fetch, select_list
-from . import cluster_warnings, policy
+from . import cluster_warnings, pod_rules
 from . import queues as queue_service
 from . import templates as template_service
 from .cluster_warnings import VIEW_FIELDS
@@ -96,13 +96,13 @@ class Lookups:
 
     def check_limits(self, queue: QueuePolicy, cluster: Cluster, version, overrides) -> tuple[dict, list[dict]]:
         """(resolved spec, limit warnings) of one job: `render`, the pod-spec policy of the template in `queue`
-        (`policy.check_job_spec`) and `queues.check_job_limits`, each computed once per distinct (version,
+        (`pod_rules.check_job_spec`) and `queues.check_job_limits`, each computed once per distinct (version,
         overrides, queue, cluster) in a request. Raises what they raise."""
         resolved, key = self._render(version, overrides)
         limit_key = (key, queue.id, cluster.id) if key is not None else None
         if limit_key is not None and limit_key in self.limits:
             return resolved, [dict(w) for w in self.limits[limit_key]]
-        policy.check_job_spec(resolved, version.template, queue, self.tree)
+        pod_rules.check_job_spec(resolved, version.template, queue, self.tree)
         warnings = queue_service.check_job_limits(queue, cluster, resolved, self.tree, self.usage)
         if limit_key is not None:
             self.limits[limit_key] = warnings

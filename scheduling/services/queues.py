@@ -39,8 +39,7 @@ from ..kube import resources, runtime_classes
 from ..kube.kai_units import RESOURCES, UNITS, UNLIMITED, display, kai_amounts, to_kai
 from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
 from ..queueing.tree import QUOTA_FIELDS, ROW_FIELDS, WEIGHT_FIELDS, QueueRow, QueueTree, unlimited  # noqa: F401
-from . import access, audit, dispatch, related
-from . import policy as pod_policy
+from . import access, audit, dispatch, pod_rules, related
 from . import tokens as token_service
 from . import validation as v
 from .errors import Conflict, PermissionDenied
@@ -289,7 +288,7 @@ def _apply_access(policy: QueuePolicy, data: dict) -> None:
             raise ValidationError({"allowed_namespaces": "must be a list of namespace names"})
         for i, ns in enumerate(namespaces):
             v.dns_label(ns, f"allowed_namespaces[{i}]")
-            pod_policy.check_allowed_namespace(ns, f"allowed_namespaces[{i}]")
+            pod_rules.check_allowed_namespace(ns, f"allowed_namespaces[{i}]")
         policy.allowed_namespaces = list(dict.fromkeys(namespaces))
     if "allowed_service_accounts" in data:
         accounts = data["allowed_service_accounts"] or []

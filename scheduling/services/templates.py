@@ -19,8 +19,9 @@ from django.core.exceptions import ValidationError
 
 from ..backends import registry
 from ..backends.base import gang_minimum
+from ..constants import DEFAULT_SCHEDULE_TIMEOUT_SECONDS, KAI_DURATIONS
 from ..kube import quantities
-from . import spec_limits
+from . import pod_rules, spec_limits
 from . import validation as v
 
 POD_SET_OVERRIDE_FIELDS = ("replicas", "image", "command", "args", "env", "resources", "nodeSelector", "container")
@@ -29,10 +30,6 @@ PREEMPTIBILITY = ("", "preemptible", "non-preemptible")
 # gang.disruptionMode: Kubernetes v1beta1 PodGroup `disruptionMode` {single: {}} | {all: {}} (k8s-workload family;
 # other backends and v1alpha2 on 1.36, where its gate is off, ignore it).
 DISRUPTION_MODES = ("single", "all")
-# KAI v0.17 PodGroup durations a template may set under `gang` -> whether a negative value is meaningful
-# (stalenessGracePeriod: negative disables the stale-gang eviction; KAI v0.17 CRD; docs/upstream.md, KAI PodGroup).
-KAI_DURATIONS = {"preemptionDelay": False, "stalenessGracePeriod": True}
-DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # scheduler-plugins PodGroup scheduleTimeoutSeconds default
 MAX_REPLICAS = 10_000
 # `retentionSeconds`: how long a finished job's Indexed Jobs and pods stay (0 = removed as soon as it finished).
 MAX_RETENTION_SECONDS = 30 * 86400
@@ -487,7 +484,7 @@ def create_template(user, name, description, spec, queue=None, pod_security_leve
 
     `queue` (a QueuePolicy, a queue name or None for a shared template) owns the template. `user` None means an
     internal caller (management command, fixtures): no permission check; views pass request.user. The pod-spec
-    policy applies to every caller (policy.check_template_spec, at `pod_security_level` with `policy_exceptions`).
+    policy applies to every caller (pod_rules.check_template_spec, at `pod_security_level` with `policy_exceptions`).
     Raises ValidationError for a bad name or spec or a refused pod setting, PermissionDenied (see
     access.check_create_template; exceptions need a platform admin), Conflict when the name is taken.
     """
@@ -504,7 +501,7 @@ def create_template(user, name, description, spec, queue=None, pod_security_leve
         access.check_create_template(user, queue)
     spec = validate_template_spec(spec)
     level, exceptions = policy.template_settings(user, pod_security_level, policy_exceptions)
-    policy.check_template_spec(spec, queue=queue, level=level, exceptions=exceptions)
+    pod_rules.check_template_spec(spec, queue=queue, level=level, exceptions=exceptions)
     taken = list(RuntimeTemplate.objects.filter(name=name).values_list("queue_id", flat=True))
     if taken:  # said only as far as `user` may see the owner (queues.name_taken)
         from .queues import name_taken
@@ -525,7 +522,7 @@ def add_version(user, template, spec, description=None, pod_security_level=None,
 
     Returns the new RuntimeTemplateVersion, or the latest one unchanged when `spec` equals it. `pod_security_level`
     and `policy_exceptions` (None: unchanged) are saved with it (policy.template_settings).
-    Raises ValidationError for a bad spec or a refused pod setting (policy.check_template_spec),
+    Raises ValidationError for a bad spec or a refused pod setting (pod_rules.check_template_spec),
     PermissionDenied unless `user` manages the template (None: internal).
     """
     from django.db import transaction
@@ -537,7 +534,7 @@ def add_version(user, template, spec, description=None, pod_security_level=None,
         access.check_manage_template(user, template)
     spec = validate_template_spec(spec)
     level, exceptions = policy.template_settings(user, pod_security_level, policy_exceptions, template)
-    policy.check_template_spec(spec, queue=template.queue, level=level, exceptions=exceptions)
+    pod_rules.check_template_spec(spec, queue=template.queue, level=level, exceptions=exceptions)
     with transaction.atomic():
         if description is not None:
             template.description = v.string(description, "description", allow_empty=True, max_length=300)

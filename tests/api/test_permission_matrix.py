@@ -163,7 +163,7 @@ def test_a_queue_admin_cannot_move_a_queue_under_another_team(teams):
 @pytest.mark.parametrize("body,field,code", [
     ({"name": "a-x", "parent": "team-a", "clusters": ["spare"]}, "clusters", 403),
     ({"name": "a-x", "parent": "a-dev", "clusters": []}, "clusters", 403),  # empty would mean every cluster
-    # kube-* is refused for everyone (services/policy.py), before any permission check: 400
+    # kube-* is refused for everyone (services/pod_rules.py), before any permission check: 400
     ({"name": "a-x", "parent": "a-dev", "clusters": ["local"], "allowed_namespaces": ["kube-system"]},
      "allowed_namespaces[0]", 400),
     ({"name": "a-x", "parent": "a-dev", "clusters": ["local"], "allowed_namespaces": ["team-b"]},

@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from scheduling.models import QueuePolicy, RuntimeTemplate
+from scheduling.services import pod_rules
 from scheduling.services import pod_security as pss
-from scheduling.services import policy
 from tests import builders, pod_specs
 
 NO_RULES = pss.TenantRules()
@@ -119,7 +119,7 @@ def spec_with(**pod):
 
 def test_a_refusal_names_the_pod_set_field_and_the_control():
     with pytest.raises(ValidationError) as err:
-        policy.check_template_spec(spec_with(hostNetwork=True))
+        pod_rules.check_template_spec(spec_with(hostNetwork=True))
     [(field, [message])] = err.value.message_dict.items()
     assert field == "spec.podSets[worker].template.spec.hostNetwork"
     assert message.startswith("Pod Security baseline control hostNamespaces: ")
@@ -129,38 +129,38 @@ def test_a_refusal_names_the_pod_set_field_and_the_control():
 def test_the_strictest_of_template_queue_and_ancestors_applies():
     parent = QueuePolicy(name="org", pod_security_level="restricted")
     child = QueuePolicy(name="team", pod_security_level="baseline", parent=parent)
-    assert policy.level_of(RuntimeTemplate(pod_security_level=""), [child]) == "baseline"
-    assert policy.level_of(RuntimeTemplate(pod_security_level=""), [child, parent]) == "restricted"
-    assert policy.level_of(RuntimeTemplate(pod_security_level="restricted"), [child]) == "restricted"
+    assert pod_rules.level_of(RuntimeTemplate(pod_security_level=""), [child]) == "baseline"
+    assert pod_rules.level_of(RuntimeTemplate(pod_security_level=""), [child, parent]) == "restricted"
+    assert pod_rules.level_of(RuntimeTemplate(pod_security_level="restricted"), [child]) == "restricted"
 
 
 def test_service_accounts_are_those_every_queue_of_the_chain_allows():
     parent = QueuePolicy(name="org", allowed_service_accounts=["trainer", "eval"])
     child = QueuePolicy(name="team", allowed_service_accounts=["trainer", "admin"], parent=parent)
-    assert policy.tenant_rules([child, parent]).service_accounts == {"trainer"}
-    assert policy.tenant_rules([]).service_accounts == frozenset()
+    assert pod_rules.tenant_rules([child, parent]).service_accounts == {"trainer"}
+    assert pod_rules.tenant_rules([]).service_accounts == frozenset()
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease", "kube-anything"])
 def test_kube_namespaces_are_refused_whatever_the_queue_allows(namespace):
     queue = QueuePolicy(name="q", allowed_namespaces=[namespace])
     with pytest.raises(ValidationError) as err:
-        policy.check_namespace(queue, namespace, [queue])
+        pod_rules.check_namespace(queue, namespace, [queue])
     assert "reserved" in err.value.message_dict["namespace"][0]
 
 
 def test_gangweb_s_own_and_configured_namespaces_are_reserved(settings):
     settings.GANGWEB_NAMESPACE = "gangweb"
     settings.GANGWEB_RESERVED_NAMESPACES = ["kai-scheduler"]
-    assert policy.is_reserved_namespace("gangweb") and policy.is_reserved_namespace("kai-scheduler")
-    assert not policy.is_reserved_namespace("team-a")
+    assert pod_rules.is_reserved_namespace("gangweb") and pod_rules.is_reserved_namespace("kai-scheduler")
+    assert not pod_rules.is_reserved_namespace("team-a")
 
 
 def test_an_empty_list_allows_no_namespace_and_ancestors_bound_the_queue():
     parent = QueuePolicy(name="org", allowed_namespaces=["team-a"])
     child = QueuePolicy(name="team", allowed_namespaces=["team-a", "team-b"], parent=parent)
-    policy.check_namespace(child, "team-a", [child, parent])
+    pod_rules.check_namespace(child, "team-a", [child, parent])
     with pytest.raises(ValidationError, match="its parent queue 'org' allows namespaces team-a, not 'team-b'"):
-        policy.check_namespace(child, "team-b", [child, parent])
+        pod_rules.check_namespace(child, "team-b", [child, parent])
     with pytest.raises(ValidationError, match="allows no namespaces"):
-        policy.check_namespace(QueuePolicy(name="new"), "default", [QueuePolicy(name="new")])
+        pod_rules.check_namespace(QueuePolicy(name="new"), "default", [QueuePolicy(name="new")])

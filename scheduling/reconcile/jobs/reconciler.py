@@ -34,7 +34,7 @@ from ...models import GangJob, RuntimeTemplate
 from ...observe.evidence import JobObjects
 from ...observe.objects import created_at as o_created_at
 from ...observe.pods import owner_facts
-from ...services import policy
+from ...services import pod_rules
 from .. import desired as desired_mod
 from .. import owner_refs, ownership, refusals, retention, status, volcano_queues
 from ..observed import Observed, adopt_names, read
@@ -476,7 +476,7 @@ class JobReconciler(JobCleanup):
 
     def check_pod_policy(self, want: dict) -> None:
         """Before creating an owner Job (what makes pods), check the job's namespace and resolved spec against the
-        pod-spec policy as it stands now (services/policy.py), once per pass: defense in depth behind the submit's
+        pod-spec policy as it stands now (services/pod_rules.py), once per pass: defense in depth behind the submit's
         check (rows written before it, a queue or template tightened since). Raises PolicyRefused."""
         if getattr(self, "_policy_checked", False):
             return
@@ -485,8 +485,8 @@ class JobReconciler(JobCleanup):
         level, exceptions = RuntimeTemplate.objects.filter(versions__pk=job.template_version_id).values_list(
             "pod_security_level", "policy_exceptions").first() or ("", [])
         try:
-            policy.check_namespace(job.queue, job.namespace)
-            policy.check_job_spec(job.resolved_spec, RuntimeTemplate(pod_security_level=level,
+            pod_rules.check_namespace(job.queue, job.namespace)
+            pod_rules.check_job_spec(job.resolved_spec, RuntimeTemplate(pod_security_level=level,
                                                                      policy_exceptions=exceptions), job.queue)
         except ValidationError as exc:
             field, messages = next(iter(exc.message_dict.items()))
