@@ -26,6 +26,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from . import pod_security as pss
+from . import tenant_controls
 
 RESERVED_PRIORITY_PREFIX = "system-"  # k8s reserves it: pkg/apis/scheduling (SystemPriorityClassPrefix)
 RESERVED_NAMESPACE_PREFIX = "kube-"  # kube-system, kube-public, kube-node-lease: Kubernetes' own
@@ -101,13 +102,13 @@ def level_of(template=None, chain=()) -> str:
     return pss.stricter(getattr(template, "pod_security_level", "") or "", *levels)
 
 
-def tenant_rules(chain=()) -> pss.TenantRules:
+def tenant_rules(chain=()) -> tenant_controls.TenantRules:
     """Service accounts (besides "default") allowed by every queue of `chain`; none without a queue."""
     accounts = None
     for q in chain:
         mine = set(q.allowed_service_accounts or [])
         accounts = mine if accounts is None else accounts & mine
-    return pss.TenantRules(service_accounts=frozenset(accounts or ()))
+    return tenant_controls.TenantRules(service_accounts=frozenset(accounts or ()))
 
 
 def _title(control: str) -> str:
@@ -116,7 +117,7 @@ def _title(control: str) -> str:
     return f"{kind} {control}"
 
 
-def violations(spec, level: str, rules: pss.TenantRules, exceptions=()) -> dict[str, str]:
+def violations(spec, level: str, rules: tenant_controls.TenantRules, exceptions=()) -> dict[str, str]:
     """{path: message} for every violation in a template spec or resolved spec (any shape tolerated). Paths name
     pod sets by name, e.g. "podSets[worker].template.spec.hostNetwork"; messages name the control."""
     found: dict[str, str] = {}
@@ -130,7 +131,7 @@ def violations(spec, level: str, rules: pss.TenantRules, exceptions=()) -> dict[
         name = ps.get("name") if isinstance(ps, dict) else None
         at = f"podSets[{str(name)[:20] if isinstance(name, str) and name else i}].template"
         template = ps.get("template") if isinstance(ps, dict) else None
-        for v in pss.check_pod(template, level, rules, exceptions):
+        for v in tenant_controls.check_pod(template, level, rules, exceptions):
             found.setdefault(f"{at}.{v.field}", f"{_title(v.control)}: {v.message}; {EXCEPTION_HINT}")
     return found
 

@@ -15,6 +15,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from scheduling.services import pod_security as pss
+from scheduling.services.tenant_controls import TenantRules, check_pod
 from tests import pod_specs
 
 pytestmark = pytest.mark.cluster
@@ -112,4 +113,4 @@ def test_tenant_controls_go_beyond_the_standard(kube_api, enforced_namespaces, s
             raise
     template = pod_specs.pod(spec=spec)
     assert server_verdict(kube_api, namespace, template) == (True, "")
-    assert [v.control for v in pss.check_pod(template, "baseline", pss.TenantRules())] == [control]
+    assert [v.control for v in check_pod(template, "baseline", TenantRules())] == [control]

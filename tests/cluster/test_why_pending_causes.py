@@ -31,7 +31,7 @@ POOL_LABEL = "gangweb.io/test-pool"
 def submit(world, *, backend="k8s-workload", replicas=2, gpu=None, pod_spec=None, priority="", name=None,
            waive=()):
     """Submit a one-pod-set job into the test namespace (not reconciled); returns (job, its submit warnings).
-    `waive`: tenant controls the (admin-made) template is excepted from (services/pod_security.py)."""
+    `waive`: tenant controls the (admin-made) template is excepted from (services/tenant_controls.py)."""
     ps = builders.pod_set("worker", replicas=replicas,
                           containers=[builders.container(cpu="100m", memory="64Mi", gpu=gpu)])
     ps["template"]["spec"].update(pod_spec or {})

@@ -6,9 +6,10 @@ from django.core.exceptions import ValidationError
 from scheduling.models import QueuePolicy, RuntimeTemplate
 from scheduling.services import pod_rules
 from scheduling.services import pod_security as pss
+from scheduling.services.tenant_controls import TenantRules, check_pod, check_tenant
 from tests import builders, pod_specs
 
-NO_RULES = pss.TenantRules()
+NO_RULES = TenantRules()
 
 
 @pytest.mark.parametrize("level,expected,template", [pytest.param(*c[1:], id=c[0]) for c in pod_specs.CASES])
@@ -76,7 +77,7 @@ def test_the_seccomp_annotation_is_refused_even_though_only_old_versions_check_i
      "deviceVisibilityEnv", "spec.containers[main].env[0]"),
 ])
 def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, field):
-    assert [(v.control, v.field) for v in pss.check_tenant(pod_specs.pod(spec=changes), NO_RULES)] == [(control, field)]
+    assert [(v.control, v.field) for v in check_tenant(pod_specs.pod(spec=changes), NO_RULES)] == [(control, field)]
 
 
 @pytest.mark.parametrize("changes", [
@@ -91,13 +92,13 @@ def test_tenant_controls_refuse_borrowed_rights_and_placement(changes, control, 
                  {"name": "p", "projected": {"sources": [{"configMap": {"name": "c"}}]}}]},
 ])
 def test_tenant_controls_allow_what_the_queue_grants_and_ordinary_settings(changes):
-    rules = pss.TenantRules(service_accounts=frozenset({"trainer"}))
-    assert pss.check_tenant(pod_specs.pod(spec=changes), rules) == []
+    rules = TenantRules(service_accounts=frozenset({"trainer"}))
+    assert check_tenant(pod_specs.pod(spec=changes), rules) == []
 
 
 def test_exceptions_waive_exactly_the_named_controls():
     template = pod_specs.pod(sc={"privileged": True}, spec={"nodeName": "n1", "hostNetwork": True})
-    assert {v.control for v in pss.check_pod(template, "baseline", NO_RULES, ["privileged", "nodeName"])} == {
+    assert {v.control for v in check_pod(template, "baseline", NO_RULES, ["privileged", "nodeName"])} == {
         "hostNamespaces"}
 
 
@@ -108,7 +109,7 @@ def test_exceptions_waive_exactly_the_named_controls():
                                                     pod_sc={"sysctls": [{"name": {"a": 1}}]},
                                                     spec={"serviceAccountName": ["x"], "volumes": [{"name": "v"}]})])
 def test_malformed_templates_never_raise(template):
-    pss.check_pod(template, "restricted", NO_RULES)
+    check_pod(template, "restricted", NO_RULES)
 
 
 def spec_with(**pod):
