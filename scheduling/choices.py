@@ -74,6 +74,14 @@ class SyncState(models.TextChoices):
     IMPORTED = "Imported"  # a cluster queue gangweb did not create: shown, never changed or deleted
 
 
+class QueueFamily(models.TextChoices):
+    """Which scheduler's queue object a queue state row is about (QueueClusterState.family): a cluster may serve
+    both, and each is synced on its own (reconcile/queues.py, reconcile/volcano_queues.py)."""
+
+    KAI = "kai", "KAI"  # KAI Queue, scheduling.run.ai
+    VOLCANO = "volcano", "Volcano"  # Volcano Queue, scheduling.volcano.sh
+
+
 class QueueWarning(models.TextChoices):
     """Why a queue policy is accepted but probably not what the admin meant (docs/upstream.md, KAI Queue)."""
 

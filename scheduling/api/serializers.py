@@ -193,10 +193,10 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
-        return [queue_service.sync_payload(s) for s in obj.cluster_states.all()]
+        return [queue_service.sync_payload(s) for s in obj.kai_states]  # prefetched: api.views.queue_states
 
     def get_volcano_sync(self, obj) -> list[dict]:
-        return [queue_service.volcano_sync_payload(s) for s in obj.volcano_states.all()]
+        return [queue_service.volcano_sync_payload(s) for s in obj.volcano_states]
 
 
 class QueuePolicyWriteSerializer(serializers.Serializer):

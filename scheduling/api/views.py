@@ -13,6 +13,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from ..choices import QueueFamily
 from ..filtersets import (
     AuditEventFilterSet,
     ClusterFilterSet,
@@ -34,7 +35,6 @@ from ..models import (
     QueueUsageSample,
     RuntimeTemplate,
     RuntimeTemplateVersion,
-    VolcanoQueueState,
     WebhookSubscription,
 )
 from ..models.jobs import IN_PHASE_SINCE
@@ -200,10 +200,11 @@ def _redacted(data: dict) -> dict:
     return out
 
 
-def volcano_states() -> list[Prefetch]:
-    """The queue detail's Volcano Queue states with their clusters, by cluster name (one query)."""
-    return [Prefetch("volcano_states", queryset=VolcanoQueueState.objects.select_related("cluster")
-                     .order_by("cluster__name"))]
+def queue_states() -> list[Prefetch]:
+    """The queue detail's KAI Queue states (`kai_states`) and Volcano Queue states (`volcano_states`), each with
+    their clusters, by cluster name (one query each)."""
+    return [Prefetch("cluster_states", to_attr=f"{family}_states", queryset=QueueClusterState.objects.filter(
+        family=family).select_related("cluster").order_by("cluster__name")) for family in QueueFamily]
 
 
 def _visible_cluster_id(user, name: str) -> int:
@@ -240,9 +241,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
             return related.annotate(QueuePolicy.objects.prefetch_related("clusters"), self.LIST_RELATED)
         qs = QueuePolicy.objects.select_related("parent").prefetch_related("clusters")
         if self.action == "retrieve":
-            qs = qs.prefetch_related(Prefetch("cluster_states",
-                                              queryset=QueueClusterState.objects.select_related("cluster")
-                                              .order_by("cluster__name")), *volcano_states())
+            qs = qs.prefetch_related(*queue_states())
         return qs
 
     def get_serializer_class(self):
@@ -268,9 +267,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         return policy
 
     def _detail(self, policy, code):
-        policy = self.base_queryset().prefetch_related(Prefetch(
-            "cluster_states", queryset=QueueClusterState.objects.select_related("cluster").order_by("cluster__name")),
-            *volcano_states()).get(pk=policy.pk)
+        policy = self.base_queryset().prefetch_related(*queue_states()).get(pk=policy.pk)
         return Response(s.QueuePolicyDetailSerializer(policy, context=self.get_serializer_context()).data, status=code)
 
     @extend_schema(request=s.QueuePolicyWriteSerializer, responses={201: s.QueuePolicyDetailSerializer})

@@ -6,7 +6,7 @@ from .idempotency import BulkSubmitKey
 from .jobs import GangJob, PhaseTransition
 from .leases import Lease
 from .notifications import DeliveryStatus, WebhookDelivery, WebhookSubscription
-from .queues import QueueClusterState, QueuePolicy, QueueUsageSample, VolcanoQueueState
+from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
 from .runs import ReconcileAttempt
 from .templates import RuntimeTemplate, RuntimeTemplateVersion
 from .tokens import ApiToken
@@ -29,7 +29,6 @@ __all__ = [
     "ReconcileAttempt",
     "RuntimeTemplate",
     "RuntimeTemplateVersion",
-    "VolcanoQueueState",
     "WebhookDelivery",
     "WebhookSubscription",
 ]

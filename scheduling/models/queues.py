@@ -5,7 +5,7 @@ millicores, memory in decimal megabytes (10^6 bytes). `-1` means unlimited for q
 """
 from django.db import models
 
-from ..choices import PodSecurityLevel, SyncState
+from ..choices import PodSecurityLevel, QueueFamily, SyncState
 
 UNLIMITED = -1
 
@@ -58,7 +58,9 @@ class QueuePolicy(models.Model):
 
 
 class QueueClusterState(models.Model):
-    """How one queue policy stands in one cluster, written by the queue sync (scheduling.reconcile.queues).
+    """How one queue policy stands as one scheduler's queue object in one cluster, written by the queue sync of
+    its `family` (QueueFamily): the KAI Queue (scheduling.reconcile.queues) or the Volcano Queue
+    (`scheduling.volcano.sh/v1beta1`, scheduling.reconcile.volcano_queues). A cluster may serve both: one row each.
 
     - `state`: SyncState. Pending until the first pass; InSync; Drifted for the pass that found a hand edit and
       put it back; Error with `message`; Imported for a cluster queue gangweb does not manage; Deleted once the
@@ -68,26 +70,34 @@ class QueueClusterState(models.Model):
       found = what the cluster had). Kept after the revert, with `last_drift_at`, so it can be shown.
     - `status`: the Queue CR's `status` as last read, in KAI units:
       ``{"allocated": {"gpu": 2.0, "cpu": 4000, "memory": 8000}, "requested": {...}, "child_queues": ["a"]}``
-      (GPUs in devices, CPU in millicores, memory in decimal MB), with `status_at`.
+      (GPUs in devices, CPU in millicores, memory in decimal MB), with `status_at`. For a Volcano Queue:
+      ``{"state": "Open", "allocated": {"gpu", "cpu", "memory"} (KAI units), "pending": 1, "running": 2,
+      "inqueue": 0}``.
+    - `warnings` (Volcano only): what the policy says that Volcano cannot express, ``[{"code", "field", "message"}]``
+      (scheduling.reconcile.volcano_desired).
     """
 
     policy = models.ForeignKey(QueuePolicy, on_delete=models.CASCADE, related_name="cluster_states")
     cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.CASCADE, related_name="queue_states")
+    family = models.CharField(max_length=16, choices=QueueFamily.choices, default=QueueFamily.KAI)
     state = models.CharField(max_length=16, choices=SyncState.choices, default=SyncState.PENDING)
     message = models.TextField(blank=True)
+    warnings = models.JSONField(default=list, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
-    resource_version = models.CharField(max_length=64, blank=True, help_text="of the Queue CR as last seen")
+    resource_version = models.CharField(max_length=64, blank=True, help_text="of the queue object as last seen")
     last_drift = models.JSONField(default=list, blank=True)
     last_drift_at = models.DateTimeField(null=True, blank=True)
     status = models.JSONField(default=dict, blank=True)
     status_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["policy_id", "cluster_id"]
-        constraints = [models.UniqueConstraint(fields=["policy", "cluster"], name="uniq_queue_state_per_cluster")]
+        ordering = ["policy_id", "cluster_id", "family"]
+        constraints = [models.UniqueConstraint(fields=["policy", "cluster", "family"],
+                                               name="uniq_queue_state_per_family")]
 
     def __str__(self):
-        return f"{self.policy_id}@{self.cluster_id}: {self.state}"
+        prefix = "" if self.family == QueueFamily.KAI else f"{self.family} "
+        return f"{prefix}{self.policy_id}@{self.cluster_id}: {self.state}"
 
 
 class QueueUsageSample(models.Model):
@@ -110,36 +120,3 @@ class QueueUsageSample(models.Model):
     class Meta:
         ordering = ["policy_id", "cluster_id", "at"]
         indexes = [models.Index(fields=["policy", "cluster", "at"])]
-
-
-class VolcanoQueueState(models.Model):
-    """How one queue policy stands as a Volcano Queue (`scheduling.volcano.sh/v1beta1`) in one cluster, written by
-    the Volcano queue sync (scheduling.reconcile.volcano_queues); kept apart from QueueClusterState (the KAI Queue)
-    because a cluster may serve both, and their status counts differ.
-
-    - `state`, `message`, `last_drift` (``[{"field": "deserved.nvidia.com/gpu", "expected": 4.0, "found": 6.0}]``),
-      `last_drift_at`, `resource_version`: as on QueueClusterState.
-    - `warnings`: what the policy says that Volcano cannot express, ``[{"code", "field", "message"}]``
-      (scheduling.reconcile.volcano_desired).
-    - `status`: the Volcano Queue's status as last read: ``{"state": "Open", "allocated": {"gpu", "cpu", "memory"}
-      (KAI units), "pending": 1, "running": 2, "inqueue": 0}``, with `status_at`.
-    """
-
-    policy = models.ForeignKey(QueuePolicy, on_delete=models.CASCADE, related_name="volcano_states")
-    cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.CASCADE, related_name="volcano_queue_states")
-    state = models.CharField(max_length=16, choices=SyncState.choices, default=SyncState.PENDING)
-    message = models.TextField(blank=True)
-    warnings = models.JSONField(default=list, blank=True)
-    last_synced_at = models.DateTimeField(null=True, blank=True)
-    resource_version = models.CharField(max_length=64, blank=True, help_text="of the Volcano Queue as last seen")
-    last_drift = models.JSONField(default=list, blank=True)
-    last_drift_at = models.DateTimeField(null=True, blank=True)
-    status = models.JSONField(default=dict, blank=True)
-    status_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["policy_id", "cluster_id"]
-        constraints = [models.UniqueConstraint(fields=["policy", "cluster"], name="uniq_volcano_queue_state")]
-
-    def __str__(self):
-        return f"volcano {self.policy_id}@{self.cluster_id}: {self.state}"

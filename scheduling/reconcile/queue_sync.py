@@ -33,7 +33,7 @@ from kubernetes.client.rest import ApiException
 from ..choices import ReconcileOutcome, SyncState
 from ..kube.client import REQUEST_TIMEOUT, api_client
 from ..kube.errors import TransientKubeError, classify, describe
-from ..models import Cluster, QueuePolicy, ReconcileAttempt
+from ..models import Cluster, QueueClusterState, QueuePolicy, ReconcileAttempt
 from ..queueing.tree import QueueTree
 from . import queue_desired as qd
 
@@ -71,7 +71,7 @@ class Family:
     action_prefix = ""  # before each action on the attempt row
     absent_on_404 = False  # a 404 on the LIST means the cluster does not serve this family: no pass, nothing recorded
     parent_key = "parentQueue"  # spec key naming the parent Queue
-    state_model = None  # the per-(policy, cluster) model: QueueClusterState / VolcanoQueueState
+    queue_family = ""  # QueueFamily: the `family` of its QueueClusterState rows
     state_fields: tuple[str, ...] = STATE_FIELDS
 
     def list_failed_message(self, exc: BaseException) -> str:
@@ -133,14 +133,14 @@ class SyncContext:
     desired_names: set[str] = field(default_factory=set)
 
     def __post_init__(self):
-        model = self.family.state_model
-        self.states = {s.policy_id: s for s in model.objects.filter(cluster=self.cluster)}
+        self.states = {s.policy_id: s for s in QueueClusterState.objects.filter(cluster=self.cluster,
+                                                                               family=self.family.queue_family)}
 
     def state_of(self, policy: QueuePolicy):
         """The policy's state row in this cluster (a new unsaved one if none), marked for saving."""
         if policy.id not in self.touched:
-            self.touched[policy.id] = self.states.get(policy.id) or self.family.state_model(
-                policy=policy, cluster=self.cluster)
+            self.touched[policy.id] = self.states.get(policy.id) or QueueClusterState(
+                policy=policy, cluster=self.cluster, family=self.family.queue_family)
         return self.touched[policy.id]
 
     def write(self, policy: QueuePolicy, what: str, fn, *args):
@@ -479,14 +479,15 @@ def read_status(ctx: SyncContext) -> None:
 
 def save(ctx: SyncContext) -> None:
     """Step 6: write the touched state rows (and the family's extra rows) in one transaction."""
-    model, fields = ctx.family.state_model, list(ctx.family.state_fields)
+    fields = list(ctx.family.state_fields)
     with transaction.atomic():
         # Upsert: a concurrent pass over the same cluster (beat and a policy change) may have created the row.
-        model.objects.bulk_create([s for s in ctx.touched.values() if s.pk is None], update_conflicts=True,
-                                  unique_fields=["policy", "cluster"], update_fields=fields)
+        QueueClusterState.objects.bulk_create([s for s in ctx.touched.values() if s.pk is None],
+                                              update_conflicts=True, unique_fields=["policy", "cluster", "family"],
+                                              update_fields=fields)
         existing = [s for s in ctx.touched.values() if s.pk is not None]
         if existing:
-            model.objects.bulk_update(existing, fields)
+            QueueClusterState.objects.bulk_update(existing, fields)
         ctx.family.save_extra(ctx)
 
 

@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db.models import Max
 from kubernetes import client
 
+from ..choices import QueueFamily
 from ..kube.errors import KubeError, TerminalKubeError, TransientKubeError
 from ..models import Cluster, QueueClusterState, QueuePolicy, QueueUsageSample
 from ..queueing.tree import QueueTree
@@ -65,7 +66,7 @@ class KaiQueues(queue_sync.Family):
     """The KAI Queue family for the queue-sync engine (one instance per pass: it gathers the usage samples)."""
 
     group, version, plural = GROUP, VERSION, PLURAL
-    state_model = QueueClusterState
+    queue_family = QueueFamily.KAI
 
     def __init__(self):
         self.samples: list[QueueUsageSample] = []
@@ -166,5 +167,6 @@ def policy_cluster_ids(policy_id: int, extra_cluster_ids: list[int]) -> list[int
     else:
         tree = QueueTree.load()
         ids |= clusters_of(tree.by_id[policy.id], tree, target_map())
-        ids |= set(QueueClusterState.objects.filter(policy_id=policy_id).values_list("cluster_id", flat=True))
+        ids |= set(QueueClusterState.objects.filter(policy_id=policy_id, family=QueueFamily.KAI)
+                   .values_list("cluster_id", flat=True))
     return sorted(ids)

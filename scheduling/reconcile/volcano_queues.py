@@ -5,8 +5,8 @@ cluster whose served APIs let the registry pick a Volcano plugin (`backends.regi
 cluster never probed is tried, and a 404 on the LIST means it does not serve Volcano): one LIST, desired state from
 `volcano_desired`, created parents first, gangweb's own Queues updated when the policy changed and put back
 (recorded as drift) when edited by hand, stale ones deleted children first with a UID precondition, foreign ones
-imported as unmanaged policies and never changed, status read back. State per policy and cluster: VolcanoQueueState
-(warnings included).
+imported as unmanaged policies and never changed, status read back. State per policy and cluster: QueueClusterState,
+family volcano (warnings included).
 
 `missing_queue` is what the job reconcile asks before it creates a Volcano PodGroup: a PodGroup whose queue does
 not exist is never scheduled by Volcano (docs/upstream.md, Volcano PodGroup and Queue).
@@ -20,10 +20,10 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from ..backends import registry
-from ..choices import SyncState
+from ..choices import QueueFamily, SyncState
 from ..kube.client import REQUEST_TIMEOUT
 from ..kube.errors import KubeError, describe
-from ..models import Cluster, QueueClusterState, VolcanoQueueState
+from ..models import Cluster, QueueClusterState
 from . import queue_desired as qd
 from . import queue_sync
 from . import volcano_desired as vd
@@ -59,7 +59,8 @@ def _body(name: str, spec: dict, existing: dict | None) -> dict:
 
 
 class VolcanoQueues(queue_sync.Family):
-    """The Volcano Queue family for the queue-sync engine: state in VolcanoQueueState (with warnings)."""
+    """The Volcano Queue family for the queue-sync engine: state in QueueClusterState rows of family volcano (with
+    warnings)."""
 
     group, version, plural = G, V, P
     reason = REASON
@@ -70,7 +71,7 @@ class VolcanoQueues(queue_sync.Family):
     action_prefix = "volcano: "
     absent_on_404 = True  # the Volcano Queue API is not served (a cluster never probed)
     parent_key = "parent"
-    state_model = VolcanoQueueState
+    queue_family = QueueFamily.VOLCANO
     state_fields = ("state", "message", "warnings", "last_synced_at", "resource_version", "last_drift",
                     "last_drift_at", "status", "status_at")
 
@@ -99,11 +100,12 @@ class VolcanoQueues(queue_sync.Family):
     def protected_imports(self):
         # A policy imported from KAI Queues keeps the fields read from its KAI Queue (both syncs would otherwise
         # overwrite each other); only Volcano-only imports are refreshed.
-        return set(QueueClusterState.objects.filter(policy__managed=False).values_list("policy_id", flat=True))
+        return set(QueueClusterState.objects.filter(policy__managed=False, family=QueueFamily.KAI)
+                   .values_list("policy_id", flat=True))
 
     def still_linked(self, cluster):
         # Its KAI Queue still links it to the cluster.
-        return set(QueueClusterState.objects.filter(cluster=cluster, state=SyncState.IMPORTED)
+        return set(QueueClusterState.objects.filter(cluster=cluster, family=QueueFamily.KAI, state=SyncState.IMPORTED)
                    .values_list("policy_id", flat=True))
 
 
@@ -148,7 +150,8 @@ def missing_queue(cluster: Cluster, api_client_, queue_name: str) -> str | None:
     present, why = _exists(api, queue_name)
     if present:
         return None
-    state = VolcanoQueueState.objects.filter(policy__name=queue_name, cluster=cluster).values_list(
+    state = QueueClusterState.objects.filter(policy__name=queue_name, cluster=cluster,
+                                             family=QueueFamily.VOLCANO).values_list(
         "state", "message").first()
     detail = f"; its sync state is {state[0]}: {state[1]}" if state and state[1] else (
         f"; its sync state is {state[0]}" if state else

@@ -31,13 +31,12 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import connections, router
-from django.db.models import CharField, Value
 
 from ..choices import SyncState
 from ..constants import GPU_RESOURCE
 from ..kube import resources
 from ..kube.kai_units import RESOURCES
-from ..models import Cluster, QueueClusterState, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion, VolcanoQueueState
+from ..models import Cluster, QueueClusterState, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
 from ..models.jobs import requested_totals
 from ..statements import columns, fetch, select_list
 from . import cluster_warnings, pod_rules
@@ -110,7 +109,7 @@ class Lookups:
 
     def queue_sync_warnings(self, queue: QueuePolicy, cluster: Cluster, family: str) -> list[dict]:
         """The submit warning when the job's queue object is not in sync in its cluster: the KAI Queue for the
-        "kai" family (QueueClusterState), the Volcano Queue for "volcano" (VolcanoQueueState), in state Error or
+        "kai" family, the Volcano Queue for "volcano" (QueueClusterState rows of that family), in state Error or
         Pending; other families have no queue object. ``[{"code": "queue_not_in_sync", "field": "queue",
         "queue", "cluster", "state", "message"}]`` or []. The job is accepted (the sync retries, the job waits for
         the queue): a warning, not a refusal. One statement per request, on first use."""
@@ -249,16 +248,13 @@ QUEUE_STATE_FAMILIES = ("kai", "volcano")  # backend families whose scheduler ne
 
 def load_sync_problems(queue_ids: list[int], cluster_ids: list[int]) -> dict[tuple[str, int, int], tuple[str, str]]:
     """{(family, queue id, cluster id): (state, message)} for the KAI and Volcano queue objects of those queues in
-    those clusters whose sync state is Error or Pending (one statement: a UNION of the two state tables)."""
+    those clusters whose sync state is Error or Pending (one statement)."""
     if not queue_ids or not cluster_ids:
         return {}
     bad = [SyncState.ERROR, SyncState.PENDING]
-    rows = QueueClusterState.objects.filter(policy_id__in=queue_ids, cluster_id__in=cluster_ids, state__in=bad) \
-        .annotate(family=Value("kai", output_field=CharField())).values_list(
-            "family", "policy_id", "cluster_id", "state", "message").order_by().union(
-        VolcanoQueueState.objects.filter(policy_id__in=queue_ids, cluster_id__in=cluster_ids, state__in=bad)
-        .annotate(family=Value("volcano", output_field=CharField())).values_list(
-            "family", "policy_id", "cluster_id", "state", "message").order_by(), all=True)
+    rows = QueueClusterState.objects.filter(policy_id__in=queue_ids, cluster_id__in=cluster_ids, state__in=bad,
+                                            family__in=QUEUE_STATE_FAMILIES).values_list(
+        "family", "policy_id", "cluster_id", "state", "message").order_by()
     return {(family, pid, cid): (state, message or "") for family, pid, cid, state, message in rows}
 
 
@@ -353,11 +349,12 @@ def _queues_sql(db: str, n_queues: int, n_clusters: int) -> tuple[str, tuple]:
     for i in range(n_clusters):
         extra.append(f"EXISTS (SELECT 1 FROM {qn(link.db_table)} l WHERE l.{link_queue} = q.{pk} "
                      f"AND l.{link_cluster} = c{i}.{qn(c.pk.column)})")
-        for model in (QueueClusterState, VolcanoQueueState):
-            m = model._meta
+        m = QueueClusterState._meta
+        for family in QUEUE_STATE_FAMILIES:  # our own constants, not input: written into the statement
             extra.append(f"(SELECT s.{qn(m.get_field('state').column)} || ':' || s.{qn(m.get_field('message').column)} "
                          f"FROM {qn(m.db_table)} s WHERE s.{qn(m.get_field('policy').column)} = q.{pk} "
                          f"AND s.{qn(m.get_field('cluster').column)} = c{i}.{qn(c.pk.column)} "
+                         f"AND s.{qn(m.get_field('family').column)} = '{family}' "
                          f"AND s.{qn(m.get_field('state').column)} IN (%s, %s))")
     sql = (f"SELECT {select_list(db, cols)}, {', '.join(extra)} FROM {qn(q.db_table)} q {joins} "
            f"WHERE q.{name} IN ({', '.join(['%s'] * n_queues)})")

@@ -34,7 +34,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
 from ..amounts import for_api
-from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueWarning
+from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueFamily, QueueWarning
 from ..kube import resources, runtime_classes
 from ..kube.kai_units import RESOURCES, UNITS, UNLIMITED, display, kai_amounts, to_kai
 from ..models import Cluster, GangJob, QueueClusterState, QueuePolicy
@@ -541,7 +541,7 @@ def delete_queue(user, policy: QueuePolicy) -> None:
         raise Conflict({"jobs": f"{finished} finished jobs keep queue '{policy.name}' in their history; "
                                 "it cannot be deleted"})
     cluster_ids = sorted(set(policy.clusters.values_list("id", flat=True)) | set(
-        QueueClusterState.objects.filter(policy=policy).values_list("cluster_id", flat=True)))
+        QueueClusterState.objects.filter(policy=policy, family=QueueFamily.KAI).values_list("cluster_id", flat=True)))
     with transaction.atomic():
         audit.record(user, "queue.delete", policy)
         token_service.revoke_scoped_only_to(policy)
@@ -636,7 +636,8 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     by_name = {"cluster": ["name"]}
     links = QueuePolicy.clusters.through.objects.annotate(cluster_name=Subquery(
         Cluster.objects.filter(pk=OuterRef("cluster_id")).values("name")[:1]))
-    states_qs = related.annotate(QueueClusterState.objects.all(), by_name).order_by(related.alias("cluster", "name"))
+    states_qs = related.annotate(QueueClusterState.objects.filter(family=QueueFamily.KAI), by_name).order_by(
+        related.alias("cluster", "name"))
     if len(drawn) < len(tree.by_id):  # a part of the tree: read only its rows (an IN of every id costs more)
         drawn_ids = [p.id for p in drawn]
         links = links.filter(queuepolicy_id__in=drawn_ids)
@@ -695,7 +696,7 @@ def sync_payload(state: QueueClusterState) -> dict:
 
 
 def volcano_sync_payload(state) -> dict:
-    """One cluster's Volcano Queue state of a queue (models.VolcanoQueueState): sync_payload's keys plus
+    """One cluster's Volcano Queue state of a queue (a QueueClusterState of family volcano): sync_payload's keys plus
     `warnings` (what Volcano cannot express, ``[{"code", "field", "message"}]``); `status` holds Volcano's state,
     counters and `allocated` in KAI units."""
     return {**sync_payload(state), "warnings": state.warnings}
@@ -710,9 +711,9 @@ def job_request(resolved_spec: dict, cluster: Cluster | None = None) -> dict[str
 
 def load_usage(queue_ids, cluster_ids) -> dict[tuple[int, int], dict]:
     """{(policy id, cluster id): last read Queue status} for the given queues and clusters (one query)."""
-    return {(pid, cid): status for pid, cid, status in QueueClusterState.objects.filter(
-        policy_id__in=list(queue_ids), cluster_id__in=list(cluster_ids)).values_list("policy_id", "cluster_id",
-                                                                                      "status")}
+    rows = QueueClusterState.objects.filter(policy_id__in=list(queue_ids), cluster_id__in=list(cluster_ids),
+                                            family=QueueFamily.KAI)
+    return {(pid, cid): status for pid, cid, status in rows.values_list("policy_id", "cluster_id", "status")}
 
 
 # Who keeps a job above its queue's limit from running, per backend family (the template's `backend`).

@@ -10,7 +10,7 @@ from django.db.models import Count
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase
+from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase, QueueFamily
 from ..models import Cluster, GangJob, QueueClusterState
 from ..observe import presence
 from ..services import access, queue_usage, related
@@ -58,7 +58,8 @@ def busiest(tree, rolled: dict[int, dict], reported: dict[int, float], visible: 
 def reported_gpus() -> dict[int, float]:
     """{queue id: GPUs allocated as the scheduler reported it, summed over the clusters that did} (one query)."""
     out: dict[int, float] = {}
-    for pid, status in QueueClusterState.objects.exclude(status={}).values_list("policy_id", "status"):
+    kai = QueueClusterState.objects.filter(family=QueueFamily.KAI)
+    for pid, status in kai.exclude(status={}).values_list("policy_id", "status"):
         allocated = (status or {}).get("allocated")
         if allocated:
             out[pid] = out.get(pid, 0.0) + float(allocated.get("gpu", 0) or 0)

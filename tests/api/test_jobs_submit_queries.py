@@ -67,12 +67,12 @@ def test_a_submit_whose_queue_object_is_out_of_sync_costs_no_query_more_and_stil
     """The queue objects' sync problems and the cluster's view ride on the queue statement (services/lookups.py):
     a kai or volcano submit costs what a k8s-workload one does, warnings included."""
     from scheduling.choices import SyncState
-    from scheduling.models import QueueClusterState, VolcanoQueueState
+    from scheduling.models import QueueClusterState
 
     _, queue, cluster = setup
     template = builders.make_template(f"{backend}-tmpl", backend=backend)
-    model = QueueClusterState if backend == "kai" else VolcanoQueueState
-    model.objects.create(policy=queue, cluster=cluster, state=SyncState.ERROR, message="403 Forbidden: denied")
+    QueueClusterState.objects.create(policy=queue, cluster=cluster, family=backend, state=SyncState.ERROR,
+                                     message="403 Forbidden: denied")
     api.post("/api/v1/jobs/", builders.submit_body(template, queue, cluster), format="json")  # warm-up: the spec
     count, response = _count(api, "/api/v1/jobs/", builders.submit_body(template, queue, cluster))
     assert count == 7  # as test_a_single_submit_reads_lookups_once_and_does_not_read_the_new_job_back

@@ -3,7 +3,7 @@ Queue for a KAI job, the Volcano Queue for a Volcano job; nothing for a backend 
 import pytest
 
 from scheduling.choices import SyncState
-from scheduling.models import GangJob, QueueClusterState, VolcanoQueueState
+from scheduling.models import GangJob, QueueClusterState
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -15,13 +15,14 @@ def submit(api, template, queue, cluster, name):
     return [w for w in response.data["warnings"] if w["code"] == "queue_not_in_sync"]
 
 
-@pytest.mark.parametrize("backend, model", [("kai", QueueClusterState), ("volcano", VolcanoQueueState)])
-def test_a_queue_whose_object_is_in_error_gets_a_warning_naming_queue_cluster_and_cause(api, backend, model):
+@pytest.mark.parametrize("backend", ["kai", "volcano"])
+def test_a_queue_whose_object_is_in_error_gets_a_warning_naming_queue_cluster_and_cause(api, backend):
     cluster = builders.make_cluster("east")
     queue = builders.make_queue("team-a", clusters=[cluster])
     template = builders.make_template(f"t-{backend}", backend=backend)
-    model.objects.create(policy=queue, cluster=cluster, state=SyncState.ERROR,
-                         message="create: 403 Forbidden: denied by policy queues-need-a-label")
+    states = QueueClusterState.objects.filter(family=backend)
+    states.create(policy=queue, cluster=cluster, family=backend, state=SyncState.ERROR,
+                  message="create: 403 Forbidden: denied by policy queues-need-a-label")
     [warning] = submit(api, template, queue, cluster, "first")
     assert warning["field"] == "queue"
     assert (warning["queue"], warning["cluster"], warning["state"]) == ("team-a", "east", SyncState.ERROR)
@@ -29,11 +30,11 @@ def test_a_queue_whose_object_is_in_error_gets_a_warning_naming_queue_cluster_an
     assert "403 Forbidden: denied by policy queues-need-a-label" in warning["message"]
     assert GangJob.objects.filter(name="first").exists()  # accepted: the job waits for the queue
 
-    model.objects.filter(policy=queue).update(state=SyncState.PENDING, message="")
+    states.filter(policy=queue).update(state=SyncState.PENDING, message="")
     [warning] = submit(api, template, queue, cluster, "second")
     assert warning["state"] == SyncState.PENDING
 
-    model.objects.filter(policy=queue).update(state=SyncState.IN_SYNC)
+    states.filter(policy=queue).update(state=SyncState.IN_SYNC)
     assert submit(api, template, queue, cluster, "third") == []
 
 
@@ -42,7 +43,8 @@ def test_only_the_object_the_jobs_scheduler_reads_counts(api):
     queue = builders.make_queue("team-a", clusters=[cluster])
     other = builders.make_cluster("west")
     QueueClusterState.objects.create(policy=queue, cluster=cluster, state=SyncState.ERROR, message="kai broken")
-    VolcanoQueueState.objects.create(policy=queue, cluster=other, state=SyncState.ERROR, message="elsewhere")
+    QueueClusterState.objects.create(policy=queue, cluster=other, family="volcano", state=SyncState.ERROR,
+                                     message="elsewhere")
     volcano = builders.make_template("t-volcano", backend="volcano")
     plain = builders.make_template("t-plain", backend="k8s-workload")
     assert submit(api, volcano, queue, cluster, "v") == []  # its Volcano Queue is fine here; KAI's is not its own

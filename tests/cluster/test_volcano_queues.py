@@ -10,7 +10,7 @@ from kubernetes import client
 
 from scheduling.choices import SyncState
 from scheduling.constants import LABEL_INSTANCE
-from scheduling.models import Cluster, GangJob, ReconcileAttempt, VolcanoQueueState
+from scheduling.models import Cluster, GangJob, QueueClusterState, ReconcileAttempt
 from scheduling.reconcile import probe
 from scheduling.reconcile import queues as kai_sync
 from scheduling.reconcile import volcano_desired as vd
@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 G, V, P = vd.GROUP, vd.VERSION, vd.PLURAL
 INSTANCE = "gangweb-volcano-queue-tests"  # its own owner label value: never touches other tests' Queues
 NAMES = ("vq-dept", "vq-team-a", "vq-team-b", "vq-zero", "vq-jobs")
+
+VOLCANO_STATES = QueueClusterState.objects.filter(family="volcano")  # the Volcano Queue's state rows
 
 
 def clean(custom: client.CustomObjectsApi) -> None:
@@ -129,7 +131,7 @@ def test_a_hand_edit_of_a_volcano_queue_is_put_back_and_recorded(api, east):
     spec = vq(custom, "vq-team-a")["spec"]
     assert {k: v for k, v in spec.items() if k != "dequeueStrategy"} == EXPECTED["vq-team-a"]
     assert spec["dequeueStrategy"] == "fifo"
-    state = VolcanoQueueState.objects.get(policy__name="vq-team-a", cluster=cluster)
+    state = VOLCANO_STATES.get(policy__name="vq-team-a", cluster=cluster)
     assert state.state == SyncState.DRIFTED
     assert state.last_drift == [{"field": "deserved.nvidia.com/gpu", "expected": 4.0, "found": 6.0},
                                 {"field": "weight", "expected": 3, "found": 40},
@@ -141,7 +143,7 @@ def test_a_hand_edit_of_a_volcano_queue_is_put_back_and_recorded(api, east):
     custom.delete_cluster_custom_object(G, V, P, "vq-team-b")
     volcano_sync.sync_cluster(cluster)
     assert vq(custom, "vq-team-b")["spec"] == EXPECTED["vq-team-b"]
-    state = VolcanoQueueState.objects.get(policy__name="vq-team-b", cluster=cluster)
+    state = VOLCANO_STATES.get(policy__name="vq-team-b", cluster=cluster)
     assert (state.state, state.last_drift) == (SyncState.DRIFTED, [kai_sync.DELETED_BY_HAND])
 
 
@@ -158,7 +160,7 @@ def test_weight_0_is_sent_as_1_with_a_warning_and_an_unlimited_limit_is_no_capab
     assert spec["weight"] == 1
     assert spec["capability"] == {}  # every limit -1 (unlimited): nothing capped
     assert spec["deserved"]["nvidia.com/gpu"] == "2"
-    [warning] = VolcanoQueueState.objects.get(policy__name="vq-zero", cluster=cluster).warnings
+    [warning] = VOLCANO_STATES.get(policy__name="vq-zero", cluster=cluster).warnings
     assert (warning["code"], warning["field"]) == ("volcano_weight_zero", "gpu_over_quota_weight")
     # Why: the Volcano Queue CRD refuses weight 0 (1..65535), so gangweb could not send it if it tried.
     queue = vq(custom, "vq-zero")
@@ -184,7 +186,7 @@ def test_a_volcano_jobs_queue_exists_before_its_podgroup(api, east, admin_user, 
     result = job_reconcile.run_pass(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk))
 
     assert result.error is None, result.message
-    created_queue = VolcanoQueueState.objects.get(policy=queue, cluster=cluster)
+    created_queue = VOLCANO_STATES.get(policy=queue, cluster=cluster)
     assert created_queue.state == SyncState.IN_SYNC
     podgroups = custom.list_namespaced_custom_object(G, V, kube_namespace, "podgroups")["items"]
     [pg] = [p for p in podgroups if p["spec"]["queue"] == "vq-jobs"]
@@ -231,7 +233,7 @@ def test_a_quota_above_its_limit_is_sent_as_the_limit_and_children_over_the_pare
     # Volcano refuses deserved > capability, so team-a's deserved is its limit: 3, not the policy's 6.
     spec = vq(custom, "vq-team-a")["spec"]
     assert (spec["deserved"]["nvidia.com/gpu"], spec["capability"]["nvidia.com/gpu"]) == ("3", "3")
-    states = {s.policy.name: s for s in VolcanoQueueState.objects.filter(cluster=cluster).select_related("policy")}
+    states = {s.policy.name: s for s in VOLCANO_STATES.filter(cluster=cluster).select_related("policy")}
     assert [w["code"] for w in states["vq-team-a"].warnings] == ["volcano_deserved_over_capability"]
     assert states["vq-team-a"].state == SyncState.IN_SYNC
     # The children's deserved (3 + 2 = 5 GPUs) add up to more than vq-dept's 4: a warning on vq-dept, values as said.
