@@ -1,15 +1,15 @@
 """API routes under /api/v1/."""
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import audit_views, cluster_views, job_views, queue_views, template_views, token_views, webhook_views
 
 router = DefaultRouter()
-router.register("clusters", views.ClusterViewSet, basename="cluster")
-router.register("queues", views.QueuePolicyViewSet, basename="queue")
-router.register("templates", views.RuntimeTemplateViewSet, basename="template")
-router.register("jobs", views.GangJobViewSet, basename="job")
-router.register("tokens", views.ApiTokenViewSet, basename="token")
-router.register("webhooks", views.WebhookSubscriptionViewSet, basename="webhook")
-router.register("audit", views.AuditEventViewSet, basename="audit")
+router.register("clusters", cluster_views.ClusterViewSet, basename="cluster")
+router.register("queues", queue_views.QueuePolicyViewSet, basename="queue")
+router.register("templates", template_views.RuntimeTemplateViewSet, basename="template")
+router.register("jobs", job_views.GangJobViewSet, basename="job")
+router.register("tokens", token_views.ApiTokenViewSet, basename="token")
+router.register("webhooks", webhook_views.WebhookSubscriptionViewSet, basename="webhook")
+router.register("audit", audit_views.AuditEventViewSet, basename="audit")
 
 urlpatterns = router.urls
