@@ -36,6 +36,7 @@ from ..services import (
 from ..services import events as event_service
 from ..services import jobs as job_service
 from ..services import start_estimate as estimate_service
+from . import job_serializers as js
 from . import preferences
 from . import serializers as s
 from .pagination import JobListPagination
@@ -96,7 +97,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return super().get_throttles()
 
     def get_serializer_class(self):
-        return s.GangJobDetailSerializer if self.action != "list" else s.GangJobSerializer
+        return js.GangJobDetailSerializer if self.action != "list" else js.GangJobSerializer
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
@@ -106,16 +107,16 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def _detail(self, job, code):
         # The service just authorised this write, so echo the job back even to a token without "read".
         job = self._base_queryset().prefetch_related("transitions").get(pk=job.pk)
-        return Response(s.GangJobDetailSerializer(job).data, status=code)
+        return Response(js.GangJobDetailSerializer(job).data, status=code)
 
-    @extend_schema(request=s.JobSubmitSerializer, responses={201: s.GangJobDetailSerializer},
+    @extend_schema(request=js.JobSubmitSerializer, responses={201: js.GangJobDetailSerializer},
                    parameters=[IDEMPOTENCY_HEADER])
     def create(self, request):
         """Submit a job. With an Idempotency-Key that repeats, answers with the first job, 201 as the first time,
         and `Idempotent-Replayed: true`."""
         job, created = job_service.submit(request.user, request.data, request.headers.get("Idempotency-Key"))
         if created:  # the service returns it with its relations and timeline loaded: no re-read
-            response = Response(s.represent(s.GangJobDetailSerializer, job), status=status.HTTP_201_CREATED)
+            response = Response(s.represent(js.GangJobDetailSerializer, job), status=status.HTTP_201_CREATED)
         else:
             response = self._detail(job, status.HTTP_201_CREATED)
             response[REPLAYED_HEADER] = "true"
@@ -123,17 +124,17 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         response.data["warnings"] = getattr(job, "submit_warnings", [])
         return response
 
-    @extend_schema(request=s.JobUpdateSerializer, responses=s.GangJobDetailSerializer)
+    @extend_schema(request=js.JobUpdateSerializer, responses=js.GangJobDetailSerializer)
     def partial_update(self, request, pk=None):
         """Change a job's queue or priority class; the gang object follows."""
         job = job_service.update(request.user, self.get_object(), request.data)
         return self._detail(job, status.HTTP_200_OK)
 
-    @extend_schema(request=s.BulkSubmitSerializer, parameters=[IDEMPOTENCY_HEADER, preferences.PREFER_HEADER],
+    @extend_schema(request=js.BulkSubmitSerializer, parameters=[IDEMPOTENCY_HEADER, preferences.PREFER_HEADER],
                    responses={
         201: PolymorphicProxySerializer(
             component_name="BulkSubmitResponse", resource_type_field_name=None,
-            serializers=[s.BulkSubmitResultSerializer, s.BulkSubmitMinimalResultSerializer])})
+            serializers=[js.BulkSubmitResultSerializer, js.BulkSubmitMinimalResultSerializer])})
     @action(detail=False, methods=["post"])
     def bulk(self, request):
         """Submit many jobs in one request: all are created, or none (errors keyed jobs[i].field). Answers every
@@ -159,7 +160,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             raise
         if not new:
             quota.refund()
-        serializer = s.JobRefSerializer if minimal else s.GangJobSerializer
+        serializer = js.JobRefSerializer if minimal else js.GangJobSerializer
         jobs = s.represent(serializer, created, many=True)
         response = Response({"count": len(created), "jobs": jobs}, status=status.HTTP_201_CREATED)
         if not new:
@@ -182,7 +183,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         queryset = super().filter_queryset(self.get_queryset())
         return Response({"group": group, "groups": job_list.group_counts(queryset, group)})
 
-    @extend_schema(request=s.BulkCancelSerializer, responses={200: s.BulkCancelResultSerializer},
+    @extend_schema(request=js.BulkCancelSerializer, responses={200: js.BulkCancelResultSerializer},
                    operation_id="v1_jobs_cancel_many")
     @action(detail=False, methods=["post"], url_path="cancel")
     def cancel_many(self, request):
@@ -193,14 +194,14 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         ids = bulk_cancel.parse_body(request.data)
         return Response(bulk_cancel.payload(bulk_cancel.cancel_many(request.user, ids)))
 
-    @extend_schema(request=None, responses=s.GangJobDetailSerializer)
+    @extend_schema(request=None, responses=js.GangJobDetailSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         """Cancel: delete the job's cluster objects; the job ends Cancelled."""
         job = job_service.cancel(request.user, self.get_object())
         return self._detail(job, status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=None, responses={201: s.GangJobDetailSerializer})
+    @extend_schema(request=None, responses={201: js.GangJobDetailSerializer})
     @action(detail=True, methods=["post"])
     def resubmit(self, request, pk=None):
         """Submit a finished job again, as a new job with the same inputs. It takes no body: a field sent would be
@@ -212,7 +213,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         job = job_service.resubmit(request.user, self.get_object())
         return self._detail(job, status.HTTP_201_CREATED)
 
-    @extend_schema(responses=s.PhaseTransitionSerializer(many=True))
+    @extend_schema(responses=js.PhaseTransitionSerializer(many=True))
     @action(detail=True, methods=["get"])
     def timeline(self, request, pk=None):
         """The job's phase history, in order, every entry (unfolded). Paged with `?offset=` (0 or more) and
@@ -229,9 +230,9 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
                 raise DjangoValidationError(errors)
         entries = timeline.annotate(job.transitions.all(), timezone.now())
         if not paged:
-            return Response(s.PhaseTransitionSerializer(entries, many=True).data)
+            return Response(js.PhaseTransitionSerializer(entries, many=True).data)
         page = entries[offset:offset + limit]
-        response = Response(s.PhaseTransitionSerializer(page, many=True).data)
+        response = Response(js.PhaseTransitionSerializer(page, many=True).data)
         response["X-Total-Count"] = str(len(entries))
         if offset + limit < len(entries):
             nxt = request.build_absolute_uri(f"{request.path}?offset={offset + limit}&limit={limit}")
@@ -257,7 +258,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """The visible jobs among `ids`, in that order, with queue, cluster and timeline: two queries."""
         rows = access.visible_jobs(self.request.user, GangJob.objects.filter(pk__in=ids)).select_related(
             "queue", "cluster").only(
-            *(f for f in s.JobWaitStateSerializer.Meta.fields
+            *(f for f in js.JobWaitStateSerializer.Meta.fields
               if f not in ("queue", "cluster", "terminal", "timeline", "timeline_total")),
             "queue__name", "cluster__name").prefetch_related(
             Prefetch("transitions", queryset=PhaseTransition.objects.order_by("at", "id")))
@@ -272,7 +273,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         OpenApiParameter("timeout", float, description=f"seconds to wait at most, 0 to "
                                                        f"{job_wait.MAX_TIMEOUT_SECONDS:g} (default "
                                                        f"{job_wait.DEFAULT_TIMEOUT_SECONDS:g})"),
-    ], responses=s.JobWaitSerializer)
+    ], responses=js.JobWaitSerializer)
     @action(detail=False, methods=["get"])
     def wait(self, request):
         """Long-poll: answer as soon as any named job changes phase (a new timeline entry) after `after`, at
@@ -307,10 +308,10 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         found = {j.pk for j in jobs}
         return Response({"cursor": cursor, "changed": cursor != after, "timed_out": timed_out,
                          "all_terminal": all(j.is_terminal for j in jobs),
-                         "jobs": s.JobWaitStateSerializer(jobs, many=True).data,
+                         "jobs": js.JobWaitStateSerializer(jobs, many=True).data,
                          "missing": [i for i in ids if i not in found]})
 
-    @extend_schema(responses={200: s.JobEventsSerializer, 502: s.JobEventsSerializer})
+    @extend_schema(responses={200: js.JobEventsSerializer, 502: js.JobEventsSerializer})
     @action(detail=True, methods=["get"])
     def events(self, request, pk=None):
         """The Kubernetes Events of the job's gang objects, Jobs and pods, read live from its cluster (oldest
@@ -324,7 +325,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
                             status=status.HTTP_502_BAD_GATEWAY)
         return Response({"cluster": job.cluster.name, "events": rows, "error": None})
 
-    @extend_schema(parameters=[s.JobLogQuerySerializer], responses={
+    @extend_schema(parameters=[js.JobLogQuerySerializer], responses={
         (200, "text/plain"): OpenApiTypes.STR, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT,
         409: OpenApiTypes.OBJECT, 502: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
@@ -337,7 +338,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         what was read. 404 when no pod matches (naming the parameter), 409 when the cluster refuses (a container
         not started yet, no previous container), 502 when it cannot be asked."""
         job = self.get_object()  # the job detail's access check: 404 to others
-        params = s.JobLogQuerySerializer(data=request.query_params)
+        params = js.JobLogQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         query = job_logs.LogQuery(**params.validated_data)
         try:
