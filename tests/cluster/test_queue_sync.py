@@ -21,6 +21,8 @@ G, V, P = sync.GROUP, sync.VERSION, sync.PLURAL
 INSTANCE = "gangweb-queue-tests"  # its own owner label value: never touches Queues other tests' gangweb made
 NAMES = ("qs-dept", "qs-team-a", "qs-team-b", "qs-proj", "qs-legacy")
 
+KAI_STATES = QueueClusterState.objects.filter(family="kai")  # the KAI Queue's state rows
+
 
 @pytest.fixture(scope="module")
 def west_cluster(tmp_path_factory):
@@ -120,7 +122,7 @@ def test_a_three_level_tree_is_synced_to_two_clusters_field_for_field(api, clust
             assert cr["spec"] == spec, (name, qname)
             assert cr["metadata"]["labels"][LABEL_MANAGED_BY] == "gangweb"
             assert cr["metadata"]["labels"][LABEL_INSTANCE] == INSTANCE
-    states = QueueClusterState.objects.filter(policy__name__startswith="qs-")
+    states = KAI_STATES.filter(policy__name__startswith="qs-")
     assert sorted({s.state for s in states}) == [SyncState.IN_SYNC] and states.count() == 8
     # A second pass changes nothing: level-triggered and idempotent.
     rv = queue(apis, "east", "qs-team-a")["metadata"]["resourceVersion"]
@@ -162,7 +164,7 @@ def test_a_policy_change_is_an_update_not_drift(api, clusters):
     assert api.patch("/api/v1/queues/qs-team-b/", {"gpu_quota": 3}, format="json").status_code == 200
     sync.sync_cluster(rows["east"])
     assert queue(apis, "east", "qs-team-b")["spec"]["resources"]["gpu"]["quota"] == 3
-    state = QueueClusterState.objects.get(policy__name="qs-team-b", cluster=rows["east"])
+    state = KAI_STATES.get(policy__name="qs-team-b", cluster=rows["east"])
     assert (state.state, state.last_drift) == (SyncState.IN_SYNC, [])
 
 
@@ -251,7 +253,7 @@ def test_a_policy_write_is_reconciled_into_its_clusters_and_removed_from_dropped
     with pytest.raises(client.ApiException) as gone:
         queue(apis, "west", "qs-team-b")
     assert gone.value.status == 404
-    west = QueueClusterState.objects.get(policy__name="qs-team-b", cluster=rows["west"])
+    west = KAI_STATES.get(policy__name="qs-team-b", cluster=rows["west"])
     assert west.state == SyncState.DELETED
 
 
@@ -262,5 +264,5 @@ def test_a_queue_deleted_by_hand_is_created_again_and_recorded_as_drift(api, clu
     apis["west"].delete_cluster_custom_object(G, V, P, "qs-proj")
     sync.sync_cluster(rows["west"])
     assert queue(apis, "west", "qs-proj")["spec"] == EXPECTED_SPECS["qs-proj"]
-    state = QueueClusterState.objects.get(policy__name="qs-proj", cluster=rows["west"])
+    state = KAI_STATES.get(policy__name="qs-proj", cluster=rows["west"])
     assert (state.state, state.last_drift) == (SyncState.DRIFTED, [sync.DELETED_BY_HAND])
