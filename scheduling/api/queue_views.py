@@ -24,6 +24,7 @@ from ..services import (
     dispatch,
     queue_counts,
     queue_line,
+    queue_payloads,
     related,
 )
 from ..services import fair_share as fair_share_service
@@ -146,7 +147,7 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         if cluster is not None:
             _visible_cluster_id(request.user, cluster)
         tree = queue_service.QueueTree.load_rows()
-        roots = queue_service.queue_tree(cluster, parent=params.get("parent") or None,
+        roots = queue_payloads.queue_tree(cluster, parent=params.get("parent") or None,
                                          depth=depth, visible=access.queue_tree_filter(request.user), tree=tree)
         # Jobs pending, running and finished in 24 h per queue, its subtree's included (services/queue_counts.py).
         queue_counts.attach(roots, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))

@@ -15,6 +15,7 @@ from ..models import (
     WebhookSubscription,
 )
 from ..models.tokens import TOKEN_PREFIX
+from ..services import queue_payloads, queue_warnings
 from ..services import queues as queue_service
 from ..services import templates as template_service
 
@@ -168,10 +169,10 @@ class QueuePolicySerializer(serializers.ModelSerializer):
 
     def get_warnings(self, obj) -> list[dict]:
         tree = self.context.get("tree") or queue_service.QueueTree.load()
-        return queue_service.warnings_for(tree.by_id.get(obj.id, obj), tree)
+        return queue_warnings.warnings_for(tree.by_id.get(obj.id, obj), tree)
 
     def get_quantities(self, obj) -> dict:
-        return queue_service.policy_payload(obj)
+        return queue_payloads.policy_payload(obj)
 
 
 class QueuePolicyDetailSerializer(QueuePolicySerializer):
@@ -188,10 +189,10 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
-        return [queue_service.sync_payload(s) for s in obj.kai_states]  # prefetched: api.queue_views.queue_states
+        return [queue_payloads.sync_payload(s) for s in obj.kai_states]  # prefetched: api.queue_views.queue_states
 
     def get_volcano_sync(self, obj) -> list[dict]:
-        return [queue_service.volcano_sync_payload(s) for s in obj.volcano_states]
+        return [queue_payloads.volcano_sync_payload(s) for s in obj.volcano_states]
 
 
 class QueuePolicyWriteSerializer(serializers.Serializer):

@@ -31,7 +31,7 @@ class GangJob(models.Model):
       (`kube.resources.gang_requests` of `resolved_spec` with the cluster's RuntimeClass overheads: every pod
       set's per-pod requests × replicas, as kube-scheduler counts a pod), kept in columns when the job is created
       so gangweb's usage estimate per queue is one `SUM … GROUP BY queue` in the database
-      (services/queues.py `estimated_usage`).
+      (services/queue_usage.py `estimated_usage`).
     """
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)

@@ -287,8 +287,8 @@ def _visible_queue_ids(user) -> set[int]:
 
 
 def queue_tree_filter(user) -> set[int] | None:
-    """The `visible` argument of services.queues.queue_tree() for `user`: ids of the queues they may see, or None
-    for every queue (platform admins, no query)."""
+    """The `visible` argument of services.queue_payloads.queue_tree() for `user`: ids of the queues they may see, or
+    None for every queue (platform admins, no query)."""
     if is_platform_admin(user):
         return None
     from ..models import QueuePolicy

@@ -19,8 +19,7 @@ from .. import dbclock, routing
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..models.jobs import fill_requested_totals
-from . import access, audit, cluster_warnings, dispatch, pod_rules, policy
-from . import queues as queue_service
+from . import access, audit, cluster_warnings, dispatch, pod_rules, policy, queue_limits
 from . import templates as template_service
 from . import validation as v
 from .copy_rows import insert_rows, new_instances
@@ -374,7 +373,7 @@ def _update(user, job: GangJob, data) -> GangJob:
         check_queue_takes(queue, job.cluster, job.namespace, lookups, ("queue", "queue", "queue"))
         access.check_submit(user, queue, job.cluster)
         pod_rules.check_job_spec(job.resolved_spec, job.template_version.template, queue, lookups.tree)
-        queue_service.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
+        queue_limits.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
         job.queue = queue
     if "priority_class_name" in data:
         value = data["priority_class_name"]

@@ -12,7 +12,7 @@ Two statements whatever the number of bodies (a bulk of 5,000 costs what a singl
    the sync problems in one statement each, on first use.
 
 Queue usage (KAI Queue status) is read, in a third statement, only when the queue or an ancestor has a finite
-limit: `queues.check_job_limits` reads it for nothing else.
+limit: `queue_limits.check_job_limits` reads it for nothing else.
 
 Why SQL text rather than querysets: submit is CPU-bound on the web workers (bench/README.md). Building and
 compiling the equivalent querysets (three `select_related` levels, four subquery annotations) cost ~5 ms of Python
@@ -39,7 +39,7 @@ from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueueClusterState, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
 from ..models.jobs import requested_totals
 from ..statements import columns, fetch, select_list
-from . import cluster_warnings, pod_rules
+from . import cluster_warnings, pod_rules, queue_limits
 from . import queues as queue_service
 from . import templates as template_service
 from .cluster_warnings import VIEW_FIELDS
@@ -95,14 +95,14 @@ class Lookups:
 
     def check_limits(self, queue: QueuePolicy, cluster: Cluster, version, overrides) -> tuple[dict, list[dict]]:
         """(resolved spec, limit warnings) of one job: `render`, the pod-spec policy of the template in `queue`
-        (`pod_rules.check_job_spec`) and `queues.check_job_limits`, each computed once per distinct (version,
+        (`pod_rules.check_job_spec`) and `queue_limits.check_job_limits`, each computed once per distinct (version,
         overrides, queue, cluster) in a request. Raises what they raise."""
         resolved, key = self._render(version, overrides)
         limit_key = (key, queue.id, cluster.id) if key is not None else None
         if limit_key is not None and limit_key in self.limits:
             return resolved, [dict(w) for w in self.limits[limit_key]]
         pod_rules.check_job_spec(resolved, version.template, queue, self.tree)
-        warnings = queue_service.check_job_limits(queue, cluster, resolved, self.tree, self.usage)
+        warnings = queue_limits.check_job_limits(queue, cluster, resolved, self.tree, self.usage)
         if limit_key is not None:
             self.limits[limit_key] = warnings
         return resolved, [dict(w) for w in warnings]
@@ -156,7 +156,7 @@ class Lookups:
         limited = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]
                    if any(not queue_service.unlimited(getattr(a, f"{r}_limit")) for r in RESOURCES)}
         if limited and lk.clusters:
-            lk.usage = queue_service.load_usage(limited, [c.id for c in lk.clusters.values()])
+            lk.usage = queue_limits.load_usage(limited, [c.id for c in lk.clusters.values()])
         return lk
 
     def _load_versions(self, items: list[dict], template_names: list[str]) -> None:

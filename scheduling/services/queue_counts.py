@@ -66,7 +66,7 @@ def rolled_up(tree, own: dict[int, dict]) -> dict[int, dict]:
 
 
 def attach(nodes: list[dict], counts: dict[int, dict]) -> None:
-    """Set ``node["counts"]`` (`rolled_up` figures) on every node of a `services.queues.queue_tree` forest, in
+    """Set ``node["counts"]`` (`rolled_up` figures) on every node of a `services.queue_payloads.queue_tree` forest, in
     place."""
     for node in nodes:
         node["counts"] = dict(counts.get(node["id"]) or zero())

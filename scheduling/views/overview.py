@@ -13,7 +13,7 @@ from django.utils import timezone
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase, QueueFamily
 from ..models import Cluster, GangJob, QueueClusterState
 from ..observe import presence
-from ..services import access, queue_usage, related
+from ..services import access, queue_payloads, queue_usage, related
 from ..services import queues as queue_service
 from .common import page_or_fragment
 from .queues import decorate
@@ -90,7 +90,7 @@ def overview_context(user) -> dict:
     rolled = queue_usage.rolled_up(tree, queue_usage.estimated_usage())
     tops = [p.id for p in tree.roots() if visible is None or p.id in visible]
     hot = busiest(tree, rolled, reported_gpus(), visible)
-    nodes = queue_service.queue_tree(ids=tops + hot, depth=0, visible=visible, tree=tree, rolled=rolled)
+    nodes = queue_payloads.queue_tree(ids=tops + hot, depth=0, visible=visible, tree=tree, rolled=rolled)
     decorate(nodes)
     rows = [{"name": n["name"], "path": n["path"], "estimated": n["estimated"], "bar": n["bars"][0],
              "children_count": n["children_count"]} for n in nodes]

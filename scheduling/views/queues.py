@@ -1,5 +1,5 @@
 """The queue tree: per queue and resource, quota, limit, allocated and requested as bars, with the warnings and
-per-cluster sync state (drift) from `services.queues.queue_tree`, the same data as GET /api/v1/queues/tree/.
+per-cluster sync state (drift) from `services.queue_payloads.queue_tree`, the same data as GET /api/v1/queues/tree/.
 
 The page draws the top-level queues only; a queue's children are fetched when it is expanded (htmx, one
 request per level), so the page costs the same with 10 queues or 1,000 (bench/: drawing every queue with three
@@ -18,7 +18,7 @@ from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, QueueUsageSample
-from ..services import access, queue_counts, queue_line
+from ..services import access, queue_counts, queue_line, queue_payloads
 from ..services import fair_share as fair_share_service
 from ..services import queues as queue_service
 from .common import allowed, page_or_fragment
@@ -86,9 +86,9 @@ def queue_tree(request):
     matched = None
     if query:
         ids, matched = search(tree, query, visible)
-        roots = queue_service.queue_tree(cluster, ids=ids, depth=0, visible=visible, tree=tree)
+        roots = queue_payloads.queue_tree(cluster, ids=ids, depth=0, visible=visible, tree=tree)
     else:
-        roots = queue_service.queue_tree(cluster, depth=0, visible=visible, tree=tree)
+        roots = queue_payloads.queue_tree(cluster, depth=0, visible=visible, tree=tree)
     decorate(roots)
     queue_counts.attach(roots, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     return page_or_fragment(request, "scheduling/queues.html", "scheduling/partials/queue_tree.html", {
@@ -116,7 +116,7 @@ def queue_children(request, name: str):
     offset = int(offset) if offset.isascii() and offset.isdigit() else 0
     kids = [k for k in tree.children.get(parent.id, []) if visible is None or k.id in visible]
     shown = kids[offset:offset + CHILDREN_SHOWN]
-    nodes = queue_service.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree)
+    nodes = queue_payloads.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree)
     decorate(nodes)
     queue_counts.attach(nodes, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     rest = len(kids) - offset - len(shown)
@@ -159,7 +159,7 @@ def queue_detail(request, name: str):
     start = now - WINDOWS[window]
     visible = access.queue_tree_filter(request.user)  # its warnings name only queues the reader may see
     tree = queue_service.QueueTree.load_rows()
-    node = queue_service.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree)[0]
+    node = queue_payloads.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree)[0]
     decorate([node])
     queue_counts.attach([node], queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     # Fair share per cluster (the same service as GET /api/v1/queues/<name>/fair-share/) and the wait order (as

@@ -2,6 +2,7 @@
 import pytest
 
 from scheduling.choices import QueueWarning
+from scheduling.services import queue_payloads, queue_warnings
 from scheduling.services import queues as queue_service
 from tests import builders
 
@@ -16,7 +17,7 @@ def test_every_sibling_and_a_new_queue_see_the_children_sum_warning_of_their_par
     dept = builders.make_queue("dept", gpu_quota=4)
     for name in ("a", "b", "c"):
         builders.make_queue(f"team-{name}", parent=dept, gpu_quota=2)
-    roots = queue_service.queue_tree()
+    roots = queue_payloads.queue_tree()
     teams = roots[0]["children"]
     assert [t["name"] for t in teams] == ["team-a", "team-b", "team-c"]
     messages = {w["message"] for t in teams for w in t["warnings"] if w["code"] == QueueWarning.CHILDREN_OVER_PARENT}
@@ -26,5 +27,5 @@ def test_every_sibling_and_a_new_queue_see_the_children_sum_warning_of_their_par
     # A queue not yet saved (the write path) still counts itself among the siblings.
     tree = queue_service.QueueTree.load()
     draft = type(dept)(name="team-d", parent=dept, gpu_quota=1)
-    warnings = queue_service.warnings_for(draft, tree)
+    warnings = queue_warnings.warnings_for(draft, tree)
     assert any("add up to 7 GPUs" in w["message"] for w in warnings)

@@ -4,6 +4,7 @@ import pytest
 
 from scheduling.choices import QueueWarning
 from scheduling.models import QueuePolicy
+from scheduling.services import queue_payloads, queue_warnings
 from scheduling.services import queues as queue_service
 from tests import builders
 
@@ -127,14 +128,14 @@ def walk(nodes):
 
 def test_the_tree_shows_every_warning_word_for_word():
     build()
-    assert dict(walk(queue_service.queue_tree())) == EXPECTED
+    assert dict(walk(queue_payloads.queue_tree())) == EXPECTED
 
 
 def test_one_queue_at_a_time_gets_the_same_warnings_as_the_tree():
     build()
     tree = queue_service.QueueTree.load()  # model instances, as create_queue / update_queue load it
     for policy in QueuePolicy.objects.order_by("name"):
-        got = [(w["code"], w["field"], w["message"]) for w in queue_service.warnings_for(policy, tree)]
+        got = [(w["code"], w["field"], w["message"]) for w in queue_warnings.warnings_for(policy, tree)]
         assert got == EXPECTED[policy.name], policy.name
 
 
@@ -152,7 +153,7 @@ def test_a_wide_queue_names_five_children_and_counts_the_rest():
     for i in range(90):
         builders.make_queue(f"t{i:02d}", parent=wide, gpu_quota=1)
     messages = {name: [w[2] for w in ws if w[0] == QueueWarning.CHILDREN_OVER_PARENT]
-                for name, ws in walk(queue_service.queue_tree())}
+                for name, ws in walk(queue_payloads.queue_tree())}
     assert messages["t42"] == [
         "the gpu quotas of t00, t01, t02, t03, t04 and 85 more (children of 'wide') add up to 90 GPUs, more than "
         "the 8 GPUs quota of 'wide'; their guarantees cannot all be met",
@@ -164,7 +165,7 @@ def test_unlimited_children_past_five_are_counted():
     parent = builders.make_queue("p", cpu_quota=4000)
     for i in range(8):
         builders.make_queue(f"c{i}", parent=parent, cpu_quota=-1 if i < 7 else 100)
-    [message] = [w[2] for _, ws in walk(queue_service.queue_tree()) for w in ws
+    [message] = [w[2] for _, ws in walk(queue_payloads.queue_tree()) for w in ws
                  if w[0] == QueueWarning.CHILDREN_OVER_PARENT][:1]
     assert message.startswith("the cpu quotas of c0, c1, c2, c3, c4 and 3 more (children of 'p') add up to "
                               "unlimited (c0, c1, c2, c3, c4 and 2 more have quota -1), more than")

@@ -35,9 +35,8 @@ from scheduling.models import GangJob
 from scheduling.models.jobs import requested_totals
 from scheduling.observe import capacity, why_pending
 from scheduling.reconcile import desired
-from scheduling.services import cluster_usage, queue_usage
+from scheduling.services import cluster_usage, queue_limits, queue_usage
 from scheduling.services import jobs as job_service
-from scheduling.services import queues as queue_service
 from scheduling.services import templates as template_service
 from scheduling.views.display import for_people, requests_of_spec
 from scheduling.views.preview import preview
@@ -225,7 +224,7 @@ def test_every_consumer_counts_the_same_request(shape, world, client, enqueued, 
     job.refresh_from_db()
     assert (job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes) == (
         want_kai["gpu"], want_kai["cpu"], math.ceil(amounts(shape.total).get("memory", 0)))
-    assert queue_service.job_request(job.resolved_spec, job.cluster) == want_kai
+    assert queue_limits.job_request(job.resolved_spec, job.cluster) == want_kai
     GangJob.objects.filter(pk=job.pk).update(phase=GangPhase.RUNNING)
     usage = queue_usage.estimated_usage(queue_ids=[job.queue_id])[job.queue_id]
     assert usage["allocated"] == usage["requested"] == {
