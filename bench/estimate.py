@@ -3,7 +3,7 @@ gangweb's estimator for every job at its submit time and comparing with when the
 
     python -m bench.estimate [--jobs 2400] [--seed 1] [--samples 100] [--load 1.0] [--json PATH|-]
 
-**The "real" scheduler** is gangweb's own queue-policy code: `scheduling.queueing.estimate.allocate` (KAI's
+**The "real" scheduler** is gangweb's own queue-policy code: `scheduling.queueing.allocation.allocate` (KAI's
 allocate action as gangweb models it: queues lowest allocated / fair share first, line order priority then time
 queued, queue and ancestor limits, cluster capacity) with fair shares from `scheduling.queueing.fair_share.divide`
 recomputed before every pass, as KAI does each cycle. A pass runs after every arrival and every end.
@@ -37,8 +37,10 @@ import statistics
 import sys
 import time
 
+from scheduling.queueing import allocation
 from scheduling.queueing import estimate as model
-from scheduling.queueing.estimate import ClusterState, Job, QueueSpec, RunTimes
+from scheduling.queueing.allocation import ClusterState, Job, QueueSpec
+from scheduling.queueing.estimate import RunTimes
 
 MIN = 60.0
 CAPACITY = {"gpu": 64, "cpu": 10**9, "memory": 10**9}
@@ -121,8 +123,8 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
 
     def schedule(now: float) -> None:
         state.divide(pending.values())
-        lines = model.lines_of(pending.values())
-        for job in model.allocate(state, lines):
+        lines = allocation.lines_of(pending.values())
+        for job in allocation.allocate(state, lines):
             del pending[job.id]
             running[job.id] = (job, now)
             started[job.id] = now

@@ -43,6 +43,7 @@ from ..models import GangJob, PhaseTransition
 from ..observe import causes, presence
 from ..observe.causes import NODES_FRAGMENTED
 from ..observe.why_pending import QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA
+from ..queueing import allocation
 from ..queueing import estimate as model
 from ..unavailable import DEPENDENCY_ERRORS
 from . import access, queue_line
@@ -68,11 +69,11 @@ def _asks(gpu, cpu_millicores, memory_bytes) -> dict[str, float]:
             "memory": float(memory_bytes or 0) / BYTES_PER_MB}
 
 
-def _queues(tree: QueueTree) -> list[model.QueueSpec]:
+def _queues(tree: QueueTree) -> list[allocation.QueueSpec]:
     specs = []
     for q in tree.by_id.values():
         parent = tree.by_id.get(q.parent_id)
-        specs.append(model.QueueSpec(
+        specs.append(allocation.QueueSpec(
             name=q.name, parent=parent.name if parent is not None else None, priority=q.priority,
             quota={r: getattr(q, f"{r}_quota") for r in RESOURCES},
             limit={r: getattr(q, f"{r}_limit") for r in RESOURCES},
@@ -88,7 +89,7 @@ def _namer(user):
     return lambda queue_id, name: name if queue_id in roles else HIDDEN
 
 
-def _running(cluster_id: int, now, name, queue_names) -> list[model.Job]:
+def _running(cluster_id: int, now, name, queue_names) -> list[allocation.Job]:
     started = (PhaseTransition.objects.filter(job_id=OuterRef("pk"), phase=GangPhase.RUNNING)
                .order_by("-attempt", "-at").values("at")[:1])
     rows = (GangJob.objects.filter(cluster_id=cluster_id, phase__in=RUNNING_PHASES)
@@ -99,14 +100,14 @@ def _running(cluster_id: int, now, name, queue_names) -> list[model.Job]:
     for jid, jname, qid, tid, phase, desired, gpu, cpu, mem, run_at, changed in rows:
         since = (run_at or changed) if phase == GangPhase.RUNNING else None
         elapsed = max((now - since).total_seconds(), 0.0) if since is not None else 0.0
-        out.append(model.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
+        out.append(allocation.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
                              name=name(qid, jname),
                              elapsed=elapsed, ending=desired == DesiredState.CANCEL))
     return out
 
 
-def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, family, name, queue_names) -> model.Job:
-    return model.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
+def _pending_job(jid, jname, qid, tid, prio, created, gpu, cpu, mem, family, name, queue_names) -> allocation.Job:
+    return allocation.Job(id=jid, queue=queue_names.get(qid, str(qid)), asks=_asks(gpu, cpu, mem), template=tid,
                      name=name(qid, jname), priority=prio, queued_at=created.timestamp(), line=family or "")
 
 
@@ -117,7 +118,7 @@ def silent_families(cluster) -> list[str]:
     return sorted(f for f, p in presence.all_presence(cluster).items() if p.silent)
 
 
-def _pending(job: GangJob, name, queue_names) -> list[model.Job]:
+def _pending(job: GangJob, name, queue_names) -> list[allocation.Job]:
     rows = (queue_line.pending(job.cluster_id).annotate(family=queue_line.family_expr())
             .exclude(family__in=silent_families(job.cluster))
             .annotate(prio=queue_line.priority_expr(), template_id=F("template_version__template_id"))

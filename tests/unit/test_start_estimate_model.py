@@ -6,7 +6,8 @@ seconds (MIN = 60)."""
 import pytest
 
 from scheduling.queueing import estimate as e
-from scheduling.queueing.estimate import Job, QueueSpec, RunTimes
+from scheduling.queueing.allocation import Job, QueueSpec
+from scheduling.queueing.estimate import RunTimes
 
 MIN = 60.0
 

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduling.queueing import estimate as e
-from scheduling.queueing.estimate import Job, QueueSpec, RunTimes
+from scheduling.queueing.allocation import Job, QueueSpec
+from scheduling.queueing.estimate import RunTimes
 
 QUEUES = ("team-a", "team-b", "team-c")
 TEMPLATES = (1, 2, 3, None)  # None: a job whose template is unknown to the history
