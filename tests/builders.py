@@ -5,7 +5,7 @@ import copy
 import itertools
 
 from scheduling.models import Cluster, QueuePolicy
-from scheduling.services import templates as template_service
+from scheduling.services import template_versions
 
 _seq = itertools.count(1)
 
@@ -42,7 +42,7 @@ def template_spec(backend="k8s-workload", pod_sets=None, overridable=None, **ext
 
 def make_template(name=None, user=None, **spec_kwargs):
     """Create a runtime template (version 1) and return the RuntimeTemplateVersion."""
-    return template_service.create_template(user, name or f"tmpl-{next(_seq)}", "", template_spec(**spec_kwargs))
+    return template_versions.create_template(user, name or f"tmpl-{next(_seq)}", "", template_spec(**spec_kwargs))
 
 
 def kubeconfig(token: str = "t", server: str = "https://127.0.0.1:6443", comment: str = "") -> str:

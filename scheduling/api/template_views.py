@@ -14,9 +14,10 @@ from ..models import (
     RuntimeTemplateVersion,
 )
 from ..services import (
-    access,
     policy,
     related,
+    template_access,
+    template_versions,
 )
 from ..services import templates as template_service
 from . import serializers as s
@@ -34,8 +35,8 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
     serializer_class = s.RuntimeTemplateSerializer
     filterset_class = RuntimeTemplateFilterSet
     lookup_field = "name"
-    visible = access.visible_templates
-    check_read = access.check_read_template
+    visible = template_access.visible_templates
+    check_read = template_access.check_read_template
     # The list: the owning queue's name by a lookup per template, the versions without the model's ordering by
     # template name (a join): joins planned from stale statistics scanned whole tables per row (issue 14).
     LIST_RELATED = {"queue": ["name"]}
@@ -54,7 +55,7 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
 
     def create(self, request, *args, **kwargs):
         data = request.data if isinstance(request.data, dict) else {}
-        version = template_service.create_template(request.user, data.get("name"), data.get("description", ""),
+        version = template_versions.create_template(request.user, data.get("name"), data.get("description", ""),
                                                    data.get("spec"), queue=data.get("queue"),
                                                    pod_security_level=data.get("pod_security_level", ""),
                                                    policy_exceptions=data.get("policy_exceptions"))
@@ -65,19 +66,19 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         template = self.get_object()
         data = request.data if isinstance(request.data, dict) else {}
         if "spec" in data:
-            template_service.add_version(request.user, template, data["spec"], data.get("description"),
+            template_versions.add_version(request.user, template, data["spec"], data.get("description"),
                                          data.get("pod_security_level"), data.get("policy_exceptions"))
         else:
             if "pod_security_level" in data or "policy_exceptions" in data:
                 policy.update_template_settings(request.user, template, data.get("pod_security_level"),
                                                 data.get("policy_exceptions"))
             if "description" in data:
-                template_service.update_description(request.user, template, data["description"])
+                template_versions.update_description(request.user, template, data["description"])
         template = self.queryset.get(pk=template.pk)
         return Response(self.get_serializer(template).data)
 
     def perform_destroy(self, instance):
-        template_service.delete_template(self.request.user, instance)
+        template_versions.delete_template(self.request.user, instance)
 
     @extend_schema(responses=s.TemplateVersionSerializer(many=True))
     @action(detail=True, methods=["get"])
@@ -94,7 +95,7 @@ class RuntimeTemplateViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         """Retire one version: it takes no new jobs (submit and resubmit answer 400); jobs that used it keep it.
         One-way; retiring it again changes nothing. Managers of the template only."""
         template = self.get_object()
-        retired = template_service.retire_version(request.user, template, int(version))
+        retired = template_versions.retire_version(request.user, template, int(version))
         retired = RuntimeTemplateVersion.objects.defer("spec").annotate(
             shown_spec=template_service.loadable_spec()).get(pk=retired.pk)
         return Response(s.TemplateVersionSerializer(retired).data)

@@ -1,5 +1,5 @@
 """Runtime template form: name, description and the spec as YAML or JSON, saved through
-`services.templates.create_template` / `add_version` (the API's own calls), so the messages match."""
+`services.template_versions.create_template` / `add_version` (the API's own calls), so the messages match."""
 from __future__ import annotations
 
 from django import forms
@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 
 from ..choices import PodSecurityLevel
 from ..models import QueuePolicy
-from ..services import access
+from ..services import access, template_versions
 from ..services import pod_security as pss
 from ..services import templates as template_service
 from ..services.errors import ServiceError
@@ -70,10 +70,10 @@ class TemplateForm(forms.Form):
             level = self.cleaned_data.get("pod_security_level", "")
             exceptions = self.cleaned_data.get("policy_exceptions") or []
             if self.instance is None:
-                return template_service.create_template(user, self.cleaned_data["name"], description, spec,
+                return template_versions.create_template(user, self.cleaned_data["name"], description, spec,
                                                         queue=self.cleaned_data.get("queue"),
                                                         pod_security_level=level, policy_exceptions=exceptions)
-            return template_service.add_version(user, self.instance, spec, description, level, exceptions)
+            return template_versions.add_version(user, self.instance, spec, description, level, exceptions)
         except (ValidationError, ServiceError) as exc:
             apply_errors(self, exc)
             return None

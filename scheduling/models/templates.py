@@ -60,7 +60,7 @@ class RuntimeTemplateVersion(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     # A retired version takes no new jobs (submit and resubmit are 400); jobs that used it keep it and their
-    # history. Retiring is one-way (services/templates.retire_version): a version withdrawn for what it allows
+    # history. Retiring is one-way (services/template_versions.retire_version): a version withdrawn for what it allows
     # must not come back by a click; storing its spec again makes a new version.
     retired_at = models.DateTimeField(null=True, blank=True, help_text="when it stopped taking new jobs")
     retired_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -19,7 +19,17 @@ from .. import dbclock, routing
 from ..choices import ACTIVE_PHASES, DesiredState, GangPhase
 from ..models import BulkSubmitKey, Cluster, GangJob, PhaseTransition, QueuePolicy
 from ..models.jobs import fill_requested_totals
-from . import access, audit, cluster_warnings, dispatch, pod_rules, policy, queue_limits
+from . import (
+    access,
+    audit,
+    cluster_warnings,
+    dispatch,
+    pod_rules,
+    policy,
+    queue_limits,
+    template_access,
+    template_versions,
+)
 from . import templates as template_service
 from . import validation as v
 from .copy_rows import insert_rows, new_instances
@@ -111,12 +121,13 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     else:
         version = lookups.versions.get((template_name, version_no))
         if version is None:
-            access.named_template(user, getattr(lookups.latest.get(template_name), "template", None), template_name)
+            template_access.named_template(user, getattr(lookups.latest.get(template_name), "template", None),
+                                           template_name)
             raise ValidationError({"template_version": f"template '{template_name}' has no version {version_no}"})
     # What the user cannot see answers as what does not exist (services/access.py), before any check that would
     # describe it (has children, its clusters and namespaces).
-    access.named_template(user, version.template, template_name)
-    template_service.check_not_retired(version, template_name)
+    template_access.named_template(user, version.template, template_name)
+    template_versions.check_not_retired(version, template_name)
     queue = access.named_queue(user, lookups.queues.get(queue_name), queue_name)
     if queue.id in lookups.parents:
         raise ValidationError({"queue": f"queue '{queue_name}' has child queues; only leaf queues take jobs"})

@@ -19,7 +19,7 @@ from django.db import transaction
 from ..kube import client as kube_client
 from ..models import Cluster, QueuePolicy, RuntimeTemplate
 from ..reconcile import probe
-from . import templates as template_service
+from . import template_versions
 
 LOCAL_CLUSTER = "local"
 DEFAULT_QUEUE = "default"
@@ -60,7 +60,7 @@ def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
             queue.save(update_fields=["allowed_namespaces"])
         queue.clusters.add(cluster)
         if not RuntimeTemplate.objects.filter(name=SAMPLE_TEMPLATE).exists():
-            template_service.create_template(None, SAMPLE_TEMPLATE, "2-pod gang that runs for 2 minutes",
+            template_versions.create_template(None, SAMPLE_TEMPLATE, "2-pod gang that runs for 2 minutes",
                                              SAMPLE_SPEC)
     kube_client.forget(cluster.pk)
     cluster = probe.probe_cluster(cluster)

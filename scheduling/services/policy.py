@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
-from . import access
+from . import access, template_access
 from . import pod_security as pss
 from .errors import PermissionDenied
 from .pod_rules import is_reserved_priority_class, level_of, queue_chain
@@ -84,7 +84,7 @@ def update_template_settings(user, template, level=None, exceptions=None):
     refused at submit (400 naming the field and control), so tightening is never blocked."""
     from django.db import transaction
 
-    access.check_manage_template(user, template)
+    template_access.check_manage_template(user, template)
     level, exceptions = template_settings(user, level, exceptions, template)
     with transaction.atomic():
         save_template_settings(user, template, level, exceptions)

@@ -13,7 +13,7 @@ from ..forms.errors import error_items
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access, policy, related
+from ..services import policy, related, template_access, template_versions
 from ..services import templates as template_service
 from ..services.errors import PermissionDenied, ServiceError
 from .common import allowed
@@ -34,7 +34,7 @@ def template_list(request):
     # Version count and latest number per template by the (template, version) index, a subquery each: a join and
     # GROUP BY can be planned as a scan of every version per template when statistics are stale (issue 14).
     versions = RuntimeTemplateVersion.objects.filter(template_id=OuterRef("pk")).order_by()
-    visible = access.visible_templates(request.user, RuntimeTemplate.objects.all())
+    visible = template_access.visible_templates(request.user, RuntimeTemplate.objects.all())
     filterset = RuntimeTemplateFilterSet(request.GET or None, queryset=visible.annotate(
         n_versions=Subquery(versions.values("template_id").annotate(n=Count("*")).values("n")),
         latest_no=Subquery(versions.order_by("-version").values("version")[:1])))
@@ -61,7 +61,7 @@ def template_detail(request, name: str):
         Prefetch("versions", queryset=related.annotate(RuntimeTemplateVersion.objects.defer("spec").annotate(
                      shown_spec=template_service.loadable_spec()), by)
                  .order_by("-version"))).select_related("queue"), name=name)
-    allowed(access.check_read_template, request.user, template)
+    allowed(template_access.check_read_template, request.user, template)
     versions = related.attach(template.versions.all(), by)
     latest = versions[0] if versions else None
     spec = spec_error = None
@@ -70,7 +70,7 @@ def template_detail(request, name: str):
     return render(request, "scheduling/template_detail.html", {
         "section": "templates", "template": template, "versions": versions, "latest": latest, "spec": spec,
         "spec_error": spec_error, "preview": preview(spec) if spec is not None else None,
-        "can_edit": _may(access.check_manage_template, request.user, template),
+        "can_edit": _may(template_access.check_manage_template, request.user, template),
         "pod_security": policy.template_summary(template),
     })
 
@@ -95,7 +95,7 @@ def template_create(request):
 def template_edit(request, name: str):
     """GET/POST /templates/<name>/edit/: saving stores a new version; jobs already submitted keep theirs."""
     template = get_object_or_404(RuntimeTemplate, name=name)
-    allowed(access.check_manage_template, request.user, template)
+    allowed(template_access.check_manage_template, request.user, template)
     latest = template.versions.defer("spec").annotate(shown_spec=template_service.loadable_spec()).order_by(
         "-version").first()
     spec = template_service.spec_shown(latest.shown_spec)[0] if latest else None
@@ -129,12 +129,12 @@ def template_preview(request):
 @login_required
 @require_POST
 def template_retire(request, name: str, version: int):
-    """POST /templates/<name>/versions/<n>/retire/: services.templates.retire_version, as the API's
+    """POST /templates/<name>/versions/<n>/retire/: services.template_versions.retire_version, as the API's
     POST /api/v1/templates/<name>/versions/<n>/retire/; back to the template page with the outcome."""
     template = get_object_or_404(RuntimeTemplate, name=name)
-    allowed(access.check_read_template, request.user, template)
+    allowed(template_access.check_read_template, request.user, template)
     try:
-        template_service.retire_version(request.user, template, version)
+        template_versions.retire_version(request.user, template, version)
     except (ServiceError, ValidationError) as exc:
         for path, message in error_items(exc):
             messages.error(request, message if path in ("", "detail", "template", "version") else f"{path}: {message}")

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 
 from ..forms.jobs import SubmitForm
 from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access, related
+from ..services import access, related, template_access
 from .common import is_htmx
 
 
@@ -17,7 +17,7 @@ def _latest_version(user, name: str | None):
         return None
     # The template's key first (a subquery run once), then its versions by index, the template's name by a lookup:
     # no join for stale statistics to turn into a scan of every version per template (services/related.py).
-    visible = access.visible_templates(user, RuntimeTemplate.objects.all())
+    visible = template_access.visible_templates(user, RuntimeTemplate.objects.all())
     spec = {"template": ["name", "description", "queue"]}
     versions = RuntimeTemplateVersion.objects.filter(template_id=Subquery(visible.filter(name=name).values("pk")[:1]))
     version = related.annotate(versions, spec).order_by("-version").first()
@@ -36,7 +36,8 @@ def submit(request):
     leaf_queues = access.visible_queues(user, QueuePolicy.objects.annotate(any_child=Subquery(
         QueuePolicy.objects.filter(parent_id=OuterRef("pk")).order_by().values("pk")[:1])).filter(any_child=None))
     choices = {  # what this user may see; the service still decides what they may submit to
-        "templates": list(access.visible_templates(user, RuntimeTemplate.objects.all()).values_list("name", flat=True)),
+        "templates": list(template_access.visible_templates(user, RuntimeTemplate.objects.all())
+                          .values_list("name", flat=True)),
         "queues": list(leaf_queues.values_list("name", flat=True)),
         "clusters": list(access.visible_clusters(user, Cluster.objects.all()).values_list("name", flat=True)),
     }

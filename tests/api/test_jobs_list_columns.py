@@ -4,7 +4,7 @@ import pytest
 
 from scheduling.choices import GangPhase
 from scheduling.models import GangJob
-from scheduling.services import templates as template_service
+from scheduling.services import template_versions
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -101,7 +101,7 @@ def test_the_list_names_each_jobs_template_and_version_as_its_detail_does(api, a
         builders.make_template(f"filler-{i}")
     first = builders.make_template("ddp")
     job_v1 = builders.make_job(first, queue, local, name="ddp-1", user=admin_user)  # a submit takes the latest
-    second = template_service.add_version(admin_user, first.template,
+    second = template_versions.add_version(admin_user, first.template,
                                           builders.template_spec(pod_sets=[builders.pod_set(replicas=3)]))
     job_v2 = builders.make_job(second, queue, local, name="ddp-2", user=admin_user)
     assert first.template.pk not in (1, 2)

@@ -130,11 +130,11 @@ def test_a_bulk_over_many_clusters_costs_two_more_queries_and_checks_each_cluste
 
 
 def test_a_cached_template_spec_never_hides_a_new_version_or_a_changed_owner(api, setup, django_user_model):
-    from scheduling.services import templates as template_service
+    from scheduling.services import template_versions
 
     version, queue, cluster = setup
     assert api.post("/api/v1/jobs/", builders.submit_body(*setup), format="json").data["template_version"] == 1
-    template_service.add_version(None, version.template, builders.template_spec(
+    template_versions.add_version(None, version.template, builders.template_spec(
         pod_sets=[builders.pod_set(replicas=3)]))
     r = api.post("/api/v1/jobs/", builders.submit_body(*setup), format="json")
     assert r.data["template_version"] == 2

@@ -74,9 +74,9 @@ def test_the_schema_needs_a_login_and_the_readme_says_so(client, db):
 
 def test_the_readmes_first_job_is_accepted_on_the_local_cluster(api, enqueued, local_world):
     """The README's first curl POST, as written, against the template and queue `make run` installs."""
-    from scheduling.services import templates as template_service
+    from scheduling.services import template_versions
 
-    template_service.create_template(None, local_cluster.SAMPLE_TEMPLATE, "sample", local_cluster.SAMPLE_SPEC)
+    template_versions.create_template(None, local_cluster.SAMPLE_TEMPLATE, "sample", local_cluster.SAMPLE_SPEC)
     [(path, body)] = readme_bodies('"name": "hello"', README)
     r = api.post(path, body, format="json")
     assert r.status_code == 201, r.data

@@ -8,7 +8,7 @@ import pytest
 from scheduling.choices import GangPhase
 from scheduling.models import AuditEvent, GangJob, RuntimeTemplateVersion
 from scheduling.services import jobs as job_service
-from scheduling.services import templates as template_service
+from scheduling.services import template_versions
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -69,7 +69,7 @@ def test_resubmit_runs_the_submit_checks_again_a_limit_the_job_no_longer_fits(te
 
 def test_a_retired_version_takes_no_new_jobs_and_old_jobs_keep_their_history(teams):
     v1 = teams.a_tmpl
-    v2 = template_service.add_version(None, v1.template, builders.template_spec(overridable=[]))
+    v2 = template_versions.add_version(None, v1.template, builders.template_spec(overridable=[]))
     old, _ = job_service.submit(teams.a_sub, builders.submit_body(v1, teams.a_train, teams.local,
                                                                   name="old-job", namespace="team-a",
                                                                   template_version=1))
@@ -106,7 +106,7 @@ def test_a_retired_version_takes_no_new_jobs_and_old_jobs_keep_their_history(tea
 
 
 def test_the_template_page_shows_retired_versions_and_retires_one(teams, client):
-    template_service.add_version(None, teams.a_tmpl.template, builders.template_spec(overridable=[]))
+    template_versions.add_version(None, teams.a_tmpl.template, builders.template_spec(overridable=[]))
     client.force_login(teams.a_admin)
     page = client.get("/templates/a-tmpl/").content.decode()
     assert page.count(">Retire</button>") == 2

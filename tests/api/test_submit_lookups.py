@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import QueuePolicy, RuntimeTemplateVersion
-from scheduling.services import templates as template_service
+from scheduling.services import template_versions
 from scheduling.services.lookups import Lookups
 from tests import builders
 
@@ -43,7 +43,7 @@ def test_a_queue_and_its_parents_come_back_as_the_orm_loads_them():
 
 def test_template_versions_come_with_their_template_and_the_stored_spec():
     v1 = builders.make_template("llm")
-    v2 = template_service.add_version(None, v1.template, builders.template_spec(pod_sets=[builders.pod_set(
+    v2 = template_versions.add_version(None, v1.template, builders.template_spec(pod_sets=[builders.pod_set(
         replicas=5)]))
     lk = Lookups.load([{"template": "llm"}, {"template": "llm", "template_version": 1}])
     assert lk.latest["llm"].id == v2.id and lk.latest["llm"].template.name == "llm"

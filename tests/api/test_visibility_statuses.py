@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 
 from scheduling.models import GangJob
 from scheduling.services import jobs as job_service
-from scheduling.services import templates as template_service
+from scheduling.services import template_versions
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def world(db, admin_user, enqueued, queue_syncs):
     q = builders.make_queue("q", parent=dept, clusters=[local])
     elsewhere = builders.make_queue("elsewhere", clusters=[local])
     llm = builders.make_template("llm")
-    template_service.create_template(None, "q-tmpl", "", builders.template_spec(), queue=q)
+    template_versions.create_template(None, "q-tmpl", "", builders.template_spec(), queue=q)
     users = {name: builders.make_user(name) for name in PRINCIPALS}
     for user in users.values():
         builders.grant(elsewhere, "submitter", user=user)

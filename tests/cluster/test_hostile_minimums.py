@@ -225,9 +225,9 @@ def test_item11_a_volcano_optional_pod_set_reaches_the_podgroup_with_minimum_0(w
 
 
 def template_service_create(backend: str, namespace: str, **kw):
-    from scheduling.services import templates as template_service
+    from scheduling.services import template_versions
 
-    return template_service.create_template(None, f"t-{uuid.uuid4().hex[:8]}", "", issue_template(backend, namespace,
+    return template_versions.create_template(None, f"t-{uuid.uuid4().hex[:8]}", "", issue_template(backend, namespace,
                                                                                                    **kw))
 
 

@@ -15,7 +15,7 @@ from scheduling.kube.objects import JOB, POD
 from scheduling.models import GangJob, QueuePolicy
 from scheduling.reconcile import probe
 from scheduling.services import jobs as job_service
-from scheduling.services import templates as template_service
+from scheduling.services import template_versions
 from tests import builders
 
 from .reconcile_support import wait_for
@@ -39,7 +39,7 @@ def runtime_class(world):
 
 
 def _submit(world, pod_sets, backend, name, exceptions=()) -> GangJob:
-    version = template_service.create_template(world.user, f"t-{uuid.uuid4().hex[:8]}", "",
+    version = template_versions.create_template(world.user, f"t-{uuid.uuid4().hex[:8]}", "",
                                                builders.template_spec(backend=backend, pod_sets=pod_sets),
                                                policy_exceptions=list(exceptions))
     body = builders.submit_body(version, QueuePolicy.objects.get(name="team-a"), world.cluster, name=name,

@@ -17,7 +17,7 @@ from scheduling.choices import GangPhase  # noqa: E402
 from scheduling.models import GangJob, QueuePolicy  # noqa: E402
 from scheduling.observe import presence  # noqa: E402
 from scheduling.reconcile import probe  # noqa: E402
-from scheduling.services import templates as template_service  # noqa: E402
+from scheduling.services import template_versions  # noqa: E402
 from tests import builders  # noqa: E402
 
 from .reconcile_support import wait_for  # noqa: E402
@@ -59,7 +59,7 @@ def test_the_probe_sees_kube_scheduler_and_none_of_the_gang_schedulers(world):
 
 def test_a_kai_job_where_no_kai_scheduler_runs_warns_is_unknown_and_listed_as_stuck(world, settings):
     probed_presence(world)
-    version = template_service.create_template(
+    version = template_versions.create_template(
         world.user, f"t-{uuid.uuid4().hex[:8]}", "",
         builders.template_spec(backend="kai", pod_sets=[builders.pod_set(
             "worker", replicas=2, containers=[builders.container(cpu="100m", memory="64Mi")])]))

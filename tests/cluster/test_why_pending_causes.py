@@ -18,7 +18,7 @@ localcluster = pytest.importorskip("localcluster")
 from scheduling.kube.watches import POD  # noqa: E402
 from scheduling.models import ClusterNodes, GangJob, QueuePolicy  # noqa: E402
 from scheduling.services import jobs as job_service  # noqa: E402
-from scheduling.services import templates as template_service  # noqa: E402
+from scheduling.services import template_versions  # noqa: E402
 from tests import builders  # noqa: E402
 
 from .reconcile_support import wait_for  # noqa: E402
@@ -35,7 +35,7 @@ def submit(world, *, backend="k8s-workload", replicas=2, gpu=None, pod_spec=None
     ps = builders.pod_set("worker", replicas=replicas,
                           containers=[builders.container(cpu="100m", memory="64Mi", gpu=gpu)])
     ps["template"]["spec"].update(pod_spec or {})
-    version = template_service.create_template(world.user, f"t-{uuid.uuid4().hex[:8]}", "",
+    version = template_versions.create_template(world.user, f"t-{uuid.uuid4().hex[:8]}", "",
                                                builders.template_spec(backend=backend, pod_sets=[ps]),
                                                policy_exceptions=list(waive))
     body = builders.submit_body(version, QueuePolicy.objects.get(name="team-a"), world.cluster,

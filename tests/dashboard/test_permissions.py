@@ -10,8 +10,8 @@ def teams(db, admin_user, enqueued, queue_syncs):
     cluster = builders.make_cluster("local")
     a, b = builders.make_queue("team-a", clusters=[cluster]), builders.make_queue("team-b", clusters=[cluster])
     shared = builders.make_template("shared")
-    from scheduling.services import templates as template_service
-    template_service.create_template(None, "b-only", "", builders.template_spec(), queue=b)
+    from scheduling.services import template_versions
+    template_versions.create_template(None, "b-only", "", builders.template_spec(), queue=b)
     builders.make_job(shared, a, cluster, name="job-a", phase=GangPhase.RUNNING, user=admin_user)
     job_b = builders.make_job(shared, b, cluster, name="job-b", phase=GangPhase.RUNNING, user=admin_user)
     sam = builders.make_user("sam")

@@ -35,9 +35,8 @@ from scheduling.models import GangJob
 from scheduling.models.jobs import requested_totals
 from scheduling.observe import capacity, why_pending
 from scheduling.reconcile import desired
-from scheduling.services import cluster_usage, queue_limits, queue_usage
+from scheduling.services import cluster_usage, queue_limits, queue_usage, template_versions
 from scheduling.services import jobs as job_service
-from scheduling.services import templates as template_service
 from scheduling.views.display import for_people, requests_of_spec
 from scheduling.views.preview import preview
 from tests import builders
@@ -185,7 +184,7 @@ def _template(shape: Shape, admin):
     """The shape as a template; naming a RuntimeClass takes a platform admin's policy exception (pod_security)."""
     spec = builders.template_spec(backend="volcano", pod_sets=copy.deepcopy(shape.pod_sets))
     waive = ["runtimeClassName"] if runtime_classes.names_runtime_class(spec) else []
-    return template_service.create_template(admin, f"t-{shape.id}", "", spec, policy_exceptions=waive)
+    return template_versions.create_template(admin, f"t-{shape.id}", "", spec, policy_exceptions=waive)
 
 
 def _queue_with_limits(want: dict, under: int = 0, **fields):
