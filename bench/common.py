@@ -40,7 +40,7 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     from django.contrib.auth import get_user_model
 
     from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import templates as template_service
+    from scheduling.services import template_versions
 
     user_model = get_user_model()
     user = user_model.objects.filter(username="bench").first() or user_model.objects.create_superuser(
@@ -55,7 +55,7 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     name = f"bench{suffix}"
     version = RuntimeTemplateVersion.objects.filter(template__name=name).order_by("-version").first()
     if version is None:
-        version = template_service.create_template(user, name, "benchmark template", template_spec())
+        version = template_versions.create_template(user, name, "benchmark template", template_spec())
     return user, version, queue, cluster
 
 

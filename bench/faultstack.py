@@ -188,14 +188,13 @@ def seed(kubeconfig: str) -> dict:
     django.setup()
     from django.contrib.auth import get_user_model
 
-    from scheduling.services import local_cluster, tokens
-    from scheduling.services import templates as template_service
+    from scheduling.services import local_cluster, template_versions, tokens
 
     local_cluster.register(kubeconfig)
     password = uuid.uuid4().hex
     user = get_user_model().objects.create_superuser("faults", "faults@example.com", password)
     for name, duration in TEMPLATES.items():
-        template_service.create_template(user, name, f"fault runs: 2 small pods for {duration}",
+        template_versions.create_template(user, name, f"fault runs: 2 small pods for {duration}",
                                          template_spec(duration))
     _, plaintext = tokens.create(user, {"name": "faults", "actions": ["read", "submit", "cancel"]})
     return {"token": plaintext, "password": password}

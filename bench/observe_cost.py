@@ -52,7 +52,7 @@ def _job():
     from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
     from scheduling.models import Cluster, GangJob, QueuePolicy, RuntimeTemplateVersion
     from scheduling.services import jobs as job_service
-    from scheduling.services import templates as template_service
+    from scheduling.services import template_versions
 
     from .common import template_spec
 
@@ -65,7 +65,7 @@ def _job():
     queue.clusters.add(cluster)
     version = RuntimeTemplateVersion.objects.filter(template__name="observe-cost").order_by("-version").first()
     if version is None:
-        version = template_service.create_template(user, "observe-cost", "", template_spec(replicas=PODS))
+        version = template_versions.create_template(user, "observe-cost", "", template_spec(replicas=PODS))
     job, _ = job_service.submit(user, {"name": f"obs-{uuid.uuid4().hex[:8]}", "namespace": "default",
                                        "template": "observe-cost", "queue": queue.name, "cluster": cluster.name})
     GangJob.objects.filter(pk=job.pk).update(backend_plugin=K8sWorkloadV1alpha2.name)

@@ -59,8 +59,7 @@ def setup(stack, replicas: int = 4, namespaces: tuple[str, ...] | list[str] = (G
 
     from scheduling.kube import client as kube_client
     from scheduling.models import QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import local_cluster
-    from scheduling.services import templates as template_service
+    from scheduling.services import local_cluster, template_versions
 
     cluster = local_cluster.register(stack.cluster.kubeconfig)
     queue = QueuePolicy.objects.get(name=local_cluster.DEFAULT_QUEUE)
@@ -68,7 +67,7 @@ def setup(stack, replicas: int = 4, namespaces: tuple[str, ...] | list[str] = (G
     version = RuntimeTemplateVersion.objects.filter(template__name=TEMPLATE).order_by("-version").first()
     if version is None:
         user = get_user_model().objects.filter(is_superuser=True).first()
-        version = template_service.create_template(user, TEMPLATE, "reconcile benchmark", template_spec(replicas))
+        version = template_versions.create_template(user, TEMPLATE, "reconcile benchmark", template_spec(replicas))
     api = kube_client.build_client(cluster)
     core = client.CoreV1Api(api)
     for ns in namespaces:

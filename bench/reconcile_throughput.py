@@ -44,7 +44,7 @@ def main(argv=None) -> dict:
     from scheduling.kube import objects
     from scheduling.models import GangJob
     from scheduling.reconcile import jobs, resync
-    from scheduling.services import dispatch, local_cluster, templates
+    from scheduling.services import dispatch, local_cluster, template_versions
     from scheduling.services import jobs as job_service
 
     dispatch.reconcile_jobs_on_commit = lambda ids: None  # the bench drives reconcile itself
@@ -55,7 +55,7 @@ def main(argv=None) -> dict:
     spec = json.loads(json.dumps(local_cluster.SAMPLE_SPEC))
     spec["backend"] = args.backend
     spec["podSets"][0]["replicas"] = args.replicas
-    templates.create_template(None, f"bench-{args.backend}", "", spec)
+    template_versions.create_template(None, f"bench-{args.backend}", "", spec)
     user = get_user_model().objects.create_superuser("bench", "bench@localhost", "bench-pw-123")
     body = [{"name": f"b-{i}", "namespace": namespace, "template": f"bench-{args.backend}", "queue": "default",
              "cluster": "local"} for i in range(args.jobs)]

@@ -43,7 +43,7 @@ BACKENDS = ("k8s-workload", "kai", "coscheduling")
 
 def _template(user, backend: str):
     from scheduling.models import RuntimeTemplateVersion
-    from scheduling.services import templates as template_service
+    from scheduling.services import template_versions
 
     from .common import template_spec
 
@@ -55,7 +55,7 @@ def _template(user, backend: str):
         res = spec["podSets"][0]["template"]["spec"]["containers"][0]["resources"]
         res["requests"] = {"cpu": "10m", "memory": "16Mi"}
         res.pop("limits", None)
-        version = template_service.create_template(user, name, "repair benchmark", spec)
+        version = template_versions.create_template(user, name, "repair benchmark", spec)
     return version
 
 

@@ -49,8 +49,7 @@ def setup(stack):
 
     from scheduling.kube import client as kube_client
     from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import local_cluster
-    from scheduling.services import templates as template_service
+    from scheduling.services import local_cluster, template_versions
 
     from .common import allow_namespaces, bench_fixtures, ensure_namespace
 
@@ -64,7 +63,7 @@ def setup(stack):
     allow_namespaces([queue], [NAMESPACE])
     version = RuntimeTemplateVersion.objects.filter(template__name=TEMPLATE).order_by("-version").first()
     if version is None:
-        version = template_service.create_template(get_user_model().objects.filter(is_superuser=True).first(),
+        version = template_versions.create_template(get_user_model().objects.filter(is_superuser=True).first(),
                                                    TEMPLATE, "resync benchmark", template_spec())
     # The dataset's 30,000 creates from 8 threads are set-up, not what is measured: the client rate limit
     # (kube/throttle.py, 50 QPS by default) would make them take 10 minutes. The resync measured later LISTs.

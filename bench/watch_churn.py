@@ -79,8 +79,7 @@ def setup(stack, jobs: int):
 
     from scheduling.kube import client as kube_client
     from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import local_cluster
-    from scheduling.services import templates as template_service
+    from scheduling.services import local_cluster, template_versions
 
     stack.restart_cluster()
     extra = max(0, -(-(jobs * PODS_PER_JOB + 100 - 4 * 110) // NODE_PODS))  # the 4 default nodes take 110 each
@@ -94,7 +93,7 @@ def setup(stack, jobs: int):
     version = RuntimeTemplateVersion.objects.filter(template__name=TEMPLATE).order_by("-version").first()
     if version is None:
         user = get_user_model().objects.filter(is_superuser=True).first()
-        version = template_service.create_template(user, TEMPLATE, "watch churn benchmark", template_spec())
+        version = template_versions.create_template(user, TEMPLATE, "watch churn benchmark", template_spec())
     api = kube_client.build_client(cluster)
     ensure_namespace(api, NAMESPACE)
     return cluster, queue, version, api
