@@ -46,7 +46,7 @@ from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER, fragmented
 from .capacity import blocking as capacity_blocking
 from .capacity import busy as capacity_busy
 from .evidence import Evidence, sets_phrase
-from .phases import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, bound_of
+from .phase_entries import GATED, REASON_WAITING_FOR_PODS, REASON_WAITING_FOR_SCHEDULER, bound_of
 from .pods import PodFacts
 
 PENDING_PHASES = frozenset({GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED})

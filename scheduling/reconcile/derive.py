@@ -15,7 +15,7 @@ from ..choices import TERMINAL_PHASES, DesiredState, GangPhase
 from ..constants import ANNOTATION_MIN_EDITED, LABEL_POD_SET
 from ..kube import runtime_classes
 from ..models import GangJob
-from ..observe import capacity, causes, failure, phases, why_pending
+from ..observe import capacity, causes, failure, phase_entries, phases, why_pending
 from ..observe import objects as o
 from ..observe.evidence import Evidence, JobObjects, SetShape
 from ..services import cluster_usage, timeline
@@ -163,7 +163,7 @@ def _pod_row(pod: dict, facts) -> dict:
     return row
 
 
-def _observed(evidence: Evidence, obs: phases.Observation) -> dict:
+def _observed(evidence: Evidence, obs: phase_entries.Observation) -> dict:
     """The `GangJob.observed` summary the job page and the events API read::
 
         {"objects": [<gang objects and owner Jobs: apiVersion, kind, metadata (name, namespace, uid, labels,
@@ -245,11 +245,11 @@ def _waiting(resolved_spec: dict, per_pod: list[dict], shape: phases.JobShape) -
 
 
 def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: str = "",
-           new_owner_uids: dict | None = None) -> tuple[phases.Observation, dict]:
+           new_owner_uids: dict | None = None) -> tuple[phase_entries.Observation, dict]:
     """The observation of `row` (the job's row as read, locked or not) from `sighting`, given its recorded entries
     `recorded` [(phase, at, attempt)], and the field values it implies. `backend_plugin`: the plugin the calling
     pass chose (written with the phase when the row has none); `new_owner_uids`: UIDs of Jobs the calling pass
-    created (reconcile/ownership.py), merged with the row's. Returns (phases.Observation, {field: value})."""
+    created (reconcile/ownership.py), merged with the row's. Returns (phase_entries.Observation, {field: value})."""
     seen = ownership.select(sighting.raw, sighting.backend, row) if sighting.raw is not None else sighting.objects
     gang = read_gang_status(sighting.backend, current_gang_objects(row, seen.gang))
     evidence = Evidence.of(job_shape(row, sighting.backend, seen), gang, seen, timezone.now(), sighting.refusals)

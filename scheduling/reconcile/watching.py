@@ -23,7 +23,7 @@ from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
 from ..kube.watches import ClusterWatcher
 from ..models import Cluster, ClusterNodes, GangJob
-from ..observe import phases
+from ..observe import phase_entries
 from ..observe.evidence import JobObjects
 from ..statements import fetch, joined, joined_instance
 from . import ownership, refusals, status
@@ -57,7 +57,7 @@ def select(job_objects: JobObjects, backend, job: GangJob) -> JobObjects:
 # phase_reasons of an observation that the reconciler must act on at once (not at the next resync): a broken gang
 # object set is replaced, a partial gang released once its grace is over (the pass counts it down). Not
 # WaitingForGangObject: the pass whose create was throttled comes back after the server's Retry-After itself.
-ACT_ON = frozenset({phases.REASON_REPLACING, phases.REASON_PARTIAL_GANG})
+ACT_ON = frozenset({phase_entries.REASON_REPLACING, phase_entries.REASON_PARTIAL_GANG})
 
 
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:

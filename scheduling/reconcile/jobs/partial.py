@@ -23,7 +23,7 @@ from kubernetes.client.rest import ApiException
 from ...choices import GangPhase
 from ...constants import ANNOTATION_MIN_EDITED
 from ...kube import objects
-from ...observe import phases
+from ...observe import phase_entries
 from ...observe.pods import pod_facts
 from .. import derive, status
 from .common import Requeue
@@ -36,7 +36,7 @@ def partial_grace_left(rec) -> float | None:
     bound pods (PodScheduled time, cluster clock); None when the job is no partial gang (`phase_reason` as the
     pass's own observation derived it), has no bound pod, or releasing is off."""
     grace = getattr(settings, "GANGWEB_PARTIAL_GANG_GRACE_SECONDS", None)
-    if rec.job.phase_reason != phases.REASON_PARTIAL_GANG or grace is None or grace < 0:
+    if rec.job.phase_reason != phase_entries.REASON_PARTIAL_GANG or grace is None or grace < 0:
         return None
     facts = [f for f in (pod_facts(p) for p in rec.observed.pods) if f.bound and not f.terminating]
     if not facts:
@@ -56,7 +56,7 @@ def release_partial(rec) -> bool:
         return False
     job = rec.job
     if left > 0:
-        raise Requeue(max(1, math.ceil(left)), phases.REASON_PARTIAL_GANG, job.phase_message)
+        raise Requeue(max(1, math.ceil(left)), phase_entries.REASON_PARTIAL_GANG, job.phase_message)
     bound = sorted(f.name for f in (pod_facts(p) for p in rec.observed.pods) if f.bound and not f.terminating)
     said = job.phase_message.split(";")[0]
     rec.replace([f"partial gang: {said}"], cause="partial")
