@@ -10,7 +10,7 @@ from scheduling.observe import phases
 from scheduling.observe.evidence import Evidence
 from scheduling.observe.pods import owner_facts, pod_facts
 from scheduling.reconcile.derive import declared_minimum
-from scheduling.reconcile.jobs.reconciler import minimum_edited
+from scheduling.reconcile.jobs.writes import minimum_edited
 from tests.kube_objects import T0, batch_job, pod, t, v1alpha2_podgroup
 
 LATER = t(100)
