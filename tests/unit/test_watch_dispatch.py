@@ -132,10 +132,10 @@ def test_each_observation_is_counted_with_its_delay_from_the_first_mark():
 
 
 def test_an_idle_observer_releases_what_it_opened_once_until_it_works_again(monkeypatch):
-    from scheduling.kube import watches
+    from scheduling.kube import watch_dispatch
 
-    monkeypatch.setattr(watches, "OBSERVER_POLL_SECONDS", 0.02)
-    monkeypatch.setattr(watches, "OBSERVER_IDLE_SECONDS", 0.2)
+    monkeypatch.setattr(watch_dispatch, "OBSERVER_POLL_SECONDS", 0.02)
+    monkeypatch.setattr(watch_dispatch, "OBSERVER_IDLE_SECONDS", 0.2)
     released: list[str] = []
     recorder = Recorder(seconds=0.02)
     w = ClusterWatcher("idle", api=None, kinds=[], instance="test", on_change=recorder, observers=2,
