@@ -1,7 +1,7 @@
 """Outbound HTTP to tenant-chosen servers: pinned to the checked address, never redirected.
 
 Every connection gangweb makes on a tenant's say-so (a cluster's API server, a webhook receiver) follows two rules
-(issue 32, rows 1 and 2), built here once and used by `kube/client.py` and `services/notifications.py`:
+(issue 32, rows 1 and 2), built here once and used by `kube/client.py` and `services/webhook_delivery.py`:
 
 - **Pinned.** The host name is resolved and every address checked once (`addresses.resolve`); the request goes
   to the first checked address itself: the URL holds the IP (`pinned_url`), the HTTP `Host` header keeps the

@@ -17,8 +17,8 @@ from . import enqueue
 from .constants import RESYNC_SOFT_TIME_LIMIT, RESYNC_TIME_LIMIT
 from .kube.errors import TransientKubeError
 from .reconcile import jobs, probe, queues, resync
-from .services import job_history, notifications
-from .services.errors import DeliveryRetry
+from .services import job_history, webhook_delivery
+from .services.webhook_delivery import DeliveryRetry
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def sync_queues(cluster_id: int | None = None) -> None:
 @shared_task(name="scheduling.notify_transitions", ignore_result=True, soft_time_limit=60, time_limit=90)
 def notify_transitions() -> None:
     """Beat: turn recent timeline entries into webhook deliveries and hand each to deliver_webhook."""
-    for delivery_id in notifications.scan():
+    for delivery_id in webhook_delivery.scan():
         enqueue.send(enqueue.DELIVER_WEBHOOK, delivery_id)
 
 
@@ -161,6 +161,6 @@ def prune_job_history() -> None:
              autoretry_for=(DeliveryRetry,), retry_backoff=2, retry_backoff_max=600, retry_jitter=True,
              max_retries=8, soft_time_limit=20, time_limit=30)
 def deliver_webhook(self, delivery_id: int) -> None:
-    """POST one webhook delivery (see scheduling.services.notifications.deliver); raises DeliveryRetry (retried)
+    """POST one webhook delivery (see scheduling.services.webhook_delivery.deliver); raises DeliveryRetry (retried)
     unless this is the last retry."""
-    notifications.deliver(delivery_id, final=self.request.retries >= self.max_retries)
+    webhook_delivery.deliver(delivery_id, final=self.request.retries >= self.max_retries)

@@ -42,8 +42,3 @@ class NotFound(Http404):
 
     def __init__(self, obj):
         super().__init__(f"No {type(obj)._meta.object_name} matches the given query.")
-
-
-class DeliveryRetry(Exception):
-    """A webhook delivery attempt failed in a way worth retrying (connection error, timeout, 408/429/5xx): the
-    Celery task `scheduling.deliver_webhook` retries it with exponential backoff (services/notifications.py)."""

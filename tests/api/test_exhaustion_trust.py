@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from scheduling.choices import GangPhase
 from scheduling.models import WebhookDelivery, WebhookSubscription
-from scheduling.services import job_wait, notifications
+from scheduling.services import job_wait, webhook_delivery
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +99,7 @@ def test_row4_outbox_scan_cost_does_not_grow_with_subscriptions_that_match_nothi
                                  **({"job": quiet, "phases": ["Succeeded"]} if i % 2 else {}))
              for i in range(idle)])
         with CaptureQueriesContext(connection) as queries:
-            notifications.scan()
+            webhook_delivery.scan()
         made = list(WebhookDelivery.objects.values_list("subscription_id", "payload__data__phase"))
         return len(queries), made
 

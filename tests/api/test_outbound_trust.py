@@ -14,7 +14,7 @@ from scheduling.kube import client as kube_client
 from scheduling.kube.errors import TransientKubeError
 from scheduling.models import Cluster, GangJob, ReconcileAttempt, WebhookDelivery
 from scheduling.reconcile import jobs as job_reconcile
-from scheduling.services import notifications
+from scheduling.services import notifications, webhook_delivery
 from tests.fake_apiserver import VERSION, RecordingServer
 
 APIS_WITH_WORKLOADS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
@@ -139,7 +139,7 @@ def test_row1_webhook_delivery_never_follows_a_redirect(teams, settings):
                                                      headers={"Location": internal.url}) as allowed:
         sub = _subscribe(teams.clients["a_sub"], name="hook", url=allowed.url)
         delivery = notifications.send_test(teams.a_sub, notifications.WebhookSubscription.objects.get(pk=sub["id"]))
-        assert notifications.deliver(delivery.pk) == "Failed"
+        assert webhook_delivery.deliver(delivery.pk) == "Failed"
     assert len(allowed.got) == 1 and internal.got == []
     row = WebhookDelivery.objects.get(pk=delivery.pk)
     assert (row.last_status_code, row.last_error) == (
@@ -177,7 +177,7 @@ def test_row2_webhook_delivery_goes_to_the_checked_address_not_a_rebound_one(tea
         url = f"http://rebind.test:{allowed.port}/hook?x=1"
         sub = _subscribe(teams.clients["a_sub"], name="hook", url=url)
         delivery = notifications.send_test(teams.a_sub, notifications.WebhookSubscription.objects.get(pk=sub["id"]))
-        assert notifications.deliver(delivery.pk) == "Delivered"
+        assert webhook_delivery.deliver(delivery.pk) == "Delivered"
     assert internal.got == [], "the signed POST reached the refused address"
     [(headers, body)] = allowed.got
     assert headers["host"] == f"rebind.test:{allowed.port}"  # the name, as the receiver's virtual host expects
@@ -192,7 +192,7 @@ def test_row2_https_webhook_is_pinned_with_tls_verified_against_the_name(teams, 
         monkeypatch.setenv("SSL_CERT_FILE", _ca_file(tls_receiver))
         sub = _subscribe(teams.clients["a_sub"], name="hook", url=f"https://localhost:{tls_receiver.port}/h")
         delivery = notifications.send_test(teams.a_sub, notifications.WebhookSubscription.objects.get(pk=sub["id"]))
-        assert notifications.deliver(delivery.pk) == "Delivered"
+        assert webhook_delivery.deliver(delivery.pk) == "Delivered"
         [request] = tls_receiver.requests
         assert (request["method"], request["path"], request["headers"]["host"]) == (
             "POST", "/h", f"localhost:{tls_receiver.port}")
@@ -223,8 +223,8 @@ def test_row7_outbound_errors_say_unreachable_without_addresses_or_port_states(t
     # A webhook to a closed port: the delivery log says unreachable, not "Connection refused" on which address.
     sub = _subscribe(teams.clients["a_sub"], name="hook", url=f"http://localhost:{port}/hook")
     delivery = notifications.send_test(teams.a_sub, notifications.WebhookSubscription.objects.get(pk=sub["id"]))
-    with pytest.raises(notifications.DeliveryRetry):
-        notifications.deliver(delivery.pk)
+    with pytest.raises(webhook_delivery.DeliveryRetry):
+        webhook_delivery.deliver(delivery.pk)
     error = WebhookDelivery.objects.get(pk=delivery.pk).last_error
     assert error.startswith("unreachable: ")
     # A name that resolves to a refused address: the answer does not say which address.

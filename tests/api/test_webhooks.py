@@ -11,7 +11,7 @@ from standardwebhooks.webhooks import Webhook
 from scheduling import enqueue, tasks
 from scheduling.choices import GangPhase
 from scheduling.models import DeliveryStatus, GangJob, WebhookDelivery, WebhookSubscription
-from scheduling.services import notifications
+from scheduling.services import webhook_delivery
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -101,9 +101,9 @@ def test_each_subscribed_transition_becomes_one_delivery_and_a_rescan_adds_none(
     finished = _subscribe(api, name="finished", url=receiver.url, phases=["Succeeded", "Failed"])
     assert mine["secret"].startswith("whsec_") and "secret" not in api.get("/api/v1/webhooks/").data["results"][0]
     job = builders.make_job(*setup, user=admin_user, name="t1", phase=GangPhase.SUCCEEDED)
-    due = notifications.scan()
+    due = webhook_delivery.scan()
     assert len(due) == 6 + 1  # Submitted..Succeeded for "all mine", Succeeded for "finished"
-    assert notifications.scan() == []  # same entries again: nothing new, nothing re-sent
+    assert webhook_delivery.scan() == []  # same entries again: nothing new, nothing re-sent
     rows = WebhookDelivery.objects.filter(subscription_id=finished["id"])
     assert [d.payload["data"]["phase"] for d in rows] == ["Succeeded"]
     payload = rows[0].payload
@@ -120,7 +120,7 @@ def test_a_failed_entry_carries_the_jobs_first_failure_in_data_and_text(api, set
     failure = {"kind": "ExitCode", "pod_set": "worker", "index": 1, "container": "trainer", "exit_code": 3,
                "summary": "worker[1] container trainer exited with code 3 (Error)"}
     GangJob.objects.filter(pk=job.pk).update(observed={"failure": failure})
-    notifications.scan()
+    webhook_delivery.scan()
     rows = WebhookDelivery.objects.filter(subscription_id=sub["id"])
     by_phase = {d.payload["data"]["phase"]: d.payload for d in rows}
     assert by_phase["Failed"]["data"]["failure"] == failure
@@ -131,8 +131,8 @@ def test_a_failed_entry_carries_the_jobs_first_failure_in_data_and_text(api, set
 def test_a_delivery_is_signed_and_verifies_with_the_standard_webhooks_library(api, setup, admin_user, receiver):
     sub = _subscribe(api, name="hook", url=receiver.url, phases=["Running"])
     builders.make_job(*setup, user=admin_user, phase=GangPhase.RUNNING)
-    [delivery_id] = notifications.scan()
-    assert notifications.deliver(delivery_id) == DeliveryStatus.DELIVERED
+    [delivery_id] = webhook_delivery.scan()
+    assert webhook_delivery.deliver(delivery_id) == DeliveryStatus.DELIVERED
     [(headers, body)] = receiver.got
     verified = Webhook(sub["secret"]).verify(body, headers)  # raises WebhookVerificationError if not
     assert verified["data"]["phase"] == "Running"
@@ -145,24 +145,24 @@ def test_a_500_is_retried_with_the_same_id_and_delivered_after(api, setup, admin
     receiver.codes = [500, 503]
     _subscribe(api, name="hook", url=receiver.url, phases=["Queued"])
     builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
-    [delivery_id] = notifications.scan()
+    [delivery_id] = webhook_delivery.scan()
     for _ in range(2):
-        with pytest.raises(notifications.DeliveryRetry):
-            notifications.deliver(delivery_id)
+        with pytest.raises(webhook_delivery.DeliveryRetry):
+            webhook_delivery.deliver(delivery_id)
     row = WebhookDelivery.objects.get(pk=delivery_id)
     assert (row.status, row.attempts, row.last_status_code) == ("Pending", 2, 503)
-    assert notifications.deliver(delivery_id) == "Delivered"
+    assert webhook_delivery.deliver(delivery_id) == "Delivered"
     assert len({headers["webhook-id"] for headers, _ in receiver.got}) == 1 and len(receiver.got) == 3
-    assert notifications.deliver(delivery_id) == "Delivered" and len(receiver.got) == 3  # a duplicate task: no-op
+    assert webhook_delivery.deliver(delivery_id) == "Delivered" and len(receiver.got) == 3  # a duplicate task: no-op
 
 
 def test_the_last_attempt_marks_the_delivery_failed_and_a_4xx_is_not_retried(api, setup, admin_user, receiver):
     receiver.codes = [502, 410]
     _subscribe(api, name="hook", url=receiver.url, phases=["Queued", "Dispatched"])
     builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
-    first, second = notifications.scan()
-    assert notifications.deliver(first, final=True) == "Failed"
-    assert notifications.deliver(second) == "Failed"  # 410: the receiver said no; retrying would not help
+    first, second = webhook_delivery.scan()
+    assert webhook_delivery.deliver(first, final=True) == "Failed"
+    assert webhook_delivery.deliver(second) == "Failed"  # 410: the receiver said no; retrying would not help
     assert WebhookDelivery.objects.get(pk=second).last_error.startswith("HTTP 410")
 
 
@@ -172,7 +172,7 @@ def test_the_delivery_log_and_the_send_test_button(api, receiver, sent_tasks):
     sent = [args[0] for name, args in sent_tasks if name == enqueue.DELIVER_WEBHOOK]
     assert r.status_code == 202 and r.data["status"] == "Pending"
     assert sent == [r.data["id"]]
-    notifications.deliver(sent[0])
+    webhook_delivery.deliver(sent[0])
     log = api.get(f"/api/v1/webhooks/{sub['id']}/deliveries/").data
     assert [(d["status"], d["attempts"], d["payload"]["type"]) for d in log] == [("Delivered", 1, "webhook.test")]
     assert json.loads(receiver.got[0][1])["text"] == "gangweb: test event for webhook 'hook'"
@@ -181,9 +181,9 @@ def test_the_delivery_log_and_the_send_test_button(api, receiver, sent_tasks):
 def test_a_receiver_whose_address_became_private_is_failed_not_called(api, setup, admin_user, receiver, settings):
     _subscribe(api, name="hook", url=receiver.url, phases=["Queued"])
     builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
-    [delivery_id] = notifications.scan()
+    [delivery_id] = webhook_delivery.scan()
     settings.GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = False
-    assert notifications.deliver(delivery_id) == "Failed"
+    assert webhook_delivery.deliver(delivery_id) == "Failed"
     assert receiver.got == [] and "loopback address" in WebhookDelivery.objects.get(pk=delivery_id).last_error
 
 
@@ -199,7 +199,7 @@ def test_the_celery_task_retries_until_delivered_and_gives_up_after_its_last_ret
     receiver.codes = [500, 500]
     _subscribe(api, name="hook", url=receiver.url, phases=["Queued", "Dispatched"])
     builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
-    first, second = notifications.scan()
+    first, second = webhook_delivery.scan()
     tasks.deliver_webhook.apply(args=[first])  # eager: the task's own retries run at once, without the countdown
     row = WebhookDelivery.objects.get(pk=first)
     assert (row.status, row.attempts) == ("Delivered", 3)
@@ -231,7 +231,7 @@ def test_the_task_retries_with_exponential_backoff_and_jitter(api, setup, admin_
     receiver.codes = [500] * 20
     _subscribe(api, name="hook", url=receiver.url, phases=["Queued"])
     builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
-    [delivery_id] = notifications.scan()
+    [delivery_id] = webhook_delivery.scan()
     tasks.deliver_webhook.apply(args=[delivery_id])
     assert len(countdowns) == tasks.deliver_webhook.max_retries == 8
     assert all(c is not None and 0 <= c <= min(2 * 2 ** n, 600) for n, c in enumerate(countdowns)), countdowns
@@ -259,9 +259,9 @@ def test_a_receiver_slower_than_the_read_timeout_is_a_failed_attempt_to_retry(ap
     try:
         _subscribe(api, name="slow", url=f"http://127.0.0.1:{server.server_address[1]}/hook", phases=["Queued"])
         builders.make_job(*setup, user=admin_user, phase=GangPhase.QUEUED)
-        [delivery_id] = notifications.scan()
-        with pytest.raises(notifications.DeliveryRetry, match="did not answer within the timeout"):
-            notifications.deliver(delivery_id)
+        [delivery_id] = webhook_delivery.scan()
+        with pytest.raises(webhook_delivery.DeliveryRetry, match="did not answer within the timeout"):
+            webhook_delivery.deliver(delivery_id)
     finally:
         release.set()
         server.shutdown()
@@ -283,7 +283,7 @@ def test_every_subscribed_transition_reaches_the_receiver_once_signed_and_a_500_
     jobs = [builders.make_job(*setup, user=admin_user, name="ok", phase=GangPhase.SUCCEEDED),
             builders.make_job(*setup, user=admin_user, name="bad", phase=GangPhase.FAILED)]
     for _ in range(2):
-        for delivery_id in notifications.scan():
+        for delivery_id in webhook_delivery.scan():
             tasks.deliver_webhook.apply(args=[delivery_id])
     wanted = sorted(PhaseTransition.objects.filter(job__in=jobs, phase__in=phases).values_list("job_id", "phase"))
     assert len(wanted) == 6  # Submitted, Running and the end of each
@@ -307,12 +307,12 @@ def test_a_rescan_builds_no_payload_for_entries_that_already_have_a_delivery(api
     _subscribe(api, name="all mine", url=receiver.url)
     builders.make_job(*setup, user=admin_user, phase=GangPhase.RUNNING)
     built = []
-    real = notifications.payload_for
-    monkeypatch.setattr(notifications, "payload_for", lambda entry, job: built.append(entry.pk) or real(entry, job))
-    assert len(notifications.scan()) == 5 and len(built) == 5
-    assert notifications.scan() == [] and len(built) == 5
+    real = webhook_delivery.payload_for
+    monkeypatch.setattr(webhook_delivery, "payload_for", lambda entry, job: built.append(entry.pk) or real(entry, job))
+    assert len(webhook_delivery.scan()) == 5 and len(built) == 5
+    assert webhook_delivery.scan() == [] and len(built) == 5
     builders.make_job(*setup, user=admin_user, phase=GangPhase.DISPATCHED)
-    assert len(notifications.scan()) == 2 and len(built) == 7
+    assert len(webhook_delivery.scan()) == 2 and len(built) == 7
 
 
 def test_beat_drops_a_scan_not_started_within_its_period():

@@ -58,9 +58,9 @@ def test_compose_runs_a_reconcile_worker_and_a_webhook_worker_on_separate_queues
 
 def test_a_delivery_attempt_is_bounded_by_short_timeouts_and_the_task_by_time_limits():
     from scheduling import tasks
-    from scheduling.services import notifications
+    from scheduling.services import webhook_delivery
 
-    connect, read = notifications.timeouts()
+    connect, read = webhook_delivery.timeouts()
     assert (connect, read) == (3.0, 5.0)
     assert connect + read < tasks.deliver_webhook.soft_time_limit < tasks.deliver_webhook.time_limit <= 30
-    assert tasks.deliver_webhook.autoretry_for == (notifications.DeliveryRetry,)
+    assert tasks.deliver_webhook.autoretry_for == (webhook_delivery.DeliveryRetry,)
