@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from ...backends import discovery, registry
 from ...backends.base import SchedulerBackend, object_source
-from ...choices import DesiredState, GangPhase
+from ...choices import TERMINAL_PHASES, DesiredState, GangPhase
 from ...constants import ANNOTATION_MIN_EDITED
 from ...kube import limit_ranges, objects
 from ...kube.errors import (
@@ -81,6 +81,21 @@ def _seconds(value: float) -> str:
 
 class _Going(Exception):
     """The Indexed Job being corrected is going away (terminating, or deleted as a stale root's): requeue."""
+
+
+def over_because(row: dict | None) -> str | None:
+    """Why a job's row (`phase`, `desired_state`, `cleaned_up_at`, as read now; None when the row is gone) forbids
+    making anything for it: it ended (Succeeded, Failed, Cancelled), a cancel was asked for, or its clean-up ran.
+    None when the job still wants its gang."""
+    if row is None:
+        return "the job was deleted"
+    if row["phase"] in TERMINAL_PHASES:
+        return f"the job is {row['phase']}"
+    if row["desired_state"] == DesiredState.CANCEL:
+        return "the job's cancel was asked for"
+    if row["cleaned_up_at"] is not None:
+        return "the job was cleaned up"
+    return None
 
 
 def owner_job_patch(want: dict, have: dict, root: dict) -> tuple[dict, list[str]]:
@@ -389,6 +404,9 @@ class JobReconciler(JobCleanup):
         created is recorded (`observed`, `actions`, `created`) before an error ends the pass: the first error is
         raised (the pass records it on the job; a refusal then deletes what was created), any later one is named
         in the pass's actions, so none goes unrecorded."""
+        if items:
+            self.refuse_when_over(", ".join(f"{ref.kind} {self.ns}/{want['metadata']['name']}"
+                                            for ref, want, _ in items))
         answers = fanout.at_once([functools.partial(self.create, ref, want) for ref, want, _ in items])
         error = None
         for (ref, want, handle), answer in zip(items, answers, strict=True):
@@ -519,35 +537,62 @@ class JobReconciler(JobCleanup):
         self.update.restart_at(self.job, status.Decision(GangPhase.DISPATCHED, at, object_source(jobs[0]), reason,
                                                          message))
 
+    def refuse_when_over(self, making: str) -> None:
+        """Before this pass first creates anything, or replaces the gang to create it anew: read the job's row again
+        (one query, three columns) and end the pass (Done), creating nothing, when since the pass loaded it the job
+        ended (Succeeded, Failed, Cancelled), a cancel was asked for, or its clean-up ran (`cleaned_up_at`;
+        `over_because`). `making` names what would have been made, for the pass's actions.
+
+        A pass's row may be older than the job's end: a resync loads its rows up to a pass's length before their
+        turn, and a pass may wait on a stopped API server. Its clean-up may then have deleted the gang and set
+        `cleaned_up_at` already, and a gang made again now would stay for good. So a pass creates nothing for a job
+        whose end, cancel or clean-up was committed before this read. Read once per pass (`_row_checked`), before
+        its first create (every create goes through `ensure_root` or `create_round`); what ends the job while the
+        pass's creates are in flight is found by the read after them (`cancelled_meanwhile`), and a clean-up that
+        commits after that read, having listed before the creates, by the next resync (reconcile/left_behind.py)."""
+        if getattr(self, "_row_checked", False):
+            return
+        row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
+        why = over_because(row)
+        if why is None:
+            self._row_checked = True
+            return
+        # Read before the pass's first create: nothing this pass made is in the cluster to hand back.
+        self.actions.append(f"{why} since this pass loaded it: {making} not created")
+        raise Done
+
     def cancelled_meanwhile(self) -> bool:
-        """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
-        it, a concurrent cancel pass may already have found the cluster empty and ended the job Cancelled and
-        cleaned up, and nothing would ever delete what this pass just made. Then this pass cancels instead. When
-        the job ended (Succeeded, Failed) since, `cleaned_up_at` is cleared for the next clean-up and the pass
-        ends (Done).
-        Our creates finished before this read, so a cancel committed after it is seen by its own pass's LIST.
-        Returns True when the job was cancelled (and its objects are being deleted)."""
+        """After this pass created objects, read the job's row again: when since the pass loaded it the job was
+        cancelled, ended or cleaned up (`over_because`; a clean-up that ran while this pass's creates were in
+        flight may have found the cluster empty), nothing would ever delete what this pass just made: it is handed
+        back (`hand_back`). Our creates finished before this read, so a clean-up or cancel committed after it is
+        seen by its own pass's LIST. Returns True when the job was cancelled (and its objects are being deleted);
+        raises Done when it ended."""
         if not any(a.startswith("create ") for a in self.actions):
             return False
-        row = GangJob.objects.filter(pk=self.job.pk).values("desired_state", "phase").first()
-        if row is not None and row["phase"] in (GangPhase.SUCCEEDED, GangPhase.FAILED) and not self.job.is_terminal:
-            # It ended since this pass loaded its row (a resync's rows are loaded up to a pass's length before
-            # their turn), and its clean-up may already have deleted the gang and set `cleaned_up_at`: what this
-            # pass just made would stay for good (a fault run left 4 finished jobs holding gang objects so). So the
-            # row says "not cleaned up" again, and the next clean-up pass or resync deletes them.
-            GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
-            self.job.cleaned_up_at = None
-            self.actions.append(f"job {row['phase']} meanwhile: what this pass made is left to its clean-up")
-            raise Done
-        if row is None or (row["desired_state"] != DesiredState.CANCEL and row["phase"] != GangPhase.CANCELLED):
+        row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
+        if row is None or over_because(row) is None:
             return False
-        self.job.desired_state = row["desired_state"]
-        if row["phase"] == GangPhase.CANCELLED:
-            self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
-        self.job.cleaned_up_at = None  # what this pass made is not cleaned up yet
-        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
-        self.cancel()
-        return True
+        return self.hand_back(row)
+
+    def hand_back(self, row: dict) -> bool:
+        """This pass made objects for a job that, since the pass loaded it, was cancelled, ended or cleaned up (`row`:
+        phase, desired_state, cleaned_up_at as read now). `cleaned_up_at` and `objects_removed_at` are cleared at once
+        (one UPDATE: the resync takes the job again whatever happens to this pass), then: a cancelled job is cancelled
+        by this pass (its objects deleted; returns True); an ended one ends the pass (Done) and is left to its
+        clean-up (a resync's rows are loaded up to a pass's length before their turn: a fault run left 4 finished
+        jobs holding gang objects so)."""
+        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None, objects_removed_at=None)
+        self.job.cleaned_up_at = self.job.objects_removed_at = None  # not cleaned up: what this pass made is there
+        if row["desired_state"] == DesiredState.CANCEL or row["phase"] == GangPhase.CANCELLED:
+            self.job.desired_state = row["desired_state"]
+            if row["phase"] == GangPhase.CANCELLED:
+                self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
+            self.cancel()
+            return True
+        self.actions.append(f"job {row['phase'] or 'cleaned up'} meanwhile: what this pass made is left to its "
+                            "clean-up")
+        raise Done
 
     def replace(self, fields: list[str], cause: str = "drift") -> None:
         """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
@@ -555,6 +600,7 @@ class JobReconciler(JobCleanup):
         already bumped it wins and this pass requeues). `cause`: "drift" (`fields` name the immutable fields) or
         "gone" (`fields` say which gang object is missing or terminating, `gang_gone`) or "partial" (a partial gang
         released, jobs/partial.py)."""
+        self.refuse_when_over(f"a new generation of the gang ({cause})")
         self.replaced_because = cause
         if cause == "drift":
             self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
@@ -655,6 +701,7 @@ class JobReconciler(JobCleanup):
         want = next(w for w in wanted if ref_of(self.backend, w) == self.backend.root_ref)
         name = want["metadata"]["name"]
         if name not in self.observed.gang_of(self.backend.root_ref):
+            self.refuse_when_over(f"{self.backend.root_ref.kind} {self.ns}/{name}")
             try:
                 self.create_gang(self.backend.root_ref, want)
             except TransientKubeError as exc:
