@@ -8,7 +8,9 @@ changed. Each job's pass is the same `run_pass` as the per-job task, fed with it
 
 Jobs covered: every job of the cluster that is not finished, plus finished jobs whose objects were not yet
 cleaned up, plus finished jobs whose retention is over and whose Jobs and pods are not yet removed
-(reconcile/retention.py). A job that fails transiently here is recorded and simply looked at again on the next resync.
+(reconcile/retention.py), plus finished jobs marked cleaned up whose own objects the snapshot still holds (a pass
+created them after the clean-up): their marks are cleared and they are passed first (reconcile/left_behind.py).
+A job that fails transiently here is recorded and simply looked at again on the next resync.
 
 Under a backlog (resync_all from the periodic task):
 - one resync per cluster at a time: a database lease (`models.leases`, works on SQLite and PostgreSQL, decided on
@@ -44,7 +46,7 @@ from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
-from . import dbconn
+from . import dbconn, left_behind
 from . import jobs as job_reconcile
 from .jobs import claims
 from .observed import Snapshot, snapshot
@@ -154,14 +156,15 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
                    budget_seconds: float | None = None) -> dict:
     """One resync pass over `cluster`, unless another is running (then {"skipped": 1} and nothing else is done).
 
-    Returns {"jobs", "acted", "failed", "left", "orphaned_jobs", "requests", "seconds"}; records a ReconcileAttempt of
-    kind "resync" (and one per job that was acted on or failed). At most `max_jobs` (default
+    Returns {"jobs", "acted", "failed", "left", "orphaned_jobs", "reopened", "requests", "seconds"}; records a
+    ReconcileAttempt of kind "resync" (and one per job that was acted on or failed). At most `max_jobs` (default
     `settings.GANGWEB_RESYNC_MAX_JOBS`) job passes and `budget_seconds` (default `GANGWEB_RESYNC_MAX_SECONDS`) of
     them; `left` counts the jobs left for the next run, which starts after the last job this one looked at.
     `grace_seconds`: see `jobs_to_resync`. `orphaned_jobs` counts job UIDs that have objects labelled with this
-    instance but no job row here. A job whose pass raises something unexpected is logged with its id and counted in
-    "failed"; the other jobs go on. Raises SoftTimeLimitExceeded (after recording the attempt) when Celery's soft
-    time limit lands during the pass."""
+    instance but no job row here; `reopened` the finished jobs whose clean-up left objects behind, made due again
+    and passed first (reconcile/left_behind.py). A job whose pass raises something unexpected is logged with its id
+    and counted in "failed"; the other jobs go on. Raises SoftTimeLimitExceeded (after recording the attempt) when
+    Celery's soft time limit lands during the pass."""
     name = lease_name(cluster)
     token = leases.acquire(name, LEASE_SECONDS)
     if token is None:
@@ -208,14 +211,20 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
     try:
         api = kube_client.api_client(cluster)
         snap = cluster_snapshot(cluster, api)
-        known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
-                 .values_list("uid", flat=True)}
+        marks = {str(u): (cleaned, removed) for u, cleaned, removed in GangJob.objects.filter(
+            cluster=cluster, uid__in=list(snap.by_uid)).values_list("uid", "cleaned_up_at", "objects_removed_at")}
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
-        stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
+        stats["orphaned_jobs"] = len(set(snap.by_uid) - set(marks))
+        # Finished jobs whose clean-up left objects behind (a pass that created after it): cleaned up again, first.
+        reopened = left_behind.reopen(cluster, api, snap, left_behind.suspects(snap, marks))
+        stats["reopened"] = len(reopened)
         # The cluster row is the one in hand: not joined per job (its kubeconfig is decrypted per loaded row).
         rows = jobs_to_resync(cluster, grace_seconds).select_related(None).select_related("queue")
         ids = _order_from(list(rows.order_by("pk").values_list("pk", flat=True)), leases.cursor_of(lease))
-        turn = ids[:max_jobs]
+        due = set(ids)
+        first = [i for i in reopened if i in due]  # not when a task holds the job now: its pass cleans up
+        ids = [i for i in ids if i not in reopened]  # a handful at most
+        turn = first + ids[:max_jobs]
         for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
             if stats["jobs"] and time.monotonic() - started > budget_seconds:
                 break  # at least one job per run: every job's turn comes, however slow the snapshot
@@ -225,7 +234,7 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
                 break
             job.cluster = cluster
             stats["jobs"] += 1
-            cursor = job.pk
+            cursor = cursor if job.pk in first else job.pk  # the cursor follows the jobs in their order
             try:
                 acted, failed = resync_job(job, api, snap, recorded)
             except SoftTimeLimitExceeded:
