@@ -12,9 +12,10 @@ phase and attempt, in order (a re-queued gang starts a new attempt: `observe.pha
 Besides this write, a pass changes its job's row only where the change must be in the database before the pass
 goes on acting: the backend it chose and the next gang generation, claimed before anything is created under them
 (`jobs/backend.py`, `JobReconciler.replace`; a cancel must know which kinds to delete even if the pass dies
-half-way), and `cleaned_up_at` cleared when a cancel raced with its creates (`JobReconciler.cancelled_meanwhile`,
-so the resync finishes the cleanup if this pass dies). Each is one UPDATE of one column; none of them locks the
-row or touches the timeline.
+half-way), and `cleaned_up_at` with `objects_removed_at` cleared when a cancel, an end or a clean-up raced with its
+creates (`JobReconciler.hand_back`, so the resync finishes the cleanup if this pass dies; the resync clears the same
+two when it finds a finished job's objects after its clean-up, reconcile/left_behind.py). Each is one UPDATE; none
+of them locks the row or touches the timeline.
 """
 from __future__ import annotations
 
