@@ -221,9 +221,9 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         # The cluster row is the one in hand: not joined per job (its kubeconfig is decrypted per loaded row).
         rows = jobs_to_resync(cluster, grace_seconds).select_related(None).select_related("queue")
         ids = _order_from(list(rows.order_by("pk").values_list("pk", flat=True)), leases.cursor_of(lease))
-        due = set(ids)
+        due, again = set(ids), set(reopened)
         first = [i for i in reopened if i in due]  # not when a task holds the job now: its pass cleans up
-        ids = [i for i in ids if i not in reopened]  # a handful at most
+        ids = [i for i in ids if i not in again]
         turn = first + ids[:max_jobs]
         for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
             if stats["jobs"] and time.monotonic() - started > budget_seconds:

@@ -102,3 +102,38 @@ def test_one_resync_removes_what_a_finished_job_holds_after_its_clean_up(world):
     # Marked clean, and the look-alike (not the job's) never reopens it.
     assert resync.resync_cluster(world.cluster)["reopened"] == 0
     assert ReconcileAttempt.objects.filter(job=job, reason=LEFT_AFTER_CLEANUP).count() == 1
+
+
+def test_a_job_that_ends_while_a_pass_creates_is_handed_back_to_its_clean_up(world, monkeypatch):
+    from scheduling.reconcile.jobs import fanout
+
+    job = world.submit(backend="k8s-workload", replicas=1, annotations=FINISHES)
+    sent = fanout.at_once
+
+    def ended_first(calls):  # the job ends and its clean-up marks it between the pass's row read and its creates
+        if GangJob.objects.filter(pk=job.pk, cleaned_up_at__isnull=True).exists():
+            now = timezone.now()
+            GangJob.objects.filter(pk=job.pk).update(phase=GangPhase.SUCCEEDED, finished_at=now, cleaned_up_at=now,
+                                                     objects_removed_at=now)
+        return sent(calls)
+    monkeypatch.setattr(fanout, "at_once", ended_first)
+
+    result = world.reconcile(job)  # the root was made after its read; the rest goes out after the end
+    monkeypatch.setattr(fanout, "at_once", sent)
+
+    assert result.error is None
+    assert any(a.startswith("create ") for a in result.actions)
+    assert result.actions[-1] == ("the job is Succeeded since this pass loaded it: what it made is left to its "
+                                  "clean-up")
+    job.refresh_from_db()
+    assert job.phase == GangPhase.SUCCEEDED and (job.cleaned_up_at, job.objects_removed_at) == (None, None)
+    assert job in resync.jobs_to_resync(world.cluster)
+    kinds = world.backend(job).gang_kinds
+    assert all(world.gang(job, ref) for ref in (*kinds, SERVICE))
+
+    def cleaned():  # its pod ends (kwok), then the resync's clean-up deletes the gang and Service
+        resync.resync_cluster(world.cluster)
+        return GangJob.objects.get(pk=job.pk).cleaned_up_at
+    wait_for(cleaned, 180, "the job cleaned up again", interval=1)
+    for ref in (*kinds, SERVICE):
+        assert live(world.gang(job, ref)) == [], ref.kind

@@ -590,8 +590,7 @@ class JobReconciler(JobCleanup):
                 self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
             self.cancel()
             return True
-        self.actions.append(f"job {row['phase'] or 'cleaned up'} meanwhile: what this pass made is left to its "
-                            "clean-up")
+        self.actions.append(f"{over_because(row)} since this pass loaded it: what it made is left to its clean-up")
         raise Done
 
     def replace(self, fields: list[str], cause: str = "drift") -> None:
