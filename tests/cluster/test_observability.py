@@ -257,8 +257,10 @@ def test_a_gang_that_fits_the_cluster_but_not_now_says_how_much_gangwebs_running
     small = world.submit(backend="k8s-workload", replicas=2,
                          containers=[builders.container(cpu="1", memory="1Gi", gpu=8)])
     assert world.reconcile(small).error is None
-    data = wait_for(lambda: (d := api_job(api, small))["why_pending"] and d["why_pending"].get("blocking") and d,
-                    timeout=60, what="a blocking fact in why_pending")
+    seen = []  # the last answer, for the failure message
+    data = wait_for(lambda: (d := seen.append(api_job(api, small)) or seen[-1])["why_pending"]
+                    and d["why_pending"].get("blocking") and d,
+                    timeout=60, what=lambda: f"a blocking fact in why_pending; last: {seen[-1:]}")
     why = data["why_pending"]
     assert why["blocking"] == [{
         "code": "ClusterBusy", "resource": "nvidia.com/gpu", "needs": 16, "allocatable": total,
