@@ -1,0 +1,94 @@
+"""What the cluster keeps saying about a waiting job: the Warning Events of its gang objects and of one waiting pod,
+folded with their count and first/last seen, for the why-pending answer (`why_pending["said"]`).
+
+A scheduler that cannot place a gang says so again and again: kube-scheduler writes `FailedScheduling` on each pod
+(events.k8s.io/v1, one Event whose `series.count` grows), Volcano and KAI write `Unschedulable` on the PodGroup, a
+recorder that cannot merge writes a new Event each time. The pods' conditions carry only the latest words; the
+Events carry how often and since when (issue 33: 6,667 identical Events were 2,000 rows with no count).
+
+Cost: for a pending job whose pods exist and are not all bound, one field-selected LIST (`involvedObject.uid`,
+`type=Warning`) per object read: the job's live gang objects (at most MAX_GANG_OBJECTS) and its first waiting
+pod by name (the pods of one gang share one scheduler verdict; reading each would cost a call per pod). Each LIST is
+paged (PAGE) and stops after MAX_PAGES pages: beyond that many Events per object the count is a floor. Remembered
+REMEMBER_SECONDS per job, so the watcher's observations of a burst ask once. Read before the job row is locked (a
+cluster call never holds it). Events are hostile input (observe.events cleans and caps them); a failure to read
+them is logged and means "not read" (None): the stored answer keeps what an earlier read found.
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+from django.core.cache import cache
+from kubernetes import client
+
+from ..kube.errors import describe
+from ..observe import events as event_rows
+from ..observe import objects as o
+from ..observe.why_pending import PENDING_PHASES
+
+log = logging.getLogger(__name__)
+PAGE = 500
+MAX_PAGES = 10  # 5,000 Event objects per object at most
+MAX_GANG_OBJECTS = 2
+REMEMBER_SECONDS = 10
+TIMEOUT = (5, 10)
+
+
+def wanted(job, gang: list[dict], pods: list[dict]) -> list[str]:
+    """UIDs of the objects whose Events are worth reading: none unless the job is pending and has a live pod not
+    bound to a node; then its live gang objects (at most MAX_GANG_OBJECTS) and its first such pod by name."""
+    if job.phase not in PENDING_PHASES:
+        return []
+    waiting = sorted((p for p in pods if isinstance(p, dict) and not o.is_terminating(p)
+                      and not ((p.get("spec") or {}).get("nodeName")) and o.meta(p).get("uid")),
+                     key=lambda p: str(o.meta(p).get("name") or ""))
+    if not waiting:
+        return []
+    objects = [g for g in gang if isinstance(g, dict) and not o.is_terminating(g) and o.meta(g).get("uid")]
+    return [str(o.meta(g)["uid"]) for g in objects[:MAX_GANG_OBJECTS]] + [str(o.meta(waiting[0])["uid"])]
+
+
+def _rows_of(core: client.CoreV1Api, namespace: str, uid: str) -> list[dict]:
+    """The Warning Events of the object `uid`, folded (observe.events.fold), page by page: memory follows the
+    distinct reasons, not the Events."""
+    rows, token = [], None
+    for _ in range(MAX_PAGES):
+        body = json.loads(core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.uid={uid},type=Warning", limit=PAGE, _continue=token,
+            _preload_content=False, _request_timeout=TIMEOUT).data) or {}
+        items = body.get("items") if isinstance(body.get("items"), list) else []
+        rows = event_rows.fold(rows + event_rows.select(items, {uid}))
+        token = (body.get("metadata") or {}).get("continue") if isinstance(body.get("metadata"), dict) else None
+        if not token:
+            break
+    return rows
+
+
+def read(job, gang: list[dict], pods: list[dict], api: client.ApiClient | None = None) -> list[dict] | None:
+    """`observe.events.said` of the Warning Events about `job`'s objects (`wanted`: its gang objects and first
+    waiting pod, dicts as the API server serializes them): newest last-seen first, each with `count`, `first_at`
+    and `last_at`; [] when nothing is worth reading or nothing was said; None when the cluster could not be asked
+    (logged). `api`: the cluster's client (default: `kube.client.api_client(job.cluster)`)."""
+    uids = wanted(job, gang, pods)
+    if not uids:
+        return []
+    key = f"gangweb:waiting-events:{job.uid}:{','.join(uids)}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    try:
+        if api is None:
+            from ..kube.client import api_client
+
+            api = api_client(job.cluster)
+        core = client.CoreV1Api(api)
+        rows = []
+        for uid in uids:
+            rows += _rows_of(core, job.namespace, uid)
+    except Exception as exc:  # noqa: BLE001 - optional facts: an observation must not fail for them
+        log.info("job %s: Warning events not read: %s", job.pk, describe(exc))
+        return None
+    said = event_rows.said(rows)
+    cache.set(key, said, REMEMBER_SECONDS)
+    return said

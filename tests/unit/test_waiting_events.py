@@ -1,0 +1,37 @@
+"""reconcile/waiting_events.py: which objects' Warning Events a waiting job's observation reads, and what a read
+that fails or is not worth making returns."""
+from types import SimpleNamespace
+
+import pytest
+
+from scheduling.reconcile import waiting_events
+from tests.kube_objects import pod, v1alpha2_podgroup
+
+
+def job(phase="Queued"):
+    return SimpleNamespace(phase=phase, uid="u-1", pk=1, namespace="default", cluster=None)
+
+
+@pytest.mark.parametrize("phase, pods, expect", [
+    ("Queued", [pod("b-1", unschedulable="x"), pod("b-0", unschedulable="x")], ["uid-j-pg", "uid-b-0"]),
+    ("Dispatched", [pod("b-0", bound=3), pod("b-1", unschedulable="x")], ["uid-j-pg", "uid-b-1"]),
+    ("Queued", [pod("b-0", bound=3)], []),  # every pod bound: nothing is waiting on the scheduler
+    ("Queued", [pod("b-0", unschedulable="x", terminating=True)], []),
+    ("Queued", [], []),  # no pod yet: the FailedCreate reader's business (reconcile/refusals.py)
+    ("Running", [pod("b-0", unschedulable="x")], []),
+])
+def test_the_gang_objects_and_the_first_waiting_pod_are_read_only_while_pending(phase, pods, expect):
+    assert waiting_events.wanted(job(phase), [v1alpha2_podgroup()], pods) == expect
+
+
+def test_a_cluster_that_cannot_be_asked_means_not_read(monkeypatch):
+    class Down:
+        def __init__(self, api):
+            pass
+
+        def list_namespaced_event(self, *a, **kw):
+            raise ConnectionError("refused")
+
+    monkeypatch.setattr(waiting_events.client, "CoreV1Api", Down)
+    assert waiting_events.read(job(), [], [pod("b-0", unschedulable="x")], api=object()) is None
+    assert waiting_events.read(job("Running"), [], [pod("b-0", unschedulable="x")], api=object()) == []
