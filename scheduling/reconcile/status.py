@@ -440,8 +440,7 @@ def _observe_durations(locked: GangJob, recorded: list, inferred: set, entries: 
 
 # ---- one-shot writers: a single note written at once (the watch; a batch's job that was not attempted) -----------
 def observe_objects(job: GangJob, backend, objects: JobObjects, refusals: list[dict] | None = None,
-                    recorded: list | None = None, raw: JobObjects | None = None,
-                    said: list[dict] | None = None) -> None:
+                    recorded: list | None = None, raw: JobObjects | None = None) -> None:
     """Record what the cluster says about `job` now (a `Sighting`: see there for the arguments), written at once.
 
     `recorded`: the job's recorded entries [(phase, at, attempt)], when the caller read them with or after `job`'s
@@ -450,10 +449,10 @@ def observe_objects(job: GangJob, backend, objects: JobObjects, refusals: list[d
     is locked and the observation derived against it. Appends the new timeline entries (cluster timestamps), sets
     phase / phase_reason / phase_message / phase_changed_at / why_pending / observed / finished_at when they
     changed, and observes the duration histograms for the phases just recorded. A finished job is left alone.
-    `raw` (the watch): the objects before selection, selected again against the row as written (`Sighting.raw`);
-    `said`: the folded Warning Events (`Sighting.said`). Raises nothing for odd objects."""
+    `raw` (the watch): the objects before selection, selected again against the row as written (`Sighting.raw`).
+    Raises nothing for odd objects."""
     update = StatusUpdate.begin(job, recorded)
-    sighting = Sighting(backend, objects, refusals, raw=raw, said=said)
+    sighting = Sighting(backend, objects, refusals, raw=raw)
     if recorded is not None:
         update.observe(job, sighting)
     elif job.phase not in TERMINAL_PHASES:

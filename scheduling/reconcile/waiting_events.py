@@ -6,19 +6,23 @@ A scheduler that cannot place a gang says so again and again: kube-scheduler wri
 recorder that cannot merge writes a new Event each time. The pods' conditions carry only the latest words; the
 Events carry how often and since when (issue 33: 6,667 identical Events were 2,000 rows with no count).
 
-Cost: for a pending job whose pods exist and are not all bound, one field-selected LIST (`involvedObject.uid`,
-`type=Warning`) per object read: the job's live gang objects (at most MAX_GANG_OBJECTS) and its first waiting
-pod by name (the pods of one gang share one scheduler verdict; reading each would cost a call per pod). Each LIST is
-paged (PAGE) and stops after MAX_PAGES pages: beyond that many Events per object the count is a floor. Remembered
-REMEMBER_SECONDS per job, so the watcher's observations of a burst ask once. Read before the job row is locked (a
-cluster call never holds it). Events are hostile input (observe.events cleans and caps them); a failure to read
-them is logged and means "not read" (None): the stored answer keeps what an earlier read found.
+Cost: only for a pending job with a live pod that is not bound and carries a `PodScheduled=False` condition (a
+scheduler has spoken: a silent one writes no Events either), one field-selected LIST (`involvedObject.uid`,
+`type=Warning`) per object read: the job's live gang objects (at most MAX_GANG_OBJECTS) and its first such pod by
+name (the pods of one gang share one scheduler verdict; reading each would cost a call per pod). Each LIST is paged
+(PAGE) and stops after MAX_PAGES pages: beyond that many Events per object the count is a floor. Read by reconcile
+passes only (a task's pass or the resync's, every GANGWEB_RESYNC_SECONDS), not by the watcher, whose observations of
+a busy cluster must stay cheap; remembered GANGWEB_WAITING_EVENTS_SECONDS per job (0: never read). Read before the
+job row is locked (a cluster call never holds it). Events are hostile input (observe.events cleans and caps them); a
+failure to read them is logged and means "not read" (None): the stored answer keeps what an earlier read found, as
+does an observation that does not read them (the watch).
 """
 from __future__ import annotations
 
 import json
 import logging
 
+from django.conf import settings
 from django.core.cache import cache
 from kubernetes import client
 
@@ -31,17 +35,22 @@ log = logging.getLogger(__name__)
 PAGE = 500
 MAX_PAGES = 10  # 5,000 Event objects per object at most
 MAX_GANG_OBJECTS = 2
-REMEMBER_SECONDS = 10
 TIMEOUT = (5, 10)
+
+
+def _spoken_to(pod: dict) -> bool:
+    """True when a scheduler wrote the pod's `PodScheduled=False` condition."""
+    return (o.condition(pod, "PodScheduled") or {}).get("status") == "False"
 
 
 def wanted(job, gang: list[dict], pods: list[dict]) -> list[str]:
     """UIDs of the objects whose Events are worth reading: none unless the job is pending and has a live pod not
-    bound to a node; then its live gang objects (at most MAX_GANG_OBJECTS) and its first such pod by name."""
+    bound to a node whose `PodScheduled=False` condition a scheduler wrote; then its live gang objects (at most
+    MAX_GANG_OBJECTS) and its first such pod by name."""
     if job.phase not in PENDING_PHASES:
         return []
     waiting = sorted((p for p in pods if isinstance(p, dict) and not o.is_terminating(p)
-                      and not ((p.get("spec") or {}).get("nodeName")) and o.meta(p).get("uid")),
+                      and not ((p.get("spec") or {}).get("nodeName")) and o.meta(p).get("uid") and _spoken_to(p)),
                      key=lambda p: str(o.meta(p).get("name") or ""))
     if not waiting:
         return []
@@ -69,7 +78,11 @@ def read(job, gang: list[dict], pods: list[dict], api: client.ApiClient | None =
     """`observe.events.said` of the Warning Events about `job`'s objects (`wanted`: its gang objects and first
     waiting pod, dicts as the API server serializes them): newest last-seen first, each with `count`, `first_at`
     and `last_at`; [] when nothing is worth reading or nothing was said; None when the cluster could not be asked
-    (logged). `api`: the cluster's client (default: `kube.client.api_client(job.cluster)`)."""
+    (logged) or reading is off (GANGWEB_WAITING_EVENTS_SECONDS 0). `api`: the cluster's client (default:
+    `kube.client.api_client(job.cluster)`)."""
+    remember = settings.GANGWEB_WAITING_EVENTS_SECONDS
+    if remember <= 0:
+        return None
     uids = wanted(job, gang, pods)
     if not uids:
         return []
@@ -90,5 +103,5 @@ def read(job, gang: list[dict], pods: list[dict], api: client.ApiClient | None =
         log.info("job %s: Warning events not read: %s", job.pk, describe(exc))
         return None
     said = event_rows.said(rows)
-    cache.set(key, said, REMEMBER_SECONDS)
+    cache.set(key, said, remember)
     return said

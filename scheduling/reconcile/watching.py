@@ -26,7 +26,7 @@ from ..models import Cluster, ClusterNodes, GangJob
 from ..observe import phases
 from ..observe.evidence import JobObjects
 from ..statements import fetch, joined, joined_instance
-from . import ownership, refusals, status, waiting_events
+from . import ownership, refusals, status
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,8 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
     objects = select(job_objects, backend, job)
     # The cache's objects go along (`raw`): the status write selects them again against the row as locked, whose
     # recorded UIDs may be newer than this read of it (a pass that created the job's Job and wrote meanwhile).
-    status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods), raw=job_objects,
-                           said=waiting_events.read(job, objects.gang, objects.pods))
+    # The Warning Events (why_pending.said) are left to the passes (reconcile/waiting_events.py): kept as last read.
+    status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods), raw=job_objects)
     return job
 
 

@@ -198,7 +198,7 @@ def test_3000_transitions_and_5000_identical_events_stay_small_and_say_how_often
 
 
 def test_an_observation_that_does_not_read_events_keeps_what_the_last_read_found(setup, admin_user):
-    """The resync's snapshot reads no Events: the stored entry stays (the answer does not flip between reads)."""
+    """The watch reads no Events: the stored entry stays (the answer does not flip between observers)."""
     job = crash_looping(setup, admin_user, 330, name="kept")
     pods = [pod(name="kept-worker-0", unschedulable="0/4 nodes are available")]
     said = events.said([events.row(failed_scheduling(i, "u")) for i in range(3)])

@@ -18,13 +18,14 @@ def job(phase="Queued"):
     ("Queued", [pod("b-0", bound=3)], []),  # every pod bound: nothing is waiting on the scheduler
     ("Queued", [pod("b-0", unschedulable="x", terminating=True)], []),
     ("Queued", [], []),  # no pod yet: the FailedCreate reader's business (reconcile/refusals.py)
+    ("Queued", [pod("b-0")], []),  # no scheduler spoke to it: a silent scheduler writes no Events either
     ("Running", [pod("b-0", unschedulable="x")], []),
 ])
 def test_the_gang_objects_and_the_first_waiting_pod_are_read_only_while_pending(phase, pods, expect):
     assert waiting_events.wanted(job(phase), [v1alpha2_podgroup()], pods) == expect
 
 
-def test_a_cluster_that_cannot_be_asked_means_not_read(monkeypatch):
+def test_a_cluster_that_cannot_be_asked_or_reading_turned_off_means_not_read(monkeypatch, settings):
     class Down:
         def __init__(self, api):
             pass
@@ -35,3 +36,5 @@ def test_a_cluster_that_cannot_be_asked_means_not_read(monkeypatch):
     monkeypatch.setattr(waiting_events.client, "CoreV1Api", Down)
     assert waiting_events.read(job(), [], [pod("b-0", unschedulable="x")], api=object()) is None
     assert waiting_events.read(job("Running"), [], [pod("b-0", unschedulable="x")], api=object()) == []
+    settings.GANGWEB_WAITING_EVENTS_SECONDS = 0
+    assert waiting_events.read(job("Running"), [], [pod("b-0", unschedulable="x")], api=object()) is None
