@@ -248,7 +248,7 @@ def _waiting(resolved_spec: dict, per_pod: list[dict], shape: phases.JobShape) -
 
 def _said_before(row: GangJob) -> list[dict] | None:
     """The Events the row's why-pending answer carries (`said`), for an observation that did not read them (the
-    resync's snapshot, a read that failed): kept, so the answer does not flip between reads; None when none."""
+    watch, a read that failed, reading turned off): kept, so the answer does not flip between reads; None when none."""
     why = row.why_pending if isinstance(row.why_pending, dict) else {}
     said = why.get("said")
     return said if isinstance(said, list) else None

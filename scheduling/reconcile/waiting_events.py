@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from django.conf import settings
 from django.core.cache import cache
@@ -36,6 +37,14 @@ PAGE = 500
 MAX_PAGES = 10  # 5,000 Event objects per object at most
 MAX_GANG_OBJECTS = 2
 TIMEOUT = (5, 10)
+# What a UID may look like before it goes into a field selector (a hostile one with "," or "=" would add terms).
+UID = re.compile(r"[A-Za-z0-9-]{1,64}")
+
+
+def _uid(obj: dict) -> str:
+    """The object's UID when it is fit for a field selector (`UID`), else ""."""
+    uid = o.meta(obj).get("uid")
+    return uid if isinstance(uid, str) and UID.fullmatch(uid) else ""
 
 
 def _spoken_to(pod: dict) -> bool:
@@ -50,12 +59,12 @@ def wanted(job, gang: list[dict], pods: list[dict]) -> list[str]:
     if job.phase not in PENDING_PHASES:
         return []
     waiting = sorted((p for p in pods if isinstance(p, dict) and not o.is_terminating(p)
-                      and not ((p.get("spec") or {}).get("nodeName")) and o.meta(p).get("uid") and _spoken_to(p)),
+                      and not ((p.get("spec") or {}).get("nodeName")) and _uid(p) and _spoken_to(p)),
                      key=lambda p: str(o.meta(p).get("name") or ""))
     if not waiting:
         return []
-    objects = [g for g in gang if isinstance(g, dict) and not o.is_terminating(g) and o.meta(g).get("uid")]
-    return [str(o.meta(g)["uid"]) for g in objects[:MAX_GANG_OBJECTS]] + [str(o.meta(waiting[0])["uid"])]
+    objects = [g for g in gang if isinstance(g, dict) and not o.is_terminating(g) and _uid(g)]
+    return [_uid(g) for g in objects[:MAX_GANG_OBJECTS]] + [_uid(waiting[0])]
 
 
 def _rows_of(core: client.CoreV1Api, namespace: str, uid: str) -> list[dict]:

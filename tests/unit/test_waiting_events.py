@@ -20,6 +20,8 @@ def job(phase="Queued"):
     ("Queued", [], []),  # no pod yet: the FailedCreate reader's business (reconcile/refusals.py)
     ("Queued", [pod("b-0")], []),  # no scheduler spoke to it: a silent scheduler writes no Events either
     ("Running", [pod("b-0", unschedulable="x")], []),
+    # A UID that would add terms to the field selector is never sent
+    ("Queued", [{**pod("b-0", unschedulable="x"), "metadata": {"name": "b-0", "uid": "u,type=Normal"}}], []),
 ])
 def test_the_gang_objects_and_the_first_waiting_pod_are_read_only_while_pending(phase, pods, expect):
     assert waiting_events.wanted(job(phase), [v1alpha2_podgroup()], pods) == expect
