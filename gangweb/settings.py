@@ -71,6 +71,9 @@ GANGWEB_BEAT_LEASE_SECONDS = float(os.environ.get("GANGWEB_BEAT_LEASE_SECONDS", 
 # why_pending says no scheduler acts on a job's pods once they all exist this long with no word from any scheduler
 # (observe.causes.silent_scheduler); seen at the first observation after that (the resync at the latest).
 GANGWEB_SCHEDULER_SILENCE_SECONDS = float(os.environ.get("GANGWEB_SCHEDULER_SILENCE_SECONDS", "300"))
+# A waiting job's Warning Events (why_pending.said: count, first/last seen) are read by a reconcile pass at most once
+# per this many seconds per job (reconcile/waiting_events.py); 0 turns the reading off.
+GANGWEB_WAITING_EVENTS_SECONDS = float(os.environ.get("GANGWEB_WAITING_EVENTS_SECONDS", "60"))
 # A partial gang gangweb did not cause (pods bound below the job's minimum after someone edited the gang's minimum)
 # is released this many seconds after its pods were bound: its bound pods are deleted so the gang waits whole again
 # (reconcile/jobs/partial.py). Empty or "off" turns releasing off (the job still reads PartialGang).

@@ -13,7 +13,8 @@ Where each verb comes from (issue 32 row 8):
   create, patch, delete;
 - pods: get, list, watch only (`kube/watches.py`, `services/events.py`); gangweb never creates, updates, patches or
   deletes a pod (the Job controller does; pods go with their Job's propagation);
-- events: list (`services/events.py`, `reconcile/refusals.py`, `kube/scheduler_presence.py`);
+- events: list (`services/events.py`, `reconcile/refusals.py`,
+  `reconcile/waiting_events.py`, `kube/scheduler_presence.py`);
 - leases (coordination.k8s.io): list, by name (`kube/scheduler_presence.py`: is a scheduler's leader renewing);
 - nodes: list, watch (capacity, `kube/watches.py`); limitranges, runtimeclasses, priorityclasses: list (submit checks:
   `kube/limit_ranges.py`, `runtime_classes.py`, `priority_classes.py`) - never written;

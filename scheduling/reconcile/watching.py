@@ -140,6 +140,7 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
     objects = select(job_objects, backend, job)
     # The cache's objects go along (`raw`): the status write selects them again against the row as locked, whose
     # recorded UIDs may be newer than this read of it (a pass that created the job's Job and wrote meanwhile).
+    # The Warning Events (why_pending.said) are left to the passes (reconcile/waiting_events.py): kept as last read.
     status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods), raw=job_objects)
     return job
 

@@ -176,8 +176,8 @@ def _estimate_lines(job: dict) -> list[str]:
 
 
 def why_text(job: dict):
-    """Why a job waits: the summary, then each blocking fact with its numbers, then its place in line and its
-    estimated start."""
+    """Why a job waits: the summary, then each blocking fact with its numbers, what the cluster keeps saying (each
+    folded Event with how often and first/last seen), then its place in line and its estimated start."""
     why = job.get("why_pending")
     failed = failure_lines(job)
     if failed:
@@ -206,6 +206,11 @@ def why_text(job: dict):
         numbers = ", ".join(f"{k}={v}" for k, v in fact.items() if k not in ("code", "message"))
         suffix = f" [dim]({numbers})[/]" if numbers else ""
         tree.add(f"[red]{fact.get('code')}[/]: {fact.get('message', '')}{suffix}")
+    for event in why.get("said") or []:
+        count = event.get("count") or 1
+        tree.add(escape(f"{event.get('reason')} on {event.get('object')}: {count:,} time{'' if count == 1 else 's'}, "
+                        f"first seen {clock_time(event.get('first_at'))}, last seen {clock_time(event.get('last_at'))}"
+                        f": {event.get('message', '')}"))
     for line in extra:
         tree.add(line)
     return tree

@@ -36,7 +36,7 @@ from ...observe.objects import created_at as o_created_at
 from ...observe.pods import owner_facts
 from ...services import policy
 from .. import desired as desired_mod
-from .. import owner_refs, ownership, refusals, retention, status, volcano_queues
+from .. import owner_refs, ownership, refusals, retention, status, volcano_queues, waiting_events
 from ..observed import Observed, adopt_names, read
 from . import fanout
 from .backend import backend_for
@@ -454,8 +454,8 @@ class JobReconciler(JobCleanup):
 
     def observe_now(self, wanted: list[dict], owners: list[dict]) -> None:
         """Note what the cluster says of the job's current objects (`StatusUpdate.observe`, written with the pass's
-        status): its gang objects of this generation, its owner Jobs, their pods, and the Jobs' FailedCreate
-        events for why-pending."""
+        status): its gang objects of this generation, its owner Jobs, their pods, the Jobs' FailedCreate
+        events and the Warning Events of the gang objects and a waiting pod, for why-pending."""
         owner_names = {o["metadata"]["name"] for o in owners}
         pods = [p for p in self.observed.pods
                 if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in owner_names]
@@ -463,7 +463,8 @@ class JobReconciler(JobCleanup):
         owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
         self.update.observe(self.job, status.Sighting(self.backend, JobObjects(gang_now, owners_now, pods),
                                                       refusals.read(self.job, owners_now, pods, self.api),
-                                                      self.observed.foreign, self.observed.foreign_complete))
+                                                      self.observed.foreign, self.observed.foreign_complete,
+                                                      said=waiting_events.read(self.job, gang_now, pods, self.api)))
 
     def ensure_volcano_queue(self, queue: str) -> None:
         """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
