@@ -1,0 +1,101 @@
+"""Findings of the hostile pass after issue 30 (F3, F4, F5), on the real control plane: a repair that something in
+the cluster keeps undoing backs off and says why (F5); an object pre-made under the name gangweb will use next is
+never adopted, counted or deleted (F3); a cancel names what keeps it from ending (F4).
+
+Passes are run by the test, one at a time, as the task would run them; nothing here waits on a clock but the
+cluster's own progress (polled with generous bounds).
+"""
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+
+from scheduling import dbclock
+from scheduling.kube.objects import JOB
+from scheduling.models import GangJob, ReconcileAttempt
+from tests import builders
+
+from .mutating_webhook import RewritingWebhook
+from .reconcile_support import wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
+SMALL = [builders.container(cpu="100m", memory="64Mi")]
+MIN_COUNT = "/spec/schedulingPolicy/gang/minCount"
+
+
+def row(job) -> GangJob:
+    return GangJob.objects.get(pk=job.pk)
+
+
+def hold_elapsed(job) -> None:
+    """As if the repair's backoff were over: its `hold_until` moved into the past (no test waits on a clock)."""
+    fresh = row(job)
+    fresh.repairs = {**fresh.repairs, "hold_until": (dbclock.now() - timedelta(seconds=1)).isoformat()}
+    GangJob.objects.filter(pk=job.pk).update(repairs=fresh.repairs)
+
+
+# ---- F5 --------------------------------------------------------------------------------------------------------
+@pytest.mark.k8s_version("1.37")  # v1beta1 lets minCount change in place; on 1.36 (v1alpha2) a change replaces
+def test_f5_a_repair_an_admission_webhook_keeps_undoing_backs_off_and_says_why(world, settings):
+    settings.GANGWEB_REPAIR_LIMIT = 3
+    settings.GANGWEB_REPAIR_BACKOFF_SECONDS = 100  # long enough that no pass of this test outlives a hold
+    settings.GANGWEB_RESYNC_SECONDS = 300
+    job = world.submit(backend="k8s-workload", replicas=3, containers=SMALL)
+    name = world.names(job).gang_name
+    pg = world.k8s.POD_GROUP
+    what = f"PodGroup {world.namespace}/{name} schedulingPolicy.gang.minCount"
+    with RewritingWebhook(world.api, world.namespace, pg, str(job.uid), MIN_COUNT, 1) as hook:
+        wait_for(hook.probe, timeout=60, what="the API server to call the rewriting webhook")
+        assert world.reconcile(job).error is None  # creates the set; the PodGroup is stored with minCount 1
+        assert world.get(pg, name)["spec"]["schedulingPolicy"]["gang"]["minCount"] == 1
+
+        # The first repairs go out at once: each is undone by the webhook as it is written.
+        for count in range(3):
+            result = world.reconcile(job)
+            assert result.error is None, result.message
+            assert f"update PodGroup {world.namespace}/{name}: schedulingPolicy.gang.minCount" in result.actions
+            assert result.reason != "RepairNotHolding"
+            assert row(job).repairs["count"] == count and row(job).repairs["hold_until"] is None
+
+        # The fourth repair is the third that did not hold: gangweb backs off and says why.
+        result = world.reconcile(job)
+        assert f"update PodGroup {world.namespace}/{name}: schedulingPolicy.gang.minCount" in result.actions
+        assert (result.reason, result.requeue_after) == ("RepairNotHolding", 100)
+        said = re.compile(re.escape(f"{what} set to 3 was changed back 3 times in ") + r"\d+" + re.escape(
+            " s by something in the cluster (an admission policy or another controller); gangweb sets it again in "
+            "100 s, then backs off up to every 300 s"))
+        assert said.fullmatch(result.message), result.message
+        attempt = ReconcileAttempt.objects.filter(job=job).latest("pk")
+        assert (attempt.reason, attempt.message) == ("RepairNotHolding", result.message)
+        assert {k: row(job).repairs[k] for k in ("what", "count", "delay")} == {"what": what, "count": 3,
+                                                                                "delay": 100}
+
+        # While the hold lasts a pass writes nothing: no patch, so no watch event and no pass it would queue.
+        rewritten, version = hook.rewritten, world.get(pg, name)["metadata"]["resourceVersion"]
+        result = world.reconcile(job)
+        assert not any(a.startswith(f"update PodGroup {world.namespace}/{name}") for a in result.actions)
+        assert result.reason == "RepairNotHolding" and 1 <= result.requeue_after <= 100
+        assert any(a.startswith(f"not repaired yet (RepairNotHolding): {what} set to 3") for a in result.actions)
+        assert hook.rewritten == rewritten
+        assert world.get(pg, name)["metadata"]["resourceVersion"] == version
+
+        # Each repair after a hold that still does not hold doubles the wait, up to the resync period.
+        for count, delay in ((4, 200), (5, 300), (6, 300)):
+            hold_elapsed(job)
+            result = world.reconcile(job)
+            assert f"update PodGroup {world.namespace}/{name}: schedulingPolicy.gang.minCount" in result.actions
+            assert (result.reason, result.requeue_after) == ("RepairNotHolding", delay), result.message
+            assert f"was changed back {count} times in " in result.message
+            assert result.message.endswith(f"gangweb sets it again in {delay} s, then backs off up to every 300 s")
+
+    # The webhook is gone: the next repair (once the hold is over) holds, and the backoff ends with it.
+    hold_elapsed(job)
+    result = world.reconcile(job)
+    assert f"update PodGroup {world.namespace}/{name}: schedulingPolicy.gang.minCount" in result.actions
+    assert world.get(pg, name)["spec"]["schedulingPolicy"]["gang"]["minCount"] == 3
+    result = world.reconcile(job)
+    assert result.reason != "RepairNotHolding" and not any(a.startswith("update PodGroup") for a in result.actions)
+    assert row(job).repairs["hold_until"] is None  # in sync: the watch queues the job's passes again
+    assert world.gang(job, JOB)
