@@ -13,8 +13,13 @@ from datetime import timedelta
 import pytest
 
 from scheduling import dbclock
+from scheduling.choices import ReconcileOutcome
+from scheduling.constants import ANNOTATION_CREATED, LABEL_JOB_UID
+from scheduling.kube import objects
 from scheduling.kube.objects import JOB
 from scheduling.models import GangJob, ReconcileAttempt
+from scheduling.observe.evidence import JobObjects
+from scheduling.reconcile import desired, ownership, resync, watching
 from tests import builders
 
 from .mutating_webhook import RewritingWebhook
@@ -99,3 +104,77 @@ def test_f5_a_repair_an_admission_webhook_keeps_undoing_backs_off_and_says_why(w
     assert result.reason != "RepairNotHolding" and not any(a.startswith("update PodGroup") for a in result.actions)
     assert row(job).repairs["hold_until"] is None  # in sync: the watch queues the job's passes again
     assert world.gang(job, JOB)
+
+
+# ---- F3 --------------------------------------------------------------------------------------------------------
+def next_generation_spec(world, job):
+    """The GangSpec (names, objects) of the job's next generation: what anyone can compute from its name and UID."""
+    ahead = GangJob.objects.select_related("queue").get(pk=job.pk)
+    ahead.gang_generation += 1
+    return desired.gang_spec(ahead)
+
+
+def test_f3_objects_premade_under_the_next_generations_names_are_never_adopted_counted_or_deleted(world):
+    job = world.submit(backend="k8s-workload", replicas=2, containers=SMALL)
+    assert world.reconcile(job).error is None
+    now = world.names(job)
+    ahead = next_generation_spec(world, job)
+    assert ahead.gang_name != now.gang_name
+    # Someone who can read the job (its UID) and create in its namespace makes its next generation's Workload and
+    # PodGroup before gangweb does, with the job's gangweb labels on them.
+    workload, pod_group = world.k8s().build_gang_objects(ahead)
+    squatters = {"Workload": objects.create(world.api, world.k8s.WORKLOAD, workload),
+                 "PodGroup": objects.create(world.api, world.k8s.POD_GROUP, pod_group)}
+    assert squatters["PodGroup"]["metadata"]["labels"][LABEL_JOB_UID] == str(job.uid)
+    assert ANNOTATION_CREATED not in (squatters["PodGroup"]["metadata"].get("annotations") or {})
+
+    # The job's PodGroup is deleted by hand: gangweb replaces the gang under the next generation's names.
+    objects.delete(world.api, world.k8s.POD_GROUP, world.namespace, now.gang_name)
+    result = world.reconcile(job)
+
+    assert any(a.startswith("replace gang: ") for a in result.actions), result.actions
+    assert (result.outcome, result.reason) == (ReconcileOutcome.TERMINAL_ERROR, "NameConflict"), result.message
+    squat = squatters["Workload"]["metadata"]["uid"]
+    assert result.message == (
+        f"Workload {world.namespace}/{ahead.gang_name} already exists and belongs to something other than gangweb: "
+        f"gangweb did not make it (uid {squat}), though it carries this job's gangweb labels, so it is not adopted, "
+        "counted or deleted. gangweb creates nothing under this name until it is gone: delete it, or resubmit the "
+        "job under another name.")
+    job = row(job)
+    assert job.gang_generation == 1 and (job.phase_reason, job.phase_message) == ("NameConflict", result.message)
+    # Never bound to them: no UID of theirs recorded, no Indexed Job (whose pods would join their PodGroup).
+    theirs = {o["metadata"]["uid"] for o in squatters.values()}
+    assert not theirs & set((job.owner_uids or {}).values())
+    assert not [j for j in world.gang(job, JOB) if j["metadata"]["name"] in {p.owner_name for p in ahead.pod_sets}]
+
+    # More passes, a resync and the watch's observation of them: still neither adopted, patched nor deleted, and
+    # never among the job's objects.
+    for _ in range(2):
+        assert world.reconcile(job).reason == "NameConflict"
+    resync.resync_cluster(world.cluster)  # its pass of the job meets the same name: NameConflict again
+    assert ReconcileAttempt.objects.filter(job=job).latest("pk").reason == "NameConflict"
+    watching.observe_job(str(job.uid), JobObjects(gang=[world.get(world.k8s.WORKLOAD, ahead.gang_name),
+                                                        world.get(world.k8s.POD_GROUP, ahead.gang_name)]), False)
+    for kind, made in squatters.items():
+        ref = world.k8s.WORKLOAD if kind == "Workload" else world.k8s.POD_GROUP
+        there = world.get(ref, ahead.gang_name)
+        assert there is not None and there["metadata"]["uid"] == made["metadata"]["uid"], f"{kind} was deleted"
+        assert there["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"], f"{kind} was changed"
+    job = row(job)
+    assert not theirs & {o["metadata"]["uid"] for o in job.observed.get("objects") or []}
+    assert not theirs & set((job.owner_uids or {}).values())
+
+    # Once they are gone, gangweb makes its own under those names (its mark on them) and the job goes on.
+    for ref in (world.k8s.POD_GROUP, world.k8s.WORKLOAD):
+        objects.delete(world.api, ref, world.namespace, ahead.gang_name)
+    wait_for(lambda: world.get(world.k8s.WORKLOAD, ahead.gang_name) is None
+             and world.get(world.k8s.POD_GROUP, ahead.gang_name) is None, timeout=60, what="the squatters gone")
+    result = world.reconcile(job)
+    assert result.error is None, result.message
+    mine = world.get(world.k8s.POD_GROUP, ahead.gang_name)
+    assert mine["metadata"]["uid"] not in theirs
+    assert ownership.made_by_gangweb(mine, str(job.uid))
+    job = row(job)
+    assert job.owner_uids[ownership.object_key(mine)] == mine["metadata"]["uid"]
+    assert {j["metadata"]["name"] for j in world.gang(job, JOB)} == {p.owner_name for p in ahead.pod_sets}
+

@@ -746,13 +746,18 @@ class JobReconciler(JobCleanup):
             raise
         other = owner_uid_label(have)
         recorded = ownership.is_recorded(have, self.job.owner_uids)
-        if not recorded and other == self.uid and not ownership.adoptable(
-                name, have["metadata"].get("uid"), self.job.owner_uids, ownership.object_key(have)):
-            other = None  # carries the job's label, but is not the object gangweb recorded under that name
+        uid = have["metadata"].get("uid")
+        if not recorded and other == self.uid and not (
+                ownership.adoptable(name, uid, self.job.owner_uids, ownership.object_key(have))
+                and ownership.may_adopt(have, self.uid, self.job.owner_uids)):
+            other = None  # carries the job's label, but gangweb did not make it (no UID recorded, no creation mark)
         if not recorded and other != self.uid:
             whose = f"gangweb job {other}" if other else "something other than gangweb"
-            raise TerminalKubeError(NAME_CONFLICT, f"{ref.kind} {self.ns}/{name} already exists and belongs to "
-                                                   f"{whose}; it is not adopted. Delete it or rename the job.")
+            copied = " though it carries this job's gangweb labels," if owner_uid_label(have) == self.uid else ""
+            raise TerminalKubeError(NAME_CONFLICT, (
+                f"{ref.kind} {self.ns}/{name} already exists and belongs to {whose}: gangweb did not make it (uid "
+                f"{uid}),{copied} so it is not adopted, counted or deleted. gangweb creates nothing under this name "
+                "until it is gone: delete it, or resubmit the job under another name."))
         if is_terminating(have):
             raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
         return self.relabel(ref, have)
@@ -810,7 +815,7 @@ class JobReconciler(JobCleanup):
         """POST one object. Raises ApiException(409) when the name is taken, CreateRefused when the API server
         refuses it for good (`refuses_for_good`), other KubeErrors as classified."""
         try:
-            return objects.create(self.api, ref, want)
+            return objects.create(self.api, ref, ownership.stamp(want, self.uid))  # gangweb's creation mark on it
         except KubeError as exc:
             if refuses_for_good(exc):
                 raise CreateRefused(ref.kind, f"{self.ns}/{want['metadata']['name']}", exc) from exc
