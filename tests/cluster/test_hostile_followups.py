@@ -13,17 +13,19 @@ from datetime import timedelta
 import pytest
 
 from scheduling import dbclock
+from scheduling.choices import GangPhase as P
 from scheduling.choices import ReconcileOutcome
 from scheduling.constants import ANNOTATION_CREATED, LABEL_JOB_UID
 from scheduling.kube import objects
-from scheduling.kube.objects import JOB
+from scheduling.kube.objects import JOB, POD
 from scheduling.models import GangJob, ReconcileAttempt
 from scheduling.observe.evidence import JobObjects
 from scheduling.reconcile import desired, ownership, resync, watching
+from scheduling.services import jobs as job_service
 from tests import builders
 
 from .mutating_webhook import RewritingWebhook
-from .reconcile_support import wait_for
+from .reconcile_support import reconciled_until, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
 SMALL = [builders.container(cpu="100m", memory="64Mi")]
@@ -178,3 +180,52 @@ def test_f3_objects_premade_under_the_next_generations_names_are_never_adopted_c
     assert job.owner_uids[ownership.object_key(mine)] == mine["metadata"]["uid"]
     assert {j["metadata"]["name"] for j in world.gang(job, JOB)} == {p.owner_name for p in ahead.pod_sets}
 
+
+# ---- F4 --------------------------------------------------------------------------------------------------------
+HOLD = "gangweb.test/hold"  # a finalizer of the test's own: keeps a deleted pod Terminating
+
+
+def test_f4_a_cancel_names_the_pod_a_finalizer_holds_after_its_job_was_deleted_by_hand(world):
+    job = reconciled_until(world, world.submit(backend="k8s-workload", replicas=2, containers=SMALL), P.RUNNING)
+    [owner] = world.gang(job, JOB)
+    pods = sorted(world.gang(job, POD), key=lambda p: p["metadata"]["name"])
+    held = pods[0]["metadata"]["name"]
+    objects.merge_patch(world.api, POD, world.namespace, held, {"metadata": {"finalizers": [HOLD]}})
+    try:
+        # Someone deletes the job's Indexed Job by hand: the garbage collector deletes its pods; the one with the
+        # test's finalizer stays Terminating, still naming the deleted Job as its controller.
+        objects.delete(world.api, JOB, world.namespace, owner["metadata"]["name"])
+        wait_for(lambda: [p["metadata"]["name"] for p in world.gang(job, POD)] == [held]
+                 and world.get(POD, held)["metadata"].get("deletionTimestamp")
+                 and world.get(JOB, owner["metadata"]["name"]) is None, timeout=90,
+                 what="the Job gone and only the held pod left, terminating")
+        job_service.cancel(world.user, row(job))
+        expected = (f"deleting the job's cluster objects; waiting for Pod {world.namespace}/{held} (being deleted; "
+                    f"held by finalizer {HOLD})")
+
+        # The pass deletes what is left of the job; what it cannot delete is named, with its finalizer. (The gang
+        # objects go at the first pass; later passes find only the pod.)
+        def named():
+            result = world.reconcile(job)
+            assert result.error is None, result.message
+            fresh = row(job)
+            return fresh.phase_reason == "Cancelling" and fresh.phase_message == expected and (fresh, result)
+
+        fresh, result = wait_for(named, timeout=90, what="the Cancelling message naming the held pod", interval=1)
+        assert fresh.phase == P.RUNNING  # not Cancelled while the pod is there
+        assert (result.reason, result.message) == ("CleaningUp", "waiting for the job's objects to be deleted; "
+                                                                 f"waiting for Pod {world.namespace}/{held} (being "
+                                                                 f"deleted; held by finalizer {HOLD})")
+        # The watch's observation of the same objects says the same.
+        GangJob.objects.filter(pk=job.pk).update(phase_message="")
+        watching.observe_job(str(job.uid), JobObjects(pods=[world.get(POD, held)]), False)
+        assert (row(job).phase_reason, row(job).phase_message) == ("Cancelling", expected)
+    finally:
+        objects.merge_patch(world.api, POD, world.namespace, held, {"metadata": {"finalizers": None}})
+
+    def cancelled():
+        world.reconcile(job)
+        return row(job).phase == P.CANCELLED
+
+    wait_for(cancelled, timeout=90, what="the job Cancelled once the pod is gone", interval=1)
+    assert world.gang(job, POD) == []
