@@ -79,6 +79,11 @@ GANGWEB_WAITING_EVENTS_SECONDS = float(os.environ.get("GANGWEB_WAITING_EVENTS_SE
 # (reconcile/jobs/partial.py). Empty or "off" turns releasing off (the job still reads PartialGang).
 _partial_grace = os.environ.get("GANGWEB_PARTIAL_GANG_GRACE_SECONDS", "30").strip().lower()
 GANGWEB_PARTIAL_GANG_GRACE_SECONDS = None if _partial_grace in ("", "off", "none") else float(_partial_grace)
+# A repair of a drifted gang object that something in the cluster keeps undoing (a mutating admission policy) is
+# made again at once this many times in a row; after that gangweb waits GANGWEB_REPAIR_BACKOFF_SECONDS, doubling
+# each time, at most GANGWEB_RESYNC_SECONDS, and says RepairNotHolding (reconcile/jobs/repairs.py).
+GANGWEB_REPAIR_LIMIT = int(os.environ.get("GANGWEB_REPAIR_LIMIT", "3"))
+GANGWEB_REPAIR_BACKOFF_SECONDS = int(os.environ.get("GANGWEB_REPAIR_BACKOFF_SECONDS", "1"))
 # A periodic resync passes over at most this many jobs of a cluster, for at most this many seconds (below the task's
 # soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
 GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))

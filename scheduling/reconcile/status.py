@@ -55,8 +55,9 @@ log = logging.getLogger(__name__)
 
 # A Volcano job's PodGroup waits because its Volcano Queue does not exist yet (reconcile/volcano_queues.py).
 VOLCANO_QUEUE_MISSING = "VolcanoQueueMissing"
-# Fields a pass sets itself (cleanup and retention, a backend switch), written with the rest when they changed.
-PLAIN_FIELDS = ("cleaned_up_at", "remove_after", "objects_removed_at", "backend_plugin")
+# Fields a pass sets itself (cleanup and retention, a backend switch, a repair's backoff: jobs/repairs.py),
+# written with the rest when they changed.
+PLAIN_FIELDS = ("cleaned_up_at", "remove_after", "objects_removed_at", "backend_plugin", "repairs")
 # Everything `write` may change on the row, compared with the row as read to tell whether anything changed.
 WRITTEN_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "why_pending",
                   "observed", "owner_uids", *PLAIN_FIELDS)

@@ -27,6 +27,7 @@ from ..observe import phases
 from ..observe.evidence import JobObjects
 from ..statements import fetch, joined, joined_instance
 from . import ownership, refusals, status
+from .jobs import repairs
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,8 @@ ACT_ON = frozenset({phases.REASON_REPLACING, phases.REASON_PARTIAL_GANG})
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
     """Record what the watch cache holds of one job; enqueue a reconcile when its gang objects or Jobs were deleted,
     started terminating or had their spec edited (`deleted`, kube/watches.py `edited`), or when the observation says
-    the reconciler has to act (ACT_ON: a gang being replaced, a partial gang); and its clean-up (the same task with
+    the reconciler has to act (ACT_ON: a gang being replaced, a partial gang; not while a repair of the job is held
+    back, jobs/repairs.py); and its clean-up (the same task with
     `cleanup`, on the shard's clean-up queue) when this observation ended it (Succeeded, Failed) or it is being
     cancelled: a finished job's gang objects go at once, not at the capped resync's turn behind the dispatch
     backlog. Waits out a database outage (`with_database`); a broker that cannot take the task is logged and left to
@@ -75,6 +77,8 @@ def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
     cleanup = ended or job.desired_state == DesiredState.CANCEL
     if not (cleanup or deleted or job.phase_reason in ACT_ON):
         return
+    if not (cleanup or deleted) and repairs.holding(job):
+        return  # a repair that does not hold waits out its backoff: its pass is queued already (jobs/repairs.py)
     try:
         enqueue.send(enqueue.RECONCILE_JOB, job.pk, **({"kwargs": {"cleanup": True}} if cleanup else {}))
     except Exception as exc:  # Redis down: kombu's OperationalError after its publish retries

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
+from ... import dbclock
 from ...backends import discovery, registry
 from ...backends.base import SchedulerBackend, object_source
 from ...choices import TERMINAL_PHASES, DesiredState, GangPhase
@@ -38,7 +39,7 @@ from ...services import policy
 from .. import desired as desired_mod
 from .. import owner_refs, ownership, refusals, retention, status, volcano_queues, waiting_events
 from ..observed import Observed, adopt_names, read
-from . import fanout
+from . import fanout, repairs
 from .backend import backend_for
 from .cleanup import JobCleanup
 from .common import (
@@ -135,6 +136,7 @@ class JobReconciler(JobCleanup):
         self.actions: list[str] = []
         self.created: list[dict] = []  # objects this pass created (not adopted on 409), in creation order
         self.retired: type[SchedulerBackend] | None = None  # the plugin whose API the cluster stopped serving
+        self.holding = False  # a repair of this pass's is held back (jobs/repairs.py): the pass ends with a countdown
         served = set(job.cluster.served_apis or [])
         if served and not self.backend.available(served):  # the last probe says its API is gone
             self.retire(served)
@@ -263,11 +265,17 @@ class JobReconciler(JobCleanup):
             return
         self.note_restart(replaced)
         self.observe_now(wanted, owners)
-        if release_partial(self):
+        try:
+            released = release_partial(self)
+        except Requeue as wait:
+            self.hold_over(wait)
+        if released:
             self.ensure()  # the new generation, created in this pass
             return
         if self.job.is_terminal:
             self.clean_up_finished()
+            return
+        self.hold_over()
 
     def stop_when_ended(self, wanted: list[dict]) -> None:
         """Raise Done, creating nothing, when the job's Indexed Jobs have all ended (their Job controller's
@@ -313,13 +321,53 @@ class JobReconciler(JobCleanup):
             elif drift.patch:
                 patches.append((ref, want, have, drift))
         refused = []
-        for ref, want, have, drift in patches:
-            if not replace_fields and not self.patch(ref, want, have, drift):
-                refused.append(f"{ref.kind}.spec.{', '.join(drift.fields)} (patch refused)")
+        if patches and not replace_fields:
+            refused = self.repair(patches)
+        elif not patches and not replace_fields:
+            repairs.held_off(self.job)  # in sync: the last repair held (for now); its hold no longer gates the watch
         if replace_fields or refused:
             replace_fields += refused
             self.replace(replace_fields)
         return replace_fields
+
+    def repair(self, patches: list[tuple]) -> list[str]:
+        """Patch each drifted gang object of `patches` [(ref, want, have, drift)] back, unless the same repair
+        keeps not holding and its backoff is not over (jobs/repairs.py): then nothing is patched, and the pass
+        ends with a countdown to the backoff's end (`ensure`, `self.holding`). Returns the patches the server
+        refused for good (the caller replaces the gang)."""
+        now = dbclock.now()
+        items = [(repairs.describe(ref.kind, self.ns, want["metadata"]["name"], drift.fields),
+                  repairs.wanted_values(want, drift.fields)) for ref, want, _, drift in patches]
+        if repairs.held(self.job, repairs.what_of(items), now) is not None:
+            self.actions.append(f"not repaired yet ({repairs.REPAIR_NOT_HOLDING}): {repairs.message(self.job, now)}")
+            self.holding = True
+            return []
+        refused, done = [], []
+        for (ref, want, have, drift), item in zip(patches, items, strict=True):
+            before = len(self.actions)
+            if not self.patch(ref, want, have, drift):
+                refused.append(f"{ref.kind}.spec.{', '.join(drift.fields)} (patch refused)")
+            elif len(self.actions) > before:  # patched (not found in sync on a second read)
+                done.append(item)
+        if done and repairs.repaired(self.job, done, now)["hold_until"]:
+            self.holding = True
+        return refused
+
+    def hold_over(self, wait: Requeue | None = None) -> None:
+        """End the pass with a countdown to the end of its repair backoff (`RepairNotHolding`, jobs/repairs.py),
+        or to `wait`'s (a partial gang's grace) when that comes first, naming both; nothing while no repair is
+        held back (then `wait`, if any, is raised as it is)."""
+        now = dbclock.now()
+        left = repairs.held(self.job, self.job.repairs.get("what", ""), now) if self.holding else None
+        if left is None:
+            if wait is not None:
+                raise wait
+            return
+        said = repairs.message(self.job, now)
+        countdown = max(1, math.ceil(left))
+        if wait is not None:
+            countdown, said = min(countdown, wait.countdown), f"{said}; {wait.reason}: {wait.message}"
+        raise Requeue(countdown, repairs.REPAIR_NOT_HOLDING, said)
 
     def gang_gone(self, wanted: list[dict]) -> list[str]:
         """What of the current generation's gang object set is broken, one phrase each ("PodGroup ns/x is being
@@ -745,13 +793,18 @@ class JobReconciler(JobCleanup):
             raise
         other = owner_uid_label(have)
         recorded = ownership.is_recorded(have, self.job.owner_uids)
-        if not recorded and other == self.uid and not ownership.adoptable(
-                name, have["metadata"].get("uid"), self.job.owner_uids, ownership.object_key(have)):
-            other = None  # carries the job's label, but is not the object gangweb recorded under that name
+        uid = have["metadata"].get("uid")
+        if not recorded and other == self.uid and not (
+                ownership.adoptable(name, uid, self.job.owner_uids, ownership.object_key(have))
+                and ownership.may_adopt(have, self.uid, self.job.owner_uids)):
+            other = None  # carries the job's label, but gangweb did not make it (no UID recorded, no creation mark)
         if not recorded and other != self.uid:
             whose = f"gangweb job {other}" if other else "something other than gangweb"
-            raise TerminalKubeError(NAME_CONFLICT, f"{ref.kind} {self.ns}/{name} already exists and belongs to "
-                                                   f"{whose}; it is not adopted. Delete it or rename the job.")
+            copied = " though it carries this job's gangweb labels," if owner_uid_label(have) == self.uid else ""
+            raise TerminalKubeError(NAME_CONFLICT, (
+                f"{ref.kind} {self.ns}/{name} already exists and belongs to {whose}: gangweb did not make it (uid "
+                f"{uid}),{copied} so it is not adopted, counted or deleted. gangweb creates nothing under this name "
+                "until it is gone: delete it, or resubmit the job under another name."))
         if is_terminating(have):
             raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
         return self.relabel(ref, have)
@@ -809,7 +862,7 @@ class JobReconciler(JobCleanup):
         """POST one object. Raises ApiException(409) when the name is taken, CreateRefused when the API server
         refuses it for good (`refuses_for_good`), other KubeErrors as classified."""
         try:
-            return objects.create(self.api, ref, want)
+            return objects.create(self.api, ref, ownership.stamp(want, self.uid))  # gangweb's creation mark on it
         except KubeError as exc:
             if refuses_for_good(exc):
                 raise CreateRefused(ref.kind, f"{self.ns}/{want['metadata']['name']}", exc) from exc
