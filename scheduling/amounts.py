@@ -61,6 +61,18 @@ def in_answer(resource: str, value):
     return for_api(float(value) / PEOPLE_UNITS[resource][1])
 
 
+BASE_SIZES = {"gpu": 1, "cpu": 1, "memory": GIB}  # Kubernetes base units (devices, cores, bytes) per people unit
+
+
+def base_in_answer(resource: str, value):
+    """An amount in Kubernetes base units (GPU devices, CPU cores, memory bytes: node allocatable, pod requests)
+    as the JSON number of an answer about use, in the same people units as `in_answer` (GPUs, CPU cores, GiB).
+    `resource`: "gpu" (or "nvidia.com/gpu"), "cpu", "memory"."""
+    if value is None:
+        return None
+    return for_api(float(value) / BASE_SIZES["gpu" if resource in GPU_NAMES else resource])
+
+
 def unit_of(resource: str) -> str:
     """The unit `in_answer` writes `resource` in: "GPUs", "CPU cores", "GiB"."""
     return PEOPLE_UNITS[resource][0]
