@@ -78,6 +78,12 @@ def unit_of(resource: str) -> str:
     return PEOPLE_UNITS[resource][0]
 
 
+def unit_words(resource: str, number) -> str:
+    """`unit_of(resource)` as it reads after `number` (a people-unit number): "1 GPU", "1 CPU core", "2 GPUs"."""
+    unit = unit_of(resource)
+    return unit[:-1] if number is not None and float(number) == 1 and unit.endswith("s") else unit
+
+
 def in_people_units(resource: str, value) -> str:
     """A KAI amount of queue resource `resource` ("gpu", "cpu", "memory") as a bare number in its people's unit
     (PEOPLE_UNITS: GPUs, CPU cores, GiB), for sentences that name the unit once: 4294.97 (MB) -> "4", 8000

@@ -33,7 +33,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
-from ..amounts import for_api, in_answer, in_people_units, unit_of
+from ..amounts import for_api, in_answer, in_people_units, unit_of, unit_words
 from ..choices import ACTIVE_PHASES, PodSecurityLevel, QueueWarning
 from ..kube import resources, runtime_classes
 from ..kube.kai_units import RESOURCES, UNITS, UNLIMITED, display, kai_amounts, to_kai
@@ -763,10 +763,11 @@ def check_job_limits(queue: QueuePolicy, cluster: Cluster, resolved_spec: dict, 
             if _over(r, have + want, limit):
                 unit = unit_of(r)
                 said = (f"{SOURCE_WORDS[reading.source]} {in_people_units(r, have)} of {in_people_units(r, limit)} "
-                        f"{unit} allocated ({r}_limit)")
+                        f"{unit_words(r, in_answer(r, limit))} allocated ({r}_limit)")
                 out.append({"code": "OverQueueLimit", "queue": q.name, "cluster": cluster.name, "resource": r,
                             "unit": unit, "limit": in_answer(r, limit), "allocated": in_answer(r, have),
                             "requested": in_answer(r, want), "source": reading.source,
                             "message": f"{role} '{q.name}' in cluster '{cluster.name}': {said}; this job's "
-                                       f"{in_people_units(r, want)} {unit} wait until enough is freed"})
+                                       f"{in_people_units(r, want)} {unit_words(r, in_answer(r, want))} wait "
+                                       "until enough is freed"})
     return out

@@ -97,5 +97,5 @@ def test_the_cluster_page_and_the_overview_show_the_apis_numbers(api, client, ad
     assert "<td class=\"num\">≤ 13 GPUs</td>" in html and "<td class=\"num\">≤ 1,512 GiB</td>" in html
     assert '<td class="num">5 / 8 GPUs</td>' in html  # gpu-0: free / allocatable
     overview = client.get("/").content.decode()
-    assert "≤ 13 of 16 GPUs free" in overview and "gangweb uses 3 GPUs, 6 CPU cores" in overview
+    assert "≤ 13 of 16 GPUs free" in overview and "gangweb's placed jobs request 3 GPUs, 6 CPU cores" in overview
     assert "nodes not listed yet" in overview  # spare
