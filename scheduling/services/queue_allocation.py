@@ -25,7 +25,7 @@ from django.db.models import Sum
 
 from ..kube.kai_units import RESOURCES
 from ..models import GangJob, QueueClusterState, QueuePolicy, VolcanoQueueState
-from .queue_usage import COLUMNS, RUNNING_PHASES, _kai
+from .queue_usage import BYTES_PER_MB, COLUMNS, RUNNING_PHASES
 
 SOURCE_KAI = "kai"
 SOURCE_VOLCANO = "volcano"
@@ -109,7 +109,8 @@ def gangweb_count(cluster_id: int, parents: dict[int, int | None] | None = None)
     the parents read (one query per tree level, only above queues that have such jobs)."""
     parents = {} if parents is None else parents
     sums = {f"s_{r}": Sum(column) for r, column in COLUMNS.items()}
-    own = {row["queue_id"]: {r: _kai(r, row[f"s_{r}"]) for r in RESOURCES}
+    # The columns hold GPU devices, CPU millicores and memory bytes; KAI counts memory in MB (10^6 bytes).
+    own = {row["queue_id"]: {r: float(row[f"s_{r}"] or 0) / (BYTES_PER_MB if r == "memory" else 1) for r in RESOURCES}
            for row in GangJob.objects.filter(cluster_id=cluster_id, phase__in=RUNNING_PHASES).order_by()
            .values("queue_id").annotate(**sums)}
     missing = set(own) - set(parents)

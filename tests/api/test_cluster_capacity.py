@@ -99,3 +99,30 @@ def test_the_cluster_page_and_the_overview_show_the_apis_numbers(api, client, ad
     overview = client.get("/").content.decode()
     assert "≤ 13 of 16 GPUs free" in overview and "gangweb's placed jobs request 3 GPUs, 6 CPU cores" in overview
     assert "nodes not listed yet" in overview  # spare
+
+
+def test_the_capacity_answer_costs_the_same_queries_for_3_nodes_and_1_job_as_for_60_nodes_and_20_jobs(
+        api, admin_user, world):
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        cache.clear()  # nothing remembered from the last read
+        with CaptureQueriesContext(connection) as captured:
+            assert api.get("/api/v1/clusters/local/capacity/").status_code == 200
+        return len(captured)
+
+    small = queries()
+    ClusterNodes.objects.filter(cluster=world).update(nodes=[node(f"gpu-{i:02d}", 8, A100) for i in range(60)])
+    template = builders.make_template("more", pod_sets=[builders.pod_set(
+        "worker", replicas=1, containers=[builders.container(gpu=1)])])
+    queue = builders.make_queue("team-b", clusters=[world])
+    for i in range(19):
+        job = builders.make_job(template, queue, world, phase=GangPhase.RUNNING, user=admin_user)
+        GangJob.objects.filter(pk=job.pk).update(observed={"pods": [
+            {"name": f"p-{i}", "node": f"gpu-{i:02d}", "phase": "Running", "pod_set": "worker"}],
+            "pod_counts": {"bound": 1}})
+    assert queries() == small <= 8
+    # gpu-0, where the first job's pod is, is no longer listed: only the 19 pods on listed nodes count.
+    assert api.get("/api/v1/clusters/local/capacity/").data["totals"]["in_use_gangweb"]["gpu"] == 19
