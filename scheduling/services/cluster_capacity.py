@@ -30,6 +30,7 @@ from ..choices import TERMINAL_PHASES, ClusterHealth
 from ..kube import node_pods
 from ..kube.errors import classify, describe
 from ..models import Cluster, ClusterNodes, GangJob
+from ..observe.capacity import MAX_NODES_LISTED
 from . import cluster_usage
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ def _add(into: dict, more: dict) -> None:
         into[name] = into.get(name, Decimal(0)) + Decimal(str(more.get(name) or 0))
 
 
-def capacity(cluster: Cluster, offset: int = 0, limit: int = DEFAULT_LIMIT, read_others: bool = True) -> dict:
+def capacity(cluster: Cluster, offset: int = 0, limit: int = DEFAULT_LIMIT) -> dict:
     """The capacity answer of `cluster` (see the module docstring)::
 
         {"cluster": "local", "units": {"gpu": "GPUs", "cpu": "CPU cores", "memory": "GiB"},
@@ -140,31 +141,33 @@ def capacity(cluster: Cluster, offset: int = 0, limit: int = DEFAULT_LIMIT, read
                         "in_use_gangweb", "in_use_others", "free"}]}}
 
     `known` is False (and `message` says why) until the watcher has listed the cluster's nodes, or when it has
-    more than observe/capacity.MAX_NODES_LISTED. `read_others` False skips the read of other pods (unknown)."""
+    more than observe/capacity.MAX_NODES_LISTED (or none is schedulable)."""
     units = {k: unit_of(k) for k in RESOURCES}
     row = ClusterNodes.objects.filter(cluster_id=cluster.pk).values_list("nodes", "updated_at").first()
     nodes, observed_at = (row if row else (None, None))
     base = {"cluster": cluster.name, "units": units, "observed_at": observed_at}
     if not nodes:
+        # The watcher stores [] both for no schedulable node and for more than it lists; the count tells them apart.
         count = (cluster.capacity or {}).get("nodes")
-        why = ("unknown: gangweb's watcher has not listed this cluster's nodes yet" if not cluster.capacity else
-               f"unknown per node: {count} schedulable nodes, more than gangweb lists one by one")
-        if row is not None and nodes == [] and cluster.capacity and not count:
+        if row is None or not cluster.capacity:
+            why = "unknown: gangweb's watcher has not listed this cluster's nodes yet"
+        elif not count:
             why = "no schedulable nodes (Ready and not cordoned)"
+        else:
+            why = (f"unknown per node: {count} schedulable nodes, more than gangweb lists one by one "
+                   f"({MAX_NODES_LISTED:,})")
         return {**base, "known": False, "message": why, "nodes": count, "free_is_upper_bound": True,
                 "others": {"known": False, "message": "", "pods": None, "unreadable": None},
                 "totals": None, "gpu_types": [],
                 "node_rows": {"count": 0, "offset": offset, "limit": limit, "results": []}}
     _nodes, gangweb = cluster_usage.nodes_and_use(cluster.pk)
-    if read_others:
-        others, others_state = others_by_node(cluster)
-    else:
-        others, others_state = None, {"known": False, "message": "unknown: not read here", "pods": None,
-                                      "unreadable": None}
+    others, others_state = others_by_node(cluster)
     totals = {"allocatable": {}, "in_use_gangweb": {}, "in_use_others": {}, "free": {}}
     types: dict[str, dict] = {}
     rows = []
     for node in nodes:
+        if not isinstance(node, dict):  # rows are written by the watcher only; never trust a stored shape blindly
+            continue
         name = node.get("name", "")
         mine = gangweb.get(name) or {}
         theirs = None if others is None else (others.get(name) or {})
@@ -185,7 +188,7 @@ def capacity(cluster: Cluster, offset: int = 0, limit: int = DEFAULT_LIMIT, read
                   "in_use_others": None if others is None else base_in_answer("gpu", t["in_use_others"])}
                  for t in sorted(types.values(), key=lambda t: (t["product"] == "", t["product"]))
                  if t["allocatable"] or t["product"]]
-    return {**base, "known": True, "message": "", "nodes": len(nodes), "free_is_upper_bound": others is None,
+    return {**base, "known": True, "message": "", "nodes": len(rows), "free_is_upper_bound": others is None,
             "others": others_state,
             "totals": {k: None if k == "in_use_others" and others is None else _amounts(v) for k, v in totals.items()},
             "gpu_types": gpu_types,
