@@ -126,3 +126,14 @@ def test_the_capacity_answer_costs_the_same_queries_for_3_nodes_and_1_job_as_for
     assert queries() == small <= 8
     # gpu-0, where the first job's pod is, is no longer listed: only the 19 pods on listed nodes count.
     assert api.get("/api/v1/clusters/local/capacity/").data["totals"]["in_use_gangweb"]["gpu"] == 19
+
+
+@pytest.mark.parametrize("count, message", [
+    (0, "no schedulable nodes (Ready and not cordoned)"),
+    (6000, "unknown per node: 6000 schedulable nodes, more than gangweb lists one by one (5,000)"),
+])
+def test_an_empty_node_list_says_whether_no_node_is_schedulable_or_too_many_are(api, world, count, message):
+    spare = builders.make_cluster("empty", capacity={"nodes": count, "allocatable": {}, "largest": {}})
+    ClusterNodes.objects.create(cluster=spare, nodes=[])
+    r = api.get("/api/v1/clusters/empty/capacity/")
+    assert (r.status_code, r.data["known"], r.data["message"], r.data["nodes"]) == (200, False, message, count)
