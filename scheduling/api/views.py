@@ -42,6 +42,7 @@ from ..services import (
     access,
     audit,
     bulk_cancel,
+    cluster_capacity,
     dispatch,
     job_list,
     job_logs,
@@ -161,6 +162,20 @@ class ClusterViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         platform admin (services.clusters.check_platform_fields)."""
         access.check_manage_cluster(request.user, self.get_object())
         return super().update(request, *args, **kwargs)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
+        OpenApiParameter("offset", int, description="first node row (default 0)"),
+        OpenApiParameter("limit", int, description=f"node rows (default {cluster_capacity.DEFAULT_LIMIT}, at most "
+                                                   f"{cluster_capacity.MAX_LIMIT})")])
+    @action(detail=True, methods=["get"])
+    def capacity(self, request, name=None):
+        """The cluster's schedulable nodes: allocatable, in use by gangweb's jobs and by other pods, and free, in
+        total, per GPU type (`nvidia.com/gpu.product`) and per node (paginated: `offset`, `limit`; `count` is
+        every node). Amounts in GPUs, CPU cores and GiB (`units`). Who may read the cluster may read this
+        (services/cluster_capacity.py)."""
+        cluster = self.get_object()
+        offset, limit = cluster_capacity.parse_page(request.query_params)
+        return Response(cluster_capacity.capacity(cluster, offset, limit))
 
     @transaction.atomic
     def perform_create(self, serializer):

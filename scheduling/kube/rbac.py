@@ -11,7 +11,8 @@ Where each verb comes from (issue 32 row 8):
   Services (`reconcile/jobs/reconciler.py` create and owner-reference merge-patch, `cleanup.py` delete and finalizer
   patch, `kube/watches.py` list and watch, `conflicts.py` and `reconcile/left_behind.py` get): get, list, watch,
   create, patch, delete;
-- pods: get, list, watch only (`kube/watches.py`, `services/events.py`); gangweb never creates, updates, patches or
+- pods: get, list, watch only (`kube/watches.py`, `services/events.py`, `kube/node_pods.py`: what
+  other pods request per node, for the capacity view); gangweb never creates, updates, patches or
   deletes a pod (the Job controller does; pods go with their Job's propagation);
 - events: list (`services/events.py`, `reconcile/refusals.py`,
   `reconcile/waiting_events.py`, `kube/scheduler_presence.py`);

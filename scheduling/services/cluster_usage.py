@@ -34,6 +34,17 @@ def in_use(cluster_id: int) -> dict:
     return cache.get_or_set(f"gangweb:cluster-in-use:{cluster_id}", compute, REMEMBER_SECONDS)
 
 
+def in_use_by_cluster(cluster_ids: list[int]) -> dict[int, dict]:
+    """{cluster id: what `in_use` says} for many clusters in one `SUM … GROUP BY cluster` (the overview's cluster
+    totals); clusters without Scheduled or Running jobs are left out (nothing in use)."""
+    if not cluster_ids:
+        return {}
+    rows = (GangJob.objects.filter(cluster_id__in=sorted(cluster_ids), phase__in=RUNNING_PHASES).order_by()
+            .values("cluster_id").annotate(**{r: Sum(column) for r, column in COLUMNS.items()}))
+    return {row["cluster_id"]: {"nvidia.com/gpu": row["gpu"] or 0, "cpu": (row["cpu"] or 0) / 1000,
+                                "memory": row["memory"] or 0} for row in rows}
+
+
 HOLDING_POD_PHASES = ("Pending", "Running")  # a bound pod in these phases holds its node's room
 
 
