@@ -9,6 +9,7 @@ import pytest
 
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.kube.refs import ObjectRef
+from scheduling.observe.evidence import JobObjects
 from scheduling.reconcile import ownership, watching
 from scheduling.reconcile.observed import Observed, Snapshot
 
@@ -140,7 +141,7 @@ def test_record_keeps_what_a_legacy_row_trusted_and_adds_the_new_job():
 
 def test_the_watch_selects_the_same_objects_as_the_resync():
     spoof = the_real_job_and_a_spoof()
-    cached = SimpleNamespace(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])
+    cached = JobObjects(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])  # as `objects_of` hands them out
     selected = watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED))
     assert uids(selected.gang) == {"pg"} and uids(selected.owners) == {"real-job"}
     assert uids(selected.pods) == {"p0", "p1"}
