@@ -13,11 +13,11 @@ backends serve), each doing the informer loop of client-go in miniature:
 
 No job is observed before every watched kind has been listed once (`synced`): a job observed from its pods
 while its PodGroup's LIST was still out would get its Scheduled time from the pods' binds instead of the PodGroup's
-own condition, and a timeline entry is never rewritten. Changes seen meanwhile stay marked and are observed once the
-last kind is listed. A kind whose LIST keeps failing holds the others back for at most `SYNC_WAIT_SECONDS` after
-the dispatcher started; then jobs are observed anyway, each observation naming the kinds not yet listed
-(`JobObjects.unlisted`: their entries are recorded as inferred, reconcile/derive.py `unlisted_marked`), and a
-warning is logged once.
+own condition, and a timeline entry is never rewritten. Changes seen meanwhile stay marked (the Nodes' capacity
+too) and are passed on once the last kind is listed. A kind whose LIST keeps failing holds the others back for at
+most `SYNC_WAIT_SECONDS` after the dispatcher started; then jobs are observed anyway, each observation naming the
+kinds not yet listed (`JobObjects.unlisted`: their entries are recorded as inferred, reconcile/derive.py
+`unlisted_marked`), and a warning is logged once.
 
 Every change marks the owning job (label `gangweb.io/job-uid`) dirty, and a deletion, a deletionTimestamp newly
 set or a spec edit of a gang object or Job (`edited`) marks it for a reconcile pass too; a dispatcher thread
