@@ -147,6 +147,13 @@ def test_the_watch_selects_the_same_objects_as_the_resync():
     assert uids(selected.pods) == {"p0", "p1"}
 
 
+def test_the_kinds_the_watch_had_not_listed_go_along_with_its_selection():
+    """derive.py marks the entries of such an observation inferred (`unlisted_marked`): it reads them after select."""
+    spoof = the_real_job_and_a_spoof()
+    cached = JobObjects(pods=spoof[POD], unlisted=("podgroups.scheduling.k8s.io",))
+    assert watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED)).unlisted == ("podgroups.scheduling.k8s.io",)
+
+
 def test_only_a_passs_own_new_uids_are_written_over_the_row():
     from scheduling.reconcile import status
 
