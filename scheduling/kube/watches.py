@@ -568,7 +568,7 @@ class ClusterWatcher:
         if self._stop.is_set():
             return False
         if unlisted and not said:
-            log.warning("watch %s: %s not listed %d s after the watch started; observing without them (the entries "
+            log.warning("watch %s: %s not listed %g s after the watch started; observing without them (the entries "
                         "they could have timed are marked inferred)", self.name, ", ".join(unlisted),
                         SYNC_WAIT_SECONDS)
         return True
