@@ -11,6 +11,14 @@ backends serve), each doing the informer loop of client-go in miniature:
 3. when the watch is lost (410 Gone: the resourceVersion is too old; a dropped connection; any API error), count a
    restart (`gangweb_watch_restarts_total{cluster, resource, reason}`) and go back to 1 after a short backoff.
 
+No job is observed before every watched kind has been listed once (`synced`): a job observed from its pods
+while its PodGroup's LIST was still out would get its Scheduled time from the pods' binds instead of the PodGroup's
+own condition, and a timeline entry is never rewritten. Changes seen meanwhile stay marked (the Nodes' capacity
+too) and are passed on once the last kind is listed. A kind whose LIST keeps failing holds the others back for at
+most `SYNC_WAIT_SECONDS` after the dispatcher started; then jobs are observed anyway, each observation naming the
+kinds not yet listed (`JobObjects.unlisted`: their entries are recorded as inferred, reconcile/derive.py
+`unlisted_marked`), and a warning is logged once.
+
 Every change marks the owning job (label `gangweb.io/job-uid`) dirty, and a deletion, a deletionTimestamp newly
 set or a spec edit of a gang object or Job (`edited`) marks it for a reconcile pass too; a dispatcher thread
 coalesces bursts (`DEBOUNCE_SECONDS`) and calls `on_change(job_uid, JobObjects, deleted)` once per dirty job with
@@ -67,6 +75,10 @@ OBSERVER_POLL_SECONDS = 1  # how often an idle observer thread looks at the stop
 # An observer idle this long releases what its callbacks opened (`on_idle`: its database connection), so the
 # observers of a quiet cluster hold none; under churn they are never idle this long.
 OBSERVER_IDLE_SECONDS = 30
+# How long the dispatcher holds every observation back, from its start, for a kind whose first LIST is not in (a LIST
+# that keeps failing: the API server overloaded, a conversion webhook down). Long enough for a loaded API server to
+# answer the first LISTs (seconds), short enough that one broken kind does not stop the watch from recording.
+SYNC_WAIT_SECONDS = 30
 
 
 def job_uid_of(obj: dict) -> str | None:
@@ -173,7 +185,10 @@ class ClusterWatcher:
         # job UID -> {(kind key, object UID)}: a job's objects without scanning the whole cache.
         self._by_job: dict[str, set[tuple[str, str]]] = {}
         self.restarts = 0
+        # kind key -> set once its first LIST is in (or it is known not to be served); never cleared
         self.synced = {_key(k): threading.Event() for k in self.kinds}
+        self._sync_deadline: float | None = None  # time.monotonic() after which unlisted kinds no longer hold back
+        self._unlisted_said = False  # the warning that the bound passed with kinds unlisted was logged
         self._lock = threading.Lock()
         # job UID -> (deleted since the last observation, time.monotonic() of its first mark since then)
         self._dirty: dict[str, tuple[bool, float]] = {}
@@ -192,7 +207,9 @@ class ClusterWatcher:
 
     def start_dispatch(self) -> None:
         """Start the dispatcher and, with `observers` > 1, its observer threads (`start` does; tests feed the
-        cache with `apply_event` and start only these)."""
+        cache with `apply_list` and `apply_event` and start only these). Observations wait for every kind's first
+        LIST for up to SYNC_WAIT_SECONDS from now."""
+        self._sync_deadline = time.monotonic() + SYNC_WAIT_SECONDS
         self._start_thread(f"watch-{self.name}-dispatch", self._dispatch)
         for i in range(self.observers if self._work is not None else 0):
             self._start_thread(f"watch-{self.name}-observe-{i}", self._observer)
@@ -218,6 +235,16 @@ class ClusterWatcher:
         """True once every kind has been listed once (within `timeout` seconds)."""
         deadline = time.monotonic() + timeout
         return all(ev.wait(max(deadline - time.monotonic(), 0)) for ev in self.synced.values())
+
+    def unlisted(self) -> tuple[str, ...]:
+        """The watched kinds whose first LIST is not in yet, as metric labels ("podgroups.scheduling.x-k8s.io"), in
+        watch order; () once all are."""
+        return tuple(resource_label(ref) for ref in self.kinds if not self.synced[_key(ref)].is_set())
+
+    def _set_synced(self, ref: ObjectRef) -> None:
+        """Record that `ref` was listed (or is not served) and wake the dispatcher (caller holds the lock)."""
+        self.synced[_key(ref)].set()
+        self._wake.notify_all()
 
     def stop(self, timeout: float = 5) -> None:
         """Stop the watches and threads."""
@@ -274,7 +301,8 @@ class ClusterWatcher:
                     # why-pending then states no capacity facts.
                     log.info("watch %s: %s not served or forbidden (%s); not watched", self.name, _key(ref),
                              exc.status)
-                    self.synced[_key(ref)].set()
+                    with self._lock:
+                        self._set_synced(ref)
                     return
                 self.restarts += 1
                 metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), f"Http{exc.status}").inc()
@@ -288,14 +316,22 @@ class ClusterWatcher:
             attempt += 1
 
     def _list(self, ref: ObjectRef) -> str:
-        """LIST the kind, replace its cache, mark every job whose objects changed; returns the resourceVersion."""
+        """LIST the kind and `apply_list` its items; returns the list's resourceVersion."""
         fn, args = self._list_call(ref)
         resp = fn(*args, label_selector=self._selector(ref), _preload_content=False, _request_timeout=(5, 60))
         body = json.loads(resp.data)
+        self.apply_list(ref, body.get("items") or [])
+        return (body.get("metadata") or {}).get("resourceVersion", "")
+
+    def apply_list(self, ref: ObjectRef, items: list[dict]) -> None:
+        """Apply a LIST of kind `ref` (its `items`, the API's JSON objects): replace the kind's cache with them, mark
+        every job whose objects changed or vanished, and record the kind as listed (`synced`), which lets the
+        dispatcher observe once every kind is. Objects of forgotten jobs and gangweb objects without a job-UID label
+        are not kept."""
         fresh = {}
         key = _key(ref)
         with self._lock:
-            for item in body.get("items") or []:
+            for item in items:
                 if ref != NODE and not self._keeps(item):
                     continue
                 item.setdefault("apiVersion", ref.api_version)
@@ -318,8 +354,7 @@ class ClusterWatcher:
             if ref == NODE:
                 self._nodes_changed = True
                 self._wake.notify()
-        self.synced[key].set()
-        return (body.get("metadata") or {}).get("resourceVersion", "")
+            self._set_synced(ref)
 
     def _watch(self, ref: ObjectRef, rv: str) -> None:
         """Watch from `rv` until stopped; resumes after normal server timeouts. Raises _Lost when lost."""
@@ -454,8 +489,9 @@ class ClusterWatcher:
 
     def objects_of(self, job_uid: str) -> JobObjects:
         """The job's objects in the cache (new lists of the cached dicts), pods and Jobs by name: the same
-        `observe.evidence.JobObjects` a reconcile pass builds from its LIST, whatever carries the job's label."""
-        out = JobObjects()
+        `observe.evidence.JobObjects` a reconcile pass builds from its LIST, whatever carries the job's label, with
+        `unlisted` naming the kinds not listed yet (`unlisted()`)."""
+        out = JobObjects(unlisted=self.unlisted())
         pod_key, job_key = _key(POD), _key(JOB)
         with self._lock:
             for key, uid in self._by_job.get(job_uid, ()):
@@ -500,6 +536,8 @@ class ClusterWatcher:
             if self.may_write is not None and not self.may_write():
                 self._stop.wait(1)  # fenced: keep what is marked until the lease is confirmed or the watch stopped
                 continue
+            if not self._listed_or_waited():
+                return
             if time.monotonic() - self._swept_at > SWEEP_SECONDS:
                 self.sweep()
             time.sleep(DEBOUNCE_SECONDS)  # let a burst (3 pods bound at once) arrive: one observation for all
@@ -514,6 +552,26 @@ class ClusterWatcher:
                 for job_uid, (deleted, marked_at) in batch.items():
                     self._work.put((job_uid, deleted, marked_at))
                 self._work.join()  # the round ends when every job of it was observed (or skipped: stopping)
+
+    def _listed_or_waited(self) -> bool:
+        """Wait, keeping every mark, until every kind has been listed or SYNC_WAIT_SECONDS passed since the
+        dispatcher started (then the kinds still unlisted are logged, once). False when the watcher is stopping."""
+        with self._lock:
+            while self.unlisted() and not self._stop.is_set():
+                left = (self._sync_deadline or 0) - time.monotonic()
+                if left <= 0:
+                    break
+                self._wake.wait(min(left, OBSERVER_POLL_SECONDS))  # `_set_synced` and `stop` wake it
+            unlisted = self.unlisted()
+            said = self._unlisted_said
+            self._unlisted_said = said or bool(unlisted)
+        if self._stop.is_set():
+            return False
+        if unlisted and not said:
+            log.warning("watch %s: %s not listed %g s after the watch started; observing without them (the entries "
+                        "they could have timed are marked inferred)", self.name, ", ".join(unlisted),
+                        SYNC_WAIT_SECONDS)
+        return True
 
     def _observer(self) -> None:
         """An observer thread: observe the jobs the dispatcher queues, one at a time, until stopped; after

@@ -26,6 +26,10 @@ class JobObjects:
     gang: list[dict] = field(default_factory=list)
     owners: list[dict] = field(default_factory=list)
     pods: list[dict] = field(default_factory=list)
+    # The watch only: the kinds (metric labels, "podgroups.scheduling.x-k8s.io") whose first LIST was not in when
+    # these objects were read from its cache (`ClusterWatcher.unlisted`): what they say may lack that kind's objects,
+    # so times derived from them may be the weaker ones (reconcile/derive.py marks such entries inferred).
+    unlisted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

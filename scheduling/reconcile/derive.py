@@ -5,7 +5,7 @@ why-pending rules themselves are pure and live in `scheduling.observe`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.utils import timezone
@@ -266,6 +266,8 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
                            said=sighting.said if sighting.said is not None else _said_before(row))
     attempt, current = timeline.current_attempt(recorded)
     obs = phases.observe(evidence, row.phase, current, attempt=attempt)
+    if seen.unlisted:
+        obs.entries = unlisted_marked(obs.entries, seen.unlisted)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
     per_pod = capacity.pod_requests(row.resolved_spec, overheads)
     why = why_pending.explain(obs.phase, evidence, why_pending.job_requests(row.resolved_spec, overheads),
@@ -299,6 +301,16 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
         if obs.phase in TERMINAL_PHASES:
             changes["finished_at"] = obs.entries[-1].at
     return obs, changes
+
+
+def unlisted_marked(entries: list[phases.Entry], unlisted: tuple[str, ...]) -> list[phases.Entry]:
+    """`entries` of an observation the watch made before every watched kind was listed (`JobObjects.unlisted`,
+    after `kube/watches.SYNC_WAIT_SECONDS`): each marked inferred, its message naming the kinds not yet listed. Its
+    time may come from weaker evidence than the missing kind held (a pod's bind instead of the PodGroup's own
+    condition), and an entry is never rewritten: a reader must know, and the latency histograms leave it out."""
+    note = f"watch had not yet listed {', '.join(sorted(unlisted))}: time may be inferred"
+    return [replace(e, inferred=True, message=f"{e.message} ({note})" if e.message else note)
+            for e in entries]
 
 
 def merged_owner_uids(row_uids: dict | None, new: dict | None) -> dict | None:

@@ -360,4 +360,4 @@ def select(job_objects: JobObjects, backend, job) -> JobObjects:
     uids = accepted_owner_uids(owners, recorded)
     by_uid = {_meta(w).get("uid"): w for w in owners}
     pods = [p for p in job_objects.pods if trusted_pod(p, ns, uids, by_uid)]
-    return JobObjects(gang, owners, pods)
+    return JobObjects(gang, owners, pods, unlisted=job_objects.unlisted)

@@ -9,6 +9,7 @@ import pytest
 
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.kube.refs import ObjectRef
+from scheduling.observe.evidence import JobObjects
 from scheduling.reconcile import ownership, watching
 from scheduling.reconcile.observed import Observed, Snapshot
 
@@ -140,10 +141,17 @@ def test_record_keeps_what_a_legacy_row_trusted_and_adds_the_new_job():
 
 def test_the_watch_selects_the_same_objects_as_the_resync():
     spoof = the_real_job_and_a_spoof()
-    cached = SimpleNamespace(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])
+    cached = JobObjects(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])  # as `objects_of` hands them out
     selected = watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED))
     assert uids(selected.gang) == {"pg"} and uids(selected.owners) == {"real-job"}
     assert uids(selected.pods) == {"p0", "p1"}
+
+
+def test_the_kinds_the_watch_had_not_listed_go_along_with_its_selection():
+    """derive.py marks the entries of such an observation inferred (`unlisted_marked`): it reads them after select."""
+    spoof = the_real_job_and_a_spoof()
+    cached = JobObjects(pods=spoof[POD], unlisted=("podgroups.scheduling.k8s.io",))
+    assert watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED)).unlisted == ("podgroups.scheduling.k8s.io",)
 
 
 def test_only_a_passs_own_new_uids_are_written_over_the_row():
