@@ -79,6 +79,11 @@ OBSERVER_IDLE_SECONDS = 30
 # that keeps failing: the API server overloaded, a conversion webhook down). Long enough for a loaded API server to
 # answer the first LISTs (seconds), short enough that one broken kind does not stop the watch from recording.
 SYNC_WAIT_SECONDS = 30
+# An observation that asks to be made again (`on_change` returned True: it saw objects of the job that the job's row
+# does not record yet, so it had to leave them out) is made again this soon, at most LOOK_AGAIN_TRIES times in a
+# row (about a minute); then only the job's next change (or the resync) observes it.
+LOOK_AGAIN_SECONDS = 0.5
+LOOK_AGAIN_TRIES = 120
 
 
 def job_uid_of(obj: dict) -> str | None:
@@ -156,10 +161,14 @@ class ClusterWatcher:
       doubt): changes stay marked and are passed on once it is True again; the watches and cache go on meanwhile;
     - `observers`: threads that call `on_change` for the dirty jobs of a round (1: the dispatcher itself, one job
       after the other). `on_change` must then be safe to call from several threads for different jobs.
+
+    `on_change` returns True when the job must be observed again although nothing changes in the cluster (what it
+    saw is only trusted once another writer records it: reconcile.watching `observe_job`); the dispatcher then
+    observes it again after LOOK_AGAIN_SECONDS, at most LOOK_AGAIN_TRIES times in a row. Anything else ends that.
     """
 
     def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
-                 on_change: Callable[[str, JobObjects, bool], None],
+                 on_change: Callable[[str, JobObjects, bool], bool | None],
                  on_capacity: Callable[[dict], None] | None = None, on_exit: Callable[[], None] | None = None,
                  finished_with: Callable[[list[str]], set[str]] | None = None,
                  may_write: Callable[[], bool] | None = None, observers: int = 1):
@@ -192,6 +201,9 @@ class ClusterWatcher:
         self._lock = threading.Lock()
         # job UID -> (deleted since the last observation, time.monotonic() of its first mark since then)
         self._dirty: dict[str, tuple[bool, float]] = {}
+        # job UID -> (time.monotonic() when to observe it again, or None while it is marked or exhausted; tries in a
+        # row): the jobs whose last observation asked to be made again (`on_change` returned True)
+        self._later: dict[str, tuple[float | None, int]] = {}
         self._wake = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._watches: set[watch.Watch] = set()
@@ -429,6 +441,7 @@ class ClusterWatcher:
                 for key, uid in self._by_job.pop(job, ()):
                     dropped += self.cache[key].pop(uid, None) is not None
                 self._dirty.pop(job, None)
+                self._later.pop(job, None)
                 self._forgotten[job] = None
                 self._forgotten.move_to_end(job)
             while len(self._forgotten) > FORGOTTEN_MAX:
@@ -528,7 +541,9 @@ class ClusterWatcher:
         while not self._stop.is_set():
             with self._lock:
                 while not self._dirty and not self._nodes_changed and not self._stop.is_set():
-                    self._wake.wait(1)
+                    if self._mark_due():
+                        break
+                    self._wake.wait(self._wait_seconds())
                     if time.monotonic() - self._swept_at > SWEEP_SECONDS:
                         break
             if self._stop.is_set():
@@ -544,6 +559,7 @@ class ClusterWatcher:
             if self.on_capacity is not None:
                 self._capacity_changed()
             with self._lock:
+                self._mark_due()
                 batch, self._dirty = self._dirty, {}
             if self._work is None or len(batch) < 2:
                 for job_uid, (deleted, marked_at) in batch.items():
@@ -604,13 +620,45 @@ class ClusterWatcher:
         except Exception:  # the thread goes on either way
             log.exception("watch %s: clean-up of an idle observer failed", self.name)
 
+    def _mark_due(self) -> bool:
+        """Mark dirty the jobs whose time to be observed again has come (caller holds the lock). True when any."""
+        now, due = time.monotonic(), []
+        for job_uid, (at, tries) in self._later.items():
+            if at is not None and at <= now:
+                due.append(job_uid)
+                self._later[job_uid] = (None, tries)
+        for job_uid in due:
+            self._dirty[job_uid] = self._merged_mark(job_uid, False)
+        return bool(due)
+
+    def _wait_seconds(self) -> float:
+        """How long the idle dispatcher waits for a mark: 1 s, or less when a job is to be observed again sooner
+        (caller holds the lock)."""
+        times = [at for at, _ in self._later.values() if at is not None]
+        return min([1.0, *(max(at - time.monotonic(), 0.01) for at in times)])
+
+    def _look_again(self, job_uid: str, again: bool) -> None:
+        """Note what an observation of the job answered: observe it again after LOOK_AGAIN_SECONDS (`again`, and
+        fewer than LOOK_AGAIN_TRIES tries in a row), or not."""
+        with self._lock:
+            if not again or job_uid not in self._by_job:
+                self._later.pop(job_uid, None)
+                return
+            tries = self._later.get(job_uid, (None, 0))[1] + 1
+            at = time.monotonic() + LOOK_AGAIN_SECONDS if tries <= LOOK_AGAIN_TRIES else None
+            self._later[job_uid] = (at, tries)
+            self._wake.notify()
+
     def _observe(self, job_uid: str, deleted: bool, marked_at: float) -> None:
-        """`on_change` for one job with its cached objects; a failure is logged (the others' observations go on)."""
+        """`on_change` for one job with its cached objects; a failure is logged (the others' observations go on).
+        What it answers decides whether the job is observed again without a change (`_look_again`)."""
         try:
-            self.on_change(job_uid, self.objects_of(job_uid), deleted)
+            again = self.on_change(job_uid, self.objects_of(job_uid), deleted)
         except Exception:  # one job's failure must not stop the others' observations
             log.exception("watch %s: observing job %s failed", self.name, job_uid)
+            self._look_again(job_uid, False)
             return
+        self._look_again(job_uid, again is True)
         metrics.WATCH_OBSERVATIONS.labels(self.name).inc()
         metrics.WATCH_DELAY.labels(self.name).observe(time.monotonic() - marked_at)
 

@@ -35,7 +35,7 @@ from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import metrics, why_pending
 from ..observe.evidence import JobObjects
-from ..services import timeline
+from ..services import cluster_usage, timeline
 from ..statements import columns, fetch, joined, joined_instance, select_list
 from ..statements import update as update_row
 from .derive import (  # noqa: F401 - re-exported: what callers and tests read of a job's derivation
@@ -264,7 +264,8 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
     of the phase in place of an error the pass recovered from. A finished row takes only the last three. Appends
     the new entries in one INSERT, saves the changed fields (with `updated_at`) in one UPDATE, copies what the row
     holds then back onto `job`, and observes the duration histograms of the phases just recorded. Returns the
-    fields written ([] when nothing changed: then nothing is locked either)."""
+    fields written ([] when nothing changed: then nothing is locked either). A write that moves the job into or out of
+    Scheduled/Running drops the cluster's remembered usage once it commits (`cluster_usage.forget`)."""
     if not update.needs_writing(job):
         return []
     with locked_row(job) as locked:
@@ -275,6 +276,10 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         entries, observed = _record_phases(locked, job, update, recorded)
         _record_fields(locked, job, update, entries)
         changed = [f for f in WRITTEN_FIELDS if getattr(locked, f) != as_read[f]]
+        if "phase" in changed and cluster_usage.moves_usage(as_read["phase"], locked.phase):
+            # what the cluster's placed jobs hold changed: the ClusterBusy and NodesFragmented facts of the
+            # cluster's pending jobs must not be computed from the sums remembered before (once committed)
+            transaction.on_commit(functools.partial(cluster_usage.forget, locked.cluster_id), using=locked._state.db)
         if entries:
             PhaseTransition.objects.bulk_create(entries)
         if changed or entries:
