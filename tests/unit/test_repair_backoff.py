@@ -79,7 +79,7 @@ def test_the_watch_queues_no_pass_for_a_partial_gang_while_a_repair_is_held_back
                                                                                   queued):
     until = (datetime.now(UTC) + timedelta(seconds=60)).isoformat() if hold else None
     job = SimpleNamespace(pk=7, phase="Queued", phase_reason="PartialGang", cleaned_up_at=None,
-                          desired_state="Run", repairs={"hold_until": until})
+                          desired_state="Run", repairs={"hold_until": until}, owner_uids=None)
     sent = []
     monkeypatch.setattr(watching, "with_database", lambda fn: job)
     monkeypatch.setattr(watching.enqueue, "send", lambda *a, **k: sent.append(a))

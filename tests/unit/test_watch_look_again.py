@@ -11,6 +11,7 @@ import pytest
 from scheduling.kube import watches
 from scheduling.kube.watches import JOB, ClusterWatcher
 
+from .test_watch_dispatch import listed
 from .test_watch_memory import labelled
 
 
@@ -26,7 +27,8 @@ def a_watcher(answers: list[bool]) -> tuple[ClusterWatcher, list[str], threading
             done.set()
         return answers[len(seen) - 1] if len(seen) <= len(answers) else False
 
-    return ClusterWatcher("test", api=None, kinds=[], instance="test", on_change=on_change), seen, done
+    # Every kind listed (empty) first, as a watcher's start does: the dispatcher observes only then.
+    return listed(ClusterWatcher("test", api=None, kinds=[], instance="test", on_change=on_change)), seen, done
 
 
 @pytest.fixture
