@@ -4,6 +4,7 @@ from bench import resync_scale
 
 def rounds(seconds, peaks, jobs):
     return [{"jobs": jobs, "acted": 0, "failed": 0, "by_request": {}, "seconds": s, "ms_per_job": s * 1000 / jobs,
+             "cpu_s": s / 2, "cpu_ms_per_job": s * 500 / jobs,
              "peak_rss_mib": p, "rss_before_mib": 120.0, "requests": 9, "bytes_listed": 10, "server_cpu_s": 1.0,
              "load_before": 2.0, "load_after": 2.5} for s, p in zip(seconds, peaks, strict=True)]
 
