@@ -181,13 +181,14 @@ def spread(rounds: list[dict], key: str) -> dict:
 
 
 def summarize(rounds: list[dict]) -> dict:
-    """The rounds of one size and code, with the spread of each figure."""
+    """The rounds of one size and code, with the spread of each figure (of those every round has)."""
     keys = ("seconds", "ms_per_job", "cpu_s", "cpu_ms_per_job",
             "peak_rss_mib", "rss_before_mib", "requests", "bytes_listed", "server_cpu_s",
             "load_before", "load_after")
     last = rounds[-1]
     return {"jobs": last["jobs"], "acted": max(r["acted"] for r in rounds), "failed": max(r["failed"] for r in rounds),
-            "by_request": last["by_request"], "rounds": rounds, **{k: spread(rounds, k) for k in keys}}
+            "by_request": last["by_request"], "rounds": rounds,
+            **{k: spread(rounds, k) for k in keys if all(k in r for r in rounds)}}
 
 
 def measure(name: str, rounds: int, old_code: str | None, server: list[int] | None) -> dict:
@@ -259,7 +260,8 @@ def goals(sizes: dict) -> dict:
     small, large = sizes[min(sizes)]["new"], sizes[max(sizes)]["new"]
     rss = round(large["peak_rss_mib"]["median"] / small["peak_rss_mib"]["median"], 2)
     per_job = round(large["ms_per_job"]["median"] / small["ms_per_job"]["median"], 2)
-    cpu = round(large["cpu_ms_per_job"]["median"] / max(small["cpu_ms_per_job"]["median"], 1e-9), 2)
+    cpu = (round(large["cpu_ms_per_job"]["median"] / max(small["cpu_ms_per_job"]["median"], 1e-9), 2)
+           if "cpu_ms_per_job" in large and "cpu_ms_per_job" in small else None)
     return {"rss_ratio": rss, "ms_per_job_ratio": per_job, "cpu_ms_per_job_ratio": cpu, "rss_ok": rss <= GOAL_RSS_RATIO,
             "ms_per_job_ok": per_job <= GOAL_MS_PER_JOB_RATIO,
             "nothing_acted": all(s["new"]["acted"] == 0 and s["new"]["failed"] == 0 for s in sizes.values())}
