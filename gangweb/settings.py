@@ -88,6 +88,9 @@ GANGWEB_REPAIR_BACKOFF_SECONDS = int(os.environ.get("GANGWEB_REPAIR_BACKOFF_SECO
 # soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
 GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))
 GANGWEB_RESYNC_MAX_SECONDS = float(os.environ.get("GANGWEB_RESYNC_MAX_SECONDS", "240"))
+# Objects per page of every LIST gangweb sends (kube/objects.py: `limit` and `continue`): what one answer, and the
+# resync's memory for it, holds at most.
+GANGWEB_LIST_PAGE_SIZE = int(os.environ.get("GANGWEB_LIST_PAGE_SIZE", "500"))
 # ... and leaves to their own queued task the jobs whose task was queued (a submit, a cancel, an edit:
 # `GangJob.task_queued_at`) less than this long ago (seconds) and has not taken them yet; after it, the resync takes
 # over a task lost with the broker. A job a task took and let go (gave up, or its worker died and its claim lapsed)

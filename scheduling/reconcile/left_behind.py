@@ -40,6 +40,7 @@ from ..kube.refs import ObjectRef
 from ..models import Cluster, GangJob, ReconcileAttempt
 from . import ownership
 from .observed import Observed, Snapshot
+from .spilled import SpilledSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +56,12 @@ def _holds(found: dict[str, Observed], with_jobs: bool) -> bool:
     return any(any(o.gang.values()) or o.services or (with_jobs and o.owners) for o in found.values())
 
 
-def suspects(snap: Snapshot, marks: dict[str, tuple]) -> list[str]:
+def suspects(snap: Snapshot | SpilledSnapshot, marks: dict[str, tuple]) -> list[str]:
     """Job UIDs whose row is marked cleaned up while `snap` holds objects of them that should be gone. `marks`:
     {job uid: (cleaned_up_at, objects_removed_at)} of the cluster's rows among the snapshot's UIDs."""
     out = []
     for uid, (cleaned, removed) in marks.items():
-        if cleaned is not None and _holds(snap.by_uid.get(uid) or {}, removed is not None):
+        if cleaned is not None and _holds(snap.slice(uid), removed is not None):
             out.append(uid)
     return out
 
@@ -101,7 +102,7 @@ def left_objects(job: GangJob, found: Observed, api) -> list[dict]:
     return left
 
 
-def reopen(cluster: Cluster, api, snap: Snapshot, uids: list[str]) -> list[int]:
+def reopen(cluster: Cluster, api, snap: Snapshot | SpilledSnapshot, uids: list[str]) -> list[int]:
     """For each job of `cluster` among `uids` (`suspects`) whose clean-up left objects behind (`left_objects`):
     clear its `cleaned_up_at` and `objects_removed_at` (only when they are still the values read, so a pass that
     changed them meanwhile wins) and record a ReconcileAttempt, reason LEFT_AFTER_CLEANUP, naming the objects.
@@ -113,7 +114,7 @@ def reopen(cluster: Cluster, api, snap: Snapshot, uids: list[str]) -> list[int]:
     rows = (GangJob.objects.filter(cluster=cluster, uid__in=uids, cleaned_up_at__isnull=False)
             .only(*ROW_FIELDS).order_by("pk"))
     for job in rows:
-        found = (snap.by_uid.get(str(job.uid)) or {}).get(job.namespace)
+        found = snap.slice(str(job.uid)).get(job.namespace)
         if found is None:
             continue
         try:
