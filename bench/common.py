@@ -59,6 +59,18 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     return user, version, queue, cluster
 
 
+def reset_client_limits() -> int:
+    """Put every Cluster row's client rate limit back to the documented default (`api_qps` and `api_burst` empty:
+    kube/throttle.py's 50 QPS): what a benchmark that raised it for its set-up leaves behind is not the next one's
+    state. Returns the rows changed."""
+    from django.db.models import Q
+
+    from scheduling.models import Cluster
+
+    return Cluster.objects.filter(Q(api_qps__isnull=False) | Q(api_burst__isnull=False)).update(api_qps=None,
+                                                                                                  api_burst=None)
+
+
 def allow_namespaces(queues, names) -> None:
     """Add `names` to each queue's allowed_namespaces (a queue allows none until listed; docs/security.md)."""
     for queue in queues:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from .common import bench_fixtures, logged_in_session, ratio, reset_jobs
+from .common import bench_fixtures, logged_in_session, ratio, reset_client_limits, reset_jobs
 from .stack import children, log
 
 MIB = 1024 * 1024
@@ -88,6 +88,7 @@ def run(stack, base_url: str, jobs: int = 10_000, small: int = 1_000) -> dict:
     from . import resync
 
     reset_jobs()
+    reset_client_limits()
     user = bench_fixtures()[0]
     if "worker" not in stack.procs:
         stack.start_worker()

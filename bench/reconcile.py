@@ -193,8 +193,9 @@ def run(stack, base_url: str, jobs: int = 300, rounds: int = 3, replicas: int = 
     from scheduling.kube import throttle
     from scheduling.reconcile.desired import instance_label
 
-    from .common import bench_fixtures, reset_jobs
+    from .common import bench_fixtures, reset_client_limits, reset_jobs
 
+    reset_client_limits()  # measured at the documented client limit, whatever an earlier benchmark left
     purged = reset_jobs()  # the jobs of earlier benchmarks, and the reconcile tasks queued for them
     if "worker" not in stack.procs:
         stack.start_worker()

@@ -11,10 +11,10 @@ counts); every resync after it finds nothing to do.
 
 Measured per size, with the resync run in this process (``scheduling.reconcile.resync.resync_cluster``) so the kube
 client's request counter (``scheduling.kube.objects.requests``, which every API call goes through) sees every
-request: the requests by verb and kind (goal: the same at both sizes, at most 2 per kind per cluster, no job
-acted on) and, from a pass under tracemalloc, the resync's peak Python allocation, from which the allocation per
-job follows (difference between the sizes over the difference in jobs). Seconds: an untraced pass at ~1,000; the
-Celery worker's own resync at ~10,000 (the memory benchmark has it run).
+request: the requests by verb and kind (goal: one per page of GANGWEB_LIST_PAGE_SIZE objects per kind, the
+LISTs being paginated, no job acted on) and, from a pass under tracemalloc, the resync's peak Python allocation,
+from which the allocation per job follows (difference between the sizes over the difference in jobs). Seconds:
+an untraced pass at ~1,000; the Celery worker's own resync at ~10,000 (the memory benchmark has it run).
 """
 from __future__ import annotations
 
@@ -45,12 +45,11 @@ def template_spec() -> dict:
 def setup(stack):
     """The local cluster registered (Cluster "local", queue "default"), the template and the namespace.
     Returns (cluster, queue, template_version, user, api)."""
-    from django.contrib.auth import get_user_model
-
     from scheduling.kube import client as kube_client
-    from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import local_cluster, template_versions
+    from scheduling.models import Cluster, QueuePolicy
+    from scheduling.services import local_cluster
 
+    from . import raw_clients
     from .common import allow_namespaces, bench_fixtures, ensure_namespace
 
     user = bench_fixtures()[0]
@@ -61,17 +60,30 @@ def setup(stack):
         cluster = local_cluster.register(stack.cluster.kubeconfig)
     queue = QueuePolicy.objects.get(name=local_cluster.DEFAULT_QUEUE)
     allow_namespaces([queue], [NAMESPACE])
+    version = template_version()
+    # The row keeps the documented client rate limit (both fields empty: kube/throttle.py's default): a run that
+    # raised it left it raised for every benchmark after it. The dataset's 30,000 creates from 8 threads are
+    # set-up, not what is measured: they go through an unsaved unthrottled copy of the row (`raw_clients`); the
+    # client rate limit (50 QPS by default) would make them take 10 minutes.
+    Cluster.objects.filter(pk=cluster.pk).update(api_qps=None, api_burst=None)
+    cluster.refresh_from_db()
+    api = kube_client.build_client(raw_clients.unthrottled(cluster))
+    ensure_namespace(api, NAMESPACE)
+    return cluster, queue, version, user, api
+
+
+def template_version():
+    """The benchmark's template (`template_spec`), created when missing; its newest version."""
+    from django.contrib.auth import get_user_model
+
+    from scheduling.models import RuntimeTemplateVersion
+    from scheduling.services import template_versions
+
     version = RuntimeTemplateVersion.objects.filter(template__name=TEMPLATE).order_by("-version").first()
     if version is None:
         version = template_versions.create_template(get_user_model().objects.filter(is_superuser=True).first(),
                                                    TEMPLATE, "resync benchmark", template_spec())
-    # The dataset's 30,000 creates from 8 threads are set-up, not what is measured: the client rate limit
-    # (kube/throttle.py, 50 QPS by default) would make them take 10 minutes. The resync measured later LISTs.
-    Cluster.objects.filter(pk=cluster.pk).update(api_qps=2000, api_burst=4000)
-    cluster.refresh_from_db()
-    api = kube_client.build_client(cluster)
-    ensure_namespace(api, NAMESPACE)
-    return cluster, queue, version, user, api
+    return version
 
 
 def _kubeconfig(stack) -> str:
@@ -161,7 +173,7 @@ def build(stack, upto: int, threads: int = 8, timeout: float = 900) -> dict:
     # the writes wait on PostgreSQL, so threads overlap them. (`reconcile_many` in batches of 50 would make 8
     # label-selected LISTs per batch: 1,440 LISTs, each filtering 10,000 objects of a kind in the API server.)
     t0 = time.monotonic()
-    failed = _first_pass(api, cluster, first, last, max(2, threads * 3 // 4))
+    failed = first_pass(api, cluster, first, last, max(2, threads * 3 // 4))
     out["first_pass_s"] = round(time.monotonic() - t0, 1)
     if failed:
         raise RuntimeError(f"the first pass over the dataset failed for {failed} jobs")
@@ -169,8 +181,13 @@ def build(stack, upto: int, threads: int = 8, timeout: float = 900) -> dict:
     return out
 
 
-def _first_pass(api, cluster, first: int, last: int, threads: int) -> int:
-    """One `run_pass` per job of ids first..last from one snapshot, from `threads` threads. Returns failures."""
+FIRST_PASS_CHUNK = 2_000  # jobs per snapshot of the first pass (a set-based selector of their UIDs)
+
+
+def first_pass(api, cluster, first: int, last: int, threads: int) -> int:
+    """One `run_pass` per job of ids first..last, from `threads` threads, fed from a snapshot of `FIRST_PASS_CHUNK`
+    jobs at a time (their UIDs in the label selector), so the set-up's memory stays that of a chunk at any size.
+    Returns the failures."""
     from concurrent.futures import ThreadPoolExecutor
 
     from django.db import connection
@@ -178,12 +195,6 @@ def _first_pass(api, cluster, first: int, last: int, threads: int) -> int:
     from scheduling.models import GangJob
     from scheduling.reconcile import jobs as job_reconcile
     from scheduling.reconcile import resync
-
-    snap = resync.snapshot(api, set(cluster.served_apis))
-    jobs = list(GangJob.objects.filter(pk__range=(first, last)).select_related("queue"))
-    backend = job_reconcile.backend_for(jobs[0], api)
-    work = [(job, snap.take(job, backend)) for job in jobs]
-    del snap
 
     def one(chunk):
         try:
@@ -195,8 +206,19 @@ def _first_pass(api, cluster, first: int, last: int, threads: int) -> int:
         finally:
             connection.close()
 
-    with ThreadPoolExecutor(threads) as pool:
-        return sum(pool.map(one, [work[i:i + BATCH] for i in range(0, len(work), BATCH)]))
+    failed = 0
+    for start in range(first, last + 1, FIRST_PASS_CHUNK):
+        jobs = list(GangJob.objects.filter(pk__range=(start, min(last, start + FIRST_PASS_CHUNK - 1)))
+                    .select_related("queue"))
+        if not jobs:
+            continue
+        snap = resync.snapshot(api, set(cluster.served_apis), uids=[str(j.uid) for j in jobs])
+        backend = job_reconcile.backend_for(jobs[0], api)
+        work = [(job, snap.take(job, backend)) for job in jobs]
+        del snap
+        with ThreadPoolExecutor(threads) as pool:
+            failed += sum(pool.map(one, [work[i:i + BATCH] for i in range(0, len(work), BATCH)]))
+    return failed
 
 
 def measure(cluster_name: str = "local", untraced: bool = True) -> dict:
@@ -239,15 +261,26 @@ def measure(cluster_name: str = "local", untraced: bool = True) -> dict:
     return out
 
 
+def pages_per_kind(jobs: int) -> int:
+    """The most LIST requests a kind may take for `jobs` one-object-per-kind jobs: one per page of
+    settings.GANGWEB_LIST_PAGE_SIZE objects, plus the one empty last page a paginated LIST may end with."""
+    from scheduling.kube import objects
+
+    return -(-jobs // objects.page_size()) + 1
+
+
 def summarize(small: dict, large: dict) -> dict:
-    """Compare the two sizes against the goals."""
+    """Compare the two sizes against the goals: per kind at most `pages_per_kind` requests (the LISTs are paginated:
+    kube/objects.py), nothing acted on."""
+    goal = max(GOAL_PER_KIND, pages_per_kind(large["jobs"]))
     return {
         "baseline": small, "measured": large,
         "ratio": ratio(large["requests"], small["requests"]),
         "alloc_kib_per_job": round((large["peak_alloc_mib"] - small["peak_alloc_mib"]) * 1024
                                    / max(1, large["jobs"] - small["jobs"]), 1),
-        "goal_max_per_kind": GOAL_PER_KIND,
-        "ok": (large["requests"] == small["requests"] and large["max_per_kind"] <= GOAL_PER_KIND
+        "goal_max_per_kind": goal,
+        "ok": (large["max_per_kind"] <= goal and small["max_per_kind"] <= max(GOAL_PER_KIND,
+                                                                           pages_per_kind(small["jobs"]))
                and large["acted"] == 0 and large["failed"] == 0 and small["acted"] == 0),
     }
 
@@ -259,7 +292,8 @@ def report(result: dict) -> list[str]:
         f"resync        : {m['requests']} API requests for {m['jobs']:,} in-sync jobs (max {m['max_per_kind']} per "
         f"kind, {m['acted']} jobs acted on, {m['seconds']} s)",
         f"  baseline    : {s['requests']} API requests for {s['jobs']:,} jobs ({s['seconds']} s)   ratio "
-        f"{result['ratio']:.2f} (goal: equal, <= {GOAL_PER_KIND} per kind) {'OK' if result['ok'] else 'BELOW GOAL'}",
+        f"{result['ratio']:.2f} (goal: <= {result['goal_max_per_kind']} per kind, one per page of "
+        f"GANGWEB_LIST_PAGE_SIZE) {'OK' if result['ok'] else 'BELOW GOAL'}",
         f"  requests    : {', '.join(f'{k} x{n}' for k, n in m['by_request'].items())}",
         f"  memory      : resync peak allocation {s['peak_alloc_mib']} MiB at {s['jobs']:,} jobs, "
         f"{m['peak_alloc_mib']} MiB at {m['jobs']:,} jobs ({result['alloc_kib_per_job']} KiB per job)",

@@ -34,7 +34,7 @@ from .stack import REPO, Stack, log
 # memory, which builds the 10,000-job dataset in the cluster and takes the resync benchmark's measurements on it
 # (the dataset is built once for both). The watch churn last: it starts a fresh control plane of its own and leaves
 # 1,600 running pods in it. The repair benchmark after it, on that control plane (its 3 jobs need little room).
-BENCHMARKS = ["submit", "pages", "running", "reconcile", "memory", "resync", "watch_churn", "repair"]
+BENCHMARKS = ["submit", "pages", "running", "reconcile", "memory", "resync", "watch_churn", "repair", "resync_scale"]
 
 
 def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, str]:
@@ -187,6 +187,14 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int, args=None):
         if not _pending_resync:
             raise RuntimeError("the resync benchmark is measured on the memory benchmark's dataset: run both")
         return dict(_pending_resync), resync.report(_pending_resync)
+    if name == "resync_scale":
+        from . import resync_scale
+
+        sizes = resync_scale.sizes_from_env()
+        result = resync_scale.run(stack, sizes=tuple(max(100, n // scale) for n in sizes),
+                                  rounds=resync_scale.ROUNDS if scale == 1 else 1,
+                                  old_code=os.environ.get("BENCH_RESYNC_OLD_CODE") or None)
+        return result, resync_scale.report(result)
     if name == "pages":
         from . import pages
 

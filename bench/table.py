@@ -70,7 +70,21 @@ def rows(results: dict) -> list[tuple[str, str, str, str, str]]:
         took = f", {m['seconds']} s" if "seconds" in m else ""
         out.append(("Resync, nothing changed", f"{m['requests']} requests at {m['jobs']:,} jobs "
                     f"(max {m['max_per_kind']}/kind{took}){alloc}", f"{b['requests']} requests at {b['jobs']:,} jobs",
-                    f"{z['ratio']}x (goal: equal, <= 2/kind)", _ok(z["ok"])))
+                    f"{z['ratio']}x (goal: <= {z.get('goal_max_per_kind', 2)}/kind, a page of 500 each)",
+                    _ok(z["ok"])))
+    rs = results.get("resync_scale") or {}
+    for size, entry in sorted((rs.get("sizes") or {}).items(), key=lambda kv: int(kv[0])):
+        n = entry.get("new") or {}
+        if "peak_rss_mib" in n:
+            out.append((f"Resync by size, {int(size):,} in-sync jobs",
+                        f"{n['seconds']['median']} s, {n['ms_per_job']['median']} ms/job, peak RSS "
+                        f"{n['peak_rss_mib']['median']} MiB, {n['requests']['median']} requests",
+                        "", "", ""))
+    if rs.get("goals"):
+        g = rs["goals"]
+        out.append(("Resync by size, largest against smallest", f"peak RSS x{g['rss_ratio']}, ms/job "
+                    f"x{g['ms_per_job_ratio']}", "", "goal <= 1.2x RSS, <= 1.5x ms/job",
+                    _ok(g["rss_ok"] and g["ms_per_job_ok"])))
     p = results.get("pages") or {}
     if "seed_s" in p and "active" in p:
         out.append((f"Seed {p['jobs']:,} jobs ({p['active']:,} active), {p['queues']:,} queues", f"{p['seed_s']} s",

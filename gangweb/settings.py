@@ -71,15 +71,26 @@ GANGWEB_BEAT_LEASE_SECONDS = float(os.environ.get("GANGWEB_BEAT_LEASE_SECONDS", 
 # why_pending says no scheduler acts on a job's pods once they all exist this long with no word from any scheduler
 # (observe.causes.silent_scheduler); seen at the first observation after that (the resync at the latest).
 GANGWEB_SCHEDULER_SILENCE_SECONDS = float(os.environ.get("GANGWEB_SCHEDULER_SILENCE_SECONDS", "300"))
+# A waiting job's Warning Events (why_pending.said: count, first/last seen) are read by a reconcile pass at most once
+# per this many seconds per job (reconcile/waiting_events.py); 0 turns the reading off.
+GANGWEB_WAITING_EVENTS_SECONDS = float(os.environ.get("GANGWEB_WAITING_EVENTS_SECONDS", "60"))
 # A partial gang gangweb did not cause (pods bound below the job's minimum after someone edited the gang's minimum)
 # is released this many seconds after its pods were bound: its bound pods are deleted so the gang waits whole again
 # (reconcile/jobs/partial.py). Empty or "off" turns releasing off (the job still reads PartialGang).
 _partial_grace = os.environ.get("GANGWEB_PARTIAL_GANG_GRACE_SECONDS", "30").strip().lower()
 GANGWEB_PARTIAL_GANG_GRACE_SECONDS = None if _partial_grace in ("", "off", "none") else float(_partial_grace)
+# A repair of a drifted gang object that something in the cluster keeps undoing (a mutating admission policy) is
+# made again at once this many times in a row; after that gangweb waits GANGWEB_REPAIR_BACKOFF_SECONDS, doubling
+# each time, at most GANGWEB_RESYNC_SECONDS, and says RepairNotHolding (reconcile/jobs/repairs.py).
+GANGWEB_REPAIR_LIMIT = int(os.environ.get("GANGWEB_REPAIR_LIMIT", "3"))
+GANGWEB_REPAIR_BACKOFF_SECONDS = int(os.environ.get("GANGWEB_REPAIR_BACKOFF_SECONDS", "1"))
 # A periodic resync passes over at most this many jobs of a cluster, for at most this many seconds (below the task's
 # soft time limit, scheduling.constants.RESYNC_SOFT_TIME_LIMIT); the next one goes on where it stopped.
 GANGWEB_RESYNC_MAX_JOBS = int(os.environ.get("GANGWEB_RESYNC_MAX_JOBS", "2000"))
 GANGWEB_RESYNC_MAX_SECONDS = float(os.environ.get("GANGWEB_RESYNC_MAX_SECONDS", "240"))
+# Objects per page of every LIST gangweb sends (kube/objects.py: `limit` and `continue`): what one answer, and the
+# resync's memory for it, holds at most.
+GANGWEB_LIST_PAGE_SIZE = int(os.environ.get("GANGWEB_LIST_PAGE_SIZE", "500"))
 # ... and leaves to their own queued task the jobs whose task was queued (a submit, a cancel, an edit:
 # `GangJob.task_queued_at`) less than this long ago (seconds) and has not taken them yet; after it, the resync takes
 # over a task lost with the broker. A job a task took and let go (gave up, or its worker died and its claim lapsed)

@@ -51,6 +51,39 @@ def for_api(value):
 PEOPLE_UNITS = {"gpu": ("GPUs", 1), "cpu": ("CPU cores", MILLI), "memory": ("GiB", GIB / BYTES_PER_KAI_MB)}
 
 
+def in_answer(resource: str, value):
+    """A KAI amount of queue resource `resource` as the JSON number of an answer about use (limit warnings,
+    capacity): in its people's unit (PEOPLE_UNITS: GPU devices, CPU cores, memory GiB), through `for_api`; the
+    answer names the unit beside it (`unit_of`). The pages and the warning's sentence write the same number
+    (`for_people`), so API, CLI and page agree: 2000 millicores is 2 (CPU cores) everywhere. -1 stays -1."""
+    if value is None or float(value) == UNLIMITED:
+        return for_api(value)
+    return for_api(float(value) / PEOPLE_UNITS[resource][1])
+
+
+BASE_SIZES = {"gpu": 1, "cpu": 1, "memory": GIB}  # Kubernetes base units (devices, cores, bytes) per people unit
+
+
+def base_in_answer(resource: str, value):
+    """An amount in Kubernetes base units (GPU devices, CPU cores, memory bytes: node allocatable, pod requests)
+    as the JSON number of an answer about use, in the same people units as `in_answer` (GPUs, CPU cores, GiB).
+    `resource`: "gpu" (or "nvidia.com/gpu"), "cpu", "memory"."""
+    if value is None:
+        return None
+    return for_api(float(value) / BASE_SIZES["gpu" if resource in GPU_NAMES else resource])
+
+
+def unit_of(resource: str) -> str:
+    """The unit `in_answer` writes `resource` in: "GPUs", "CPU cores", "GiB"."""
+    return PEOPLE_UNITS[resource][0]
+
+
+def unit_words(resource: str, number) -> str:
+    """`unit_of(resource)` as it reads after `number` (a people-unit number): "1 GPU", "1 CPU core", "2 GPUs"."""
+    unit = unit_of(resource)
+    return unit[:-1] if number is not None and float(number) == 1 and unit.endswith("s") else unit
+
+
 def in_people_units(resource: str, value) -> str:
     """A KAI amount of queue resource `resource` ("gpu", "cpu", "memory") as a bare number in its people's unit
     (PEOPLE_UNITS: GPUs, CPU cores, GiB), for sentences that name the unit once: 4294.97 (MB) -> "4", 8000

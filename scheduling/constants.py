@@ -16,6 +16,12 @@ ANNOTATION_SPEC_HASH = "gangweb.io/spec-hash"
 # someone edited it (value: when, ISO 8601 UTC). Pods bound below the job's minimum meanwhile are a partial gang
 # gangweb did not cause (observe/phases.py `PartialGang`); removed when gangweb releases that gang.
 ANNOTATION_MIN_EDITED = "gangweb.io/min-edited-at"
+# Set by gangweb on every object it creates for a job: an HMAC, under the install's SECRET_KEY, of the job's UID and
+# the object's key (reconcile/ownership.py `creation_mark`). Only gangweb can compute it, so an object found under a
+# name of the job's with no UID recorded yet is taken as gangweb's own (a pass that died between its create and its
+# status write) only when it carries the right one: one made by someone else under a name gangweb will use next
+# (names are deterministic) is never adopted.
+ANNOTATION_CREATED = "gangweb.io/created"
 
 # Each scheduler's own label, annotation and finalizer keys and its default scheduler name live in its plugin
 # (scheduling/backends/<scheduler>_<version>.py).

@@ -164,5 +164,10 @@ def _fresh_cache():
     answer for another."""
     from django.core.cache import cache
 
+    from scheduling import dbclock
+
     cache.clear()
+    # The database clock's offset is measured once per process and kept (scheduling/dbclock.py): forgotten here, so
+    # whether a test reads the database does not depend on which test ran before it in the same process.
+    dbclock.forget()
     yield

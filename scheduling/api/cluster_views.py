@@ -1,7 +1,11 @@
-"""/api/v1/clusters/: clusters, their kubeconfigs and health.
+"""/api/v1/clusters/: clusters, their kubeconfigs, health and capacity.
 """
 from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
 
 from ..filtersets import (
     ClusterFilterSet,
@@ -12,6 +16,7 @@ from ..models import (
 from ..services import (
     access,
     audit,
+    cluster_capacity,
 )
 from ..services import clusters as cluster_service
 from . import serializers as s
@@ -44,6 +49,20 @@ class ClusterViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         platform admin (services.clusters.check_platform_fields)."""
         access.check_manage_cluster(request.user, self.get_object())
         return super().update(request, *args, **kwargs)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
+        OpenApiParameter("offset", int, description="first node row (default 0)"),
+        OpenApiParameter("limit", int, description=f"node rows (default {cluster_capacity.DEFAULT_LIMIT}, at most "
+                                                   f"{cluster_capacity.MAX_LIMIT})")])
+    @action(detail=True, methods=["get"])
+    def capacity(self, request, name=None):
+        """The cluster's schedulable nodes: allocatable, in use by gangweb's jobs and by other pods, and free, in
+        total, per GPU type (`nvidia.com/gpu.product`) and per node (paginated: `offset`, `limit`; `count` is
+        every node). Amounts in GPUs, CPU cores and GiB (`units`). Who may read the cluster may read this
+        (services/cluster_capacity.py)."""
+        cluster = self.get_object()
+        offset, limit = cluster_capacity.parse_page(request.query_params)
+        return Response(cluster_capacity.capacity(cluster, offset, limit))
 
     @transaction.atomic
     def perform_create(self, serializer):

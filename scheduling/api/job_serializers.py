@@ -107,6 +107,12 @@ class WhyPendingSerializer(serializers.Serializer):
     reasons = serializers.ListField(child=serializers.DictField(), help_text="every explanation the scheduler gave")
     pod_conditions = serializers.ListField(child=serializers.DictField(),
                                            help_text="pods' PodScheduled=False reasons and messages, with counts")
+    said = serializers.ListField(
+        child=serializers.DictField(), required=False,
+        help_text='what the cluster keeps saying: the Warning Events of the gang objects and one waiting pod, one '
+                  'entry per (reason, object), newest first, at most 3, each {"type", "reason", "message", "object", '
+                  '"kind", "count", "first_at", "last_at", "component"}: count sums the Events\' count or '
+                  'series.count, first_at/last_at are first and last seen (RFC 3339); absent when nothing was said')
     http_status = serializers.IntegerField(required=False, allow_null=True,
                                            help_text="for cluster errors: the HTTP status the cluster answered")
 

@@ -120,7 +120,7 @@ class GangJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         else:
             response = self._detail(job, status.HTTP_201_CREATED)
             response[REPLAYED_HEADER] = "true"
-        # Queue-limit warnings from submit (services.queue_limits.check_job_limits), e.g. the queue is full for now.
+        # Queue-limit warnings from submit (services.queues.check_job_limits), e.g. the queue is full for now.
         response.data["warnings"] = getattr(job, "submit_warnings", [])
         return response
 

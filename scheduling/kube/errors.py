@@ -56,6 +56,9 @@ REDIRECTED = "Redirected"
 # object", kube-apiserver's watch cache cannot start), a GET of such an object 500, a create over its name 409. Only
 # a cluster admin can clear it: transient, retried, and the message says what to run.
 STORED_VERSION_UNREADABLE = "StoredVersionUnreadable"
+# A paginated LIST whose continue token kept expiring (410 Gone) before its last page (kube/objects.py list_pages):
+# the API server's snapshot was compacted away between pages, again and again; transient, the next pass lists again.
+LIST_EXPIRED = "ListExpired"
 
 # Words of the admission plugins that refuse an object with 403 Forbidden (kube-apiserver): ResourceQuota
 # ("exceeded quota: q, requested: count/jobs.batch=1, used: ..., limited: ..."), admission webhooks

@@ -11,6 +11,14 @@ backends serve), each doing the informer loop of client-go in miniature:
 3. when the watch is lost (410 Gone: the resourceVersion is too old; a dropped connection; any API error), count a
    restart (`gangweb_watch_restarts_total{cluster, resource, reason}`) and go back to 1 after a short backoff.
 
+No job is observed before every watched kind has been listed once (`synced`): a job observed from its pods
+while its PodGroup's LIST was still out would get its Scheduled time from the pods' binds instead of the PodGroup's
+own condition, and a timeline entry is never rewritten. Changes seen meanwhile stay marked (the Nodes' capacity
+too) and are passed on once the last kind is listed. A kind whose LIST keeps failing holds the others back for at
+most `SYNC_WAIT_SECONDS` after the dispatcher started; then jobs are observed anyway, each observation naming the
+kinds not yet listed (`JobObjects.unlisted`: their entries are recorded as inferred, reconcile/derive.py
+`unlisted_marked`), and a warning is logged once.
+
 Every change marks the owning job (label `gangweb.io/job-uid`) dirty, and a deletion, a deletionTimestamp newly
 set or a spec edit of a gang object or Job (`edited`) marks it for a reconcile pass too; a dispatcher thread
 coalesces bursts (`DEBOUNCE_SECONDS`) and calls `on_change(job_uid, JobObjects, deleted)` once per dirty job with
@@ -135,10 +143,14 @@ class ClusterWatcher(Dispatcher):
       doubt): changes stay marked and are passed on once it is True again; the watches and cache go on meanwhile;
     - `observers`: threads that call `on_change` for the dirty jobs of a round (1: the dispatcher itself, one job
       after the other). `on_change` must then be safe to call from several threads for different jobs.
+
+    `on_change` returns True when the job must be observed again although nothing changes in the cluster (what it
+    saw is only trusted once another writer records it: reconcile.watching `observe_job`); the dispatcher then
+    observes it again after LOOK_AGAIN_SECONDS, at most LOOK_AGAIN_TRIES times in a row. Anything else ends that.
     """
 
     def __init__(self, name: str, api: client.ApiClient, kinds: list[ObjectRef], instance: str,
-                 on_change: Callable[[str, JobObjects, bool], None],
+                 on_change: Callable[[str, JobObjects, bool], bool | None],
                  on_capacity: Callable[[dict], None] | None = None, on_exit: Callable[[], None] | None = None,
                  finished_with: Callable[[list[str]], set[str]] | None = None,
                  may_write: Callable[[], bool] | None = None, observers: int = 1):
@@ -164,10 +176,16 @@ class ClusterWatcher(Dispatcher):
         # job UID -> {(kind key, object UID)}: a job's objects without scanning the whole cache.
         self._by_job: dict[str, set[tuple[str, str]]] = {}
         self.restarts = 0
+        # kind key -> set once its first LIST is in (or it is known not to be served); never cleared
         self.synced = {_key(k): threading.Event() for k in self.kinds}
+        self._sync_deadline: float | None = None  # time.monotonic() after which unlisted kinds no longer hold back
+        self._unlisted_said = False  # the warning that the bound passed with kinds unlisted was logged
         self._lock = threading.Lock()
         # job UID -> (deleted since the last observation, time.monotonic() of its first mark since then)
         self._dirty: dict[str, tuple[bool, float]] = {}
+        # job UID -> (time.monotonic() when to observe it again, or None while it is marked or exhausted; tries in a
+        # row): the jobs whose last observation asked to be made again (`on_change` returned True)
+        self._later: dict[str, tuple[float | None, int]] = {}
         self._wake = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._watches: set[watch.Watch] = set()
@@ -202,6 +220,16 @@ class ClusterWatcher(Dispatcher):
         """True once every kind has been listed once (within `timeout` seconds)."""
         deadline = time.monotonic() + timeout
         return all(ev.wait(max(deadline - time.monotonic(), 0)) for ev in self.synced.values())
+
+    def unlisted(self) -> tuple[str, ...]:
+        """The watched kinds whose first LIST is not in yet, as metric labels ("podgroups.scheduling.x-k8s.io"), in
+        watch order; () once all are."""
+        return tuple(resource_label(ref) for ref in self.kinds if not self.synced[_key(ref)].is_set())
+
+    def _set_synced(self, ref: ObjectRef) -> None:
+        """Record that `ref` was listed (or is not served) and wake the dispatcher (caller holds the lock)."""
+        self.synced[_key(ref)].set()
+        self._wake.notify_all()
 
     def stop(self, timeout: float = 5) -> None:
         """Stop the watches and threads."""
@@ -258,7 +286,8 @@ class ClusterWatcher(Dispatcher):
                     # why-pending then states no capacity facts.
                     log.info("watch %s: %s not served or forbidden (%s); not watched", self.name, _key(ref),
                              exc.status)
-                    self.synced[_key(ref)].set()
+                    with self._lock:
+                        self._set_synced(ref)
                     return
                 self.restarts += 1
                 metrics.WATCH_RESTARTS.labels(self.name, resource_label(ref), f"Http{exc.status}").inc()
@@ -272,14 +301,22 @@ class ClusterWatcher(Dispatcher):
             attempt += 1
 
     def _list(self, ref: ObjectRef) -> str:
-        """LIST the kind, replace its cache, mark every job whose objects changed; returns the resourceVersion."""
+        """LIST the kind and `apply_list` its items; returns the list's resourceVersion."""
         fn, args = self._list_call(ref)
         resp = fn(*args, label_selector=self._selector(ref), _preload_content=False, _request_timeout=(5, 60))
         body = json.loads(resp.data)
+        self.apply_list(ref, body.get("items") or [])
+        return (body.get("metadata") or {}).get("resourceVersion", "")
+
+    def apply_list(self, ref: ObjectRef, items: list[dict]) -> None:
+        """Apply a LIST of kind `ref` (its `items`, the API's JSON objects): replace the kind's cache with them, mark
+        every job whose objects changed or vanished, and record the kind as listed (`synced`), which lets the
+        dispatcher observe once every kind is. Objects of forgotten jobs and gangweb objects without a job-UID label
+        are not kept."""
         fresh = {}
         key = _key(ref)
         with self._lock:
-            for item in body.get("items") or []:
+            for item in items:
                 if ref != NODE and not self._keeps(item):
                     continue
                 item.setdefault("apiVersion", ref.api_version)
@@ -302,8 +339,7 @@ class ClusterWatcher(Dispatcher):
             if ref == NODE:
                 self._nodes_changed = True
                 self._wake.notify()
-        self.synced[key].set()
-        return (body.get("metadata") or {}).get("resourceVersion", "")
+            self._set_synced(ref)
 
     def _watch(self, ref: ObjectRef, rv: str) -> None:
         """Watch from `rv` until stopped; resumes after normal server timeouts. Raises _Lost when lost."""
@@ -378,6 +414,7 @@ class ClusterWatcher(Dispatcher):
                 for key, uid in self._by_job.pop(job, ()):
                     dropped += self.cache[key].pop(uid, None) is not None
                 self._dirty.pop(job, None)
+                self._later.pop(job, None)
                 self._forgotten[job] = None
                 self._forgotten.move_to_end(job)
             while len(self._forgotten) > FORGOTTEN_MAX:

@@ -26,7 +26,7 @@ def volcano_rows_out(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("scheduling", "0022_scheduler_presence")]
+    dependencies = [("scheduling", "0023_hostile_f_repairs")]
 
     operations = [
         migrations.AddField(

@@ -93,6 +93,11 @@ class GangJob(models.Model):
     # whose task is surely still queued is left to it, and a job whose task took it and gave up (the cluster was
     # down: the pass recorded "not attempted") is the resync's at once. NULL when no task is waiting for it.
     task_queued_at = models.DateTimeField(null=True, blank=True)
+    # The latest repair of the job's drifted gang objects and its backoff (reconcile/jobs/repairs.py): what was put
+    # back, how many times in a row it was changed back since when, and until when gangweb waits before putting it
+    # back again (database clock). Empty until a pass repairs something.
+    repairs = models.JSONField(default=dict, blank=True,
+                               help_text="latest repair of drifted gang objects and its backoff")
 
     class Meta:
         ordering = ["-created_at", "-id"]

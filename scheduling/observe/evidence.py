@@ -26,6 +26,10 @@ class JobObjects:
     gang: list[dict] = field(default_factory=list)
     owners: list[dict] = field(default_factory=list)
     pods: list[dict] = field(default_factory=list)
+    # The watch only: the kinds (metric labels, "podgroups.scheduling.x-k8s.io") whose first LIST was not in when
+    # these objects were read from its cache (`ClusterWatcher.unlisted`): what they say may lack that kind's objects,
+    # so times derived from them may be the weaker ones (reconcile/derive.py marks such entries inferred).
+    unlisted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class Evidence:
     - `gang_objects`: its gang objects as camelCase dicts (the API server's JSON), terminating ones included;
     - `pods`, `owners`: its pods and owner Jobs as facts (observe/pods.py `pod_facts`, `owner_facts`);
     - `refusals`: its owner Jobs' FailedCreate event rows, newest first (`observe.events.row`; None when not read);
+    - `said`: the Warning Events of its gang objects and a waiting pod, folded with their count and first/last seen,
+      newest first (`observe.events.said`; None when not read);
     - `objects`: the JobObjects it was made of (`of`), for what reads the raw dicts (the `observed` summary).
 
     The `live_*` views leave out what is terminating; `bound` is the live pods a node was assigned to.
@@ -88,10 +94,11 @@ class Evidence:
     objects: JobObjects | None = None
     uncounted: list[str] = field(default_factory=list)  # pods seen but not counted (`pods.cross_check`), by name
     count_note: str = ""  # why: where the pods seen and the Job controller's report disagree
+    said: list[dict] | None = None
 
     @classmethod
     def of(cls, shape: JobShape, gang: GangStatus, objects: JobObjects, now: datetime,
-           refusals: list[dict] | None = None) -> Evidence:
+           refusals: list[dict] | None = None, *, said: list[dict] | None = None) -> Evidence:
         """The evidence of `objects` (their pods and owner Jobs turned into facts) for a job of `shape` whose
         backend reads its current gang objects as `gang`. Only the pods the owner Jobs' controller reports count
         (`pods.cross_check`): the others are left out of `pods` (and of `objects.pods`) and named in `uncounted`."""
@@ -100,7 +107,7 @@ class Evidence:
         if checked.dropped:
             objects = JobObjects(objects.gang, objects.owners, [objects.pods[i] for i in checked.kept])
         return cls(shape, gang, objects.gang, checked.pods, owners, now, refusals, objects, checked.dropped,
-                   checked.note)
+                   checked.note, said)
 
     @cached_property
     def live_gang(self) -> list[dict]:

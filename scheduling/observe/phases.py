@@ -51,6 +51,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
+from . import leftovers
 from .evidence import Evidence, JobShape
 from .phase_entries import (
     REASON_CANCELLING,
@@ -250,8 +251,9 @@ def _reason(obs: Observation, ev: Evidence, found: dict[str, Entry]) -> tuple[st
         entry = found.get(phase) or next((e for e in obs.entries if e.phase == phase), None)
         return (entry.reason, entry.message) if entry else ("", "")
     tail = bound_of(obs.bound, shape.min_member, ev.short_sets)
-    if shape.cancelling:
-        return REASON_CANCELLING, "deleting the job's cluster objects"
+    if shape.cancelling:  # what keeps the cancel from ending, named (observe/leftovers.py)
+        left = [*ev.gang_objects, *(ev.objects.owners if ev.objects else []), *(ev.objects.pods if ev.objects else [])]
+        return REASON_CANCELLING, leftovers.waiting_for(left)
     gone = _gang_gone(obs, ev)
     if gone is not None:
         return gone

@@ -19,8 +19,16 @@ Shape (JSON, stored in `GangJob.why_pending`, None once the gang is scheduled)::
      "reasons": [{"reason": "OverLimit", "message": "..."}],       # every explanation the scheduler gave
      "pod_conditions": [{"reason": "Unschedulable", "message": "0/4 nodes are available: ...", "pods": 3,
                          "example": "train-worker-0-abcde"}],
-     "unknown": "Volcano reports phase Draining, which gangweb does not know"}   # only when the scheduler wrote
+     "unknown": "Volcano reports phase Draining, which gangweb does not know",   # only when the scheduler wrote
                                                    # a value gangweb does not know (GangStatus.unknown): said as is
+     "said": [{"type": "Warning", "reason": "FailedScheduling", "message": "0/4 nodes are available: ...",
+               "object": "Pod ns/train-worker-0-abcde", "kind": "Pod", "count": 5000,
+               "first_at": "2026-11-29T14:00:02+00:00", "last_at": "2026-11-29T15:23:09+00:00",
+               "component": "default-scheduler"}]}
+                                                   # only when the cluster said something: the Warning Events of the
+                                                   # gang objects and one waiting pod, folded by (reason, object)
+                                                   # with how often and first/last seen, newest first, at most 3
+                                                   # (observe.events.said, reconcile/waiting_events.py)
 
 Units: GPUs in devices, CPU in cores, memory in bytes, other resources as their quantity's base value; numbers are
 ints when whole. Sources: KAI PodGroup `status.schedulingConditions[].reasons[]` with `details.queueDetails`
@@ -347,6 +355,7 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
     - `waiting` and `nodes`: per pod set (one pod's asks, nodeSelector, pods to place), and a callable returning
       (`observe.capacity.node_list`, {node: what gangweb's bound pods request there}), for a `NodesFragmented`
       fact when the gang has no room but the cluster's free room would hold it in total.
+    - `evidence.said`: the folded Warning Events (observe.events.said), carried as `said` when there are any.
     - `silence_s`: when every pod exists longer than `silence_s` seconds (at the evidence's `now`) and no scheduler
       said anything,
       a `SchedulerSilent` fact naming `scheduler_name` (GANGWEB_SCHEDULER_SILENCE_SECONDS).
@@ -392,6 +401,8 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
         "reasons": [{"reason": r.get("reason", ""), "message": r.get("message", "")} for r in said],
         "pod_conditions": pod_conditions,
     }
+    if evidence.said:
+        why["said"] = evidence.said
     if gang.unknown and gang.admitted is None:
         why["unknown"] = gang.unknown
     why["summary"] = summary(why, scheduler_name)

@@ -5,7 +5,7 @@ why-pending rules themselves are pure and live in `scheduling.observe`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.utils import timezone
@@ -29,8 +29,9 @@ REASON_MAX = 128
 class Sighting:
     """What a pass or the watch saw of one job's objects, to be recorded: its `backend` (a SchedulerBackend class
     or instance; None when it has none yet), its `objects` (every one of the job's that exists, terminating ones
-    included) and `refusals`, the owner Jobs' FailedCreate event rows (`reconcile.refusals.read`; None when not
-    read)."""
+    included), `refusals`, the owner Jobs' FailedCreate event rows (`reconcile.refusals.read`; None when not
+    read), and `said`, the folded Warning Events of its gang objects and a waiting pod
+    (`reconcile.waiting_events.read`; None when not read)."""
 
     backend: object
     objects: JobObjects
@@ -42,6 +43,7 @@ class Sighting:
     # the watch cache's objects of the job before selection: selected again against the row being written
     # (`ownership.select`), whose recorded UIDs may be newer than those `objects` was selected with
     raw: JobObjects | None = None
+    said: list[dict] | None = None
 
 
 def job_shape(job: GangJob, backend=None, objects: JobObjects | None = None) -> phases.JobShape:
@@ -244,6 +246,14 @@ def _waiting(resolved_spec: dict, per_pod: list[dict], shape: phases.JobShape) -
 
 
 
+def _said_before(row: GangJob) -> list[dict] | None:
+    """The Events the row's why-pending answer carries (`said`), for an observation that did not read them (the
+    watch, a read that failed, reading turned off): kept, so the answer does not flip between reads; None when none."""
+    why = row.why_pending if isinstance(row.why_pending, dict) else {}
+    said = why.get("said")
+    return said if isinstance(said, list) else None
+
+
 def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: str = "",
            new_owner_uids: dict | None = None) -> tuple[phase_entries.Observation, dict]:
     """The observation of `row` (the job's row as read, locked or not) from `sighting`, given its recorded entries
@@ -252,9 +262,12 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
     created (reconcile/ownership.py), merged with the row's. Returns (phase_entries.Observation, {field: value})."""
     seen = ownership.select(sighting.raw, sighting.backend, row) if sighting.raw is not None else sighting.objects
     gang = read_gang_status(sighting.backend, current_gang_objects(row, seen.gang))
-    evidence = Evidence.of(job_shape(row, sighting.backend, seen), gang, seen, timezone.now(), sighting.refusals)
+    evidence = Evidence.of(job_shape(row, sighting.backend, seen), gang, seen, timezone.now(), sighting.refusals,
+                           said=sighting.said if sighting.said is not None else _said_before(row))
     attempt, current = timeline.current_attempt(recorded)
     obs = phases.observe(evidence, row.phase, current, attempt=attempt)
+    if seen.unlisted:
+        obs.entries = unlisted_marked(obs.entries, seen.unlisted)
     overheads = runtime_classes.for_spec(row.cluster, row.resolved_spec)
     per_pod = capacity.pod_requests(row.resolved_spec, overheads)
     why = why_pending.explain(obs.phase, evidence, why_pending.job_requests(row.resolved_spec, overheads),
@@ -288,6 +301,16 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
         if obs.phase in TERMINAL_PHASES:
             changes["finished_at"] = obs.entries[-1].at
     return obs, changes
+
+
+def unlisted_marked(entries: list[phase_entries.Entry], unlisted: tuple[str, ...]) -> list[phase_entries.Entry]:
+    """`entries` of an observation the watch made before every watched kind was listed (`JobObjects.unlisted`,
+    after `kube/watch_dispatch.SYNC_WAIT_SECONDS`): each marked inferred, its message naming the kinds not yet
+    listed. Its time may come from weaker evidence than the missing kind held (a pod's bind instead of the PodGroup's
+    own condition), and an entry is never rewritten: a reader must know, and the latency histograms leave it out."""
+    note = f"watch had not yet listed {', '.join(sorted(unlisted))}: time may be inferred"
+    return [replace(e, inferred=True, message=f"{e.message} ({note})" if e.message else note)
+            for e in entries]
 
 
 def merged_owner_uids(row_uids: dict | None, new: dict | None) -> dict | None:

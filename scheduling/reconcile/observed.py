@@ -131,6 +131,11 @@ class Snapshot:
             else:
                 observed.gang_of(ref)[name] = item
 
+    def slice(self, uid: str) -> dict[str, Observed]:
+        """Everything labelled with job UID `uid`, by namespace ({namespace: Observed}; ownership not yet judged);
+        {} when there is none."""
+        return self.by_uid.get(str(uid)) or {}
+
     def for_job(self, job, backend: SchedulerBackend) -> Observed:
         """The job's own objects (a GangJob: its uid, namespace and recorded `owner_uids`; `ownership.trust`), empty
         when the cluster holds nothing of it, with every gang kind present and `listed_at` set. Objects labelled

@@ -9,8 +9,13 @@ resync snapshot, the per-job LIST and the watch keep, of what the label selects,
 - objects whose `metadata.uid` is the one gangweb recorded for them (`GangJob.owner_uids`, see `record`): owner
   Jobs (batch/v1) under their name, every other kind under `object_key` ("apiVersion/Kind/name"). An object
   under the job's current desired name that carries the job's label but has no UID recorded under its key yet is
-  taken as gangweb's own (adopted) and recorded: gangweb created it and stopped before recording it, or it was
-  created before gangweb recorded gang objects (an upgrade). Rows written before UIDs were recorded at all
+  taken as gangweb's own (adopted) and recorded only when it carries gangweb's creation mark (`creation_mark`, an
+  HMAC under the install's SECRET_KEY that gangweb puts on every object it creates: `made_by_gangweb`): gangweb
+  created it and stopped before recording it. Names are deterministic (reconcile/names.py) and the job's UID is
+  shown to every viewer, so anyone may make an object under the name gangweb will use for the job's next
+  generation, labels and all; without the mark it is never adopted, counted or deleted (hostile pass F3). Rows
+  whose objects were made before gangweb recorded gang objects (Jobs recorded, no gang object: an upgrade) take
+  the label alone, once, until the pass records their gang objects. Rows written before UIDs were recorded at all
   (`owner_uids` NULL) trust any Job in the namespace with the label, as before, until they first create a Job;
 - pods whose controller reference (`ownerReferences[]` with `controller: true`, kind Job, apiVersion batch/v1)
   names one of those owner Jobs by UID, and which match that Job's `spec.selector.matchLabels` when the Job is at
@@ -30,7 +35,12 @@ owner's UID; the garbage collector and controllers match owners by UID, not name
 """
 from __future__ import annotations
 
-from ..constants import LABEL_JOB_UID
+import hashlib
+import hmac
+
+from django.conf import settings
+
+from ..constants import ANNOTATION_CREATED, LABEL_JOB_UID
 from ..kube.objects import JOB
 from ..observe.evidence import JobObjects
 from . import names
@@ -88,17 +98,59 @@ def carries_label(obj: dict, job_uid: str) -> bool:
     return isinstance(labels, dict) and labels.get(LABEL_JOB_UID) == job_uid
 
 
+def creation_mark(job_uid: str, key: str) -> str:
+    """gangweb's creation mark of the object under `key` (`object_key`) of job `job_uid`: 32 hex digits of
+    HMAC-SHA256 under `settings.SECRET_KEY`. Only a holder of the key can compute it; it differs per job, name and
+    kind, so one seen on an object gives nobody the mark of another (the job's next generation)."""
+    digest = hmac.new(str(settings.SECRET_KEY).encode(), f"gangweb-created/{job_uid}/{key}".encode(), hashlib.sha256)
+    return digest.hexdigest()[:32]
+
+
+def stamp(want: dict, job_uid: str) -> dict:
+    """`want` (an object about to be created) with gangweb's creation mark (ANNOTATION_CREATED) in its
+    annotations; a copy, `want` is left as it is."""
+    meta = dict(_meta(want))
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_CREATED: creation_mark(job_uid,
+                                                                                                object_key(want))}
+    return {**want, "metadata": meta}
+
+
+def made_by_gangweb(obj: dict, job_uid: str) -> bool:
+    """True when `obj` carries gangweb's creation mark for job `job_uid` under its own key (`creation_mark`)."""
+    annotations = _meta(obj).get("annotations")
+    mark = annotations.get(ANNOTATION_CREATED) if isinstance(annotations, dict) else None
+    return isinstance(mark, str) and hmac.compare_digest(mark, creation_mark(job_uid, object_key(obj)))
+
+
+def before_gang_records(recorded: dict | None) -> bool:
+    """True for a row whose objects were made before gangweb recorded gang objects: nothing recorded at all (None),
+    or Jobs recorded and no other kind (its objects carry no creation mark; the label alone adopts them once)."""
+    if recorded is None:
+        return True
+    return bool(recorded) and all("/" not in key for key in recorded)
+
+
+def may_adopt(obj: dict, job_uid: str | None, recorded: dict | None) -> bool:
+    """May `obj`, found under one of the job's current names with no UID recorded under its key, be taken as the
+    job's own? Only when it carries the job's label and gangweb's creation mark (`made_by_gangweb`), or the row
+    predates gang records (`before_gang_records`) and it carries the label."""
+    if job_uid is None or not carries_label(obj, job_uid):
+        return False
+    return made_by_gangweb(obj, job_uid) or before_gang_records(recorded)
+
+
 def trusted_object(obj: dict, namespace: str, recorded: dict | None, adopt_names: frozenset | set = frozenset(),
                    job_uid: str | None = None) -> bool:
     """True when the gang object or Service `obj` is the job's own: in `namespace`, and its UID recorded under its
     key; or, with nothing recorded under its key, named one of `adopt_names` (the current generation's desired
-    names) and labelled for job `job_uid` (when given). See the module docstring."""
+    names) and adoptable for job `job_uid` (`may_adopt`: its label and gangweb's creation mark). See the module
+    docstring."""
     if not in_namespace(obj, namespace):
         return False
     key = object_key(obj)
     if key in (recorded or {}):
         return is_recorded(obj, recorded)
-    return _meta(obj).get("name") in adopt_names and (job_uid is None or carries_label(obj, job_uid))
+    return _meta(obj).get("name") in adopt_names and may_adopt(obj, job_uid, recorded)
 
 
 def trusted_owner(obj: dict, namespace: str, recorded: dict | None) -> bool:
@@ -174,8 +226,9 @@ def foreign_entry(obj: dict, reason: str) -> dict:
     kind, name = str(obj.get("kind") or "?"), str(meta.get("name") or "")
     where = f"{kind} {meta.get('namespace', '')}/{name}"
     if reason == LOOK_ALIKE:
-        message = (f"{where} carries the job's gangweb labels, but gangweb did not create it (its UID is not the "
-                   "one gangweb recorded); gangweb neither counts, patches nor deletes it")
+        message = (f"{where} carries the job's gangweb labels, but gangweb did not create it (its UID "
+                   f"{meta.get('uid') or '?'} is not one gangweb recorded, and it has no creation mark of "
+                   "gangweb's); gangweb neither adopts, counts, patches nor deletes it")
     else:
         message = (f"{where} is not gangweb's but names the job's objects in its ownerReferences; gangweb "
                    "neither counts, patches nor deletes it")
@@ -302,4 +355,4 @@ def select(job_objects: JobObjects, backend, job) -> JobObjects:
     uids = accepted_owner_uids(owners, recorded)
     by_uid = {_meta(w).get("uid"): w for w in owners}
     pods = [p for p in job_objects.pods if trusted_pod(p, ns, uids, by_uid)]
-    return JobObjects(gang, owners, pods)
+    return JobObjects(gang, owners, pods, unlisted=job_objects.unlisted)

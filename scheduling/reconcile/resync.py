@@ -2,13 +2,17 @@
 
 Per cluster and pass: one LIST per gang kind the cluster serves (of the registered backends), plus Jobs,
 Services and Pods, all across namespaces and selected by `gangweb.io/instance=<this install>`. So the number
-of reads is a constant (at most 8 with today's four backends) whatever the number of jobs; writes are made
+of LISTs is a constant (at most 8 with today's four backends) whatever the number of jobs, each read in pages of
+settings.GANGWEB_LIST_PAGE_SIZE objects (one request a page, kube/objects.py `list_pages`); the pages are filed on
+disk as they come (reconcile/spilled.py), so the resync's memory does not grow with the cluster. Writes are made
 only for jobs whose objects differ from the desired state, and job rows are written only when their status
 changed. Each job's pass is the same `run_pass` as the per-job task, fed with its slice of the snapshot.
 
 Jobs covered: every job of the cluster that is not finished, plus finished jobs whose objects were not yet
 cleaned up, plus finished jobs whose retention is over and whose Jobs and pods are not yet removed
-(reconcile/retention.py). A job that fails transiently here is recorded and simply looked at again on the next resync.
+(reconcile/retention.py), plus finished jobs marked cleaned up whose own objects the snapshot still holds (a pass
+created them after the clean-up): their marks are cleared and they are passed first (reconcile/left_behind.py).
+A job that fails transiently here is recorded and simply looked at again on the next resync.
 
 Under a backlog (resync_all from the periodic task):
 - one resync per cluster at a time: a database lease (`models.leases`, works on SQLite and PostgreSQL, decided on
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import ExitStack
 from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -44,10 +49,11 @@ from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
-from . import dbconn
+from . import dbconn, left_behind
 from . import jobs as job_reconcile
 from .jobs import claims
-from .observed import Snapshot, snapshot
+from .observed import Snapshot, snapshot  # noqa: F401 -- snapshot: named from here by the batch and bench code
+from .spilled import SpilledSnapshot, spilled_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +125,7 @@ def changed_since(job: GangJob, listed_at: float) -> bool:
     return updated is not None and updated >= dbclock.from_host(listed_at)
 
 
-def resync_job(job: GangJob, api, snap: Snapshot, recorded: list) -> tuple[bool, bool]:
+def resync_job(job: GangJob, api, snap: Snapshot | SpilledSnapshot, recorded: list) -> tuple[bool, bool]:
     """One job's pass within a resync, fed with its slice of `snap` (or, when its row changed after `snap` was
     listed, with its objects read afresh). Returns (acted, failed). A transient error was recorded on the job by the
     pass (NamespaceNotFound, Forbidden, ...) and counts as failed; the next resync looks again."""
@@ -154,14 +160,15 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
                    budget_seconds: float | None = None) -> dict:
     """One resync pass over `cluster`, unless another is running (then {"skipped": 1} and nothing else is done).
 
-    Returns {"jobs", "acted", "failed", "left", "orphaned_jobs", "requests", "seconds"}; records a ReconcileAttempt of
-    kind "resync" (and one per job that was acted on or failed). At most `max_jobs` (default
+    Returns {"jobs", "acted", "failed", "left", "orphaned_jobs", "reopened", "requests", "seconds"}; records a
+    ReconcileAttempt of kind "resync" (and one per job that was acted on or failed). At most `max_jobs` (default
     `settings.GANGWEB_RESYNC_MAX_JOBS`) job passes and `budget_seconds` (default `GANGWEB_RESYNC_MAX_SECONDS`) of
     them; `left` counts the jobs left for the next run, which starts after the last job this one looked at.
     `grace_seconds`: see `jobs_to_resync`. `orphaned_jobs` counts job UIDs that have objects labelled with this
-    instance but no job row here. A job whose pass raises something unexpected is logged with its id and counted in
-    "failed"; the other jobs go on. Raises SoftTimeLimitExceeded (after recording the attempt) when Celery's soft
-    time limit lands during the pass."""
+    instance but no job row here; `reopened` the finished jobs whose clean-up left objects behind, made due again
+    and passed first (reconcile/left_behind.py). A job whose pass raises something unexpected is logged with its id
+    and counted in "failed"; the other jobs go on. Raises SoftTimeLimitExceeded (after recording the attempt) when
+    Celery's soft time limit lands during the pass."""
     name = lease_name(cluster)
     token = leases.acquire(name, LEASE_SECONDS)
     if token is None:
@@ -180,20 +187,33 @@ def resync_cluster(cluster: Cluster, *, grace_seconds: float = 0, max_jobs: int 
     return stats
 
 
-def cluster_snapshot(cluster: Cluster, api) -> Snapshot:
-    """The resync's snapshot of `cluster`: one LIST per kind it serves (its probed `served_apis`; probed now when
-    it has none). A kind the last probe listed that is not served any more (the cluster changed version under us:
-    a LIST answered 404) makes it probe again and list what it serves now; the jobs pinned to the old version then
-    move (reconcile/jobs/reconciler.py)."""
+def cluster_snapshot(cluster: Cluster, api) -> SpilledSnapshot:
+    """The resync's snapshot of `cluster`: one paginated LIST per kind it serves (its probed `served_apis`; probed now
+    when it has none), filed on disk page by page (reconcile/spilled.py), so its memory does not grow with the
+    cluster. A kind the last probe listed that is not served any more (the cluster changed version under us: a LIST
+    answered 404) makes it probe again and list what it serves now; the jobs pinned to the old version then move
+    (reconcile/jobs/reconciler.py). The caller closes the snapshot."""
     from . import probe
 
     served = set(cluster.served_apis or []) or set(probe.probe_cluster(cluster).served_apis or [])
     try:
-        return snapshot(api, served)
+        return spilled_snapshot(api, served)
     except ApiException as exc:
         if exc.status != 404:
             raise
-        return snapshot(api, set(probe.probe_cluster(cluster).served_apis or []))
+        return spilled_snapshot(api, set(probe.probe_cluster(cluster).served_apis or []))
+
+
+def orphans_and_suspects(cluster: Cluster, snap: SpilledSnapshot) -> tuple[int, list[str]]:
+    """(how many job UIDs have objects in `snap` but no job row of `cluster` here, the UIDs of finished jobs marked
+    cleaned up whose objects `snap` still holds: `left_behind.suspects`). One query per `spilled.UID_CHUNK` UIDs."""
+    orphans, suspects = 0, []
+    for uids in snap.uids():
+        marks = {str(u): (cleaned, removed) for u, cleaned, removed in GangJob.objects.filter(
+            cluster=cluster, uid__in=uids).values_list("uid", "cleaned_up_at", "objects_removed_at")}
+        orphans += len(set(uids) - set(marks))
+        suspects += left_behind.suspects(snap, {u: m for u, m in marks.items() if m[0] is not None})
+    return orphans, suspects
 
 
 def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budget_seconds: float,
@@ -205,17 +225,22 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
     stats = {"jobs": 0, "acted": 0, "failed": 0, "left": 0}
     outcome, reason, message = ReconcileOutcome.OK, "", ""
     cursor, interrupted, ids = None, None, []
+    stack = ExitStack()  # the snapshot's file, removed however the pass ends
     try:
         api = kube_client.api_client(cluster)
-        snap = cluster_snapshot(cluster, api)
-        known = {str(u) for u in GangJob.objects.filter(cluster=cluster, uid__in=list(snap.by_uid))
-                 .values_list("uid", flat=True)}
-        # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human).
-        stats["orphaned_jobs"] = len(set(snap.by_uid) - known)
+        snap = stack.enter_context(cluster_snapshot(cluster, api))
+        # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human); and
+        # finished jobs whose clean-up left objects behind (a pass that created after it): cleaned up again, first.
+        stats["orphaned_jobs"], suspects = orphans_and_suspects(cluster, snap)
+        reopened = left_behind.reopen(cluster, api, snap, suspects)
+        stats["reopened"] = len(reopened)
         # The cluster row is the one in hand: not joined per job (its kubeconfig is decrypted per loaded row).
         rows = jobs_to_resync(cluster, grace_seconds).select_related(None).select_related("queue")
         ids = _order_from(list(rows.order_by("pk").values_list("pk", flat=True)), leases.cursor_of(lease))
-        turn = ids[:max_jobs]
+        due, again = set(ids), set(reopened)
+        first = [i for i in reopened if i in due]  # not when a task holds the job now: its pass cleans up
+        ids = [i for i in ids if i not in again]
+        turn = first + ids[:max_jobs]
         for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
             if stats["jobs"] and time.monotonic() - started > budget_seconds:
                 break  # at least one job per run: every job's turn comes, however slow the snapshot
@@ -225,7 +250,7 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
                 break
             job.cluster = cluster
             stats["jobs"] += 1
-            cursor = job.pk
+            cursor = cursor if job.pk in first else job.pk  # the cursor follows the jobs in their order
             try:
                 acted, failed = resync_job(job, api, snap, recorded)
             except SoftTimeLimitExceeded:
@@ -252,6 +277,8 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         log.exception("resync of cluster %s raised unexpected", cluster.name)
         dbconn.discard_if_broken()
         outcome, reason, message = ReconcileOutcome.TRANSIENT_ERROR, INTERNAL_ERROR, describe(exc)
+    finally:
+        stack.close()
     stats["left"] = len(ids) - (ids.index(cursor) + 1 if cursor in ids else 0)
     if cursor is not None and not stats["left"]:
         cursor = 0  # every job looked at: the next run starts from the first one again

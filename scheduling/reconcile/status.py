@@ -12,9 +12,10 @@ phase and attempt, in order (a re-queued gang starts a new attempt: `observe.pha
 Besides this write, a pass changes its job's row only where the change must be in the database before the pass
 goes on acting: the backend it chose and the next gang generation, claimed before anything is created under them
 (`jobs/backend.py`, `JobReconciler.replace`; a cancel must know which kinds to delete even if the pass dies
-half-way), and `cleaned_up_at` cleared when a cancel raced with its creates (`JobReconciler.cancelled_meanwhile`,
-so the resync finishes the cleanup if this pass dies). Each is one UPDATE of one column; none of them locks the
-row or touches the timeline.
+half-way), and `cleaned_up_at` with `objects_removed_at` cleared when a cancel, an end or a clean-up raced with its
+creates (`JobReconciler.hand_back`, so the resync finishes the cleanup if this pass dies; the resync clears the same
+two when it finds a finished job's objects after its clean-up, reconcile/left_behind.py). Each is one UPDATE; none
+of them locks the row or touches the timeline.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import metrics, why_pending
 from ..observe.evidence import JobObjects
-from ..services import timeline
+from ..services import cluster_usage, timeline
 from ..statements import columns, fetch, joined, joined_instance, select_list
 from ..statements import update as update_row
 from .derive import (  # noqa: F401 - re-exported: what callers and tests read of a job's derivation
@@ -54,8 +55,9 @@ log = logging.getLogger(__name__)
 
 # A Volcano job's PodGroup waits because its Volcano Queue does not exist yet (reconcile/volcano_queues.py).
 VOLCANO_QUEUE_MISSING = "VolcanoQueueMissing"
-# Fields a pass sets itself (cleanup and retention, a backend switch), written with the rest when they changed.
-PLAIN_FIELDS = ("cleaned_up_at", "remove_after", "objects_removed_at", "backend_plugin")
+# Fields a pass sets itself (cleanup and retention, a backend switch, a repair's backoff: jobs/repairs.py),
+# written with the rest when they changed.
+PLAIN_FIELDS = ("cleaned_up_at", "remove_after", "objects_removed_at", "backend_plugin", "repairs")
 # Everything `write` may change on the row, compared with the row as read to tell whether anything changed.
 WRITTEN_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", "finished_at", "why_pending",
                   "observed", "owner_uids", *PLAIN_FIELDS)
@@ -262,7 +264,8 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
     of the phase in place of an error the pass recovered from. A finished row takes only the last three. Appends
     the new entries in one INSERT, saves the changed fields (with `updated_at`) in one UPDATE, copies what the row
     holds then back onto `job`, and observes the duration histograms of the phases just recorded. Returns the
-    fields written ([] when nothing changed: then nothing is locked either)."""
+    fields written ([] when nothing changed: then nothing is locked either). A write that moves the job into or out of
+    Scheduled/Running drops the cluster's remembered usage once it commits (`cluster_usage.forget`)."""
     if not update.needs_writing(job):
         return []
     with locked_row(job) as locked:
@@ -273,6 +276,10 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         entries, observed = _record_phases(locked, job, update, recorded)
         _record_fields(locked, job, update, entries)
         changed = [f for f in WRITTEN_FIELDS if getattr(locked, f) != as_read[f]]
+        if "phase" in changed and cluster_usage.moves_usage(as_read["phase"], locked.phase):
+            # what the cluster's placed jobs hold changed: the ClusterBusy and NodesFragmented facts of the
+            # cluster's pending jobs must not be computed from the sums remembered before (once committed)
+            transaction.on_commit(functools.partial(cluster_usage.forget, locked.cluster_id), using=locked._state.db)
         if entries:
             PhaseTransition.objects.bulk_create(entries)
         if changed or entries:

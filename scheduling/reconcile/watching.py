@@ -27,6 +27,7 @@ from ..observe import phase_entries
 from ..observe.evidence import JobObjects
 from ..statements import fetch, joined, joined_instance
 from . import ownership, refusals, status
+from .jobs import repairs
 
 log = logging.getLogger(__name__)
 
@@ -60,26 +61,57 @@ def select(job_objects: JobObjects, backend, job: GangJob) -> JobObjects:
 ACT_ON = frozenset({phase_entries.REASON_REPLACING, phase_entries.REASON_PARTIAL_GANG})
 
 
-def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> None:
+def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> bool:
     """Record what the watch cache holds of one job; enqueue a reconcile when its gang objects or Jobs were deleted,
     started terminating or had their spec edited (`deleted`, kube/watches.py `edited`), or when the observation says
-    the reconciler has to act (ACT_ON: a gang being replaced, a partial gang); and its clean-up (the same task with
+    the reconciler has to act (ACT_ON: a gang being replaced, a partial gang; not while a repair of the job is held
+    back, jobs/repairs.py); and its clean-up (the same task with
     `cleanup`, on the shard's clean-up queue) when this observation ended it (Succeeded, Failed) or it is being
     cancelled: a finished job's gang objects go at once, not at the capped resync's turn behind the dispatch
     backlog. Waits out a database outage (`with_database`); a broker that cannot take the task is logged and left to
-    the periodic resync, so the watch goes on either way."""
+    the periodic resync, so the watch goes on either way.
+
+    Returns True when the job must be observed again soon although nothing changes in the cluster (the watcher
+    does, kube/watches.py `LOOK_AGAIN_SECONDS`): `awaiting_record`, the cache holds a Job of the job's that its row
+    does not record yet, so its pods were left out of this observation."""
     job = with_database(lambda: _observe(job_uid, job_objects))
     if job is None:
-        return
+        return False
+    again = awaiting_record(job, job_objects)
     ended = job.phase in TERMINAL_PHASES and job.cleaned_up_at is None  # `_observe` skips jobs that had ended
     cleanup = ended or job.desired_state == DesiredState.CANCEL
     if not (cleanup or deleted or job.phase_reason in ACT_ON):
-        return
+        return again
+    if not (cleanup or deleted) and repairs.holding(job):
+        return again  # a repair that does not hold waits out its backoff: its pass is queued already (jobs/repairs.py)
     try:
         enqueue.send(enqueue.RECONCILE_JOB, job.pk, **({"kwargs": {"cleanup": True}} if cleanup else {}))
     except Exception as exc:  # Redis down: kombu's OperationalError after its publish retries
         log.warning("watch: could not queue a reconcile of job %s (%s: %s); the resync will", job.pk,
                     type(exc).__name__, exc)
+    return again
+
+
+def awaiting_record(job: GangJob, job_objects: JobObjects) -> bool:
+    """True when the watch cache holds a Job (batch/v1) in the job's namespace, labelled for it and not being
+    deleted, whose UID the job's row (`job`, as the observation wrote it) does not record under its name.
+
+    That is a pass in flight: it created the Job, and records its UID only with its status write, at its end
+    (reconcile/jobs/reconciler.py `create_members`). Until then `ownership.select` leaves the Job and its pods out,
+    so an observation meanwhile sees the gang objects alone (the scheduler's word on the PodGroup, not its pods),
+    and the pass's write then records what the pass read, from before the pods existed. The pods' conditions are
+    written once (kube-scheduler does not rewrite an unchanged PodScheduled=False), so no later event would bring
+    them in: the watcher observes such a job again until its row records the Job (or LOOK_AGAIN_TRIES). A Job
+    that is never recorded (a look-alike made by someone else) costs those tries and nothing more."""
+    recorded = job.owner_uids
+    if recorded is None or job.phase in TERMINAL_PHASES:
+        return False  # a row from before UIDs were recorded trusts every Job in its namespace; an ended job is done
+    for owner in job_objects.owners:
+        meta = owner.get("metadata") if isinstance(owner.get("metadata"), dict) else {}
+        if (ownership.in_namespace(owner, job.namespace) and not meta.get("deletionTimestamp") and meta.get("uid")
+                and recorded.get(meta.get("name")) != meta["uid"]):
+            return True
+    return False
 
 
 def with_database(fn):
@@ -140,6 +172,7 @@ def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
     objects = select(job_objects, backend, job)
     # The cache's objects go along (`raw`): the status write selects them again against the row as locked, whose
     # recorded UIDs may be newer than this read of it (a pass that created the job's Job and wrote meanwhile).
+    # The Warning Events (why_pending.said) are left to the passes (reconcile/waiting_events.py): kept as last read.
     status.observe_objects(job, backend, objects, refusals.read(job, objects.owners, objects.pods), raw=job_objects)
     return job
 

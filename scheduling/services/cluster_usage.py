@@ -5,7 +5,9 @@ Scheduled and Running jobs: one `SUM` query. `nodes_and_use` reads the cluster's
 by the watcher) and what gangweb's bound pods request on each node, from the jobs' last observed pods
 (`GangJob.observed["pods"]`: node, phase, pod set) and their pod sets' per-pod requests (`kube.resources`). Both are
 remembered for a few seconds per cluster in Django's cache, so a resync that explains many pending gangs of one
-cluster asks once. Pods gangweb does not manage are not counted: what is left free is an upper bound.
+cluster asks once; a status write that moves one of the cluster's jobs into or out of Scheduled/Running drops what
+is remembered once it commits (`forget`, reconcile/status.py), so the next answer counts that job. Pods gangweb
+does not manage are not counted: what is left free is an upper bound.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from ..models.jobs import REQUESTED_COLUMNS as COLUMNS
 from ..observe import capacity
 
 REMEMBER_SECONDS = 5
+IN_USE_KEY = "gangweb:cluster-in-use:{}"
+NODES_USE_KEY = "gangweb:cluster-nodes-use:{}"
 
 
 def in_use(cluster_id: int) -> dict:
@@ -31,7 +35,18 @@ def in_use(cluster_id: int) -> dict:
         return {"nvidia.com/gpu": int(gpu) if float(gpu).is_integer() else gpu,
                 "cpu": (sums["cpu"] or 0) / 1000, "memory": sums["memory"] or 0}
 
-    return cache.get_or_set(f"gangweb:cluster-in-use:{cluster_id}", compute, REMEMBER_SECONDS)
+    return cache.get_or_set(IN_USE_KEY.format(cluster_id), compute, REMEMBER_SECONDS)
+
+
+def in_use_by_cluster(cluster_ids: list[int]) -> dict[int, dict]:
+    """{cluster id: what `in_use` says} for many clusters in one `SUM … GROUP BY cluster` (the overview's cluster
+    totals); clusters without Scheduled or Running jobs are left out (nothing in use)."""
+    if not cluster_ids:
+        return {}
+    rows = (GangJob.objects.filter(cluster_id__in=sorted(cluster_ids), phase__in=RUNNING_PHASES).order_by()
+            .values("cluster_id").annotate(**{r: Sum(column) for r, column in COLUMNS.items()}))
+    return {row["cluster_id"]: {"nvidia.com/gpu": row["gpu"] or 0, "cpu": (row["cpu"] or 0) / 1000,
+                                "memory": row["memory"] or 0} for row in rows}
 
 
 HOLDING_POD_PHASES = ("Pending", "Running")  # a bound pod in these phases holds its node's room
@@ -76,4 +91,17 @@ def nodes_and_use(cluster_id: int) -> tuple[list[dict] | None, dict[str, dict]]:
         row = ClusterNodes.objects.filter(cluster_id=cluster_id).values_list("nodes", flat=True).first()
         return (row, by_node(cluster_id)) if row else (None, {})
 
-    return cache.get_or_set(f"gangweb:cluster-nodes-use:{cluster_id}", compute, REMEMBER_SECONDS)
+    return cache.get_or_set(NODES_USE_KEY.format(cluster_id), compute, REMEMBER_SECONDS)
+
+
+def moves_usage(before: str, after: str) -> bool:
+    """True when a job going from phase `before` to `after` starts or stops counting in `in_use` (it enters or
+    leaves Scheduled/Running, the phases whose requests it sums)."""
+    return (before in RUNNING_PHASES) != (after in RUNNING_PHASES)
+
+
+def forget(cluster_id: int) -> None:
+    """Drop what is remembered of the cluster (`in_use`, `nodes_and_use`): the next call computes it anew. Called
+    once a write that moved one of its jobs into or out of Scheduled/Running has committed, so an answer made
+    right after does not leave that job out (or count it) for up to REMEMBER_SECONDS."""
+    cache.delete_many([IN_USE_KEY.format(cluster_id), NODES_USE_KEY.format(cluster_id)])

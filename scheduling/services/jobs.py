@@ -384,7 +384,7 @@ def _update(user, job: GangJob, data) -> GangJob:
         check_queue_takes(queue, job.cluster, job.namespace, lookups, ("queue", "queue", "queue"))
         access.check_submit(user, queue, job.cluster)
         pod_rules.check_job_spec(job.resolved_spec, job.template_version.template, queue, lookups.tree)
-        queue_limits.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.usage)
+        queue_limits.check_job_limits(queue, job.cluster, job.resolved_spec, lookups.tree, lookups.allocations)
         job.queue = queue
     if "priority_class_name" in data:
         value = data["priority_class_name"]

@@ -11,8 +11,9 @@ Two statements whatever the number of bodies (a bulk of 5,000 costs what a singl
    A submit's warnings thus cost no statement of their own; a request naming more clusters reads the views and
    the sync problems in one statement each, on first use.
 
-Queue usage (KAI Queue status) is read, in a third statement, only when the queue or an ancestor has a finite
-limit: `queue_limits.check_job_limits` reads it for nothing else.
+What a queue holds in a cluster (`queue_allocation.Allocations`: the KAI or Volcano Queue status, else gangweb's
+count of its running jobs) is read only when the queue or an ancestor has a finite limit, on first use, one
+statement per source: `queue_limits.check_job_limits` reads it for nothing else.
 
 Why SQL text rather than querysets: submit is CPU-bound on the web workers (bench/README.md). Building and
 compiling the equivalent querysets (three `select_related` levels, four subquery annotations) cost ~5 ms of Python
@@ -43,6 +44,7 @@ from . import cluster_warnings, pod_rules, queue_limits
 from . import queues as queue_service
 from . import templates as template_service
 from .cluster_warnings import VIEW_FIELDS
+from .queue_allocation import Allocations
 
 # A request naming at most this many distinct clusters looks them up (and the queues' links to them) inside the
 # queue statement; more (a bulk spread over many clusters) costs two more queries instead.
@@ -65,7 +67,7 @@ class Lookups:
     targeting: set[int] = field(default_factory=set)  # queues that name clusters (the others take every cluster)
     queue_clusters: dict[int, set[int]] = field(default_factory=dict)  # queue id -> ids of named clusters it targets
     tree: queue_service.QueueTree | None = None  # the named queues and their ancestors, for the limit checks
-    usage: dict[tuple[int, int], dict] = field(default_factory=dict)  # (queue id, cluster id) -> Queue status
+    allocations: Allocations = field(default_factory=lambda: Allocations(set(), set()))  # for the limit checks
     rendered: dict[tuple[int, str], dict] = field(default_factory=dict)
     limits: dict[tuple, list[dict]] = field(default_factory=dict)
     sync_problems: dict[tuple[str, int, int], tuple[str, str]] | None = None  # (family, queue, cluster) -> state
@@ -102,7 +104,7 @@ class Lookups:
         if limit_key is not None and limit_key in self.limits:
             return resolved, [dict(w) for w in self.limits[limit_key]]
         pod_rules.check_job_spec(resolved, version.template, queue, self.tree)
-        warnings = queue_limits.check_job_limits(queue, cluster, resolved, self.tree, self.usage)
+        warnings = queue_limits.check_job_limits(queue, cluster, resolved, self.tree, self.allocations)
         if limit_key is not None:
             self.limits[limit_key] = warnings
         return resolved, [dict(w) for w in warnings]
@@ -156,7 +158,8 @@ class Lookups:
         limited = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]
                    if any(not queue_service.unlimited(getattr(a, f"{r}_limit")) for r in RESOURCES)}
         if limited and lk.clusters:
-            lk.usage = queue_limits.load_usage(limited, [c.id for c in lk.clusters.values()])
+            lk.allocations = Allocations(limited, {c.id for c in lk.clusters.values()},
+                                         parents={q.id: q.parent_id for q in lk.tree.by_id.values()})
         return lk
 
     def _load_versions(self, items: list[dict], template_names: list[str]) -> None:

@@ -331,7 +331,7 @@ def _check_no_stranded_clusters(policy: QueuePolicy, clusters: list[Cluster]) ->
 def _check_no_stranded_namespaces(policy: QueuePolicy, tree: QueueTree) -> None:
     """Refuse (Conflict, 409 on `allowed_namespaces`, naming the jobs) an `allowed_namespaces` edit that drops a
     namespace where the queue, or a queue below it (a job's namespace must be allowed by its queue and every
-    ancestor: services/policy.py), has active jobs."""
+    ancestor: services/pod_rules.py), has active jobs."""
     allowed = set(policy.allowed_namespaces or [])
     queue_ids = [policy.id, *(q.id for q in tree.descendants(policy))]
     active = GangJob.objects.filter(queue_id__in=queue_ids, phase__in=list(ACTIVE_PHASES)).exclude(

@@ -61,6 +61,16 @@ def amount(value, resource: str) -> str:
     return for_people(resource, value)
 
 
+@register.filter
+def answer_amount(value, resource: str) -> str:
+    """A number of an answer about use, already in its people unit (amounts.in_answer / base_in_answer: GPUs, CPU
+    cores, GiB), with that unit: `{{ 8|answer_amount:"cpu" }}` -> "8 CPU cores", "1 GPU"; the API's number,
+    unchanged but for thousands separators and at most 2 decimals (amounts.format_number). None -> "unknown"."""
+    from ..amounts import format_number, unit_words
+
+    return "unknown" if value is None else f"{format_number(value)} {unit_words(resource, value)}"
+
+
 @register.simple_tag
 def quota_bar_svg(bar):
     """One queue's quota bar (`bar`: a views.display.QuotaBar) as SVG: track, limit region, requested, allocated,

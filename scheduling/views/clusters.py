@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,7 +17,7 @@ from ..forms.clusters import ClusterForm, SchedulerNamesForm
 from ..models import Cluster, GangJob
 from ..observe import presence
 from ..reconcile import probe
-from ..services import access, audit
+from ..services import access, audit, cluster_capacity
 from ..services.errors import ServiceError
 from .common import allowed
 
@@ -71,6 +72,25 @@ def may_manage(user, cluster) -> bool:
     return True
 
 
+CAPACITY_ROWS = (("gpu", "GPUs"), ("cpu", "CPU"), ("memory", "Memory"))
+
+
+def capacity_section(request, cluster) -> dict:
+    """The capacity section's context: `services.cluster_capacity.capacity` (the API's answer) with the node rows
+    paginated by `?offset=` / `?limit=` (a bad value shows the first page, as a bad filter shows everything), and
+    the offsets of the previous and next pages (None at either end)."""
+    try:
+        offset, limit = cluster_capacity.parse_page(request.GET)
+    except ValidationError:
+        offset, limit = 0, cluster_capacity.DEFAULT_LIMIT
+    cap = cluster_capacity.capacity(cluster, offset, limit)
+    count = cap["node_rows"]["count"]
+    cap["prev_offset"] = max(offset - limit, 0) if offset > 0 else None
+    cap["next_offset"] = offset + limit if offset + limit < count else None
+    cap["shown_to"] = min(offset + limit, count)
+    return cap
+
+
 def _detail(request, cluster, form=None, status=200):
     names = cluster.scheduler_names or {}
     rows = [{**row, "scheduler_name": cluster.scheduler_name_for(row["family"]) if row["family"] in
@@ -81,6 +101,7 @@ def _detail(request, cluster, form=None, status=200):
     return render(request, "scheduling/cluster_detail.html", {
         "section": "clusters", "cluster": cluster, "apis": scheduling_apis(cluster.served_apis),
         "backends": rows, "scheduler_form": form if manage else None,
+        "capacity": capacity_section(request, cluster), "capacity_resources": CAPACITY_ROWS,
     }, status=status)
 
 

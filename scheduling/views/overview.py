@@ -13,7 +13,7 @@ from django.utils import timezone
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase, QueueFamily
 from ..models import Cluster, GangJob, QueueClusterState
 from ..observe import presence
-from ..services import access, queue_payloads, queue_usage, related
+from ..services import access, cluster_capacity, queue_payloads, queue_usage, related
 from ..services import queues as queue_service
 from .common import page_or_fragment
 from .queues import decorate
@@ -109,8 +109,10 @@ def overview_context(user) -> dict:
     failures = related.attach(listed.filter(phase=GangPhase.FAILED).annotate(failure_summary=KT(
         "observed__failure__summary")).order_by("-phase_changed_at", "-id")[:RECENT_FAILURES], LISTED_RELATED)
     clusters = list(access.visible_clusters(user, Cluster.objects.all()))
+    totals = cluster_capacity.totals_for(clusters)  # one query for every cluster; no cluster is read
     for c in clusters:  # per served backend: "API served · scheduler seen 2 min ago" (observe/presence.py)
         c.presence_rows = list(presence.all_presence(c, now).items())
+        c.capacity_totals = totals.get(c.pk)
     return {
         "section": "overview",
         "clusters": clusters,

@@ -9,7 +9,9 @@ The object is written by the observer (scheduling/observe/why_pending.py, docs/o
                "allocated_non_preemptible": 0, "requested": 10}}} | None,
      "job_requests": {"nvidia.com/gpu": 4, "cpu": 12, "memory": 103079215104},
      "reasons": [{"reason", "message"}], "pod_conditions": [{"reason", "message", "pods", "example"}],
-     "blocking": [{"code": "NoNodeFits", "message": "one pod needs 8 GPUs; ...", <numbers>}]}
+     "blocking": [{"code": "NoNodeFits", "message": "one pod needs 8 GPUs; ...", <numbers>}],
+     "said": [{"reason": "FailedScheduling", "object": "Pod ns/p-0", "count": 5000, "first_at": "<RFC 3339>",
+               "last_at": "<RFC 3339>", "message": "...", "component": "default-scheduler", ...}]}
 
 Units there: GPUs in devices, CPU in cores, memory in bytes. Reason codes come from the schedulers (KAI
 `UnschedulableExplanation` reasons, Kubernetes v1alpha2 `PodGroupScheduled` reasons, pod `PodScheduled` reasons)
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..kube.times import parse_time
 from .display import for_people
 
 # What a reason means, for someone who has not read the scheduler's source.
@@ -62,6 +65,29 @@ class WhyPending:
     since: str = ""
     pod_conditions: list[dict] = field(default_factory=list)
     blocking: list[dict] = field(default_factory=list)  # [{"code", "message"}]: what blocks, most certain first
+    said: list[dict] = field(default_factory=list)  # `said_rows`: what the cluster keeps saying, with how often
+
+
+def _when(value) -> str:
+    """An RFC 3339 time from the stored answer as the dashboard writes times ("2026-12-06 08:00:00 UTC"); "" when
+    it is not one."""
+    at = parse_time(value)
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
+
+
+def said_rows(said) -> list[dict]:
+    """The stored `said` entries (observe.events.said) for the page: {"reason", "object", "component", "message",
+    "count" (int >= 1), "first", "last" (times as `_when` writes them)}; entries that are not dicts are left out."""
+    rows = []
+    for e in said if isinstance(said, list) else []:
+        if not isinstance(e, dict):
+            continue
+        count = e.get("count")
+        rows.append({"reason": str(e.get("reason") or ""), "object": str(e.get("object") or ""),
+                     "component": str(e.get("component") or ""), "message": str(e.get("message") or ""),
+                     "count": count if isinstance(count, int) and count >= 1 else 1,
+                     "first": _when(e.get("first_at")), "last": _when(e.get("last_at"))})
+    return rows
 
 
 def explain(why: dict | None, phase: str = "") -> WhyPending | None:
@@ -79,7 +105,8 @@ def explain(why: dict | None, phase: str = "") -> WhyPending | None:
                      since=str(why.get("since") or ""),
                      pod_conditions=[c for c in why.get("pod_conditions") or [] if isinstance(c, dict)],
                      blocking=[{"code": str(f.get("code") or ""), "message": _sentence(str(f.get("message") or ""))}
-                               for f in why.get("blocking") or [] if isinstance(f, dict) and f.get("message")])
+                               for f in why.get("blocking") or [] if isinstance(f, dict) and f.get("message")],
+                     said=said_rows(why.get("said")))
     pods = why.get("pods") if isinstance(why.get("pods"), dict) else {}
     if pods.get("bound") is not None and pods.get("required") is not None:
         sentence = f"{pods['bound']} of the {pods['required']} pods the gang needs are bound"

@@ -2,7 +2,9 @@
 and its pods thousands of identical Events: the job answer and page stay small (the first and last entries, with
 how many are left out), the timeline endpoint pages every entry, identical consecutive entries fold into one with
 a count and first/last time, and Events fold by (reason, object)."""
+import json
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
@@ -10,7 +12,10 @@ from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import GangJob, PhaseTransition
 from scheduling.observe import events
+from scheduling.observe.evidence import JobObjects
+from scheduling.reconcile import derive, waiting_events
 from tests import builders
+from tests.kube_objects import pod
 
 pytestmark = pytest.mark.django_db
 CYCLE = [("Queued", "BackOff", "pods restarting"), ("Scheduled", "Scheduled", "gang placed"),
@@ -45,6 +50,16 @@ def detail(api, job, **kw):
         r = api.get(f"/api/v1/jobs/{job.pk}/", **kw)
     assert r.status_code == 200
     return r, len(queries)
+
+
+def page_of(client, pk: int):
+    """The job page of `pk` computed afresh, and how many queries it took."""
+    from django.core.cache import cache
+
+    cache.clear()
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(f"/jobs/{pk}/")
+    return page, len(queries)
 
 
 def test_a_job_with_3000_transitions_answers_under_50_kb_with_the_same_queries_as_with_30(api, setup, admin_user):
@@ -108,3 +123,89 @@ def test_the_wait_answer_carries_the_last_50_entries_in_order(api, setup, admin_
     assert (len(state["timeline"]), state["timeline_total"]) == (50, 3001)
     assert [e["reason"] for e in state["timeline"][-3:]] == ["Evicted"] * 3
     assert len(r.content) < 50_000
+
+
+class EventPages:
+    """Stands in for CoreV1Api.list_namespaced_event: `events` served in pages of the asked `limit` with a
+    continue token, filtered by the `involvedObject.uid=` and `type=` field selectors as the API server does;
+    every call's field selector is recorded in `asked`."""
+
+    def __init__(self, events_: list[dict]):
+        self.events, self.asked = events_, []
+
+    def __call__(self, _api=None):
+        return self
+
+    def list_namespaced_event(self, namespace, field_selector="", limit=500, _continue=None, **_):
+        self.asked.append(field_selector)
+        wants = dict(part.split("=", 1) for part in field_selector.split(","))
+        items = [e for e in self.events if e["involvedObject"]["uid"] == wants["involvedObject.uid"]
+                 and e["type"] == wants["type"]]
+        start = int(_continue or 0)
+        page = items[start:start + limit]
+        more = str(start + limit) if start + limit < len(items) else None
+        return SimpleNamespace(data=json.dumps({"items": page, "metadata": {"continue": more}}).encode())
+
+
+def failed_scheduling(i: int, uid: str) -> dict:
+    """The i-th of a pod's identical FailedScheduling Events, one second apart from 08:00:00, each seen once (a
+    recorder that could not merge them)."""
+    when = f"2026-12-06T{8 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"
+    return {"type": "Warning", "reason": "FailedScheduling", "message": "0/4 nodes are available: 4 Insufficient "
+            "nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "loop-worker-0", "uid": uid},
+            "firstTimestamp": when, "lastTimestamp": when, "count": 1, "source": {"component": "default-scheduler"},
+            "metadata": {"name": f"loop-worker-0.{i:x}", "creationTimestamp": when}}
+
+
+def test_3000_transitions_and_5000_identical_events_stay_small_and_say_how_often_and_since_when(
+        api, client, setup, admin_user, monkeypatch):
+    """The read path (reconcile/waiting_events.py) pages the pod's 5,000 Events, the observation folds them into
+    one why-pending entry, and the job's answer and page show it with its count and first/last seen, within the
+    same budgets as without it."""
+    job = crash_looping(setup, admin_user, 3000)
+    pods = [pod(name=f"loop-worker-{i}", unschedulable="0/4 nodes are available") for i in range(2)]
+    noise = [{**failed_scheduling(0, "uid-loop-worker-0"), "type": "Normal", "reason": "Scheduled"},
+             failed_scheduling(1, "uid-of-another-job")]
+    served = EventPages([failed_scheduling(i, "uid-loop-worker-0") for i in range(5000)] + noise)
+    monkeypatch.setattr(waiting_events.client, "CoreV1Api", served)
+    said = waiting_events.read(job, [], pods, api=object())
+    assert served.asked == ["involvedObject.uid=uid-loop-worker-0,type=Warning"] * 10  # 10 pages of 500
+    sighting = derive.Sighting(None, JobObjects([], [], pods), [], said=said)
+    _, changes = derive.derive(GangJob.objects.select_related("cluster", "queue").get(pk=job.pk), sighting, [])
+    GangJob.objects.filter(pk=job.pk).update(why_pending=changes["why_pending"])
+
+    r, queries = detail(api, job)
+    assert len(r.content) < 50_000, len(r.content)
+    (entry,) = r.json()["why_pending"]["said"]
+    assert (entry["reason"], entry["object"], entry["count"], entry["component"]) == (
+        "FailedScheduling", "Pod default/loop-worker-0", 5000, "default-scheduler")
+    assert (entry["first_at"], entry["last_at"]) == ("2026-12-06T08:00:00+00:00", "2026-12-06T09:23:19+00:00")
+    small, small_queries = detail(api, crash_looping(setup, admin_user, 330, name="short"))
+    assert queries == small_queries <= 8  # pinned: neither the history nor the Events add a query
+
+    client.force_login(admin_user)
+    GangJob.objects.filter(pk=small.json()["id"]).update(why_pending=changes["why_pending"])
+    page, page_queries = page_of(client, job.pk)
+    _, short_queries = page_of(client, small.json()["id"])
+    assert page_queries == short_queries <= 11, "the page's queries grow with the history"
+    assert page.status_code == 200 and len(page.content) < 200_000, len(page.content)
+    html = page.content.decode()
+    assert ("<strong>FailedScheduling</strong> on <span class=\"mono\">Pod default/loop-worker-0</span> by "
+            "default-scheduler: <span data-field=\"count\">5,000</span> times, first seen <span class=\"mono\" "
+            "data-field=\"first\">2026-12-06 08:00:00 UTC</span>, last seen <span class=\"mono\" "
+            "data-field=\"last\">2026-12-06 09:23:19 UTC</span>") in html
+
+
+def test_an_observation_that_does_not_read_events_keeps_what_the_last_read_found(setup, admin_user):
+    """The watch reads no Events: the stored entry stays (the answer does not flip between observers)."""
+    job = crash_looping(setup, admin_user, 330, name="kept")
+    pods = [pod(name="kept-worker-0", unschedulable="0/4 nodes are available")]
+    said = events.said([events.row(failed_scheduling(i, "u")) for i in range(3)])
+    row = GangJob.objects.select_related("cluster", "queue").get(pk=job.pk)
+    _, changes = derive.derive(row, derive.Sighting(None, JobObjects([], [], pods), [], said=said), [])
+    GangJob.objects.filter(pk=job.pk).update(why_pending=changes["why_pending"])
+    row = GangJob.objects.select_related("cluster", "queue").get(pk=job.pk)
+    _, unread = derive.derive(row, derive.Sighting(None, JobObjects([], [], pods), []), [])
+    assert unread["why_pending"]["said"] == changes["why_pending"]["said"]
+    assert changes["why_pending"]["said"][0]["count"] == 3

@@ -229,11 +229,14 @@ def test_a_job_that_fits_the_limit_but_not_next_to_allocated_work_is_accepted_wi
     leaf.gpu_limit = 8
     leaf.save()
     QueueClusterState.objects.create(policy=leaf, cluster=cluster, status=status(gpu=6))
-    r = api.post("/api/v1/jobs/", gpu_job(setup, replicas=1, gpu=4), format="json")
+    tmpl = builders.make_template(backend="kai", pod_sets=[builders.pod_set(replicas=1,
+                                                                            containers=[builders.container(gpu=4)])])
+    r = api.post("/api/v1/jobs/", builders.submit_body(tmpl, leaf, cluster), format="json")
     assert r.status_code == 201, r.data
-    (warning,) = r.data["warnings"]
-    assert (warning["queue"], warning["resource"], warning["limit"], warning["allocated"], warning["requested"]) == \
-        ("team-a", "gpu", 8, 6.0, 4.0)
+    (warning,) = [w for w in r.data["warnings"] if w["code"] == "OverQueueLimit"]  # and its Queue is not in sync
+    assert (warning["queue"], warning["resource"], warning["limit"], warning["allocated"], warning["requested"],
+            warning["source"]) == ("team-a", "gpu", 8, 6, 4, "kai")
+    assert "KAI's Queue status says 6 of 8 GPUs allocated (gpu_limit)" in warning["message"]
 
 
 def test_a_job_within_limits_has_no_warnings(api, setup):

@@ -97,6 +97,19 @@ def test_why_and_timeline_print_whole_lines_into_a_pipe(capsys):
     assert "PlacedWithoutWait" in printed and "default/hello-world-a-rather-long-podgroup-name-0123456789" in printed
 
 
+def test_why_prints_what_the_cluster_keeps_saying_with_how_often_and_since_when(capsys):
+    from gangweb_client import output
+
+    job = {"id": 3, "name": "loop", "phase": "Queued", "why_pending": {"summary": "Not enough room.", "said": [
+        {"reason": "FailedScheduling", "object": "Pod default/loop-worker-0", "count": 5000,
+         "first_at": "2026-12-06T08:00:00+00:00", "last_at": "2026-12-06T09:23:19+00:00",
+         "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]}}
+    output.console().print(output.why_text(job))
+    assert ("FailedScheduling on Pod default/loop-worker-0: 5,000 times, first seen 2026-12-06 08:00:00.000 UTC, "
+            "last seen 2026-12-06 09:23:19.000 UTC: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+            ) in " ".join(capsys.readouterr().out.split())
+
+
 def test_why_prints_the_place_in_line_and_the_estimated_start(capsys):
     from gangweb_client import output
 

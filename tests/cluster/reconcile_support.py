@@ -19,15 +19,16 @@ from scheduling.services import jobs as job_service
 from tests import builders
 
 
-def wait_for(predicate, timeout: float = 60, what: str = "condition", interval: float = 0.5):
-    """Poll `predicate` until it returns something truthy; return it. AssertionError after `timeout` seconds."""
+def wait_for(predicate, timeout: float = 60, what="condition", interval: float = 0.5):
+    """Poll `predicate` until it returns something truthy; return it. AssertionError after `timeout` seconds, naming
+    `what` (a string, or a callable returning one: e.g. the last value seen)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
         time.sleep(interval)
 
 

@@ -55,12 +55,13 @@ def test_a_batch_dispatch_costs_a_fixed_number_of_sql_statements_per_job(world):
             assert reconcile_many([j.pk for j in batch]) == {"ok": size, "failed": 0, "requeued": 0}
         # Savepoints are the test's transaction around each atomic block; outside tests BEGIN/COMMIT instead.
         per_size[size] = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
-    # The batch's rows, and one UPDATE recording the backend of all of them; then per job: the cancel check after
-    # its creates, its row (locked on PostgreSQL) and timeline, the Dispatched entry, the row's update and the
-    # attempt row. (Before: 10 per job: the backend UPDATE, a timeline re-read for the metrics, a re-read of the
-    # row to save the pass's status and the metrics signal's cluster lookup came on top.) Plus one: the template's
-    # pod-security level and exceptions, read before the owner Job is created
+    # The batch's rows, and one UPDATE recording the backend of all of them; then per job: the row read again
+    # before its first create (it may have ended since the batch loaded it: JobReconciler.refuse_when_over), the
+    # cancel check after its creates, its row (locked on PostgreSQL) and timeline, the Dispatched entry, the row's
+    # update and the attempt row. (Before: 10 per job: the backend UPDATE, a timeline re-read for the metrics, a
+    # re-read of the row to save the pass's status and the metrics signal's cluster lookup came on top.) Plus one:
+    # the template's pod-security level and exceptions, read before the owner Job is created
     # (reconcile/jobs/reconciler.py check_pod_policy).
-    assert len(per_size[5]) - len(per_size[2]) == 3 * 7
-    assert len(per_size[2]) == 2 + 2 * 7
+    assert len(per_size[5]) - len(per_size[2]) == 3 * 8
+    assert len(per_size[2]) == 2 + 2 * 8
     assert sum(q.startswith("UPDATE") and "backend_plugin" in q and '"phase"' not in q for q in per_size[5]) == 1

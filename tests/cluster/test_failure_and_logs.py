@@ -120,9 +120,13 @@ def test_a_container_that_exits_3_is_named_everywhere_and_its_log_is_read_throug
 
     # A viewer of another team: 404, as for the job itself
     stranger = builders.make_user("stranger")
+    builders.grant(QueuePolicy.objects.get(name="team-b"), "viewer", user=stranger)
     env = {**live.env, "GANGWEB_TOKEN": builders.make_token(stranger, ["read"])}
     refused = support.run_cli(["logs", str(job.pk)], env)
     assert refused.returncode == 4 and "404" in refused.stderr
+    theirs = requests.get(f"{live.server.url}/api/v1/jobs/{job.pk}/logs/",
+                          headers={"Authorization": f"Bearer {env['GANGWEB_TOKEN']}"}, timeout=30)
+    assert theirs.status_code == 404
 
     # A log longer than the cap: cut, and said so
     _write(live.log, *(f"{marker} filler line {i:05d} " + "x" * 60 for i in range(200)))

@@ -19,8 +19,8 @@ pytest.importorskip("scheduling.kube.objects")
 from scheduling.backends import kai_v2alpha2  # noqa: E402
 from scheduling.choices import GangPhase as P  # noqa: E402
 from scheduling.kube.watches import POD  # noqa: E402
-from scheduling.models import GangJob  # noqa: E402
-from scheduling.reconcile import watching  # noqa: E402
+from scheduling.models import ClusterNodes, GangJob  # noqa: E402
+from scheduling.reconcile import waiting_events, watching  # noqa: E402
 from tests import builders  # noqa: E402
 from tests.kube_objects import kai_over_limit  # noqa: E402
 
@@ -257,8 +257,10 @@ def test_a_gang_that_fits_the_cluster_but_not_now_says_how_much_gangwebs_running
     small = world.submit(backend="k8s-workload", replicas=2,
                          containers=[builders.container(cpu="1", memory="1Gi", gpu=8)])
     assert world.reconcile(small).error is None
-    data = wait_for(lambda: (d := api_job(api, small))["why_pending"] and d["why_pending"].get("blocking") and d,
-                    timeout=60, what="a blocking fact in why_pending")
+    seen = []  # the last answer, for the failure message
+    data = wait_for(lambda: (d := seen.append(api_job(api, small)) or seen[-1])["why_pending"]
+                    and d["why_pending"].get("blocking") and d,
+                    timeout=60, what=lambda: f"a blocking fact in why_pending; last: {seen[-1:]}")
     why = data["why_pending"]
     assert why["blocking"] == [{
         "code": "ClusterBusy", "resource": "nvidia.com/gpu", "needs": 16, "allocatable": total,
@@ -266,3 +268,39 @@ def test_a_gang_that_fits_the_cluster_but_not_now_says_how_much_gangwebs_running
         "message": f"needs 16 GPUs; gangweb's running jobs hold {total - 8} of the cluster's {total} allocatable, "
                    "so at most 8 are free now"}]
     assert why["summary"].startswith("This job needs 16 GPUs; gangweb's running jobs hold")
+
+
+def test_a_gang_the_scheduler_refuses_before_its_pass_writes_gets_its_pods_words_once_the_pass_has_written(
+        world, watcher, pool_nodes, api, monkeypatch):
+    """kube-scheduler refuses a new gang while the pass that created it is still reading: the watch records the
+    PodGroup's Unschedulable (the Job's pods are not the job's until the pass records the Job's UID, at its write),
+    then the pass writes what it read before the pods existed. The pods' PodScheduled=False is written once (not
+    rewritten on retries), so no later event comes: the watcher looks again until the Job is recorded, and
+    why_pending then counts and quotes both pods (before the fix it said WaitingForPods, 0 of 2 created, for good)."""
+    pool_nodes(1)
+    node = f"{world.namespace[:40]}-n0"
+    wait_for(lambda: node in {n["name"] for n in (ClusterNodes.objects.filter(cluster=world.cluster)
+                                                   .values_list("nodes", flat=True).first() or [])},
+             timeout=60, what="the pool's node in ClusterNodes")  # no capacity change re-observes the job later
+    job = world.submit(backend="k8s-workload", replicas=2, node_selector={POOL_LABEL: world.namespace},
+                       containers=[builders.container(cpu="1", memory="1Gi", gpu=8)])
+    read = waiting_events.read
+
+    def slow_read(row, *args, **kwargs):  # the pass's last read, before its write: held until the watch said Queued
+        wait_for(lambda: GangJob.objects.get(pk=job.pk).phase == P.QUEUED, timeout=60,
+                 what="the watch recording Queued before the pass writes")
+        return read(row, *args, **kwargs)
+
+    monkeypatch.setattr(waiting_events, "read", slow_read)
+    assert world.reconcile(job).error is None
+    monkeypatch.setattr(waiting_events, "read", read)
+    seen = []  # the last answer, for the failure message
+    data = wait_for(lambda: (d := seen.append(api_job(api, job)) or seen[-1])["why_pending"]
+                    and d["why_pending"]["pods"]["created"] == 2 and d, timeout=60,
+                    what=lambda: f"both pods in why_pending; last: {seen[-1:]}")
+    why = data["why_pending"]
+    assert (why["reason"], why["pods"]) == ("Unschedulable", {"bound": 0, "required": 2, "total": 2, "created": 2})
+    assert sum(c["pods"] for c in why["pod_conditions"]) == 2
+    assert {c["reason"] for c in why["pod_conditions"]} == {"Unschedulable"}
+    assert sorted(p["name"] for p in data["observed"]["pods"]) == sorted(
+        p["metadata"]["name"] for p in pods_of(world, job))

@@ -14,7 +14,7 @@ from scheduling.constants import LABEL_JOB_UID
 from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob, QueuePolicy
-from scheduling.reconcile import resync
+from scheduling.reconcile import ownership, resync
 from scheduling.services import jobs as job_service
 
 from .reconcile_support import wait_for
@@ -30,10 +30,11 @@ V1A2_WORKLOAD, V1A2_POD_GROUP = k8s_workload_v1alpha2.WORKLOAD, k8s_workload_v1a
 
 
 def stale_copy(want: dict, labels: dict, **spec) -> dict:
-    """A gang object as an earlier pass might have left it: same name and labels, different spec."""
-    return {"apiVersion": want["apiVersion"], "kind": want["kind"],
-            "metadata": {"name": want["metadata"]["name"], "namespace": want["metadata"]["namespace"],
-                         "labels": labels}, "spec": {**want["spec"], **spec}}
+    """A gang object as an earlier pass might have left it (it died before recording the UID): same name, labels
+    and gangweb's creation mark (reconcile/ownership.py `creation_mark`), different spec."""
+    return ownership.stamp({"apiVersion": want["apiVersion"], "kind": want["kind"],
+                            "metadata": {"name": want["metadata"]["name"], "namespace": want["metadata"]["namespace"],
+                                         "labels": labels}, "spec": {**want["spec"], **spec}}, labels[LABEL_JOB_UID])
 
 
 @pytest.mark.parametrize("family", sorted(MUTABLE))

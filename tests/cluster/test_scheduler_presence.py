@@ -1,7 +1,8 @@
 """Issue 33 item 3, against the real control plane: is a scheduler there? The local cluster runs kube-scheduler
 (holding the Lease kube-system/kube-scheduler) and serves the KAI, Volcano and coscheduling APIs from their CRDs,
 with none of those schedulers running. The probe says so; a KAI submit warns; its estimate is unknown; it is
-listed as stuck once it waited past GANGWEB_STUCK_AFTER_SECONDS (shortened here)."""
+listed as stuck once it waited past GANGWEB_STUCK_AFTER_SECONDS (15 min by default; lowered here, never slept).
+The cluster page is also read in a browser (docs/screenshots/cluster-schedulers.png)."""
 from __future__ import annotations
 
 import uuid
@@ -19,6 +20,7 @@ from scheduling.observe import presence  # noqa: E402
 from scheduling.reconcile import probe  # noqa: E402
 from scheduling.services import template_versions  # noqa: E402
 from tests import builders  # noqa: E402
+from tests.ui.browser import screenshot  # noqa: E402
 
 from .reconcile_support import wait_for  # noqa: E402
 
@@ -55,6 +57,26 @@ def test_the_probe_sees_kube_scheduler_and_none_of_the_gang_schedulers(world):
     html = page.get(reverse("scheduling:cluster", args=[world.cluster.name])).content.decode()
     assert "no kai-scheduler seen" in html and "no volcano seen" in html
     assert "API served</span> · <span class=\"presence presence-seen\">scheduler seen" in html
+
+
+@pytest.mark.ui
+def test_the_cluster_page_in_a_browser_shows_kube_scheduler_seen_and_no_gang_scheduler(world, admin_page):
+    probed_presence(world)
+    page = admin_page
+    page.goto(reverse("scheduling:cluster", args=[world.cluster.name]))
+    rows = {}
+    for row in page.locator("#h-backends ~ .table-wrap tbody tr").all():
+        family = row.locator("td").first.inner_text()
+        rows.setdefault(family, []).append(row.locator("td").nth(3).inner_text())
+    # Each family's served plugin says whether its scheduler is seen; the plugins of versions not served, "not served".
+    chosen = {family: [c for c in cells if c.startswith("API served")] for family, cells in rows.items()}
+    (k8s,) = chosen["k8s-workload"]
+    assert k8s.startswith("API served · scheduler seen ") and k8s.endswith(" s ago"), k8s
+    for family, name in SILENT.items():
+        assert chosen[family] == [f"API served · no {name} seen"], (family, rows[family])
+    assert page.locator(".presence-seen").count() == 1 and page.locator(".presence-not_seen").count() == 3
+    screenshot(page, "cluster-schedulers")
+    assert not page.js_errors
 
 
 def test_a_kai_job_where_no_kai_scheduler_runs_warns_is_unknown_and_listed_as_stuck(world, settings):

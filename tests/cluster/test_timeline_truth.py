@@ -9,6 +9,8 @@ out of the latency histograms.
 """
 from __future__ import annotations
 
+import threading
+import time
 from datetime import datetime
 
 import pytest
@@ -17,7 +19,8 @@ from kubernetes import client
 localcluster = pytest.importorskip("localcluster")
 
 from scheduling.choices import GangPhase as P  # noqa: E402
-from scheduling.kube.watches import POD  # noqa: E402
+from scheduling.kube import client as kube_client  # noqa: E402
+from scheduling.kube.watches import POD, resource_label  # noqa: E402
 from scheduling.models import GangJob  # noqa: E402
 from scheduling.observe import metrics  # noqa: E402
 from scheduling.reconcile import watching  # noqa: E402
@@ -153,3 +156,74 @@ def test_a_watcher_restart_keeps_the_clusters_times_and_marks_what_it_could_only
     # The unseen job's wait and time to running; the late job's wait only when its end is the PodGroup's own time.
     assert observed(metrics.TIME_IN_QUEUE, name) - queue_before == (2 if from_gang else 1)
     assert observed(metrics.TIME_TO_RUNNING, name) - running_before == 1
+
+
+class HeldList:
+    """A fresh ApiClient of the cluster whose LIST of one kind (`ref`) waits until `release` is set; `asked` is set
+    when that LIST was asked for. Watches and every other request go through at once: an API server that
+    answers one kind's LIST late (loaded, or its conversion webhook slow)."""
+
+    def __init__(self, cluster, ref):
+        self.api = kube_client.build_client(cluster)
+        self.asked, self.release = threading.Event(), threading.Event()
+        held_path = {"group": ref.group, "version": ref.version, "plural": ref.plural}
+        call = self.api.call_api
+
+        def held(resource_path, method, path_params=None, query_params=None, *args, **kwargs):
+            is_watch = any(k == "watch" for k, _ in query_params or [])
+            if {k: (path_params or {}).get(k) for k in held_path} == held_path and not is_watch:
+                self.asked.set()
+                self.release.wait(180)  # bounded: the test fails on what it then lacks, never hangs
+            return call(resource_path, method, path_params, query_params, *args, **kwargs)
+
+        self.api.call_api = held
+
+
+def stays(predicate, seconds: float) -> bool:
+    """True when `predicate()` holds throughout `seconds` (polled every 0.1 s)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not predicate():
+            return False
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.mark.k8s_version("1.37")
+def test_a_restarted_watcher_whose_podgroup_list_comes_late_records_scheduled_from_the_podgroup(world, pool_nodes):
+    """issue 31: under load a restarted watcher observed a placed job from its pods before its PodGroups' LIST was
+    in, and recorded Scheduled at the pods' bind instead of at the PodGroup's own condition (v1beta1 writes it once,
+    apart from the binds); the entry is never rewritten. The watcher now observes nothing until every kind it
+    watches is listed."""
+    pool_nodes(1)
+    job = world.submit(replicas=2, node_selector={POOL_LABEL: world.namespace},
+                       containers=[builders.container(cpu="1", memory="1Gi", gpu=2)])
+    assert world.reconcile(job).error is None
+    wait_for(lambda: pods_running(world, job, 2), timeout=90, what="the job's pods running")
+    wait_for(lambda: gang_scheduled(world, job), timeout=60, what=f"the PodGroup's {world.k8s.SCHEDULED}")
+    before = GangJob.objects.get(pk=job.pk).phase
+    assert before in (P.DISPATCHED, P.QUEUED)  # no watcher ran: gangweb has not seen it placed
+
+    held = HeldList(world.cluster, world.k8s.POD_GROUP)
+    watcher = watching.watcher_for(world.cluster, api=held.api).start()
+    try:
+        assert held.asked.wait(60)
+        wait_for(lambda: watcher.unlisted() == (resource_label(world.k8s.POD_GROUP),), timeout=60,
+                 what="every kind but PodGroups listed")
+        # The pods, Jobs and Workload are in the cache, the job marked: before the fix it was recorded Scheduled
+        # (from the pods) within a second.
+        assert stays(lambda: GangJob.objects.get(pk=job.pk).phase == before, seconds=5)
+        held.release.set()
+        assert watcher.wait_synced(60)
+        wait_for(lambda: GangJob.objects.get(pk=job.pk).phase == P.RUNNING, timeout=60, what="Running")
+    finally:
+        held.release.set()
+        watcher.stop()
+        held.api.close()
+
+    pg = world.get(world.k8s.POD_GROUP, world.names(job).gang_name)
+    said = when(next(c["lastTransitionTime"] for c in pg["status"]["conditions"] if c["type"] == world.k8s.SCHEDULED))
+    entry = GangJob.objects.get(pk=job.pk).transitions.get(phase=P.SCHEDULED)
+    assert entry.source == f"PodGroup {world.namespace}/{world.names(job).gang_name}", entry.source
+    assert at_cluster_precision(entry.at, said), (entry.at, said)
+    assert not any(inferred for _, inferred, _ in timeline(job).values()), timeline(job)

@@ -179,3 +179,26 @@ def test_a_scheduler_nothing_answers_to_is_named_after_the_silence_window(world,
 
 def _sentence(clause: str) -> str:
     return clause[:1].upper() + clause[1:] + "."
+
+
+def test_what_kube_scheduler_keeps_saying_is_on_the_why_pending_answer_with_its_count_and_first_and_last_seen(
+        world, settings):
+    """Pods whose nodeSelector matches no node: kube-scheduler records FailedScheduling on them (events.k8s.io/v1,
+    one Event whose series counts the repeats). A pass reads the first waiting pod's Warning Events
+    (reconcile/waiting_events.py) and the answer carries them folded: the count and when first and last seen.
+    The read is remembered GANGWEB_WAITING_EVENTS_SECONDS (60 s by default), lowered here: kube-scheduler writes
+    the pod's condition before its Event reaches the API server, so a pass may read none at first."""
+    settings.GANGWEB_WAITING_EVENTS_SECONDS = 1
+    job, _ = submit(world, replicas=2, pod_spec={"nodeSelector": {"gangweb.io/nowhere": world.namespace}})
+
+    def said():
+        assert world.reconcile(job).error is None
+        why = GangJob.objects.get(pk=job.pk).why_pending or {}
+        return [e for e in why.get("said") or [] if e["reason"] == "FailedScheduling"] or None
+
+    (entry,) = wait_for(said, timeout=90, interval=2, what="FailedScheduling on the why-pending answer")
+    first_pod = sorted(p["metadata"]["name"] for p in world.gang(job, POD))[0]
+    assert entry["object"] == f"Pod {world.namespace}/{first_pod}"
+    assert entry["type"] == "Warning" and entry["count"] >= 1
+    assert "didn't match Pod's node affinity/selector" in entry["message"]
+    assert entry["first_at"] and entry["first_at"] <= entry["last_at"]

@@ -24,7 +24,8 @@ from tests import builders
 LAST = keyset.encode(None, keyset.LAST)
 # Page -> the most queries it may run (session and user lookups included).
 BUDGETS = {
-    "/": 12,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours
+    "/": 13,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours; + gangweb's use per
+    # cluster for the clusters' capacity totals (one GROUP BY)
     "/queues/": 8,  # + jobs pending / running / finished in 24 h per queue: one GROUP BY
     "/queues/?q=team&cluster=local": 8,
     "/queues/org/children/": 7,
@@ -41,7 +42,7 @@ BUDGETS = {
     "/templates/": 4,
     "/templates/base/": 5,
     "/clusters/": 4,  # active jobs per cluster: a GROUP BY of its own, not a join (issue 14, stale statistics)
-    "/clusters/local/": 4,
+    "/clusters/local/": 5,  # + the capacity section's node list (this cluster's were never listed: nothing more)
 }
 # A user who is not a platform admin also has their queue roles, visible queue ids and cluster grants read (once
 # per request each, services/access.py memoizes them): a few more queries, still independent of the row counts.
@@ -64,7 +65,7 @@ NON_ADMIN_BUDGETS = {
     "/templates/": 8,
     "/templates/base/": 9,
     "/clusters/": 9,
-    "/clusters/local/": 10,  # + whether they may change the scheduler names (their roles on the cluster)
+    "/clusters/local/": 11,  # + whether they may change the scheduler names (their roles on the cluster)
 }
 PHASES = [GangPhase.SUBMITTED, GangPhase.QUEUED, GangPhase.RUNNING, GangPhase.FAILED, GangPhase.SUCCEEDED]
 

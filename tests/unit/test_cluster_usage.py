@@ -62,3 +62,39 @@ def test_nodes_and_use_is_unknown_until_the_watcher_wrote_the_nodes(setup):
     ClusterNodes.objects.create(cluster=cluster, nodes=nodes)
     cache.clear()
     assert cluster_usage.nodes_and_use(cluster.id) == (nodes, {})
+
+
+def test_a_job_leaving_running_is_not_counted_by_the_next_answer_although_the_sum_was_just_remembered(
+        setup, admin_user, django_capture_on_commit_callbacks):
+    """The sum is remembered 5 s per cluster; a status write that moves a job out of Running (or into it) drops it
+    once committed, so an answer made right after counts the cluster as it is now."""
+    from scheduling.reconcile import status
+
+    template, queue, cluster = setup
+    run = builders.make_job(template, queue, cluster, name="run", phase=P.RUNNING, user=admin_user)
+    GangJob.objects.filter(pk=run.pk).update(requested_gpu=16)
+    assert cluster_usage.in_use(cluster.id)["nvidia.com/gpu"] == 16
+    run.refresh_from_db()
+    update = status.StatusUpdate.begin(run)
+    update.fail(run, "Evicted", "gangweb ended it")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "phase" in status.write(run, update)
+    assert cluster_usage.in_use(cluster.id)["nvidia.com/gpu"] == 0
+
+
+def test_a_write_that_leaves_the_phase_alone_keeps_the_remembered_sum(setup, admin_user,
+                                                                      django_capture_on_commit_callbacks):
+    from scheduling.reconcile import status
+
+    template, queue, cluster = setup
+    run = builders.make_job(template, queue, cluster, name="run", phase=P.RUNNING, user=admin_user)
+    GangJob.objects.filter(pk=run.pk).update(requested_gpu=16)
+    assert cluster_usage.in_use(cluster.id)["nvidia.com/gpu"] == 16
+    GangJob.objects.filter(pk=run.pk).update(requested_gpu=8)  # not a phase change: the sum stays remembered
+    run.refresh_from_db()
+    update = status.StatusUpdate.begin(run)
+    update.say(run, "Cancelling", "deleting the job's cluster objects")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        assert status.write(run, update) == ["phase_reason", "phase_message"]
+    assert callbacks == []
+    assert cluster_usage.in_use(cluster.id)["nvidia.com/gpu"] == 16

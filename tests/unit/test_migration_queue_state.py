@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("scheduling", "0022_scheduler_presence")]
+BEFORE = [("scheduling", "0023_hostile_f_repairs")]
 AFTER = [("scheduling", "0023_i34_queue_state")]
 
 

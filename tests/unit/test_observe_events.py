@@ -35,3 +35,20 @@ def test_only_the_jobs_objects_are_kept_oldest_first():
     rows = events.select([core_event(last=9), series_event(), core_event(uid="someone-else")],
                          {"uid-p-0", "uid-j-pg"})
     assert [r["object"] for r in rows] == ["PodGroup default/j-pg", "Pod default/p-0"]
+
+
+def test_a_hostile_count_is_read_as_a_bounded_number_and_text_is_cut():
+    for count, series, expect in ((None, {"count": "12"}, 12), ("abc", {}, 1), (-5, {"count": 3}, 3),
+                                  (True, {}, 1), (10**20, {}, events.MAX_COUNT), ([1], "not a dict", 1)):
+        r = events.row({**core_event(count=count), "series": series})
+        assert r["count"] == expect, (count, series)
+    r = events.row({**core_event(), "message": "x\u202e" * 5000, "involvedObject": "not a dict"})
+    assert len(r["message"]) == events.MAX_MESSAGE and "\u202e" not in r["message"] and r["object"] == ""
+
+
+def test_said_keeps_the_warnings_folded_newest_first_at_most_three():
+    rows = [events.row(core_event(reason=f"R{i}", first=i, last=10 + i)) for i in range(5)]
+    rows += [events.row(core_event(reason="R4", first=1, last=2, count=6)), events.row(series_event())]
+    said = events.said(rows)
+    assert [(r["reason"], r["count"]) for r in said] == [("R4", 10), ("R3", 4), ("R2", 4)]  # the Normal one left out
+    assert (said[0]["first_at"], said[0]["last_at"]) == (t(1).isoformat(), t(14).isoformat())

@@ -9,6 +9,7 @@ import pytest
 
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.kube.refs import ObjectRef
+from scheduling.observe.evidence import JobObjects
 from scheduling.reconcile import ownership, watching
 from scheduling.reconcile.observed import Observed, Snapshot
 
@@ -140,10 +141,17 @@ def test_record_keeps_what_a_legacy_row_trusted_and_adds_the_new_job():
 
 def test_the_watch_selects_the_same_objects_as_the_resync():
     spoof = the_real_job_and_a_spoof()
-    cached = SimpleNamespace(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])
+    cached = JobObjects(gang=spoof[PODGROUP], owners=spoof[JOB], pods=spoof[POD])  # as `objects_of` hands them out
     selected = watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED))
     assert uids(selected.gang) == {"pg"} and uids(selected.owners) == {"real-job"}
     assert uids(selected.pods) == {"p0", "p1"}
+
+
+def test_the_kinds_the_watch_had_not_listed_go_along_with_its_selection():
+    """derive.py marks the entries of such an observation inferred (`unlisted_marked`): it reads them after select."""
+    spoof = the_real_job_and_a_spoof()
+    cached = JobObjects(pods=spoof[POD], unlisted=("podgroups.scheduling.k8s.io",))
+    assert watching.select(cached, BACKEND, gangjob(owner_uids=RECORDED)).unlisted == ("podgroups.scheduling.k8s.io",)
 
 
 def test_only_a_passs_own_new_uids_are_written_over_the_row():
@@ -183,14 +191,40 @@ def test_a_look_alike_carrying_the_jobs_labels_is_reported_never_taken():
     assert not trusted.foreign_complete
 
 
-@pytest.mark.parametrize(("name", "recorded", "kept"), [
-    ("train", {PG_KEY: "pg"}, True),  # the recorded one
-    ("train", {PG_KEY: "another"}, False),  # another UID is recorded under its key: a stand-in, labels or not
-    ("current", {}, True),  # nothing recorded, the current generation's name: adopted (created, not recorded yet)
-    ("old", {}, False),  # nothing recorded, not a current name: never adopted by its labels
+def marked(obj: dict) -> dict:
+    """`obj` as gangweb creates it: with its creation mark."""
+    return ownership.stamp(obj, JOB_UID)
+
+
+@pytest.mark.parametrize(("name", "recorded", "mark", "kept"), [
+    ("train", {PG_KEY: "pg"}, False, True),  # the recorded one
+    ("train", {PG_KEY: "another"}, True, False),  # another UID is recorded under its key: a stand-in, mark or not
+    ("current", {}, True, True),  # nothing recorded, a current name, gangweb's mark: created, not recorded yet
+    ("current", {}, False, False),  # ... without the mark: someone made it under the name gangweb uses (F3)
+    ("current", {"train-w": "real-job"}, True, True),  # Jobs recorded, nothing else: made before gang records ...
+    ("current", {"train-w": "real-job"}, False, True),  # ... carry no mark: the label adopts them once
+    ("current", {"train-w": "real-job", PG_KEY: "pg"}, False, False),  # gang objects recorded: the mark is needed
+    ("old", {}, True, False),  # nothing recorded, not a current name: never adopted
 ])
-def test_a_gang_object_is_the_jobs_by_its_recorded_uid_or_adopted_only_under_a_current_name(name, recorded, kept):
-    assert ownership.trusted_object(a_podgroup(name, "team", "pg"), "team", recorded, {"current"}, JOB_UID) is kept
+def test_a_gang_object_is_the_jobs_by_its_recorded_uid_or_adopted_only_with_gangwebs_mark(name, recorded, mark,
+                                                                                           kept):
+    obj = a_podgroup(name, "team", "pg")
+    assert ownership.trusted_object(marked(obj) if mark else obj, "team", recorded, {"current"}, JOB_UID) is kept
+
+
+def test_gangwebs_creation_mark_is_its_own_per_job_kind_and_name_and_cannot_be_moved():
+    mine = marked(a_podgroup("train-gen1", "team", "pg"))
+    assert ownership.made_by_gangweb(mine, JOB_UID)
+    mark = mine["metadata"]["annotations"]["gangweb.io/created"]
+    assert len(mark) == 32 and mark == ownership.creation_mark(JOB_UID, PG_KEY.replace("/train", "/train-gen1"))
+    # The mark seen on one object is no mark for the next generation's name, another kind or another job.
+    moved = a_podgroup("train-gen2", "team", "x")
+    moved["metadata"]["annotations"] = {"gangweb.io/created": mark}
+    assert not ownership.made_by_gangweb(moved, JOB_UID)
+    assert not ownership.made_by_gangweb(mine, "another-job")
+    service = a_service("train-gen1", "team", "s")
+    service["metadata"]["annotations"] = {"gangweb.io/created": mark}
+    assert not ownership.made_by_gangweb(service, JOB_UID)
 
 
 def test_an_own_object_without_its_labels_is_found_by_its_uid_and_a_claimant_is_reported():

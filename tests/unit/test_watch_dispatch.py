@@ -1,5 +1,6 @@
 """The watch's dispatcher: what one change costs, and how many observations a burst of changes makes (issue 23: a
-watch that keeps up with pod churn). Events are fed to the cache directly; no API server or database is involved.
+watch that keeps up with pod churn). LISTs and events are fed to the cache directly (`apply_list`, `apply_event`);
+no API server or database is involved.
 """
 from __future__ import annotations
 
@@ -46,6 +47,14 @@ class Recorder:
             self.calls.append((job_uid, [dict(p) for p in objects.pods]))
 
 
+def listed(w: ClusterWatcher) -> ClusterWatcher:
+    """`w` after the first LIST of every kind it watches came back empty, as a watcher's start does before its
+    watches deliver events: its dispatcher observes only once every kind is listed."""
+    for ref in w.kinds:
+        w.apply_list(ref, [])
+    return w
+
+
 def wait_for(predicate, timeout: float = 60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -57,7 +66,7 @@ def wait_for(predicate, timeout: float = 60.0):
 
 def test_a_burst_of_changes_to_a_jobs_pods_is_one_observation_holding_each_pods_latest_state():
     recorder = Recorder()
-    w = ClusterWatcher("burst", api=None, kinds=[], instance="test", on_change=recorder)
+    w = listed(ClusterWatcher("burst", api=None, kinds=[], instance="test", on_change=recorder))
     busy, quiet = str(uuid.uuid4()), str(uuid.uuid4())
     rv = 0
     for i in range(8):
@@ -87,7 +96,7 @@ def test_a_burst_of_changes_to_a_jobs_pods_is_one_observation_holding_each_pods_
 
 def test_observer_threads_share_a_round_and_never_observe_one_job_twice_at_once():
     recorder = Recorder(seconds=0.02)
-    w = ClusterWatcher("observers", api=None, kinds=[], instance="test", on_change=recorder, observers=4)
+    w = listed(ClusterWatcher("observers", api=None, kinds=[], instance="test", on_change=recorder, observers=4))
     jobs = [str(uuid.uuid4()) for _ in range(40)]
     for n, job in enumerate(jobs):
         w.apply_event(POD, "ADDED", a_pod(f"p-{n}", job, n + 1))
@@ -114,7 +123,7 @@ def test_each_observation_is_counted_with_its_delay_from_the_first_mark():
 
     before = value("gangweb_watch_observations_total"), value("gangweb_watch_delay_seconds_count")
     recorder = Recorder()
-    w = ClusterWatcher("counted", api=None, kinds=[], instance="test", on_change=recorder)
+    w = listed(ClusterWatcher("counted", api=None, kinds=[], instance="test", on_change=recorder))
     job = str(uuid.uuid4())
     for rv in range(1, 6):
         w.apply_event(POD, "MODIFIED", a_pod("p", job, rv))
@@ -138,8 +147,8 @@ def test_an_idle_observer_releases_what_it_opened_once_until_it_works_again(monk
     monkeypatch.setattr(watch_dispatch, "OBSERVER_IDLE_SECONDS", 0.2)
     released: list[str] = []
     recorder = Recorder(seconds=0.02)
-    w = ClusterWatcher("idle", api=None, kinds=[], instance="test", on_change=recorder, observers=2,
-                       on_exit=lambda: released.append(threading.current_thread().name))
+    w = listed(ClusterWatcher("idle", api=None, kinds=[], instance="test", on_change=recorder, observers=2,
+                              on_exit=lambda: released.append(threading.current_thread().name)))
     for n in range(4):
         w.apply_event(POD, "ADDED", a_pod(f"i-{n}", str(uuid.uuid4()), n + 1))
     w.start_dispatch()

@@ -33,11 +33,13 @@ def a_pod(rv: str) -> dict:
 
 
 class FakeApiServer(BaseHTTPRequestHandler):
-    """LIST answers a PodList whose pod changes on each list; the first pod WATCH answers 410 Expired."""
+    """LIST answers a PodList whose pod changes on each list; the first pod WATCH answers 410 Expired once `expire`
+    is set (a test that must see the first list observed first clears it, and sets it when it was)."""
 
     requests: list[tuple[str, dict]] = []
     pod_lists = 0
     lock = threading.Lock()
+    expire = threading.Event()
 
     def log_message(self, *args):  # keep the test output clean
         pass
@@ -55,6 +57,7 @@ class FakeApiServer(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.end_headers()
             if first_pod_watch:
+                cls.expire.wait(60)  # bounded: a test that never lets it expire fails on what it then lacks
                 self.wfile.write(json.dumps(EXPIRED).encode() + b"\n")
             else:
                 time.sleep(0.2)  # a quiet watch the server ends: the watcher resumes it
@@ -76,7 +79,8 @@ class FakeApiServer(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_server():
-    FakeApiServer.requests, FakeApiServer.pod_lists = [], 0
+    FakeApiServer.requests, FakeApiServer.pod_lists, FakeApiServer.expire = [], 0, threading.Event()
+    FakeApiServer.expire.set()
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApiServer)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -84,6 +88,7 @@ def fake_server():
     config.host = f"http://127.0.0.1:{server.server_address[1]}"
     api = client.ApiClient(config)
     yield api
+    FakeApiServer.expire.set()  # a held watch answers and ends
     api.close()
     server.shutdown()
 
@@ -92,23 +97,39 @@ def restarts_labelled(reason: str) -> float:
     return metrics.WATCH_RESTARTS.labels("fake", "pods", reason)._value.get()
 
 
+def pod_requests() -> list[tuple[bool, str | None]]:
+    """(is a WATCH, resourceVersion) of each pod request the server got, in order."""
+    with FakeApiServer.lock:
+        return [(q.get("watch", "").lower() == "true", q.get("resourceVersion")) for p, q in FakeApiServer.requests
+                if p == "/api/v1/pods"]
+
+
 def test_an_expired_watch_is_counted_as_gone_and_the_watcher_lists_again(fake_server, monkeypatch):
+    """The watch expires only once the first list's pod was observed: the watcher coalesces the changes of a job
+    that arrive before its dispatcher gets to it (by design), so without this the relist could overtake the first
+    observation on a loaded machine (it did: `seen` was [("job-1", "200")])."""
     monkeypatch.setattr("scheduling.kube.watches.BACKOFF_SECONDS", (0.05,))
+    FakeApiServer.expire.clear()
     seen: list[tuple[str, str]] = []
+
+    def observe(uid, objs, deleted):
+        seen.append((uid, objs.pods[0]["metadata"]["resourceVersion"]))
+        FakeApiServer.expire.set()
+
     gone_before = restarts_labelled("Gone")
-    watcher = ClusterWatcher("fake", fake_server, [], "test",
-                             lambda uid, objs, deleted: seen.append((uid, objs.pods[0]["metadata"]["resourceVersion"])))
+    watcher = ClusterWatcher("fake", fake_server, [], "test", observe)
     watcher.start()
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not (FakeApiServer.pod_lists >= 2 and ("job-1", "200") in seen):
+        # Until the relist's pod was observed and the watch from the relist's resourceVersion was asked for (it
+        # may follow the observation: the pods' thread and the dispatcher run apart).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (("job-1", "200") in seen and len(pod_requests()) >= 4):
             time.sleep(0.05)
     finally:
         watcher.stop()
-    pod_requests = [(q.get("watch", "").lower() == "true", q.get("resourceVersion")) for p, q in FakeApiServer.requests
-                    if p == "/api/v1/pods"]
+    requests = pod_requests()
     # LIST (rv 100) -> WATCH from 100 -> 410 Expired -> LIST again (rv 200) -> WATCH from 200.
-    assert pod_requests[:4] == [(False, None), (True, "100"), (False, None), (True, "200")]
+    assert requests[:4] == [(False, None), (True, "100"), (False, None), (True, "200")]
     assert restarts_labelled("Gone") == gone_before + 1
     assert watcher.restarts == 1
     assert seen[:2] == [("job-1", "100"), ("job-1", "200")]  # the relist's changed pod reached the job

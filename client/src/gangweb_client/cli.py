@@ -148,6 +148,8 @@ def submit(state, files, name, template, template_version, queue, cluster, names
         raise InputError("--name: names one job, but the files hold several")
     jobs = [{**job, **flags} for job in jobs]  # flags override what the files say, for every job
     created = state.client.submit(jobs, idempotency_key)
+    if fmt == "table":  # JSON and YAML carry them in `warnings`, as the API wrote them
+        output.submit_warnings([j.raw for j in created])
     if not do_wait:
         output.emit(created[0].raw if len(created) == 1 else [j.raw for j in created], fmt,
                     lambda d: output.jobs_table(d if isinstance(d, list) else [d]))
@@ -378,6 +380,17 @@ def templates(state, name, fmt):
         return
     output.emit(state.client.templates(), fmt, output.simple_table(
         [("NAME", "name"), ("VERSION", "latest_version"), ("QUEUE", "queue"), ("DESCRIPTION", "description")]))
+
+
+@cli.command()
+@click.argument("cluster")
+@click.option("--offset", type=int, default=0, show_default=True, help="first node row")
+@click.option("--limit", type=int, default=50, show_default=True, help="node rows (at most 200)")
+@output_option
+@click.pass_obj
+def capacity(state, cluster, offset, limit, fmt):
+    """A cluster's capacity: allocatable, in use by gangweb and by other pods, and free (GPUs, CPU cores, GiB)."""
+    output.emit(state.client.capacity(cluster, offset, limit), fmt, output.capacity_tables)
 
 
 @cli.command()

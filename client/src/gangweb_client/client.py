@@ -5,7 +5,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from .errors import InputError, NotFound
 from .models import Job, TimelineEntry, WaitResult
@@ -184,6 +184,12 @@ class Client:
     def template(self, name: str) -> dict:
         """One runtime template with its latest spec."""
         return self.transport.request("GET", f"templates/{name}/")
+
+    def capacity(self, cluster: str, offset: int = 0, limit: int = 50) -> dict:
+        """A cluster's capacity: schedulable nodes, allocatable, in use by gangweb's jobs and by other pods, free;
+        in total, per GPU type and per node (`node_rows`, paginated). Amounts in GPUs, CPU cores, GiB (`units`)."""
+        return self.transport.request("GET", f"clusters/{quote(cluster, safe='')}/capacity/",
+                                      params={"offset": offset, "limit": limit})
 
     def clusters(self) -> list[dict]:
         """Clusters you can see, with health, version, served scheduling APIs and backends."""

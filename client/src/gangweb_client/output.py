@@ -41,6 +41,48 @@ def emit(data, fmt: str, table=None) -> None:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
+def submit_warnings(jobs: list[dict]) -> None:
+    """Print each submitted job's `warnings` (the API's sentences, e.g. a queue limit it must wait for: "... says
+    4 of 8 GPUs allocated ...") on stderr, one line each, so stdout keeps only the jobs table."""
+    err = console(stderr=True)
+    for job in jobs:
+        for warning in job.get("warnings") or []:
+            if isinstance(warning, dict) and warning.get("message"):
+                err.print(f"[yellow]warning[/] {escape(str(job.get('name', '')))}: {escape(str(warning['message']))}")
+
+
+def capacity_tables(data: dict):
+    """A cluster's capacity (`GET clusters/<name>/capacity/`): totals per resource, GPUs by type, nodes; amounts as
+    the API writes them, in its units (GPUs, CPU cores, GiB)."""
+    if not data.get("known"):
+        return Text(str(data.get("message") or "unknown"))
+    units = data.get("units") or {}
+    totals = data.get("totals") or {}
+    upper = "≤ " if data.get("free_is_upper_bound") else ""
+    table = Table(title=f"{data.get('cluster')}: {data.get('nodes')} schedulable nodes", box=None,
+                  header_style="bold")
+    for header in ("RESOURCE", "ALLOCATABLE", "IN USE BY GANGWEB", "IN USE BY OTHERS", "FREE"):
+        table.add_column(header, justify="left" if header == "RESOURCE" else "right")
+    for res in ("gpu", "cpu", "memory"):
+        def cell(key, res=res):
+            value = (totals.get(key) or {}).get(res) if totals.get(key) is not None else None
+            return "unknown" if value is None else f"{value:,.6g} {units.get(res, '')}"
+        table.add_row(res, cell("allocatable"), cell("in_use_gangweb"), cell("in_use_others"), upper + cell("free"))
+    parts = [table]
+    if data.get("gpu_types"):
+        kinds = Table(title="GPUs by type", box=None, header_style="bold")
+        for header in ("GPU TYPE", "NODES", "ALLOCATABLE", "IN USE BY GANGWEB", "IN USE BY OTHERS", "FREE"):
+            kinds.add_column(header, justify="left" if header == "GPU TYPE" else "right")
+        for t in data["gpu_types"]:
+            kinds.add_row(escape(t.get("product") or "(not labelled)"), str(t.get("nodes")),
+                          *("unknown" if t.get(k) is None else f"{t[k]:,.6g}" for k in (
+                              "allocatable", "in_use_gangweb", "in_use_others")), upper + f"{t.get('free'):,.6g}")
+        parts.append(kinds)
+    if not (data.get("others") or {}).get("known", True):
+        parts.append(Text(str(data["others"].get("message") or "")))
+    return Group(*parts)
+
+
 def jobs_table(rows: list[dict]) -> Table:
     """Jobs: id, name, queue, cluster, phase, reason, since."""
     table = Table(box=None, header_style="bold")
@@ -176,8 +218,8 @@ def _estimate_lines(job: dict) -> list[str]:
 
 
 def why_text(job: dict):
-    """Why a job waits: the summary, then each blocking fact with its numbers, then its place in line and its
-    estimated start."""
+    """Why a job waits: the summary, then each blocking fact with its numbers, what the cluster keeps saying (each
+    folded Event with how often and first/last seen), then its place in line and its estimated start."""
     why = job.get("why_pending")
     failed = failure_lines(job)
     if failed:
@@ -206,6 +248,11 @@ def why_text(job: dict):
         numbers = ", ".join(f"{k}={v}" for k, v in fact.items() if k not in ("code", "message"))
         suffix = f" [dim]({numbers})[/]" if numbers else ""
         tree.add(f"[red]{fact.get('code')}[/]: {fact.get('message', '')}{suffix}")
+    for event in why.get("said") or []:
+        count = event.get("count") or 1
+        tree.add(escape(f"{event.get('reason')} on {event.get('object')}: {count:,} time{'' if count == 1 else 's'}, "
+                        f"first seen {clock_time(event.get('first_at'))}, last seen {clock_time(event.get('last_at'))}"
+                        f": {event.get('message', '')}"))
     for line in extra:
         tree.add(line)
     return tree

@@ -5,7 +5,8 @@ cancel, refusal, a finished job's objects and retention), `conflicts` (the merge
 `backend` (which plugin a job uses), `claims` (which task works on a job now), `passes` (a pass with its
 bookkeeping: its result, status write and attempt row), `batch` (a bulk submit's jobs together), `coalesce`
 (waiting single submits, and due clean-ups, of a cluster taken into one batch), `fanout` (a pass's independent
-creates sent at once), `common` (reasons, tunables, the exceptions that end a pass early).
+creates sent at once), `repairs` (the backoff of repairs that do not hold), `common` (reasons, tunables, the
+exceptions that end a pass early).
 
 Level-triggered and idempotent (controller-runtime style): the input is a job id; a pass reads the job's
 objects (one LIST per kind by the job-UID label, or a slice of the resync's cluster-wide LISTs), builds the
@@ -16,10 +17,13 @@ desired objects from the job row (reconcile/desired.py), and then:
   gang object (Workload -> PodGroup -> pods); with the root the only gang object, the Service goes with the Jobs.
   Every answer of a round is recorded before its first error ends the pass (later ones are named in the
   attempt's actions). A 409 AlreadyExists is never taken as success: the object is read and compared, and
-  adopted only when its `gangweb.io/job-uid` label names this job and it is not terminating (else NameConflict /
-  a countdown);
+  adopted only when its UID is the one recorded under its name, or, with none recorded, when its
+  `gangweb.io/job-uid` label names this job and it carries gangweb's creation mark (`ownership.creation_mark`,
+  stamped on every object gangweb creates), and it is not terminating (else NameConflict naming its UID / a
+  countdown);
 - updates drifted mutable fields in place with a merge patch carrying the read `resourceVersion`; on 409 it
-  reads again and retries (MAX_CONFLICT_RETRIES);
+  reads again and retries (MAX_CONFLICT_RETRIES); a repair something in the cluster keeps undoing is made again
+  only after a growing wait, and the pass says `RepairNotHolding` (`repairs`);
 - replaces the gang when a drifted field is immutable (always, for scheduling.k8s.io/v1alpha2), when a gang
   object of the current generation is terminating or missing beside the job's Jobs (deleted by hand, or by the
   garbage collector after its root), and when a partial gang is released (jobs/partial.py): deletes the

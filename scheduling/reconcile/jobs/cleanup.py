@@ -10,9 +10,16 @@ from ...choices import GangPhase
 from ...kube import objects
 from ...kube.objects import JOB, POD, SERVICE
 from ...kube.refs import ObjectRef
+from ...observe import leftovers
 from .. import ownership, retention, status
 from ..observed_set import kind_key, obj_key
 from .common import CANCELLING, LIVE_POD_PHASES, REMOVING, WAIT_SECONDS, Requeue, is_terminating
+
+
+def ref_line(obj: dict) -> str:
+    """"Kind ns/name" of an object, as `JobCleanup.delete` writes it in the pass's actions ("delete Kind ns/name")."""
+    meta = obj.get("metadata") or {}
+    return f"{obj.get('kind', '?')} {meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 class JobCleanup:
@@ -46,20 +53,25 @@ class JobCleanup:
             return live
         return [p for p in live if self.backend.pod_in_group(p, gang_name)]
 
-    def release_finalizers(self, ref: ObjectRef, obj: dict) -> None:
-        """Drop the backend's protection finalizer from our terminating object once no live pod references it."""
+    def release_finalizers(self, ref: ObjectRef, obj: dict) -> dict | None:
+        """Drop the backend's protection finalizer from our terminating object once no live pod references it.
+        Returns the object as it is after (None when that let it go, or it was gone already)."""
         meta = obj["metadata"]
         finalizers = meta.get("finalizers") or []
         keep = [f for f in finalizers if f not in self.backend.releasable_finalizers]
         if keep == finalizers or self.live_pods_of(meta["name"]):
-            return
+            return obj
         try:
-            objects.merge_patch(self.api, ref, self.ns, meta["name"], {"metadata": {"finalizers": keep or None}},
-                                meta.get("resourceVersion"))
+            patched = objects.merge_patch(self.api, ref, self.ns, meta["name"],
+                                          {"metadata": {"finalizers": keep or None}}, meta.get("resourceVersion"))
             self.actions.append(f"release finalizers of {ref.kind} {self.ns}/{meta['name']}")
         except ApiException as exc:
-            if exc.status not in (404, 409):  # gone already, or changed: the next pass looks again
+            if exc.status == 404:
+                return None
+            if exc.status != 409:  # changed meanwhile: the next pass looks again
                 raise
+            return obj
+        return patched if keep and isinstance(patched, dict) else None
 
     def delete_gang(self, keep: set[tuple[str, str]] = frozenset(), orphan_root: bool = False) -> None:
         """Delete the job's gang objects (reverse creation order) except `keep` {(kind_key, name)}; release the
@@ -67,14 +79,19 @@ class JobCleanup:
         Orphan: the garbage collector takes its ownerReference off the objects that remain (a finished job's
         retained Indexed Jobs) instead of deleting them."""
         for ref in reversed(self.backend.gang_kinds):
-            for name, obj in list(self.observed.gang_of(ref).items()):
+            store = self.observed.gang_of(ref)
+            for name, obj in list(store.items()):
                 if (kind_key(ref), name) in keep:
                     continue
                 if not is_terminating(obj):
                     orphan = orphan_root and ref == self.backend.root_ref
                     obj = self.delete(ref, obj, propagation="Orphan" if orphan else "Background")
                 if obj is not None:
-                    self.release_finalizers(ref, obj)
+                    obj = self.release_finalizers(ref, obj)
+                if obj is None:
+                    store.pop(name)  # gone
+                else:
+                    store[name] = obj  # being deleted, held by a finalizer (`left_behind` names it)
 
     def delete_stale(self, wanted: list[dict], owners: list[dict], svc: dict) -> None:
         """Delete objects of the job from earlier generations (Jobs first, so their pods go before the gang)."""
@@ -100,14 +117,24 @@ class JobCleanup:
         nothing_left = self.observed.is_empty()
         if nothing_left and self.confirm_absence():
             return self.delete_all()
-        for owner in self.observed.owners.values():
+        for name, owner in list(self.observed.owners.items()):
             if not is_terminating(owner):
-                self.delete(JOB, owner, propagation="Foreground")
-        for svc in self.observed.services.values():
+                self.observed.owners[name] = self.delete(JOB, owner, propagation="Foreground") or owner
+        for name, svc in list(self.observed.services.items()):
             if not is_terminating(svc):
-                self.delete(SERVICE, svc)
+                self.observed.services[name] = self.delete(SERVICE, svc) or svc
         self.delete_gang()
         return self.sweep_recorded() and nothing_left
+
+    def left_behind(self) -> list[dict]:
+        """What of the job the pass still found in the cluster, as its deletes left it: objects being deleted (with
+        their finalizers, as the server answered the delete or the LIST showed them), pods (their Job's
+        Foreground deletion takes them; one with a finalizer of its own stays), in `observe/leftovers.py`'s words.
+        An object whose delete this pass the server answered with nothing left (gone) is not among them."""
+        gone = {line.split(" ", 1)[1] for line in self.actions if line.startswith("delete ")}
+        objs = [*self.observed.owners.values(), *self.observed.services.values(),
+                *(g for kind in self.observed.gang.values() for g in kind.values()), *self.observed.pods]
+        return [x for x in objs if is_terminating(x) or ref_line(x) not in gone]
 
     def recorded_ref(self, key: str) -> ObjectRef | None:
         """The kind of a key of `GangJob.owner_uids` (reconcile/ownership.py `split_key`): a Job, the Service, or
@@ -157,7 +184,7 @@ class JobCleanup:
             self.update.decide(self.job, status.Decision(GangPhase.CANCELLED, timezone.now(), "gangweb", "Cancelled",
                                                          "cancelled; the job's cluster objects are deleted"))
         elif not nothing_left and self.job.phase != GangPhase.CANCELLED:
-            self.update.say(self.job, CANCELLING, "deleting the job's cluster objects")
+            self.update.say(self.job, CANCELLING, leftovers.waiting_for(self.left_behind()))
         self.finish_cleanup(nothing_left)
 
     def discard(self) -> None:
@@ -171,7 +198,8 @@ class JobCleanup:
             self.job.cleaned_up_at = self.job.cleaned_up_at or timezone.now()
             self.job.objects_removed_at = self.job.objects_removed_at or self.job.cleaned_up_at
         else:
-            raise Requeue(WAIT_SECONDS, "CleaningUp", "waiting for the job's objects to be deleted")
+            raise Requeue(WAIT_SECONDS, "CleaningUp", leftovers.waiting_for(
+                self.left_behind(), "waiting for the job's objects to be deleted"))
 
     def clean_up_finished(self) -> None:
         """After Succeeded/Failed: once none of the job's pods is alive, delete its gang objects and Service (the
@@ -220,4 +248,5 @@ class JobCleanup:
             if not is_terminating(svc):
                 self.delete(SERVICE, svc)
         self.delete_gang()
-        raise Requeue(WAIT_SECONDS, REMOVING, "deleting the finished job's Jobs and pods (retention over)")
+        raise Requeue(WAIT_SECONDS, REMOVING, leftovers.waiting_for(
+            self.left_behind(), "deleting the finished job's Jobs and pods (retention over)"))

@@ -9,7 +9,7 @@ from kubernetes.client.rest import ApiException
 
 from ...backends import discovery, registry
 from ...backends.base import SchedulerBackend, object_source
-from ...choices import DesiredState, GangPhase
+from ...choices import TERMINAL_PHASES, DesiredState, GangPhase
 from ...kube import limit_ranges
 from ...kube.errors import (
     CREATE_REFUSED,
@@ -24,8 +24,9 @@ from ...observe.objects import created_at as o_created_at
 from ...observe.pods import owner_facts
 from ...services import pod_rules
 from .. import desired as desired_mod
-from .. import owner_refs, refusals, retention, status, volcano_queues
+from .. import owner_refs, refusals, retention, status, volcano_queues, waiting_events
 from ..observed import Observed, adopt_names, read
+from . import repairs
 from .backend import backend_for
 from .cleanup import JobCleanup
 from .common import (
@@ -48,6 +49,21 @@ from .partial import release_partial
 from .writes import ObjectWrites
 
 
+def over_because(row: dict | None) -> str | None:
+    """Why a job's row (`phase`, `desired_state`, `cleaned_up_at`, as read now; None when the row is gone) forbids
+    making anything for it: it ended (Succeeded, Failed, Cancelled), a cancel was asked for, or its clean-up ran.
+    None when the job still wants its gang."""
+    if row is None:
+        return "the job was deleted"
+    if row["phase"] in TERMINAL_PHASES:
+        return f"the job is {row['phase']}"
+    if row["desired_state"] == DesiredState.CANCEL:
+        return "the job's cancel was asked for"
+    if row["cleaned_up_at"] is not None:
+        return "the job was cleaned up"
+    return None
+
+
 class JobReconciler(ObjectWrites, JobCleanup):
     """One pass over one job. Create with the job (cluster and queue loaded), an ApiClient and optionally the
     Observed slice from a resync; call `run()`."""
@@ -63,6 +79,7 @@ class JobReconciler(ObjectWrites, JobCleanup):
         self.actions: list[str] = []
         self.created: list[dict] = []  # objects this pass created (not adopted on 409), in creation order
         self.retired: type[SchedulerBackend] | None = None  # the plugin whose API the cluster stopped serving
+        self.holding = False  # a repair of this pass's is held back (jobs/repairs.py): the pass ends with a countdown
         served = set(job.cluster.served_apis or [])
         if served and not self.backend.available(served):  # the last probe says its API is gone
             self.retire(served)
@@ -191,11 +208,17 @@ class JobReconciler(ObjectWrites, JobCleanup):
             return
         self.note_restart(replaced)
         self.observe_now(wanted, owners)
-        if release_partial(self):
+        try:
+            released = release_partial(self)
+        except Requeue as wait:
+            self.hold_over(wait)
+        if released:
             self.ensure()  # the new generation, created in this pass
             return
         if self.job.is_terminal:
             self.clean_up_finished()
+            return
+        self.hold_over()
 
     def stop_when_ended(self, wanted: list[dict]) -> None:
         """Raise Done, creating nothing, when the job's Indexed Jobs have all ended (their Job controller's
@@ -241,9 +264,10 @@ class JobReconciler(ObjectWrites, JobCleanup):
             elif drift.patch:
                 patches.append((ref, want, have, drift))
         refused = []
-        for ref, want, have, drift in patches:
-            if not replace_fields and not self.patch(ref, want, have, drift):
-                refused.append(f"{ref.kind}.spec.{', '.join(drift.fields)} (patch refused)")
+        if patches and not replace_fields:
+            refused = self.repair(patches)
+        elif not patches and not replace_fields:
+            repairs.held_off(self.job)  # in sync: the last repair held (for now); its hold no longer gates the watch
         if replace_fields or refused:
             replace_fields += refused
             self.replace(replace_fields)
@@ -306,8 +330,8 @@ class JobReconciler(ObjectWrites, JobCleanup):
 
     def observe_now(self, wanted: list[dict], owners: list[dict]) -> None:
         """Note what the cluster says of the job's current objects (`StatusUpdate.observe`, written with the pass's
-        status): its gang objects of this generation, its owner Jobs, their pods, and the Jobs' FailedCreate
-        events for why-pending."""
+        status): its gang objects of this generation, its owner Jobs, their pods, the Jobs' FailedCreate
+        events and the Warning Events of the gang objects and a waiting pod, for why-pending."""
         owner_names = {o["metadata"]["name"] for o in owners}
         pods = [p for p in self.observed.pods
                 if ((p.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) in owner_names]
@@ -315,7 +339,8 @@ class JobReconciler(ObjectWrites, JobCleanup):
         owners_now = [self.observed.owners[n] for n in sorted(owner_names)]
         self.update.observe(self.job, status.Sighting(self.backend, JobObjects(gang_now, owners_now, pods),
                                                       refusals.read(self.job, owners_now, pods, self.api),
-                                                      self.observed.foreign, self.observed.foreign_complete))
+                                                      self.observed.foreign, self.observed.foreign_complete,
+                                                      said=waiting_events.read(self.job, gang_now, pods, self.api)))
 
     def ensure_volcano_queue(self, queue: str) -> None:
         """Before a Volcano PodGroup is created: its queue's Volcano Queue must exist (Volcano never schedules a
@@ -389,62 +414,60 @@ class JobReconciler(ObjectWrites, JobCleanup):
         self.update.restart_at(self.job, status.Decision(GangPhase.DISPATCHED, at, object_source(jobs[0]), reason,
                                                          message))
 
+    def refuse_when_over(self, making: str) -> None:
+        """Before this pass first creates anything, or replaces the gang to create it anew: read the job's row again
+        (one query, three columns) and end the pass (Done), creating nothing, when since the pass loaded it the job
+        ended (Succeeded, Failed, Cancelled), a cancel was asked for, or its clean-up ran (`cleaned_up_at`;
+        `over_because`). `making` names what would have been made, for the pass's actions.
+
+        A pass's row may be older than the job's end: a resync loads its rows up to a pass's length before their
+        turn, and a pass may wait on a stopped API server. Its clean-up may then have deleted the gang and set
+        `cleaned_up_at` already, and a gang made again now would stay for good. So a pass creates nothing for a job
+        whose end, cancel or clean-up was committed before this read. Read once per pass (`_row_checked`), before
+        its first create (every create goes through `ensure_root` or `create_round`); what ends the job while the
+        pass's creates are in flight is found by the read after them (`cancelled_meanwhile`), and a clean-up that
+        commits after that read, having listed before the creates, by the next resync (reconcile/left_behind.py)."""
+        if getattr(self, "_row_checked", False):
+            return
+        row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
+        why = over_because(row)
+        if why is None:
+            self._row_checked = True
+            return
+        # Read before the pass's first create: nothing this pass made is in the cluster to hand back.
+        self.actions.append(f"{why} since this pass loaded it: {making} not created")
+        raise Done
+
     def cancelled_meanwhile(self) -> bool:
-        """After this pass created objects, read the job's row again: when a cancel landed since the pass loaded
-        it, a concurrent cancel pass may already have found the cluster empty and ended the job Cancelled and
-        cleaned up, and nothing would ever delete what this pass just made. Then this pass cancels instead. When
-        the job ended (Succeeded, Failed) since, `cleaned_up_at` is cleared for the next clean-up and the pass
-        ends (Done).
-        Our creates finished before this read, so a cancel committed after it is seen by its own pass's LIST.
-        Returns True when the job was cancelled (and its objects are being deleted)."""
+        """After this pass created objects, read the job's row again: when since the pass loaded it the job was
+        cancelled, ended or cleaned up (`over_because`; a clean-up that ran while this pass's creates were in
+        flight may have found the cluster empty), nothing would ever delete what this pass just made: it is handed
+        back (`hand_back`). Our creates finished before this read, so a clean-up or cancel committed after it is
+        seen by its own pass's LIST. Returns True when the job was cancelled (and its objects are being deleted);
+        raises Done when it ended."""
         if not any(a.startswith("create ") for a in self.actions):
             return False
-        row = GangJob.objects.filter(pk=self.job.pk).values("desired_state", "phase").first()
-        if row is not None and row["phase"] in (GangPhase.SUCCEEDED, GangPhase.FAILED) and not self.job.is_terminal:
-            # It ended since this pass loaded its row (a resync's rows are loaded up to a pass's length before
-            # their turn), and its clean-up may already have deleted the gang and set `cleaned_up_at`: what this
-            # pass just made would stay for good (a fault run left 4 finished jobs holding gang objects so). So the
-            # row says "not cleaned up" again, and the next clean-up pass or resync deletes them.
-            GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
-            self.job.cleaned_up_at = None
-            self.actions.append(f"job {row['phase']} meanwhile: what this pass made is left to its clean-up")
-            raise Done
-        if row is None or (row["desired_state"] != DesiredState.CANCEL and row["phase"] != GangPhase.CANCELLED):
+        row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
+        if row is None or over_because(row) is None:
             return False
-        self.job.desired_state = row["desired_state"]
-        if row["phase"] == GangPhase.CANCELLED:
-            self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
-        self.job.cleaned_up_at = None  # what this pass made is not cleaned up yet
-        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None)
-        self.cancel()
-        return True
+        return self.hand_back(row)
 
-    def replace(self, fields: list[str], cause: str = "drift") -> None:
-        """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
-        objects in reverse creation order, then bump `gang_generation` (conditionally: a concurrent pass that
-        already bumped it wins and this pass requeues). `cause`: "drift" (`fields` name the immutable fields) or
-        "gone" (`fields` say which gang object is missing or terminating, `gang_gone`) or "partial" (a partial gang
-        released, jobs/partial.py)."""
-        self.replaced_because = cause
-        if cause == "drift":
-            self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
-        else:
-            self.actions.append(f"replace gang: {'; '.join(fields)}")
-        for owner in list(self.observed.owners.values()):
-            self.delete(JOB, owner)
-        self.observed.owners = {}
-        for ref in reversed(self.backend.gang_kinds):
-            kind = self.observed.gang_of(ref)
-            for name, obj in list(kind.items()):
-                if not is_terminating(obj):
-                    left = self.delete(ref, obj)  # still terminating (finalizer): the stale sweep looks again
-                    if left is None:
-                        kind.pop(name)
-                    else:
-                        kind[name] = left
-        old = self.job.gang_generation
-        if not GangJob.objects.filter(pk=self.job.pk, gang_generation=old).update(gang_generation=old + 1):
-            raise Requeue(1, "Conflict", "another reconcile pass replaced the gang first")
-        self.job.gang_generation = old + 1
+    def hand_back(self, row: dict) -> bool:
+        """This pass made objects for a job that, since the pass loaded it, was cancelled, ended or cleaned up (`row`:
+        phase, desired_state, cleaned_up_at as read now). `cleaned_up_at` and `objects_removed_at` are cleared at once
+        (one UPDATE: the resync takes the job again whatever happens to this pass), then: a cancelled job is cancelled
+        by this pass (its objects deleted; returns True); an ended one ends the pass (Done) and is left to its
+        clean-up (a resync's rows are loaded up to a pass's length before their turn: a fault run left 4 finished
+        jobs holding gang objects so)."""
+        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None, objects_removed_at=None)
+        self.job.cleaned_up_at = self.job.objects_removed_at = None  # not cleaned up: what this pass made is there
+        if row["desired_state"] == DesiredState.CANCEL or row["phase"] == GangPhase.CANCELLED:
+            self.job.desired_state = row["desired_state"]
+            if row["phase"] == GangPhase.CANCELLED:
+                self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
+            self.cancel()
+            return True
+        self.actions.append(f"{over_because(row)} since this pass loaded it: what it made is left to its clean-up")
+        raise Done
 
 

@@ -1,6 +1,7 @@
 """The writes of a job's pass: create its objects in rounds (recording the UIDs gangweb's trust rests on), patch
-drift back, merge the owner references, put back the labels someone edited away. A mixin of JobReconciler
-(reconcile/jobs/reconciler.py), beside JobCleanup (reconcile/jobs/cleanup.py).
+drift back (backing off a repair the cluster keeps undoing), replace what cannot be patched, merge the owner
+references, put back the labels someone edited away. A mixin of JobReconciler (reconcile/jobs/reconciler.py),
+beside JobCleanup (reconcile/jobs/cleanup.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from datetime import timedelta
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
+from ... import dbclock
 from ...constants import ANNOTATION_MIN_EDITED
 from ...kube import objects
 from ...kube.errors import (
@@ -25,9 +27,10 @@ from ...kube.errors import (
 )
 from ...kube.objects import JOB, SERVICE
 from ...kube.refs import ObjectRef
+from ...models import GangJob
 from .. import desired as desired_mod
 from .. import owner_refs, ownership
-from . import fanout
+from . import fanout, repairs
 from .common import (
     NAME_CONFLICT,
     WAIT_SECONDS,
@@ -79,8 +82,47 @@ def owner_job_patch(want: dict, have: dict, root: dict) -> tuple[dict, list[str]
 
 
 class ObjectWrites:
-    """Create, patch and repair a job's own objects (a JobReconciler mixin: uses its job, api, observed and
-    result)."""
+    """Create, patch, replace and repair a job's own objects (a JobReconciler mixin: uses its job, api, observed
+    and result)."""
+
+    def repair(self, patches: list[tuple]) -> list[str]:
+        """Patch each drifted gang object of `patches` [(ref, want, have, drift)] back, unless the same repair
+        keeps not holding and its backoff is not over (jobs/repairs.py): then nothing is patched, and the pass
+        ends with a countdown to the backoff's end (`ensure`, `self.holding`). Returns the patches the server
+        refused for good (the caller replaces the gang)."""
+        now = dbclock.now()
+        items = [(repairs.describe(ref.kind, self.ns, want["metadata"]["name"], drift.fields),
+                  repairs.wanted_values(want, drift.fields)) for ref, want, _, drift in patches]
+        if repairs.held(self.job, repairs.what_of(items), now) is not None:
+            self.actions.append(f"not repaired yet ({repairs.REPAIR_NOT_HOLDING}): {repairs.message(self.job, now)}")
+            self.holding = True
+            return []
+        refused, done = [], []
+        for (ref, want, have, drift), item in zip(patches, items, strict=True):
+            before = len(self.actions)
+            if not self.patch(ref, want, have, drift):
+                refused.append(f"{ref.kind}.spec.{', '.join(drift.fields)} (patch refused)")
+            elif len(self.actions) > before:  # patched (not found in sync on a second read)
+                done.append(item)
+        if done and repairs.repaired(self.job, done, now)["hold_until"]:
+            self.holding = True
+        return refused
+
+    def hold_over(self, wait: Requeue | None = None) -> None:
+        """End the pass with a countdown to the end of its repair backoff (`RepairNotHolding`, jobs/repairs.py),
+        or to `wait`'s (a partial gang's grace) when that comes first, naming both; nothing while no repair is
+        held back (then `wait`, if any, is raised as it is)."""
+        now = dbclock.now()
+        left = repairs.held(self.job, self.job.repairs.get("what", ""), now) if self.holding else None
+        if left is None:
+            if wait is not None:
+                raise wait
+            return
+        said = repairs.message(self.job, now)
+        countdown = max(1, math.ceil(left))
+        if wait is not None:
+            countdown, said = min(countdown, wait.countdown), f"{said}; {wait.reason}: {wait.message}"
+        raise Requeue(countdown, repairs.REPAIR_NOT_HOLDING, said)
 
     def create_members(self, gang: list[tuple[ObjectRef, dict]], owners: list[dict], svc: dict) -> None:
         """Create what is missing besides the root in two rounds, each round's creates sent at once
@@ -110,6 +152,9 @@ class ObjectWrites:
         created is recorded (`observed`, `actions`, `created`) before an error ends the pass: the first error is
         raised (the pass records it on the job; a refusal then deletes what was created), any later one is named
         in the pass's actions, so none goes unrecorded."""
+        if items:
+            self.refuse_when_over(", ".join(f"{ref.kind} {self.ns}/{want['metadata']['name']}"
+                                            for ref, want, _ in items))
         answers = fanout.at_once([functools.partial(self.create, ref, want) for ref, want, _ in items])
         error = None
         for (ref, want, handle), answer in zip(items, answers, strict=True):
@@ -154,6 +199,35 @@ class ObjectWrites:
 
     def _created_service(self, ref: ObjectRef, want: dict, sent: fanout.Answer) -> None:
         self.observed.services[want["metadata"]["name"]] = self.create_plain(ref, want, sent)
+
+    def replace(self, fields: list[str], cause: str = "drift") -> None:
+        """Replace the gang under a new generation: Indexed Jobs first (their pods reference the gang), then gang
+        objects in reverse creation order, then bump `gang_generation` (conditionally: a concurrent pass that
+        already bumped it wins and this pass requeues). `cause`: "drift" (`fields` name the immutable fields) or
+        "gone" (`fields` say which gang object is missing or terminating, `gang_gone`) or "partial" (a partial gang
+        released, jobs/partial.py)."""
+        self.refuse_when_over(f"a new generation of the gang ({cause})")
+        self.replaced_because = cause
+        if cause == "drift":
+            self.actions.append(f"replace gang: immutable drift in {', '.join(fields)}")
+        else:
+            self.actions.append(f"replace gang: {'; '.join(fields)}")
+        for owner in list(self.observed.owners.values()):
+            self.delete(JOB, owner)
+        self.observed.owners = {}
+        for ref in reversed(self.backend.gang_kinds):
+            kind = self.observed.gang_of(ref)
+            for name, obj in list(kind.items()):
+                if not is_terminating(obj):
+                    left = self.delete(ref, obj)  # still terminating (finalizer): the stale sweep looks again
+                    if left is None:
+                        kind.pop(name)
+                    else:
+                        kind[name] = left
+        old = self.job.gang_generation
+        if not GangJob.objects.filter(pk=self.job.pk, gang_generation=old).update(gang_generation=old + 1):
+            raise Requeue(1, "Conflict", "another reconcile pass replaced the gang first")
+        self.job.gang_generation = old + 1
 
     def patch(self, ref: ObjectRef, want: dict, have: dict, drift) -> bool:
         """Merge-patch drifted mutable fields with the read resourceVersion; on 409 read again and retry
@@ -233,6 +307,7 @@ class ObjectWrites:
         want = next(w for w in wanted if ref_of(self.backend, w) == self.backend.root_ref)
         name = want["metadata"]["name"]
         if name not in self.observed.gang_of(self.backend.root_ref):
+            self.refuse_when_over(f"{self.backend.root_ref.kind} {self.ns}/{name}")
             try:
                 self.create_gang(self.backend.root_ref, want)
             except TransientKubeError as exc:
@@ -276,13 +351,18 @@ class ObjectWrites:
             raise
         other = owner_uid_label(have)
         recorded = ownership.is_recorded(have, self.job.owner_uids)
-        if not recorded and other == self.uid and not ownership.adoptable(
-                name, have["metadata"].get("uid"), self.job.owner_uids, ownership.object_key(have)):
-            other = None  # carries the job's label, but is not the object gangweb recorded under that name
+        uid = have["metadata"].get("uid")
+        if not recorded and other == self.uid and not (
+                ownership.adoptable(name, uid, self.job.owner_uids, ownership.object_key(have))
+                and ownership.may_adopt(have, self.uid, self.job.owner_uids)):
+            other = None  # carries the job's label, but gangweb did not make it (no UID recorded, no creation mark)
         if not recorded and other != self.uid:
             whose = f"gangweb job {other}" if other else "something other than gangweb"
-            raise TerminalKubeError(NAME_CONFLICT, f"{ref.kind} {self.ns}/{name} already exists and belongs to "
-                                                   f"{whose}; it is not adopted. Delete it or rename the job.")
+            copied = " though it carries this job's gangweb labels," if owner_uid_label(have) == self.uid else ""
+            raise TerminalKubeError(NAME_CONFLICT, (
+                f"{ref.kind} {self.ns}/{name} already exists and belongs to {whose}: gangweb did not make it (uid "
+                f"{uid}),{copied} so it is not adopted, counted or deleted. gangweb creates nothing under this name "
+                "until it is gone: delete it, or resubmit the job under another name."))
         if is_terminating(have):
             raise Requeue(WAIT_SECONDS, WAITING, f"{ref.kind} {self.ns}/{name} is being deleted")
         return self.relabel(ref, have)
@@ -340,7 +420,7 @@ class ObjectWrites:
         """POST one object. Raises ApiException(409) when the name is taken, CreateRefused when the API server
         refuses it for good (`refuses_for_good`), other KubeErrors as classified."""
         try:
-            return objects.create(self.api, ref, want)
+            return objects.create(self.api, ref, ownership.stamp(want, self.uid))  # gangweb's creation mark on it
         except KubeError as exc:
             if refuses_for_good(exc):
                 raise CreateRefused(ref.kind, f"{self.ns}/{want['metadata']['name']}", exc) from exc
