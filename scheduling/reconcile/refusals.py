@@ -17,14 +17,13 @@ import json
 import logging
 from datetime import datetime
 
-from django.core.cache import cache
 from django.utils import timezone
 from kubernetes import client
 
-from ..kube.errors import describe
 from ..observe import events as event_rows
 from ..observe import objects as o
 from ..observe.why_pending import PENDING_PHASES
+from .event_reads import cached as event_rows_cached
 
 log = logging.getLogger(__name__)
 FAILED_CREATE = "FailedCreate"
@@ -56,16 +55,8 @@ def read(job, owners: list[dict], pods: list[dict], api: client.ApiClient | None
     if not live:
         return []
     uids = sorted(o.meta(w)["uid"] for w in live)
-    key = f"gangweb:failed-create:{job.uid}:{','.join(uids)}"
-    cached = cache.get(key)
-    if cached is not None:
-        return cached
-    try:
-        if api is None:
-            from ..kube.client import api_client
 
-            api = api_client(job.cluster)
-        core = client.CoreV1Api(api)
+    def read_rows(core: client.CoreV1Api) -> list[dict]:
         rows = []
         for uid in uids:
             body = core.list_namespaced_event(
@@ -73,9 +64,7 @@ def read(job, owners: list[dict], pods: list[dict], api: client.ApiClient | None
                 _preload_content=False, _request_timeout=TIMEOUT).data
             items = (json.loads(body) or {}).get("items") or []
             rows += [event_rows.row(e) for e in items[:MAX_EVENTS] if isinstance(e, dict)]
-    except Exception as exc:  # noqa: BLE001 - optional facts: an observation must not fail for them
-        log.info("job %s: FailedCreate events not read: %s", job.pk, describe(exc))
-        return None
-    rows.sort(key=lambda r: (r["last_at"] or "", r["first_at"] or ""), reverse=True)
-    cache.set(key, rows, REMEMBER_SECONDS)
-    return rows
+        return sorted(rows, key=lambda r: (r["last_at"] or "", r["first_at"] or ""), reverse=True)
+
+    return event_rows_cached(job, f"gangweb:failed-create:{job.uid}:{','.join(uids)}", REMEMBER_SECONDS, read_rows,
+                             "FailedCreate events", api)

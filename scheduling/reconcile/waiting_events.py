@@ -24,13 +24,12 @@ import logging
 import re
 
 from django.conf import settings
-from django.core.cache import cache
 from kubernetes import client
 
-from ..kube.errors import describe
 from ..observe import events as event_rows
 from ..observe import objects as o
 from ..observe.why_pending import PENDING_PHASES
+from .event_reads import cached as event_rows_cached
 
 log = logging.getLogger(__name__)
 PAGE = 500
@@ -95,22 +94,7 @@ def read(job, gang: list[dict], pods: list[dict], api: client.ApiClient | None =
     uids = wanted(job, gang, pods)
     if not uids:
         return []
-    key = f"gangweb:waiting-events:{job.uid}:{','.join(uids)}"
-    cached = cache.get(key)
-    if cached is not None:
-        return cached
-    try:
-        if api is None:
-            from ..kube.client import api_client
-
-            api = api_client(job.cluster)
-        core = client.CoreV1Api(api)
-        rows = []
-        for uid in uids:
-            rows += _rows_of(core, job.namespace, uid)
-    except Exception as exc:  # noqa: BLE001 - optional facts: an observation must not fail for them
-        log.info("job %s: Warning events not read: %s", job.pk, describe(exc))
-        return None
-    said = event_rows.said(rows)
-    cache.set(key, said, remember)
-    return said
+    return event_rows_cached(
+        job, f"gangweb:waiting-events:{job.uid}:{','.join(uids)}", remember,
+        lambda core: event_rows.said([row for uid in uids for row in _rows_of(core, job.namespace, uid)]),
+        "Warning events", api)
