@@ -40,7 +40,7 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     from django.contrib.auth import get_user_model
 
     from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import template_versions
+    from scheduling.services.templates import versions as template_versions
 
     user_model = get_user_model()
     user = user_model.objects.filter(username="bench").first() or user_model.objects.create_superuser(
@@ -148,7 +148,7 @@ def reset_jobs() -> int:
     (p50 submit-to-dispatched 24 s, bench/README.md): the submit benchmark queues ~2,100 reconcile tasks that no
     worker runs (none is started for it), the reconcile benchmark's fresh worker then ran them first, in order, and
     with ids restarted some of them named the new benchmark's jobs (full single passes racing its batches); the
-    gunicorn workers' job -> cluster routing cache (scheduling/routing.py, right while ids are never reused) also
+    gunicorn workers' job -> cluster routing cache (scheduling/work/routing.py, right while ids are never reused) also
     sent the new jobs' batches to the old cluster's shard queue, behind those tasks."""
     from django.db import connection
 
@@ -168,10 +168,10 @@ def reset_jobs() -> int:
 
 def purge_task_queues() -> int:
     """Drop every message waiting in the reconcile queues (Celery's default queue and every cluster shard queue,
-    scheduling/routing.py) of the bench's broker; returns how many there were. Messages a running worker holds
+    scheduling/work/routing.py) of the bench's broker; returns how many there were. Messages a running worker holds
     already (unacknowledged, or waiting for their countdown) are not in the queues and stay."""
     from gangweb.celery import app
-    from scheduling import routing
+    from scheduling.work import routing
 
     with app.connection_for_write() as conn:
         channel = conn.default_channel

@@ -5,7 +5,7 @@ gangweb's estimator for every job at its submit time and comparing with when the
 
 **The "real" scheduler** is gangweb's own queue-policy code: `scheduling.queueing.allocation.allocate` (KAI's
 allocate action as gangweb models it: queues lowest allocated / fair share first, line order priority then time
-queued, queue and ancestor limits, cluster capacity) with fair shares from `scheduling.queueing.fair_share.divide`
+queued, queue and ancestor limits, cluster capacity) with fair shares from `scheduling.queueing.fair_share_model.divide`
 recomputed before every pass, as KAI does each cycle. A pass runs after every arrival and every end.
 
 **The workload**: one cluster of 64 GPUs (CPU and memory never bind), five queues (a parent `org` with three teams of
@@ -17,7 +17,7 @@ form by day and drain by night, small jobs often slip into gaps while large gang
 templates, run times) come from one seeded `random.Random`: the same seed gives the same figures.
 
 **Estimates**: at each submit, before the pass that might start the job, `estimate.estimate` (the function the
-API calls, `services/start_estimate.py`) is given what gangweb would read then: the running jobs with how long they
+API calls, `services/jobs/start_estimate.py`) is given what gangweb would read then: the running jobs with how long they
 have run, the pending jobs, the run times of every job finished so far, the capacity and the queues. The first
 `--warmup` jobs only build history (the estimator would say "unknown"); the rest are measured.
 

@@ -188,7 +188,9 @@ def seed(kubeconfig: str) -> dict:
     django.setup()
     from django.contrib.auth import get_user_model
 
-    from scheduling.services import local_cluster, template_versions, tokens
+    from scheduling.services.access import tokens
+    from scheduling.services.clusters import local as local_cluster
+    from scheduling.services.templates import versions as template_versions
 
     local_cluster.register(kubeconfig)
     password = uuid.uuid4().hex

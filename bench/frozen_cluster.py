@@ -4,7 +4,7 @@
 
 A private gangweb (`bench.faultstack.FaultStack`: PostgreSQL from initdb, Redis, gunicorn, beat with a 15-s
 resync, the watcher) with **two local control planes** registered as two clusters: "local" (healthy) and "frozen",
-pinned to shard queues 0 and 1 (scheduling/routing.py). Per worker layout:
+pinned to shard queues 0 and 1 (scheduling/work/routing.py). Per worker layout:
 
 - ``pools``: the production layout (docs/operations.md, "Per-cluster work queues"): worker A consumes the default
   queue and shard 0 (`-Q celery`, GANGWEB_WORKER_SHARDS=0), worker B only shard 1 (`-Q reconcile.1`); `--concurrency`

@@ -51,8 +51,8 @@ def _job():
 
     from scheduling.backends.k8s_workload_v1alpha2 import K8sWorkloadV1alpha2
     from scheduling.models import Cluster, GangJob, QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import jobs as job_service
-    from scheduling.services import template_versions
+    from scheduling.services.jobs import lifecycle as job_service
+    from scheduling.services.templates import versions as template_versions
 
     from .common import template_spec
 

@@ -11,7 +11,7 @@ a name search, and each sort the table offers), queue tree (top level, and one q
 expand) and job detail; the API's job list likewise (its `ordering` values), job detail, queue list and queue
 tree (whole, top level only, one queue's children). Page 5,000 is reached by a keyset cursor, as a reader
 following Next 4,999 times would hold it; the API's old `offset` page 5,000 is measured next to it, as the cost
-keyset pages avoid (not a goal). Then the retention (services/job_history.py) deletes the oldest ~50,000 finished
+keyset pages avoid (not a goal). Then the retention (reconcile/row_retention.py) deletes the oldest ~50,000 finished
 jobs: jobs/s and the longest batch's transaction. `plans`: EXPLAIN (ANALYZE, BUFFERS) of the jobs query of some
 pages at the full size, for bench/README.md.
 """
@@ -84,8 +84,8 @@ API_ORDERINGS = ("created_at", "name", "-name", "phase", "-phase", "phase_change
 
 def _deep_cursor(total: int) -> str:
     """The cursor of page DEEP_PAGE of the newest-first list (or of the deepest full page there is)."""
+    from scheduling.db import keyset
     from scheduling.models import GangJob
-    from scheduling.services import keyset
 
     position = max(1, min((DEEP_PAGE - 1) * PAGE_SIZE, total - PAGE_SIZE))
     order = ("-created_at", "-id")
@@ -99,7 +99,7 @@ def _pages(job_id: int, parent: str, queue: str, name: str, total: int) -> list[
     search looks for; `total`: jobs in the table."""
     from django.urls import reverse
 
-    from scheduling.services import keyset
+    from scheduling.db import keyset
 
     deep, last = _deep_cursor(total), keyset.encode(None, keyset.LAST)
     offset = min((DEEP_PAGE - 1) * PAGE_SIZE, total - PAGE_SIZE)
@@ -200,8 +200,8 @@ def _drop_queues() -> None:
 
 
 def _retention(jobs: int) -> dict:
-    """Delete the oldest ~PRUNED finished jobs with the retention (services/job_history.py)."""
-    from scheduling.services import job_history
+    """Delete the oldest ~PRUNED finished jobs with the retention (reconcile/row_retention.py)."""
+    from scheduling.reconcile import row_retention as job_history
 
     days = max(0.0, (jobs - PRUNED) * SPACING_S / 86400)
     t0 = time.perf_counter()

@@ -59,7 +59,8 @@ def setup(stack, replicas: int = 4, namespaces: tuple[str, ...] | list[str] = (G
 
     from scheduling.kube import client as kube_client
     from scheduling.models import QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import local_cluster, template_versions
+    from scheduling.services.clusters import local as local_cluster
+    from scheduling.services.templates import versions as template_versions
 
     cluster = local_cluster.register(stack.cluster.kubeconfig)
     queue = QueuePolicy.objects.get(name=local_cluster.DEFAULT_QUEUE)
@@ -104,7 +105,7 @@ def baseline_objects(version, queue, namespace: str, name: str, served: list[str
     from scheduling.models import GangJob
     from scheduling.reconcile import desired
     from scheduling.reconcile.jobs import ref_of
-    from scheduling.services import templates as template_service
+    from scheduling.services.templates import specs as template_service
 
     job = GangJob(name=name, namespace=namespace, template_version=version, queue=queue, uid=uuid.uuid4(),
                   resolved_spec=template_service.render(version.spec, {}))
@@ -147,7 +148,7 @@ def settle(api, expected: dict[str, int], timeout: float = 180) -> float:
     side's pod creation does not land in the other side's timed round. (Not Running: the 4 nodes take 440 pods,
     and the benchmark makes 4,000.) Returns the seconds waited; gives up (and goes on) after `timeout`."""
     from scheduling.kube import objects
-    from scheduling.kube.watches import POD
+    from scheduling.reconcile.cluster_watcher import POD
 
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
@@ -361,7 +362,7 @@ def profile_batch(stack, user, version, queue, cluster, count: int) -> str:
     """Profile the worker's side in-process: with the worker stopped, submit `count` jobs through the service
     and run the bulk-reconcile task body (`reconcile_many`) on them under pyinstrument."""
     from scheduling.reconcile import jobs as job_reconcile
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     from .common import profile
 

@@ -44,8 +44,10 @@ def main(argv=None) -> dict:
     from scheduling.kube import objects
     from scheduling.models import GangJob
     from scheduling.reconcile import jobs, resync
-    from scheduling.services import dispatch, local_cluster, template_versions
-    from scheduling.services import jobs as job_service
+    from scheduling.services.clusters import local as local_cluster
+    from scheduling.services.jobs import lifecycle as job_service
+    from scheduling.services.templates import versions as template_versions
+    from scheduling.work import dispatch
 
     dispatch.reconcile_jobs_on_commit = lambda ids: None  # the bench drives reconcile itself
     cluster = local_cluster.register(args.kubeconfig)

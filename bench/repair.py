@@ -43,7 +43,7 @@ BACKENDS = ("k8s-workload", "kai", "coscheduling")
 
 def _template(user, backend: str):
     from scheduling.models import RuntimeTemplateVersion
-    from scheduling.services import template_versions
+    from scheduling.services.templates import versions as template_versions
 
     from .common import template_spec
 

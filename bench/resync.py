@@ -47,7 +47,7 @@ def setup(stack):
     Returns (cluster, queue, template_version, user, api)."""
     from scheduling.kube import client as kube_client
     from scheduling.models import Cluster, QueuePolicy
-    from scheduling.services import local_cluster
+    from scheduling.services.clusters import local as local_cluster
 
     from . import raw_clients
     from .common import allow_namespaces, bench_fixtures, ensure_namespace
@@ -77,7 +77,7 @@ def template_version():
     from django.contrib.auth import get_user_model
 
     from scheduling.models import RuntimeTemplateVersion
-    from scheduling.services import template_versions
+    from scheduling.services.templates import versions as template_versions
 
     version = RuntimeTemplateVersion.objects.filter(template__name=TEMPLATE).order_by("-version").first()
     if version is None:

@@ -47,7 +47,7 @@ def register(name: str, kubeconfig: str):
     from scheduling.kube import client as kube_client
     from scheduling.models import Cluster, QueuePolicy
     from scheduling.reconcile import probe
-    from scheduling.services import local_cluster
+    from scheduling.services.clusters import local as local_cluster
 
     from .common import allow_namespaces
 

@@ -4,7 +4,7 @@ Jobs are inserted with one ``INSERT ... SELECT FROM generate_series`` statement:
 (id, name, uid, queue, phase, times) are SQL expressions, every other column takes the value Django would store for
 a model instance built with its defaults. New model fields therefore need no change here. The rows are made inside
 the server: nothing is built in Python nor sent over the socket, which is what COPY would still do per row (the
-bulk submit's COPY, services/copy_rows.py, writes rows that exist in Python already). What costs at a million rows
+bulk submit's COPY, db/copy_rows.py, writes rows that exist in Python already). What costs at a million rows
 is maintaining indexes and foreign keys row by row (a queued trigger per row and key, ~10 million at a year of
 history): `insert_jobs(..., rebuild_indexes=True)` drops the two tables' secondary indexes, unique constraints
 and foreign keys first and makes them again afterwards (an index by one sort, a key by one join), as pg_restore
@@ -65,7 +65,7 @@ def insert_jobs(count: int, template_version, queues: list[QueuePolicy], cluster
     hour after it ended, as the retention leaves them (reconcile/retention.py). `rebuild_indexes`: drop the two
     tables' secondary indexes, unique constraints and foreign keys for the load and make them after (faster from
     about 100,000 rows; `_indexes_dropped`). Returns (first id, last id)."""
-    from scheduling.services import templates as template_service
+    from scheduling.services.templates import specs as template_service
 
     resolved = template_service.render(template_version.spec, {})
     proto = GangJob(name="x", namespace="default", template_version=template_version, queue=queues[0],

@@ -238,14 +238,14 @@ class Stack:
 
     def start_beat(self, name: str = "beat") -> None:
         """Start Celery beat (the periodic resync, probe and queue sync) as process `name`, its schedule file in the
-        workdir. Several may run: one sends, under the beat lease (scheduling/beat.py)."""
+        workdir. Several may run: one sends, under the beat lease (scheduling/work/beat.py)."""
         suffix = "" if name == "beat" else f"-{name}"
         self._spawn(name, [sys.executable, "-m", "celery", "-A", "gangweb", "beat", "--loglevel=INFO",
                            f"--schedule={self.workdir / f'celerybeat-schedule{suffix}'}"])
 
     def start_watch(self, name: str = "watch") -> None:
         """Start `manage.py watch_clusters` (the list-then-watch of every registered cluster) as process `name`.
-        Several may run: each cluster is watched by the one holding its lease (scheduling/election.py)."""
+        Several may run: each cluster is watched by the one holding its lease (scheduling/work/election.py)."""
         self._spawn(name, [sys.executable, "manage.py", "watch_clusters"])
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:

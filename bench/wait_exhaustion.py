@@ -135,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
 
     django.setup()
     call_command("migrate", "--noinput", verbosity=0)
-    from scheduling.services import jobs as job_service
-    from scheduling.services import tokens as token_service
+    from scheduling.services.access import tokens as token_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     owner, version, queue, cluster = bench_fixtures("-exhaust")
     jobs, _ = job_service.submit_bulk(owner, [{"name": f"v-{i}", "template": version.template.name,

@@ -176,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     call_command("migrate", "--noinput", verbosity=0)
     from scheduling.models import GangJob
-    from scheduling.services import jobs as job_service
-    from scheduling.services import tokens as token_service
+    from scheduling.services.access import tokens as token_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     user, version, queue, cluster = bench_fixtures("-waiters")
     GangJob.objects.filter(queue=queue).delete()

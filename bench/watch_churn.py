@@ -79,7 +79,8 @@ def setup(stack, jobs: int):
 
     from scheduling.kube import client as kube_client
     from scheduling.models import Cluster, QueuePolicy, RuntimeTemplateVersion
-    from scheduling.services import local_cluster, template_versions
+    from scheduling.services.clusters import local as local_cluster
+    from scheduling.services.templates import versions as template_versions
 
     stack.restart_cluster()
     extra = max(0, -(-(jobs * PODS_PER_JOB + 100 - 4 * 110) // NODE_PODS))  # the 4 default nodes take 110 each

@@ -50,22 +50,22 @@ GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS = int(os.environ.get("GANGWEB_SCHEDULER_SE
 # A finished (Succeeded/Failed) job's Indexed Jobs and their pods stay this long after it finished, for inspection
 # (`kubectl logs`), then are deleted (seconds; a template's `retentionSeconds` overrides it; reconcile/retention.py).
 GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENTION_SECONDS", "3600"))
-# GET /api/v1/jobs/<id>/logs/ (services/job_logs.py): at most this many bytes of a container's log per answer (the
+# GET /api/v1/jobs/<id>/logs/ (services/jobs/logs.py): at most this many bytes of a container's log per answer (the
 # rest is cut and the answer says so), and a `follow` stream ends after this many seconds.
 GANGWEB_LOG_MAX_BYTES = int(os.environ.get("GANGWEB_LOG_MAX_BYTES", str(1024 * 1024)))
 GANGWEB_LOG_FOLLOW_SECONDS = float(os.environ.get("GANGWEB_LOG_FOLLOW_SECONDS", "300"))
 # Finished jobs' rows (and their history) older than this many days are deleted by the hourly beat task
-# scheduling.prune_job_history, at most PRUNE_PER_RUN a run (services/job_history.py). 0: kept for ever.
+# scheduling.prune_job_history, at most PRUNE_PER_RUN a run (reconcile/row_retention.py). 0: kept for ever.
 GANGWEB_JOB_HISTORY_DAYS = float(os.environ.get("GANGWEB_JOB_HISTORY_DAYS", "0"))
 GANGWEB_JOB_HISTORY_PRUNE_PER_RUN = int(os.environ.get("GANGWEB_JOB_HISTORY_PRUNE_PER_RUN", "100000"))
 # Periodic resync of every cluster (seconds); watches deliver changes in between.
 GANGWEB_RESYNC_SECONDS = int(os.environ.get("GANGWEB_RESYNC_SECONDS", "30"))
-# Singletons by election (scheduling/election.py): a watcher replica watches a cluster only under its lease, one
+# Singletons by election (scheduling/work/election.py): a watcher replica watches a cluster only under its lease, one
 # beat sends under the install's; a dead holder is replaced within the lease's seconds plus one tick (5 s).
 GANGWEB_WATCH_LEASE_SECONDS = float(os.environ.get("GANGWEB_WATCH_LEASE_SECONDS", "30"))
 GANGWEB_WATCH_MAX_CLUSTERS = int(os.environ.get("GANGWEB_WATCH_MAX_CLUSTERS", "0"))  # per replica; 0: no limit
 # Threads per watched cluster that write the dirty jobs' observations at once (PostgreSQL only: SQLite takes one
-# writer at a time); their round trips and commits overlap (kube/watches.py, bench/: watch churn).
+# writer at a time); their round trips and commits overlap (reconcile/cluster_watcher.py, bench/: watch churn).
 GANGWEB_WATCH_OBSERVERS = int(os.environ.get("GANGWEB_WATCH_OBSERVERS", "4"))
 GANGWEB_BEAT_LEASE_SECONDS = float(os.environ.get("GANGWEB_BEAT_LEASE_SECONDS", "30"))
 # why_pending says no scheduler acts on a job's pods once they all exist this long with no word from any scheduler
@@ -120,13 +120,13 @@ GANGWEB_WAITS_PER_PROCESS = int(os.environ.get("GANGWEB_WAITS_PER_PROCESS", "8")
 # Active (unrevoked, unexpired) API tokens per user, and webhook subscriptions per user: more is 409 naming the cap.
 GANGWEB_TOKENS_PER_USER = int(os.environ.get("GANGWEB_TOKENS_PER_USER", "20"))
 GANGWEB_WEBHOOKS_PER_USER = int(os.environ.get("GANGWEB_WEBHOOKS_PER_USER", "25"))
-# Webhooks (services/notifications.py): how often new timeline entries become deliveries (s); the dashboard's
+# Webhooks (services/webhooks/subscriptions.py): how often new timeline entries become deliveries (s); the dashboard's
 # address that job links in payloads start with; whether receivers may be loopback/private/link-local addresses.
 GANGWEB_NOTIFY_SCAN_SECONDS = float(os.environ.get("GANGWEB_NOTIFY_SCAN_SECONDS", "5"))
 GANGWEB_PUBLIC_URL = os.environ.get("GANGWEB_PUBLIC_URL", "http://127.0.0.1:8000")
-# Off (default), 1 (every private range), or a comma-separated CIDR list (scheduling/addresses.AddressPolicy.parse).
-# DEBUG (`make run`) allows loopback, like the cluster addresses: a receiver on the laptop works out of the box.
-# Tests keep it off (they set it where they mean it).
+# Off (default), 1 (every private range), or a comma-separated CIDR list
+# (scheduling/security/addresses.AddressPolicy.parse). DEBUG (`make run`) allows loopback, like the cluster addresses: a
+# receiver on the laptop works out of the box. Tests keep it off (they set it where they mean it).
 GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES = os.environ.get(
     "GANGWEB_ALLOW_PRIVATE_WEBHOOK_ADDRESSES", "127.0.0.0/8,::1/128" if DEBUG and not TESTING else "")
 # One delivery attempt's connect and read timeouts (s): a slower receiver is a failed attempt, retried with backoff.
@@ -137,7 +137,7 @@ GANGWEB_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("GANGWEB_WEBHOOK_TIMEOUT_
 GANGWEB_WEBHOOK_QUEUE = "webhooks"
 # Largest request body the API accepts (bytes); bulk submit of thousands of jobs fits well inside.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GANGWEB_MAX_BODY_BYTES", str(8 * 1024 * 1024)))
-# Largest template spec or job overrides (characters of compact JSON; YAML text too): services/spec_limits.py.
+# Largest template spec or job overrides (characters of compact JSON; YAML text too): services/templates/spec_limits.py.
 GANGWEB_MAX_SPEC_BYTES = int(os.environ.get("GANGWEB_MAX_SPEC_BYTES", str(256 * 1024)))
 
 INSTALLED_APPS = [
@@ -283,19 +283,19 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Security ------------------------------------------------------------------------------------------------
-# Fernet keys for credentials at rest (scheduling/encryption.py): comma-separated, the first encrypts. Required
+# Fernet keys for credentials at rest (scheduling/security/encryption.py): comma-separated, the first encrypts. Required
 # when DEBUG is off; dev and tests derive one from SECRET_KEY. Rotate with `manage.py rotate_encryption_key`.
 GANGWEB_ENCRYPTION_KEYS = env_list("GANGWEB_ENCRYPTION_KEYS", "")
 if not GANGWEB_ENCRYPTION_KEYS and not (DEBUG or TESTING):
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured("GANGWEB_ENCRYPTION_KEYS must be set when DEBUG is off")
-# Cluster API servers on non-public addresses (scheduling/addresses.py, docs/security.md): "" refuses them, "1"
+# Cluster API servers on non-public addresses (scheduling/security/addresses.py, docs/security.md): "" refuses them, "1"
 # allows every private range, or a CIDR list ("10.0.0.0/8"). Metadata endpoints stay refused. Dev and tests allow
 # loopback only: `make run`'s local cluster and the test control plane listen on 127.0.0.1.
 GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES = os.environ.get(
     "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES", "127.0.0.0/8,::1/128" if (DEBUG or TESTING) else "")
-# Members of this group are platform admins, like superusers and staff (scheduling/services/access.py).
+# Members of this group are platform admins, like superusers and staff (scheduling/services/access/roles.py).
 GANGWEB_PLATFORM_ADMIN_GROUP = os.environ.get("GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
 # Namespaces no queue may run jobs in, besides Kubernetes' own kube-*: gangweb's own namespace in a managed cluster
 # (when it runs in one) and any others of the install (docs/security.md "Pod-spec policy").
@@ -339,10 +339,10 @@ AXES_HTTP_RESPONSE_CODE = 429
 # The client address the lockout is keyed by (issue 32 row 6): REMOTE_ADDR, or, for a request that came through one
 # of the install's own proxies (GANGWEB_TRUSTED_PROXIES: comma-separated CIDRs, e.g. the ingress controller's pod
 # network), the nearest X-Forwarded-For entry that is not such a proxy. Empty (default): X-Forwarded-For is never
-# believed. scheduling/client_address.py; docs/security.md "Web". A locked-out pair recovers after the cool-off, or
-# at once with `manage.py axes_reset_username <name>` / `axes_reset_ip <address>` or in /admin/ (Axes).
+# believed. scheduling/security/client_address.py; docs/security.md "Web". A locked-out pair recovers after the
+# cool-off, or at once with `manage.py axes_reset_username <name>` / `axes_reset_ip <address>` or in /admin/ (Axes).
 GANGWEB_TRUSTED_PROXIES = os.environ.get("GANGWEB_TRUSTED_PROXIES", "")
-AXES_CLIENT_IP_CALLABLE = "scheduling.client_address.client_ip"
+AXES_CLIENT_IP_CALLABLE = "scheduling.security.client_address.client_ip"
 AXES_VERBOSE = False
 
 # Behind TLS in production: SECURE_COOKIES=1 marks cookies Secure and turns on HSTS.
@@ -420,7 +420,7 @@ else:
             pass
 CELERY_TASK_DEFAULT_QUEUE = "celery"  # reconcile, resync, probe and queue sync: `celery worker -Q celery`
 # One cluster's work (reconcile, its resync, probe and queue sync) goes to its shard queue "reconcile.<n>", so a slow
-# or unreachable API server holds only the slots of the workers consuming that shard (scheduling/routing.py,
+# or unreachable API server holds only the slots of the workers consuming that shard (scheduling/work/routing.py,
 # docs/operations.md "Per-cluster work queues"). A fixed count: every worker knows every queue name when it starts.
 GANGWEB_RECONCILE_SHARDS = max(1, int(os.environ.get("GANGWEB_RECONCILE_SHARDS", "8")))
 # Shards a worker consumes besides the queues given with -Q: "all", or a list like "0-3,6" (gangweb/celery.py).
@@ -434,7 +434,7 @@ CELERY_TASK_ROUTES = (
         "scheduling.notify_transitions": {"queue": GANGWEB_WEBHOOK_QUEUE},
         "scheduling.deliver_webhook": {"queue": GANGWEB_WEBHOOK_QUEUE},
     },
-    "scheduling.routing.route",
+    "scheduling.work.routing.route",
 )
 # A worker keeps reconnecting to the broker for as long as it is down, at start and after a loss (Celery's default
 # gives up after 100 attempts, ~50 minutes, and then exits); docs/architecture.md, "When a dependency fails".
@@ -448,7 +448,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(STATE_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULER = "scheduling.beat:LeasedScheduler"  # sends only under the beat lease: any replica count
+CELERY_BEAT_SCHEDULER = "scheduling.work.beat:LeasedScheduler"  # sends only under the beat lease: any replica count
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5  # seconds between ticks at most: the lease is renewed in a tick
 CELERY_BEAT_SCHEDULE = {
     "resync-clusters": {"task": "scheduling.resync_all_clusters", "schedule": float(GANGWEB_RESYNC_SECONDS)},

@@ -12,10 +12,11 @@ class SchedulingConfig(AppConfig):
     def ready(self):
         from django.core.exceptions import ImproperlyConfigured
 
-        from . import addresses, checks  # noqa: F401 - checks: registers the system checks
+        from . import checks  # noqa: F401 - checks: registers the system checks
         from .backends import registry
         from .kube.errors import install_log_redaction
         from .observe import signals  # noqa: F401 - connects the reconcile metrics receiver
+        from .security import addresses
 
         registry.check_registry()
         install_log_redaction()  # no server body or credential in any log line's traceback
@@ -23,7 +24,7 @@ class SchedulingConfig(AppConfig):
             addresses.cluster_policy()
         except ValueError as exc:
             raise ImproperlyConfigured(f"GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES: {exc}") from None
-        from . import client_address
+        from .security import client_address
 
         try:
             client_address.trusted_proxies()

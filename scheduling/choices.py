@@ -33,7 +33,7 @@ PHASE_FILTER_CHOICES = [(PENDING_CHOICE, "pending (Submitted, Dispatched, Queued
 
 class PodSecurityLevel(models.TextChoices):
     """A Kubernetes Pod Security Standards level that gangweb enforces on the pods it creates
-    (https://kubernetes.io/docs/concepts/security/pod-security-standards/; `services/pod_security.py`)."""
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/; `podspec/pod_security.py`)."""
 
     BASELINE = "baseline"
     RESTRICTED = "restricted"
@@ -94,7 +94,7 @@ class QueueWarning(models.TextChoices):
 
 
 class GrantRole(models.TextChoices):
-    """What a queue or cluster grant lets its user or group do, weakest first (see services/access.py).
+    """What a queue or cluster grant lets its user or group do, weakest first (see services/access/roles.py).
 
     viewer: read; submitter: also submit, and cancel or change the jobs they submitted; admin: also manage the
     queue's children and templates, cancel any job in it (or manage the cluster, for a cluster grant).

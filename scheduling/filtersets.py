@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 
 from .choices import PENDING_CHOICE, PENDING_PHASES, PHASE_FILTER_CHOICES
 from .models import AuditEvent, Cluster, GangJob, QueuePolicy, RuntimeTemplate
-from .services.job_list import GROUP_CHOICES
+from .services.jobs.lists import GROUP_CHOICES
 
 
 class UTCIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
@@ -53,7 +53,7 @@ class PhaseFilter(django_filters.MultipleChoiceFilter):
 class GangJobFilterSet(ChoiceMessages):
     """Jobs by queue, phase, cluster, submitter, namespace, name search (`name` or `q`: the name contains it,
     case-insensitive) and created time (ISO 8601). `group` (queue, cluster or phase) filters nothing: it is
-    validated here, with the filters, and the lists order by it (services/job_list.py)."""
+    validated here, with the filters, and the lists order by it (services/jobs/lists.py)."""
 
     queue = django_filters.CharFilter(field_name="queue__name")
     # distinct=False: a filter on the job's own column cannot repeat rows, and django-filter's default DISTINCT
@@ -75,7 +75,7 @@ class GangJobFilterSet(ChoiceMessages):
                   "created_after", "created_before"]
 
     def by_group(self, queryset, name, value):
-        """No filter: the list views order by the group (services.job_list.ordered) after their own sort."""
+        """No filter: the list views order by the group (services.jobs.lists.ordered) after their own sort."""
         return queryset
 
 

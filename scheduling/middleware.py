@@ -1,10 +1,10 @@
 """Request middleware of the scheduling app."""
 from . import unavailable
-from .services import access
+from .services.access import roles as access
 
 
 class AccessMemoMiddleware:
-    """Compute each user's roles once per request (services/access.py `cached`): a list page or a bulk submit asks
+    """Compute each user's roles once per request (services/access/roles.py `cached`): a list page or a bulk submit asks
     the same permission question many times, and grants do not change mid-request."""
 
     def __init__(self, get_response):

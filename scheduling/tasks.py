@@ -3,7 +3,7 @@
 A pass returns how it ended (`reconcile.jobs.PassResult`, like controller-runtime's Result: done, requeue after N
 seconds with a reason, or an error); the task alone decides what follows: a transient error is raised for the
 decorator's autoretry (backoff, jitter, a cap), a requeue is this task again after a countdown. Nothing below this
-module imports it: services/ and reconcile/ queue work by task name through `scheduling.enqueue`.
+module imports it: services/ and reconcile/ queue work by task name through `scheduling.work.enqueue`.
 """
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from . import enqueue
 from .constants import RESYNC_SOFT_TIME_LIMIT, RESYNC_TIME_LIMIT
 from .kube.errors import TransientKubeError
 from .reconcile import jobs, probe, queues, resync
-from .services import job_history, webhook_delivery
-from .services.webhook_delivery import DeliveryRetry
+from .reconcile import row_retention as job_history
+from .services.webhooks import delivery as webhook_delivery
+from .services.webhooks.delivery import DeliveryRetry
+from .work import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def reconcile_job(self, job_id: int, waits: int = 0, submitted: bool = False, cl
     (cancel, edit, the watch, a countdown) queues it without `submitted`: a full pass. `cleanup`: queued because the
     job ended (the watch saw it) or is cancelled; the same full pass (with the other clean-ups due in its cluster,
     taken along into one batch: reconcile/jobs/coalesce.py), routed to the shard's clean-up queue
-    (scheduling/routing.py), so deleting a finished job's gang objects (which hold quota: on KAI a finished job's
+    (scheduling/work/routing.py), so deleting a finished job's gang objects (which hold quota: on KAI a finished job's
     PodGroup counts against its queue) never waits behind the shard's dispatch backlog; its retries and countdowns
     keep it there.
 
@@ -117,7 +118,7 @@ def probe_cluster(cluster_id: int) -> None:
 def reconcile_queue(policy_id: int, extra_cluster_ids: list[int] | None = None) -> None:
     """After a write to one queue policy: queue one `sync_queues(cluster_id)` per cluster it concerns (the ones it
     targets, and `extra_cluster_ids` it targeted before), each routed to its cluster's shard queue
-    (scheduling/routing.py) with that task's retries. This fan-out talks to no cluster, so it stays on the default
+    (scheduling/work/routing.py) with that task's retries. This fan-out talks to no cluster, so it stays on the default
     queue; a hung API server holds only its own shard's slots."""
     for cluster_id in queues.policy_cluster_ids(policy_id, extra_cluster_ids or []):
         enqueue.send(enqueue.SYNC_QUEUES, cluster_id)
@@ -145,7 +146,7 @@ def notify_transitions() -> None:
 @shared_task(name="scheduling.prune_job_history", ignore_result=True, soft_time_limit=540, time_limit=600)
 def prune_job_history() -> None:
     """Beat (hourly, when GANGWEB_JOB_HISTORY_DAYS > 0): delete finished jobs older than that many days, with their
-    history, in small transactions (services/job_history.py), at most GANGWEB_JOB_HISTORY_PRUNE_PER_RUN a run.
+    history, in small transactions (reconcile/row_retention.py), at most GANGWEB_JOB_HISTORY_PRUNE_PER_RUN a run.
     Twice is harmless: a second run finds what the first left."""
     days = settings.GANGWEB_JOB_HISTORY_DAYS
     if days > 0:
@@ -161,6 +162,6 @@ def prune_job_history() -> None:
              autoretry_for=(DeliveryRetry,), retry_backoff=2, retry_backoff_max=600, retry_jitter=True,
              max_retries=8, soft_time_limit=20, time_limit=30)
 def deliver_webhook(self, delivery_id: int) -> None:
-    """POST one webhook delivery (see scheduling.services.webhook_delivery.deliver); raises DeliveryRetry (retried)
+    """POST one webhook delivery (see scheduling.services.webhooks.delivery.deliver); raises DeliveryRetry (retried)
     unless this is the last retry."""
     webhook_delivery.deliver(delivery_id, final=self.request.retries >= self.max_retries)

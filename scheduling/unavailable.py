@@ -12,7 +12,7 @@ The API answers JSON ``{"detail": "...", "dependency": "database"|"redis"|"broke
 DRF uses) and pages a small HTML page, both with status 503 and ``Retry-After: RETRY_AFTER_SECONDS`` (RFC 9110
 §15.6.4, §10.2.3). Nothing was created by such a request: PostgreSQL rolled its transaction back, the submit
 throttle runs before any write, and an enqueue after a commit that the broker refuses is logged, not raised
-(`services/dispatch.py`: the periodic resync and queue sync do that work instead). A client retries the same
+(`work/dispatch.py`: the periodic resync and queue sync do that work instead). A client retries the same
 request, with its Idempotency-Key when it sent one, and it is answered once the dependency is back.
 
 Three places catch these errors, so that none ends as Django's 500 page: the DRF exception handler
@@ -60,7 +60,7 @@ def message(dependency: str) -> str:
     """The human sentence of a 503 for `dependency`."""
     what = {"database": "the database", "redis": "Redis (cache and rate limits)", "broker": "the task broker"}
     # A failed database transaction was rolled back and the throttle runs before any write; a broker error can come
-    # after a commit (gangweb's own enqueues after a commit never fail the request: services/dispatch.py).
+    # after a commit (gangweb's own enqueues after a commit never fail the request: work/dispatch.py).
     changed = "" if dependency == "broker" else "; nothing was changed"
     return (f"{what.get(dependency, dependency)} is unavailable{changed}. Retry in {RETRY_AFTER_SECONDS} s "
             "(with the same Idempotency-Key, if you sent one).")

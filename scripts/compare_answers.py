@@ -193,7 +193,7 @@ def main(out: Path) -> int:
         setup(Path(tmp))
         from django.test import Client
 
-        from scheduling.services import events
+        from scheduling.services.jobs import events
         from tests.ui import demo
 
         admin, showcase = populate()

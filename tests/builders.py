@@ -5,7 +5,7 @@ import copy
 import itertools
 
 from scheduling.models import Cluster, QueuePolicy
-from scheduling.services import template_versions
+from scheduling.services.templates import versions as template_versions
 
 _seq = itertools.count(1)
 
@@ -75,7 +75,7 @@ def make_job(template, queue, cluster, name=None, phase=None, user=None, overrid
 
     from scheduling.choices import GangPhase
     from scheduling.models import GangJob, PhaseTransition
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     body = submit_body(template, queue, cluster, name=name)
     if overrides:
@@ -131,7 +131,7 @@ def grant(target, role, *, user=None, group=None):
 def make_token(owner, actions=("read", "submit"), queues=(), **fields) -> str:
     """Create an API token for `owner` through the service and return its plaintext; `fields` set on the row."""
     from scheduling.models import ApiToken
-    from scheduling.services import tokens
+    from scheduling.services.access import tokens
 
     token, plaintext = tokens.create(owner, {"name": f"token-{next(_seq)}", "actions": list(actions),
                                              "queues": [q.name for q in queues]})

@@ -57,8 +57,8 @@ def redis_url(tmp_path_factory):
 
 
 class _Sent(list):
-    """Tasks queued through `scheduling.enqueue.send` in a test, in order: [(task name, args)]; `options` holds each
-    one's `apply_async` options (e.g. {"kwargs": {...}}) at the same index. Listeners (the fixtures below) see each
+    """Tasks queued through `scheduling.work.enqueue.send` in a test, in order: [(task name, args)]; `options` holds
+    each one's `apply_async` options (e.g. {"kwargs": {...}}) at the same index. Listeners (the fixtures below) see each
     one as it is sent."""
 
     def __init__(self):
@@ -75,12 +75,11 @@ class _Sent(list):
 
 @pytest.fixture
 def sent_tasks(monkeypatch):
-    """Record every task queued through `scheduling.enqueue` (the one seam to the broker) instead of sending it:
+    """Record every task queued through `scheduling.work.enqueue` (the one seam to the broker) instead of sending it:
     a list of (task name, args). On-commit hooks run at once (test transactions never commit)."""
     from types import SimpleNamespace
 
-    from scheduling import enqueue
-    from scheduling.services import dispatch
+    from scheduling.work import dispatch, enqueue
 
     sent = _Sent()
     monkeypatch.setattr(dispatch, "transaction", SimpleNamespace(on_commit=lambda fn, using=None, robust=False: fn()))
@@ -91,7 +90,7 @@ def sent_tasks(monkeypatch):
 @pytest.fixture
 def enqueued(sent_tasks):
     """Record reconcile tasks instead of sending them to a broker: a list of job-id lists."""
-    from scheduling import enqueue
+    from scheduling.work import enqueue
 
     calls = []
 
@@ -143,7 +142,7 @@ def setup(db):
 @pytest.fixture
 def queue_syncs(sent_tasks):
     """Record queue sync tasks instead of sending them: ("reconcile_queue", policy_id) / ("sync_queues", id)."""
-    from scheduling import enqueue
+    from scheduling.work import enqueue
 
     calls = []
 
@@ -160,14 +159,14 @@ def queue_syncs(sent_tasks):
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Each test starts with an empty default cache (local memory in tests): what one test remembered, e.g. a
-    cluster's in-use totals (services/cluster_usage.py, keyed by a cluster id the next test may reuse), must not
+    cluster's in-use totals (db/cluster_usage.py, keyed by a cluster id the next test may reuse), must not
     answer for another."""
     from django.core.cache import cache
 
-    from scheduling import dbclock
+    from scheduling.db import clock as dbclock
 
     cache.clear()
-    # The database clock's offset is measured once per process and kept (scheduling/dbclock.py): forgotten here, so
+    # The database clock's offset is measured once per process and kept (scheduling/db/clock.py): forgotten here, so
     # whether a test reads the database does not depend on which test ran before it in the same process.
     dbclock.forget()
     yield

@@ -7,12 +7,12 @@ from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from ..services import tokens as token_service
+from ..services.access import tokens as token_service
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """Authenticate with an ApiToken. The user is the token's owner, with `user.api_token` set so that
-    services/access.py narrows what it may do to the token's queues and actions.
+    services/access/roles.py narrows what it may do to the token's queues and actions.
 
     Unknown, malformed, revoked or expired tokens are 401; no Authorization header lets the next class try.
     """

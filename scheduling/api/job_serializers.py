@@ -9,12 +9,15 @@ from ..models import (
     GangJob,
     PhaseTransition,
 )
-from ..services import job_list, queue_line, start_estimate, timeline
+from ..observe import timeline
+from ..services.jobs import lists as job_list
+from ..services.jobs import start_estimate
+from ..services.queues import line as queue_line
 from .serializers import AmountField, represent
 
 
 class PhaseTransitionSerializer(serializers.ModelSerializer):
-    """One timeline entry, with the time spent in it (`services.timeline.annotate` sets the two extra fields)."""
+    """One timeline entry, with the time spent in it (`observe.timeline.annotate` sets the two extra fields)."""
 
     duration_s = serializers.FloatField(read_only=True, allow_null=True, default=None,
                                         help_text="seconds in this phase: until the next entry, or until now while "
@@ -45,7 +48,7 @@ class DurationSerializer(serializers.Serializer):
     inferred = serializers.BooleanField(default=False, help_text="true when one end of the span is an inferred time")
 
 class DurationsSerializer(serializers.Serializer):
-    """Derived durations (services.timeline.spans); each null until its span starts."""
+    """Derived durations (observe.timeline.spans); each null until its span starts."""
 
     time_in_queue = DurationSerializer(allow_null=True, help_text="Queued (else Dispatched) until Scheduled")
     time_to_schedule = DurationSerializer(allow_null=True, help_text="Submitted until Scheduled")
@@ -153,7 +156,7 @@ class GangJobSerializer(serializers.ModelSerializer):
         return job_list.waiting_reason(obj)
 
 class BulkCancelSerializer(serializers.Serializer):
-    """The body of POST /api/v1/jobs/cancel/ (for the schema; services/bulk_cancel.py validates it)."""
+    """The body of POST /api/v1/jobs/cancel/ (for the schema; services/jobs/bulk_cancel.py validates it)."""
 
     ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=500)
 
@@ -200,7 +203,7 @@ class FailureSerializer(serializers.Serializer):
                                               "(Error)'")
 
 class JobLogQuerySerializer(serializers.Serializer):
-    """The query of GET /api/v1/jobs/<id>/logs/ (services/job_logs.py): which pod and container, and core/v1
+    """The query of GET /api/v1/jobs/<id>/logs/ (services/jobs/logs.py): which pod and container, and core/v1
     PodLogOptions."""
 
     pod_set = serializers.CharField(required=False, max_length=63, default="", allow_blank=True,
@@ -228,12 +231,12 @@ class GangJobDetailSerializer(GangJobSerializer):
     timeline_total = serializers.SerializerMethodField(help_text="recorded timeline entries (rows, unfolded)")
     timeline_omitted = serializers.SerializerMethodField(help_text="folded entries left out of `timeline`")
     durations = serializers.SerializerMethodField()
-    position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queue_line.py): "
+    position = serializers.SerializerMethodField(help_text="a pending job's place in line (services/queues/line.py): "
         "{status: known | unknown, reason, queue, queue_total, parent, parent_total, priority, text, parent_text, "
         "order}; null when not pending; unknown (numbers null, the reason in text) when it cannot be computed. "
         "In GET /api/v1/jobs/<id>/ only: write answers (submit, update, cancel) leave it out and cost no query")
     estimated_start = serializers.SerializerMethodField(help_text="a pending job's start-time estimate "
-        "(services/start_estimate.py; the same as GET /api/v1/jobs/<id>/estimate/): {status: estimated | now | "
+        "(services/jobs/start_estimate.py; the same as GET /api/v1/jobs/<id>/estimate/): {status: estimated | now | "
         "unknown | never, p50, p90, p50_seconds, p90_seconds, p50_in_minutes, p90_in_minutes, text, evidence, reason, "
         "ahead_in_queue, needs, freed_by, samples, computed_at, method}; null when not pending; unknown with the "
         "reason when it cannot be computed (the rest of the job still answers). In GET "
@@ -356,7 +359,7 @@ class JobWaitSerializer(serializers.Serializer):
                                     help_text="ids with no job you can see (as a 404 would say)")
 
 class JobSubmitSerializer(serializers.Serializer):
-    """Submit body (documentation; validation is strict and lives in scheduling.services.jobs)."""
+    """Submit body (documentation; validation is strict and lives in scheduling.services.jobs.lifecycle)."""
 
     name = serializers.CharField(help_text="DNS-1123 label, at most 63 characters")
     namespace = serializers.CharField(default="default")

@@ -3,7 +3,7 @@
 - BoundedLimitOffsetPagination (every list but the jobs'): `limit` at most MAX_LIMIT, `offset` at most MAX_OFFSET.
   DRF's LimitOffsetPagination passes any integer to SQL, and a LIMIT or OFFSET beyond 64 bits is a database error
   (a 500 on SQLite; found by schema fuzzing).
-- JobListPagination (GET /api/v1/jobs/): keyset pages (services/keyset.py) by default, so page 5,000 of a year of
+- JobListPagination (GET /api/v1/jobs/): keyset pages (db/keyset.py) by default, so page 5,000 of a year of
   history costs what page 1 costs. The answer is ``{"count", "count_capped", "next", "previous", "last",
   "results"}``: `next` / `previous` / `last` are URLs carrying an opaque `cursor`; `count` is exact up to
   COUNT_CAP and `count_capped` says when more match (then `count` is COUNT_CAP). A request with `offset` gets the
@@ -21,7 +21,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from ..services import keyset
+from ..db import keyset
 
 MAX_LIMIT = 5000  # the largest bulk submit, so a pipeline can read back what it submitted in one page
 MAX_OFFSET = 10**12  # far past any table; a larger offset simply returns an empty page

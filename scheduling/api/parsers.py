@@ -31,7 +31,7 @@ def _refuse_constant(name):
     raise ValueError(f"{name} is not valid JSON")
 
 
-# A template spec may nest services.spec_limits.MAX_DEPTH (32) levels; the body around it adds a few.
+# A template spec may nest services.templates.spec_limits.MAX_DEPTH (32) levels; the body around it adds a few.
 MAX_JSON_DEPTH = 64
 
 

@@ -1,7 +1,7 @@
-"""DRF permission classes; each asks services/access.py, so the API and the dashboard agree."""
+"""DRF permission classes; each asks services/access/roles.py, so the API and the dashboard agree."""
 from rest_framework.permissions import BasePermission
 
-from ..services import access
+from ..services.access import roles as access
 
 
 class IsPlatformAdmin(BasePermission):

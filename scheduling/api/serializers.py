@@ -15,9 +15,10 @@ from ..models import (
     WebhookSubscription,
 )
 from ..models.tokens import TOKEN_PREFIX
-from ..services import queue_payloads, queue_warnings
-from ..services import queues as queue_service
-from ..services import templates as template_service
+from ..services.queues import payloads as queue_payloads
+from ..services.queues import policies as queue_service
+from ..services.queues import warnings as queue_warnings
+from ..services.templates import specs as template_service
 
 # One bound serializer per (class, many), per process: see represent().
 _SHARED: dict[tuple[type, bool], serializers.BaseSerializer] = {}
@@ -83,9 +84,9 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     def to_representation(self, instance):
         """The cluster; `work_shard`, `api_qps` and `api_burst` only for platform admins (and their tokens): the
-        platform's worker pools and rate limits are theirs to set (services.clusters.PLATFORM_FIELDS), and other
+        platform's worker pools and rate limits are theirs to set (services.clusters.checks.PLATFORM_FIELDS), and other
         readers are left out of them (absent from the answer, not null)."""
-        from ..services import access
+        from ..services.access import roles as access
 
         data = super().to_representation(instance)
         request = self.context.get("request")
@@ -95,8 +96,8 @@ class ClusterSerializer(serializers.ModelSerializer):
         return data
 
     def validate_work_shard(self, value):
-        """A shard queue that exists: 0 to GANGWEB_RECONCILE_SHARDS - 1 (scheduling/routing.py), or null."""
-        from .. import routing
+        """A shard queue that exists: 0 to GANGWEB_RECONCILE_SHARDS - 1 (scheduling/work/routing.py), or null."""
+        from ..work import routing
 
         if value is not None and value >= routing.shard_count():
             raise serializers.ValidationError(f"must be between 0 and {routing.shard_count() - 1} "
@@ -106,7 +107,7 @@ class ClusterSerializer(serializers.ModelSerializer):
     def validate(self, attrs):
         """The kubeconfig follows `kube.kubeconfig_policy` (data only, https, allowed addresses) for the context
         the cluster will use; a 400 names the offending field ("kubeconfig.users[0].user.exec")."""
-        from ..services import clusters as cluster_service
+        from ..services.clusters import checks as cluster_service
 
         cluster_service.check_kubeconfig(attrs, self.instance)
         if "scheduler_names" in attrs:
@@ -189,14 +190,14 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
-        return [queue_payloads.sync_payload(s) for s in obj.kai_states]  # prefetched: api.queue_views.queue_states
+        return [queue_payloads.sync_payload(s) for s in obj.kai_states]  # prefetched: api.views.queues.queue_states
 
     def get_volcano_sync(self, obj) -> list[dict]:
         return [queue_payloads.volcano_sync_payload(s) for s in obj.volcano_states]
 
 
 class QueuePolicyWriteSerializer(serializers.Serializer):
-    """Create / update body (documentation; validation lives in scheduling.services.queues). On update every
+    """Create / update body (documentation; validation lives in scheduling.services.queues.policies). On update every
     field is optional and fields not sent keep their value; `name` cannot change."""
 
     name = serializers.CharField(help_text="DNS-1123 label; the KAI Queue's name")
@@ -330,7 +331,7 @@ class WebhookSubscriptionCreatedSerializer(WebhookSubscriptionSerializer):
 
 
 class WebhookSubscriptionWriteSerializer(serializers.Serializer):
-    """Create / update body (documentation; validation lives in scheduling.services.notifications)."""
+    """Create / update body (documentation; validation lives in scheduling.services.webhooks.subscriptions)."""
 
     name = serializers.CharField(max_length=100)
     url = serializers.URLField(help_text="receiver; public addresses only unless the install allows private ones")
@@ -380,7 +381,7 @@ class ApiTokenCreatedSerializer(ApiTokenSerializer):
 
 
 class ApiTokenCreateSerializer(serializers.Serializer):
-    """Create body (documentation; validation lives in scheduling.services.tokens)."""
+    """Create body (documentation; validation lives in scheduling.services.access.tokens)."""
 
     name = serializers.CharField(max_length=100)
     actions = serializers.ListField(child=serializers.ChoiceField(choices=TokenAction.choices), required=False,

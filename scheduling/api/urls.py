@@ -1,7 +1,13 @@
 """API routes under /api/v1/."""
 from rest_framework.routers import DefaultRouter
 
-from . import audit_views, cluster_views, job_views, queue_views, template_views, token_views, webhook_views
+from .views import audit as audit_views
+from .views import clusters as cluster_views
+from .views import jobs as job_views
+from .views import queues as queue_views
+from .views import templates as template_views
+from .views import tokens as token_views
+from .views import webhooks as webhook_views
 
 router = DefaultRouter()
 router.register("clusters", cluster_views.ClusterViewSet, basename="cluster")

@@ -53,7 +53,8 @@ class K8sWorkloadV1alpha2(SchedulerBackend):
     releasable_finalizers = (K8S_PODGROUP_PROTECTION_FINALIZER,)
     # One pod-group template with one `gang.minCount` (v1alpha2 and v1beta1): no per-pod-set minimum. Kubernetes'
     # CompositePodGroup (a group of PodGroups) arrives as beta in 1.38 (k8s.io/api v0.38 scheduling/v1beta1); until
-    # gangweb runs on a plane serving it, a pod set's minimum below its replicas is refused (services/templates.py).
+    # gangweb runs on a plane serving it, a pod set's minimum below its replicas is refused
+    # (services/templates/specs.py).
     set_minimum_refusal = ("its gang is one PodGroup with one minCount for all its pods; Kubernetes' "
                            "CompositePodGroup, which can hold each pod set to its own minimum, arrives in 1.38")
 

@@ -45,7 +45,7 @@ class ClusterForm(forms.Form):
         from django.db import transaction
 
         from ..api.serializers import ClusterSerializer
-        from ..services import audit
+        from ..services.access import audit
 
         payload = {k: self.cleaned_data.get(k) for k in ("name", "description", "kubeconfig", "context",
                                                           "in_cluster")}
@@ -66,7 +66,8 @@ class ClusterForm(forms.Form):
 
 class SchedulerNamesForm(forms.Form):
     """The cluster's scheduler names, one field per backend family that names a scheduler (`kai`, `coscheduling`,
-    `volcano`): checked and merged by `services.clusters.scheduler_names`, as PATCH /api/v1/clusters/<name>/ is."""
+    `volcano`): checked and merged by `services.clusters.checks.scheduler_names`, as PATCH /api/v1/clusters/<name>/
+    is."""
 
     def __init__(self, *args, cluster, **kwargs):
         from ..backends import registry
@@ -81,7 +82,7 @@ class SchedulerNamesForm(forms.Form):
                 label=f"{family} scheduler", help_text=f"pods' schedulerName; empty = {default}")
 
     def clean(self):
-        from ..services import clusters as cluster_service
+        from ..services.clusters import checks as cluster_service
 
         data = super().clean()
         try:

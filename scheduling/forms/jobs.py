@@ -1,4 +1,4 @@
-"""The submit form: pick a template, fill in the overrides it allows, submit through `services.jobs.submit`.
+"""The submit form: pick a template, fill in the overrides it allows, submit through `services.jobs.lifecycle.submit`.
 
 The form builds one input per simple override the template allows (replicas, image, each resource the
 template's first container requests, gang minMember and timeout, priority class) and a YAML/JSON textarea
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from django import forms
 from django.core.exceptions import ValidationError
 
-from ..services import jobs as job_service
-from ..services import templates as template_service
 from ..services.errors import ServiceError
+from ..services.jobs import lifecycle as job_service
+from ..services.templates import specs as template_service
 from .errors import apply_errors
 from .specs import parse_yaml_or_json
 
@@ -152,7 +152,7 @@ class SubmitForm(forms.Form):
         return body
 
     def submit(self, user):
-        """Submit through `services.jobs.submit`. Returns the job, or None with the service's errors on the
+        """Submit through `services.jobs.lifecycle.submit`. Returns the job, or None with the service's errors on the
         fields they name (an override's error on its input, anything else on the textarea or the form)."""
         paths = {i.dotted: i.field for i in self.inputs}
         paths["overrides"] = "overrides_extra"

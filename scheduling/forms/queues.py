@@ -1,4 +1,4 @@
-"""Queue policy form, saved through `services.queues.create_queue` (the API's own call), so both give the same
+"""Queue policy form, saved through `services.queues.policies.create_queue` (the API's own call), so both give the same
 messages. Quotas and limits are typed as quantities ("4", "500m", "64Gi", "-1" or "unlimited"), converted to KAI
 units by the service (docs/queues.md); limits default to -1 because KAI reads an omitted limit as 0."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ from django.core.exceptions import ValidationError
 
 from ..choices import PodSecurityLevel
 from ..models import Cluster, QueuePolicy
-from ..services import access
-from ..services import queues as queue_service
+from ..services.access import roles as access
 from ..services.errors import ServiceError
+from ..services.queues import policies as queue_service
 from .errors import apply_errors
 
 UNIT_HELP = {

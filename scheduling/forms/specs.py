@@ -2,7 +2,7 @@
 
 YAML here is a data format, nothing more (issue 15, H5/L2): the loader is PyYAML's SafeLoader (no Python
 objects) refusing anchors and aliases (a 575-byte "billion laughs" expands to 70 MB), with the text's length and
-the nesting depth capped before anything is built (services/spec_limits.py: the composer recurses once per
+the nesting depth capped before anything is built (services/templates/spec_limits.py: the composer recurses once per
 level, so deep input would otherwise be a RecursionError, a 500). Every refusal is a ValidationError naming the
 field and the limit.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import yaml
 from django.core.exceptions import ValidationError
 
-from ..services import spec_limits
+from ..services.templates import spec_limits
 
 
 class DataOnlyLoader(yaml.SafeLoader):

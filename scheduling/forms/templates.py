@@ -1,5 +1,5 @@
 """Runtime template form: name, description and the spec as YAML or JSON, saved through
-`services.template_versions.create_template` / `add_version` (the API's own calls), so the messages match."""
+`services.templates.versions.create_template` / `add_version` (the API's own calls), so the messages match."""
 from __future__ import annotations
 
 from django import forms
@@ -7,10 +7,11 @@ from django.core.exceptions import ValidationError
 
 from ..choices import PodSecurityLevel
 from ..models import QueuePolicy
-from ..services import access, template_versions
-from ..services import pod_security as pss
-from ..services import templates as template_service
+from ..podspec import pod_security as pss
+from ..services.access import roles as access
 from ..services.errors import ServiceError
+from ..services.templates import specs as template_service
+from ..services.templates import versions as template_versions
 from .errors import apply_errors
 from .specs import parse_yaml_or_json
 

@@ -4,8 +4,8 @@ The kubeconfig is validated again here (`kubeconfig_policy.validate`), whatever 
 before the rules, the Django admin, a direct database write), and the connection is built from the validated
 data only: the client library's `KubeConfigLoader` is never used, so nothing in a kubeconfig can run a command,
 read a file or pick another server to talk to (issue 15, C1/H1). The server's addresses are resolved and checked
-(`scheduling.addresses`, the install's `GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES`), and the client connects to the
-checked address itself (pinned: the host name is kept for TLS SNI and certificate verification), so a DNS answer
+(`scheduling.security.addresses`, the install's `GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES`), and the client connects to
+the checked address itself (pinned: the host name is kept for TLS SNI and certificate verification), so a DNS answer
 that changes after the check (rebinding) is never used. Certificates are handed to OpenSSL from memory (CA) or
 from a private temporary file deleted as soon as it is loaded (client certificate and key).
 
@@ -31,7 +31,7 @@ from django.conf import settings
 from kubernetes import client, config
 from requests.utils import should_bypass_proxies
 
-from .. import addresses, outbound
+from ..security import addresses, outbound
 from . import kubeconfig_policy, throttle
 from .errors import CLUSTER_UNREACHABLE, TerminalKubeError, TransientKubeError
 
@@ -67,7 +67,7 @@ def _ssl_context(conn: kubeconfig_policy.Connection) -> ssl.SSLContext:
 
 
 def _pool_manager(conn: kubeconfig_policy.Connection, configuration: client.Configuration) -> urllib3.PoolManager:
-    """A pinned pool manager (`scheduling.outbound`: the socket goes to the checked IP in the URL, SNI and the
+    """A pinned pool manager (`scheduling.security.outbound`: the socket goes to the checked IP in the URL, SNI and the
     certificate check use the server's host name or tls-server-name, no redirect is ever followed) that verifies
     TLS with `conn`'s CA and presents its client certificate. The install's own proxy environment (HTTPS_PROXY /
     NO_PROXY, read by `client.Configuration`) still applies."""

@@ -33,7 +33,7 @@ from http import HTTPStatus
 import urllib3
 from kubernetes.client.rest import ApiException
 
-from .. import outbound
+from ..security import outbound
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,8 @@ REJECTED = "Rejected"
 NAMESPACE_NOT_FOUND = "NamespaceNotFound"
 CREATE_REFUSED = "CreateRefused"
 QUOTA_EXCEEDED = "QuotaExceeded"
-# The server answered 3xx: gangweb never follows a redirect (scheduling/outbound.py, issue 32 row 1); transient,
-# as a misconfigured server is an admin's to fix and the same request may then succeed.
+# The server answered 3xx: gangweb never follows a redirect (scheduling/security/outbound.py, issue 32 row 1);
+# transient, as a misconfigured server is an admin's to fix and the same request may then succeed.
 REDIRECTED = "Redirected"
 # The API server holds objects of a kind it cannot decode: written in an API version its release no longer has
 # (Kubernetes 1.37 removed scheduling.k8s.io/v1alpha2; a cluster upgraded with v1alpha2 Workloads/PodGroups left in

@@ -24,7 +24,7 @@ The YAML is parsed with caps (MAX_KUBECONFIG_BYTES, MAX_DEPTH, no aliases), and 
 base64 PEM that parses (certificates with `cryptography`, an unencrypted private key). Every entry of the document
 is checked, not only the one the chosen context uses: what is stored is data all through.
 
-The server's addresses are checked by `scheduling.addresses` (see `resolve_server`).
+The server's addresses are checked by `scheduling.security.addresses` (see `resolve_server`).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from .. import addresses
+from ..security import addresses
 
 MAX_KUBECONFIG_BYTES = 256 * 1024
 MAX_DEPTH = 20
@@ -330,6 +330,6 @@ def validate(text: str, context: str = "") -> Connection:
 
 
 def resolve_server(connection: Connection, policy: addresses.AddressPolicy | None = None) -> list[str]:
-    """The checked addresses of `connection`'s server (`scheduling.addresses.resolve` under `policy`, default the
-    install's cluster policy). Raises addresses.AddressRefused, or OSError when the name does not resolve."""
+    """The checked addresses of `connection`'s server (`scheduling.security.addresses.resolve` under `policy`, default
+    the install's cluster policy). Raises addresses.AddressRefused, or OSError when the name does not resolve."""
     return addresses.resolve(connection.host, connection.port, policy or addresses.cluster_policy())

@@ -1,4 +1,4 @@
-"""The PriorityClass names of a cluster, cached on its row for the submit warnings (services/cluster_warnings.py).
+"""The PriorityClass names of a cluster, cached on its row for the submit warnings (services/clusters/warnings.py).
 
 A pod naming a PriorityClass the cluster lacks is refused by the `Priority` admission plugin ("no PriorityClass
 with name x was found", `plugin/pkg/admission/priority`), so its Job never gets pods. gangweb warns at submit from

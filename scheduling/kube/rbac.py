@@ -9,16 +9,16 @@ Where each verb comes from (issue 32 row 8):
 
 - gang objects (`backends/*`: Workload/PodGroup of scheduling.k8s.io, KAI, Volcano, coscheduling), Jobs and
   Services (`reconcile/jobs/reconciler.py` create and owner-reference merge-patch, `cleanup.py` delete and finalizer
-  patch, `kube/watches.py` list and watch, `conflicts.py` and `reconcile/left_behind.py` get): get, list, watch,
-  create, patch, delete;
-- pods: get, list, watch only (`kube/watches.py`, `services/events.py`, `kube/node_pods.py`: what
+  patch, `reconcile/cluster_watcher.py` list and watch, `conflicts.py` and `reconcile/left_behind.py` get): get, list,
+  watch, create, patch, delete;
+- pods: get, list, watch only (`reconcile/cluster_watcher.py`, `services/jobs/events.py`, `kube/node_pods.py`: what
   other pods request per node, for the capacity view); gangweb never creates, updates, patches or
   deletes a pod (the Job controller does; pods go with their Job's propagation);
-- events: list (`services/events.py`, `reconcile/refusals.py`,
+- events: list (`services/jobs/events.py`, `reconcile/refusals.py`,
   `reconcile/waiting_events.py`, `kube/scheduler_presence.py`);
 - leases (coordination.k8s.io): list, by name (`kube/scheduler_presence.py`: is a scheduler's leader renewing);
-- nodes: list, watch (capacity, `kube/watches.py`); limitranges, runtimeclasses, priorityclasses: list (submit checks:
-  `kube/limit_ranges.py`, `runtime_classes.py`, `priority_classes.py`) - never written;
+- nodes: list, watch (capacity, `reconcile/cluster_watcher.py`); limitranges, runtimeclasses, priorityclasses: list
+  (submit checks: `kube/limit_ranges.py`, `runtime_classes.py`, `priority_classes.py`) - never written;
 - KAI and Volcano Queues (cluster-scoped; `reconcile/queue_sync.py`, `volcano_queues.py`): get, list, create,
   update (replace), delete.
 """

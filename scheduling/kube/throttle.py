@@ -14,7 +14,7 @@ gangweb was unlimited until now, and its measured peak is a bulk batch reconcile
 per second from one worker); 5 QPS would cut that to about 1 job/s. 50/100 (kube-scheduler's own defaults) leaves
 the measured peak unthrottled and still bounds a runaway loop against one API server. A slow API server is not
 what this protects against (its requests time out, `client.REQUEST_TIMEOUT`); the shard queues are
-(scheduling/routing.py).
+(scheduling/work/routing.py).
 
 Cost: ~28 us of CPU per request when a token is there (measured on this machine, against 1-3 ms of the client's own
 work per request). A request that cannot get a token within MAX_WAIT seconds raises TransientKubeError

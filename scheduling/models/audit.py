@@ -11,8 +11,9 @@ class AuditEventQuerySet(models.QuerySet):
 class AuditEvent(models.Model):
     """One action by a user (through the UI, the API, or one of their tokens).
 
-    `action` is "<object type>.<verb>", e.g. "job.submit", "queue.update", "token.revoke" (see services/audit.py).
-    `actor_name` keeps the username even after the user is deleted. `details` holds what changed; never secrets.
+    `action` is "<object type>.<verb>", e.g. "job.submit", "queue.update", "token.revoke" (see
+    services/access/audit.py). `actor_name` keeps the username even after the user is deleted. `details` holds what
+    changed; never secrets.
     """
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)

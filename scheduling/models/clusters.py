@@ -29,13 +29,13 @@ class Cluster(models.Model):
     `runtime_classes` is the cluster's RuntimeClasses with their `overhead.podFixed` (``{"kata": {"cpu": "250m"},
     "runc": {}}``), written by the probe; the pod overhead gangweb counts (scheduling.kube.runtime_classes).
     `priority_classes` is the sorted names of the cluster's PriorityClasses, written by the probe (for the submit
-    warnings, services/cluster_warnings.py); [] until first read.
+    warnings, services/clusters/warnings.py); [] until first read.
     `scheduler_presence` is {backend family: {"scheduler": schedulerName, "seen_at": ISO time or None, "by": what
     showed it ("Lease kube-system/kube-scheduler", "Event from kai-scheduler", "")}} for each available backend,
     written by the probe (kube/scheduler_presence.py; read through observe/presence.py); {} until first read.
     `scheduler_names` is {backend family: schedulerName} of the schedulers installed on this cluster (KAI's name is
     set at install, and coscheduling often runs as a profile under another name): the pods of a job on this cluster
-    name it (`scheduler_name_for`). Validated as DNS-1123 subdomains (services/clusters.py).
+    name it (`scheduler_name_for`). Validated as DNS-1123 subdomains (services/clusters/checks.py).
     """
 
     name = models.SlugField(max_length=63, unique=True)
@@ -58,7 +58,7 @@ class Cluster(models.Model):
                                         help_text="PriorityClass names of the cluster, as last probed")
     scheduler_presence = models.JSONField(default=dict, blank=True,
                                           help_text="{backend family: when its scheduler was last seen}, as probed")
-    # Isolation (issue 18): which shard queue carries this cluster's work (scheduling/routing.py; null: id modulo
+    # Isolation (issue 18): which shard queue carries this cluster's work (scheduling/work/routing.py; null: id modulo
     # GANGWEB_RECONCILE_SHARDS), and the client-side rate limit of its API server per process (null: the install's
     # GANGWEB_CLUSTER_QPS / GANGWEB_CLUSTER_BURST; scheduling/kube/throttle.py).
     work_shard = models.PositiveSmallIntegerField(

@@ -1,11 +1,11 @@
 """Model fields shared by several models."""
 from django.db import models
 
-from .. import encryption
+from ..security import encryption
 
 
 class EncryptedTextField(models.TextField):
-    """Text that is plaintext in Python and Fernet ciphertext in the database (see scheduling/encryption.py).
+    """Text that is plaintext in Python and Fernet ciphertext in the database (see scheduling/security/encryption.py).
 
     Reading a row decrypts (raises encryption.DecryptionError when no configured key fits); saving encrypts with the
     current key. Ciphertext is randomised, so the column cannot be filtered on except for emptiness.
@@ -24,14 +24,14 @@ class EncryptedTextField(models.TextField):
 
 
 class DbClockDateTimeField(models.DateTimeField):
-    """A DateTimeField whose `auto_now` / `auto_now_add` take the database's clock (scheduling/dbclock.py), not this
+    """A DateTimeField whose `auto_now` / `auto_now_add` take the database's clock (scheduling/db/clock.py), not this
     host's: a worker whose clock runs ahead never writes a row's `updated_at` in the future, and a time compared
     with the database's `now()` (the resync's) means what it says. Migrations see a plain DateTimeField: the column
     is the same."""
 
     def pre_save(self, model_instance, add):
         if self.auto_now or (self.auto_now_add and add):
-            from .. import dbclock
+            from ..db import clock as dbclock
 
             value = dbclock.now(model_instance._state.db or "default")
             setattr(model_instance, self.attname, value)

@@ -1,4 +1,4 @@
-"""Per-queue and per-cluster grants of a role to a user or a group (enforced in services/access.py)."""
+"""Per-queue and per-cluster grants of a role to a user or a group (enforced in services/access/roles.py)."""
 from django.conf import settings
 from django.db import models
 from django.db.models import Q

@@ -7,8 +7,9 @@ class BulkSubmitKey(models.Model):
     """One bulk submit (POST /api/v1/jobs/bulk/) made with an `Idempotency-Key` header.
 
     - `idempotency_key` is the header's value, unique per submitter (a single submit keeps its key on the
-      GangJob itself: `GangJob.idempotency_key`; services/jobs.py checks both, so one key is one request).
-    - `request_hash` is `services.jobs.request_hash` of the body's job list: a retry with another body is refused.
+      GangJob itself: `GangJob.idempotency_key`; services/jobs/lifecycle.py checks both, so one key is one request).
+    - `request_hash` is `services.jobs.lifecycle.request_hash` of the body's job list: a retry with another body is
+      refused.
     - `job_ids` are the created jobs' ids in request order (a list of ints), what a retry answers with.
 
     Only written when the header is given, in the transaction that creates the jobs: a bulk that failed leaves

@@ -31,7 +31,7 @@ class GangJob(models.Model):
       (`kube.resources.gang_requests` of `resolved_spec` with the cluster's RuntimeClass overheads: every pod
       set's per-pod requests × replicas, as kube-scheduler counts a pod), kept in columns when the job is created
       so gangweb's usage estimate per queue is one `SUM … GROUP BY queue` in the database
-      (services/queue_usage.py `estimated_usage`).
+      (services/queues/usage.py `estimated_usage`).
     """
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
@@ -119,13 +119,13 @@ class GangJob(models.Model):
             # The overview's stuck and failed jobs and the job list sorted by time in phase: a range of one phase
             # in phase_changed_at order, read from here instead of sorting every job of that phase.
             models.Index(fields=["phase", "phase_changed_at", "id"], name="job_phase_changed"),
-            # gangweb's usage estimate (services/queue_usage.py) sums active jobs' totals per queue: answered from
+            # gangweb's usage estimate (services/queues/usage.py) sums active jobs' totals per queue: answered from
             # this index alone (PostgreSQL index-only scan), its size bounded by the active jobs, not the history.
             models.Index(fields=["queue"], include=["phase", "cluster", "requested_gpu", "requested_cpu_millicores",
                                                     "requested_memory_bytes"],
                          condition=Q(phase__in=sorted(p.value for p in ACTIVE_PHASES)), name="job_active_usage"),
             # The job lists' orders (views/jobs.py SORTS, the API's `ordering`), each (key, id) so a keyset page
-            # (services/keyset.py) starts its scan at the cursor, read forwards or backwards (bench/README.md
+            # (db/keyset.py) starts its scan at the cursor, read forwards or backwards (bench/README.md
             # shows the plans at 1,000,000 jobs). PostgreSQL also gets a trigram index for the name search
             # (migration 0019; SQLite has no such index type).
             models.Index(fields=["created_at", "id"], name="job_created_id"),
@@ -186,7 +186,7 @@ def fill_requested_totals(jobs) -> None:
         if key not in seen:
             overheads = runtime_classes.for_job(job)
             gpu, cpu, memory = requested_totals(job.resolved_spec, overheads)
-            # `services.lookups.check_storable_totals` refuses a spec too big for the columns; a cluster's absurd
+            # `services.jobs.lookups.check_storable_totals` refuses a spec too big for the columns; a cluster's absurd
             # RuntimeClass overhead on top is held to what they take rather than failing the insert.
             seen[key] = (gpu, min(cpu, BIGINT_MAX), min(memory, BIGINT_MAX))
         job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes = seen[key]

@@ -12,8 +12,8 @@ class RuntimeTemplate(models.Model):
     without a queue is shared: every user sees it, only platform admins change it.
 
     `pod_security_level` ("" = the queue's) can only make the job's level stricter than its queue's.
-    `policy_exceptions` lists control ids of `services.pod_security.CONTROLS` waived for every version of this
-    template; only platform admins set it (services/policy.py).
+    `policy_exceptions` lists control ids of `podspec.pod_security.CONTROLS` waived for every version of this
+    template; only platform admins set it (services/templates/policy.py).
     """
 
     name = models.SlugField(max_length=63, unique=True)
@@ -42,7 +42,7 @@ class RuntimeTemplate(models.Model):
 class RuntimeTemplateVersion(models.Model):
     """One immutable version of a runtime template.
 
-    `spec` shape (validated by `scheduling.services.templates.validate_template_spec`)::
+    `spec` shape (validated by `scheduling.services.templates.specs.validate_template_spec`)::
 
         {"backend": "kai" | "k8s-workload" | "coscheduling" | "volcano",
          "gang": {"minMember": int | null, "scheduleTimeoutSeconds": int, "disruptionMode": "single" | "all" (opt.),

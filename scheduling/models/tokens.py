@@ -14,7 +14,7 @@ def hash_secret(secret: str) -> str:
 
 
 class ApiToken(models.Model):
-    """A bearer token `gw_<lookup>_<secret>`, shown once at creation (see services/tokens.py).
+    """A bearer token `gw_<lookup>_<secret>`, shown once at creation (see services/access/tokens.py).
 
     - `lookup` (public, unique) finds the row; `secret_hash` is SHA-256 of the whole token, compared in constant
       time.

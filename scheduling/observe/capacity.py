@@ -111,7 +111,7 @@ def busy(needs: dict, capacity: dict | None, in_use: dict | None) -> list[dict]:
 
     - `needs`: what the whole gang asks per resource (base units: CPU cores, memory bytes, GPU devices);
     - `capacity`: `Cluster.capacity` (see `summarize`); `in_use`: what gangweb's Scheduled and Running jobs in
-      the cluster request, same keys and units (`services.cluster_usage.in_use`).
+      the cluster request, same keys and units (`db.cluster_usage.in_use`).
 
     Returns [{"code": "ClusterBusy", "resource", "needs", "allocatable", "in_use", "free"}] for each checked
     resource where needs > allocatable - in_use (`free` is that difference, at least 0), GPUs first; [] when

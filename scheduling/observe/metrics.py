@@ -8,7 +8,7 @@ Series:
 - `gangweb_job_time_to_running_seconds{cluster, queue}` (histogram): Submitted -> Running, observed when the
   Running entry is recorded.
   Neither histogram observes a span one of whose ends is an inferred time (`PhaseTransition.inferred`:
-  `services.timeline.durations` gives None for it): latencies are the cluster's, never gangweb's guesses.
+  `observe.timeline.durations` gives None for it): latencies are the cluster's, never gangweb's guesses.
 - `gangweb_reconcile_duration_seconds{cluster, backend}` (histogram) and
   `gangweb_reconcile_errors_total{cluster, backend, reason}` (counter): one observation per job reconcile pass,
   fed from its ReconcileAttempt row (`observe.signals`).
@@ -16,8 +16,8 @@ Series:
   dropped, API error) and resumed with a fresh list. `gangweb_watch_events_total{cluster, resource, type}` counts
   the events delivered.
 - `gangweb_watch_observations_total{cluster}` (counter) and `gangweb_watch_delay_seconds{cluster}` (histogram): one
-  per job observation the watch made (kube/watches.py); the delay runs from the job's first change since its last
-  observation reaching the watcher until that observation ended: how far the database trails the watch.
+  per job observation the watch made (reconcile/cluster_watcher.py); the delay runs from the job's first change since
+  its last observation reaching the watcher until that observation ended: how far the database trails the watch.
 
 Across processes: histograms and counters are observed in whichever process does the work (a Celery worker, the
 `watch_clusters` process, a gunicorn worker). When `PROMETHEUS_MULTIPROC_DIR` is set (runstack and the docker image
@@ -60,7 +60,7 @@ WATCH_DELAY = Histogram("gangweb_watch_delay_seconds",
 
 
 def observe_durations(cluster: str, queue: str, new_phases: set[str], spans: dict[str, float | None]) -> None:
-    """Observe the duration histograms for the phases just recorded (`spans` from services.timeline.durations)."""
+    """Observe the duration histograms for the phases just recorded (`spans` from observe.timeline.durations)."""
     from ..choices import GangPhase
 
     if GangPhase.SCHEDULED in new_phases and spans.get("time_in_queue") is not None:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from . import fair_share
+from . import fair_share_model as fair_share
 
 RESOURCES = ("gpu", "cpu", "memory")
 
@@ -32,9 +32,9 @@ class QueueSpec:
 class Job:
     """A job of the cluster. `asks`: what its whole gang requests, {resource: amount}; `template`, `queue`: its
     history keys (any hashable); `priority` and `queued_at` (seconds, any origin) order a pending job in its queue's
-    line (`services.queue_line`); `elapsed`: seconds a placed job has run (0 when placed but not yet Running);
+    line (`services.queues.line`); `elapsed`: seconds a placed job has run (0 when placed but not yet Running);
     `ending`: a placed job being cancelled (it frees its room now); `name`: how the evidence names it; `line`: the
-    scheduler line it waits in (its backend family, as `services.queue_line` counts places: "jobs ahead" counts
+    scheduler line it waits in (its backend family, as `services.queues.line` counts places: "jobs ahead" counts
     only the jobs of the target's line, so it agrees with the place in line)."""
 
     id: int

@@ -1,7 +1,7 @@
 """When a pending gang would start: a replay of the cluster's expected job ends against its queues and capacity.
 
 A pure model (plain data in, plain data out; no database, no cluster), used by the API and the job page
-(`services.start_estimate`) and by the accuracy benchmark (`bench/estimate.py`), so the benchmark measures the very
+(`services.jobs.start_estimate`) and by the accuracy benchmark (`bench/estimate.py`), so the benchmark measures the very
 function users read. Answers "when will my job start?" (kueue #13159; Slurm's `squeue --start` is the only peer
 that tries).
 
@@ -21,14 +21,14 @@ same answer); p50 and p90 are nearest-rank quantiles of the target's start over 
 - queues are served lowest *saturation* first: a queue's allocated / fair share (the largest over GPU, CPU and
   memory), compared level by level from the top of the tree (KAI orders queues by allocated / fair share, lowest
   first: KAI `docs/fairness/README.md` "Queue Order"; docs/upstream.md, KAI fair share); ties by name;
-- within a queue, jobs go in line order: priority, then time queued, then id (`services.queue_line`, KAI's
+- within a queue, jobs go in line order: priority, then time queued, then id (`services.queues.line`, KAI's
   `JobOrderFn`);
 - the chosen queue's next job is placed when it fits the cluster's free room (GPU, CPU and memory, summed over the
   schedulable nodes) and every finite `limit` of its queue and the queue's ancestors; a job that does not fit is
   passed over for this pass (KAI tries the others; there is no reservation for a large gang), and the queue takes
   its turn again with its next job.
 
-**Fair shares** are `queueing.fair_share.divide` (KAI's division) of the cluster's capacity over the queues, with
+**Fair shares** are `queueing.fair_share_model.divide` (KAI's division) of the cluster's capacity over the queues, with
 requested = each queue's running plus pending asks and allocated = its running asks. The estimate divides once,
 from the state at the time of asking, and keeps those shares for the whole replay (KAI recomputes them every
 cycle); the benchmark's scheduler recomputes them every pass, so the error this causes is part of what it measures.

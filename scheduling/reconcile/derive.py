@@ -13,12 +13,12 @@ from django.utils import timezone
 from ..backends.base import GangStatus, gang_minimum
 from ..choices import TERMINAL_PHASES, DesiredState, GangPhase
 from ..constants import ANNOTATION_MIN_EDITED, LABEL_POD_SET
+from ..db import cluster_usage
 from ..kube import runtime_classes
 from ..models import GangJob
-from ..observe import capacity, causes, failure, phase_entries, phases, why_pending
+from ..observe import capacity, causes, failure, phase_entries, phases, timeline, why_pending
 from ..observe import objects as o
 from ..observe.evidence import Evidence, JobObjects, SetShape
-from ..services import cluster_usage, timeline
 from . import names, ownership
 from .ownership import LOOK_ALIKE
 

@@ -7,7 +7,7 @@ reuses an earlier incarnation's names.
 
 Each name is unique per object whatever the job and pod-set names (issue 19): an Indexed Job's name is
 `<job>-<pod set>-<hash>`; when that does not fit its 52 characters, the job name is cut, never the pod-set name
-(at most 20 characters, `services.templates`), and the hash also covers the pod-set name, so two pod sets of one
+(at most 20 characters, `services.templates.specs`), and the hash also covers the pod-set name, so two pod sets of one
 job never share a name. (Until issue 19 the whole `<job>-<pod set>` was cut, and a job name of 42+ characters
 gave every pod set the same Indexed Job.) Names that fit are unchanged, and a running job keeps a cut name it
 created before (`owner_names`), so an upgrade replaces nothing that worked.
@@ -31,7 +31,7 @@ _INVALID = re.compile(r"[^a-z0-9-]+")
 _LABEL_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-POD_SET_MAX = 20  # pod-set names are DNS labels of at most 20 characters (services/templates.py)
+POD_SET_MAX = 20  # pod-set names are DNS labels of at most 20 characters (services/templates/specs.py)
 
 
 def name_hash(uid, generation: int, part: str = "") -> str:

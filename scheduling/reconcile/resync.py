@@ -43,14 +43,15 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
-from .. import dbclock
 from ..choices import ACTIVE_PHASES, ClusterHealth, GangPhase, ReconcileOutcome
+from ..db import clock as dbclock
+from ..db import connections as dbconn
 from ..kube import client as kube_client
 from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
-from . import dbconn, left_behind
 from . import jobs as job_reconcile
+from . import left_behind
 from .jobs import claims
 from .observed import Snapshot, snapshot  # noqa: F401 -- snapshot: named from here by the batch and bench code
 from .spilled import SpilledSnapshot, spilled_snapshot

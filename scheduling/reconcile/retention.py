@@ -21,7 +21,7 @@ from django.utils import timezone
 
 def retention_seconds(resolved_spec: dict | None) -> int:
     """Seconds a finished job's Jobs and pods are kept: the spec's `retentionSeconds` (validated at template save,
-    services/templates.py) when it is a non-negative int, else GANGWEB_FINISHED_RETENTION_SECONDS."""
+    services/templates/specs.py) when it is a non-negative int, else GANGWEB_FINISHED_RETENTION_SECONDS."""
     value = (resolved_spec or {}).get("retentionSeconds")
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value

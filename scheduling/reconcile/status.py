@@ -31,13 +31,13 @@ from django.db import connections, router, transaction
 from django.utils import timezone
 
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
+from ..db import cluster_usage
+from ..db.statements import columns, fetch, joined, joined_instance, select_list
+from ..db.statements import update as update_row
 from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
-from ..observe import metrics, why_pending
+from ..observe import metrics, timeline, why_pending
 from ..observe.evidence import JobObjects
-from ..services import cluster_usage, timeline
-from ..statements import columns, fetch, joined, joined_instance, select_list
-from ..statements import update as update_row
 from .derive import (  # noqa: F401 - re-exported: what callers and tests read of a job's derivation
     REASON_MAX,
     Sighting,
@@ -90,7 +90,7 @@ def locked_row(job: GangJob) -> Iterator[GangJob]:
     SQLite ignores row locks; its IMMEDIATE transactions serialize writers instead. Raises GangJob.DoesNotExist
     when the row is gone.
 
-    The read is one statement of fixed text (`_locked_statement`, `scheduling/statements.py`), the instances as
+    The read is one statement of fixed text (`_locked_statement`, `scheduling/db/statements.py`), the instances as
     `select_for_update(of=("self",), no_key=True).select_related("cluster", "queue").get(pk=...)` returns them:
     compiling that queryset was most of a watch observation's CPU (bench/README.md, "Watch under churn").
     """

@@ -6,7 +6,7 @@ enqueues `scheduling.reconcile_job`, which recreates what is missing, and when t
 the same task marked `cleanup` (its shard's clean-up queue), which deletes what the job no longer needs. Acting
 stays with the reconciler; the watch only observes, and only the job's own objects (`select`,
 reconcile/ownership.py). `finished_with` tells the watcher which cached jobs gangweb is done with, so its cache
-follows the live jobs (kube/watches.py).
+follows the live jobs (reconcile/cluster_watcher.py).
 """
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ import uuid
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection, connections, router
 
-from .. import enqueue
 from ..backends import registry
 from ..choices import TERMINAL_PHASES, DesiredState
-from ..kube.watches import ClusterWatcher
+from ..db.statements import fetch, joined, joined_instance
 from ..models import Cluster, ClusterNodes, GangJob
 from ..observe import phase_entries
 from ..observe.evidence import JobObjects
-from ..statements import fetch, joined, joined_instance
+from ..work import enqueue
 from . import ownership, refusals, status
+from .cluster_watcher import ClusterWatcher
 from .jobs import repairs
 
 log = logging.getLogger(__name__)
@@ -63,17 +63,17 @@ ACT_ON = frozenset({phase_entries.REASON_REPLACING, phase_entries.REASON_PARTIAL
 
 def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> bool:
     """Record what the watch cache holds of one job; enqueue a reconcile when its gang objects or Jobs were deleted,
-    started terminating or had their spec edited (`deleted`, kube/watches.py `edited`), or when the observation says
-    the reconciler has to act (ACT_ON: a gang being replaced, a partial gang; not while a repair of the job is held
-    back, jobs/repairs.py); and its clean-up (the same task with
+    started terminating or had their spec edited (`deleted`, reconcile/cluster_watcher.py `edited`), or when the
+    observation says the reconciler has to act (ACT_ON: a gang being replaced, a partial gang; not while a repair of the
+    job is held back, jobs/repairs.py); and its clean-up (the same task with
     `cleanup`, on the shard's clean-up queue) when this observation ended it (Succeeded, Failed) or it is being
     cancelled: a finished job's gang objects go at once, not at the capped resync's turn behind the dispatch
     backlog. Waits out a database outage (`with_database`); a broker that cannot take the task is logged and left to
     the periodic resync, so the watch goes on either way.
 
     Returns True when the job must be observed again soon although nothing changes in the cluster (the watcher
-    does, kube/watches.py `LOOK_AGAIN_SECONDS`): `awaiting_record`, the cache holds a Job of the job's that its row
-    does not record yet, so its pods were left out of this observation."""
+    does, reconcile/cluster_watcher.py `LOOK_AGAIN_SECONDS`): `awaiting_record`, the cache holds a Job of the job's that
+    its row does not record yet, so its pods were left out of this observation."""
     job = with_database(lambda: _observe(job_uid, job_objects))
     if job is None:
         return False
@@ -149,7 +149,7 @@ def job_with_cluster(job_uid: str) -> GangJob | None:
     or None (no such job, or not a UUID).
 
     One statement of fixed text (built once from the models' metadata; rows converted by Django's own converters and
-    built with `Model.from_db`: `scheduling/statements.py`), not a queryset: building and compiling the
+    built with `Model.from_db`: `scheduling/db/statements.py`), not a queryset: building and compiling the
     equivalent `select_related` query cost ~2 ms of Python, about 40 % of a watch observation's own CPU (bench/:
     watch churn; the watcher observes every job that changed)."""
     try:

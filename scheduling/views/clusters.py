@@ -17,7 +17,9 @@ from ..forms.clusters import ClusterForm, SchedulerNamesForm
 from ..models import Cluster, GangJob
 from ..observe import presence
 from ..reconcile import probe
-from ..services import access, audit, cluster_capacity
+from ..services.access import audit
+from ..services.access import roles as access
+from ..services.clusters import capacity as cluster_capacity
 from ..services.errors import ServiceError
 from .common import allowed
 
@@ -76,7 +78,7 @@ CAPACITY_ROWS = (("gpu", "GPUs"), ("cpu", "CPU"), ("memory", "Memory"))
 
 
 def capacity_section(request, cluster) -> dict:
-    """The capacity section's context: `services.cluster_capacity.capacity` (the API's answer) with the node rows
+    """The capacity section's context: `services.clusters.capacity.capacity` (the API's answer) with the node rows
     paginated by `?offset=` / `?limit=` (a bad value shows the first page, as a bad filter shows everything), and
     the offsets of the previous and next pages (None at either end)."""
     try:

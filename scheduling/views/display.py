@@ -14,7 +14,7 @@ from ..amounts import UNLIMITED, for_people, format_number  # for_people: also i
 from ..choices import PHASE_ORDER, TERMINAL_PHASES
 from ..kube import resources
 from ..kube.kai_units import kai_amounts
-from ..services import timeline
+from ..observe import timeline
 
 
 def humanize_seconds(seconds: float | None) -> str:
@@ -172,7 +172,7 @@ class QuotaBar:
     allocated: float | None
     requested: float | None
     scale: float = 1.0
-    # The queue's fair share (services/fair_share.py) when the bar shows one (the queue page), else None.
+    # The queue's fair share (services/queues/fair_share.py) when the bar shows one (the queue page), else None.
     fair_share: float | None = None
 
     def pct(self, value) -> float:

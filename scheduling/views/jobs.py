@@ -12,19 +12,22 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from ..choices import PHASE_FILTER_CHOICES, DesiredState
+from ..db import keyset, related
 from ..filtersets import GangJobFilterSet
 from ..forms.errors import error_items
 from ..kube import errors as kube_errors
 from ..kube import runtime_classes
 from ..models import Cluster, GangJob, QueuePolicy, ReconcileAttempt
 from ..models.jobs import IN_PHASE_SINCE
-from ..services import access, keyset, queue_line, related, timeline
-from ..services import events as event_service
-from ..services import job_list as list_service
-from ..services import job_logs as log_service
-from ..services import jobs as job_service
-from ..services import start_estimate as estimate_service
+from ..observe import timeline
+from ..services.access import roles as access
 from ..services.errors import ServiceError
+from ..services.jobs import events as event_service
+from ..services.jobs import lifecycle as job_service
+from ..services.jobs import lists as list_service
+from ..services.jobs import logs as log_service
+from ..services.jobs import start_estimate as estimate_service
+from ..services.queues import line as queue_line
 from .common import is_htmx, page_or_fragment
 from .display import bounded as bounded_gantt
 from .display import gantt, pods_of_spec, requests_of_spec
@@ -50,7 +53,7 @@ SORT_ANNOTATIONS = {"queue": {"sort_queue_name": F("queue__name")}, "in_phase": 
 DESCENDING_KEYS = {"created"}
 SORT_COLUMNS = [("name", "Job"), ("phase", "Phase"), ("in_phase", "In phase"), ("queue", "Queue"),
                 ("created", "Submitted")]
-# The queue's parent too: a pending job's place in line names it (services/queue_line.py).
+# The queue's parent too: a pending job's place in line names it (services/queues/line.py).
 RELATED = ("template_version__template", "queue__parent", "cluster", "submitted_by")
 # What the list shows: the jobs' and their relations' JSON (specs, observed state, cluster credentials) is not
 # fetched nor decoded 50 times a page (bench/: most of the list's time at 100,000 jobs). The relations' names come
@@ -65,7 +68,7 @@ COUNT_CAP = 10_000
 
 @dataclass
 class JobPage:
-    """What the table shows of one keyset page (services/keyset.py): its jobs, how many match (exact up to
+    """What the table shows of one keyset page (db/keyset.py): its jobs, how many match (exact up to
     COUNT_CAP; `capped` when more do) and the query strings of the first, previous, next and last pages ("" where
     there is none). No page numbers: a page is "the 50 jobs after this one", so page 5,000 costs what page 1 does,
     and a list that changes every second has no stable page number anyway."""
@@ -110,10 +113,10 @@ def _jobs(user):
 @login_required
 def job_list(request):
     """GET /jobs/: filters (the API's GangJobFilterSet), search, sorting, grouping (`?group=queue|cluster|phase`,
-    services/job_list.py, as the API's) and pagination; htmx polls the table. Each row shows the GPUs its gang asks
+    services/jobs/lists.py, as the API's) and pagination; htmx polls the table. Each row shows the GPUs its gang asks
     for and, while pending, why it waits; ticked rows are cancelled together (`jobs_cancel`).
 
-    Keyset pages (`?cursor=`, services/keyset.py): First, Previous, Next and Last, no page numbers. Four queries
+    Keyset pages (`?cursor=`, db/keyset.py): First, Previous, Next and Last, no page numbers. Four queries
     whatever the number of jobs and however deep the page (count, capped at COUNT_CAP; page; queue names; cluster
     names), and with a group two more (the jobs per group and their names; none when the count is capped).
     """
@@ -209,9 +212,9 @@ def job_live_context(job, user=None) -> dict:
         "count_note": counts.get("note") if isinstance(counts.get("note"), str) else "",
         "foreign": [f for f in foreign if isinstance(f, dict)] if isinstance(foreign, list) else [],
         "attempts": list(ReconcileAttempt.objects.filter(job=job).order_by("-started_at", "-id")[:8]),
-        # A pending job's place in line (services/queue_line.py, as the API's `position`): one query, none otherwise.
+        # A pending job's place in line (services/queues/line.py, as the API's `position`): one query, none otherwise.
         "position": queue_line.position(job),
-        # Its start-time estimate (services/start_estimate.py, as the API's `estimated_start`): one query for the
+        # Its start-time estimate (services/jobs/start_estimate.py, as the API's `estimated_start`): one query for the
         # cluster's state version and, unless cached (15 s while that is unchanged), four more; none when not pending.
         "estimate": estimate_service.payload(job, user, now),
         "can_cancel": not job.is_terminal and job.desired_state != "Cancel",
@@ -251,7 +254,7 @@ def job_live(request, pk: int):
 @login_required
 def job_events(request, pk: int):
     """GET /jobs/<id>/events/: the Kubernetes Events of the job's objects, read live from its cluster
-    (`services.events.job_events`, as GET /api/v1/jobs/<id>/events/). htmx loads it into the job page and
+    (`services.jobs.events.job_events`, as GET /api/v1/jobs/<id>/events/). htmx loads it into the job page and
     refreshes it every 10 s; without JavaScript the page links to it."""
     job = get_object_or_404(_jobs(request.user).select_related("cluster"), pk=pk)
     events, error = [], ""
@@ -275,7 +278,7 @@ def _small_int(value: str | None) -> int | None:
 @login_required
 def job_logs(request, pk: int):
     """GET /jobs/<id>/logs/ (htmx): the last PANEL_TAIL_LINES lines of a container's log, read live from the job's
-    cluster (`services.job_logs`, as GET /api/v1/jobs/<id>/logs/: the failed container by default; `pod_set`,
+    cluster (`services.jobs.logs`, as GET /api/v1/jobs/<id>/logs/: the failed container by default; `pod_set`,
     `index`, `container` choose another). The page refreshes it every 5 s while the job runs."""
     job = get_object_or_404(_jobs(request.user).select_related("cluster"), pk=pk)
     query = log_service.LogQuery(pod_set=(request.GET.get("pod_set") or "")[:63],
@@ -307,14 +310,14 @@ def _act(request, pk: int, action, done: str):
 @login_required
 @require_POST
 def job_cancel(request, pk: int):
-    """POST /jobs/<id>/cancel/: services.jobs.cancel, as the API's POST /api/v1/jobs/<id>/cancel/."""
+    """POST /jobs/<id>/cancel/: services.jobs.lifecycle.cancel, as the API's POST /api/v1/jobs/<id>/cancel/."""
     return _act(request, pk, job_service.cancel, "Cancellation requested for {job}.")
 
 
 @login_required
 @require_POST
 def job_resubmit(request, pk: int):
-    """POST /jobs/<id>/resubmit/: services.jobs.resubmit; redirects to the new job."""
+    """POST /jobs/<id>/resubmit/: services.jobs.lifecycle.resubmit; redirects to the new job."""
     return _act(request, pk, job_service.resubmit, "Resubmitted as a new job {job}.")
 
 

@@ -1,5 +1,5 @@
 """Cancel several jobs from the jobs list: tick them, confirm on one page that lists them, see what happened to
-each. services/bulk_cancel.py does the work, as for POST /api/v1/jobs/cancel/ (each job through the single cancel,
+each. services/jobs/bulk_cancel.py does the work, as for POST /api/v1/jobs/cancel/ (each job through the single cancel,
 checked for permission on its own).
 
 The confirm POST redirects to the result (post/redirect/get): the result rows are kept in the session under a
@@ -17,7 +17,8 @@ from django.utils.http import urlencode
 
 from ..forms.errors import error_items
 from ..models import GangJob
-from ..services import access, bulk_cancel
+from ..services.access import roles as access
+from ..services.jobs import bulk_cancel
 
 SESSION_KEY = "gangweb:bulk-cancel-result"
 ROW_FIELDS = ("id", "name", "namespace", "cancelled", "status", "reason")

@@ -11,10 +11,14 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase, QueueFamily
+from ..db import related
 from ..models import Cluster, GangJob, QueueClusterState
 from ..observe import presence
-from ..services import access, cluster_capacity, queue_payloads, queue_usage, related
-from ..services import queues as queue_service
+from ..services.access import roles as access
+from ..services.clusters import capacity as cluster_capacity
+from ..services.queues import payloads as queue_payloads
+from ..services.queues import policies as queue_service
+from ..services.queues import usage as queue_usage
 from .common import page_or_fragment
 from .queues import decorate
 from .why_pending import explain
@@ -96,7 +100,7 @@ def overview_context(user) -> dict:
              "children_count": n["children_count"]} for n in nodes]
 
     # Stuck and failed jobs: a range of job_phase_changed each, the queue's name by a lookup per row shown
-    # (services/related.py: no join for the planner to get wrong with stale statistics, issue 14).
+    # (db/related.py: no join for the planner to get wrong with stale statistics, issue 14).
     stuck_before = now - timedelta(seconds=settings.GANGWEB_STUCK_AFTER_SECONDS)
     listed = related.annotate(jobs.only(*LISTED_FIELDS), LISTED_RELATED)
     # Dispatched counts too: a job whose scheduler never acts (none seen on its cluster) stays Dispatched for ever.

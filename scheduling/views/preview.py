@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 
 from ..backends.base import gang_minimum
-from ..services import templates as template_service
+from ..services.templates import specs as template_service
 from .display import pods_of_spec, requests_of_spec
 from .objects import example_objects
 

@@ -1,5 +1,5 @@
 """The queue tree: per queue and resource, quota, limit, allocated and requested as bars, with the warnings and
-per-cluster sync state (drift) from `services.queue_payloads.queue_tree`, the same data as GET /api/v1/queues/tree/.
+per-cluster sync state (drift) from `services.queues.payloads.queue_tree`, the same data as GET /api/v1/queues/tree/.
 
 The page draws the top-level queues only; a queue's children are fetched when it is expanded (htmx, one
 request per level), so the page costs the same with 10 queues or 1,000 (bench/: drawing every queue with three
@@ -18,9 +18,12 @@ from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, QueueUsageSample
-from ..services import access, queue_counts, queue_line, queue_payloads
-from ..services import fair_share as fair_share_service
-from ..services import queues as queue_service
+from ..services.access import roles as access
+from ..services.queues import counts as queue_counts
+from ..services.queues import fair_share as fair_share_service
+from ..services.queues import line as queue_line
+from ..services.queues import payloads as queue_payloads
+from ..services.queues import policies as queue_service
 from .common import allowed, page_or_fragment
 from .display import for_people, quota_bar, step_chart
 
@@ -78,7 +81,7 @@ def _cluster_param(request) -> str | None:
 def queue_tree(request):
     """GET /queues/[?cluster=name][&q=text]: the top-level queues, each with its children loaded on expand
     (`queue_children`), or the queues whose name contains `q`, each with its jobs pending, running and finished
-    in 24 hours (services/queue_counts.py). Seven queries whatever the number of queues and jobs."""
+    in 24 hours (services/queues/counts.py). Seven queries whatever the number of queues and jobs."""
     cluster = _cluster_param(request)
     query = (request.GET.get("q") or "").strip()[:63]
     visible = access.queue_tree_filter(request.user)
@@ -192,7 +195,8 @@ def queue_detail(request, name: str):
 
 @login_required
 def queue_create(request):
-    """GET/POST /queues/new/: create a queue through `services.queues.create_queue`, as POST /api/v1/queues/."""
+    """GET/POST /queues/new/: create a queue through `services.queues.policies.create_queue`, as POST
+    /api/v1/queues/."""
     form = QueueForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         result = form.save(request.user)

@@ -8,14 +8,17 @@ from django.db.models import Count, OuterRef, Prefetch, Subquery
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from ..db import related
 from ..filtersets import RuntimeTemplateFilterSet
 from ..forms.errors import error_items
 from ..forms.specs import dump_yaml
 from ..forms.templates import TemplateForm
 from ..models import RuntimeTemplate, RuntimeTemplateVersion
-from ..services import policy, related, template_access, template_versions
-from ..services import templates as template_service
+from ..services.access import templates as template_access
 from ..services.errors import PermissionDenied, ServiceError
+from ..services.templates import policy
+from ..services.templates import specs as template_service
+from ..services.templates import versions as template_versions
 from .common import allowed
 from .preview import preview
 
@@ -77,7 +80,7 @@ def template_detail(request, name: str):
 
 @login_required
 def template_create(request):
-    """GET/POST /templates/new/: validated by services.templates, as POST /api/v1/templates/."""
+    """GET/POST /templates/new/: validated by services.templates.specs, as POST /api/v1/templates/."""
     form = TemplateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         if request.POST.get("action") == "preview":
@@ -129,7 +132,7 @@ def template_preview(request):
 @login_required
 @require_POST
 def template_retire(request, name: str, version: int):
-    """POST /templates/<name>/versions/<n>/retire/: services.template_versions.retire_version, as the API's
+    """POST /templates/<name>/versions/<n>/retire/: services.templates.versions.retire_version, as the API's
     POST /api/v1/templates/<name>/versions/<n>/retire/; back to the template page with the outcome."""
     template = get_object_or_404(RuntimeTemplate, name=name)
     allowed(template_access.check_read_template, request.user, template)

@@ -6,9 +6,11 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect, render
 
+from ..db import related
 from ..forms.jobs import SubmitForm
 from ..models import Cluster, QueuePolicy, RuntimeTemplate, RuntimeTemplateVersion
-from ..services import access, related, template_access
+from ..services.access import roles as access
+from ..services.access import templates as template_access
 from .common import is_htmx
 
 
@@ -16,7 +18,7 @@ def _latest_version(user, name: str | None):
     if not name:
         return None
     # The template's key first (a subquery run once), then its versions by index, the template's name by a lookup:
-    # no join for stale statistics to turn into a scan of every version per template (services/related.py).
+    # no join for stale statistics to turn into a scan of every version per template (db/related.py).
     visible = template_access.visible_templates(user, RuntimeTemplate.objects.all())
     spec = {"template": ["name", "description", "queue"]}
     versions = RuntimeTemplateVersion.objects.filter(template_id=Subquery(visible.filter(name=name).values("pk")[:1]))

@@ -8,7 +8,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from ..models import WebhookDelivery, WebhookSubscription
-from ..services import dispatch, notifications
+from ..services.webhooks import subscriptions as notifications
+from ..work import dispatch
 from .common import allowed
 
 LOG_ROWS = 200  # deliveries shown on the page, newest first, over every subscription

@@ -17,7 +17,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 

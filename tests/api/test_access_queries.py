@@ -3,7 +3,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""services/copy_rows.py: rows written by COPY (PostgreSQL) equal, field by field, what bulk_create writes; every
+"""db/copy_rows.py: rows written by COPY (PostgreSQL) equal, field by field, what bulk_create writes; every
 column of the table is written; a unique-constraint clash in a bulk submit is still a 409 naming the field, with
 nothing written. Run on SQLite (insert_rows is bulk_create there) and on PostgreSQL (DATABASE_URL=postgres://...).
 """
@@ -8,9 +8,9 @@ from datetime import timezone as dt_timezone
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from scheduling import dbclock
+from scheduling.db import clock as dbclock
+from scheduling.db.copy_rows import copy_fields, insert_rows
 from scheduling.models import AuditEvent, GangJob, PhaseTransition
-from scheduling.services.copy_rows import copy_fields, insert_rows
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -131,9 +131,9 @@ def test_a_bulk_submit_clashing_with_an_active_name_is_409_naming_it_and_writes_
 def test_only_fields_known_to_write_values_unchanged_skip_djangos_prepare():
     """A field subclass (an encrypted text field encrypts in get_prep_value) always takes Django's path; so does
     JSON; a foreign key takes its target's rule."""
+    from scheduling.db.copy_rows import _pass_through
     from scheduling.models import Cluster
     from scheduling.models.fields import EncryptedTextField
-    from scheduling.services.copy_rows import _pass_through
 
     encrypted = next(f for f in Cluster._meta.concrete_fields if isinstance(f, EncryptedTextField))
     assert _pass_through(encrypted) == ()
@@ -143,7 +143,7 @@ def test_only_fields_known_to_write_values_unchanged_skip_djangos_prepare():
 
 
 def test_new_instances_equal_keyword_init_with_defaults_and_refuse_unknown_names():
-    from scheduling.services.copy_rows import new_instances
+    from scheduling.db.copy_rows import new_instances
 
     values = {"action": "job.submit", "object_type": "job", "object_id": "7", "actor_id": None}
     built, = new_instances(AuditEvent, [values])

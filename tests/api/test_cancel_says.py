@@ -4,7 +4,7 @@ worker has dispatched yet; not the reason of the phase it had ("Running")."""
 import pytest
 
 from scheduling.models import GangJob
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,8 @@ from django.test.utils import CaptureQueriesContext
 
 from scheduling.choices import GangPhase
 from scheduling.models import WebhookDelivery, WebhookSubscription
-from scheduling.services import job_wait, webhook_delivery
+from scheduling.services.jobs import wait as job_wait
+from scheduling.services.webhooks import delivery as webhook_delivery
 from tests import builders
 
 pytestmark = pytest.mark.django_db

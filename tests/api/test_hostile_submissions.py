@@ -117,7 +117,7 @@ SUBMIT_CASES = [
     ("gang memory over the database column", job(overrides=worker(replicas=1200, resources={"memory": "8Pi"})),
      400, "overrides.podSets.worker.resources.memory"),
     ("overrides nested 40 deep", job(overrides=worker(env={"A": _deep(40)})), 400, "overrides"),
-    # Names the submitter cannot see answer as unknown names (services/access.py): 400, not 403.
+    # Names the submitter cannot see answer as unknown names (services/access/roles.py): 400, not 403.
     ("another team's queue", job(queue="b-train", namespace="default"), 400, "queue"),
     ("another team's template", job(template="b-tmpl"), 400, "template"),
 ]

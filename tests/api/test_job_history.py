@@ -1,4 +1,4 @@
-"""Retention of finished jobs' rows (services/job_history.py, `manage.py prune_jobs`): only finished jobs older than
+"""Retention of finished jobs' rows (reconcile/row_retention.py, `manage.py prune_jobs`): only finished jobs older than
 the cutoff whose cluster objects are gone are deleted, with their history and attempts, in batches of one small
 transaction each; `--archive` writes each first; `--dry-run` deletes nothing. SQLite and PostgreSQL alike."""
 import io
@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from scheduling.models import GangJob, PhaseTransition, ReconcileAttempt
-from scheduling.services import job_history
+from scheduling.reconcile import row_retention as job_history
 from tests import builders
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ import pytest
 
 from scheduling.choices import DesiredState, GangPhase
 from scheduling.models import AuditEvent, GangJob
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 pytestmark = pytest.mark.django_db

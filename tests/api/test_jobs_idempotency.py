@@ -135,7 +135,7 @@ def test_a_key_taken_by_a_concurrent_single_submit_replays_or_is_422_never_a_nam
     """Two submits with one key race: both find the key free, the other commits first. The loser's insert hits the
     key's unique constraint: it answers as a retry would (the winner's job, or 422 for another body), not with a
     409 about a name nobody uses."""
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     mine = builders.submit_body(*setup, name="mine")
     theirs = mine if same_body else builders.submit_body(*setup, name="theirs")
@@ -182,7 +182,7 @@ def test_a_token_that_may_not_submit_gets_403_not_a_replay_of_its_owners_submit(
 def test_one_key_racing_on_both_endpoints_creates_one_request_only(api, setup, monkeypatch, first, second):
     """A single and a bulk submit with one key race: both find it free, `first` commits before `second` inserts.
     One key is one request, so `second` is 422 (the key was used for another request) and creates nothing."""
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     def body_for(endpoint, name):
         job = builders.submit_body(*setup, name=name)

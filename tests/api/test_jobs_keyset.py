@@ -1,4 +1,4 @@
-"""GET /api/v1/jobs/ pages by keyset (services/keyset.py): following `next` (and back with `previous`, or from
+"""GET /api/v1/jobs/ pages by keyset (db/keyset.py): following `next` (and back with `previous`, or from
 `last`) visits every job once in the list's order, for every ordering the API and the dashboard offer, with ties
 in the sort key and NULLs in a nullable one; `offset` still pages the old way; a bad cursor is a 400 naming it."""
 import json

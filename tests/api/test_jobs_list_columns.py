@@ -1,10 +1,10 @@
 """The job list's name filter, GPU and waiting-reason columns, and grouping, as the API answers them (the dashboard
-reads the same FilterSet and services/job_list.py: tests/dashboard/test_jobs_list_columns.py)."""
+reads the same FilterSet and services/jobs/lists.py: tests/dashboard/test_jobs_list_columns.py)."""
 import pytest
 
 from scheduling.choices import GangPhase
 from scheduling.models import GangJob
-from scheduling.services import template_versions
+from scheduling.services.templates import versions as template_versions
 from tests import builders
 
 pytestmark = pytest.mark.django_db

@@ -55,7 +55,7 @@ def test_a_bulk_submit_runs_the_same_queries_whatever_its_size(api, setup, size)
     count, response = _count(api, "/api/v1/jobs/bulk/", {"jobs": bodies})
     # The single-submit budget plus one: this template version's spec is not in the process cache yet (the
     # cluster's view for the submit warnings comes with the queue statement). On PostgreSQL the rows go by COPY
-    # (services/copy_rows.py), which needs the job ids first: one more statement.
+    # (db/copy_rows.py), which needs the job ids first: one more statement.
     assert count == 8 + (connection.vendor == "postgresql")
     assert response.data["count"] == size
     assert [j["name"] for j in response.data["jobs"]] == [b["name"] for b in bodies]
@@ -64,7 +64,7 @@ def test_a_bulk_submit_runs_the_same_queries_whatever_its_size(api, setup, size)
 
 @pytest.mark.parametrize("backend", ["kai", "volcano"])
 def test_a_submit_whose_queue_object_is_out_of_sync_costs_no_query_more_and_still_warns(api, setup, backend):
-    """The queue objects' sync problems and the cluster's view ride on the queue statement (services/lookups.py):
+    """The queue objects' sync problems and the cluster's view ride on the queue statement (services/jobs/lookups.py):
     a kai or volcano submit costs what a k8s-workload one does, warnings included."""
     from scheduling.choices import SyncState
     from scheduling.models import QueueClusterState
@@ -130,7 +130,7 @@ def test_a_bulk_over_many_clusters_costs_two_more_queries_and_checks_each_cluste
 
 
 def test_a_cached_template_spec_never_hides_a_new_version_or_a_changed_owner(api, setup, django_user_model):
-    from scheduling.services import template_versions
+    from scheduling.services.templates import versions as template_versions
 
     version, queue, cluster = setup
     assert api.post("/api/v1/jobs/", builders.submit_body(*setup), format="json").data["template_version"] == 1
@@ -144,7 +144,7 @@ def test_a_cached_template_spec_never_hides_a_new_version_or_a_changed_owner(api
     assert r.data["resolved_spec"]["podSets"][0]["replicas"] == 2
 
     # The template's owner is read with every submit: moving it to a queue the submitter cannot see refuses them,
-    # as a template that does not exist (services/access.py).
+    # as a template that does not exist (services/access/roles.py).
     user = django_user_model.objects.create_user("sub", password="x")
     builders.grant(queue, "submitter", user=user)
     other = builders.make_queue("other")

@@ -2,7 +2,7 @@
 import pytest
 from django.apps import apps
 
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from scheduling.choices import GangPhase
 from scheduling.models import GangJob, PhaseTransition
-from scheduling.services import job_wait
+from scheduling.services.jobs import wait as job_wait
 from tests import builders
 
 # "At once" is judged against the request's own timeout (20 s here, 25 s by default): an answer that waited for

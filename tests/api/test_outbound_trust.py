@@ -14,7 +14,8 @@ from scheduling.kube import client as kube_client
 from scheduling.kube.errors import TransientKubeError
 from scheduling.models import Cluster, GangJob, ReconcileAttempt, WebhookDelivery
 from scheduling.reconcile import jobs as job_reconcile
-from scheduling.services import notifications, webhook_delivery
+from scheduling.services.webhooks import delivery as webhook_delivery
+from scheduling.services.webhooks import subscriptions as notifications
 from tests.fake_apiserver import VERSION, RecordingServer
 
 APIS_WITH_WORKLOADS = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [

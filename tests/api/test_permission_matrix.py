@@ -3,7 +3,7 @@
 Read the table as: request (method, path, body) | expected status for each principal, in the order of
 tests/api/conftest.py PRINCIPALS: anon admin padmin a_admin a_sub a_view b_sub t_sub t_read t_rev t_exp.
 Anonymous, revoked and expired tokens are always 401; another team's job, queue, template or a cluster nobody
-gave you is 404 (as one that does not exist: services/access.py), and named in a body (submit, parent, owner) it
+gave you is 404 (as one that does not exist: services/access/roles.py), and named in a body (submit, parent, owner) it
 is 400 as an unknown name; what you can see but may not change is 403; tokens never manage anything.
 """
 import pytest
@@ -143,7 +143,7 @@ def test_a_token_scoped_to_one_queue_cannot_submit_to_its_owners_other_queue(tea
 
 def test_a_submitter_cancels_own_jobs_but_not_a_teammates(teams):
     mate = builders.make_user("a_mate", groups=["team-a"])
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     job, _ = job_service.submit(mate, submit("a-train", name="mates-job"))
     r = teams.clients["a_sub"].post(f"/api/v1/jobs/{job.pk}/cancel/")
@@ -163,7 +163,7 @@ def test_a_queue_admin_cannot_move_a_queue_under_another_team(teams):
 @pytest.mark.parametrize("body,field,code", [
     ({"name": "a-x", "parent": "team-a", "clusters": ["spare"]}, "clusters", 403),
     ({"name": "a-x", "parent": "a-dev", "clusters": []}, "clusters", 403),  # empty would mean every cluster
-    # kube-* is refused for everyone (services/pod_rules.py), before any permission check: 400
+    # kube-* is refused for everyone (podspec/rules.py), before any permission check: 400
     ({"name": "a-x", "parent": "a-dev", "clusters": ["local"], "allowed_namespaces": ["kube-system"]},
      "allowed_namespaces[0]", 400),
     ({"name": "a-x", "parent": "a-dev", "clusters": ["local"], "allowed_namespaces": ["team-b"]},

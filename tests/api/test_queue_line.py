@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from scheduling.choices import GangPhase
 from scheduling.models import GangJob
-from scheduling.services import jobs as job_service
-from scheduling.services import queue_line
+from scheduling.services.jobs import lifecycle as job_service
+from scheduling.services.queues import line as queue_line
 from tests import builders
 
 pytestmark = pytest.mark.django_db

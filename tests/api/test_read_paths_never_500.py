@@ -8,7 +8,7 @@ import pytest
 from scheduling.choices import DesiredState, GangPhase
 from scheduling.models import GangJob
 from scheduling.queueing import estimate as model
-from scheduling.services import queue_line
+from scheduling.services.queues import line as queue_line
 from tests import builders
 
 pytestmark = pytest.mark.django_db

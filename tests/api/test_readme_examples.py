@@ -1,7 +1,7 @@
 """The documented examples work as written on `make run`'s local cluster: the README's first job, and the queue and
 template examples of docs/api.md, their three request bodies posted in order as the page posts them (a queue, a
 template as a platform admin, then a job of it to the new queue on cluster "local"), in a world set up as `make run`
-sets it up (services/local_cluster.py)."""
+sets it up (services/clusters/local.py)."""
 import json
 import re
 from pathlib import Path
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from scheduling.models import GangJob, QueuePolicy
-from scheduling.services import local_cluster
+from scheduling.services.clusters import local as local_cluster
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +74,7 @@ def test_the_schema_needs_a_login_and_the_readme_says_so(client, db):
 
 def test_the_readmes_first_job_is_accepted_on_the_local_cluster(api, enqueued, local_world):
     """The README's first curl POST, as written, against the template and queue `make run` installs."""
-    from scheduling.services import template_versions
+    from scheduling.services.templates import versions as template_versions
 
     template_versions.create_template(None, local_cluster.SAMPLE_TEMPLATE, "sample", local_cluster.SAMPLE_SPEC)
     [(path, body)] = readme_bodies('"name": "hello"', README)

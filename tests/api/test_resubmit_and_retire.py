@@ -7,8 +7,8 @@ import pytest
 
 from scheduling.choices import GangPhase
 from scheduling.models import AuditEvent, GangJob, RuntimeTemplateVersion
-from scheduling.services import jobs as job_service
-from scheduling.services import template_versions
+from scheduling.services.jobs import lifecycle as job_service
+from scheduling.services.templates import versions as template_versions
 from tests import builders
 
 pytestmark = pytest.mark.django_db

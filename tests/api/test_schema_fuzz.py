@@ -36,7 +36,7 @@ def principals(db, enqueued, queue_syncs):
     """Headers for each principal, over a small world whose names generated requests may hit."""
     from django.contrib.auth.models import User
 
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
 
     cluster = builders.make_cluster("local", kubeconfig="apiVersion: v1\nkind: Config\n")
     team = builders.make_queue("team")

@@ -151,7 +151,7 @@ def test_the_estimate_costs_the_same_queries_with_more_jobs(api, world):
 
 
 def test_a_second_read_reuses_the_estimate_until_the_clusters_jobs_change(api, world, monkeypatch):
-    from scheduling.services import start_estimate
+    from scheduling.services.jobs import start_estimate
 
     calls = []
     real = start_estimate.compute

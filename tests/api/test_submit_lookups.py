@@ -1,4 +1,4 @@
-"""Submit lookups (services/lookups.py) load, in two statements, the same rows the ORM would: every field of a
+"""Submit lookups (services/jobs/lookups.py) load, in two statements, the same rows the ORM would: every field of a
 queue and its parents converted alike (JSON, booleans, dates), the named clusters, the queues' cluster links and the
 template versions with their cached specs."""
 import pytest
@@ -6,8 +6,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import QueuePolicy, RuntimeTemplateVersion
-from scheduling.services import template_versions
-from scheduling.services.lookups import Lookups
+from scheduling.services.jobs.lookups import Lookups
+from scheduling.services.templates import versions as template_versions
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,7 @@ def test_a_queue_and_its_parents_come_back_as_the_orm_loads_them():
         lk = Lookups.load([{"queue": "level-3", "cluster": "a"}, {"queue": "level-1", "cluster": "b"},
                            {"queue": "nope", "cluster": "missing"}])
     # queues (3 parents with each: level-3's 4th level up, top, came with level-1). What is allocated against top's
-    # finite cpu_limit is read later, per backend, when a job is checked (services/queue_allocation.py). No template
+    # finite cpu_limit is read later, per backend, when a job is checked (services/queues/allocation.py). No template
     # named: no versions statement.
     assert len(queries) == 1
     assert set(lk.queues) == {"level-3", "level-1"}

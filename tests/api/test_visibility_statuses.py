@@ -20,8 +20,8 @@ from django.db import transaction
 from rest_framework.test import APIClient
 
 from scheduling.models import GangJob
-from scheduling.services import jobs as job_service
-from scheduling.services import template_versions
+from scheduling.services.jobs import lifecycle as job_service
+from scheduling.services.templates import versions as template_versions
 from tests import builders
 
 pytestmark = pytest.mark.django_db

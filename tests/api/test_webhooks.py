@@ -8,10 +8,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from scheduling import enqueue, tasks
+from scheduling import tasks
 from scheduling.choices import GangPhase
 from scheduling.models import DeliveryStatus, GangJob, WebhookDelivery, WebhookSubscription
-from scheduling.services import webhook_delivery
+from scheduling.services.webhooks import delivery as webhook_delivery
+from scheduling.work import enqueue
 from tests import builders
 
 pytestmark = pytest.mark.django_db

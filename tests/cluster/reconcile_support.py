@@ -15,7 +15,7 @@ from scheduling.kube import client as kube_client
 from scheduling.kube import objects
 from scheduling.models import Cluster, GangJob, QueuePolicy
 from scheduling.reconcile import desired, jobs, probe
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 

@@ -14,8 +14,8 @@ localcluster = pytest.importorskip("localcluster")
 
 from scheduling.amounts import for_api  # noqa: E402
 from scheduling.models import ClusterNodes, GangJob, QueuePolicy  # noqa: E402
-from scheduling.services import jobs as job_service  # noqa: E402
-from scheduling.services import template_versions  # noqa: E402
+from scheduling.services.jobs import lifecycle as job_service  # noqa: E402
+from scheduling.services.templates import versions as template_versions  # noqa: E402
 from tests import builders  # noqa: E402
 
 from .reconcile_support import wait_for  # noqa: E402

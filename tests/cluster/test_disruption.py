@@ -9,9 +9,9 @@ from kubernetes import client
 localcluster = pytest.importorskip("localcluster")
 
 from scheduling.choices import GangPhase as P  # noqa: E402
-from scheduling.kube.watches import POD  # noqa: E402
 from scheduling.models import GangJob  # noqa: E402
 from scheduling.reconcile import desired  # noqa: E402
+from scheduling.reconcile.cluster_watcher import POD  # noqa: E402
 from scheduling.reconcile.desired import JOB  # noqa: E402
 from tests import builders  # noqa: E402
 

@@ -114,7 +114,7 @@ def test_the_processes_run_what_docker_and_runstack_run(helm):
     assert command("worker")[command("worker").index("-Q") + 1] == "celery"
     assert command("webhooks")[command("webhooks").index("-Q") + 1] == "webhooks"
     assert command("beat")[:4] == ["celery", "-A", "gangweb", "beat"]
-    assert "--scheduler=scheduling.beat:LeasedScheduler" in command("beat")
+    assert "--scheduler=scheduling.work.beat:LeasedScheduler" in command("beat")
     assert command("watcher") == ["python", "manage.py", "watch_clusters"]
     web = deployments["gw-gangweb-web"]["spec"]["template"]["spec"]["containers"][0]
     assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"

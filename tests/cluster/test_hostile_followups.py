@@ -12,16 +12,16 @@ from datetime import timedelta
 
 import pytest
 
-from scheduling import dbclock
 from scheduling.choices import GangPhase as P
 from scheduling.choices import ReconcileOutcome
 from scheduling.constants import ANNOTATION_CREATED, LABEL_JOB_UID
+from scheduling.db import clock as dbclock
 from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD
 from scheduling.models import GangJob, ReconcileAttempt
 from scheduling.observe.evidence import JobObjects
 from scheduling.reconcile import desired, ownership, resync, watching
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 from .mutating_webhook import RewritingWebhook

@@ -19,7 +19,7 @@ from scheduling.kube.objects import POD
 from scheduling.models import Cluster, GangJob, QueuePolicy, RuntimeTemplate
 from scheduling.observe.capacity import summarize
 from scheduling.reconcile import queues as queue_sync
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 from .conftest import POOL_LABEL
@@ -225,7 +225,7 @@ def test_item11_a_volcano_optional_pod_set_reaches_the_podgroup_with_minimum_0(w
 
 
 def template_service_create(backend: str, namespace: str, **kw):
-    from scheduling.services import template_versions
+    from scheduling.services.templates import versions as template_versions
 
     return template_versions.create_template(None, f"t-{uuid.uuid4().hex[:8]}", "", issue_template(backend, namespace,
                                                                                                    **kw))

@@ -20,7 +20,7 @@ from scheduling.kube.objects import JOB, POD
 from scheduling.models import GangJob
 from scheduling.reconcile import resync
 from scheduling.reconcile import volcano_desired as vd
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 
 from .conftest import POOL_LABEL
 from .reconcile_support import wait_for

@@ -15,7 +15,7 @@ from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD
 from scheduling.models import Cluster, GangJob
 from scheduling.reconcile import jobs
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 from .reconcile_support import wait_for

@@ -18,9 +18,9 @@ pytest.importorskip("scheduling.kube.objects")
 
 from scheduling.backends import kai_v2alpha2  # noqa: E402
 from scheduling.choices import GangPhase as P  # noqa: E402
-from scheduling.kube.watches import POD  # noqa: E402
 from scheduling.models import ClusterNodes, GangJob  # noqa: E402
 from scheduling.reconcile import waiting_events, watching  # noqa: E402
+from scheduling.reconcile.cluster_watcher import POD  # noqa: E402
 from tests import builders  # noqa: E402
 from tests.kube_objects import kai_over_limit  # noqa: E402
 

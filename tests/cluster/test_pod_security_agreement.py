@@ -2,7 +2,7 @@
 
 Every case of tests/pod_specs.py (every baseline and restricted control, refused and allowed) is created as a Pod
 with a server-side dry run in a namespace labelled `pod-security.kubernetes.io/enforce=<level>` on the real control
-plane, and run through `services.pod_security.check_standard`; both must refuse or both admit, and a refusal by the
+plane, and run through `podspec.pod_security.check_standard`; both must refuse or both admit, and a refusal by the
 server must name the control gangweb names (its ForbiddenReason, from k8s.io/pod-security-admission/policy).
 gangweb's tenant controls are its own additions: the server admits those pods, gangweb refuses them.
 """
@@ -14,8 +14,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduling.services import pod_security as pss
-from scheduling.services.tenant_controls import TenantRules, check_pod
+from scheduling.podspec import pod_security as pss
+from scheduling.podspec.tenant_controls import TenantRules, check_pod
 from tests import pod_specs
 
 pytestmark = pytest.mark.cluster

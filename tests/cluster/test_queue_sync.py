@@ -229,7 +229,8 @@ def test_deleted_policies_are_deleted_in_each_cluster_children_first(api, cluste
 
 
 def test_a_policy_write_is_reconciled_into_its_clusters_and_removed_from_dropped_ones(api, clusters, sent_tasks):
-    from scheduling import enqueue, tasks
+    from scheduling import tasks
+    from scheduling.work import enqueue
 
     def reconcile_queue(*args):
         """The task, then the per-cluster syncs it queues (each on its cluster's shard), as the workers would."""

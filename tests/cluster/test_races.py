@@ -9,7 +9,7 @@ from scheduling.choices import GangPhase
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob
 from scheduling.reconcile import jobs
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 KAI_PG = kai_v2alpha2.POD_GROUP

@@ -15,7 +15,7 @@ from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob, QueuePolicy
 from scheduling.reconcile import ownership, resync
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 
 from .reconcile_support import wait_for
 
@@ -278,7 +278,7 @@ def test_a_resync_reads_each_namespaces_limitranges_once_however_long_it_takes(w
 
 
 def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, kube_namespace, admin_user, enqueued):
-    from scheduling.services import local_cluster
+    from scheduling.services.clusters import local as local_cluster
 
     cluster = local_cluster.register(kube_cluster.kubeconfig)
     expected = registry.select("k8s-workload", set(cluster.served_apis)).name

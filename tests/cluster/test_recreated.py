@@ -11,7 +11,7 @@ from scheduling.choices import GangPhase as P
 from scheduling.kube import objects
 from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob
-from scheduling.services import timeline
+from scheduling.observe import timeline
 from tests import builders
 
 from .reconcile_support import reconciled_until, wait_for

@@ -14,8 +14,8 @@ from scheduling.kube import resources
 from scheduling.kube.objects import JOB, POD
 from scheduling.models import GangJob, QueuePolicy
 from scheduling.reconcile import probe
-from scheduling.services import jobs as job_service
-from scheduling.services import template_versions
+from scheduling.services.jobs import lifecycle as job_service
+from scheduling.services.templates import versions as template_versions
 from tests import builders
 
 from .reconcile_support import wait_for

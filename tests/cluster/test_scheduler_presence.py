@@ -18,7 +18,7 @@ from scheduling.choices import GangPhase  # noqa: E402
 from scheduling.models import GangJob, QueuePolicy  # noqa: E402
 from scheduling.observe import presence  # noqa: E402
 from scheduling.reconcile import probe  # noqa: E402
-from scheduling.services import template_versions  # noqa: E402
+from scheduling.services.templates import versions as template_versions  # noqa: E402
 from tests import builders  # noqa: E402
 from tests.ui.browser import screenshot  # noqa: E402
 

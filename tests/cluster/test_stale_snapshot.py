@@ -12,7 +12,7 @@ from scheduling.kube.objects import JOB, POD, SERVICE
 from scheduling.models import GangJob
 from scheduling.reconcile import jobs as job_reconcile
 from scheduling.reconcile import resync
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 
 from .reconcile_support import wait_for
 

@@ -13,7 +13,7 @@ from scheduling.kube import objects
 from scheduling.kube.objects import JOB, SERVICE
 from scheduling.models import GangJob, PhaseTransition, ReconcileAttempt
 from scheduling.reconcile import jobs
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 
 from .reconcile_support import wait_for
 

@@ -20,10 +20,10 @@ localcluster = pytest.importorskip("localcluster")
 
 from scheduling.choices import GangPhase as P  # noqa: E402
 from scheduling.kube import client as kube_client  # noqa: E402
-from scheduling.kube.watches import POD, resource_label  # noqa: E402
 from scheduling.models import GangJob  # noqa: E402
 from scheduling.observe import metrics  # noqa: E402
 from scheduling.reconcile import watching  # noqa: E402
+from scheduling.reconcile.cluster_watcher import POD, resource_label  # noqa: E402
 from tests import builders  # noqa: E402
 
 from .conftest import POOL_LABEL  # noqa: E402

@@ -15,7 +15,7 @@ from scheduling.reconcile import probe
 from scheduling.reconcile import queues as kai_sync
 from scheduling.reconcile import volcano_desired as vd
 from scheduling.reconcile import volcano_queues as volcano_sync
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]

@@ -15,10 +15,10 @@ from kubernetes import client
 
 localcluster = pytest.importorskip("localcluster")
 
-from scheduling.kube.watches import POD  # noqa: E402
 from scheduling.models import ClusterNodes, GangJob, QueuePolicy  # noqa: E402
-from scheduling.services import jobs as job_service  # noqa: E402
-from scheduling.services import template_versions  # noqa: E402
+from scheduling.reconcile.cluster_watcher import POD  # noqa: E402
+from scheduling.services.jobs import lifecycle as job_service  # noqa: E402
+from scheduling.services.templates import versions as template_versions  # noqa: E402
 from tests import builders  # noqa: E402
 
 from .reconcile_support import wait_for  # noqa: E402
@@ -31,7 +31,7 @@ POOL_LABEL = "gangweb.io/test-pool"
 def submit(world, *, backend="k8s-workload", replicas=2, gpu=None, pod_spec=None, priority="", name=None,
            waive=()):
     """Submit a one-pod-set job into the test namespace (not reconciled); returns (job, its submit warnings).
-    `waive`: tenant controls the (admin-made) template is excepted from (services/tenant_controls.py)."""
+    `waive`: tenant controls the (admin-made) template is excepted from (podspec/tenant_controls.py)."""
     ps = builders.pod_set("worker", replicas=replicas,
                           containers=[builders.container(cpu="100m", memory="64Mi", gpu=gpu)])
     ps["template"]["spec"].update(pod_spec or {})

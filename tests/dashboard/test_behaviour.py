@@ -43,11 +43,11 @@ def test_jobs_list_filters_search_and_sorts_like_the_api(ui, world, query, expec
 
 def test_jobs_list_paginates_50_a_page(ui, setup, admin_user):
     template, queue, cluster = setup
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
     job_service.submit_many(admin_user, [builders.submit_body(template, queue, cluster, name=f"bulk-{i:03d}")
                                          for i in range(120)])
     pages, url = [], "/jobs/?sort=name"
-    while url:  # Next, as a reader clicks it: keyset pages (services/keyset.py), no page numbers
+    while url:  # Next, as a reader clicks it: keyset pages (db/keyset.py), no page numbers
         response = ui.get(url)
         pages.append(names_in(response))
         url = response.context["page"].next and "/jobs/?" + response.context["page"].next

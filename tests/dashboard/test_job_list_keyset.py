@@ -1,4 +1,4 @@
-"""The dashboard's jobs table pages by keyset (services/keyset.py): for every sort it offers, Next from the first
+"""The dashboard's jobs table pages by keyset (db/keyset.py): for every sort it offers, Next from the first
 page and Previous from the last visit every job once, in the sort's order; a cursor of another sort shows the
 first page."""
 from datetime import timedelta

@@ -7,8 +7,8 @@ from django.apps import apps
 
 from scheduling.models import GangJob
 from scheduling.models.jobs import requested_totals
-from scheduling.services import queue_usage
-from scheduling.services.queues import QueueTree
+from scheduling.services.queues import usage as queue_usage
+from scheduling.services.queues.policies import QueueTree
 from tests import builders
 
 pytestmark = pytest.mark.django_db

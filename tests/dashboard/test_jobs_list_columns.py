@@ -1,5 +1,5 @@
 """The jobs page's GPU and waiting-reason columns, grouping, ?name=, and the bulk cancel's confirmation and result
-pages: the same services as the API (services/job_list.py, services/bulk_cancel.py)."""
+pages: the same services as the API (services/jobs/lists.py, services/jobs/bulk_cancel.py)."""
 import re
 
 import pytest

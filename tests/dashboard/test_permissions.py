@@ -1,4 +1,4 @@
-"""The dashboard shows a user what services/access.py lets them see, and refuses what it refuses (as the API)."""
+"""The dashboard shows a user what services/access/roles.py lets them see, and refuses what it refuses (as the API)."""
 import pytest
 
 from scheduling.choices import GangPhase
@@ -10,7 +10,7 @@ def teams(db, admin_user, enqueued, queue_syncs):
     cluster = builders.make_cluster("local")
     a, b = builders.make_queue("team-a", clusters=[cluster]), builders.make_queue("team-b", clusters=[cluster])
     shared = builders.make_template("shared")
-    from scheduling.services import template_versions
+    from scheduling.services.templates import versions as template_versions
     template_versions.create_template(None, "b-only", "", builders.template_spec(), queue=b)
     builders.make_job(shared, a, cluster, name="job-a", phase=GangPhase.RUNNING, user=admin_user)
     job_b = builders.make_job(shared, b, cluster, name="job-b", phase=GangPhase.RUNNING, user=admin_user)

@@ -8,6 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from scheduling.choices import GangPhase
+from scheduling.db import keyset
 from scheduling.models import (
     Cluster,
     GangJob,
@@ -17,8 +18,7 @@ from scheduling.models import (
     RuntimeTemplate,
     RuntimeTemplateVersion,
 )
-from scheduling.services import jobs as job_service
-from scheduling.services import keyset
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 LAST = keyset.encode(None, keyset.LAST)
@@ -45,7 +45,7 @@ BUDGETS = {
     "/clusters/local/": 5,  # + the capacity section's node list (this cluster's were never listed: nothing more)
 }
 # A user who is not a platform admin also has their queue roles, visible queue ids and cluster grants read (once
-# per request each, services/access.py memoizes them): a few more queries, still independent of the row counts.
+# per request each, services/access/roles.py memoizes them): a few more queries, still independent of the row counts.
 NON_ADMIN_BUDGETS = {
     "/": 19,
     "/queues/": 15,

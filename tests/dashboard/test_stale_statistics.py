@@ -166,7 +166,7 @@ def test_no_page_of_the_query_budget_test_nor_api_list_scans_a_table_per_row_und
     found = {}
     # Left as they are, bounded by one user's grants or one page's queues (not by the jobs), named here so that
     # anything else fails: Django's many-to-many prefetch of the API queue list's clusters (a join of the links of
-    # 50 queues with the clusters), and services/access.py's grants of the user (joined with their groups and the
+    # 50 queues with the clusters), and services/access/roles.py's grants of the user (joined with their groups and the
     # granted clusters).
     known = ('"_prefetch_related_val_queuepolicy_id"', 'FROM "scheduling_clustergrant"', 'FROM "auth_group"',
              'FROM "scheduling_queuegrant"')

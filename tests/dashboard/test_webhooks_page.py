@@ -3,8 +3,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from scheduling import enqueue
 from scheduling.models import WebhookDelivery, WebhookSubscription
+from scheduling.work import enqueue
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import pytest
 
 from scheduling.choices import GangPhase
 from scheduling.models import Cluster, ClusterNodes, GangJob
-from scheduling.services import cluster_capacity
+from scheduling.services.clusters import capacity as cluster_capacity
 from tests.ui import demo
 from tests.ui.browser import ARTIFACTS, DOCS_SCREENSHOTS
 

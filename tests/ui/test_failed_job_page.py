@@ -6,7 +6,8 @@ import pytest
 
 from scheduling.choices import GangPhase
 from scheduling.models import GangJob
-from scheduling.services import events, job_logs
+from scheduling.services.jobs import events
+from scheduling.services.jobs import logs as job_logs
 from tests.ui import demo
 from tests.ui.browser import screenshot
 

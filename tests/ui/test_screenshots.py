@@ -9,7 +9,7 @@ pytestmark = [pytest.mark.ui, pytest.mark.django_db(transaction=True)]
 
 
 def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user, monkeypatch):
-    from scheduling.services import events
+    from scheduling.services.jobs import events
 
     page = admin_page
     job = demo.populate(admin_user)

@@ -1,7 +1,7 @@
-"""Outbound address rules (scheduling/addresses.py): which addresses a tenant-chosen target may have."""
+"""Outbound address rules (scheduling/security/addresses.py): which addresses a tenant-chosen target may have."""
 import pytest
 
-from scheduling.addresses import AddressPolicy, AddressRefused, check_ip, resolve, why_refused
+from scheduling.security.addresses import AddressPolicy, AddressRefused, check_ip, resolve, why_refused
 
 NOTHING_EXTRA, ALL_PRIVATE = AddressPolicy.parse(""), AddressPolicy.parse("1")
 TEN_ONLY = AddressPolicy.parse("10.0.0.0/8, 127.0.0.1/32")

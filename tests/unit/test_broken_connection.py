@@ -11,7 +11,7 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection
 
-from scheduling.reconcile import dbconn
+from scheduling.db import connections as dbconn
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the connection is closed and opened again: no test transaction

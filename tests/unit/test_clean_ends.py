@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 
 from scheduling.kube import limit_ranges, resources
 from scheduling.reconcile import owner_refs, retention
-from scheduling.services.templates import validate_template_spec
+from scheduling.services.templates.specs import validate_template_spec
 from tests import builders
 
 ROOT = {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": {"name": "pg", "uid": "u-1"}}

@@ -1,9 +1,9 @@
-"""services.cluster_usage: what gangweb's Scheduled and Running jobs hold in a cluster (the ClusterBusy fact)."""
+"""db.cluster_usage: what gangweb's Scheduled and Running jobs hold in a cluster (the ClusterBusy fact)."""
 import pytest
 
 from scheduling.choices import GangPhase as P
+from scheduling.db import cluster_usage
 from scheduling.models import GangJob
-from scheduling.services import cluster_usage
 from tests import builders
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 from django.core.cache import cache
 
 from scheduling.models import Cluster
-from scheduling.services import cluster_warnings
+from scheduling.services.clusters import warnings as cluster_warnings
 from tests import builders
 
 CAPACITY = {"nodes": 4, "allocatable": {"cpu": 256, "memory": 4 * 2**40, "nvidia.com/gpu": 32},

@@ -16,8 +16,8 @@ Three rules, each a test:
      (``localcluster/crds/``); a trailing full stop or comma is punctuation, not part of the path;
    - a glob (``localcluster/crds/*.yaml``) must match at least one file; a token with a placeholder
      (``<name>``, ``{a,b}``) or a ``...`` is not a path;
-   - ``module/path.Name`` (``scheduling/addresses.AddressPolicy.parse``) names a Python object: the module file
-     (``scheduling/addresses.py``) must exist;
+   - ``module/path.Name`` (``scheduling/security/addresses.AddressPolicy.parse``) names a Python object: the module file
+     (``scheduling/security/addresses.py``) must exist;
    - a path right after an output option (``OUTPUT_OPTIONS``: ``--json bench/results/soak.json``) is a file the
      command writes, so it need not exist yet;
    - **upstream paths are not ours**: a token is skipped when the word just before it (across backticks, quotes,
@@ -292,5 +292,5 @@ def test_a_missing_path_is_found():
     assert path_exists("localcluster/crds/*.yaml")
     assert not path_exists("docs/no-such-page.md")
     assert not path_exists("scheduling/no_such_folder/")
-    assert path_exists("scheduling/addresses.AddressPolicy.parse")
+    assert path_exists("scheduling/security/addresses.AddressPolicy.parse")
     assert not path_exists("scheduling/no_such_module.AddressPolicy")

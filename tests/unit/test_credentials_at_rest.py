@@ -5,8 +5,8 @@ from cryptography.fernet import Fernet, InvalidToken
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from scheduling import encryption
 from scheduling.models import Cluster
+from scheduling.security import encryption
 
 pytestmark = pytest.mark.django_db
 

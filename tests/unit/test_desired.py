@@ -7,7 +7,7 @@ import pytest
 from scheduling.backends import registry
 from scheduling.models import GangJob, QueuePolicy
 from scheduling.reconcile import desired
-from scheduling.services import templates as template_service
+from scheduling.services.templates import specs as template_service
 from tests import builders
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

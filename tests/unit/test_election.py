@@ -1,4 +1,4 @@
-"""Leader election (scheduling/election.py): two replicas, one lease; take-over only after the holder's lease stood
+"""Leader election (scheduling/work/election.py): two replicas, one lease; take-over only after the holder's lease stood
 still for its seconds on the candidate's own clock; fencing before anyone can take over; the beat scheduler sends
 only under the lease. Two `Claims` play two processes over one database, each with its own clock."""
 import time
@@ -6,9 +6,9 @@ import time
 import pytest
 from celery import Celery
 
-from scheduling import beat
-from scheduling.election import Claims
 from scheduling.models import Lease
+from scheduling.work import beat
+from scheduling.work.election import Claims
 
 pytestmark = pytest.mark.django_db
 

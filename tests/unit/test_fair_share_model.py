@@ -1,4 +1,4 @@
-"""KAI's fair-share division (scheduling.queueing.fair_share), hand-computed scenarios with exact numbers.
+"""KAI's fair-share division (scheduling.queueing.fair_share_model), hand-computed scenarios with exact numbers.
 
 Each table row: the capacity of one resource, the queues, and per queue the fair share, and for some the borrowed
 and lent amounts and the sentence. Every number was worked out by hand in the comment above its scenario."""
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from scheduling.queueing.fair_share import QueueInput as Q
-from scheduling.queueing.fair_share import divide, explain
+from scheduling.queueing.fair_share_model import QueueInput as Q
+from scheduling.queueing.fair_share_model import divide, explain
 
 
 def gpus(x):

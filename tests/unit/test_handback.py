@@ -6,13 +6,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduling import enqueue
 from scheduling.choices import DesiredState
 from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob
 from scheduling.observe.evidence import JobObjects
 from scheduling.reconcile import resync, status, watching
 from scheduling.reconcile.jobs import batch, claims
+from scheduling.work import enqueue
 from tests import builders
 
 pytestmark = pytest.mark.django_db

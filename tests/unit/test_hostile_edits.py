@@ -5,10 +5,10 @@ import pytest
 from scheduling.backends.base import GangStatus
 from scheduling.choices import GangPhase as P
 from scheduling.kube.errors import THROTTLED, classify, retry_after
-from scheduling.kube.watches import edited
 from scheduling.observe import phases
 from scheduling.observe.evidence import Evidence
 from scheduling.observe.pods import owner_facts, pod_facts
+from scheduling.reconcile.cluster_watcher import edited
 from scheduling.reconcile.derive import declared_minimum
 from scheduling.reconcile.jobs.writes import minimum_edited
 from tests.kube_objects import T0, batch_job, pod, t, v1alpha2_podgroup

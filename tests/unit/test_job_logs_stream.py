@@ -1,4 +1,4 @@
-"""A follow stream (services/job_logs.py `_stream`) ends at its time bound even when the container says nothing
+"""A follow stream (services/jobs/logs.py `_stream`) ends at its time bound even when the container says nothing
 more, and at its byte cap, each time with a last line saying why."""
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import urllib3
 
-from scheduling.services import job_logs
+from scheduling.services.jobs import logs as job_logs
 
 
 @pytest.fixture

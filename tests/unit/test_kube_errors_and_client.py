@@ -210,7 +210,7 @@ def test_a_plain_429_is_still_throttled():
 def test_row1_a_pool_manager_the_library_built_is_rebuilt_never_to_follow_redirects():
     import urllib3
 
-    from scheduling import outbound
+    from scheduling.security import outbound
 
     built = urllib3.PoolManager(num_pools=3, maxsize=7, cert_reqs="CERT_REQUIRED")
     rebuilt = outbound.without_redirects(built)

@@ -1,5 +1,5 @@
 """`python -m localcluster down` then `up` writes a new kubeconfig (new API server port, new certificates): the
-running stack re-registers Cluster "local" from it, without a restart (services/local_cluster.py)."""
+running stack re-registers Cluster "local" from it, without a restart (services/clusters/local.py)."""
 import itertools
 import os
 import time
@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from scheduling.models import Cluster
-from scheduling.services import local_cluster
+from scheduling.services.clusters import local as local_cluster
 
 pytestmark = pytest.mark.django_db
 

@@ -4,9 +4,9 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from scheduling.models import QueuePolicy, RuntimeTemplate
-from scheduling.services import pod_rules
-from scheduling.services import pod_security as pss
-from scheduling.services.tenant_controls import TenantRules, check_pod, check_tenant
+from scheduling.podspec import pod_security as pss
+from scheduling.podspec import rules as pod_rules
+from scheduling.podspec.tenant_controls import TenantRules, check_pod, check_tenant
 from tests import builders, pod_specs
 
 NO_RULES = TenantRules()

@@ -81,7 +81,7 @@ def test_display_strings_convert_back_to_the_same_amount(resource, amount):
 
 def test_a_queue_without_status_counts_as_not_reported_so_the_estimate_is_used():
     from scheduling.models import QueueClusterState
-    from scheduling.services.queue_payloads import _usage_sum
+    from scheduling.services.queues.payloads import _usage_sum
 
     unreported = sync.status_payload({"spec": {}})  # a Queue CR no scheduler has written status to
     assert unreported["allocated"] == {} and unreported["requested"] == {}

@@ -35,7 +35,7 @@ def test_a_missing_cluster_or_policy_is_logged_and_skipped():
 
 def test_a_policy_write_queues_one_sync_per_cluster_it_concerns_each_on_that_clusters_shard(queue_syncs):
     from gangweb.celery import app
-    from scheduling import routing
+    from scheduling.work import routing
 
     routing.forget()  # the router's copy of the pins may predate west's
     east, west, dropped = (builders.make_cluster(n) for n in ("east", "west", "dropped"))

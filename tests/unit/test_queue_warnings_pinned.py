@@ -4,8 +4,9 @@ import pytest
 
 from scheduling.choices import QueueWarning
 from scheduling.models import QueuePolicy
-from scheduling.services import queue_payloads, queue_warnings
-from scheduling.services import queues as queue_service
+from scheduling.services.queues import payloads as queue_payloads
+from scheduling.services.queues import policies as queue_service
+from scheduling.services.queues import warnings as queue_warnings
 from tests import builders
 
 pytestmark = pytest.mark.django_db

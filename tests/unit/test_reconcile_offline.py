@@ -7,7 +7,7 @@ from scheduling.choices import GangPhase, ReconcileOutcome
 from scheduling.kube import errors
 from scheduling.models import GangJob
 from scheduling.reconcile import jobs
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
 DEAD = yaml.safe_dump({

@@ -70,7 +70,7 @@ def test_wanted_values_names_what_gangweb_sets():
     assert repairs.wanted_values(want, ["queue", "minResources"]) == 'minResources={"cpu":"2"}, queue=q'
 
 
-@pytest.mark.django_db  # the database clock (scheduling/dbclock.py) is read on PostgreSQL
+@pytest.mark.django_db  # the database clock (scheduling/db/clock.py) is read on PostgreSQL
 @pytest.mark.parametrize(("hold", "deleted", "queued"), [
     (True, False, 0),  # a partial gang whose repair is held back: its pass is queued already, at the hold's end
     (True, True, 1),  # an object deleted or edited: a pass at once, hold or not

@@ -30,13 +30,16 @@ from kubernetes.utils import parse_quantity
 
 from scheduling.backends import registry
 from scheduling.choices import GangPhase
+from scheduling.db import cluster_usage
 from scheduling.kube import resources, runtime_classes
 from scheduling.models import GangJob
 from scheduling.models.jobs import requested_totals
 from scheduling.observe import capacity, why_pending
 from scheduling.reconcile import desired
-from scheduling.services import cluster_usage, queue_limits, queue_usage, template_versions
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
+from scheduling.services.queues import limits as queue_limits
+from scheduling.services.queues import usage as queue_usage
+from scheduling.services.templates import versions as template_versions
 from scheduling.views.display import for_people, requests_of_spec
 from scheduling.views.preview import preview
 from tests import builders

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from scheduling.kube import resources
-from scheduling.services import templates as template_service
+from scheduling.services.templates import specs as template_service
 from tests import builders
 
 

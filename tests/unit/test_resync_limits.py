@@ -89,7 +89,7 @@ def test_the_periodic_resync_leaves_to_their_task_only_jobs_whose_task_is_queued
     assert GangJob.objects.get(pk=gave_up.pk).phase_reason == "ClusterUnreachable"  # its write did not hide it
 
 
-@pytest.mark.django_db  # the database clock (scheduling/dbclock.py) is read on PostgreSQL
+@pytest.mark.django_db  # the database clock (scheduling/db/clock.py) is read on PostgreSQL
 def test_a_job_changed_after_the_snapshot_was_listed_is_read_afresh():
     listed_at = time.time()
     before = SimpleNamespace(updated_at=timezone.now() - timedelta(seconds=5), created_at=None)

@@ -5,7 +5,7 @@ import pytest
 from django.conf import settings
 
 from gangweb.celery import app, consume_shard_queues
-from scheduling import routing
+from scheduling.work import routing
 from tests.builders import make_cluster, make_job, make_queue, make_template
 
 
@@ -81,7 +81,7 @@ def test_a_submitted_jobs_task_is_routed_without_reading_its_cluster(admin_user,
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from scheduling.services import jobs as job_service
+    from scheduling.services.jobs import lifecycle as job_service
     from tests.builders import submit_body
 
     cluster = make_cluster("c", work_shard=3)

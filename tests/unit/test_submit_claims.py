@@ -7,12 +7,12 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from scheduling import enqueue
 from scheduling.choices import DesiredState
 from scheduling.choices import GangPhase as P
 from scheduling.models import GangJob
 from scheduling.reconcile.jobs import coalesce
-from scheduling.services import jobs as job_service
+from scheduling.services.jobs import lifecycle as job_service
+from scheduling.work import enqueue
 from tests import builders
 
 pytestmark = pytest.mark.django_db

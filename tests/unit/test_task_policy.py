@@ -1,13 +1,15 @@
 """The Celery tasks own the retry and requeue policy (issue 20): a pass returns how it ended, the task decides what
-follows, and nothing below scheduling/tasks.py imports it (work is queued by task name through scheduling.enqueue)."""
+follows, and nothing below scheduling/tasks.py imports it (work is queued by task name through
+scheduling.work.enqueue)."""
 import ast
 from pathlib import Path
 
 import pytest
 
-from scheduling import enqueue, tasks
+from scheduling import tasks
 from scheduling.kube.errors import TerminalKubeError, TransientKubeError
 from scheduling.reconcile.jobs import PassResult
+from scheduling.work import enqueue
 
 PACKAGE = Path(tasks.__file__).parent
 

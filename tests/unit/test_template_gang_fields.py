@@ -5,7 +5,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from scheduling.backends.kai_v2alpha2 import KaiV2alpha2
-from scheduling.services import templates as template_service
+from scheduling.services.templates import specs as template_service
 from tests import builders
 from tests.unit.test_backends import spec
 

@@ -4,7 +4,7 @@ ValidationError naming the gate (a 400 through the API). A valid foreign gate is
 import pytest
 from django.core.exceptions import ValidationError
 
-from scheduling.services import templates as template_service
+from scheduling.services.templates import specs as template_service
 from tests import builders
 
 AT = "spec.podSets[0].template.spec.schedulingGates"

@@ -2,7 +2,7 @@
 from types import SimpleNamespace
 
 from scheduling.choices import GangPhase as P
-from scheduling.services import timeline
+from scheduling.observe import timeline
 from tests.kube_objects import t
 
 NOW = t(200)

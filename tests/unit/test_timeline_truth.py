@@ -122,7 +122,7 @@ def row(phase, seconds, inferred=False, attempt=0):
 
 
 def test_a_span_with_an_inferred_end_is_left_out_of_the_histograms():
-    from scheduling.services import timeline
+    from scheduling.observe import timeline
     rows = [row(P.SUBMITTED, 0), row(P.QUEUED, 2), row(P.SCHEDULED, 5), row(P.RUNNING, 9, inferred=True)]
     assert timeline.durations(rows) == {"time_in_queue": 3.0, "time_to_schedule": 5.0, "time_to_running": None,
                                         "run_time": None}
@@ -131,8 +131,7 @@ def test_a_span_with_an_inferred_end_is_left_out_of_the_histograms():
 
 
 def test_the_histograms_observe_only_spans_from_cluster_times():
-    from scheduling.observe import metrics
-    from scheduling.services import timeline
+    from scheduling.observe import metrics, timeline
 
     def count(histogram, cluster):
         return sum(s.value for m in histogram.collect() for s in m.samples

@@ -76,7 +76,7 @@ def test_why_pending_and_submit_warnings_say_amounts_in_the_same_style(resource,
 
 def test_a_cluster_too_small_warning_reads_gib_with_separators():
     from scheduling.models import Cluster
-    from scheduling.services import cluster_warnings
+    from scheduling.services.clusters import warnings as cluster_warnings
     from tests import builders
 
     cluster = Cluster(id=1, name="gpu-a", capacity={"nodes": 2, "allocatable": {"cpu": 64, "memory": 1020 * GIB},

@@ -10,7 +10,7 @@ import uuid
 
 from prometheus_client import REGISTRY
 
-from scheduling.kube.watches import JOB, POD, ClusterWatcher
+from scheduling.reconcile.cluster_watcher import JOB, POD, ClusterWatcher
 
 
 def a_pod(name: str, job_uid: str, rv: int, reason: str = "") -> dict:
@@ -141,7 +141,7 @@ def test_each_observation_is_counted_with_its_delay_from_the_first_mark():
 
 
 def test_an_idle_observer_releases_what_it_opened_once_until_it_works_again(monkeypatch):
-    from scheduling.kube import watch_dispatch
+    from scheduling.reconcile import watch_dispatch
 
     monkeypatch.setattr(watch_dispatch, "OBSERVER_POLL_SECONDS", 0.02)
     monkeypatch.setattr(watch_dispatch, "OBSERVER_IDLE_SECONDS", 0.2)

@@ -13,9 +13,9 @@ import pytest
 
 from scheduling.backends.k8s_workload_v1beta1 import K8sWorkloadV1beta1
 from scheduling.choices import GangPhase as P
-from scheduling.kube import watch_dispatch
-from scheduling.kube.watches import JOB, POD, ClusterWatcher
 from scheduling.observe import phase_entries
+from scheduling.reconcile import watch_dispatch
+from scheduling.reconcile.cluster_watcher import JOB, POD, ClusterWatcher
 from scheduling.reconcile.derive import unlisted_marked
 from tests.kube_objects import t
 

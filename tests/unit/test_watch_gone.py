@@ -1,5 +1,5 @@
 """A watch whose resourceVersion expired (410 Gone) is counted as a restart labelled Gone, and the watcher lists
-again and keeps delivering: the informer loop of scheduling.kube.watches.
+again and keeps delivering: the informer loop of scheduling.reconcile.cluster_watcher.
 
 The real local control plane does not answer 410 on demand (its watch cache serves even resourceVersion 1 on a
 young cluster, compacted or not), so a small HTTP server plays the API server here and answers exactly what
@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from kubernetes import client
 
-from scheduling.kube.watches import ClusterWatcher
 from scheduling.observe import metrics
+from scheduling.reconcile.cluster_watcher import ClusterWatcher
 
 EXPIRED = {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                        "message": "too old resource version: 100 (250)", "reason": "Expired",
@@ -108,7 +108,7 @@ def test_an_expired_watch_is_counted_as_gone_and_the_watcher_lists_again(fake_se
     """The watch expires only once the first list's pod was observed: the watcher coalesces the changes of a job
     that arrive before its dispatcher gets to it (by design), so without this the relist could overtake the first
     observation on a loaded machine (it did: `seen` was [("job-1", "200")])."""
-    monkeypatch.setattr("scheduling.kube.watches.BACKOFF_SECONDS", (0.05,))
+    monkeypatch.setattr("scheduling.reconcile.cluster_watcher.BACKOFF_SECONDS", (0.05,))
     FakeApiServer.expire.clear()
     seen: list[tuple[str, str]] = []
 
@@ -136,7 +136,7 @@ def test_an_expired_watch_is_counted_as_gone_and_the_watcher_lists_again(fake_se
 
 
 def test_a_node_heartbeat_does_not_count_as_a_capacity_change():
-    from scheduling.kube.watches import _node_facts, _slim_node
+    from scheduling.reconcile.cluster_watcher import _node_facts, _slim_node
 
     def node(rv, heartbeat, gpus="8", ready="True"):
         return {"metadata": {"name": "n", "uid": "u", "resourceVersion": rv},
@@ -161,7 +161,7 @@ def test_a_stopped_watcher_leaves_no_database_connection_open(fake_server, monke
     from scheduling.reconcile import watching
     from tests import builders
 
-    monkeypatch.setattr("scheduling.kube.watches.BACKOFF_SECONDS", (0.05,))
+    monkeypatch.setattr("scheduling.reconcile.cluster_watcher.BACKOFF_SECONDS", (0.05,))
     cluster = builders.make_cluster("fake")
     used = []
 

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from scheduling.kube import watch_dispatch
-from scheduling.kube.watches import JOB, ClusterWatcher
+from scheduling.reconcile import watch_dispatch
+from scheduling.reconcile.cluster_watcher import JOB, ClusterWatcher
 
 from .test_watch_dispatch import listed
 from .test_watch_memory import labelled

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from scheduling.kube import watches
-from scheduling.kube.watches import JOB, POD, ClusterWatcher
+from scheduling.reconcile import cluster_watcher as watches
+from scheduling.reconcile.cluster_watcher import JOB, POD, ClusterWatcher
 
 
 def labelled(kind_ref, name: str, job_uid: str | None, phase: str | None = None) -> dict:

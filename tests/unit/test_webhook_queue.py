@@ -58,7 +58,7 @@ def test_compose_runs_a_reconcile_worker_and_a_webhook_worker_on_separate_queues
 
 def test_a_delivery_attempt_is_bounded_by_short_timeouts_and_the_task_by_time_limits():
     from scheduling import tasks
-    from scheduling.services import webhook_delivery
+    from scheduling.services.webhooks import delivery as webhook_delivery
 
     connect, read = webhook_delivery.timeouts()
     assert (connect, read) == (3.0, 5.0)

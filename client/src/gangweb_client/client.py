@@ -11,7 +11,7 @@ from .errors import InputError, NotFound
 from .models import Job, TimelineEntry, WaitResult
 from .transport import Transport
 
-WAIT_MAX_IDS = 500  # the server's limit per wait request (scheduling/services/job_wait.py MAX_IDS)
+WAIT_MAX_IDS = 500  # the server's limit per wait request (scheduling/services/jobs/wait.py MAX_IDS)
 WAIT_POLL_SECONDS = 25.0  # the server's longest long-poll
 PAGE = 1000
 

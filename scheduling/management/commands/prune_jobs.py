@@ -3,12 +3,12 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduling.services import job_history
+from scheduling.reconcile import row_retention as job_history
 
 
 class Command(BaseCommand):
     """Deletes, in batches of `--batch` jobs per transaction, the jobs that finished more than N days ago and whose
-    cluster objects are gone, with their history (services/job_history.py). `--archive FILE` appends each job and
+    cluster objects are gone, with their history (reconcile/row_retention.py). `--archive FILE` appends each job and
     its timeline as one JSON line before deleting it; `--dry-run` only counts."""
 
     help = "Delete finished jobs older than N days, with their history, in small batches (no table lock)."

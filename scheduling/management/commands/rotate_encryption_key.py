@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import models, transaction
 from django.db.models.functions import Cast
 
-from scheduling import encryption
 from scheduling.models.fields import EncryptedTextField
+from scheduling.security import encryption
 
 
 def encrypted_fields():

@@ -109,7 +109,7 @@ class Command(BaseCommand):
         """Start the local control plane and register it as cluster "local" (skipped when not built). Returns a
         KubeconfigFollower of its kubeconfig (a `localcluster down` / `up` later re-registers it), or None."""
         try:
-            from scheduling.services import local_cluster
+            from scheduling.services.clusters import local as local_cluster
         except ImportError:
             return None
         try:

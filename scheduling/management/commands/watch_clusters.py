@@ -1,7 +1,7 @@
 """`manage.py watch_clusters`: keep a list-then-watch on every registered cluster and observe jobs on each change.
 
 Any number of replicas may run: each cluster is watched by the one replica holding its lease `watch:cluster:<pk>`
-(scheduling/election.py), the others stand by and take over within GANGWEB_WATCH_LEASE_SECONDS plus one tick after
+(scheduling/work/election.py), the others stand by and take over within GANGWEB_WATCH_LEASE_SECONDS plus one tick after
 the holder dies. `--max-clusters` (GANGWEB_WATCH_MAX_CLUSTERS) caps how many clusters one replica watches, so 50
 clusters spread over several replicas."""
 from __future__ import annotations
@@ -16,9 +16,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections, connections
 
-from scheduling.election import Claims
 from scheduling.models import Cluster
 from scheduling.reconcile import watching
+from scheduling.work.election import Claims
 
 log = logging.getLogger(__name__)
 

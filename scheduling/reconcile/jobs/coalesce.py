@@ -40,8 +40,8 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from ...choices import DesiredState, GangPhase
-from ...enqueue import BATCH
 from ...models import GangJob
+from ...work.enqueue import BATCH
 from . import claims
 from .batch import reconcile_many
 from .common import ERROR_REASONS

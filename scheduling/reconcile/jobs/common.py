@@ -47,7 +47,7 @@ class Requeue(Exception):
 
 
 class PolicyRefused(CreateRefused):
-    """gangweb's own pod-spec policy refuses a job's pods (services/pod_rules.py). Ends the job as a create the API
+    """gangweb's own pod-spec policy refuses a job's pods (podspec/rules.py). Ends the job as a create the API
     server refused does (reason CreateRefused, `api_reason` "PolicyRefused"), naming the field and the control."""
 
     def __init__(self, kind: str, name: str, message: str):

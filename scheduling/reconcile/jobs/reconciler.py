@@ -22,7 +22,7 @@ from ...models import GangJob, RuntimeTemplate
 from ...observe.evidence import JobObjects
 from ...observe.objects import created_at as o_created_at
 from ...observe.pods import owner_facts
-from ...services import pod_rules
+from ...podspec import rules as pod_rules
 from .. import desired as desired_mod
 from .. import owner_refs, refusals, retention, status, volcano_queues, waiting_events
 from ..observed import Observed, adopt_names, read
@@ -371,7 +371,7 @@ class JobReconciler(ObjectWrites, JobCleanup):
 
     def check_pod_policy(self, want: dict) -> None:
         """Before creating an owner Job (what makes pods), check the job's namespace and resolved spec against the
-        pod-spec policy as it stands now (services/pod_rules.py), once per pass: defense in depth behind the submit's
+        pod-spec policy as it stands now (podspec/rules.py), once per pass: defense in depth behind the submit's
         check (rows written before it, a queue or template tightened since). Raises PolicyRefused."""
         if getattr(self, "_policy_checked", False):
             return

@@ -5,7 +5,7 @@ A pass puts a gang object's drifted mutable fields back with a merge patch (`Job
 in the cluster rewrites them at once (a mutating admission policy or webhook that changes gangweb's object on every
 write, another controller), every repair is a write, every write a watch event, every event a pass: measured ~4
 passes a second for one job, for ever. So each job remembers its latest repair (`GangJob.repairs`, times on the
-database's clock, scheduling/dbclock.py):
+database's clock, scheduling/db/clock.py):
 
 - `what`: the objects and fields repaired ("PodGroup ns/x schedulingPolicy.gang.minCount"), `said` the same with
   what gangweb set them to, `count` how many times in a row the same drift was found again after gangweb had
@@ -32,7 +32,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from ... import dbclock
+from ...db import clock as dbclock
 
 REPAIR_NOT_HOLDING = "RepairNotHolding"
 REPAIR_WINDOW_SECONDS = 60  # the same drift found again within this long of the last repair: the repair did not hold

@@ -13,8 +13,8 @@ from datetime import timedelta
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
-from ... import dbclock
 from ...constants import ANNOTATION_MIN_EDITED
+from ...db import clock as dbclock
 from ...kube import objects
 from ...kube.errors import (
     THROTTLED,

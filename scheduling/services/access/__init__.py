@@ -1,0 +1,1 @@
+"""Who may do what: roles and checks, API tokens, the audit log."""
