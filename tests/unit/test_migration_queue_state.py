@@ -1,11 +1,11 @@
-"""Migration 0023_i34_queue_state keeps every queue state row: the Volcano rows become family "volcano" rows of the
+"""Migration 0024_i34_queue_state keeps every queue state row: the Volcano rows become family "volcano" rows of the
 one state model, with their warnings and status, and migrating back puts them where they were."""
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 BEFORE = [("scheduling", "0023_hostile_f_repairs")]
-AFTER = [("scheduling", "0023_i34_queue_state")]
+AFTER = [("scheduling", "0024_i34_queue_state")]
 
 
 def migrate(to):
