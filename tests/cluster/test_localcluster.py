@@ -247,9 +247,9 @@ def test_pods_run_and_finish_as_their_annotations_say(kube_api, kube_namespace):
     exit_ = localcluster.SIM_EXIT_ANNOTATION
     core.create_namespaced_pod(ns, make_pod("ok", annotations={exit_: "0"}))
     core.create_namespaced_pod(ns, make_pod("fails", annotations={exit_: "3"}))
+    created = time.monotonic()
     core.create_namespaced_pod(ns, make_pod("timed", annotations={localcluster.SIM_DURATION_ANNOTATION: "4s"}))
     core.create_namespaced_pod(ns, make_pod("forever"))
-    created = time.monotonic()
 
     wait_until(lambda: pods_by_name(core, ns)["ok"].status.phase == "Succeeded", 30, "pod ok Succeeded")
     wait_until(lambda: pods_by_name(core, ns)["fails"].status.phase == "Failed", 30, "pod fails Failed")
@@ -259,7 +259,9 @@ def test_pods_run_and_finish_as_their_annotations_say(kube_api, kube_namespace):
     assert pods_by_name(core, ns)["timed"].status.phase == "Running"
 
     wait_until(lambda: pods_by_name(core, ns)["timed"].status.phase == "Succeeded", 30, "pod timed Succeeded")
-    assert time.monotonic() - created >= 4
+    # KWOK counts the 4 s from the pod's own timestamps, which the API server keeps in whole seconds: up to 1 s of
+    # them can lie before `created` on this host's clock.
+    assert time.monotonic() - created >= 3
     time.sleep(1)
     assert pods_by_name(core, ns)["forever"].status.phase == "Running"  # nothing finishes by itself
 
