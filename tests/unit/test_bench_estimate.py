@@ -1,0 +1,55 @@
+"""The start-estimate benchmark's scoring against the fits-aware baseline (issue 35) and its spread over seeds."""
+from bench.estimate import fits_aware_figures, spread
+from scheduling.queueing.estimate import ESTIMATED, NOW, Estimate
+
+MIN = 60.0
+
+
+def _scored():
+    asked = {
+        1: Estimate(NOW, p50=0.0, p90=0.0),  # fit at submit, started at once
+        2: Estimate(ESTIMATED, p50=10 * MIN, p90=20 * MIN),  # waited 15 min: off by 5, within p90
+        3: Estimate(ESTIMATED, p50=40 * MIN, p90=45 * MIN),  # waited 50 min: off by 10, past p90
+        4: Estimate(ESTIMATED, p50=5 * MIN, p90=9 * MIN),  # no queue history of waits yet: left out
+        5: Estimate(NOW, p50=0.0, p90=0.0),  # the bench's pass said it did not fit; never started
+    }
+    fits = {1: True, 2: False, 3: False, 4: False, 5: False}
+    baseline = {1: 0.0, 2: 30 * MIN, 3: 30 * MIN, 4: None, 5: 30 * MIN}
+    submitted = {1: 100.0, 2: 100.0, 3: 100.0, 4: 100.0, 5: 100.0}
+    started = {1: 100.0, 2: 100.0 + 15 * MIN, 3: 100.0 + 50 * MIN, 4: 100.0 + 7 * MIN}
+    return fits_aware_figures(asked, baseline, fits, submitted, started)
+
+
+def test_jobs_that_waited_are_scored_against_the_median_wait_of_jobs_that_waited():
+    waited = _scored()["waited"]
+    assert (waited["jobs"], waited["estimate_p50_median_abs_error_min"], waited["baseline_median_abs_error_min"],
+            waited["error_ratio"]) == (2, 7.5, 17.5, 0.429)
+    assert (waited["p50_coverage_pct"], waited["p90_coverage_pct"], waited["median_wait_min"]) == (0.0, 50.0, 32.5)
+
+
+def test_a_job_that_fits_counts_as_exactly_right_for_both_over_all_jobs():
+    everyone = _scored()["all"]
+    assert (everyone["jobs"], everyone["estimate_p50_median_abs_error_min"],
+            everyone["baseline_median_abs_error_min"], everyone["error_ratio"]) == (3, 5.0, 15.0, 0.333)
+    assert (everyone["p50_coverage_pct"], everyone["p90_coverage_pct"]) == (33.3, 66.7)
+
+
+def test_goals_and_the_fits_check_disagreeing_with_the_estimators_now():
+    scored = _scored()
+    assert (scored["ratio_goal_met"], scored["p90_goal_met"], scored["fits_check_disagrees"]) == (True, False, 1)
+
+
+def _seed(seed, ratio, p90):
+    return {"seed": seed, "error_ratio": 0.3, "waiting_jobs": {"error_ratio": 0.6},
+            "fits_aware": {"all": {"error_ratio": 0.8, "p90_coverage_pct": 85.0},
+                           "waited": {"error_ratio": ratio, "p90_coverage_pct": p90, "jobs": 1000}}}
+
+
+def test_spread_gives_min_median_max_and_goals_at_the_median_and_at_every_seed():
+    summary = spread([_seed(1, 0.62, 89.0), _seed(2, 0.41, 91.5), _seed(3, 0.48, 93.0)])
+    assert summary["seeds"] == [1, 2, 3]
+    assert summary["fits_aware_ratio_waited"] == {"min": 0.41, "median": 0.48, "max": 0.62}
+    assert summary["p90_coverage_waited_pct"] == {"min": 89.0, "median": 91.5, "max": 93.0}
+    assert summary["p50_coverage_waited_pct"] is None  # no seed reported it
+    assert (summary["ratio_goal_met_at_median"], summary["ratio_goal_met_every_seed"],
+            summary["p90_goal_met_at_median"], summary["p90_goal_met_every_seed"]) == (True, False, True, False)
