@@ -235,7 +235,8 @@ def profile(name: str, fn: Callable[[], object]) -> str:
     path = directory / f"profile-{name}.txt"
     tree = profiler.output_text(unicode=True, color=False)
     flat = profiler.output_text(unicode=True, color=False, flat=True).splitlines()
-    path.write_text(tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n")
+    text = tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n"
+    path.write_text(text.replace(f"{RESULTS_DIR.parent.parent}/", ""))  # repository paths, not this machine's
     return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)
 
 
