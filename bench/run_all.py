@@ -1,10 +1,11 @@
 """Run every benchmark against PostgreSQL, Redis, gunicorn (2 workers), a Celery worker and the local control plane.
 
-    python -m bench.run_all [--only submit,pages] [--quick] [--keep-workdir] [--churn-minutes 2]
+    python -m bench.run_all [--only submit,pages] [--quick | --scale N] [--keep-workdir] [--churn-minutes 2]
 
 Starts what is missing (see bench.stack), migrates the ``gangweb_bench`` database, runs each benchmark, prints
 its figures with the ratio against its baseline, writes ``bench/results/latest.json``, and stops what it started.
-``--quick`` shrinks every size tenfold (a smoke run; its results are not written to latest.json).
+``--quick`` shrinks every size tenfold (a smoke run; its results are not written to latest.json); ``--scale N``
+divides every size by N and writes ``results/partial-<names>-scaleN.json`` (never latest.json, nor the profiles).
 ``BENCH_DATABASE_URL`` / ``BENCH_REDIS_URL`` point it at servers of your own instead (nothing is started then;
 the database is emptied of jobs); ``BENCH_DB_NAME`` names the database created in the local PostgreSQL (default
 ``gangweb_bench``), so engineers sharing a machine do not empty each other's.
