@@ -59,6 +59,48 @@ def bench_fixtures(suffix: str = "", cluster_kwargs: dict | None = None):
     return user, version, queue, cluster
 
 
+TEAM_SUBMITTER = "bench-team-submitter"
+TEAM_VIEWER = "bench-team-viewer"
+
+
+def team_user(username: str, queue, role: str):
+    """A plain user (not staff, not superuser) holding a QueueGrant of `role` ("viewer" or "submitter",
+    scheduling.choices.GrantRole) on `queue` and nothing else: a team member, whose access checks
+    (scheduling/services/access/roles.py) read the grants and the queue tree where a superuser's return at once.
+    Idempotent; a grant left on another queue by an earlier run is replaced."""
+    from django.contrib.auth import get_user_model
+
+    from scheduling.models import QueueGrant
+
+    user_model = get_user_model()
+    user = user_model.objects.filter(username=username).first() or user_model.objects.create_user(
+        username, f"{username}@example.com", secrets.token_hex(16))
+    QueueGrant.objects.filter(user=user).exclude(queue=queue, role=role).delete()
+    QueueGrant.objects.get_or_create(queue=queue, user=user, role=role)
+    return user
+
+
+def load_average() -> list[float]:
+    """os.getloadavg() (1, 5, 15 minutes) rounded to 0.01: recorded before and after every figure."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def spread(values: list[float], digits: int = 1) -> dict:
+    """min / median / max of `values` (the run-to-run spread of per-round figures)."""
+    if not values:
+        return {"min": 0.0, "median": 0.0, "max": 0.0}
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return {"min": round(ordered[0], digits), "median": round(median, digits), "max": round(ordered[-1], digits)}
+
+
+def rotated(items: list, round_index: int) -> list:
+    """`items` rotated left by `round_index`: who goes first changes every round (alternating order)."""
+    k = round_index % len(items) if items else 0
+    return items[k:] + items[:k]
+
+
 def reset_client_limits() -> int:
     """Put every Cluster row's client rate limit back to the documented default (`api_qps` and `api_burst` empty:
     kube/throttle.py's 50 QPS): what a benchmark that raised it for its set-up leaves behind is not the next one's
@@ -193,7 +235,8 @@ def profile(name: str, fn: Callable[[], object]) -> str:
     path = directory / f"profile-{name}.txt"
     tree = profiler.output_text(unicode=True, color=False)
     flat = profiler.output_text(unicode=True, color=False, flat=True).splitlines()
-    path.write_text(tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n")
+    text = tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n"
+    path.write_text(text.replace(f"{RESULTS_DIR.parent.parent}/", ""))  # repository paths, not this machine's
     return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)
 
 

@@ -1,7 +1,7 @@
 """Benchmark 4: server time and SQL query count of every page and API list at a year of history: 1,000,000 jobs
 (10,000 of them active) and 1,000 queues (issue 23).
 
-Each page is requested in-process with Django's test Client as a logged-in admin (no HTTP, no browser: the time
+Each page is requested in-process with Django's test Client as a logged-in superuser (no HTTP, no browser: the time
 is the server's own), `repeat` times; the figures are the p50 and p99. It is measured twice in one run: first at a
 small size (the baseline: 1,000 jobs, 10 of them active, 10 queues), then at the full size. Query counts must be
 equal at both sizes (they must not grow with rows); the goals are p50 <= 100 ms and p99 <= 300 ms at the full size.
@@ -13,14 +13,16 @@ tree (whole, top level only, one queue's children). Page 5,000 is reached by a k
 following Next 4,999 times would hold it; the API's old `offset` page 5,000 is measured next to it, as the cost
 keyset pages avoid (not a goal). Then the retention (reconcile/row_retention.py) deletes the oldest ~50,000 finished
 jobs: jobs/s and the longest batch's transaction. `plans`: EXPLAIN (ANALYZE, BUFFERS) of the jobs query of some
-pages at the full size, for bench/README.md.
+pages at the full size, for bench/README.md. `users` (issue 36): some of the pages (USER_PAGES) again at the full
+size as the superuser and as a team viewer (viewer grant on one department, so its lists are filtered by queue),
+in rounds whose first user rotates, with the spread of the rounds and the load average (`per_user`).
 """
 from __future__ import annotations
 
 import time
 from datetime import timedelta
 
-from .common import bench_fixtures, ms, percentile, profile, ratio, reset_jobs
+from .common import bench_fixtures, load_average, ms, percentile, profile, ratio, reset_jobs
 
 GOAL_MS = 100.0
 GOAL_P99_MS = 300.0
@@ -82,14 +84,16 @@ QUERIES: dict[str, int] = {
 API_ORDERINGS = ("created_at", "name", "-name", "phase", "-phase", "phase_changed_at", "-phase_changed_at")
 
 
-def _deep_cursor(total: int) -> str:
-    """The cursor of page DEEP_PAGE of the newest-first list (or of the deepest full page there is)."""
+def _deep_cursor(total: int, queryset=None) -> str:
+    """The cursor of page DEEP_PAGE of the newest-first list of `queryset` (every job by default; `total` its
+    size), or of the deepest full page there is."""
     from scheduling.db import keyset
     from scheduling.models import GangJob
 
+    queryset = GangJob.objects.all() if queryset is None else queryset
     position = max(1, min((DEEP_PAGE - 1) * PAGE_SIZE, total - PAGE_SIZE))
     order = ("-created_at", "-id")
-    row = GangJob.objects.order_by(*order).only("id", "created_at")[position - 1]
+    row = queryset.order_by(*order).only("id", "created_at")[position - 1]
     return keyset.encode(keyset.values_of(row, keyset.keys_of(GangJob.objects.all(), order)), keyset.NEXT)
 
 
@@ -147,6 +151,86 @@ def measure(client, path: str, repeat: int) -> dict:
     with CaptureQueriesContext(connection) as queries:
         client.get(path)
     return {"p50_ms": ms(percentile(times, 50)), "p99_ms": ms(percentile(times, 99)), "queries": len(queries)}
+
+
+USER_ROUNDS = 3
+USER_PAGES = ("jobs list", "jobs list, deep page", "job detail", "queue tree", "API jobs list",
+              "API jobs list, deep page", "API job detail", "API queue tree, depth=0")
+
+
+def _user_pages(job_id: int, cursors: dict[str, str]) -> dict[str, dict[str, str]]:
+    """label -> {user label -> path} of the pages measured per user: the same paths for both users except the
+    deep page, which is each user's own list's page DEEP_PAGE (or its deepest full page)."""
+    from django.urls import reverse
+
+    jobs = reverse("scheduling:jobs")
+    same = {"jobs list": jobs, "job detail": reverse("scheduling:job", args=(job_id,)),
+            "queue tree": reverse("scheduling:queues"), "API jobs list": "/api/v1/jobs/",
+            "API job detail": f"/api/v1/jobs/{job_id}/", "API queue tree, depth=0": "/api/v1/queues/tree/?depth=0"}
+    pages = {label: dict.fromkeys(cursors, path) for label, path in same.items()}
+    pages["jobs list, deep page"] = {u: f"{jobs}?cursor={c}" for u, c in cursors.items()}
+    pages["API jobs list, deep page"] = {u: f"/api/v1/jobs/?cursor={c}" for u, c in cursors.items()}
+    return {label: pages[label] for label in USER_PAGES}
+
+
+def per_user(superuser, version, parent: str, repeat: int, rounds: int = USER_ROUNDS) -> dict:
+    """The pages of USER_PAGES as the superuser and as a team viewer (a plain user with a viewer QueueGrant on the
+    department `parent`, so its lists carry a `queue_id IN (...)` filter): `rounds` rounds, each requesting every
+    page `repeat` times per user, the user that goes first rotating per round. Per page and user: p50 and p99 over
+    all requests, the spread (min/median/max) of the rounds' p50, SQL statements of one request; the job detail is
+    a Running job the team viewer can see; the load average before and after."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from scheduling.models import GangJob, QueuePolicy
+
+    from .common import TEAM_VIEWER, load_average, rotated, spread, team_user
+
+    department = QueuePolicy.objects.get(name=parent)
+    viewer = team_user(TEAM_VIEWER, department, "viewer")
+    users = {"superuser": superuser, "team viewer": viewer}
+    clients = {}
+    for label, user in users.items():
+        clients[label] = Client()
+        clients[label].force_login(user)
+    visible = GangJob.objects.filter(queue__in=[department.id, *department.children.values_list("id", flat=True)])
+    visible_total = visible.count()
+    job_id = visible.filter(phase="Running").values_list("id", flat=True).first()
+    cursors = {"superuser": _deep_cursor(GangJob.objects.count()),
+               "team viewer": _deep_cursor(visible_total, visible)}
+    pages = _user_pages(job_id, cursors)
+    load_before = load_average()
+    times: dict[tuple[str, str], list[list[float]]] = {(p, u): [] for p in pages for u in users}
+    for paths in pages.values():  # warm-up, and a check that each user may see the page
+        for user_label, path in paths.items():
+            response = clients[user_label].get(path)
+            if response.status_code != 200:
+                raise RuntimeError(f"GET {path} as {user_label} -> {response.status_code}")
+    for i in range(rounds):
+        for user_label in rotated(list(users), i):
+            for label, paths in pages.items():
+                round_times = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    clients[user_label].get(paths[user_label])
+                    round_times.append(time.perf_counter() - t0)
+                times[(label, user_label)].append(round_times)
+    out = {}
+    for label, paths in pages.items():
+        out[label] = {}
+        for user_label in users:
+            with CaptureQueriesContext(connection) as queries:
+                clients[user_label].get(paths[user_label])
+            samples = [t for r in times[(label, user_label)] for t in r]
+            out[label][user_label] = {
+                "p50_ms": ms(percentile(samples, 50)), "p99_ms": ms(percentile(samples, 99)),
+                "samples": len(samples), "queries": len(queries), "path": paths[user_label],
+                "spread_round_p50_ms": spread([percentile(r, 50) * 1000 for r in times[(label, user_label)]]),
+                "ok": ms(percentile(samples, 50)) <= GOAL_MS and ms(percentile(samples, 99)) <= GOAL_P99_MS}
+    return {"rounds": rounds, "repeat": repeat, "team_viewer_queue": parent, "team_viewer_jobs": visible_total,
+            "job_id": job_id, "load_average_before": load_before, "load_average_after": load_average(),
+            "pages": out}
 
 
 def plan(client, path: str) -> list[str]:
@@ -231,7 +315,10 @@ def run(jobs: int = 1_000_000, queues: int = 1000, active: int = 10_000, small_j
     job_id, parent, queue, name, seed_s = _seed(jobs - small_jobs, queues - small_queues, "pgl", user, version,
                                                 cluster, active - small_active, rebuild=True)
     paths = dict(_pages(job_id, parent, queue, name, jobs))
+    load_before = load_average()
     full = {label: measure(client, path, repeat) for label, path in paths.items()}
+    load_after = load_average()
+    users = per_user(user, version, parent, repeat)
 
     pages = {}
     for label, fig in full.items():
@@ -247,6 +334,7 @@ def run(jobs: int = 1_000_000, queues: int = 1000, active: int = 10_000, small_j
     result = {"jobs": jobs, "active": active, "queues": queues, "baseline_jobs": small_jobs,
               "baseline_queues": small_queues, "repeat": repeat, "seed_s": round(seed_s, 1), "goal_p50_ms": GOAL_MS,
               "goal_p99_ms": GOAL_P99_MS, "pages": pages,
+              "load_average_before": load_before, "load_average_after": load_after, "users": users,
               "plans": {label: plan(client, paths[label]) for label in PLANS if label in paths}}
     for label, fig in pages.items():
         if not fig["ok"] and not fig.get("informational"):
@@ -268,6 +356,17 @@ def report(result: dict) -> list[str]:
         lines.append(f"  {label:48s} {f['p50_ms']:7.1f} ms p99 {f.get('p99_ms', 0):7.1f} ms {f['queries']:3d} "
                      f"queries   baseline {f['baseline_p50_ms']:6.1f} ms {f['baseline_queries']:3d} queries   "
                      f"x{f['ratio']:.2f}  {verdict}")
+    u = result.get("users")
+    if u:
+        lines.append(f"  per user at the full size ({u['rounds']} rounds of {u['repeat']} requests per page and user, "
+                     f"first user rotating; the team viewer sees {u['team_viewer_jobs']:,} jobs of "
+                     f"{u['team_viewer_queue']}; load {u['load_average_before']} -> {u['load_average_after']}):")
+        for label, figs in u["pages"].items():
+            for user_label, f in figs.items():
+                sp = f["spread_round_p50_ms"]
+                lines.append(f"    {label:26s} {user_label:12s} p50 {f['p50_ms']:7.1f} ms p99 {f['p99_ms']:7.1f} ms "
+                             f"{f['queries']:3d} queries  round p50s {sp['min']}/{sp['median']}/{sp['max']}  "
+                             f"{'OK' if f['ok'] else 'BELOW GOAL'}")
     r = result.get("retention")
     if r:
         lines.append(f"  retention: {r['jobs']:,} finished jobs older than {r['older_than_days']} days deleted in "

@@ -1,10 +1,11 @@
 """Run every benchmark against PostgreSQL, Redis, gunicorn (2 workers), a Celery worker and the local control plane.
 
-    python -m bench.run_all [--only submit,pages] [--quick] [--keep-workdir] [--churn-minutes 2]
+    python -m bench.run_all [--only submit,pages] [--quick | --scale N] [--keep-workdir] [--churn-minutes 2]
 
 Starts what is missing (see bench.stack), migrates the ``gangweb_bench`` database, runs each benchmark, prints
 its figures with the ratio against its baseline, writes ``bench/results/latest.json``, and stops what it started.
-``--quick`` shrinks every size tenfold (a smoke run; its results are not written to latest.json).
+``--quick`` shrinks every size tenfold (a smoke run; its results are not written to latest.json); ``--scale N``
+divides every size by N and writes ``results/partial-<names>-scaleN.json`` (never latest.json, nor the profiles).
 ``BENCH_DATABASE_URL`` / ``BENCH_REDIS_URL`` point it at servers of your own instead (nothing is started then;
 the database is emptied of jobs); ``BENCH_DB_NAME`` names the database created in the local PostgreSQL (default
 ``gangweb_bench``), so engineers sharing a machine do not empty each other's.
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated subset of " +
                         ", ".join(BENCHMARKS))
     parser.add_argument("--quick", action="store_true", help="tenfold smaller sizes; results not saved")
+    parser.add_argument("--scale", type=int, default=0,
+                        help="divide every size by this (--quick is 10); unlike --quick the results are written, "
+                             "to a partial-*.json only")
     parser.add_argument("--keep-workdir", action="store_true")
     parser.add_argument("--churn-minutes", type=float, default=2.0,
                         help="watch_churn: minutes of measured churn (10 for the RSS-flatness run)")
@@ -91,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(selected) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
-    scale = 10 if args.quick else 1
+    scale = args.scale or (10 if args.quick else 1)
     sys.path.insert(0, str(REPO))
     workdir = Path(tempfile.mkdtemp(prefix="gangweb-bench-"))
-    if args.quick:  # a smoke run leaves the committed profiles alone
+    if scale != 1:  # a smoke or scaled run leaves the committed profiles alone
         os.environ["BENCH_PROFILE_DIR"] = str(workdir / "profiles")
     started = time.monotonic()
     results: dict[str, object] = {}
@@ -130,14 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "total_seconds": total,
+        "total_seconds": total, "scale": scale,
         "results": results,
     }
     took = ", ".join(f"{name} {r['seconds']:.0f} s" for name, r in results.items() if "seconds" in r)
     print(f"\nall benchmarks: {total:.0f} s ({took}; the rest is starting and stopping services)")
     if failed:
         log(f"failed: {', '.join(failed)}; nothing saved (README and latest.json keep the last complete run)")
-    elif not args.quick and set(selected) == set(BENCHMARKS):
+    elif not args.quick and scale == 1 and set(selected) == set(BENCHMARKS):
         RESULTS_DIR.mkdir(exist_ok=True)
         (RESULTS_DIR / "latest.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
         log(f"wrote {RESULTS_DIR / 'latest.json'}")
@@ -146,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         if update_readme(REPO / "docs" / "performance.md", document):
             log("updated the Performance table in docs/performance.md")
     elif not args.quick:
-        path = RESULTS_DIR / f"partial-{'-'.join(selected)}.json"
+        path = RESULTS_DIR / f"partial-{'-'.join(selected)}{f'-scale{scale}' if scale != 1 else ''}.json"
         path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
         log(f"wrote {path} (a partial run does not replace latest.json)")
     return 1 if failed else 0

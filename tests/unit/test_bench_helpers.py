@@ -48,3 +48,11 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
     other = tmp_path / "OTHER.md"
     other.write_text("no markers\n")
     assert not update_readme(other, _document()) and other.read_text() == "no markers\n"
+
+
+def test_spread_is_min_median_max_and_rotation_changes_who_goes_first():
+    from bench.common import rotated, spread
+
+    assert spread([3.0, 1.0, 2.0, 10.0]) == {"min": 1.0, "median": 2.5, "max": 10.0}
+    assert spread([]) == {"min": 0.0, "median": 0.0, "max": 0.0}
+    assert [rotated(["b", "su", "team"], i)[0] for i in range(4)] == ["b", "su", "team", "b"]
