@@ -202,7 +202,8 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
 
     def get_decayed_usage(self, obj) -> dict:
         tree = self.context.get("tree") or queue_service.QueueTree.load_rows()
-        return decayed_usage_service.decayed_usage([obj.id], tree)[obj.id]
+        usage = decayed_usage_service.decayed_usage([obj.id], tree)[obj.id]
+        return {k: for_api(v) for k, v in usage.items()}  # resource-seconds to 6 decimals, whole ones as integers
 
 
 class QueuePolicyWriteSerializer(serializers.Serializer):
