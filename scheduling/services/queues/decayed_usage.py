@@ -1,7 +1,7 @@
 """A queue's decayed usage: what its jobs held, each second weighed by how long ago it was, computed exactly.
 
-Semantics of KAI Scheduler's time-based fair share (docs/time-based-fairshare/README.md upstream, the scheduling
-shard's `usageDBConfig.usageParams.halfLifePeriod`): a resource-second used `age` seconds ago counts
+Semantics of KAI Scheduler's time-based fair share (upstream: KAI `docs/time-based-fairshare/README.md`, the
+SchedulingShard's `usageDBConfig.usageParams.halfLifePeriod`): a resource-second used `age` seconds ago counts
 0.5^(age / halfLife) = exp(-λ·age), λ = ln 2 / halfLife. KAI samples its queues' allocation from Prometheus;
 gangweb knows every job's requested totals (`GangJob.requested_*`, filled at submit) and when it ran (its
 Running timeline entries, `PhaseTransition`), so it integrates in closed form with no sampling and no rounding.
