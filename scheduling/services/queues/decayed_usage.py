@@ -14,7 +14,7 @@ Queued entry, else the job's `finished_at`, else now (still running). "Now" is t
 (db/clock.py), so every host answers the same. A parent queue's usage is its own and its descendants' sum.
 
 Half-life: settings.GANGWEB_USAGE_HALF_LIFE_SECONDS (default 7 days). Jobs that ended more than HORIZON_HALF_LIVES
-half-lives ago weigh < 2^-HORIZON_HALF_LIVES of their use and are left out, which bounds the query.
+half-lives ago weigh < 2^-HORIZON_HALF_LIVES of their use and are left out, which bounds the queries.
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ from django.db.models import Q
 
 from ...choices import TERMINAL_PHASES, GangPhase
 from ...db import clock
-from ...models.jobs import PhaseTransition
+from ...models.jobs import GangJob, PhaseTransition
 
 HORIZON_HALF_LIVES = 20  # left-out jobs weigh < 2^-20 (one part in a million) of what they used
 MILLICORES_PER_CORE = 1000
-FIELDS = ("job_id", "phase", "attempt", "at", "job__queue_id", "job__phase", "job__phase_changed_at",
-          "job__finished_at", "job__requested_gpu", "job__requested_cpu_millicores", "job__requested_memory_bytes")
+JOB_FIELDS = ("id", "queue_id", "phase", "phase_changed_at", "finished_at", "requested_gpu",
+              "requested_cpu_millicores", "requested_memory_bytes")
 
 
 def half_life_seconds() -> float:
@@ -52,23 +52,23 @@ def decayed_integral(rate: float, start: datetime, end: datetime, now: datetime,
     return rate / lam * math.exp(-lam * age_end) * -math.expm1(-lam * length)
 
 
-def _intervals(rows) -> list[tuple[int, dict, datetime, datetime | None]]:
-    """(queue id, job row, start, end or None for "still running") per Running attempt of each job in `rows`."""
-    jobs: dict[int, dict] = {}
-    for row in rows:
-        job = jobs.setdefault(row["job_id"], {"row": row, "running": {}, "queued": {}})
-        key = "running" if row["phase"] == GangPhase.RUNNING else "queued"
-        job[key][row["attempt"]] = row["at"]
+def _intervals(jobs: dict[int, dict], entries) -> list[tuple[dict, datetime, datetime | None]]:
+    """(job row, start, end or None for "still running") per Running attempt; `jobs` by id, `entries`
+    (job id, phase, attempt, at) of their Running and re-queue (Queued, attempt > 0) timeline entries."""
+    running: dict[int, dict[int, datetime]] = {}
+    queued: dict[int, dict[int, datetime]] = {}
+    for job_id, phase, attempt, at in entries:
+        (running if phase == GangPhase.RUNNING else queued).setdefault(job_id, {})[attempt] = at
     out = []
-    for job in jobs.values():
-        row = job["row"]
-        ended = row["job__finished_at"]
-        if ended is None and row["job__phase"] in TERMINAL_PHASES:
-            ended = row["job__phase_changed_at"]  # rows finished before finished_at was written
-        for attempt, start in job["running"].items():
-            later = [at for a, at in job["queued"].items() if a > attempt]
-            end = min(later) if later else ended
-            out.append((row["job__queue_id"], row, start, end))
+    for job_id, attempts in running.items():
+        job = jobs[job_id]
+        ended = job["finished_at"]
+        if ended is None and job["phase"] in TERMINAL_PHASES:
+            ended = job["phase_changed_at"]  # rows finished before finished_at was written
+        requeued = queued.get(job_id, {})
+        for attempt, start in attempts.items():
+            later = [at for a, at in requeued.items() if a > attempt]
+            out.append((job, start, min(later) if later else ended))
     return out
 
 
@@ -76,8 +76,8 @@ def decayed_usage(queue_ids, tree, *, now: datetime | None = None, half_life: fl
     """{queue id: {"gpu": device-seconds, "cpu": core-seconds, "memory": byte-seconds, "half_life_seconds": s}} for
     each of `queue_ids`, its descendants' included (`tree`: a queueing.tree.QueueTree). Queues with no use get 0.0.
 
-    One query over the Running (and re-queue) timeline entries of the jobs of those queues that are unfinished or
-    finished within HORIZON_HALF_LIVES half-lives. `now` defaults to the database's clock; `half_life` to the
+    Two queries: the jobs of those queues that are unfinished or finished within HORIZON_HALF_LIVES half-lives,
+    then their Running (and re-queue) timeline entries. `now` defaults to the database's clock; `half_life` to the
     setting."""
     half_life = half_life if half_life is not None else half_life_seconds()
     now = now or clock.now()
@@ -89,18 +89,20 @@ def decayed_usage(queue_ids, tree, *, now: datetime | None = None, half_life: fl
     own: dict[int, dict[str, float]] = {q: {"gpu": 0.0, "cpu": 0.0, "memory": 0.0} for q in members}
     if members:
         cutoff = now - timedelta(seconds=half_life * HORIZON_HALF_LIVES)
-        rows = PhaseTransition.objects.order_by().filter(
+        # Two queries, no join (a join of the timeline with the jobs loops per row under stale statistics: issue 14):
+        # the jobs (from the queue index), then their Running and re-queue entries (from the (job, phase, attempt) key).
+        jobs = {row["id"]: row for row in GangJob.objects.order_by().filter(
+            Q(finished_at__isnull=True) | Q(finished_at__gte=cutoff), queue_id__in=members).values(*JOB_FIELDS)}
+        entries = PhaseTransition.objects.order_by().filter(
             Q(phase=GangPhase.RUNNING) | Q(phase=GangPhase.QUEUED, attempt__gt=0),
-            Q(job__finished_at__isnull=True) | Q(job__finished_at__gte=cutoff),
-            job__queue_id__in=members,
-        ).values(*FIELDS)
-        for queue_id, row, start, end in _intervals(rows):
+            job_id__in=sorted(jobs)).values_list("job_id", "phase", "attempt", "at") if jobs else []
+        for job, start, end in _intervals(jobs, entries):
             end = now if end is None else end
-            sums = own[queue_id]
-            sums["gpu"] += decayed_integral(float(row["job__requested_gpu"] or 0), start, end, now, half_life)
-            sums["cpu"] += decayed_integral((row["job__requested_cpu_millicores"] or 0) / MILLICORES_PER_CORE,
+            sums = own[job["queue_id"]]
+            sums["gpu"] += decayed_integral(float(job["requested_gpu"] or 0), start, end, now, half_life)
+            sums["cpu"] += decayed_integral((job["requested_cpu_millicores"] or 0) / MILLICORES_PER_CORE,
                                             start, end, now, half_life)
-            sums["memory"] += decayed_integral(float(row["job__requested_memory_bytes"] or 0), start, end, now,
+            sums["memory"] += decayed_integral(float(job["requested_memory_bytes"] or 0), start, end, now,
                                                half_life)
     return {qid: {"gpu": sum(own[q]["gpu"] for q in ids), "cpu": sum(own[q]["cpu"] for q in ids),
                   "memory": sum(own[q]["memory"] for q in ids), "half_life_seconds": half_life}
