@@ -50,6 +50,9 @@ GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS = int(os.environ.get("GANGWEB_SCHEDULER_SE
 # A finished (Succeeded/Failed) job's Indexed Jobs and their pods stay this long after it finished, for inspection
 # (`kubectl logs`), then are deleted (seconds; a template's `retentionSeconds` overrides it; reconcile/retention.py).
 GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENTION_SECONDS", "3600"))
+# A queue's decayed usage (services/queues/decayed_usage.py): past use weighs half as much per this many seconds of
+# age (KAI time-based fair share `usageDBConfig.usageParams.halfLifePeriod`; default 7 days).
+GANGWEB_USAGE_HALF_LIFE_SECONDS = float(os.environ.get("GANGWEB_USAGE_HALF_LIFE_SECONDS", str(7 * 24 * 3600)))
 # GET /api/v1/jobs/<id>/logs/ (services/jobs/logs.py): at most this many bytes of a container's log per answer (the
 # rest is cut and the answer says so), and a `follow` stream ends after this many seconds.
 GANGWEB_LOG_MAX_BYTES = int(os.environ.get("GANGWEB_LOG_MAX_BYTES", str(1024 * 1024)))

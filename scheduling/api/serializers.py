@@ -15,6 +15,7 @@ from ..models import (
     WebhookSubscription,
 )
 from ..models.tokens import TOKEN_PREFIX
+from ..services.queues import decayed_usage as decayed_usage_service
 from ..services.queues import payloads as queue_payloads
 from ..services.queues import policies as queue_service
 from ..services.queues import warnings as queue_warnings
@@ -184,9 +185,13 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
     volcano_sync = serializers.SerializerMethodField(
         help_text="the queue as a Volcano Queue, per cluster that serves Volcano: sync state, drift, warnings for "
                   "what Volcano cannot express, and Volcano's status")
+    decayed_usage = serializers.SerializerMethodField(
+        help_text="what the queue and every queue below it used, each second weighed 0.5^(age / half-life) (KAI "
+                  "time-based fair share): gpu device-seconds, cpu core-seconds, memory byte-seconds, "
+                  "half_life_seconds; services/queues/decayed_usage.py")
 
     class Meta(QueuePolicySerializer.Meta):
-        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync"]
+        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "decayed_usage"]
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
@@ -194,6 +199,11 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
 
     def get_volcano_sync(self, obj) -> list[dict]:
         return [queue_payloads.volcano_sync_payload(s) for s in obj.volcano_states]
+
+    def get_decayed_usage(self, obj) -> dict:
+        tree = self.context.get("tree") or queue_service.QueueTree.load_rows()
+        usage = decayed_usage_service.decayed_usage([obj.id], tree)[obj.id]
+        return {k: for_api(v) for k, v in usage.items()}  # resource-seconds to 6 decimals, whole ones as integers
 
 
 class QueuePolicyWriteSerializer(serializers.Serializer):

@@ -20,6 +20,7 @@ from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueuePolicy, QueueUsageSample
 from ..services.access import roles as access
 from ..services.queues import counts as queue_counts
+from ..services.queues import decayed_usage as decayed_usage_service
 from ..services.queues import fair_share as fair_share_service
 from ..services.queues import line as queue_line
 from ..services.queues import payloads as queue_payloads
@@ -148,6 +149,15 @@ def usage_series(samples) -> dict[str, list]:
     return out
 
 
+def decayed_display(decayed: dict) -> dict:
+    """The page's words for a `decayed_usage` answer: GPU·h, CPU core·h, memory GB·h (10^9 bytes), and the
+    half-life in days (or hours when under a day)."""
+    half = decayed["half_life_seconds"]
+    half_life = f"{half / 86400:g}-day" if half >= 86400 else f"{half / 3600:g}-hour"
+    return {"gpu_hours": decayed["gpu"] / 3600, "cpu_hours": decayed["cpu"] / 3600,
+            "memory_gb_hours": decayed["memory"] / 3600 / 10**9, "half_life": half_life}
+
+
 @login_required
 def queue_detail(request, name: str):
     """GET /queues/<name>/[?window=24h&cluster=]: one queue's bars, warnings, sync and job counts; its fair share
@@ -185,11 +195,13 @@ def queue_detail(request, name: str):
                                                                         "requested_gpu")[:MAX_SAMPLES]
     series = usage_series([*reversed(list(before)), *inside])
     chart = step_chart(series, start, now, lines={"quota": policy.gpu_quota, "limit": policy.gpu_limit})
+    # What the queue (and its subtree) used, decayed by age: the same service as the API's `decayed_usage`.
+    decayed = decayed_usage_service.decayed_usage([policy.id], tree)[policy.id]
     return render(request, "scheduling/queue_detail.html", {
         "section": "queues", "policy": policy, "node": node, "chart": chart, "window": window, "windows": WINDOWS,
         "cluster": cluster, "start": start, "now": now, "readings": len(series["allocated"]),
         "shares": shares, "line": waiting, "line_order": queue_line.ORDER,
-        "line_shown": queue_line.LINE_SHOWN,
+        "line_shown": queue_line.LINE_SHOWN, "decayed": decayed_display(decayed),
     })
 
 
