@@ -130,3 +130,20 @@ def test_the_queue_page_shows_gpu_hours_over_the_half_life(client, admin_user, h
     gpu_hours = history["expected"]["research"]["gpu"] / 3600
     assert f"{gpu_hours:.2f} GPU·h" in page
     assert "over a 7-day half-life" in page
+
+
+def test_the_timeline_entries_are_read_in_chunks_of_job_ids_with_the_same_sums(history, monkeypatch,
+                                                                               django_assert_num_queries):
+    """A queue with more jobs in the horizon than a statement takes parameters: the entries are read ENTRY_CHUNK
+    job ids at a time (here 2), one statement per chunk, and the sums do not change."""
+    from scheduling.services.queues import decayed_usage as module
+
+    research = history["research"]
+    in_horizon = GangJob.objects.exclude(name="long-ago").count()  # every job of the history is below research
+    assert in_horizon >= 5
+    tree = QueueTree.load_rows()
+    monkeypatch.setattr(module, "ENTRY_CHUNK", 2)
+    with django_assert_num_queries(1 + math.ceil(in_horizon / 2)):  # the jobs, then their entries 2 ids at a time
+        got = decayed_usage([research.id], tree, now=history["now"])[research.id]
+    for resource, want in history["expected"]["research"].items():
+        assert got[resource] == pytest.approx(want, rel=1e-3, abs=1e-6), resource

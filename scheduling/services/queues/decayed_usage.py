@@ -18,6 +18,7 @@ half-lives ago weigh < 2^-HORIZON_HALF_LIVES of their use and are left out, whic
 """
 from __future__ import annotations
 
+import itertools
 import math
 from datetime import datetime, timedelta
 
@@ -28,6 +29,7 @@ from ...choices import TERMINAL_PHASES, GangPhase
 from ...db import clock
 from ...models.jobs import GangJob, PhaseTransition
 
+ENTRY_CHUNK = 10_000  # job ids per statement of timeline entries
 HORIZON_HALF_LIVES = 20  # left-out jobs weigh < 2^-20 (one part in a million) of what they used
 MILLICORES_PER_CORE = 1000
 JOB_FIELDS = ("id", "queue_id", "phase", "phase_changed_at", "finished_at", "requested_gpu",
@@ -77,8 +79,8 @@ def decayed_usage(queue_ids, tree, *, now: datetime | None = None, half_life: fl
     each of `queue_ids`, its descendants' included (`tree`: a queueing.tree.QueueTree). Queues with no use get 0.0.
 
     Two queries: the jobs of those queues that are unfinished or finished within HORIZON_HALF_LIVES half-lives,
-    then their Running (and re-queue) timeline entries. `now` defaults to the database's clock; `half_life` to the
-    setting."""
+    then their Running (and re-queue) timeline entries (one statement per ENTRY_CHUNK jobs). `now` defaults to the
+    database's clock; `half_life` to the setting."""
     half_life = half_life if half_life is not None else half_life_seconds()
     now = now or clock.now()
     subtree: dict[int, list[int]] = {}
@@ -93,9 +95,13 @@ def decayed_usage(queue_ids, tree, *, now: datetime | None = None, half_life: fl
         # the jobs (from the queue index), then their Running and re-queue entries (from the (job, phase, attempt) key).
         jobs = {row["id"]: row for row in GangJob.objects.order_by().filter(
             Q(finished_at__isnull=True) | Q(finished_at__gte=cutoff), queue_id__in=members).values(*JOB_FIELDS)}
-        entries = PhaseTransition.objects.order_by().filter(
+        # The ids go in chunks: a queue may have more jobs in the horizon than a statement takes parameters
+        # (PostgreSQL 65,535; SQLite 32,766), so one statement per ENTRY_CHUNK jobs.
+        ids = sorted(jobs)
+        entries = itertools.chain.from_iterable(PhaseTransition.objects.order_by().filter(
             Q(phase=GangPhase.RUNNING) | Q(phase=GangPhase.QUEUED, attempt__gt=0),
-            job_id__in=sorted(jobs)).values_list("job_id", "phase", "attempt", "at") if jobs else []
+            job_id__in=ids[i:i + ENTRY_CHUNK]).values_list("job_id", "phase", "attempt", "at")
+            for i in range(0, len(ids), ENTRY_CHUNK))
         for job, start, end in _intervals(jobs, entries):
             end = now if end is None else end
             sums = own[job["queue_id"]]
