@@ -49,7 +49,7 @@ from kubernetes.utils import parse_quantity
 from ..amounts import for_people, format_number
 from ..choices import GangPhase
 from ..kube import resources
-from . import causes
+from . import causes, kueue_reasons
 from .capacity import CLUSTER_BUSY, EXCEEDS_CLUSTER, fragmented
 from .capacity import blocking as capacity_blocking
 from .capacity import busy as capacity_busy
@@ -237,7 +237,8 @@ def summary(why: dict, scheduler_name: str = "") -> str:
             lead.append(_sentence(fact["message"]) + " A preemptible job may go over quota.")
         else:
             lead.append(_sentence(fact["message"]))
-    if any(f["code"] in (QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA, *OWN_WORDS) for f in why.get("blocking") or []):
+    if any(f["code"] in (QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA, *OWN_WORDS, *kueue_reasons.CODES)
+           for f in why.get("blocking") or []):
         return naming_queue(" ".join(lead), why.get("queue_name") or "")
     rest = _reason_summary(why, scheduler_name)
     text = " ".join([*lead, rest]) if rest else " ".join(lead)
@@ -382,6 +383,9 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
     queue_fact = _queue_fact(reason, queue, asks)
     if queue_fact is not None:
         blocking.append(queue_fact)
+    if gang.admitted is False:  # Kueue's pending message read into numbers (only its exact wordings)
+        blocking += kueue_reasons.facts([gang.message, *(r.get("message", "") for r in said)], amount,
+                                        queue_name)
     if not blocking and (reason in GANG_UNSCHEDULABLE or any(
             c["reason"] in GANG_UNSCHEDULABLE for c in pod_conditions)):
         blocking = _room_facts(own or asks, capacity, in_use, bound, waiting, nodes)
