@@ -19,7 +19,7 @@ from ..models import GangJob
 from ..observe import capacity, causes, failure, phase_entries, phases, timeline, why_pending
 from ..observe import objects as o
 from ..observe.evidence import Evidence, JobObjects, SetShape
-from . import names, ownership
+from . import kueue_preemptors, names, ownership
 from .ownership import LOOK_ALIKE
 
 REASON_MAX = 128
@@ -261,7 +261,8 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
     pass chose (written with the phase when the row has none); `new_owner_uids`: UIDs of Jobs the calling pass
     created (reconcile/ownership.py), merged with the row's. Returns (phase_entries.Observation, {field: value})."""
     seen = ownership.select(sighting.raw, sighting.backend, row) if sighting.raw is not None else sighting.objects
-    gang = read_gang_status(sighting.backend, current_gang_objects(row, seen.gang))
+    gang = kueue_preemptors.named(read_gang_status(sighting.backend, current_gang_objects(row, seen.gang)),
+                                  row.cluster_id)
     evidence = Evidence.of(job_shape(row, sighting.backend, seen), gang, seen, timezone.now(), sighting.refusals,
                            said=sighting.said if sighting.said is not None else _said_before(row))
     attempt, current = timeline.current_attempt(recorded)
