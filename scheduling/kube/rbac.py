@@ -20,7 +20,9 @@ Where each verb comes from (issue 32 row 8):
 - nodes: list, watch (capacity, `reconcile/cluster_watcher.py`); limitranges, runtimeclasses, priorityclasses: list
   (submit checks: `kube/limit_ranges.py`, `runtime_classes.py`, `priority_classes.py`) - never written;
 - KAI and Volcano Queues (cluster-scoped; `reconcile/queue_sync.py`, `volcano_queues.py`): get, list, create,
-  update (replace), delete.
+  update (replace), delete;
+- Kueue's visibility API (`kube/kueue_visibility.py`: a pending job's place in line): get on the LocalQueue
+  subresource `pendingworkloads` only (a read of what Kueue computes; never a list of Kueue's objects).
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("scheduling.x-k8s.io", ("podgroups",), GANG_VERBS),
     ("scheduling.run.ai", ("queues",), ("get", "list", "create", "update", "delete")),
     ("scheduling.volcano.sh", ("queues",), ("get", "list", "create", "update", "delete")),
+    ("visibility.kueue.x-k8s.io", ("localqueues/pendingworkloads",), ("get",)),
 )
 
 # objects.py's request names -> the RBAC verb they need.

@@ -45,6 +45,9 @@ logger = logging.getLogger(__name__)
 
 PENDING = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
 KAI = "kai"  # the backend family whose scheduler orders by KAI's priority values
+KUEUE = "kueue"  # the backend family whose place in line Kueue itself reports (its visibility API)
+KUEUE_ORDER = ("Kueue's own order, read from its visibility API (pendingworkloads of the job's LocalQueue): its "
+               "ClusterQueue's queueing strategy, by default priority then creation time")
 # KAI's built-in PriorityClasses (KAI `docs/priority/README.md`) and its default for a PodGroup without one.
 KAI_PRIORITY_VALUES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
 DEFAULT_PRIORITY = 50
@@ -108,6 +111,8 @@ def position(job: GangJob) -> dict | None:
     if job.phase not in PENDING or job.desired_state != DesiredState.RUN:
         return None
     try:
+        if family_of(job) == KUEUE:
+            return kueue_position(job)
         return _position(job)
     except DEPENDENCY_ERRORS:
         raise  # a dependency down is the whole answer's 503 (scheduling/unavailable.py)
@@ -117,6 +122,33 @@ def position(job: GangJob) -> dict | None:
         return {"status": "unknown", "reason": reason, "queue": None, "queue_total": None, "parent": None,
                 "parent_total": None, "priority": None, "text": f"unknown: {reason}", "parent_text": None,
                 "order": ORDER}
+
+
+def kueue_position(job: GangJob) -> dict:
+    """`position` of a pending job of the Kueue family, as Kueue reports it (kube/kueue_visibility.py): its
+    Workload (the job's gang name) among the pending Workloads of its LocalQueue (named after the job's queue, in
+    the job's namespace). ``queue``/``queue_total``: its place in the LocalQueue; ``cluster_queue``: in the
+    ClusterQueue; ``priority``: Kueue's; ``source``: "Kueue visibility API". Unknown, with Kueue's or the read's
+    reason, when the API is not served, fails, or does not list the Workload; never raises for the cluster."""
+    from ...kube import kueue_visibility
+    from ...reconcile.names import gang_name
+
+    queue = job.queue
+    workload = gang_name(job.name, job.uid, job.gang_generation)
+    answer = kueue_visibility.pending_cached(job.cluster, job.namespace, queue.name)
+    where = kueue_visibility.position(answer, workload, job.namespace)
+    base = {"parent": None, "parent_total": None, "parent_text": None, "order": KUEUE_ORDER,
+            "source": kueue_visibility.SOURCE}
+    if where["status"] != "known":
+        return {**base, "status": "unknown", "reason": where["reason"], "queue": None, "queue_total": None,
+                "cluster_queue": None, "priority": None, "text": f"unknown: {where['reason']}"}
+    mine = next(i for i in answer["items"] if i["name"] == workload and i["namespace"] == job.namespace)
+    total = where["local_queue_total"]
+    text = (f"{where['local_queue']} of {total} in {queue.name}" if total is not None
+            else f"{where['local_queue']} in {queue.name}")
+    return {**base, "status": "known", "reason": "", "queue": where["local_queue"], "queue_total": total,
+            "cluster_queue": where["cluster_queue"], "priority": mine["priority"],
+            "text": f"{text} ({where['cluster_queue']} in ClusterQueue {queue.name}; Kueue)"}
 
 
 def _position(job: GangJob) -> dict:
