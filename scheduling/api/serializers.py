@@ -16,6 +16,7 @@ from ..models import (
 )
 from ..models.tokens import TOKEN_PREFIX
 from ..services.queues import decayed_usage as decayed_usage_service
+from ..services.queues import kueue_usage
 from ..services.queues import payloads as queue_payloads
 from ..services.queues import policies as queue_service
 from ..services.queues import warnings as queue_warnings
@@ -185,13 +186,17 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
     volcano_sync = serializers.SerializerMethodField(
         help_text="the queue as a Volcano Queue, per cluster that serves Volcano: sync state, drift, warnings for "
                   "what Volcano cannot express, and Volcano's status")
+    kueue = serializers.SerializerMethodField(
+        help_text="the queue as Kueue reports it, per cluster where it is a Kueue ClusterQueue or Cohort: reserved "
+                  "and borrowed amounts (queue units), Workload counts and Kueue's fair share "
+                  "(services/queues/kueue_usage.py)")
     decayed_usage = serializers.SerializerMethodField(
         help_text="what the queue and every queue below it used, each second weighed 0.5^(age / half-life) (KAI "
                   "time-based fair share): gpu device-seconds, cpu core-seconds, memory byte-seconds, "
                   "half_life_seconds; services/queues/decayed_usage.py")
 
     class Meta(QueuePolicySerializer.Meta):
-        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "decayed_usage"]
+        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "kueue", "decayed_usage"]
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
@@ -199,6 +204,10 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
 
     def get_volcano_sync(self, obj) -> list[dict]:
         return [queue_payloads.volcano_sync_payload(s) for s in obj.volcano_states]
+
+    def get_kueue(self, obj) -> list[dict]:
+        # Prefetched (api.views.queues.queue_states, one Prefetch per QueueFamily) once the family is known.
+        return [kueue_usage.kueue_payload(s) for s in getattr(obj, f"{kueue_usage.FAMILY}_states", [])]
 
     def get_decayed_usage(self, obj) -> dict:
         tree = self.context.get("tree") or queue_service.QueueTree.load_rows()

@@ -7,12 +7,14 @@ own scheduler reports, else gangweb's count:
 - "volcano": the Volcano Queue's `status.allocated` (`QueueClusterState.status` of family volcano,
   volcano_desired.status_payload);
   Volcano checks it against the Queue's `spec.capability`, which gangweb writes from the policy's limits;
+- "kueue": the Kueue ClusterQueue's `status.flavorsReservation` totals (the quota reserved by its admitted
+  Workloads, borrowed part included; `QueueClusterState.status` of family kueue, read by kube/kueue_status.py);
+  Kueue checks them against the ClusterQueue's nominal quota plus borrowing limit, which gangweb writes from the
+  policy's quota and limit. A parent policy is a Cohort, which reports no usage: gangweb's count stands for it;
 - every other family (kube-scheduler through the Workload API, the scheduler-plugins scheduler) has no queue that
-  reports anything, and a KAI or Volcano Queue that has not reported yet (no status, or no `allocated`) says
-  nothing either: then gangweb's own count, the requested totals (`GangJob.requested_*`) of its Scheduled and
+  reports anything, and a KAI, Volcano or Kueue queue that has not reported yet (no status, or no `allocated`)
+  says nothing either: then gangweb's own count, the requested totals (`GangJob.requested_*`) of its Scheduled and
   Running jobs in that cluster, of the queue and every queue below it (a parent's limit caps its subtree).
-
-Kueue's ClusterQueue status is not read: gangweb has no Kueue backend (docs/queues.md).
 
 Amounts are KAI units (GPU devices, CPU millicores, memory MB = 10^6 bytes). A report whose numbers are not
 finite, non-negative numbers is not used (the cluster's input is hostile): the count stands in for it.
@@ -24,21 +26,24 @@ from dataclasses import dataclass, field
 
 from django.db.models import Sum
 
+from ...kube import kueue_status
 from ...kube.kai_units import RESOURCES
 from ...models import GangJob, QueueClusterState, QueuePolicy
 from .usage import BYTES_PER_MB, COLUMNS, RUNNING_PHASES
 
 SOURCE_KAI = "kai"
 SOURCE_VOLCANO = "volcano"
+SOURCE_KUEUE = "kueue"
 SOURCE_GANGWEB = "gangweb"
 # Who said it, as the warning's sentence begins.
 SOURCE_WORDS = {
     SOURCE_KAI: "KAI's Queue status says",
     SOURCE_VOLCANO: "Volcano's Queue status says",
+    SOURCE_KUEUE: "Kueue's ClusterQueue status says",
     SOURCE_GANGWEB: "gangweb's count of its running jobs says",
 }
 # Backend families whose scheduler reports a queue's allocation, and where gangweb keeps that report.
-REPORTING = (SOURCE_KAI, SOURCE_VOLCANO)  # families whose Queue reports its status (QueueClusterState.family)
+REPORTING = (SOURCE_KAI, SOURCE_VOLCANO, SOURCE_KUEUE)  # families whose queue reports (QueueClusterState.family)
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,12 @@ class Allocation:
     allocated: dict
 
 
-def reported(status) -> dict | None:
-    """The `allocated` of a stored Queue status (KAI or Volcano, KAI units) when it is a usable report:
-    {resource: amount} with every present amount a finite number >= 0 (absent = 0); None when there is none."""
+def reported(status, family: str = SOURCE_KAI) -> dict | None:
+    """The `allocated` of a stored queue status (KAI or Volcano Queue, Kueue ClusterQueue: kueue_status.normalized;
+    KAI units) when it is a usable report: {resource: amount} with every present amount a finite number >= 0
+    (absent = 0); None when there is none."""
+    if family == SOURCE_KUEUE:
+        status = kueue_status.normalized(status)
     allocated = status.get("allocated") if isinstance(status, dict) else None
     if not isinstance(allocated, dict) or not allocated:
         return None
@@ -83,7 +91,7 @@ class Allocations:
         """The allocation a job of backend `family` is checked against in queue `queue_id` of cluster
         `cluster_id` (see the module docstring)."""
         if family in REPORTING:
-            got = reported(self._statuses(family).get((queue_id, cluster_id)))
+            got = reported(self._statuses(family).get((queue_id, cluster_id)), family)
             if got is not None:
                 return Allocation(family, got)
         counts = self._count(cluster_id)

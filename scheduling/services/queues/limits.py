@@ -25,6 +25,7 @@ def job_request(resolved_spec: dict, cluster: Cluster | None = None) -> dict[str
 OVER_LIMIT_WORDS = {
     "kai": "so KAI can never schedule it (OverLimit)",
     "volcano": "so Volcano can never schedule it (the limit is its Volcano Queue's capability)",
+    "kueue": "so Kueue can never admit it (the limit is its ClusterQueue's nominal quota plus borrowing limit)",
 }
 
 NO_QUEUE_WORDS = "so it can never run in this queue (gangweb holds every job to its queue's limits: {} has no queues)"
