@@ -135,7 +135,7 @@ def admitted_unseen(ev: Evidence) -> tuple[str, str, str]:
     creation to the gang object's statement time, never the admission's own reason ("Scheduled": the Scheduled
     entry's). No pod or no statement time: `PlacedUnseen`."""
     gang = ev.gang
-    created = _earliest(*[p.created_at for p in ev.live_pods])
+    created = gang.queued_at or _earliest(*[p.created_at for p in ev.live_pods])
     if created is None or gang.at is None:
         return REASON_UNSEEN, "already admitted when first observed; the cluster gives no time to tell how long it " \
                               "waited", gang.source
@@ -171,6 +171,8 @@ def _queued_said(ev: Evidence) -> tuple[str, str, str]:
         return gang.reason or "Unschedulable", gang.message, gang.source
     if gang.unknown and gang.admitted is None:  # said as it is, never as a reason gangweb knows
         return gang.reason or "Unknown", gang.unknown, gang.source
+    if gang.admitted and gang.queued_at is not None:  # its queue's own times (Kueue): admitted, then placed
+        return admitted_unseen(ev)
     if waiting:
         return waiting[0].waiting_reason, waiting[0].waiting_message, waiting[0].ref
     if len(bound) >= required and bound:  # never seen waiting: not "Pending" next to "2 of 2 bound"
@@ -188,14 +190,16 @@ def _queued_said(ev: Evidence) -> tuple[str, str, str]:
 
 def _queued(ev: Evidence) -> Entry | None:
     """Queued: the scheduler has taken the gang up, once it said anything about it or about a pod (a SchedulingGated
-    pod was only held back by the API server, not looked at by a scheduler), or bound a pod. At the earliest pod
+    pod was only held back by the API server, not looked at by a scheduler), or bound a pod. At the time the
+    scheduler's queue took the gang (`GangStatus.queued_at`: Kueue's Workload creation), else the earliest pod
     creationTimestamp, else the gang's statement time, else the earliest time a pod was seen waiting."""
     live_pods, gang = ev.live_pods, ev.gang
     acknowledged = gang.admitted is not None or bool(gang.unknown) or bool(ev.bound) or any(
         p.waiting_reason and p.waiting_reason != GATED for p in live_pods)
     if not acknowledged:
         return None
-    at = _earliest(*[p.created_at for p in live_pods]) or gang.at or _earliest(*[p.waiting_since for p in live_pods])
+    at = (gang.queued_at or _earliest(*[p.created_at for p in live_pods]) or gang.at
+          or _earliest(*[p.waiting_since for p in live_pods]))
     if at is None:
         return None
     reason, message, source = _queued_said(ev)
