@@ -91,14 +91,29 @@ def cluster_queue(status) -> dict:
     return out
 
 
+# The Kueue queue sync's stored shape (reconcile/kueue_desired.py `status_payload`) -> Kueue's own field names.
+STORED_KEYS = {"flavors_reservation": "flavorsReservation", "flavors_usage": "flavorsUsage",
+               "pending_workloads": "pendingWorkloads", "reserving_workloads": "reservingWorkloads",
+               "admitted_workloads": "admittedWorkloads"}
+
+
 def normalized(stored) -> dict:
-    """A stored Kueue ClusterQueue status (`QueueClusterState.status` of family kueue) in `cluster_queue`'s shape,
-    whether the sync stored Kueue's status as it is (it has Kueue's field names) or already in this shape."""
+    """A stored Kueue ClusterQueue or Cohort status (`QueueClusterState.status` of family kueue) in
+    `cluster_queue`'s shape: from Kueue's own field names, or from the queue sync's stored shape (its
+    `flavors_reservation` / `flavors_usage` lists as Kueue wrote them, `pending_workloads`, ..., `weighted_share`),
+    whose amounts are read again here from the raw lists so that `allocated` is always the reservation."""
     if not isinstance(stored, dict):
         return {}
     if any(k in stored for k in RAW_KEYS):
         return cluster_queue(stored)
-    return stored
+    if "allocated" in stored and not any(k in stored for k in STORED_KEYS):
+        return stored  # already in this shape
+    if "weighted_share" in stored or any(k in stored for k in STORED_KEYS):
+        raw = {kueue: stored[ours] for ours, kueue in STORED_KEYS.items() if ours in stored}
+        if stored.get("weighted_share") is not None:
+            raw["fairSharing"] = {"weightedShare": stored["weighted_share"]}
+        return cluster_queue(raw)
+    return {}
 
 
 def share_words(share: int | None) -> str:

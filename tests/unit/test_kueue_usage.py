@@ -95,3 +95,16 @@ def test_a_kueue_queue_that_has_not_reported_falls_back_to_gangwebs_count(kueue_
     QueueClusterState.objects.filter(pk=state.pk).update(status={"fairSharing": {"weightedShare": 0}})
     reading = allocation.Allocations({queue.id}, {cluster.id}).of("kueue", queue.id, cluster.id)
     assert (reading.source, reading.allocated["gpu"]) == ("gangweb", 0.0)
+
+
+def test_the_queue_syncs_stored_shape_reads_the_same():
+    """reconcile/kueue_desired.py `status_payload` keeps the raw lists beside its own totals."""
+    stored = {"kind": "ClusterQueue", "pending_workloads": 1, "reserving_workloads": 2, "admitted_workloads": 1,
+              "weighted_share": 500, "active": "True", "active_reason": "Ready",
+              "flavors_reservation": CQ_STATUS["flavorsReservation"], "flavors_usage": CQ_STATUS["flavorsUsage"],
+              "allocated": {"gpu": 3.0, "cpu": 3000, "memory": 25770}, "reserved": {"gpu": 6.0},
+              "borrowed": {"gpu": 0.0}}
+    assert kueue_status.normalized(stored) == kueue_status.cluster_queue(CQ_STATUS)
+    assert kueue_status.normalized({"kind": "Cohort", "weighted_share": 0}) == {
+        "pending": None, "reserving": None, "admitted": None, "weighted_share": 0}
+    assert kueue_status.normalized({"kind": "Cohort", "weighted_share": None})["weighted_share"] is None
