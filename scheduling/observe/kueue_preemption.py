@@ -69,11 +69,11 @@ def words(parsed: dict, preemptor: dict | None) -> str:
 
     `preemptor`: gangweb's job that owns the preempting Workload, ``{"id", "name", "namespace", "queue"}``, or
     None when it is not one of gangweb's recorded Workloads. E.g. "preempted by Kueue for job team-b/train-2
-    (#42, queue team-b): this job's queue was borrowing, and the preemptor's queue took back its own quota
-    (Kueue: InCohortReclamation; preemptor /research/team-b, preempted /research/team-a)"."""
+    (#42, queue team-b, Workload UID 5b8e...): this job's queue was borrowing, and the preemptor's queue took
+    back its own quota (Kueue: InCohortReclamation; preemptor /research/team-b, preempted /research/team-a)"."""
     if preemptor is not None:
         who = (f"job {quote(preemptor['namespace'], 63)}/{quote(preemptor['name'], 63)} (#{preemptor['id']}, "
-               f"queue {quote(preemptor['queue'], 253)})")
+               f"queue {quote(preemptor['queue'], 253)}, Workload UID {parsed['workload_uid']})")
     elif parsed["workload_uid"]:
         who = f"a workload gangweb did not create, UID {parsed['workload_uid']}"
     else:

@@ -37,9 +37,9 @@ def test_each_of_kueues_reasons(words, reason):
 def test_the_words_name_gangwebs_job_or_say_the_workload_is_not_gangwebs():
     parsed = kueue_preemption.parse(MESSAGE)
     assert kueue_preemption.words(parsed, {"id": 42, "name": "train-b", "namespace": "team-b", "queue": "team-b"}) == (
-        "preempted by Kueue for job team-b/train-b (#42, queue team-b): this job's queue was borrowing, and the "
-        "preemptor's queue took back its own quota (Kueue: InCohortReclamation; preemptor /research/team-b, "
-        "preempted /research/team-a)")
+        f"preempted by Kueue for job team-b/train-b (#42, queue team-b, Workload UID {WL_UID}): this job's queue "
+        "was borrowing, and the preemptor's queue took back its own quota (Kueue: InCohortReclamation; preemptor "
+        "/research/team-b, preempted /research/team-a)")
     assert kueue_preemption.words(parsed, None).startswith(
         f"preempted by Kueue for a workload gangweb did not create, UID {WL_UID}: this job's queue was borrowing")
 
@@ -85,7 +85,8 @@ def test_the_preemptor_is_gangwebs_job_when_it_recorded_that_workload_uid(kueue_
     cluster, job = kueue_jobs
     gang = kueue_preemptors.named(GangStatus(disruption_reason="Preempted", disruption_message=MESSAGE), cluster.id)
     assert gang.disruption_message.startswith(
-        f"preempted by Kueue for job default/train-b (#{job.id}, queue team-b): this job's queue was borrowing")
+        f"preempted by Kueue for job default/train-b (#{job.id}, queue team-b, Workload UID {WL_UID}): this job's "
+        "queue was borrowing")
 
 
 def test_a_uid_in_another_field_or_cluster_is_not_a_recorded_workload(kueue_jobs):
