@@ -23,7 +23,8 @@ from ..observe import kueue_preemption
 
 WORKLOAD_KIND = "Workload"
 MAX_CANDIDATES = 5
-CACHE_SECONDS = 300
+CACHE_SECONDS = 300  # a found preemptor; "not gangweb's" is kept NONE_SECONDS only (it may be recorded soon)
+NONE_SECONDS = 10
 _NONE = "-"  # cached "not gangweb's"
 
 
@@ -55,7 +56,7 @@ def preemptor(cluster_id: int, workload_uid: str, job_uid: str = "") -> dict | N
             text__contains=workload_uid).order_by("-id")[:MAX_CANDIDATES]
     found = next(({"id": job.id, "name": job.name, "namespace": job.namespace, "queue": job.queue.name}
                   for job in candidates if _recorded_workload(job, workload_uid)), None)
-    cache.set(key, found or _NONE, CACHE_SECONDS)
+    cache.set(key, found or _NONE, CACHE_SECONDS if found else NONE_SECONDS)
     return found
 
 
