@@ -17,11 +17,12 @@ from django.utils import timezone
 from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
-from ..models import Cluster, QueuePolicy, QueueUsageSample
+from ..models import Cluster, QueueClusterState, QueuePolicy, QueueUsageSample
 from ..services.access import roles as access
 from ..services.queues import counts as queue_counts
 from ..services.queues import decayed_usage as decayed_usage_service
 from ..services.queues import fair_share as fair_share_service
+from ..services.queues import kueue_usage
 from ..services.queues import line as queue_line
 from ..services.queues import payloads as queue_payloads
 from ..services.queues import policies as queue_service
@@ -197,11 +198,18 @@ def queue_detail(request, name: str):
     chart = step_chart(series, start, now, lines={"quota": policy.gpu_quota, "limit": policy.gpu_limit})
     # What the queue (and its subtree) used, decayed by age: the same service as the API's `decayed_usage`.
     decayed = decayed_usage_service.decayed_usage([policy.id], tree)[policy.id]
+    # Kueue's own report where the queue is a Kueue ClusterQueue or Cohort (one query; the API's `kueue`).
+    states = QueueClusterState.objects.filter(policy=policy, family=kueue_usage.FAMILY).select_related(
+        "cluster").order_by("cluster__name")
+    if cluster:
+        states = states.filter(cluster__name=cluster)
+    kueue = [kueue_usage.kueue_payload(s) for s in states]
+    kueue = fair_share_service.seen_by(request.user, kueue) if kueue else []  # only the clusters it may see
     return render(request, "scheduling/queue_detail.html", {
         "section": "queues", "policy": policy, "node": node, "chart": chart, "window": window, "windows": WINDOWS,
         "cluster": cluster, "start": start, "now": now, "readings": len(series["allocated"]),
         "shares": shares, "line": waiting, "line_order": queue_line.ORDER,
-        "line_shown": queue_line.LINE_SHOWN, "decayed": decayed_display(decayed),
+        "line_shown": queue_line.LINE_SHOWN, "decayed": decayed_display(decayed), "kueue": kueue,
     })
 
 

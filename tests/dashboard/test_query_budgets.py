@@ -30,9 +30,9 @@ BUDGETS = {
     "/queues/?q=team&cluster=local": 8,
     "/queues/org/children/": 7,
     # + fair share (clusters, queue-cluster links, usage by cluster) + wait order + decayed usage (2: the subtree's
-    # recent jobs, then their Running entries; no join, issue 14)
-    "/queues/team-a/?window=7d": 17,
-    "/queues/org/": 17,  # a parent: its subtree's wait order
+    # recent jobs, then their Running entries; no join, issue 14) + Kueue's report (its kueue queue states)
+    "/queues/team-a/?window=7d": 18,
+    "/queues/org/": 18,  # a parent: its subtree's wait order
     "/jobs/": 6,
     "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 6,  # a keyset page: the last one
     "/jobs/?group=queue&name=job": 8,  # + jobs per group and the groups' names
@@ -54,9 +54,10 @@ NON_ADMIN_BUDGETS = {
     "/queues/?q=team&cluster=local": 15,
     "/queues/org/children/": 14,
     # + fair share (3 queries) + wait order (1) + decayed usage (2), as for an admin; + the clusters it
-    # may see (3: its queue roles, their clusters, their parents), so the fair share names no other cluster
-    "/queues/team-a/?window=7d": 24,
-    "/queues/org/": 24,
+    # may see (3: its queue roles, their clusters, their parents), so the fair share names no other cluster; + Kueue's
+    # report (1)
+    "/queues/team-a/?window=7d": 25,
+    "/queues/org/": 25,
     "/jobs/": 12,
     "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 12,
     "/jobs/?group=queue&name=job": 14,

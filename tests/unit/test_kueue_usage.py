@@ -1,5 +1,7 @@
 """A Kueue-backed queue's usage, borrowed amounts and fair share come from its ClusterQueue's and Cohort's status;
 the submit-time limit check reads the ClusterQueue's reserved quota and says so."""
+import html
+
 import pytest
 from django.utils import timezone
 
@@ -108,3 +110,14 @@ def test_the_queue_syncs_stored_shape_reads_the_same():
     assert kueue_status.normalized({"kind": "Cohort", "weighted_share": 0}) == {
         "pending": None, "reserving": None, "admitted": None, "weighted_share": 0}
     assert kueue_status.normalized({"kind": "Cohort", "weighted_share": None})["weighted_share"] is None
+
+
+def test_the_queue_page_shows_kueues_report(kueue_queue, client, admin_user):
+    client.force_login(admin_user)
+    page = client.get("/queues/team-a/").content.decode()
+    section = html.unescape(page.split('id="h-kueue"')[1].split("</section>")[0])
+    assert ("Kueue's ClusterQueue status: 6 GPUs reserved (2 GPUs borrowed from the cohort), 6 CPU cores reserved, "
+            "48 GiB reserved; workloads: 1 admitted, 1 pending. Fair share: borrowing: 0.5 of what the cohort can "
+            "lend, divided by its weight (Kueue's weighted share 500).") in section
+    assert '<tr data-resource="gpu"><th scope="row">gpu</th><td>6 GPUs</td><td>2 GPUs</td><td>3 GPUs</td></tr>' in \
+        section
