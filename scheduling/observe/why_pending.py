@@ -34,7 +34,9 @@ Units: GPUs in devices, CPU in cores, memory in bytes, other resources as their 
 ints when whole. Sources: KAI PodGroup `status.schedulingConditions[].reasons[]` with `details.queueDetails`
 (QuotaDetails: queueDeservedResources = quota, queueResourceLimits, queueAllocatedResources,
 queueAllocatedNonPreemptibleResources, queueRequestedResources, podGroupRequestedResources; KAI
-`pkg/apis/scheduling/v2alpha2/podgroup_types.go`); v1alpha2 PodGroup `PodGroupScheduled` condition; pods'
+`pkg/apis/scheduling/v2alpha2/podgroup_types.go`); Kueue's Workload `QuotaReserved=False` message, read into
+`Kueue*` blocking facts with numbers by observe/kueue_reasons.py (only its exact wordings; any other is shown as
+Kueue wrote it); v1alpha2 PodGroup `PodGroupScheduled` condition; pods'
 `PodScheduled=False` conditions. A KAI condition that KAI clears once the gang schedules disappears here too,
 because the answer is rebuilt from the current objects on every observation.
 """
