@@ -168,12 +168,14 @@ def _bare(said: str, resource: str) -> str:
     return said
 
 
-def facts(messages, amount, queue: str = "") -> list[dict]:
-    """Blocking facts (observe.why_pending's shape: each with `message`, a lower-case clause) from every distinct
-    fact of Kueue's `messages` (strings, most relevant first), with `source_message` the Kueue text it came from.
-    [] when none of them parses."""
+def facts(message: str, parts, amount, queue: str = "") -> list[dict]:
+    """Blocking facts (observe.why_pending's shape: each with `message`, a lower-case clause) of Kueue's pending
+    `message` (the condition's whole text), else of its `parts` (the same text split per pod set by the backend,
+    `GangStatus.reasons`) joined again, so that the preemption suffix Kueue appends once applies to every pod set;
+    each with `source_message` the Kueue text it came from. [] when nothing parses."""
+    texts = [message] if parse(message) else ["; ".join(p for p in parts if p)]
     out, seen = [], set()
-    for said in messages:
+    for said in texts:
         for fact in parse(said):
             key = tuple(sorted((k, str(v)) for k, v in fact.items()))
             if key in seen:

@@ -386,8 +386,7 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
     if queue_fact is not None:
         blocking.append(queue_fact)
     if gang.admitted is False:  # Kueue's pending message read into numbers (only its exact wordings)
-        blocking += kueue_reasons.facts([gang.message, *(r.get("message", "") for r in said)], amount,
-                                        queue_name)
+        blocking += kueue_reasons.facts(gang.message, [r.get("message", "") for r in said], amount, queue_name)
     if not blocking and (reason in GANG_UNSCHEDULABLE or any(
             c["reason"] in GANG_UNSCHEDULABLE for c in pod_conditions)):
         blocking = _room_facts(own or asks, capacity, in_use, bound, waiting, nodes)

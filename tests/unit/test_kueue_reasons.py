@@ -37,7 +37,7 @@ def test_cpu_in_cores_and_memory_in_bytes_over_two_pod_sets():
         ("launcher", "cpu", 2.5, 2, 0.5),
         ("workers", "memory", 80 * 2**30, 64 * 2**30, 16 * 2**30),
         ("workers", "nvidia.com/gpu", 10, 8, 2)]
-    words = [f["message"] for f in kueue_reasons.facts([TWO_SETS], why_pending.amount, "team-a")]
+    words = [f["message"] for f in kueue_reasons.facts(TWO_SETS, [], why_pending.amount, "team-a")]
     assert words[0] == ("pod set launcher: insufficient quota for cpu in flavor gangweb-default: 2.5 CPU cores "
                         "requested, 2 available within the limit, 0.5 more needed")
     assert words[1] == ("pod set workers: insufficient quota for memory in flavor gangweb-default: 80 GiB of memory "
@@ -96,3 +96,11 @@ def test_a_kueue_message_gangweb_cannot_read_is_shown_as_kueue_wrote_it():
                               queue_name="team-a")
     assert why["blocking"] == []
     assert why["summary"] == "Pending: The workload has failed admission checks (0 of 2 bound). Queue: team-a."
+
+
+def test_the_backends_per_pod_set_parts_read_as_the_whole_message():
+    first, second = UNUSED.replace("workers", "launcher").split(". Pending")[0], UNUSED
+    whole = f"{first}; {second}"
+    from_parts = kueue_reasons.facts("", [first, second], why_pending.amount)
+    assert [(f["pod_set"], f["preempting"]) for f in from_parts] == [("launcher", 1), ("workers", 1)]
+    assert from_parts == kueue_reasons.facts(whole, [first, second], why_pending.amount)
