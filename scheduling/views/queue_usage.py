@@ -32,6 +32,7 @@ DECAYED = {"gpu": "GPU·h", "cpu": "CPU core·h", "memory": "GiB·h"}
 # A queue's quota and limit columns are KAI units; the chart is in base units: the factor from one to the other.
 KAI_TO_BASE = {"gpu": 1, "cpu": 1 / 1000, "memory": 10**6}
 UNLIMITED = -1
+BUCKET_WORDS = {"24h": "15 minutes", "7d": "hour", "30d": "6 hours"}  # each window's bucket (usage_history.WINDOWS)
 
 
 def held_for_people(resource: str, amount: float) -> str:
@@ -126,7 +127,7 @@ def usage_context(policy, tree, window_key: str | None, cluster: str | None) -> 
     last = history["buckets"][-1]["decayed"]
     half = "%g-day" % (half_life / 86400) if half_life >= 86400 else "%g-hour" % (half_life / 3600)
     return {"window": window.key, "windows": list(usage_history.WINDOWS), "cluster": cluster, "history": history,
-            "below": len(members) > 1,
+            "below": len(members) > 1, "bucket": BUCKET_WORDS.get(window.key, window.key),
             "panels": panels(history, policy, reported), "attempts": attempts,
             "decayed": {"gpu": decayed_for_people("gpu", last["gpu"]), "cpu": decayed_for_people("cpu", last["cpu"]),
                         "memory": decayed_for_people("memory", last["memory"]), "half_life": half}}

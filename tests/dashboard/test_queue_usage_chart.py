@@ -49,7 +49,8 @@ def test_the_page_charts_each_resource_from_gangwebs_jobs(client, admin_user, vo
     # Decayed usage now: 1 GPU·h 2 h old and 2 GPUs over the last half hour, a week's half-life: 1.99 GPU·h.
     assert closed_form(1, 3 * HOUR, 2 * HOUR) + closed_form(2, HOUR / 2, 0) == pytest.approx(1.9887 * HOUR, rel=1e-4)
     assert "decayed usage now 1.99 GPU·h" in gpu
-    assert "Decayed usage (every cluster, this queue): <strong>1.99 GPU·h</strong>, 3.96 CPU core·h, 15.84 GiB·h of memory" in html
+    assert ("Decayed usage (every cluster, this queue): <strong>1.99 GPU·h</strong>, 3.96 CPU core·h, "
+            "15.84 GiB·h of memory") in html
 
 
 def test_the_window_selector_swaps_the_chart_alone(client, admin_user, volcano_queue, django_assert_max_num_queries):
