@@ -112,16 +112,18 @@ def reported_gpus(policy, cluster_ids, start, *, limit: int = MAX_SAMPLES) -> li
     return out
 
 
-def usage_context(policy, tree, window_key: str | None, cluster: str | None) -> dict:
+def usage_context(policy, tree, window_key: str | None, cluster: str | None, also=()) -> dict:
     """The template context of the usage section (templates/scheduling/partials/queue_usage.html): `window`,
     `windows`, `cluster`, `history` (usage_history's answer), `panels`, `decayed` (the totals now, for people),
-    `attempts` (what the subtree's jobs held: callers may reuse them). See the module docstring for the queries."""
+    `attempts` (what the jobs of the subtree and of the subtrees of `also`, queue ids, held: the page passes the
+    queue's siblings so that the fair-share sentences reuse them). See the module docstring for the queries."""
     window = usage_history.window_of(window_key if window_key in usage_history.WINDOWS else None)
     half_life = du.half_life_seconds()
     now = clock.now()
     cluster_ids = list(Cluster.objects.filter(name=cluster).values_list("id", flat=True)) if cluster else None
     members = du.subtrees([policy.id], tree)[policy.id]
-    attempts = du.held(members, usage_history.since_for(window, now, half_life), cluster_ids)
+    loaded = {q for ids in du.subtrees({policy.id, *also}, tree).values() for q in ids}
+    attempts = du.held(loaded, usage_history.since_for(window, now, half_life), cluster_ids)
     history = usage_history.answer(members, window, now=now, half_life=half_life, attempts=attempts)
     reported = reported_gpus(policy, cluster_ids, history["start"])
     last = history["buckets"][-1]["decayed"]

@@ -21,6 +21,7 @@ from ..services.queues import fair_share as fair_share_service
 from ..services.queues import line as queue_line
 from ..services.queues import payloads as queue_payloads
 from ..services.queues import policies as queue_service
+from ..services.queues import usage_order
 from . import queue_usage
 from .common import allowed, page_or_fragment
 from .display import for_people, quota_bar
@@ -141,19 +142,21 @@ def queue_detail(request, name: str):
     node = queue_payloads.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree)[0]
     decorate([node])
     queue_counts.attach([node], queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
+    # Allocation and decayed usage over the window (the same service as GET .../usage-history/), with KAI's
+    # reported allocation on the GPU panel: views/queue_usage.py. Its read of what the jobs held covers the
+    # queue's siblings too, for the fair-share sentences.
+    siblings = [q.id for q in usage_order.siblings(tree.by_id[policy.id], tree)]
+    usage = queue_usage.usage_context(policy, tree, request.GET.get("window"), cluster, also=siblings)
     # Fair share per cluster (the same service as GET /api/v1/queues/<name>/fair-share/) and the wait order (as
     # .../line/): a fixed number of queries whatever the number of queues and jobs.
     shares = fair_share_service.seen_by(request.user, fair_share_service.fair_shares(
-        [policy.id], cluster, tree=tree, visible=visible)[policy.id])
+        [policy.id], cluster, tree=tree, visible=visible, attempts=usage["attempts"])[policy.id])
     for c in shares:  # each resource's bar: quota, limit and fair share marked over what is allocated and requested
         for r, x in (c["resources"] or {}).items():
             x["bar"] = quota_bar(r, UNIT_LABELS[r], x["quota"], x["limit"], x["allocated"], x["requested"],
                                  x["fair_share"])
     cluster_ids = [c.id for c in Cluster.objects.filter(name=cluster)] if cluster else None
     waiting = queue_line.line_payload(request.user, policy, cluster_ids, tree=tree)
-    # Allocation and decayed usage over the window (the same service as GET .../usage-history/), with KAI's
-    # reported allocation on the GPU panel: views/queue_usage.py.
-    usage = queue_usage.usage_context(policy, tree, request.GET.get("window"), cluster)
     return render(request, "scheduling/queue_detail.html", {
         "section": "queues", "policy": policy, "node": node, "shares": shares, "line": waiting,
         "line_order": queue_line.ORDER, "line_shown": queue_line.LINE_SHOWN, **usage,
