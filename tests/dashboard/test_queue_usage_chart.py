@@ -88,3 +88,33 @@ def test_a_reader_without_a_role_on_the_queue_gets_404(client, volcano_queue, dj
     stranger = django_user_model.objects.create_user("stranger", password="x")
     client.force_login(stranger)
     assert client.get("/queues/team-a/usage/").status_code == 404
+
+
+def test_the_page_says_the_decayed_usage_in_the_fair_share_sentence_and_orders_the_line(client, admin_user, settings,
+                                                                                       django_assert_max_num_queries):
+    """team-a used 4 GPUs for a day (ended an hour ago) and team-b nothing; each has a pending KAI job, team-a's
+    submitted first. Listed in GANGWEB_USAGE_ORDERED_CLUSTERS, team-b's job is first across research."""
+    from datetime import timedelta
+
+    from scheduling.choices import GangPhase
+    from scheduling.models import GangJob
+
+    settings.GANGWEB_USAGE_ORDERED_CLUSTERS = ["local"]
+    now = clock.now()
+    cluster = builders.make_cluster("local", capacity={"nodes": 1, "allocatable": {
+        "nvidia.com/gpu": 8, "cpu": 64, "memory": 256 * 10**9}, "largest": {}})
+    research = builders.make_queue("research", clusters=[cluster], gpu_quota=8)
+    team_a = builders.make_queue("team-a", parent=research, clusters=[cluster], gpu_quota=4)
+    team_b = builders.make_queue("team-b", parent=research, clusters=[cluster], gpu_quota=4)
+    template = builders.make_template("base", backend="kai")
+    ran(builders.make_job(template, team_a, cluster, name="used", user=admin_user), now, [(0, 25 * HOUR, None)],
+        gpu=4, finished_ago=HOUR, phase=GangPhase.SUCCEEDED)
+    for name, queue, ago in (("a-wait", team_a, 20), ("b-wait", team_b, 10)):
+        job = builders.make_job(template, queue, cluster, name=name, user=admin_user, phase=GangPhase.QUEUED)
+        GangJob.objects.filter(pk=job.pk).update(created_at=now - timedelta(minutes=ago))
+    client.force_login(admin_user)
+    with django_assert_max_num_queries(20):  # the page's 17 + the line's listed clusters and decayed usage (3)
+        html = client.get("/queues/team-a/").content.decode()
+    assert "the most of its siblings (team-b 0 GPU·h): its jobs go after team-b&#x27;s when both wait." in html
+    # team-a's job is second across research although submitted first.
+    assert re.search(r'<tr data-job="a-wait"><td>1 of 1 in team-a</td>.*?<td>2 of 2 in research</td>', html, re.S)
