@@ -145,12 +145,15 @@ def rolled(own: dict[tuple[int, int], dict[str, float]], subtree: dict[int, list
            cluster_id: int | None = None) -> dict[int, dict]:
     """`decayed_usage`'s answer from `sums` (`own`) and `subtrees` (`subtree`): each queue's and its
     descendants' sums, of every cluster or of `cluster_id` only."""
+    by_queue: dict[int, list[dict[str, float]]] = {}
+    for (q, c), s in own.items():
+        if cluster_id is None or c == cluster_id:
+            by_queue.setdefault(q, []).append(s)
     out = {}
-    for qid, ids in subtree.items():
-        wanted = set(ids)
+    for qid, ids in subtree.items():  # linear in the subtrees' sizes, whatever the number of queues with use
         acc = {"gpu": 0.0, "cpu": 0.0, "memory": 0.0}
-        for (q, c), s in own.items():
-            if q in wanted and (cluster_id is None or c == cluster_id):
+        for q in ids:
+            for s in by_queue.get(q, ()):
                 for r in RESOURCES:
                     acc[r] += s[r]
         out[qid] = {**acc, "half_life_seconds": half_life}
