@@ -196,3 +196,34 @@ def test_only_kueues_own_kinds_have_webhooks_so_jobs_and_pods_are_untouched(kueu
             groups.update(g for rule in hook.rules for g in rule.api_groups)
     assert groups == {GROUP}
 
+
+
+def test_a_manager_that_fails_to_start_is_named_with_its_log_and_up_adds_kueue_to_a_running_cluster(
+        tmp_path, local_binaries, monkeypatch):
+    state_dir = tmp_path / "state"
+    config = localcluster.ClusterConfig(state_dir=state_dir, nodes=1, install_crds=False, die_with_parent=True,
+                                        timeout=120)
+    localcluster.up(config)
+    try:
+        real_config = kueue.manager_config
+        monkeypatch.setattr(kueue, "manager_config", lambda *a: {**real_config(*a), "noSuchField": 1})
+        with pytest.raises(localcluster.ClusterStartError) as failed:
+            localcluster.start_kueue(state_dir, timeout=120, die_with_parent=True)
+        message = str(failed.value)
+        assert "Kueue did not start while waiting for kueue: kueue exited with code 1" in message
+        assert f"the Kueue manager's log {state_dir / 'logs' / 'kueue.log'}" in message
+        assert 'unknown field \\"noSuchField\\"' in message  # the log's tail: Kueue decodes its file strictly
+        after = localcluster.status(state_dir)
+        assert [c.name for c in after.components if c.alive] == [
+            "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
+        assert after.kueue == {} and after.ready
+
+        monkeypatch.setattr(kueue, "manager_config", real_config)
+        config.kueue = True
+        cluster = localcluster.up(config)  # the running cluster is kept; Kueue is added to it
+        assert cluster.kueue["ready"] is True
+        assert [c.name for c in cluster.status().components if c.alive][-1] == "kueue"
+        with cluster.api_client() as api:
+            assert kueue.lease_holder(api)
+    finally:
+        localcluster.down(state_dir)
