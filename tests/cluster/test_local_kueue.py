@@ -28,6 +28,13 @@ def _get(api: client.ApiClient, path: str) -> dict:
                         auth_settings=["BearerToken"], _return_http_data_only=True)
 
 
+def _started_here(cluster) -> dict:
+    """What localcluster recorded of the Kueue it started (ports, config); fails for an attached cluster."""
+    if not cluster.kueue:
+        pytest.fail("this test reads localcluster's own Kueue set-up (unset GANGWEB_TEST_KUBECONFIG)")
+    return cluster.kueue
+
+
 def _gpu_pod_template(gpus: int = 1) -> dict:
     return {"spec": {"restartPolicy": "Never", "containers": [{
         "name": "main", "image": "registry.example/train:1",
@@ -85,7 +92,7 @@ def test_kueue_crds_are_served_in_v1beta2_with_their_conversion_webhook_on_127_0
     storage = [v.name for v in crd.spec.versions if v.storage]
     assert storage == [VERSION]
     assert crd.spec.conversion.strategy == "Webhook"
-    port = kueue_cluster.kueue["ports"]["webhook"]
+    port = _started_here(kueue_cluster)["ports"]["webhook"]
     assert crd.spec.conversion.webhook.client_config.url == f"https://127.0.0.1:{port}/convert"
 
 
@@ -113,6 +120,7 @@ def test_the_manager_holds_and_renews_its_lease_and_status_shows_it(kueue_cluste
                > first.spec.renew_time, 60, "the Kueue Lease to be renewed")
     assert kueue.lease_holder(kube_api) == first.spec.holder_identity
 
+    _started_here(kueue_cluster)
     st = localcluster.status(kueue_cluster.state_dir)
     manager = next(comp for comp in st.components if comp.name == "kueue")
     assert manager.alive and manager.rss_bytes > 0
@@ -186,12 +194,13 @@ def test_the_validating_webhook_refuses_a_clusterqueue_with_a_negative_quota(kue
 
 
 def test_only_kueues_own_kinds_have_webhooks_so_jobs_and_pods_are_untouched(kueue_cluster, kube_api):
+    port = _started_here(kueue_cluster)["ports"]["webhook"]
     adm = client.AdmissionregistrationV1Api(kube_api)
     groups = set()
     for cfg in (adm.read_mutating_webhook_configuration(kueue.MUTATING_WEBHOOKS),
                 adm.read_validating_webhook_configuration(kueue.VALIDATING_WEBHOOKS)):
         for hook in cfg.webhooks:
-            assert hook.client_config.url.startswith(f"https://127.0.0.1:{kueue_cluster.kueue['ports']['webhook']}/")
+            assert hook.client_config.url.startswith(f"https://127.0.0.1:{port}/")
             assert hook.client_config.service is None
             groups.update(g for rule in hook.rules for g in rule.api_groups)
     assert groups == {GROUP}
