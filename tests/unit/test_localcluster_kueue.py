@@ -12,6 +12,7 @@ import yaml
 from kubernetes import client
 
 from localcluster import kueue
+from localcluster.binaries import BinariesMissing, require_kueue
 from localcluster.components import KueuePorts
 from localcluster.pki import generate_pki, serving_pair_valid
 
@@ -150,3 +151,12 @@ def test_the_lease_counts_as_held_only_when_renewed_within_its_duration(monkeypa
 
     monkeypatch.setattr(kueue.client, "CoordinationV1Api", Coordination)
     assert kueue.lease_holder(None) == expected
+
+
+def test_kueue_not_built_is_an_error_naming_build_sh(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANGWEB_CACHE", str(tmp_path))
+    with pytest.raises(BinariesMissing) as missing:
+        require_kueue()
+    message = str(missing.value)
+    assert f"{tmp_path}/localcluster/kueue-v0.17.0/bin/kueue" in message
+    assert "localcluster/build.sh" in message and "--no-kueue" in message
