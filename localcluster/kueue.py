@@ -65,9 +65,13 @@ FIXED_CERT_DIRS = (Path("/visibility"), Path("/etc/kueue/metrics/certs"))
 # Leader election as the local kube-scheduler's (components.scheduler_args): the fault runs stop the API server for
 # up to a minute, and a manager that cannot renew within the renew deadline exits with nothing to restart it.
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = "330s", "300s", "2s"
-# The one integration Kueue accepts at least (an empty list defaults to it, apis/config/v1beta2/defaults.go); with
-# manageJobsWithoutQueueName off and no Job webhook installed, it acts only on Jobs labelled with a queue name.
-FRAMEWORKS = ("batch/job",)
+# Job integrations off, as far as Kueue allows: an empty list means "batch/job" (apis/config/v1beta2/defaults.go),
+# whose controller would watch every Job and act on those labelled with a queue name, and on Workloads owned by a Job
+# (their finalizers dropped when the Job goes). So one integration whose API this cluster does not serve: Kueue
+# registers its webhook handler, defers its controller until the API appears ("No matching API in the server for job
+# framework, deferring setting up controller", pkg/controller/jobframework/setup.go), and nothing of Kueue acts on
+# Jobs or Pods. MPIJob (kubeflow.org/v2beta1) pulls in no other integration; no local cluster installs its CRD.
+FRAMEWORKS = ("kubeflow.org/mpijob",)
 
 _load = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the Workload CRD alone is 19,000 lines
 
@@ -90,7 +94,7 @@ def manager_config(ports: KueuePorts, webhook_cert_dir: Path) -> dict:
     """The manager's Configuration (``config.kueue.x-k8s.io/v1beta2``; field names from
     apis/config/v1beta2/configuration_types.go, decoded strictly by Kueue): every listener on 127.0.0.1, leader
     election on with the default Lease name in `NAMESPACE`, no internal certificate management (the webhook
-    certificate comes from ``webhook_cert_dir``), only the `FRAMEWORKS` integration."""
+    certificate comes from ``webhook_cert_dir``), only the `FRAMEWORKS` integration (none acting here)."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",

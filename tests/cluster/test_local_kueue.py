@@ -193,7 +193,7 @@ def test_the_validating_webhook_refuses_a_clusterqueue_with_a_negative_quota(kue
     assert missing.value.status == 404
 
 
-def test_only_kueues_own_kinds_have_webhooks_so_jobs_and_pods_are_untouched(kueue_cluster, kube_api):
+def test_only_kueues_own_kinds_have_webhooks_and_no_job_integration_runs(kueue_cluster, kube_api):
     port = _started_here(kueue_cluster)["ports"]["webhook"]
     adm = client.AdmissionregistrationV1Api(kube_api)
     groups = set()
@@ -204,6 +204,10 @@ def test_only_kueues_own_kinds_have_webhooks_so_jobs_and_pods_are_untouched(kueu
             assert hook.client_config.service is None
             groups.update(g for rule in hook.rules for g in rule.api_groups)
     assert groups == {GROUP}
+    # and its one job integration waits for an API this cluster does not serve: no Kueue controller for Jobs either
+    log = (kueue_cluster.state_dir / "logs" / "kueue.log").read_text()
+    assert ('"msg":"No matching API in the server for job framework, deferring setting up controller",'
+            '"jobFrameworkName":"kubeflow.org/mpijob"') in log
 
 
 

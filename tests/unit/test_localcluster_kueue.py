@@ -109,7 +109,9 @@ def test_the_manager_configuration_listens_on_127_0_0_1_with_leader_election_and
     assert (election["leaderElect"], election["resourceName"], election["resourceNamespace"]) == (
         True, "c1f6bfd2.kueue.x-k8s.io", "kueue-system")
     assert cfg["internalCertManagement"] == {"enable": False}
-    assert cfg["integrations"] == {"frameworks": ["batch/job"]} and cfg["manageJobsWithoutQueueName"] is False
+    # one integration (Kueue refuses none) whose API no local cluster serves: no Kueue controller for Jobs or Pods
+    assert cfg["integrations"] == {"frameworks": ["kubeflow.org/mpijob"]}
+    assert cfg["manageJobsWithoutQueueName"] is False
 
 
 def test_fixed_path_certificates_are_written_once_and_then_left_alone(tmp_path):
