@@ -9,11 +9,11 @@ The Kueue objects are made here as the Kueue queue sync names them (KUEUE names:
 ClusterQueue and a LocalQueue named after each leaf policy, `cohortName` the parent policy); the ClusterQueue's
 status is stored as that sync stores it (QueueClusterState of family kueue).
 
-Run on the merge of kueue-local, kueue-backend and kueue-sync (13:53 UTC, load 18-25): passes in 39 s when the
-Workloads carry `spec.priority`; without it Kueue v0.17.0's visibility server panics on the pendingworkloads read
-(`pkg/visibility/storage/utils.go:44` dereferences `spec.priority`), the aggregator marks the APIService
-unavailable, and the place reads unknown ("... its APIService is unavailable (HTTP 503)"): the Kueue backend must
-always write `spec.priority` (0 without a PriorityClass, Kueue's default)."""
+Run on this branch merged with kueue-backend (7d798f2) and kueue-sync (6cfec66), main with kueue-local, at 14:19
+UTC (load 20-22): passes in 32 s. Kueue v0.17.0's visibility server panics on the pendingworkloads read when a
+pending Workload has no `spec.priority` (`pkg/visibility/storage/utils.go:44`), after which the aggregator marks
+the APIService unavailable and the place reads unknown ("... its APIService is unavailable (HTTP 503)"): the Kueue
+backend always writes it (174ae71)."""
 from __future__ import annotations
 
 import uuid
