@@ -7,7 +7,8 @@ reclaims its quota (Kueue preempts a team-a job) and the preempted job's timelin
 
 The Kueue objects are made here as the Kueue queue sync names them (KUEUE names: ResourceFlavor gangweb-default, a
 ClusterQueue and a LocalQueue named after each leaf policy, `cohortName` the parent policy); the ClusterQueue's
-status is stored as that sync stores it (QueueClusterState of family kueue).
+status is stored where that sync stores it (QueueClusterState of family kueue), in Kueue's own field names
+(kube/kueue_status.normalized reads those and the sync's stored shape alike; unit-tested for both).
 
 Run on this branch merged with kueue-backend (7d798f2) and kueue-sync (6cfec66), main with kueue-local, at 14:19
 UTC (load 20-22): passes in 32 s. Kueue v0.17.0's visibility server panics on the pendingworkloads read when a
