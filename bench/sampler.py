@@ -1,19 +1,17 @@
 """A sampling profiler that sees every thread of the process (stdlib only): pyinstrument's profiler follows the
 thread that started it, and a reconcile batch runs its passes from GANGWEB_RECONCILE_THREADS threads.
 
-Every `interval` seconds a daemon thread takes `sys._current_frames()` and files each other thread's stack:
+Every `interval` seconds a daemon thread takes `sys._current_frames()` and reads each other thread's CPU clock
+(`time.pthread_getcpuclockid`): the CPU the thread spent since its previous sample is charged to the stack it is
+in now, under the first layer found walking out from the innermost frame (`LAYERS`: the database driver, Django's
+SQL compiler, the rest of the ORM, the Kubernetes client and urllib3, json, the crypto library, else gangweb's own
+code or "other"), and under gangweb's innermost frame (module:function), which names the call site that spent it.
+So time a thread waits (on a socket, a lock, the database's answer) costs nothing, and CPU spent in C (libpq,
+TLS, row conversion) is charged to its Python caller. Counting samples instead would charge waits: the sampler
+needs the GIL, so it mostly finds the other threads where they released it, at their I/O.
 
-- idle when the innermost Python frame is a blocking wait (a socket read, a lock, psycopg waiting for the server's
-  answer, a select): what the thread waits on costs the process no CPU; the count says how much of the threads'
-  time went so;
-- otherwise active, under the first layer found walking out from the innermost frame (`LAYERS`: the database
-  driver, Django's SQL compiler, the rest of the ORM, the Kubernetes client and urllib3, json, the crypto library,
-  else gangweb's own code or "other"), and under gangweb's innermost frame (module:function), which names the call
-  site that spent it.
-
-A sample is a wall-clock instant, not CPU time: under load an active thread may be runnable but not running. Its
-shares are of the active samples; the GIL lets one thread run Python at a time, so they add up to the process's
-Python CPU, not to threads x wall time.
+The charge is approximate: CPU spent since the previous sample may have been spent in a call the thread has left
+since (at a 2 ms interval, the calls of one statement or request).
 """
 from __future__ import annotations
 
@@ -66,11 +64,13 @@ class Sampler:
     def __init__(self, interval: float = 0.002, root: str = "/scheduling/"):
         self.interval = interval
         self.root = root
-        self.layers: collections.Counter = collections.Counter()
+        self.layers: collections.Counter = collections.Counter()  # seconds of CPU
         self.sites: collections.Counter = collections.Counter()
         self.leaves: collections.Counter = collections.Counter()
-        self.idle = self.active = 0
+        self.samples = self.idle = 0
+        self.cpu = 0.0
         self.threads: set[int] = set()
+        self._last: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.seconds = 0.0
@@ -91,16 +91,29 @@ class Sampler:
         while not self._stop.wait(self.interval):
             for ident, frame in sys._current_frames().items():
                 if ident != me:
-                    self._file(ident, frame)
+                    self._file(ident, frame, self._cpu_since_last(ident))
 
-    def _file(self, ident: int, frame) -> None:
+    def _cpu_since_last(self, ident: int) -> float:
+        """CPU seconds thread `ident` spent since its previous sample (its POSIX thread CPU clock); 0 the first
+        time it is seen, or when its clock cannot be read (it ended meanwhile)."""
+        try:
+            now = time.clock_gettime(time.pthread_getcpuclockid(ident))
+        except (OSError, ValueError, OverflowError):
+            return 0.0
+        before = self._last.get(ident)
+        self._last[ident] = now
+        return 0.0 if before is None else max(0.0, now - before)
+
+    def _file(self, ident: int, frame, cpu: float) -> None:
+        self.samples += 1
         if _idle(frame.f_code):
             self.idle += 1
+        if cpu <= 0.0:
             return
-        self.active += 1
+        self.cpu += cpu
         self.threads.add(ident)
         leaf = frame.f_code
-        self.leaves[f"{_short(leaf.co_filename)}:{leaf.co_name}"] += 1
+        self.leaves[f"{_short(leaf.co_filename)}:{leaf.co_name}"] += cpu
         layer = site = None
         while frame is not None and (layer is None or site is None):
             path = frame.f_code.co_filename
@@ -110,21 +123,28 @@ class Sampler:
                 site = f"{_short(path)}:{frame.f_code.co_name}"
                 layer = layer or "gangweb's own code"
             frame = frame.f_back
-        self.layers[layer or "other (stdlib, Celery, Django outside the ORM)"] += 1
-        self.sites[site or "outside gangweb's code"] += 1
+        self.layers[layer or "other (stdlib, Celery, Django outside the ORM)"] += cpu
+        self.sites[site or "outside gangweb's code"] += cpu
 
     def report(self, top: int = 25) -> str:
-        """The shares as text: layers, gangweb's call sites and the innermost functions, each in % of the active
-        samples."""
-        total = self.active or 1
-        lines = [f"{self.active + self.idle} samples in {self.seconds:.1f} s every {self.interval * 1000:g} ms over "
-                 f"{len(self.threads)} active thread(s): {self.active} active, {self.idle} idle (waiting on a socket, "
-                 "a lock or the database)", "", "Active samples by layer (innermost layer of the stack):"]
-        lines += [f"  {100 * n / total:5.1f} %  {name}" for name, n in self.layers.most_common()]
-        lines += ["", "Active samples by gangweb's innermost call site (what called the layer above):"]
-        lines += [f"  {100 * n / total:5.1f} %  {name}" for name, n in self.sites.most_common(top)]
-        lines += ["", "Active samples by innermost Python function:"]
-        lines += [f"  {100 * n / total:5.1f} %  {name}" for name, n in self.leaves.most_common(top)]
+        """The CPU shares as text: layers, gangweb's call sites and the innermost functions, each in % of the CPU
+        the sampled threads spent (and ms)."""
+        total = self.cpu or 1.0
+
+        def rows(counter, n=None):
+            return [f"  {100 * v / total:5.1f} %  {1000 * v:8.1f} ms  {name}" for name, v in counter.most_common(n)]
+
+        lines = [f"{self.samples} samples in {self.seconds:.1f} s every {self.interval * 1000:g} ms of "
+                 f"{len(self.threads)} thread(s) that spent CPU: {1000 * self.cpu:.0f} ms of CPU "
+                 f"({100 * self.idle / max(self.samples, 1):.0f} % of the samples found a thread waiting on a "
+                 "socket, a lock or the database)",
+                 "Each sample charges the CPU its thread spent since the previous one (its POSIX thread CPU clock) "
+                 "to the stack it is in now.", "", "CPU by layer (innermost layer of the stack):"]
+        lines += rows(self.layers)
+        lines += ["", "CPU by gangweb's innermost call site (what called the layer above):"]
+        lines += rows(self.sites, top)
+        lines += ["", "CPU by innermost Python function:"]
+        lines += rows(self.leaves, top)
         return "\n".join(lines) + "\n"
 
 
