@@ -57,8 +57,8 @@ QUERIES: dict[str, int] = {
     "jobs list, sort=-in_phase": 6,
     "jobs list, sort=queue": 6,
     "jobs list, sort=-queue": 6,
-    "queue tree": 8,
-    "queue tree, expand a queue": 7,
+    "queue tree": 7,
+    "queue tree, expand a queue": 6,
     "job detail": 5,
     # API: session, user, then the list (capped count, page) or the object.
     "API jobs list": 4,
@@ -77,9 +77,9 @@ QUERIES: dict[str, int] = {
     "API jobs list, ordering=-phase_changed_at": 4,
     "API job detail": 4,
     "API queues list": 6,
-    "API queue tree": 7,
-    "API queue tree, depth=0": 7,
-    "API queue tree, children": 7,
+    "API queue tree": 6,
+    "API queue tree, depth=0": 6,
+    "API queue tree, children": 6,
 }
 API_ORDERINGS = ("created_at", "name", "-name", "phase", "-phase", "phase_changed_at", "-phase_changed_at")
 

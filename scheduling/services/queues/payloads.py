@@ -33,10 +33,13 @@ def _usage_sum(states: list[QueueClusterState], key: str) -> dict | None:
 
 def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: int | None = None,
                ids: list[int] | None = None, visible: set[int] | None = None, tree: QueueTree | None = None,
-               usage: dict[int, dict] | None = None, rolled: dict[int, dict] | None = None) -> list[dict]:
+               usage: dict[int, dict] | None = None, rolled: dict[int, dict] | None = None,
+               with_counts: bool = False) -> list[dict]:
     """The queue hierarchy for the tree pages and `GET /api/v1/queues/tree/`, in four queries whatever its size
     (fewer when `tree` (a read-only QueueTree.load_rows()) and `usage` (queue_usage.estimated_usage(cluster)) or
-    `rolled` (queue_usage.rolled_up of it) are given).
+    `rolled` (queue_usage.rolled_up of it) are given). `with_counts` adds each node's `counts` (jobs pending,
+    running and finished in 24 hours, its subtree's included: services/queues/counts.py), read with the usage in
+    the same query (`counts.usage_and_counts`) unless `usage` or `rolled` is given (then one query more).
 
     Which nodes: the top-level queues, or the children of `parent` (a queue name; ValidationError({"parent"})
     when there is none), or exactly the queues `ids` in that order (search results, the overview's busiest
@@ -65,6 +68,7 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     no cluster has reported yet (and with schedulers that report no per-queue use). `estimated_*` are gangweb's
     own estimate from its active jobs (services/queues/usage.py), the queue's and its descendants'.
     """
+    from . import counts as queue_counts
     from . import usage as queue_usage
 
     tree = tree or QueueTree.load_rows()
@@ -114,6 +118,7 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     states: dict[int, list[QueueClusterState]] = {}
     for st in related.attach(states_qs, by_name):
         states.setdefault(st.policy_id, []).append(st)
+    counted = None
     if rolled is None and usage is None:
         # Only the jobs below the drawn queues: expanding one queue reads its subtree's jobs, not every job.
         scope = set()
@@ -123,8 +128,15 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
             if p.id not in scope:
                 scope.add(p.id)
                 todo.extend(tree.children.get(p.id, []))
-        usage = queue_usage.estimated_usage(cluster, queue_ids=scope if len(scope) < len(tree.by_id) else None)
+        scope = scope if len(scope) < len(tree.by_id) else None
+        if with_counts:
+            usage, counted = queue_counts.usage_and_counts(cluster, queue_ids=scope)
+        else:
+            usage = queue_usage.estimated_usage(cluster, queue_ids=scope)
+    elif with_counts:
+        counted = queue_counts.job_counts(cluster)
     estimates = rolled if rolled is not None else queue_usage.rolled_up(tree, usage)
+    rolled_counts = queue_counts.rolled_up(tree, counted) if counted is not None else None
 
     nothing = {**queue_usage.empty(), "own_jobs": 0}  # read only: shared by the queues without jobs
 
@@ -147,7 +159,9 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
                 "children_count": len(kids), "clusters": sorted(names.get(policy.id, [])), "resources": resources,
                 "jobs": est["own_jobs"], "subtree_jobs": est["jobs"],
                 "warnings": warnings_for(policy, tree), "sync": [sync_payload(s) for s in mine],
-                "children": [node(k, level + 1, here + 1) for k in kids] if depth is None or level < depth else []}
+                "children": [node(k, level + 1, here + 1) for k in kids] if depth is None or level < depth else [],
+                **({"counts": dict(rolled_counts.get(policy.id) or queue_counts.zero())}
+                   if rolled_counts is not None else {})}
 
     return [node(p, 0, len(tree.ancestors(p))) for p in tops]
 
