@@ -173,12 +173,18 @@ def _user_pages(job_id: int, cursors: dict[str, str]) -> dict[str, dict[str, str
     return {label: pages[label] for label in USER_PAGES}
 
 
-def per_user(superuser, version, parent: str, repeat: int, rounds: int = USER_ROUNDS) -> dict:
+def _wanted(label: str, only: set[str] | None) -> bool:
+    return only is None or label in only
+
+
+def per_user(superuser, version, parent: str, repeat: int, rounds: int = USER_ROUNDS,
+             only: set[str] | None = None) -> dict | None:
     """The pages of USER_PAGES as the superuser and as a team viewer (a plain user with a viewer QueueGrant on the
     department `parent`, so its lists carry a `queue_id IN (...)` filter): `rounds` rounds, each requesting every
     page `repeat` times per user, the user that goes first rotating per round. Per page and user: p50 and p99 over
     all requests, the spread (min/median/max) of the rounds' p50, SQL statements of one request; the job detail is
-    a Running job the team viewer can see; the load average before and after."""
+    a Running job the team viewer can see; the load average before and after. `only`: those of USER_PAGES alone
+    (None when none of them is wanted)."""
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -199,7 +205,9 @@ def per_user(superuser, version, parent: str, repeat: int, rounds: int = USER_RO
     job_id = visible.filter(phase="Running").values_list("id", flat=True).first()
     cursors = {"superuser": _deep_cursor(GangJob.objects.count()),
                "team viewer": _deep_cursor(visible_total, visible)}
-    pages = _user_pages(job_id, cursors)
+    pages = {label: paths for label, paths in _user_pages(job_id, cursors).items() if _wanted(label, only)}
+    if not pages:
+        return None
     load_before = load_average()
     times: dict[tuple[str, str], list[list[float]]] = {(p, u): [] for p in pages for u in users}
     for paths in pages.values():  # warm-up, and a check that each user may see the page
@@ -297,8 +305,10 @@ def _retention(jobs: int) -> dict:
 
 
 def run(jobs: int = 1_000_000, queues: int = 1000, active: int = 10_000, small_jobs: int = 1000,
-        small_queues: int = 10, repeat: int = 20) -> dict:
-    """Seed, measure at the small size, grow to the full size, measure again; return the figures."""
+        small_queues: int = 10, repeat: int = 20, only: set[str] | None = None) -> dict:
+    """Seed, measure at the small size, grow to the full size, measure again; return the figures. `only`: the
+    labels of the pages to measure (`_pages`; the per-user pages among them too), None for all; with it, the
+    retention measurement is left out and a failing page is not profiled (a quick look at a few pages)."""
     from django.test import Client
 
     reset_jobs()
@@ -311,14 +321,14 @@ def run(jobs: int = 1_000_000, queues: int = 1000, active: int = 10_000, small_j
     job_id, parent, queue, name, _ = _seed(small_jobs, small_queues, "pgs", user, version, cluster, small_active,
                                            rebuild=False)
     small = {label: measure(client, path, repeat) for label, path in _pages(job_id, parent, queue, name,
-                                                                             small_jobs)}
+                                                                             small_jobs) if _wanted(label, only)}
     job_id, parent, queue, name, seed_s = _seed(jobs - small_jobs, queues - small_queues, "pgl", user, version,
                                                 cluster, active - small_active, rebuild=True)
-    paths = dict(_pages(job_id, parent, queue, name, jobs))
+    paths = {label: path for label, path in _pages(job_id, parent, queue, name, jobs) if _wanted(label, only)}
     load_before = load_average()
     full = {label: measure(client, path, repeat) for label, path in paths.items()}
     load_after = load_average()
-    users = per_user(user, version, parent, repeat)
+    users = per_user(user, version, parent, repeat, only=only)
 
     pages = {}
     for label, fig in full.items():
@@ -337,10 +347,13 @@ def run(jobs: int = 1_000_000, queues: int = 1000, active: int = 10_000, small_j
               "load_average_before": load_before, "load_average_after": load_after, "users": users,
               "plans": {label: plan(client, paths[label]) for label in PLANS if label in paths}}
     for label, fig in pages.items():
-        if not fig["ok"] and not fig.get("informational"):
+        if not fig["ok"] and not fig.get("informational") and only is None:
             slug = label.lower().replace(" ", "-").replace(",", "").replace("=", "-").replace("&", "and")
             fig["profile"] = profile(f"page-{slug}", lambda p=paths[label]: [client.get(p) for _ in range(2)])
-    result["retention"] = _retention(jobs)
+    if only is None:
+        result["retention"] = _retention(jobs)
+    else:
+        result["only"] = sorted(only)
     reset_jobs()
     _drop_queues()
     return result

@@ -366,16 +366,22 @@ def _unthrottled_round(cluster, raw_side, gangweb_side, clients: int, count: int
 def profile_batch(stack, user, version, queue, cluster, count: int) -> str:
     """Profile the worker's side in-process: with the worker stopped, submit `count` jobs through the service
     and run the bulk-reconcile task body (`reconcile_many`, its GANGWEB_RECONCILE_THREADS threads) on them under
-    bench.sampler, which samples every thread."""
+    bench.sampler, which samples every thread, after an unprofiled batch of a fifth of the size."""
     from scheduling.reconcile import jobs as job_reconcile
     from scheduling.services.jobs import lifecycle as job_service
 
     from .common import profile_threads
 
     stack.stop("worker")
-    created = job_service.submit_many(user, [
-        {"name": f"prof-{uuid.uuid4().hex[:8]}", "namespace": GANG_NS, "template": version.template.name,
-         "queue": queue.name, "cluster": cluster.name} for _ in range(count)])
+
+    def submit(n: int) -> list:
+        return job_service.submit_many(user, [
+            {"name": f"prof-{uuid.uuid4().hex[:8]}", "namespace": GANG_NS, "template": version.template.name,
+             "queue": queue.name, "cluster": cluster.name} for _ in range(n)])
+
+    # An unprofiled batch first, as a running worker has had: its threads, connections and client exist.
+    job_reconcile.reconcile_many([j.pk for j in submit(max(4, count // 5))])
+    created = submit(count)
     path = profile_threads("reconcile-batch-threads", lambda: job_reconcile.reconcile_many([j.pk for j in created]))
     stack.start_worker()  # the queued tasks for these jobs find them dispatched: no-ops
     return path

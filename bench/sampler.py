@@ -119,9 +119,10 @@ class Sampler:
             path = frame.f_code.co_filename
             if layer is None:
                 layer = next((name for fragment, name in LAYERS if fragment in path), None)
-            if site is None and self.root in path:
+            if layer is None and self.root in path:
+                layer = "gangweb's own code"
+            if site is None and self.root in path and "/scheduling/db/" not in path:  # db/ helpers: their caller
                 site = f"{_short(path)}:{frame.f_code.co_name}"
-                layer = layer or "gangweb's own code"
             frame = frame.f_back
         self.layers[layer or "other (stdlib, Celery, Django outside the ORM)"] += cpu
         self.sites[site or "outside gangweb's code"] += cpu
