@@ -11,7 +11,9 @@ TLS, row conversion) is charged to its Python caller. Counting samples instead w
 needs the GIL, so it mostly finds the other threads where they released it, at their I/O.
 
 The charge is approximate: CPU spent since the previous sample may have been spent in a call the thread has left
-since (at a 2 ms interval, the calls of one statement or request).
+since (at a 2 ms interval, the calls of one statement or request); and since the sampler needs the GIL, it runs
+mostly when a thread lets the GIL go, at its I/O, so the charge leans towards the call sites that do I/O (the
+switch interval is lowered to 0.5 ms while sampling to lessen that).
 """
 from __future__ import annotations
 
@@ -76,6 +78,11 @@ class Sampler:
         self.seconds = 0.0
 
     def start(self) -> None:
+        self._switch = sys.getswitchinterval()
+        # The sampler runs when it holds the GIL: a thread running Python gives it up only at I/O or when the
+        # switch interval (5 ms) forces it, so a long interval charges CPU to I/O call sites (where the GIL is let
+        # go). At 0.5 ms the sampler also finds threads in the middle of their Python work.
+        sys.setswitchinterval(0.0005)
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
         self._thread.start()
@@ -84,6 +91,7 @@ class Sampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        sys.setswitchinterval(self._switch)
         self.seconds = time.monotonic() - self._t0
 
     def _run(self) -> None:
