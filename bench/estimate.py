@@ -48,8 +48,10 @@ import random
 import statistics
 import sys
 import time
+from collections import deque
 
 from scheduling.queueing import allocation
+from scheduling.queueing import arrivals as arrivals_model
 from scheduling.queueing import estimate as model
 from scheduling.queueing.allocation import ClusterState, Job, QueueSpec
 from scheduling.queueing.estimate import RunTimes
@@ -115,8 +117,11 @@ def generate(n: int, rng: random.Random, load: float = TARGET_LOAD) -> list[tupl
 
 
 def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup: int = 400,
-        load: float = TARGET_LOAD) -> dict:
-    """Simulate, estimate at every submit, and return the figures (see the module docstring)."""
+        load: float = TARGET_LOAD, window: float | None = arrivals_model.WINDOW,
+        horizon: float = arrivals_model.HORIZON) -> dict:
+    """Simulate, estimate at every submit, and return the figures (see the module docstring). `window`: seconds
+    of submissions the estimator's arrival model reads (None: no arrivals modelled, the estimator before issue
+    35); `horizon`: seconds after which its replays draw no arrival."""
     rng = random.Random(seed)
     arrivals = generate(n_jobs, rng, load)
     state = ClusterState(CAPACITY, QUEUES)
@@ -133,6 +138,7 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
     fits: dict[int, bool] = {}
     fits_baseline: dict[int, float | None] = {}
     call_seconds: list[float] = []
+    recent: deque[Job] = deque()  # submissions of the last `window` seconds, oldest first
     events = [(t, 1, job.id, job, run_s) for t, job, run_s in arrivals]  # kind 1 arrival, 0 end (ends first)
     heapq.heapify(events)
 
@@ -157,18 +163,24 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
         else:
             submitted[jid], true_run[jid] = now, run_s
             pending[jid] = job
+            while recent and window is not None and recent[0].queued_at < now - window:
+                recent.popleft()
             if jid > warmup:
+                came = None if window is None else arrivals_model.ArrivalModel(
+                    [arrivals_model.Arrival(now - j.queued_at, j.queue, j.priority, j.asks, j.template)
+                     for j in recent], window, horizon)
                 on_cluster = [Job(id=j.id, queue=j.queue, asks=j.asks, template=j.template, name=j.name,
                                   elapsed=now - t0) for j, t0 in running.values()]
                 t1 = time.perf_counter()
                 asked[jid] = model.estimate(jid, CAPACITY, QUEUES, on_cluster, list(pending.values()), history,
-                                            samples=samples)
+                                            samples=samples, arrivals=came)
                 call_seconds.append(time.perf_counter() - t1)
                 waits = waits_by_queue[job.queue]
                 baseline[jid] = statistics.median(waits) if waits else None
                 fits[jid] = fits_now(jid, running, pending)
                 waited = waited_by_queue[job.queue]
                 fits_baseline[jid] = 0.0 if fits[jid] else (statistics.median(waited) if waited else None)
+            recent.append(job)
         # Every event at this instant first, then one pass (as a scheduling cycle would see them).
         if not events or events[0][0] > now:
             schedule(now)
@@ -177,7 +189,8 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
     # The variant issue 35 quoted (0.79x / 0.57x): fits now -> now, else the queue's median wait of all its jobs.
     all_waits = {jid: 0.0 if fits[jid] else b for jid, b in baseline.items()}
     result["fits_aware_all_waits"] = fits_aware_figures(asked, all_waits, fits, submitted, started)
-    result.update(jobs=n_jobs, seed=seed, samples=samples, warmup_jobs=warmup, load=load)
+    result.update(jobs=n_jobs, seed=seed, samples=samples, warmup_jobs=warmup, load=load, arrival_window_s=window,
+                  arrival_horizon_s=horizon if window is not None else None)
     return result
 
 
@@ -379,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=model.SAMPLES)
     parser.add_argument("--warmup", type=int, default=400, help="first jobs that only build history")
     parser.add_argument("--load", type=float, default=TARGET_LOAD, help="mean GPU demand / capacity")
+    parser.add_argument("--window", type=float, default=arrivals_model.WINDOW,
+                        help="seconds of submissions the arrival model reads")
+    parser.add_argument("--horizon", type=float, default=arrivals_model.HORIZON,
+                        help="seconds after which the replays draw no arrival")
+    parser.add_argument("--no-arrivals", action="store_true", help="the estimator without the arrival model")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON ('-' for stdout)")
     args = parser.parse_args(argv)
     if args.combine:
@@ -395,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in seeds:
         load_start = [round(x, 2) for x in os.getloadavg()]
         t0 = time.perf_counter()
-        result = run(args.jobs, seed, args.samples, args.warmup, args.load)
+        result = run(args.jobs, seed, args.samples, args.warmup, args.load,
+                     None if args.no_arrivals else args.window, args.horizon)
         result["seconds"] = round(time.perf_counter() - t0, 1)
         result["loadavg_start"], result["loadavg_end"] = load_start, [round(x, 2) for x in os.getloadavg()]
         runs.append(result)

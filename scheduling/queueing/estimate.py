@@ -61,6 +61,7 @@ from statistics import NormalDist, fmean, pstdev
 
 from ..amounts import in_people_units
 from .allocation import ClusterState, Job, QueueSpec, allocate, lines_of, smallest_asks
+from .arrivals import Arrival, ArrivalModel, window_words
 
 MIN_RUNS = 5  # finished runs needed before run times are trusted
 MIN_TAIL = 3  # runs longer than the elapsed time needed to draw among them; fewer: the fitted lognormal's tail
@@ -194,7 +195,9 @@ class Estimate:
       cancelled: it ends when its pods go, no history read), `free_then`: free room of the binding resource right
       after that end;
     - `thin`: (job, its `Runs`) of the job whose history was too thin, for an unknown;
-    - `samples`: replays run; `work`: units of work they spent (`allocate`).
+    - `samples`: replays run; `work`: units of work they spent (`allocate`);
+    - `arrivals_ahead`: work (amount of `resource` x seconds) expected from jobs submitted while it waits that go
+      ahead of it, at the rate of the last `arrival_window` seconds (0 when arrivals were not modelled).
     """
 
     status: str
@@ -213,6 +216,8 @@ class Estimate:
     thin: tuple[Job, Runs] | None = None
     samples: int = 0
     work: int = 0
+    arrivals_ahead: float = 0.0
+    arrival_window: float = 0.0
 
 
 def _binding(job: Job, state: ClusterState) -> str:
@@ -224,16 +229,21 @@ def _binding(job: Job, state: ClusterState) -> str:
 
 
 def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], running: Sequence[Job],
-            runs_of, rng: random.Random, work: list[int]):
+            runs_of, rng: random.Random, work: list[int], arrivals: ArrivalModel | None = None):
     """One sample: (start seconds, the Job whose end triggered the pass that placed `target`, it was running
     now, free room after that end by resource) or ("thin", job) when a job whose end is needed has too thin a
-    history, or None when the replay runs out of ends with `target` unplaced. Adds its passes to `work[0]`."""
+    history, or None when the replay runs out of ends with `target` unplaced. Jobs drawn from `arrivals`
+    (queueing/arrivals.py) join their queue's line at their arrival time, in line order, and a pass follows.
+    Adds its passes to `work[0]`."""
     events: list[tuple[float, int, Job, bool]] = []
     for job in running:
         runs = runs_of(job)
         end = 0.0 if job.ending else runs.draw(rng, job.elapsed)
         events.append((end, job.id, job, True))
     heapq.heapify(events)
+    coming = arrivals.draw(rng, origin=max((j.queued_at for js in lines.values() for j in js), default=0.0) + 1.0) \
+        if arrivals else []
+    k = 0  # the next arrival in `coming`
     t, trigger, was_running, free_after = 0.0, None, False, dict(state.free)
     smallest = smallest_asks(lines)  # placed jobs leave it stale: a pass then runs and places nothing
     while True:
@@ -244,6 +254,15 @@ def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], runni
             if not runs.enough:
                 return ("thin", job)
             heapq.heappush(events, (t + runs.draw(rng), job.id, job, False))
+        if k < len(coming) and (not events or coming[k][0] < events[0][0]):
+            t = coming[k][0]
+            while k < len(coming) and coming[k][0] <= t:
+                job = coming[k][1]
+                line = lines.setdefault(job.queue, [])
+                bisect.insort(line, job, key=Job.line_key)
+                smallest.setdefault(job.queue, []).append(job.vec)  # a superset of the line's smallest asks
+                k += 1
+            continue
         if not events:
             return None
         t, _, trigger, was_running = heapq.heappop(events)
@@ -256,7 +275,8 @@ def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], runni
 
 def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Iterable[QueueSpec],
              running: Sequence[Job], pending: Sequence[Job], history: RunTimes, *, samples: int = SAMPLES,
-             seed: int | None = None, budget: int = WORK_BUDGET) -> Estimate:
+             seed: int | None = None, budget: int = WORK_BUDGET,
+             arrivals: ArrivalModel | None = None) -> Estimate:
     """When pending job `target_id` (one of `pending`) would start (module docstring).
 
     - `capacity`: {resource: amount} of the cluster's schedulable nodes, None when unknown;
@@ -265,7 +285,9 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
     - `history`: finished runs; `samples`: replays at most; `seed`: the draws' seed (default: the target's id, so
       the same inputs give the same answer); `budget`: units of work (`allocate`) over all replays after which no
       new replay starts once MIN_SAMPLES are done, nor after 4 x `budget` once one is (`Estimate.samples` says how
-      many ran).
+      many ran); `arrivals`: the recent submissions (queueing/arrivals.py) whose like the replays expect while the
+      target waits (None: none expected, as before issue 35); only those whose run times are known (`Runs.enough`)
+      are drawn, and `Estimate.arrivals_ahead` says what they add ahead of the target at its p50.
 
     Returns an `Estimate`. Raises KeyError when `target_id` is not in `pending`.
     """
@@ -311,12 +333,15 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
     for job in running:
         if not job.ending and not runs_of(job).enough:
             return _thin(out, job, runs_of(job))
+    if arrivals:
+        arrivals = arrivals.keep(lambda a: history.for_job(a.template, a.queue).enough)
     rng = random.Random(target.id if seed is None else seed)
     results, work = [], [0]
     for _ in range(max(1, samples)):
         if (len(results) >= MIN_SAMPLES and work[0] >= budget) or (results and work[0] >= 4 * budget):
             break  # a large cluster line: fewer replays rather than seconds per read (deterministic: counted work)
-        got = _replay(target, _copy(base), {q: list(js) for q, js in line.items()}, running, runs_of, rng, work)
+        got = _replay(target, _copy(base), {q: list(js) for q, js in line.items()}, running, runs_of, rng, work,
+                      arrivals)
         if got is None:
             out.status = UNKNOWN
             out.reason = "the replay of the running jobs' ends never made room for it"
@@ -327,6 +352,9 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
     results.sort(key=lambda g: g[0])
     starts = [g[0] for g in results]
     out.p50, out.p90, out.samples, out.work = quantile(starts, 0.5), quantile(starts, 0.9), len(starts), work[0]
+    if arrivals:
+        out.arrivals_ahead = _arrivals_ahead(arrivals, target, base, out.p50, resource, history)
+        out.arrival_window = arrivals.window
     median = results[max(0, math.ceil(0.5 * len(results)) - 1)]
     _, trigger, was_running, free_after = median
     if trigger is not None:
@@ -335,6 +363,26 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
         out.freed_runs = None if trigger.ending else runs_of(trigger)
         out.free_then = max(free_after[resource], 0.0)
     return out
+
+
+def _arrivals_ahead(arrivals: ArrivalModel, target: Job, base: ClusterState, wait: float, resource: str,
+                    history: RunTimes) -> float:
+    """The work (amount of `resource` x seconds) expected to arrive during `wait` and go ahead of `target`
+    (`ArrivalModel.expected_ahead`): jobs of its queue and line of higher priority, and jobs of queues served
+    before its queue now (a lower `ClusterState.order_key`: further below their fair share). Backfill (a smaller
+    job of any queue taking room first) is in the replay but not in this figure."""
+    own = base.order_key(target.queue)
+
+    def goes_first(a: Arrival) -> bool:
+        if a.queue == target.queue:
+            return a.line == target.line and a.priority > target.priority
+        return base.order_key(a.queue) < own
+
+    def mean_run(a: Arrival) -> float | None:
+        runs = history.for_job(a.template, a.queue)
+        return fmean(runs.seconds) if runs.enough else None
+
+    return arrivals.expected_ahead(min(wait, arrivals.horizon), resource, goes_first, mean_run)
 
 
 def _copy(state: ClusterState) -> ClusterState:
@@ -372,6 +420,15 @@ def _num(resource: str, amount: float) -> str:
     return in_people_units(resource, amount)
 
 
+WORK_NOUNS = {"gpu": "GPU·h", "cpu": "CPU core·h", "memory": "GiB·h"}
+
+
+def arrival_work(resource: str, amount_seconds: float) -> str:
+    """Work (a KAI amount x seconds) in people's units per hour: 43200 GPU-seconds -> "12 GPU·h", 1800 -> "0.5
+    GPU·h"; 8000 millicores for 1 h -> "8 CPU core·h"."""
+    return f"{_num(resource, amount_seconds / 3600)} {WORK_NOUNS[resource]}"
+
+
 def minutes(seconds: float) -> int:
     """Whole minutes, rounded up (a start 30 s away is "in 1 min")."""
     return int(math.ceil(max(seconds, 0.0) / 60 - 1e-9))
@@ -407,8 +464,13 @@ def evidence(est: Estimate, queue: str) -> str:
         if est.freed_was_running:
             ran += f" and {who} has run {span(est.freed_by.elapsed)}"
         parts.append(ran)
-    parts.append("first in line in " + queue if est.ahead == 0 else
-                 f"{est.ahead} job{'' if est.ahead == 1 else 's'} ahead in {queue}")
+    ahead = ("first in line in " + queue if est.ahead == 0 else
+             f"{est.ahead} job{'' if est.ahead == 1 else 's'} ahead in {queue}")
+    if est.arrivals_ahead > 0:
+        ahead += (f", plus ~{arrival_work(est.resource, est.arrivals_ahead)} expected from jobs submitted "
+                  f"meanwhile that go first (higher priority in {queue}, or queues further below their fair share) "
+                  f"at {window_words(est.arrival_window)} rate")
+    parts.append(ahead)
     needs = f"needs {_amount(est.resource, est.needs)}, {_num(est.resource, est.free_now)} free now"
     if est.blocked_by is not None and est.blocked_by[0] == "limit":
         needs += f" (queue {est.blocked_by[2]} is at its limit)"
