@@ -118,7 +118,7 @@ def generate(n: int, rng: random.Random, load: float = TARGET_LOAD) -> list[tupl
 
 def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup: int = 400,
         load: float = TARGET_LOAD, window: float | None = arrivals_model.WINDOW,
-        horizon: float = arrivals_model.HORIZON) -> dict:
+        horizon: float = arrivals_model.HORIZON, redivide: bool = False) -> dict:
     """Simulate, estimate at every submit, and return the figures (see the module docstring). `window`: seconds
     of submissions the estimator's arrival model reads (None: no arrivals modelled, the estimator before issue
     35); `horizon`: seconds after which its replays draw no arrival."""
@@ -173,7 +173,7 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
                                   elapsed=now - t0) for j, t0 in running.values()]
                 t1 = time.perf_counter()
                 asked[jid] = model.estimate(jid, CAPACITY, QUEUES, on_cluster, list(pending.values()), history,
-                                            samples=samples, arrivals=came)
+                                            samples=samples, arrivals=came, redivide=redivide)
                 call_seconds.append(time.perf_counter() - t1)
                 waits = waits_by_queue[job.queue]
                 baseline[jid] = statistics.median(waits) if waits else None
@@ -396,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds of submissions the arrival model reads")
     parser.add_argument("--horizon", type=float, default=arrivals_model.HORIZON,
                         help="seconds after which the replays draw no arrival")
+    parser.add_argument("--redivide", action="store_true", help="replays recompute fair shares every pass")
     parser.add_argument("--no-arrivals", action="store_true", help="the estimator without the arrival model")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON ('-' for stdout)")
     args = parser.parse_args(argv)
@@ -414,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         load_start = [round(x, 2) for x in os.getloadavg()]
         t0 = time.perf_counter()
         result = run(args.jobs, seed, args.samples, args.warmup, args.load,
-                     None if args.no_arrivals else args.window, args.horizon)
+                     None if args.no_arrivals else args.window, args.horizon, args.redivide)
         result["seconds"] = round(time.perf_counter() - t0, 1)
         result["loadavg_start"], result["loadavg_end"] = load_start, [round(x, 2) for x in os.getloadavg()]
         runs.append(result)

@@ -229,7 +229,8 @@ def _binding(job: Job, state: ClusterState) -> str:
 
 
 def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], running: Sequence[Job],
-            runs_of, rng: random.Random, work: list[int], arrivals: ArrivalModel | None = None):
+            runs_of, rng: random.Random, work: list[int], arrivals: ArrivalModel | None = None,
+            redivide: bool = False):
     """One sample: (start seconds, the Job whose end triggered the pass that placed `target`, it was running
     now, free room after that end by resource) or ("thin", job) when a job whose end is needed has too thin a
     history, or None when the replay runs out of ends with `target` unplaced. Jobs drawn from `arrivals`
@@ -247,6 +248,8 @@ def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], runni
     t, trigger, was_running, free_after = 0.0, None, False, dict(state.free)
     smallest = smallest_asks(lines)  # placed jobs leave it stale: a pass then runs and places nothing
     while True:
+        if redivide:
+            state.divide(j for js in lines.values() for j in js)
         for job in allocate(state, lines, smallest, work):
             if job.id == target.id:
                 return t, trigger, was_running, free_after
@@ -276,7 +279,7 @@ def _replay(target: Job, state: ClusterState, lines: dict[str, list[Job]], runni
 def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Iterable[QueueSpec],
              running: Sequence[Job], pending: Sequence[Job], history: RunTimes, *, samples: int = SAMPLES,
              seed: int | None = None, budget: int = WORK_BUDGET,
-             arrivals: ArrivalModel | None = None) -> Estimate:
+             arrivals: ArrivalModel | None = None, redivide: bool = False) -> Estimate:
     """When pending job `target_id` (one of `pending`) would start (module docstring).
 
     - `capacity`: {resource: amount} of the cluster's schedulable nodes, None when unknown;
@@ -341,7 +344,7 @@ def estimate(target_id: int, capacity: Mapping[str, float] | None, queues: Itera
         if (len(results) >= MIN_SAMPLES and work[0] >= budget) or (results and work[0] >= 4 * budget):
             break  # a large cluster line: fewer replays rather than seconds per read (deterministic: counted work)
         got = _replay(target, _copy(base), {q: list(js) for q, js in line.items()}, running, runs_of, rng, work,
-                      arrivals)
+                      arrivals, redivide)
         if got is None:
             out.status = UNKNOWN
             out.reason = "the replay of the running jobs' ends never made room for it"
