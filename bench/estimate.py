@@ -216,12 +216,14 @@ def fits_aware_figures(asked, fits_baseline, fits, submitted, started) -> dict:
     submit (the bench's pass) and the estimator's "now" disagree (0 expected: the same pass on the same state)."""
     groups = {"all": {"est": [], "base": [], "in_p50": 0, "in_p90": 0, "waits": []},
               "waited": {"est": [], "base": [], "in_p50": 0, "in_p90": 0, "waits": []}}
-    disagree = 0
+    disagree, ranks = 0, []
     for jid, est in asked.items():
         disagree += jid in fits and fits[jid] != (est.status == model.NOW)
         if est.p50 is None or fits_baseline.get(jid) is None or jid not in started:
             continue
         wait = started[jid] - submitted[jid]
+        if not fits[jid] and est.starts:
+            ranks.append([sum(1 for s in est.starts if s < wait - 1e-6), len(est.starts)])
         for name in ("all",) if fits[jid] else ("all", "waited"):
             g = groups[name]
             g["est"].append(abs(est.p50 - wait))
@@ -240,6 +242,7 @@ def fits_aware_figures(asked, fits_baseline, fits, submitted, started) -> dict:
                      "error_ratio": _ratio(est_mae, base_mae),
                      "p50_coverage_pct": round(100 * g["in_p50"] / n, 1) if n else None,
                      "p90_coverage_pct": round(100 * g["in_p90"] / n, 1) if n else None}
+    out["waited_ranks"] = ranks
     w = out["waited"]
     out["ratio_goal_met"] = bool(w["error_ratio"] is not None and w["error_ratio"] <= 0.5)
     out["p90_goal_met"] = bool(w["p90_coverage_pct"] is not None and 88 <= w["p90_coverage_pct"] <= 92)
@@ -282,6 +285,50 @@ def spread(results: list[dict]) -> dict:
     out["ratio_goal_met_every_seed"] = bool(ratio and ratio["max"] <= 0.5)
     out["p90_goal_met_at_median"] = bool(p90 and 88 <= p90["median"] <= 92)
     out["p90_goal_met_every_seed"] = bool(p90 and 88 <= p90["min"] and p90["max"] <= 92)
+    return out
+
+
+def covered(ranks: list[list[int]], level: float) -> float | None:
+    """Percent of jobs whose real start is at or before the replays' nearest-rank quantile at `level`: from each
+    job's [replays that started it strictly earlier than it really started, replays], the start is covered when
+    fewer than ceil(level x replays) replays are earlier. None for no jobs."""
+    if not ranks:
+        return None
+    return round(100 * sum(1 for below, n in ranks if below < max(1, math.ceil(level * n))) / len(ranks), 1)
+
+
+def fit_level(ranks: list[list[int]], goal: float = 90.0) -> float:
+    """The lowest quantile level (a multiple of 0.005 from 0.5 to 1) at which `covered` reaches `goal` percent
+    over `ranks` (the fitting seeds' waited jobs); 1.0 when none below does."""
+    for k in range(100, 201):
+        level = k / 200
+        got = covered(ranks, level)
+        if got is not None and got >= goal:
+            return level
+    return 1.0
+
+
+def calibrate(fit: list[dict], report: list[dict]) -> dict:
+    """Fit the p90 level on the `fit` seeds' runs and report coverage at it on the `report` seeds' (each a run's
+    figures with `fits_aware.waited_ranks`): {"level", "fit_seeds", "report_seeds", per-seed coverage at 0.9 and
+    at the level, and on the report seeds min / median / max and whether 88-92 % holds at the median and every
+    seed}."""
+    ranks = [r for run in fit for r in run["fits_aware"]["waited_ranks"]]
+    level = fit_level(ranks)
+
+    def per_seed(runs):
+        return [{"seed": run.get("seed"), "at_0.9": covered(run["fits_aware"]["waited_ranks"], 0.9),
+                 "at_level": covered(run["fits_aware"]["waited_ranks"], level)} for run in runs]
+
+    reported = per_seed(report)
+    values = [r["at_level"] for r in reported if r["at_level"] is not None]
+    out = {"level": level, "fit_seeds": per_seed(fit), "fit_pooled_at_level": covered(ranks, level),
+           "report_seeds": reported,
+           "report_p90_coverage_waited_pct": ({"min": min(values), "median": round(statistics.median(values), 1),
+                                               "max": max(values)} if values else None)}
+    spread_ = out["report_p90_coverage_waited_pct"]
+    out["p90_goal_met_at_median"] = bool(spread_ and 88 <= spread_["median"] <= 92)
+    out["p90_goal_met_every_seed"] = bool(spread_ and 88 <= spread_["min"] and spread_["max"] <= 92)
     return out
 
 
@@ -389,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seeds", help="comma-separated seeds run one after another, with their spread")
     parser.add_argument("--combine", nargs="+", metavar="JSON", help="summarise single-seed JSON files, run nothing")
+    parser.add_argument("--fit", nargs="+", metavar="JSON",
+                        help="with --combine: fit the p90 level on these single-seed runs, report on --combine's")
     parser.add_argument("--samples", type=int, default=model.SAMPLES)
     parser.add_argument("--warmup", type=int, default=400, help="first jobs that only build history")
     parser.add_argument("--load", type=float, default=TARGET_LOAD, help="mean GPU demand / capacity")
@@ -407,6 +456,18 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(json.load(fh))
         doc = {"spread": spread(runs), "runs": runs}
         _print_spread(doc["spread"])
+        if args.fit:
+            fitted = []
+            for path in args.fit:
+                with open(path) as fh:
+                    fitted.append(json.load(fh))
+            doc["calibration"] = calibrate(fitted, runs)
+            doc["fit_runs"] = fitted
+            c = doc["calibration"]
+            print(f"p90 level fitted on seeds {[f['seed'] for f in c['fit_seeds']]}: {c['level']} "
+                  f"(pooled coverage there {c['fit_pooled_at_level']} %); on seeds "
+                  f"{[r['seed'] for r in c['report_seeds']]}: " + ", ".join(
+                      f"{r['at_level']} % (at 0.9: {r['at_0.9']} %)" for r in c["report_seeds"]))
         _dump(doc, args.json)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
