@@ -113,3 +113,17 @@ def test_arrivals_whose_run_times_are_unknown_are_not_drawn():
 def test_window_words():
     assert [a.window_words(w) for w in (3600, 7200, 1800)] == [
         "the last hour's", "the last 2 hours'", "the last 30 minutes'"]
+
+
+def test_p90_is_the_replays_quantile_at_the_calibrated_level():
+    # Run times 20-110 min: the replays' starts spread; p50 and p90 are their nearest-rank quantiles at 0.5 and
+    # P90_LEVEL, and a level of 0.5 makes p90 the p50.
+    history = RunTimes(("t", "team-a", m * MIN) for m in range(20, 120, 10))
+    running = [Job(id=1, queue="team-a", asks=gpus(8), template="t", name="run-1")]
+    target = [Job(id=10, queue="team-a", asks=gpus(4), template="t", name="waiting")]
+    est = e.estimate(10, gpus(8), QUEUES, running, target, history)
+    assert len(est.starts) == est.samples == e.SAMPLES and list(est.starts) == sorted(est.starts)
+    assert (est.p50, est.p90) == (e.quantile(est.starts, 0.5), e.quantile(est.starts, e.P90_LEVEL))
+    assert est.p90 >= est.p50 and set(est.starts) <= {m * MIN for m in range(20, 120, 10)}
+    half = e.estimate(10, gpus(8), QUEUES, running, target, history, p90_level=0.5)
+    assert half.p90 == half.p50 == est.p50
