@@ -11,10 +11,13 @@ queue's allocation). Each running job ends after a *remaining* time drawn from t
 run**: a draw among the runs longer than its elapsed time, minus that time (a lognormal fitted to the runs when
 fewer than `MIN_TAIL` of them are longer). After each end, one allocation pass (`allocate`, KAI's allocate action as
 gangweb models it) places what fits; a job placed in the replay then runs for a drawn run time and ends in turn. The
-target's start is the replay time at which the pass places it.
+target's start is the replay time at which the pass places it. **Jobs submitted meanwhile** (given `arrivals`,
+queueing/arrivals.py): each replay draws arrivals at each queue's recent rate (its Gamma posterior) and mix; they
+join their queue's line at their arrival time, behind every job pending now, and a pass follows.
 
 **p50 and p90**: `SAMPLES` replays with independent draws (a seeded `random.Random`, so the same inputs give the
-same answer); p50 and p90 are nearest-rank quantiles of the target's start over the replays (seconds from now).
+same answer); p50 and p90 are nearest-rank quantiles of the target's start over the replays (seconds from now), at
+0.5 and at `P90_LEVEL` (fitted so that 90 % of real starts fall within it in bench/estimate.py).
 
 **The allocation pass** (`allocate`), shared with the benchmark's "real" scheduler:
 
@@ -37,7 +40,7 @@ cycle); the benchmark's scheduler recomputes them every pass, so the error this 
 reclaim and preemption (a queue over its fair share losing jobs to one below it), the rule that non-preemptible
 jobs (priority >= 100) run only within their queue's quota, where the room is (per-node packing, node selectors,
 taints, topology: room is a cluster-wide sum), pods gangweb does not manage, jobs submitted after the question
-(a later job of higher priority overtakes), and time between placement and Running (image pulls).
+beyond what `arrivals` expects (a burst, a new kind of job), and time between placement and Running (image pulls).
 
 **Unknown** rather than a guess when: the cluster's capacity is not known; or the target does not fit now and the
 end of a job it may wait on cannot be told (any running job of the cluster, or a pending one the replay places
