@@ -343,6 +343,48 @@ def calibrate(fit: list[dict], report: list[dict]) -> dict:
     return out
 
 
+def z_needed(wait: float, starts: list[float], level: float = model.P90_LEVEL) -> float:
+    """The smallest z at which `model.upper_bound(starts, level, z)` is at least `wait` (seconds): -inf when the
+    replays' quantile at `level` already is, inf when it takes more than any z (the replays all agree)."""
+    if wait <= model.quantile(starts, level) + 1e-6:
+        return -math.inf
+    logs = [math.log(max(s, model.LOG_FLOOR)) for s in starts]
+    sd = statistics.pstdev(logs)
+    if sd <= 0:
+        return math.inf
+    return (math.log(max(wait, model.LOG_FLOOR)) - statistics.fmean(logs)) / sd
+
+
+def calibrate_z(fit: list[dict], report: list[dict], goal: float = 90.0) -> dict:
+    """Fit `model.P90_Z` on the `fit` seeds' waited jobs and report the p90 coverage it gives on the `report`
+    seeds'. Each item: a `--starts` file, {"seed", "waited": [[real wait s, [replay starts s]], ...]}. The z is
+    the pooled fitting jobs' nearest-rank `goal` percentile of `z_needed`, rounded up to 0.01. Returns {"z",
+    "fit_pooled_pct", "fit_seeds", "report_seeds": [{"seed", "jobs", "at_0.9", "at_z"}], "report_spread", goals}."""
+    pooled = [z_needed(w, st) for run in fit for w, st in run["waited"]]
+    q = model.quantile(pooled, goal / 100)  # -inf: the replays' own quantile already holds `goal`
+    z = math.ceil(q * 100) / 100 if math.isfinite(q) else (-math.inf if q < 0 else math.inf)
+
+    def per_seed(runs):
+        out = []
+        for run in runs:
+            needed = [z_needed(w, st) for w, st in run["waited"]]
+            n = len(needed)
+            out.append({"seed": run["seed"], "jobs": n,
+                        "at_0.9": round(100 * sum(1 for x in needed if x == -math.inf) / n, 1) if n else None,
+                        "at_z": round(100 * sum(1 for x in needed if x <= z + 1e-9) / n, 1) if n else None})
+        return out
+
+    reported = per_seed(report)
+    values = [r["at_z"] for r in reported if r["at_z"] is not None]
+    spread_ = ({"min": min(values), "median": round(statistics.median(values), 1), "max": max(values)}
+               if values else None)
+    fit_pct = round(100 * sum(1 for x in pooled if x <= z + 1e-9) / len(pooled), 1)
+    return {"z": z if math.isfinite(z) else None, "fit_pooled_pct": fit_pct,
+            "fit_seeds": per_seed(fit), "report_seeds": reported, "report_p90_coverage_waited_pct": spread_,
+            "p90_goal_met_at_median": bool(spread_ and 88 <= spread_["median"] <= 92),
+            "p90_goal_met_every_seed": bool(spread_ and 88 <= spread_["min"] and spread_["max"] <= 92)}
+
+
 def _median_min(values: list[float]) -> float | None:
     return round(statistics.median(values) / MIN, 2) if values else None
 
