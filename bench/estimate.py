@@ -500,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds after which the replays draw no arrival")
     parser.add_argument("--redivide", action="store_true", help="replays recompute fair shares every pass")
     parser.add_argument("--no-arrivals", action="store_true", help="the estimator without the arrival model")
+    parser.add_argument("--fit-starts", nargs="+", metavar="JSON",
+                        help="with --combine and --report-starts: fit P90_Z on these --starts files")
+    parser.add_argument("--report-starts", nargs="+", metavar="JSON", help="report the fitted P90_Z's coverage here")
     parser.add_argument("--starts", metavar="PATH", help="write each waited job's real wait and replay starts")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON ('-' for stdout)")
     args = parser.parse_args(argv)
@@ -518,6 +521,17 @@ def main(argv: list[str] | None = None) -> int:
             doc["calibration"] = calibrate(fitted, runs)
             doc["fit_runs"] = fitted
             c = doc["calibration"]
+            if args.fit_starts and args.report_starts:
+                loaded = {}
+                for path in (*args.fit_starts, *args.report_starts):
+                    with open(path) as fh:
+                        loaded[path] = json.load(fh)
+                doc["calibration_z"] = cz = calibrate_z([loaded[p] for p in args.fit_starts],
+                                                        [loaded[p] for p in args.report_starts])
+                print(f"P90_Z fitted on seeds {[f['seed'] for f in cz['fit_seeds']]}: {cz['z']} (pooled coverage "
+                      f"there {cz['fit_pooled_pct']} %); p90 coverage on seeds "
+                      f"{[r['seed'] for r in cz['report_seeds']]}: "
+                      + ", ".join(f"{r['at_z']} % (replays' 0.9: {r['at_0.9']} %)" for r in cz["report_seeds"]))
             print(f"p90 level fitted on seeds {[f['seed'] for f in c['fit_seeds']]}: {c['level']} "
                   f"(pooled coverage there {c['fit_pooled_at_level']} %); on seeds "
                   f"{[r['seed'] for r in c['report_seeds']]}: " + ", ".join(
