@@ -2,6 +2,7 @@
 
 Amounts are GPUs, times seconds (MIN = 60, HOUR = 3600). Histories of identical run times make the replays exact
 where a scenario needs exact numbers."""
+import math
 import random
 import statistics
 
@@ -116,14 +117,25 @@ def test_window_words():
 
 
 def test_p90_is_the_replays_quantile_at_the_calibrated_level():
-    # Run times 20-110 min: the replays' starts spread; p50 and p90 are their nearest-rank quantiles at 0.5 and
-    # P90_LEVEL, and a level of 0.5 makes p90 the p50.
+    # Run times 20-110 min: the replays' starts spread; p50 is their nearest-rank median and p90 their `upper_bound`
+    # (the quantile at P90_LEVEL, or the log-normal bound at P90_Z when larger); a level of 0.5 and no z make p90
+    # the p50.
     history = RunTimes(("t", "team-a", m * MIN) for m in range(20, 120, 10))
     running = [Job(id=1, queue="team-a", asks=gpus(8), template="t", name="run-1")]
     target = [Job(id=10, queue="team-a", asks=gpus(4), template="t", name="waiting")]
     est = e.estimate(10, gpus(8), QUEUES, running, target, history)
     assert len(est.starts) == est.samples == e.SAMPLES and list(est.starts) == sorted(est.starts)
-    assert (est.p50, est.p90) == (e.quantile(est.starts, 0.5), e.quantile(est.starts, e.P90_LEVEL))
+    assert (est.p50, est.p90) == (e.quantile(est.starts, 0.5), e.upper_bound(est.starts))
+    assert est.p90 >= e.quantile(est.starts, e.P90_LEVEL)
     assert est.p90 >= est.p50 and set(est.starts) <= {m * MIN for m in range(20, 120, 10)}
-    half = e.estimate(10, gpus(8), QUEUES, running, target, history, p90_level=0.5)
+    half = e.estimate(10, gpus(8), QUEUES, running, target, history, p90_level=0.5, p90_z=None)
     assert half.p90 == half.p50 == est.p50
+
+
+def test_the_p90_bound_is_log_normal_with_the_replays_own_spread():
+    starts = [600.0, 1200.0, 2400.0]  # log mean ln 1200, log sd ln 2 x sqrt(2/3) = 0.566
+    assert e.upper_bound(starts, 0.9, 2.0) == pytest.approx(1200 * math.exp(2 * math.log(2) * math.sqrt(2 / 3)))
+    assert e.upper_bound(starts, 0.9, 2.0) / MIN == pytest.approx(62.04, abs=0.01)
+    assert e.upper_bound(starts, 0.9, 1.0) == 2400.0  # the replays' own 0.9 quantile is larger
+    assert e.upper_bound(starts, 0.9, None) == 2400.0
+    assert e.upper_bound([0.0, 30.0, 60.0], 0.9, 3.0) == 60.0  # starts under a minute count as one: no spread
