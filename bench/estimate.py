@@ -350,7 +350,7 @@ def z_needed(wait: float, starts: list[float], level: float = model.P90_LEVEL) -
         return -math.inf
     logs = [math.log(max(s, model.LOG_FLOOR)) for s in starts]
     sd = statistics.pstdev(logs)
-    if sd <= 0:
+    if sd < 1e-9:  # as model.upper_bound: replays that agree are not widened
         return math.inf
     return (math.log(max(wait, model.LOG_FLOOR)) - statistics.fmean(logs)) / sd
 

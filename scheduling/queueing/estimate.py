@@ -400,7 +400,10 @@ def upper_bound(starts: Sequence[float], level: float = P90_LEVEL, z: float | No
     if z is None:
         return q
     logs = [math.log(max(s, LOG_FLOOR)) for s in starts]
-    return max(q, math.exp(fmean(logs) + z * pstdev(logs)))
+    sd = pstdev(logs)
+    if sd < 1e-9:  # replays that agree (or all start within a minute): nothing to widen, no rounding noise added
+        return q
+    return max(q, math.exp(fmean(logs) + z * sd))
 
 
 def _arrivals_ahead(arrivals: ArrivalModel, target: Job, base: ClusterState, wait: float, resource: str,
