@@ -240,6 +240,24 @@ def profile(name: str, fn: Callable[[], object]) -> str:
     return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)
 
 
+def profile_threads(name: str, fn: Callable[[], object]) -> str:
+    """Run fn() under bench.sampler (every thread sampled, not only this one); write its report to
+    results/profile-<name>.txt; return its path."""
+    from .sampler import Sampler
+
+    sampler = Sampler()
+    sampler.start()
+    try:
+        fn()
+    finally:
+        sampler.stop()
+    directory = Path(os.environ.get("BENCH_PROFILE_DIR") or RESULTS_DIR)  # --quick: its work directory
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"profile-{name}.txt"
+    path.write_text(sampler.report())
+    return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)
+
+
 def create_owned(api, root_ref, job_objects: list[tuple[object, dict]]) -> list[tuple[object, dict]]:
     """Create one job's objects as gangweb's dispatch leaves them: the root object (the item whose ObjectRef is
     `root_ref`, the backend plugin's root) first, then every other one carrying the root's OwnerReference

@@ -36,6 +36,15 @@ variant issue 35 quoted). `fits_aware` in the figures scores the estimate agains
 over the jobs that did not fit at submit (`waited`), with p50 / p90 coverage on those. Goals (issue 35): error
 ratio <= 0.5 on the jobs that waited, p90 coverage 88-92 %. `--seeds 1,2,3` runs several seeds and adds their
 spread (min / median / max); `--combine A.json B.json ...` makes the same summary from single-seed JSON files.
+
+**Jobs submitted meanwhile (issue 35)**: at each submit the estimator is also given the submissions of the last
+`--window` seconds (queue, priority, asks, template: what gangweb's job rows hold), from which its replays draw
+arrivals up to `--horizon` seconds ahead (scheduling/queueing/arrivals.py); `--no-arrivals` is the estimator
+before. **The p90's calibration**: each waited job's figures keep where its real start fell among its replays'
+starts (`waited_ranks`: how many replays started it earlier, out of how many); `--fit S1.json S2.json S3.json
+--combine S4.json S5.json S6.json` fits the replays' quantile level at which 90 % of the fitting seeds' real starts
+are covered and reports the coverage at that level on the other seeds (no fitting on the figures reported);
+`--starts PATH` writes each waited job's real wait and replay starts, for other calibrations.
 """
 from __future__ import annotations
 
@@ -48,8 +57,10 @@ import random
 import statistics
 import sys
 import time
+from collections import deque
 
 from scheduling.queueing import allocation
+from scheduling.queueing import arrivals as arrivals_model
 from scheduling.queueing import estimate as model
 from scheduling.queueing.allocation import ClusterState, Job, QueueSpec
 from scheduling.queueing.estimate import RunTimes
@@ -115,8 +126,11 @@ def generate(n: int, rng: random.Random, load: float = TARGET_LOAD) -> list[tupl
 
 
 def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup: int = 400,
-        load: float = TARGET_LOAD) -> dict:
-    """Simulate, estimate at every submit, and return the figures (see the module docstring)."""
+        load: float = TARGET_LOAD, window: float | None = arrivals_model.WINDOW,
+        horizon: float = arrivals_model.HORIZON, redivide: bool = False) -> dict:
+    """Simulate, estimate at every submit, and return the figures (see the module docstring). `window`: seconds
+    of submissions the estimator's arrival model reads (None: no arrivals modelled, the estimator before issue
+    35); `horizon`: seconds after which its replays draw no arrival."""
     rng = random.Random(seed)
     arrivals = generate(n_jobs, rng, load)
     state = ClusterState(CAPACITY, QUEUES)
@@ -133,6 +147,7 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
     fits: dict[int, bool] = {}
     fits_baseline: dict[int, float | None] = {}
     call_seconds: list[float] = []
+    recent: deque[Job] = deque()  # submissions of the last `window` seconds, oldest first
     events = [(t, 1, job.id, job, run_s) for t, job, run_s in arrivals]  # kind 1 arrival, 0 end (ends first)
     heapq.heapify(events)
 
@@ -157,18 +172,24 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
         else:
             submitted[jid], true_run[jid] = now, run_s
             pending[jid] = job
+            while recent and window is not None and recent[0].queued_at < now - window:
+                recent.popleft()
             if jid > warmup:
+                came = None if window is None else arrivals_model.ArrivalModel(
+                    [arrivals_model.Arrival(now - j.queued_at, j.queue, j.priority, j.asks, j.template)
+                     for j in recent], window, horizon)
                 on_cluster = [Job(id=j.id, queue=j.queue, asks=j.asks, template=j.template, name=j.name,
                                   elapsed=now - t0) for j, t0 in running.values()]
                 t1 = time.perf_counter()
                 asked[jid] = model.estimate(jid, CAPACITY, QUEUES, on_cluster, list(pending.values()), history,
-                                            samples=samples)
+                                            samples=samples, arrivals=came, redivide=redivide)
                 call_seconds.append(time.perf_counter() - t1)
                 waits = waits_by_queue[job.queue]
                 baseline[jid] = statistics.median(waits) if waits else None
                 fits[jid] = fits_now(jid, running, pending)
                 waited = waited_by_queue[job.queue]
                 fits_baseline[jid] = 0.0 if fits[jid] else (statistics.median(waited) if waited else None)
+            recent.append(job)
         # Every event at this instant first, then one pass (as a scheduling cycle would see them).
         if not events or events[0][0] > now:
             schedule(now)
@@ -177,7 +198,8 @@ def run(n_jobs: int = 2400, seed: int = 1, samples: int = model.SAMPLES, warmup:
     # The variant issue 35 quoted (0.79x / 0.57x): fits now -> now, else the queue's median wait of all its jobs.
     all_waits = {jid: 0.0 if fits[jid] else b for jid, b in baseline.items()}
     result["fits_aware_all_waits"] = fits_aware_figures(asked, all_waits, fits, submitted, started)
-    result.update(jobs=n_jobs, seed=seed, samples=samples, warmup_jobs=warmup, load=load)
+    result.update(jobs=n_jobs, seed=seed, samples=samples, warmup_jobs=warmup, load=load, arrival_window_s=window,
+                  arrival_horizon_s=horizon if window is not None else None)
     return result
 
 
@@ -203,12 +225,15 @@ def fits_aware_figures(asked, fits_baseline, fits, submitted, started) -> dict:
     submit (the bench's pass) and the estimator's "now" disagree (0 expected: the same pass on the same state)."""
     groups = {"all": {"est": [], "base": [], "in_p50": 0, "in_p90": 0, "waits": []},
               "waited": {"est": [], "base": [], "in_p50": 0, "in_p90": 0, "waits": []}}
-    disagree = 0
+    disagree, ranks, starts = 0, [], []
     for jid, est in asked.items():
         disagree += jid in fits and fits[jid] != (est.status == model.NOW)
         if est.p50 is None or fits_baseline.get(jid) is None or jid not in started:
             continue
         wait = started[jid] - submitted[jid]
+        if not fits[jid] and est.starts:
+            ranks.append([sum(1 for s in est.starts if s < wait - 1e-6), len(est.starts)])
+            starts.append([round(wait, 1), [round(s, 1) for s in est.starts]])
         for name in ("all",) if fits[jid] else ("all", "waited"):
             g = groups[name]
             g["est"].append(abs(est.p50 - wait))
@@ -227,6 +252,8 @@ def fits_aware_figures(asked, fits_baseline, fits, submitted, started) -> dict:
                      "error_ratio": _ratio(est_mae, base_mae),
                      "p50_coverage_pct": round(100 * g["in_p50"] / n, 1) if n else None,
                      "p90_coverage_pct": round(100 * g["in_p90"] / n, 1) if n else None}
+    out["waited_ranks"] = ranks
+    out["_waited_starts"] = starts  # [real wait, replays' starts], for --starts only (not in the figures)
     w = out["waited"]
     out["ratio_goal_met"] = bool(w["error_ratio"] is not None and w["error_ratio"] <= 0.5)
     out["p90_goal_met"] = bool(w["p90_coverage_pct"] is not None and 88 <= w["p90_coverage_pct"] <= 92)
@@ -270,6 +297,92 @@ def spread(results: list[dict]) -> dict:
     out["p90_goal_met_at_median"] = bool(p90 and 88 <= p90["median"] <= 92)
     out["p90_goal_met_every_seed"] = bool(p90 and 88 <= p90["min"] and p90["max"] <= 92)
     return out
+
+
+def covered(ranks: list[list[int]], level: float) -> float | None:
+    """Percent of jobs whose real start is at or before the replays' nearest-rank quantile at `level`: from each
+    job's [replays that started it strictly earlier than it really started, replays], the start is covered when
+    fewer than ceil(level x replays) replays are earlier. None for no jobs."""
+    if not ranks:
+        return None
+    return round(100 * sum(1 for below, n in ranks if below < max(1, math.ceil(level * n))) / len(ranks), 1)
+
+
+def fit_level(ranks: list[list[int]], goal: float = 90.0) -> float:
+    """The lowest quantile level (a multiple of 0.005 from 0.5 to 1) at which `covered` reaches `goal` percent
+    over `ranks` (the fitting seeds' waited jobs); 1.0 when none below does."""
+    for k in range(100, 201):
+        level = k / 200
+        got = covered(ranks, level)
+        if got is not None and got >= goal:
+            return level
+    return 1.0
+
+
+def calibrate(fit: list[dict], report: list[dict]) -> dict:
+    """Fit the p90 level on the `fit` seeds' runs and report coverage at it on the `report` seeds' (each a run's
+    figures with `fits_aware.waited_ranks`): {"level", "fit_seeds", "report_seeds", per-seed coverage at 0.9 and
+    at the level, and on the report seeds min / median / max and whether 88-92 % holds at the median and every
+    seed}."""
+    ranks = [r for run in fit for r in run["fits_aware"]["waited_ranks"]]
+    level = fit_level(ranks)
+
+    def per_seed(runs):
+        return [{"seed": run.get("seed"), "at_0.9": covered(run["fits_aware"]["waited_ranks"], 0.9),
+                 "at_level": covered(run["fits_aware"]["waited_ranks"], level)} for run in runs]
+
+    reported = per_seed(report)
+    values = [r["at_level"] for r in reported if r["at_level"] is not None]
+    out = {"level": level, "fit_seeds": per_seed(fit), "fit_pooled_at_level": covered(ranks, level),
+           "report_seeds": reported,
+           "report_p90_coverage_waited_pct": ({"min": min(values), "median": round(statistics.median(values), 1),
+                                               "max": max(values)} if values else None)}
+    spread_ = out["report_p90_coverage_waited_pct"]
+    out["p90_goal_met_at_median"] = bool(spread_ and 88 <= spread_["median"] <= 92)
+    out["p90_goal_met_every_seed"] = bool(spread_ and 88 <= spread_["min"] and spread_["max"] <= 92)
+    return out
+
+
+def z_needed(wait: float, starts: list[float], level: float = model.P90_LEVEL) -> float:
+    """The smallest z at which `model.upper_bound(starts, level, z)` is at least `wait` (seconds): -inf when the
+    replays' quantile at `level` already is, inf when it takes more than any z (the replays all agree)."""
+    if wait <= model.quantile(starts, level) + 1e-6:
+        return -math.inf
+    logs = [math.log(max(s, model.LOG_FLOOR)) for s in starts]
+    sd = statistics.pstdev(logs)
+    if sd < 1e-9:  # as model.upper_bound: replays that agree are not widened
+        return math.inf
+    return (math.log(max(wait, model.LOG_FLOOR)) - statistics.fmean(logs)) / sd
+
+
+def calibrate_z(fit: list[dict], report: list[dict], goal: float = 90.0) -> dict:
+    """Fit `model.P90_Z` on the `fit` seeds' waited jobs and report the p90 coverage it gives on the `report`
+    seeds'. Each item: a `--starts` file, {"seed", "waited": [[real wait s, [replay starts s]], ...]}. The z is
+    the pooled fitting jobs' nearest-rank `goal` percentile of `z_needed`, rounded up to 0.01. Returns {"z",
+    "fit_pooled_pct", "fit_seeds", "report_seeds": [{"seed", "jobs", "at_0.9", "at_z"}], "report_spread", goals}."""
+    pooled = [z_needed(w, st) for run in fit for w, st in run["waited"]]
+    q = model.quantile(pooled, goal / 100)  # -inf: the replays' own quantile already holds `goal`
+    z = math.ceil(q * 100) / 100 if math.isfinite(q) else (-math.inf if q < 0 else math.inf)
+
+    def per_seed(runs):
+        out = []
+        for run in runs:
+            needed = [z_needed(w, st) for w, st in run["waited"]]
+            n = len(needed)
+            out.append({"seed": run["seed"], "jobs": n,
+                        "at_0.9": round(100 * sum(1 for x in needed if x == -math.inf) / n, 1) if n else None,
+                        "at_z": round(100 * sum(1 for x in needed if x <= z + 1e-9) / n, 1) if n else None})
+        return out
+
+    reported = per_seed(report)
+    values = [r["at_z"] for r in reported if r["at_z"] is not None]
+    spread_ = ({"min": min(values), "median": round(statistics.median(values), 1), "max": max(values)}
+               if values else None)
+    fit_pct = round(100 * sum(1 for x in pooled if x <= z + 1e-9) / len(pooled), 1)
+    return {"z": z if math.isfinite(z) else None, "fit_pooled_pct": fit_pct,
+            "fit_seeds": per_seed(fit), "report_seeds": reported, "report_p90_coverage_waited_pct": spread_,
+            "p90_goal_met_at_median": bool(spread_ and 88 <= spread_["median"] <= 92),
+            "p90_goal_met_every_seed": bool(spread_ and 88 <= spread_["min"] and spread_["max"] <= 92)}
 
 
 def _median_min(values: list[float]) -> float | None:
@@ -376,9 +489,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seeds", help="comma-separated seeds run one after another, with their spread")
     parser.add_argument("--combine", nargs="+", metavar="JSON", help="summarise single-seed JSON files, run nothing")
+    parser.add_argument("--fit", nargs="+", metavar="JSON",
+                        help="with --combine: fit the p90 level on these single-seed runs, report on --combine's")
     parser.add_argument("--samples", type=int, default=model.SAMPLES)
     parser.add_argument("--warmup", type=int, default=400, help="first jobs that only build history")
     parser.add_argument("--load", type=float, default=TARGET_LOAD, help="mean GPU demand / capacity")
+    parser.add_argument("--window", type=float, default=arrivals_model.WINDOW,
+                        help="seconds of submissions the arrival model reads")
+    parser.add_argument("--horizon", type=float, default=arrivals_model.HORIZON,
+                        help="seconds after which the replays draw no arrival")
+    parser.add_argument("--redivide", action="store_true", help="replays recompute fair shares every pass")
+    parser.add_argument("--no-arrivals", action="store_true", help="the estimator without the arrival model")
+    parser.add_argument("--fit-starts", nargs="+", metavar="JSON",
+                        help="with --combine and --report-starts: fit P90_Z on these --starts files")
+    parser.add_argument("--report-starts", nargs="+", metavar="JSON", help="report the fitted P90_Z's coverage here")
+    parser.add_argument("--starts", metavar="PATH", help="write each waited job's real wait and replay starts")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON ('-' for stdout)")
     args = parser.parse_args(argv)
     if args.combine:
@@ -388,6 +513,29 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(json.load(fh))
         doc = {"spread": spread(runs), "runs": runs}
         _print_spread(doc["spread"])
+        if args.fit:
+            fitted = []
+            for path in args.fit:
+                with open(path) as fh:
+                    fitted.append(json.load(fh))
+            doc["calibration"] = calibrate(fitted, runs)
+            doc["fit_runs"] = fitted
+            c = doc["calibration"]
+            if args.fit_starts and args.report_starts:
+                loaded = {}
+                for path in (*args.fit_starts, *args.report_starts):
+                    with open(path) as fh:
+                        loaded[path] = json.load(fh)
+                doc["calibration_z"] = cz = calibrate_z([loaded[p] for p in args.fit_starts],
+                                                        [loaded[p] for p in args.report_starts])
+                print(f"P90_Z fitted on seeds {[f['seed'] for f in cz['fit_seeds']]}: {cz['z']} (pooled coverage "
+                      f"there {cz['fit_pooled_pct']} %); p90 coverage on seeds "
+                      f"{[r['seed'] for r in cz['report_seeds']]}: "
+                      + ", ".join(f"{r['at_z']} % (replays' 0.9: {r['at_0.9']} %)" for r in cz["report_seeds"]))
+            print(f"p90 level fitted on seeds {[f['seed'] for f in c['fit_seeds']]}: {c['level']} "
+                  f"(pooled coverage there {c['fit_pooled_at_level']} %); on seeds "
+                  f"{[r['seed'] for r in c['report_seeds']]}: " + ", ".join(
+                      f"{r['at_level']} % (at 0.9: {r['at_0.9']} %)" for r in c["report_seeds"]))
         _dump(doc, args.json)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
@@ -395,8 +543,13 @@ def main(argv: list[str] | None = None) -> int:
     for seed in seeds:
         load_start = [round(x, 2) for x in os.getloadavg()]
         t0 = time.perf_counter()
-        result = run(args.jobs, seed, args.samples, args.warmup, args.load)
+        result = run(args.jobs, seed, args.samples, args.warmup, args.load,
+                     None if args.no_arrivals else args.window, args.horizon, args.redivide)
         result["seconds"] = round(time.perf_counter() - t0, 1)
+        waited_starts = result["fits_aware"].pop("_waited_starts")
+        result["fits_aware_all_waits"].pop("_waited_starts", None)
+        if args.starts:
+            _dump({"seed": seed, "waited": waited_starts}, args.starts.replace("{seed}", str(seed)))
         result["loadavg_start"], result["loadavg_end"] = load_start, [round(x, 2) for x in os.getloadavg()]
         runs.append(result)
         if args.json != "-":

@@ -194,8 +194,9 @@ def run(stack, base_url: str, jobs: int = 300, rounds: int = 3, replicas: int = 
     from scheduling.kube import throttle
     from scheduling.reconcile.desired import instance_label
 
-    from .common import bench_fixtures, reset_client_limits, reset_jobs
+    from .common import bench_fixtures, load_average, reset_client_limits, reset_jobs
 
+    load_before = load_average()
     reset_client_limits()  # measured at the documented client limit, whatever an earlier benchmark left
     purged = reset_jobs()  # the jobs of earlier benchmarks, and the reconcile tasks queued for them
     if "worker" not in stack.procs:
@@ -218,6 +219,7 @@ def run(stack, base_url: str, jobs: int = 300, rounds: int = 3, replicas: int = 
         before = cpu.snapshot(stack)
         figures = raw_clients.run(cluster, root_ref, bodies, clients)
         figures["cpu"] = cpu.spent(before, cpu.snapshot(stack))
+        figures["load_average"] = load_average()
         made[BASE_NS] += count
         return figures
 
@@ -227,7 +229,8 @@ def run(stack, base_url: str, jobs: int = 300, rounds: int = 3, replicas: int = 
         before = cpu.snapshot(stack)
         took, ids, t0 = _gangweb_round(session, base_url, version, queue, cluster, first, per_round, timeout)
         made[GANG_NS] += per_round
-        return {"seconds": took, "ids": ids, "t0": t0, "cpu": cpu.spent(before, cpu.snapshot(stack))}
+        return {"seconds": took, "ids": ids, "t0": t0, "cpu": cpu.spent(before, cpu.snapshot(stack)),
+                "load_average": load_average()}
 
     gangweb_side()  # warm-up, untimed
     raw_side(per_round, 4)
@@ -291,11 +294,12 @@ def run(stack, base_url: str, jobs: int = 300, rounds: int = 3, replicas: int = 
         "ratio_min": ratios[0], "ratio_max": ratios[-1],
         "ratio": ratio(gang_rate, sat_rate), "goal_ratio_min": GOAL_RATIO,
         "ratio_to_serial": ratio(gang_rate, serial["jobs_per_s"]) if serial else None,
+        "load_average": {"before": load_before, "after": load_average()},
     }
     result["ok"] = (result["ratio"] >= GOAL_RATIO
                     and all(n == len(all_ids) + warm_ids for n in in_cluster.values()))
-    if result["ratio"] < GOAL_RATIO:
-        result["profile"] = profile_batch(stack, user, version, queue, cluster, per_round // 2)
+    # Where the worker's time goes, whether or not the goal was met (every thread of the batch sampled).
+    result["profile"] = profile_batch(stack, user, version, queue, cluster, per_round // 2)
     return result
 
 
@@ -337,6 +341,7 @@ def _round_figures(sat: dict, gang: dict, first: str, count: int, batches: dict)
             "submit_to_dispatched_p50_ms": ms(percentile(lat, 50) / 1000),
             "submit_to_dispatched_p99_ms": ms(percentile(lat, 99) / 1000),
             "batches": batch_log.for_jobs(batches, gang["ids"], gang["t0"]),
+            "load_average": {"saturated": sat["load_average"], "gangweb": gang["load_average"]},
             "cpu": {"saturated": sat["cpu"], "gangweb": gang["cpu"]}}
 
 
@@ -360,17 +365,24 @@ def _unthrottled_round(cluster, raw_side, gangweb_side, clients: int, count: int
 
 def profile_batch(stack, user, version, queue, cluster, count: int) -> str:
     """Profile the worker's side in-process: with the worker stopped, submit `count` jobs through the service
-    and run the bulk-reconcile task body (`reconcile_many`) on them under pyinstrument."""
+    and run the bulk-reconcile task body (`reconcile_many`, its GANGWEB_RECONCILE_THREADS threads) on them under
+    bench.sampler, which samples every thread, after an unprofiled batch of a fifth of the size."""
     from scheduling.reconcile import jobs as job_reconcile
     from scheduling.services.jobs import lifecycle as job_service
 
-    from .common import profile
+    from .common import profile_threads
 
     stack.stop("worker")
-    created = job_service.submit_many(user, [
-        {"name": f"prof-{uuid.uuid4().hex[:8]}", "namespace": GANG_NS, "template": version.template.name,
-         "queue": queue.name, "cluster": cluster.name} for _ in range(count)])
-    path = profile("reconcile-batch", lambda: job_reconcile.reconcile_many([j.pk for j in created]))
+
+    def submit(n: int) -> list:
+        return job_service.submit_many(user, [
+            {"name": f"prof-{uuid.uuid4().hex[:8]}", "namespace": GANG_NS, "template": version.template.name,
+             "queue": queue.name, "cluster": cluster.name} for _ in range(n)])
+
+    # An unprofiled batch first, as a running worker has had: its threads, connections and client exist.
+    job_reconcile.reconcile_many([j.pk for j in submit(max(4, count // 5))])
+    created = submit(count)
+    path = profile_threads("reconcile-batch-threads", lambda: job_reconcile.reconcile_many([j.pk for j in created]))
     stack.start_worker()  # the queued tasks for these jobs find them dispatched: no-ops
     return path
 
@@ -393,6 +405,7 @@ def report(result: dict) -> list[str]:
         f"  client limit: {lim['qps']:g} QPS / burst {lim['burst']} per process x {g['worker_processes']}; "
         f"{lim['requests_per_job']} requests/job -> ceiling {lim['ceiling_jobs_per_s']} jobs/s; waited "
         f"{lim['throttle_wait_s']} s in the timed rounds",
+        f"  load average: {result['load_average']['before']} before, {result['load_average']['after']} after",
     ]
     for side, c in result["cpu_ms_per_job"].items():
         lines.append(f"  cpu/job {side:9s}: " + ", ".join(f"{k} {v}" for k, v in c.items()))

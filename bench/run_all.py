@@ -87,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--churn-minutes", type=float, default=2.0,
                         help="watch_churn: minutes of measured churn (10 for the RSS-flatness run)")
     parser.add_argument("--churn-rate", type=int, default=600, help="watch_churn: pod updates per second")
+    parser.add_argument("--pages-only", default="", help="pages: '|'-separated labels of the pages to time (e.g. "
+                        "'API queue tree|queue tree'), default all; the retention run is then left out")
+    parser.add_argument("--pages-jobs", type=int, default=0, help="pages: jobs seeded (default 1,000,000); the "
+                        "active jobs (10,000) and queues (1,000) stay")
+    parser.add_argument("--pages-repeat", type=int, default=20, help="pages: timed requests per page")
     args = parser.parse_args(argv)
     # `timeout`, Ctrl-C in another shell, CI cancelling: unwind so the Stack stops its services and control plane
     # instead of leaving them running.
@@ -202,8 +207,10 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int, args=None):
     if name == "pages":
         from . import pages
 
-        result = pages.run(jobs=1_000_000 // scale, queues=1000 // scale if scale == 1 else 200,
-                           active=10_000 // scale, small_jobs=1000 // scale, small_queues=10)
+        only = {p.strip() for p in args.pages_only.split("|") if p.strip()} or None
+        result = pages.run(jobs=(args.pages_jobs or 1_000_000) // scale, queues=1000 // scale if scale == 1 else 200,
+                           active=10_000 // scale, small_jobs=1000 // scale, small_queues=10,
+                           repeat=args.pages_repeat, only=only)
         return result, pages.report(result)
     if name == "watch_churn":
         from . import watch_churn

@@ -7,14 +7,15 @@ from ..security import encryption
 class EncryptedTextField(models.TextField):
     """Text that is plaintext in Python and Fernet ciphertext in the database (see scheduling/security/encryption.py).
 
-    Reading a row decrypts (raises encryption.DecryptionError when no configured key fits); saving encrypts with the
+    Reading a row decrypts (raises encryption.DecryptionError when no configured key fits; a value read again within
+    a few minutes is not decrypted again: `encryption.decrypt_cached`); saving encrypts with the
     current key. Ciphertext is randomised, so the column cannot be filtered on except for emptiness.
     """
 
     def from_db_value(self, value, expression, connection):
         if value is None:
             return value
-        return encryption.decrypt(value)
+        return encryption.decrypt_cached(value)  # remembered per stored value for a few minutes: see there
 
     def get_prep_value(self, value):
         value = super().get_prep_value(value)

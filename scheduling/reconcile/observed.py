@@ -112,6 +112,7 @@ class Snapshot:
     listed_at: float = field(default_factory=time.time)
     unreadable: dict = field(default_factory=dict)  # kind_key -> StoredVersionUnreadable error of its LIST
     limit_defaults: dict = field(default_factory=dict)  # namespace -> LimitRange defaults, read once per snapshot
+    pod_policies: dict = field(default_factory=dict)  # template version id -> pod policy, read once per snapshot
 
     def add(self, items: list[dict], ref: ObjectRef) -> None:
         """File LISTed objects of kind `ref` under their job UID and namespace."""
@@ -145,6 +146,7 @@ class Snapshot:
         observed.listed_at = self.listed_at
         observed.unreadable = dict(self.unreadable)
         observed.limit_defaults = self.limit_defaults  # shared: the first pass in a namespace reads, the others reuse
+        observed.pod_policies = self.pod_policies  # likewise per template version
         for ref in backend.gang_kinds:
             observed.gang_of(ref)
         return observed

@@ -41,6 +41,9 @@ class Observed:
     # namespace -> its LimitRange defaults (kube/limit_ranges.py), shared by the passes of one snapshot: read once per
     # namespace per resync or batch, as of the snapshot, however long the passes take (the cache's minute may not)
     limit_defaults: dict | None = None
+    # template version id -> its template's (pod_security_level, policy_exceptions), shared by the passes of one
+    # snapshot like `limit_defaults`: the pod-policy check before an owner Job's create reads them once per batch
+    pod_policies: dict | None = None
     # keys (ownership.object_key) of own objects found by their recorded UID without the job's label: the pass puts
     # the labels back
     relabel: set = field(default_factory=set)

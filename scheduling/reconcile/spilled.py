@@ -38,13 +38,15 @@ class SpilledSnapshot:
 
     Same contract as observed.Snapshot where a resync uses it: `listed_at` (time.time() when the first LIST started),
     `unreadable` (kind_key -> StoredVersionUnreadable error of its LIST), `limit_defaults` (namespace -> LimitRange
-    defaults, shared by the passes), `take(job, backend)` -> Observed. Objects without the job-UID label are not kept
-    (as in Snapshot.add). Use as a context manager, or call `close()`."""
+    defaults, shared by the passes), `pod_policies` (likewise per template version), `take(job, backend)` ->
+    Observed. Objects without the job-UID label are not kept (as in Snapshot.add). Use as a context manager, or
+    call `close()`."""
 
     def __init__(self):
         self.listed_at = time.time()
         self.unreadable: dict = {}
         self.limit_defaults: dict = {}
+        self.pod_policies: dict = {}  # template version id -> pod policy (observed.Snapshot.pod_policies)
         self._refs: dict[str, ObjectRef] = {}
         self._dir = tempfile.TemporaryDirectory(prefix="gangweb-resync-")
         self._db = sqlite3.connect(str(Path(self._dir.name) / "snapshot.sqlite3"), isolation_level=None)
@@ -112,7 +114,8 @@ class SpilledSnapshot:
         """Everything labelled with job UID `uid`, by namespace ({namespace: Observed}; ownership not yet judged),
         read back from the file; {} when there is none (observed.Snapshot.slice)."""
         self._index()
-        one = Snapshot(listed_at=self.listed_at, unreadable=self.unreadable, limit_defaults=self.limit_defaults)
+        one = Snapshot(listed_at=self.listed_at, unreadable=self.unreadable, limit_defaults=self.limit_defaults,
+                       pod_policies=self.pod_policies)
         for key, body in self._db.execute("SELECT kind, body FROM objects WHERE uid = ? ORDER BY seq", (str(uid),)):
             one.add([json.loads(body)], self._refs[key])
         return one.slice(uid)
@@ -121,7 +124,8 @@ class SpilledSnapshot:
         """The job's own objects as observed.Snapshot.for_job gives them (its uid, namespace and recorded
         `owner_uids`; `ownership.trust`), read back from the file in list order."""
         self._index()
-        one = Snapshot(listed_at=self.listed_at, unreadable=self.unreadable, limit_defaults=self.limit_defaults)
+        one = Snapshot(listed_at=self.listed_at, unreadable=self.unreadable, limit_defaults=self.limit_defaults,
+                       pod_policies=self.pod_policies)
         for key, body in self._db.execute(
                 "SELECT kind, body FROM objects WHERE uid = ? AND namespace = ? ORDER BY seq",
                 (str(job.uid), job.namespace)):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
+import time
 from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -18,6 +20,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 # Every ciphertext starts with this marker, so a plaintext row (e.g. written before encryption) is recognisable.
 PREFIX = "fernet:"
+# `decrypt_cached`: how many stored values are remembered, and for how long (seconds) each stays.
+DECRYPTED_KEPT = 64
+DECRYPTED_SECONDS = 300.0
+_decrypted: dict[tuple, tuple[str, float]] = {}
+_decrypted_lock = threading.Lock()
 
 
 class DecryptionError(Exception):
@@ -71,3 +78,35 @@ def decrypt(stored: str) -> str:
         return fernet().decrypt(stored[len(PREFIX):].encode()).decode()
     except InvalidToken:
         raise DecryptionError("stored credential cannot be decrypted with any key in GANGWEB_ENCRYPTION_KEYS") from None
+
+
+def decrypt_cached(stored: str) -> str:
+    """`decrypt`, remembered for DECRYPTED_SECONDS per stored value and key list (at most DECRYPTED_KEPT values).
+
+    Why: every read of a row with an encrypted column decrypts it (`models.fields.EncryptedTextField`), and a job's
+    row is read joined with its cluster by each watch observation and each reconcile pass: decrypting the cluster's
+    kubeconfig was 8 % of the watcher's CPU (bench/README). A stored value is its credential's version: Fernet
+    ciphertext is randomised, so every save of a credential stores a new value, and the old one is never looked up
+    again. With the key list in the cache key, a key taken out of GANGWEB_ENCRYPTION_KEYS stops opening anything
+    at once; the plaintext stays in memory for at most DECRYPTED_SECONDS (as it does in the cached API client).
+    Raises DecryptionError as `decrypt` does (never remembered)."""
+    if not stored or not stored.startswith(PREFIX):
+        return stored or ""
+    key = (tuple(configured_keys()), stored)
+    now = time.monotonic()
+    hit = _decrypted.get(key)
+    if hit is not None and now - hit[1] <= DECRYPTED_SECONDS:
+        return hit[0]
+    plaintext = decrypt(stored)
+    with _decrypted_lock:
+        if len(_decrypted) >= DECRYPTED_KEPT:
+            for old in [k for k, (_, at) in _decrypted.items() if now - at > DECRYPTED_SECONDS] or list(_decrypted):
+                del _decrypted[old]
+        _decrypted[key] = (plaintext, now)
+    return plaintext
+
+
+def forget_decrypted() -> None:
+    """Drop every remembered plaintext (`decrypt_cached`): tests, and a key rotation's command."""
+    with _decrypted_lock:
+        _decrypted.clear()

@@ -16,7 +16,6 @@ from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
 from ..models import Cluster, QueueClusterState, QueuePolicy
 from ..services.access import roles as access
-from ..services.queues import counts as queue_counts
 from ..services.queues import fair_share as fair_share_service
 from ..services.queues import kueue_usage, usage_order
 from ..services.queues import line as queue_line
@@ -88,11 +87,10 @@ def queue_tree(request):
     matched = None
     if query:
         ids, matched = search(tree, query, visible)
-        roots = queue_payloads.queue_tree(cluster, ids=ids, depth=0, visible=visible, tree=tree)
+        roots = queue_payloads.queue_tree(cluster, ids=ids, depth=0, visible=visible, tree=tree, with_counts=True)
     else:
-        roots = queue_payloads.queue_tree(cluster, depth=0, visible=visible, tree=tree)
+        roots = queue_payloads.queue_tree(cluster, depth=0, visible=visible, tree=tree, with_counts=True)
     decorate(roots)
-    queue_counts.attach(roots, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     return page_or_fragment(request, "scheduling/queues.html", "scheduling/partials/queue_tree.html", {
         "section": "queues", "roots": roots, "cluster": cluster, "q": query, "matched": matched,
         "search_shown": SEARCH_SHOWN, "total_queues": len(tree.by_id),
@@ -118,9 +116,9 @@ def queue_children(request, name: str):
     offset = int(offset) if offset.isascii() and offset.isdigit() else 0
     kids = [k for k in tree.children.get(parent.id, []) if visible is None or k.id in visible]
     shown = kids[offset:offset + CHILDREN_SHOWN]
-    nodes = queue_payloads.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree)
+    nodes = queue_payloads.queue_tree(cluster, ids=[k.id for k in shown], depth=0, visible=visible, tree=tree,
+                                      with_counts=True)
     decorate(nodes)
-    queue_counts.attach(nodes, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     rest = len(kids) - offset - len(shown)
     return render(request, "scheduling/partials/queue_children.html", {
         "nodes": nodes, "cluster": cluster, "parent": parent.name, "rest": max(rest, 0),
@@ -139,9 +137,9 @@ def queue_detail(request, name: str):
     cluster = request.GET.get("cluster") or None
     visible = access.queue_tree_filter(request.user)  # its warnings name only queues the reader may see
     tree = queue_service.QueueTree.load_rows()
-    node = queue_payloads.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree)[0]
+    node = queue_payloads.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree,
+                                     with_counts=True)[0]
     decorate([node])
-    queue_counts.attach([node], queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
     # Allocation and decayed usage over the window (the same service as GET .../usage-history/), with KAI's
     # reported allocation on the GPU panel: views/queue_usage.py. Its read of what the jobs held covers the
     # queue's siblings too, for the fair-share sentences.

@@ -1,8 +1,9 @@
 """Start-time estimate through the API: GET /api/v1/jobs/<id>/estimate/ and `estimated_start` of the job detail.
 
 A cluster of 8 GPUs; team-a's finished jobs of the template ran 60 min each (Running to Succeeded, the cluster's own
-times); one 8-GPU job of team-a has run 20 min. A pending 4-GPU job then starts when it ends: in 40 min. Real
-PostgreSQL, no cluster (the watcher's capacity is written on the Cluster row as the watcher would)."""
+times); one 8-GPU job of team-a has run 20 min. A pending 4-GPU job then starts when it ends: in 40 min. Every job
+of the world was submitted over an hour ago, so the replays expect no job submitted meanwhile (arrivals: the last
+test). Real PostgreSQL, no cluster (the watcher's capacity is written on the Cluster row as the watcher would)."""
 from datetime import timedelta
 
 import pytest
@@ -27,7 +28,8 @@ def finished(template, queue, cluster, user, name, minutes, inferred=False):
     PhaseTransition.objects.create(job=job, phase=GangPhase.RUNNING, at=start, source="test")
     end = start + timedelta(minutes=minutes)
     PhaseTransition.objects.create(job=job, phase=GangPhase.SUCCEEDED, at=end, source="test", inferred=inferred)
-    GangJob.objects.filter(pk=job.pk).update(phase=GangPhase.SUCCEEDED, phase_changed_at=end, finished_at=end)
+    GangJob.objects.filter(pk=job.pk).update(phase=GangPhase.SUCCEEDED, phase_changed_at=end, finished_at=end,
+                                             created_at=start - timedelta(minutes=1))
     return job
 
 
@@ -43,6 +45,8 @@ def world(admin_user):
     big = builders.make_job(template, team_a, cluster, name="big", user=admin_user, phase=GangPhase.RUNNING,
                             at=timezone.now() - timedelta(minutes=20, seconds=4), requested_gpu=8)
     waiting = builders.make_job(template, team_a, cluster, name="waiting", user=admin_user, phase=GangPhase.QUEUED)
+    GangJob.objects.filter(pk=big.pk).update(created_at=timezone.now() - timedelta(minutes=21))
+    GangJob.objects.filter(pk=waiting.pk).update(created_at=timezone.now() - timedelta(hours=2))
     return {"cluster": cluster, "team_a": team_a, "template": template, "big": big, "waiting": waiting,
             "admin": admin_user}
 
@@ -232,3 +236,22 @@ def test_a_job_whose_scheduler_is_not_seen_is_unknown_and_takes_no_room_in_other
         family: {"scheduler": name, "seen_at": None, "by": "", "read": True}})
     data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
     assert (data["status"], data["text"]) == ("unknown", f"unknown: no {name} seen on this cluster")
+
+
+def test_jobs_submitted_lately_to_a_queue_served_first_are_expected_ahead(api, world):
+    """Issue 35 item 4: team-b (holding nothing, so served before team-a, which holds 8 GPUs) submitted six 4-GPU
+    jobs of the template in the last hour (all cancelled since: what counts is that they came). At that rate, over
+    the 40-min wait, jobs like them that go first bring 6/h x 40 min x 4 GPUs x 60 min = 16 GPU·h."""
+    team_b = builders.make_queue("team-b", clusters=[world["cluster"]])
+    for i in range(6):
+        job = builders.make_job(world["template"], team_b, world["cluster"], name=f"b-{i}", user=world["admin"],
+                                phase=GangPhase.CANCELLED)
+        GangJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(minutes=5 + 9 * i))
+    data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    # At 40 min team-a and team-b both hold nothing: the tie goes to team-a by name, so the waiting job still
+    # starts when big ends.
+    assert data["status"] == "estimated" and data["p50_in_minutes"] == 40
+    assert ("first in line in team-a, plus ~16 GPU·h expected from jobs submitted meanwhile that go first (higher "
+            "priority in team-a, or queues further below their fair share) at the last hour's rate"
+            in data["evidence"]), data["evidence"]
+    assert "jobs submitted meanwhile" in data["method"]

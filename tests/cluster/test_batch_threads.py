@@ -39,3 +39,27 @@ def test_a_threaded_batch_dispatches_every_job_once(world, monkeypatch):
     assert jobs.reconcile_many(ids, threads=3) == {"ok": 7, "failed": 0, "requeued": 0}
     assert not any(verb.startswith("CREATE ") for verb in objects.requests.counts)
     assert PhaseTransition.objects.filter(job_id__in=ids, phase=GangPhase.DISPATCHED).count() == 7
+
+
+def test_the_batch_threads_keep_their_database_connections_from_one_batch_to_the_next(world, monkeypatch):
+    from django.db import connection
+
+    first = [world.submit(backend="kai", replicas=1) for _ in range(3)]
+    second = [world.submit(backend="kai", replicas=1) for _ in range(3)]
+    used: dict[str, set] = {"first": set(), "second": set()}
+    batch = ["first"]
+    run_pass = jobs.run_pass
+
+    def recording(job, **kwargs):
+        result = run_pass(job, **kwargs)
+        used[batch[0]].add(id(connection.connection))  # the thread's open driver connection after its pass
+        return result
+
+    monkeypatch.setattr(jobs.batch, "run_pass", recording)
+    assert jobs.reconcile_many([j.pk for j in first], threads=3) == {"ok": 3, "failed": 0, "requeued": 0}
+    batch[0] = "second"
+    assert jobs.reconcile_many([j.pk for j in second], threads=3) == {"ok": 3, "failed": 0, "requeued": 0}
+    # Each batch opened no connection of its own: its threads went on with theirs (was: a new one per thread and
+    # batch, closed at its end: a PostgreSQL connection's set-up and authentication each time).
+    assert len(used["first"]) == 3
+    assert used["second"] <= used["first"]

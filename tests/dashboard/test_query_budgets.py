@@ -26,13 +26,13 @@ LAST = keyset.encode(None, keyset.LAST)
 BUDGETS = {
     "/": 13,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours; + gangweb's use per
     # cluster for the clusters' capacity totals (one GROUP BY)
-    "/queues/": 8,  # + jobs pending / running / finished in 24 h per queue: one GROUP BY
-    "/queues/?q=team&cluster=local": 8,
-    "/queues/org/children/": 7,
+    "/queues/": 7,  # jobs pending / running / finished in 24 h per queue read with the usage: one GROUP BY
+    "/queues/?q=team&cluster=local": 7,
+    "/queues/org/children/": 6,
     # + fair share (clusters, queue-cluster links, usage by cluster) + wait order + decayed usage (2: the subtree's
     # recent jobs, then their Running entries; no join, issue 14) + Kueue's report (its kueue queue states)
-    "/queues/team-a/?window=7d": 18,
-    "/queues/org/": 18,  # a parent: its subtree's wait order
+    "/queues/team-a/?window=7d": 17,
+    "/queues/org/": 17,  # a parent: its subtree's wait order
     "/jobs/": 6,
     "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 6,  # a keyset page: the last one
     "/jobs/?group=queue&name=job": 8,  # + jobs per group and the groups' names
@@ -50,14 +50,14 @@ BUDGETS = {
 # per request each, services/access/roles.py memoizes them): a few more queries, still independent of the row counts.
 NON_ADMIN_BUDGETS = {
     "/": 19,
-    "/queues/": 15,
-    "/queues/?q=team&cluster=local": 15,
-    "/queues/org/children/": 14,
+    "/queues/": 14,
+    "/queues/?q=team&cluster=local": 14,
+    "/queues/org/children/": 13,
     # + fair share (3 queries) + wait order (1) + decayed usage (2), as for an admin; + the clusters it
     # may see (3: its queue roles, their clusters, their parents), so the fair share names no other cluster; + Kueue's
     # report (1)
-    "/queues/team-a/?window=7d": 25,
-    "/queues/org/": 25,
+    "/queues/team-a/?window=7d": 24,
+    "/queues/org/": 24,
     "/jobs/": 12,
     "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 12,
     "/jobs/?group=queue&name=job": 14,

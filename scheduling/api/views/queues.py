@@ -16,7 +16,6 @@ from ...models import Cluster, QueueClusterState, QueuePolicy, QueueUsageSample
 from ...services import validation as v
 from ...services.access import roles as access
 from ...services.errors import PermissionDenied
-from ...services.queues import counts as queue_counts
 from ...services.queues import fair_share as fair_share_service
 from ...services.queues import line as queue_line
 from ...services.queues import payloads as queue_payloads
@@ -139,10 +138,10 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         if cluster is not None:
             _visible_cluster_id(request.user, cluster)
         tree = queue_service.QueueTree.load_rows()
-        roots = queue_payloads.queue_tree(cluster, parent=params.get("parent") or None,
-                                         depth=depth, visible=access.queue_tree_filter(request.user), tree=tree)
-        # Jobs pending, running and finished in 24 h per queue, its subtree's included (services/queues/counts.py).
-        queue_counts.attach(roots, queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
+        # With the jobs pending, running and finished in 24 h per queue, its subtree's included, read in the usage's
+        # query (services/queues/counts.py usage_and_counts).
+        roots = queue_payloads.queue_tree(cluster, parent=params.get("parent") or None, depth=depth,
+                                         visible=access.queue_tree_filter(request.user), tree=tree, with_counts=True)
         return Response({"units": UNITS, "roots": roots})
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str), OpenApiParameter("since", str, description="ISO 8601"),

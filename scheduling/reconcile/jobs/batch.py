@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import connection, connections
+from django.db import close_old_connections, connection
 
 from ...backends import discovery
 from ...choices import ReconcileOutcome
@@ -146,14 +146,45 @@ def _log_start(batch: list[GangJob], started: float) -> None:
              batch[0].pk if batch else "-", waited, os.getpid(), started)
 
 
+_pool: ThreadPoolExecutor | None = None  # this process's batch threads (`_threads`), kept between batches
+_pool_size = 0
+
+
+def _forget_pool() -> None:
+    """In a forked child (Celery's prefork pool): the parent's threads did not come along, so neither does their
+    pool; the child makes its own at its first batch."""
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _threads(count: int) -> ThreadPoolExecutor:
+    """The process's pool of at least `count` batch threads, made at its first batch and kept for the next ones (a
+    larger one when a batch asks for more threads than it has). Each thread keeps its database connection between
+    batches as Django keeps a request's (CONN_MAX_AGE, health-checked), so a batch no longer opens a PostgreSQL
+    connection per thread: its set-up and authentication, and the statements psycopg had prepared on it, were ~10 %
+    of the worker's CPU (bench/README). An idle worker process holds up to GANGWEB_RECONCILE_THREADS connections
+    more, each closed at the next batch once older than CONN_MAX_AGE."""
+    global _pool, _pool_size
+    if _pool is None or _pool_size < count:
+        if _pool is not None:
+            _pool.shutdown(wait=False)
+        _pool, _pool_size = ThreadPoolExecutor(max_workers=count, thread_name_prefix="reconcile-batch"), count
+    return _pool
+
+
 def in_threads(fn, parts: list[list]) -> list[list]:
-    """[[fn(item) for item in part] for part in parts], each part in a thread of its own whose database
-    connections are closed when it is done. Re-raises the first exception of a part (the others finish theirs)."""
+    """[[fn(item) for item in part] for part in parts], each part in a thread of the process's batch pool
+    (`_threads`). Around each part the thread's database connections are checked as Django checks them around a
+    request (`close_old_connections`: closed when older than CONN_MAX_AGE, broken, or left in a transaction),
+    else kept for the next batch. Re-raises the first exception of a part (the others finish theirs)."""
     def run(part: list) -> list:
+        close_old_connections()
         try:
             return [fn(item) for item in part]
         finally:
-            connections.close_all()
+            close_old_connections()
 
-    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="reconcile-batch") as pool:
-        return list(pool.map(run, parts))
+    return list(_threads(len(parts)).map(run, parts))

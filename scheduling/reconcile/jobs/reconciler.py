@@ -84,6 +84,7 @@ class JobReconciler(ObjectWrites, JobCleanup):
         if served and not self.backend.available(served):  # the last probe says its API is gone
             self.retire(served)
         self._limit_memo = observed.limit_defaults if observed is not None else None  # the snapshot's, if any
+        self._policy_memo = observed.pod_policies if observed is not None else None  # likewise
         try:
             self.observed = self.first_read(observed)
         except TransientKubeError as exc:
@@ -372,13 +373,22 @@ class JobReconciler(ObjectWrites, JobCleanup):
     def check_pod_policy(self, want: dict) -> None:
         """Before creating an owner Job (what makes pods), check the job's namespace and resolved spec against the
         pod-spec policy as it stands now (podspec/rules.py), once per pass: defense in depth behind the submit's
-        check (rows written before it, a queue or template tightened since). Raises PolicyRefused."""
+        check (rows written before it, a queue or template tightened since). The template's level and exceptions
+        are read once per pass, or once per template version for all the passes of one batch or resync snapshot
+        (`Observed.pod_policies`: as of the batch's first pass to need them, as the LimitRange defaults are; a
+        template tightened during a batch is checked from the next pass on). Raises PolicyRefused."""
         if getattr(self, "_policy_checked", False):
             return
         job = self.job
-        # one statement: the template's level and exceptions (not the version's spec: the job has its resolved spec)
-        level, exceptions = RuntimeTemplate.objects.filter(versions__pk=job.template_version_id).values_list(
-            "pod_security_level", "policy_exceptions").first() or ("", [])
+        memo = self._policy_memo
+        policy = memo.get(job.template_version_id) if memo is not None else None
+        if policy is None:
+            # one statement: the template's level and exceptions (not the version's spec: the job's is resolved)
+            policy = RuntimeTemplate.objects.filter(versions__pk=job.template_version_id).values_list(
+                "pod_security_level", "policy_exceptions").first() or ("", [])
+            if memo is not None:
+                memo[job.template_version_id] = policy
+        level, exceptions = policy
         try:
             pod_rules.check_namespace(job.queue, job.namespace)
             pod_rules.check_job_spec(job.resolved_spec, RuntimeTemplate(pod_security_level=level,
@@ -444,10 +454,21 @@ class JobReconciler(ObjectWrites, JobCleanup):
         flight may have found the cluster empty), nothing would ever delete what this pass just made: it is handed
         back (`hand_back`). Our creates finished before this read, so a clean-up or cancel committed after it is
         seen by its own pass's LIST. Returns True when the job was cancelled (and its objects are being deleted);
-        raises Done when it ended."""
+        raises Done when it ended.
+
+        When the pass has not read the job's timeline yet (a batch's, an event's pass; a resync's rows come with
+        theirs), the row is read with it, in one statement (`status.read_row_and_timeline`), and the timeline is
+        the one the pass's observation then derives from (`StatusUpdate.recorded`: read after the row the pass
+        holds, as it requires)."""
         if not any(a.startswith("create ") for a in self.actions):
             return False
-        row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
+        if self.update.recorded is None and self.job.phase not in TERMINAL_PHASES:
+            row, recorded = status.read_row_and_timeline(self.job)
+            if row is not None and over_because(row) is None:
+                self.update.recorded = recorded
+                return False
+        else:
+            row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
         if row is None or over_because(row) is None:
             return False
         return self.hand_back(row)

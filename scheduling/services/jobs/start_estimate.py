@@ -10,6 +10,10 @@ its simplifications are in that module's docstring):
 - the cluster's placed jobs (Scheduled, Running) with how long each has run (its latest Running entry, inferred or
   not: the best time there is; a Scheduled job has run 0 s), and its pending jobs (`services.queues.line`'s
   pending set and order, at most MAX_PENDING of them, the target always included);
+- recent submissions (the arrival model, queueing/arrivals.py): the cluster's jobs created in the last
+  `arrivals.WINDOW` seconds (at most ARRIVAL_ROWS, newest first; the target and jobs waiting on a scheduler that is
+  not there left out), with their queue, line priority (`services.queues.line`), requests, template and backend
+  family: the replays expect jobs like them at the rate they came, in every queue;
 - history: the run times (Running to Succeeded/Failed of one attempt, both times the cluster's own, never
   inferred) of the most recent HISTORY_SCAN finished jobs of the templates and queues those jobs use, in any
   cluster. Cancelled jobs are left out: their run time says when someone gave up, not how long the work takes.
@@ -22,9 +26,10 @@ and the cluster's capacity). A job that starts, ends, is submitted or cancelled 
 so the next read computes afresh at once; otherwise an answer is reused up to ESTIMATE_SECONDS (so the running
 jobs' elapsed times, queue policy edits and new history show within that long).
 
-Queries: one for the state version on every read; on a miss four more whatever the number of jobs (the queue tree,
-the placed jobs, the pending jobs, the history), the history read at most once per HISTORY_SECONDS for the same
-templates and queues, and the reader's queue roles (memoized per request) when names must be hidden.
+Queries: one for the state version on every read; on a miss five more whatever the number of jobs (the queue tree,
+the placed jobs, the pending jobs, the recent submissions, the history), the history read at most once per
+HISTORY_SECONDS for the same templates and queues, the recent submissions at most once per ARRIVAL_SECONDS per
+cluster, and the reader's queue roles (memoized per request) when names must be hidden.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ from ...models import GangJob, PhaseTransition
 from ...observe import causes, presence
 from ...observe.causes import NODES_FRAGMENTED
 from ...observe.why_pending import QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA
-from ...queueing import allocation
+from ...queueing import allocation, arrivals
 from ...queueing import estimate as model
 from ...unavailable import DEPENDENCY_ERRORS
 from ..access import roles as access
@@ -58,11 +63,14 @@ HISTORY_SECONDS = 60
 ESTIMATE_SECONDS = 15  # an answer is reused this long while its cluster's state version is unchanged
 MAX_PENDING = 300  # the cluster's pending jobs replayed, first in line order (the target always): bounds its cost
 HIDDEN = "a job of another queue"
+ARRIVAL_ROWS = 2000  # most recent submissions of the cluster read for the arrival model (its window's busiest hour)
+ARRIVAL_SECONDS = 60  # the recent submissions are read once per cluster per this long
 logger = logging.getLogger(__name__)
 METHOD = ("replay of the running jobs' expected ends (run times of finished jobs of the same template and queue, "
           "else template, else queue, given how long each has run) against queue limits, fair-share queue order "
-          f"and the cluster's capacity; p50/p90 over {model.SAMPLES} seeded replays; no preemption, reclaim, "
-          "node packing or later submissions modelled")
+          "and the cluster's capacity, with jobs submitted meanwhile expected at each queue's rate and mix of the "
+          f"last {int(arrivals.WINDOW // 60)} min; p50/p90 over {model.SAMPLES} seeded replays; no preemption, "
+          "reclaim or node packing modelled")
 
 
 def _asks(gpu, cpu_millicores, memory_bytes) -> dict[str, float]:
@@ -133,6 +141,32 @@ def _pending(job: GangJob, name, queue_names) -> list[allocation.Job]:
                                 job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes,
                                 queue_line.family_of(job), name, queue_names))
     return out
+
+
+def recent_arrivals(job: GangJob, queue_names: dict[int, str], now) -> arrivals.ArrivalModel:
+    """The submissions of `job`'s cluster in the last `arrivals.WINDOW` seconds before `now` (module docstring) as
+    an `arrivals.ArrivalModel`, `job` itself left out; queues by name (`queue_names`: {id: name}), templates by id,
+    requests in KAI units. One query, remembered ARRIVAL_SECONDS per cluster."""
+    key = f"gangweb:estimate-arrivals:{job.cluster_id}"
+    rows = cache.get(key)
+    if rows is None:
+        rows = _arrival_rows(job.cluster_id, now)
+        cache.set(key, rows, ARRIVAL_SECONDS)
+    silent = set(silent_families(job.cluster))
+    return arrivals.ArrivalModel(
+        arrivals.Arrival(ago=(now - created).total_seconds(), queue=queue_names.get(qid, str(qid)), priority=prio,
+                         asks=_asks(gpu, cpu, mem), template=tid, line=family or "")
+        for jid, qid, tid, prio, created, gpu, cpu, mem, family in rows if jid != job.id and family not in silent)
+
+
+def _arrival_rows(cluster_id: int, now) -> list[tuple]:
+    since = now - timedelta(seconds=arrivals.WINDOW)
+    return list(GangJob.objects.filter(cluster_id=cluster_id, created_at__gte=since, created_at__lte=now)
+                .annotate(family=queue_line.family_expr())
+                .annotate(prio=queue_line.priority_expr(), template_id=F("template_version__template_id"))
+                .order_by("-created_at", "-id")
+                .values_list("id", "queue_id", "template_id", "prio", "created_at", "requested_gpu",
+                             "requested_cpu_millicores", "requested_memory_bytes", "family")[:ARRIVAL_ROWS])
 
 
 def history(template_ids, queue_ids, queue_names: dict[int, str]) -> model.RunTimes:
@@ -221,11 +255,13 @@ def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     names = {q.id: q.name for q in tree.by_id.values()}
     running = _running(job.cluster_id, now, name, names)
     pending = _pending(job, name, names)
-    jobs = [*running, *pending]
+    came = recent_arrivals(job, names, now)
+    recent = [a for got in came.by_queue.values() for a in got]
     ids = {v: k for k, v in names.items()}
-    runs = history({j.template for j in jobs}, {ids[j.queue] for j in jobs if j.queue in ids}, names)
+    runs = history({j.template for j in (*running, *pending, *recent)},
+                   {ids[j.queue] for j in (*running, *pending, *recent) if j.queue in ids}, names)
     return _placed_on_nodes(job, model.estimate(job.id, capacity_of(job.cluster.capacity), _queues(tree), running,
-                                                pending, runs))
+                                                pending, runs, arrivals=came))
 
 
 def _at(now, seconds):

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from ...choices import TERMINAL_PHASES, GangPhase
+from ...choices import RUNNING_PHASES, TERMINAL_PHASES, GangPhase
 from ...db import related
+from ...kube.kai_units import RESOURCES
 from ...models import Cluster, GangJob
+from . import usage as queue_usage
 
 FINISHED_WINDOW = timedelta(hours=24)
 PENDING = (GangPhase.SUBMITTED, GangPhase.DISPATCHED, GangPhase.QUEUED)
@@ -48,6 +50,37 @@ def job_counts(cluster: str | None = None, now=None) -> dict[int, dict]:
             finished_24h=Count("id", filter=finished)).values_list("queue_id", "pending", "running", "finished_24h"):
         out[queue_id] = {"pending": pending, "running": running, "finished_24h": done}
     return out
+
+
+def usage_and_counts(cluster: str | None = None, queue_ids=None, now=None) -> tuple[dict[int, dict], dict[int, dict]]:
+    """(`usage.estimated_usage(cluster, queue_ids)`, `job_counts(cluster)` of the queues `queue_ids`) from one
+    `SUM … COUNT … FILTER … GROUP BY queue_id` query: both group the same active jobs by queue, and the tree pages
+    need both (two scans of the active jobs were the API's whole-tree answer's largest cost at 1,000 queues,
+    bench/README). `queue_ids` (None: every queue) narrows both. The usage's amounts are summed as integers (the
+    requested-total columns) and converted to KAI units once per queue, as `estimated_usage` does."""
+    since = (now or timezone.now()) - FINISHED_WINDOW
+    active = Q(phase__in=queue_usage.ACTIVE)
+    finished = Q(phase__in=sorted(TERMINAL_PHASES), phase_changed_at__gte=since)
+    rows = GangJob.objects.filter(active | finished)
+    if cluster:
+        rows = rows.filter(cluster_id=related.key_of(Cluster, name=cluster))  # no join: issue 14
+    if queue_ids is not None:
+        rows = rows.filter(queue_id__in=sorted(queue_ids))
+    running = Q(phase__in=RUNNING_PHASES)
+    sums = {"jobs": Count("id", filter=active), "pending": Count("id", filter=Q(phase__in=PENDING)),
+            "running": Count("id", filter=Q(phase__in=RUNNING)), "finished_24h": Count("id", filter=finished)}
+    for r, column in queue_usage.COLUMNS.items():
+        sums[f"req_{r}"] = Sum(column, filter=active)
+        sums[f"alloc_{r}"] = Sum(column, filter=running)
+    usage, counts = {}, {}
+    kai = queue_usage._kai  # noqa: SLF001 - the one conversion of a requested-total sum, shared with fair_share.py
+    for row in rows.order_by().values("queue_id").annotate(**sums):
+        queue_id = row["queue_id"]
+        counts[queue_id] = {"pending": row["pending"], "running": row["running"], "finished_24h": row["finished_24h"]}
+        if row["jobs"]:
+            usage[queue_id] = {"allocated": {r: kai(r, row[f"alloc_{r}"]) for r in RESOURCES},
+                               "requested": {r: kai(r, row[f"req_{r}"]) for r in RESOURCES}, "jobs": row["jobs"]}
+    return usage, counts
 
 
 def rolled_up(tree, own: dict[int, dict]) -> dict[int, dict]:

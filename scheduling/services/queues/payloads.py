@@ -3,6 +3,8 @@ show them: quotas and limits, the scheduler's reported use and gangweb's estimat
 """
 from __future__ import annotations
 
+import functools
+
 from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, Subquery
 
@@ -16,14 +18,20 @@ from .warnings import RESOURCE_FIELDS, warnings_for
 
 
 def policy_payload(policy: QueuePolicy) -> dict:
-    """Per resource: quota, limit and weight in KAI units plus the same as display strings (``"64Gi"``)."""
-    out = {}
-    for r, quota_field, limit_field, weight_field in RESOURCE_FIELDS:
-        q, lim = getattr(policy, quota_field), getattr(policy, limit_field)
-        out[r] = {"unit": UNITS[r], "quota": for_api(q), "limit": for_api(lim),
-                  "over_quota_weight": getattr(policy, weight_field),
-                  "quota_display": display(r, q), "limit_display": display(r, lim)}
-    return out
+    """Per resource: quota, limit and weight in KAI units plus the same as display strings (``"64Gi"``). Each
+    resource's dict is the caller's own (a copy: the tree adds the usage to it)."""
+    return {r: dict(_resource_payload(r, getattr(policy, quota_field), getattr(policy, limit_field),
+                                      getattr(policy, weight_field)))
+            for r, quota_field, limit_field, weight_field in RESOURCE_FIELDS}
+
+
+@functools.lru_cache(maxsize=1024, typed=True)  # typed: 1 and 1.0 are written differently
+def _resource_payload(r: str, quota, limit, weight) -> dict:
+    """One resource's part of `policy_payload`, remembered per value: the queues of a large tree mostly share their
+    quotas and limits, and writing them was half of the whole tree's answer at 1,000 queues (bench/, issue 36).
+    Read only: `policy_payload` copies it."""
+    return {"unit": UNITS[r], "quota": for_api(quota), "limit": for_api(limit), "over_quota_weight": weight,
+            "quota_display": display(r, quota), "limit_display": display(r, limit)}
 
 def _usage_sum(states: list[QueueClusterState], key: str) -> dict | None:
     readings = [s.status.get(key) for s in states if s.status and s.status.get(key)]
@@ -33,10 +41,13 @@ def _usage_sum(states: list[QueueClusterState], key: str) -> dict | None:
 
 def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: int | None = None,
                ids: list[int] | None = None, visible: set[int] | None = None, tree: QueueTree | None = None,
-               usage: dict[int, dict] | None = None, rolled: dict[int, dict] | None = None) -> list[dict]:
+               usage: dict[int, dict] | None = None, rolled: dict[int, dict] | None = None,
+               with_counts: bool = False) -> list[dict]:
     """The queue hierarchy for the tree pages and `GET /api/v1/queues/tree/`, in four queries whatever its size
     (fewer when `tree` (a read-only QueueTree.load_rows()) and `usage` (queue_usage.estimated_usage(cluster)) or
-    `rolled` (queue_usage.rolled_up of it) are given).
+    `rolled` (queue_usage.rolled_up of it) are given). `with_counts` adds each node's `counts` (jobs pending,
+    running and finished in 24 hours, its subtree's included: services/queues/counts.py), read with the usage in
+    the same query (`counts.usage_and_counts`) unless `usage` or `rolled` is given (then one query more).
 
     Which nodes: the top-level queues, or the children of `parent` (a queue name; ValidationError({"parent"})
     when there is none), or exactly the queues `ids` in that order (search results, the overview's busiest
@@ -65,6 +76,7 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     no cluster has reported yet (and with schedulers that report no per-queue use). `estimated_*` are gangweb's
     own estimate from its active jobs (services/queues/usage.py), the queue's and its descendants'.
     """
+    from . import counts as queue_counts
     from . import usage as queue_usage
 
     tree = tree or QueueTree.load_rows()
@@ -114,6 +126,7 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
     states: dict[int, list[QueueClusterState]] = {}
     for st in related.attach(states_qs, by_name):
         states.setdefault(st.policy_id, []).append(st)
+    counted = None
     if rolled is None and usage is None:
         # Only the jobs below the drawn queues: expanding one queue reads its subtree's jobs, not every job.
         scope = set()
@@ -123,8 +136,15 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
             if p.id not in scope:
                 scope.add(p.id)
                 todo.extend(tree.children.get(p.id, []))
-        usage = queue_usage.estimated_usage(cluster, queue_ids=scope if len(scope) < len(tree.by_id) else None)
+        scope = scope if len(scope) < len(tree.by_id) else None
+        if with_counts:
+            usage, counted = queue_counts.usage_and_counts(cluster, queue_ids=scope)
+        else:
+            usage = queue_usage.estimated_usage(cluster, queue_ids=scope)
+    elif with_counts:
+        counted = queue_counts.job_counts(cluster)
     estimates = rolled if rolled is not None else queue_usage.rolled_up(tree, usage)
+    rolled_counts = queue_counts.rolled_up(tree, counted) if counted is not None else None
 
     nothing = {**queue_usage.empty(), "own_jobs": 0}  # read only: shared by the queues without jobs
 
@@ -147,7 +167,9 @@ def queue_tree(cluster: str | None = None, *, parent: str | None = None, depth: 
                 "children_count": len(kids), "clusters": sorted(names.get(policy.id, [])), "resources": resources,
                 "jobs": est["own_jobs"], "subtree_jobs": est["jobs"],
                 "warnings": warnings_for(policy, tree), "sync": [sync_payload(s) for s in mine],
-                "children": [node(k, level + 1, here + 1) for k in kids] if depth is None or level < depth else []}
+                "children": [node(k, level + 1, here + 1) for k in kids] if depth is None or level < depth else [],
+                **({"counts": dict(rolled_counts.get(policy.id) or queue_counts.zero())}
+                   if rolled_counts is not None else {})}
 
     return [node(p, 0, len(tree.ancestors(p))) for p in tops]
 

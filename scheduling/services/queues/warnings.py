@@ -3,6 +3,8 @@ from its own fields and its place in the tree (docs/upstream.md, KAI Queue).
 """
 from __future__ import annotations
 
+import operator
+
 from ...choices import QueueWarning
 from ...kube.kai_units import RESOURCES, display
 from ...models import QueuePolicy
@@ -15,6 +17,7 @@ TOLERANCE = {"gpu": 1e-6, "cpu": 0, "memory": 0}
 RESOURCE_FIELDS = tuple((r, f"{r}_quota", f"{r}_limit", f"{r}_over_quota_weight") for r in RESOURCES)
 
 SHARE_FIELDS = tuple(f for _r, *fields in RESOURCE_FIELDS for f in fields)  # what a queue's own warnings read
+_share_values = operator.attrgetter(*SHARE_FIELDS)  # a tuple of them (9 fields): one call per queue of a tree
 
 def _over(resource: str, a, b) -> bool:
     """a > b for finite KAI amounts, with the GPU tolerance."""
@@ -82,8 +85,7 @@ def warnings_for(policy: QueuePolicy, tree: QueueTree) -> list[dict]:
     linear with a small constant.
     """
     if tree.read_only and policy.id is not None and tree.by_id.get(policy.id) is policy:
-        key = (policy.parent_id, policy.id if tree.children.get(policy.id) else None,
-               *[getattr(policy, f) for f in SHARE_FIELDS])
+        key = (policy.parent_id, policy.id if tree.children.get(policy.id) else None, _share_values(policy))
         found = tree._warnings.get(key)
         if found is None:
             found = tree._warnings[key] = _warnings(policy, tree)
