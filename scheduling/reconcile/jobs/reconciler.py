@@ -24,7 +24,7 @@ from ...observe.objects import created_at as o_created_at
 from ...observe.pods import owner_facts
 from ...podspec import rules as pod_rules
 from .. import desired as desired_mod
-from .. import owner_refs, refusals, retention, status, volcano_queues, waiting_events
+from .. import owner_refs, refusals, retention, status, timeline_reads, volcano_queues, waiting_events
 from ..observed import Observed, adopt_names, read
 from . import repairs
 from .backend import backend_for
@@ -457,13 +457,13 @@ class JobReconciler(ObjectWrites, JobCleanup):
         raises Done when it ended.
 
         When the pass has not read the job's timeline yet (a batch's, an event's pass; a resync's rows come with
-        theirs), the row is read with it, in one statement (`status.read_row_and_timeline`), and the timeline is
+        theirs), the row is read with it, in one statement (`timeline_reads.read_row_and_timeline`), and the timeline is
         the one the pass's observation then derives from (`StatusUpdate.recorded`: read after the row the pass
         holds, as it requires)."""
         if not any(a.startswith("create ") for a in self.actions):
             return False
         if self.update.recorded is None and self.job.phase not in TERMINAL_PHASES:
-            row, recorded = status.read_row_and_timeline(self.job)
+            row, recorded = timeline_reads.read_row_and_timeline(self.job)
             if row is not None and over_because(row) is None:
                 self.update.recorded = recorded
                 return False
