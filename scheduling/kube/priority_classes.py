@@ -29,3 +29,14 @@ def read(api: client.ApiClient) -> list[str]:
             names.add(name)
     return sorted(names)
 
+
+
+def value_of(api: client.ApiClient, name: str) -> int | None:
+    """The `value` (int32) of the PriorityClass `name`, from one LIST of the cluster (gangweb's rights list
+    PriorityClasses, never get them one by one: kube/rbac.py), or None when the cluster has none of that name or
+    its value is not an integer. Raises what `kube.objects.list_objects` raises."""
+    for item in objects.list_objects(api, PRIORITY_CLASS, None, ""):
+        if (item.get("metadata") or {}).get("name") == name:
+            value = item.get("value")
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return None
