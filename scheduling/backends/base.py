@@ -34,7 +34,8 @@ class GangStatus:
     - `reasons`: every {"reason", "message", "details"} the scheduler gives for the gang's wait, most relevant
       first (KAI: the latest scheduling condition's `reasons[]`), for why-pending.
     - `disruption_reason` / `disruption_message`: set while the scheduler says it is disrupting an admitted gang
-      (Kubernetes PodGroup `DisruptionTarget=True`, e.g. "PreemptionByScheduler"); "" otherwise.
+      (Kubernetes PodGroup `DisruptionTarget=True`, e.g. "PreemptionByScheduler"; Kueue Workload `Evicted=True`,
+      e.g. "Preempted"); "" otherwise. `disrupted_at`: when it said so (the condition's lastTransitionTime).
     - `unknown`: a sentence naming a value the scheduler wrote that gangweb does not know (a phase or condition
       type added in a later scheduler release), shown as it is; `reason` is then that value, `admitted` None.
     - `scheduled_at_admission`: True when `at` of an admitted gang is the time it was scheduled, written once by
@@ -53,11 +54,17 @@ class GangStatus:
     reasons: list[dict] = field(default_factory=list)
     disruption_reason: str = ""
     disruption_message: str = ""
+    # The cluster's time of that disruption statement (e.g. Kueue Workload `Evicted=True` lastTransitionTime), or
+    # None: with it, a gang the scheduler took apart starts a new attempt at that time even when no pod says why
+    # (Kueue evicts by suspending the Jobs, whose pods are deleted without a DisruptionTarget condition).
+    disrupted_at: datetime | None = None
     # A value the scheduler wrote that gangweb does not know (a phase, a condition type), said as it is, e.g.
     # "Volcano reports phase Draining, which gangweb does not know"; "" otherwise. Never mapped to a known reason:
     # `reason` then holds the value itself and `admitted` stays None.
     unknown: str = ""
-    disrupted_at: datetime | None = None
+    # True when `admitted` says a queue manager reserved quota for the whole gang (Kueue's `Admitted`), not that its
+    # pods were placed: kube-scheduler places them after, so the Scheduled entry comes from the pods alone
+    # (observe/phase_entries.py `_scheduled`).
     quota_only: bool = False
 
 

@@ -145,11 +145,12 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
     current attempt) was taken apart: fewer than minMember of the pods it was scheduled with (live pods created no
     later than `since`) are left, and the cluster says when, in this order:
 
+    - the gang object says its scheduler disrupted the gang since (`gang.disruption_reason` with
+      `gang.disrupted_at`, e.g. Kueue's Workload `Evicted=True` reason `Preempted`): at that time, source the gang
+      object, reason its own, message its words (for Kueue's preemption, who preempted: reconcile/kueue_preemptors);
+
     - a member disrupted since (`DisruptionTarget=True`, e.g. `PreemptionByScheduler`, `EvictionByEvictionAPI`):
       at its lastTransitionTime, source that pod, reason the condition's, message who did it;
-    - else the gang's scheduler disrupted the gang since (`gang`, a `GangStatus` with `disruption_reason` and
-      `disrupted_at`: Kueue evicted the Workload, e.g. `Preempted`, and gangweb suspended its Jobs): at that time,
-      source the gang object, reason and message the scheduler's;
     - else a live pod created after `since` (a replacement: waiting for the scheduler, or already bound when
       the observation comes late, e.g. a resync after the disrupted pod is gone, or after the job's objects were
       recreated): at its creationTimestamp, source that pod, reason `Requeued`.
@@ -166,12 +167,12 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
     if len(kept) >= shape.min_member:
         return None
     tail = bound_of(sum(1 for p in live if p.bound), shape.min_member)
-    return (_disrupted_entry(pods, since, tail, attempt) or _gang_disrupted_entry(gang, since, tail, attempt)
+    return (_gang_disrupted_entry(gang, since, tail, attempt) or _disrupted_entry(pods, since, tail, attempt)
             or _replacement_entry(live, since, tail, attempt))
 
 
 def _gang_disrupted_entry(gang: GangStatus | None, since: datetime | None, tail: str, attempt: int) -> Entry | None:
-    """`requeue_entry`'s second case: the gang object says its scheduler disrupted the gang at or after `since`."""
+    """`requeue_entry`'s first case: the gang object's own disruption statement since `since`, at its time."""
     if gang is None or not gang.disruption_reason or gang.disrupted_at is None:
         return None
     if since is not None and gang.disrupted_at < since:
@@ -217,6 +218,11 @@ def _requeued(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
     if obs.bound >= ev.shape.min_member:
         return None
     tail = bound_of(obs.bound, ev.shape.min_member)
+    gang = ev.gang
+    if gang.disruption_reason and gang.disrupted_at is not None and not any(p.disruption_reason for p in ev.pods):
+        # The scheduler disrupted the gang as a whole (Kueue's eviction): its words, with who preempted.
+        said = f"; {gang.source}: {gang.disruption_message}" if gang.disruption_message else ""
+        return gang.disruption_reason, f"gang disrupted: {tail}{said}"
     disrupted = next((p for p in ev.pods if p.disruption_reason), None)
     if disrupted is not None:
         said = f"; {disrupted.ref}: {disrupted.disruption_message}" if disrupted.disruption_message else ""
