@@ -1,4 +1,7 @@
-"""Kueue, Workload `kueue.x-k8s.io/v1beta2` (Kueue v0.17; v1beta2 is its storage version).
+"""Kueue, Workload `kueue.x-k8s.io/v1beta2` (Kueue v0.17, its storage version).
+
+Source: docs/upstream.md, Kueue Workload (Kueue `apis/kueue/v1beta2/workload_types.go`, `pkg/workload`,
+`pkg/controller/jobframework/reconciler.go`, `pkg/webhooks/workload_webhook.go`).
 
 **One Workload per job.** Kueue admits a Workload whole, across all its pod sets (`spec.podSets[]`, at most 8), so
 nothing of the job holds quota or is placed before the whole gang is admitted. Kueue's batch/job integration would

@@ -12,7 +12,7 @@ Where each verb comes from (issue 32 row 8):
   patch, `reconcile/cluster_watcher.py` list and watch, `conflicts.py` and `reconcile/left_behind.py` get): get, list,
   watch, create, patch, delete;
 - Kueue Workloads' status subresource (`backends/kueue_v1beta2.py` `status_writes`, written by
-  `reconcile/jobs/kueue_steps.py`: a reservation cleared after an eviction, Finished): patch;
+  `reconcile/jobs/admission.py`: a reservation cleared after an eviction, Finished): patch;
 - pods: get, list, watch only (`reconcile/cluster_watcher.py`, `services/jobs/events.py`, `kube/node_pods.py`: what
   other pods request per node, for the capacity view); gangweb never creates, updates, patches or
   deletes a pod (the Job controller does; pods go with their Job's propagation);
