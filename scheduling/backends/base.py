@@ -314,6 +314,9 @@ class SchedulerBackend:
     # The gang object needs the job's PriorityClass value itself (Kueue's Workload `spec.priority`, required beside
     # `priorityClassRef`): the reconciler reads it from the cluster into `GangSpec.priority` before creating it.
     needs_priority_value: bool = False
+    # The most pod sets the gang object can hold (Kueue's Workload: `podSets` MaxItems=8), or None: a template with
+    # more is refused at write (services/templates/specs.py).
+    max_pod_sets: int | None = None
     # Names of the gang refs whose `status` subresource gangweb writes (`status_writes`), for the RBAC rules.
     status_refs: tuple[str, ...] = ()
 

@@ -121,6 +121,7 @@ class KueueV1beta2(SchedulerBackend):
     mutable_fields = ("queueName", "priorityClassRef")  # only while no quota is reserved (module docstring)
     # Fields that the webhook or CRD freeze once QuotaReserved=True.
     frozen_when_reserved = ("podSets", "queueName", "priorityClassRef")
+    max_pod_sets = 8  # WorkloadSpec.podSets +kubebuilder:validation:MaxItems=8
     holds_pods_until_admitted = True
     gang_deleted_after_pods = True
     needs_priority_value = True

@@ -278,3 +278,17 @@ def test_an_evicted_gang_whose_pods_are_gone_is_requeued_at_the_eviction_with_ku
 
 def test_gang_status_defaults_keep_other_backends_as_they_were():
     assert GangStatus().quota_only is False and GangStatus().disrupted_at is None
+
+
+def test_a_template_with_more_pod_sets_than_a_workload_holds_is_refused_naming_the_field():
+    from django.core.exceptions import ValidationError
+
+    from scheduling.services.templates.specs import validate_template_spec
+    from tests import builders
+
+    sets = [builders.pod_set(f"s{i}", replicas=1) for i in range(9)]
+    with pytest.raises(ValidationError) as refused:
+        validate_template_spec({"backend": "kueue", "podSets": sets})
+    assert refused.value.message_dict == {"spec.podSets": [
+        "the 'kueue' backend takes at most 8 pod sets (its gang object holds one entry per pod set); this spec has 9"]}
+    assert validate_template_spec({"backend": "kueue", "podSets": sets[:8]})["backend"] == "kueue"
