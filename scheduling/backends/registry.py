@@ -52,6 +52,12 @@ def expresses_set_minimums(family: str) -> bool:
     return all(cls.per_set_minimums for cls in plugins(family))
 
 
+def max_pod_sets(family: str) -> int | None:
+    """The most pod sets every plugin of `family` can hold (the lowest `max_pod_sets` among them), or None when none
+    limits them (which plugin runs a job depends on its cluster). Raises KeyError for an unknown family."""
+    return min((cls.max_pod_sets for cls in plugins(family) if cls.max_pod_sets), default=None)
+
+
 def select(family: str, served: Iterable[str]):
     """The highest-versioned plugin of `family` the cluster can run: the first whose own `available(served)`
     says yes (served: "group/version" strings from discovery).
