@@ -92,14 +92,17 @@ def set_gpus(world, queue: str, gpus: int) -> None:
     custom.replace_cluster_custom_object(GROUP, VERSION, "clusterqueues", queue, cq)
 
 
-def submit_gang(world, queue: str, priority_class: str = "") -> GangJob:
-    """A 2-pod-set job on the kueue backend: 1 launcher + 2 workers, 1 GPU each pod (3 GPUs), on this test's node."""
+def submit_gang(world, queue: str, priority_class: str = "", annotations: dict | None = None) -> GangJob:
+    """A 2-pod-set job on the kueue backend: 1 launcher + 2 workers, 1 GPU each pod (3 GPUs), on this test's node
+    (`annotations` on the pods: `gangweb.io/sim-exit: "0"` makes kwok end them successfully)."""
     containers = [builders.container(cpu="100m", memory="64Mi", gpu=1)]
     selector = {POOL_LABEL: world.namespace}
     sets = [builders.pod_set("launcher", replicas=1, containers=containers),
             builders.pod_set("worker", replicas=2, containers=containers)]
     for ps in sets:
         ps["template"]["spec"]["nodeSelector"] = selector
+        if annotations:
+            ps["template"]["metadata"]["annotations"] = dict(annotations)
     extra = {"priorityClassName": priority_class} if priority_class else {}
     version = builders.make_template(name=f"t-{uuid.uuid4().hex[:8]}", backend="kueue", pod_sets=sets, **extra)
     body = builders.submit_body(version, QueuePolicy.objects.get(name=queue), world.cluster,
