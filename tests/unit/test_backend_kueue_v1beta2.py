@@ -292,3 +292,23 @@ def test_a_template_with_more_pod_sets_than_a_workload_holds_is_refused_naming_t
     assert refused.value.message_dict == {"spec.podSets": [
         "the 'kueue' backend takes at most 8 pod sets (its gang object holds one entry per pod set); this spec has 9"]}
     assert validate_template_spec({"backend": "kueue", "podSets": sets[:8]})["backend"] == "kueue"
+
+
+def test_the_watch_queues_a_pass_for_the_current_generations_workload_only():
+    from types import SimpleNamespace
+
+    from scheduling.observe.evidence import JobObjects
+    from scheduling.reconcile import names, watching
+
+    job = SimpleNamespace(phase=P.QUEUED, backend_plugin="kueue-v1beta2", name="train", uid="u-1", gang_generation=1)
+    current = served(ADMITTED, ADMISSION)
+    current["metadata"]["name"] = names.gang_name("train", "u-1", 1)
+    old = served(ADMITTED, ADMISSION)  # an earlier generation's name
+    suspended = batch_job()
+    suspended["spec"] = {"suspend": True}
+    assert watching.backend_wants_pass(job, JobObjects(gang=[current], owners=[suspended]))
+    assert not watching.backend_wants_pass(job, JobObjects(gang=[old], owners=[suspended]))
+    assert not watching.backend_wants_pass(SimpleNamespace(**{**vars(job), "phase": P.SUCCEEDED}),
+                                           JobObjects(gang=[current], owners=[suspended]))
+    assert not watching.backend_wants_pass(SimpleNamespace(**{**vars(job), "backend_plugin": "kai-v2alpha2"}),
+                                           JobObjects(gang=[current], owners=[suspended]))
