@@ -9,6 +9,7 @@ tests/cluster/test_kueue_backend.py."""
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -24,6 +25,7 @@ from scheduling.reconcile import probe
 from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
+from .conftest import POOL_LABEL
 from .reconcile_support import make_world, reconciled_until, wait_for
 from .test_kueue_backend import conditions, fresh, owner_jobs, pods, running, submit_gang, workload
 
@@ -33,22 +35,38 @@ PREEMPTED = ("Preempted to accommodate a workload (UID: 6d1c2a4e-0000-4000-8000-
              "prioritization in the ClusterQueue; preemptor path: /kq; preemptee path: /kq")
 
 
-@pytest.fixture
-def crd_world(kube_cluster, kube_namespace, admin_user, enqueued, pool_nodes):
-    """`World` on the session's cluster with Kueue's Workload CRD installed (no Kueue manager), served and probed."""
-    path = localcluster.binaries.kueue_dir() / "config" / "components" / "crd" / "bases" / \
-        "kueue.x-k8s.io_workloads.yaml"
-    ext = client.ApiextensionsV1Api(kube_cluster.api_client())
+@pytest.fixture(scope="module")
+def bare_cluster(local_binaries, tmp_path_factory):
+    """A control plane of this module's own, with Kueue's Workload CRD and no Kueue manager: the session's cluster
+    may run one (`kueue_cluster`), which would answer for Kueue here. Stopped after the module."""
+    state_dir = tmp_path_factory.mktemp("kueue-bare")
+    cluster = localcluster.up(localcluster.ClusterConfig(state_dir=state_dir, nodes=0, die_with_parent=True))
     try:
-        ext.create_custom_resource_definition(yaml.safe_load(path.read_text()))
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-    wait_for(lambda: any(c.type == "Established" and c.status == "True" for c in
-                         ext.read_custom_resource_definition("workloads.kueue.x-k8s.io").status.conditions or []),
-             60, "the Workload CRD established")
-    pool_nodes(1)
-    world = make_world(kube_cluster, kube_namespace, admin_user)
+        with cluster.api_client() as api:
+            ext = client.ApiextensionsV1Api(api)
+            path = localcluster.binaries.kueue_dir() / "config" / "components" / "crd" / "bases" / \
+                "kueue.x-k8s.io_workloads.yaml"
+            try:
+                ext.create_custom_resource_definition(yaml.safe_load(path.read_text()))
+            except ApiException as exc:
+                if exc.status != 409:  # installed with the cluster's CRDs
+                    raise
+            wait_for(lambda: any(c.type == "Established" and c.status == "True" for c in
+                                 ext.read_custom_resource_definition("workloads.kueue.x-k8s.io").status.conditions
+                                 or []), 60, "the Workload CRD established")
+        yield cluster
+    finally:
+        localcluster.down(state_dir)
+
+
+@pytest.fixture
+def crd_world(bare_cluster, admin_user, enqueued):
+    """`World` on `bare_cluster`: a namespace of the test's, one fake 8-GPU node labelled for it, probed."""
+    namespace = f"t-owner-{uuid.uuid4().hex[:6]}"
+    with bare_cluster.api_client() as api:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+    bare_cluster.add_node(f"{namespace}-n0", gpus=8, labels={POOL_LABEL: namespace})
+    world = make_world(bare_cluster, namespace, admin_user)
 
     def served():
         probe.probe_cluster(world.cluster)
@@ -56,7 +74,7 @@ def crd_world(kube_cluster, kube_namespace, admin_user, enqueued, pool_nodes):
         return WORKLOAD.api_version in (world.cluster.served_apis or [])
 
     wait_for(served, 60, "kueue.x-k8s.io/v1beta2 served")
-    builders.make_queue(QUEUE, allowed_namespaces=[kube_namespace])
+    builders.make_queue(QUEUE, allowed_namespaces=[namespace])
     return world
 
 
