@@ -255,6 +255,13 @@ def test_a_workload_admitted_before_its_pods_exist_is_queued_not_scheduled():
     assert whole.entries[-2].source.startswith("Pod ")  # scheduled by its pods, not by the admission
 
 
+def test_a_workload_kueue_has_not_looked_at_yet_waits_for_it_dispatched():
+    obs = observe(KUEUE.read_status([served()]))
+    assert (obs.phase, obs.reason) == (P.DISPATCHED, "WaitingForScheduler")
+    assert obs.message == ("waiting for the queue manager to admit Workload ml/train-abcd1234; its Jobs are "
+                           "suspended until then (0 of 3 pods created)")
+
+
 def test_a_waiting_workload_is_queued_with_kueues_reason_and_no_pod():
     obs = observe(KUEUE.read_status([served(WAITING)]))
     assert (obs.phase, obs.reason) == (P.QUEUED, "Pending")
