@@ -58,6 +58,10 @@ class GangStatus:
     # None: with it, a gang the scheduler took apart starts a new attempt at that time even when no pod says why
     # (Kueue evicts by suspending the Jobs, whose pods are deleted without a DisruptionTarget condition).
     disrupted_at: datetime | None = None
+    # When the scheduler's queue took the gang (Kueue: the Workload's creationTimestamp, the time it entered its
+    # LocalQueue), for a scheduler that admits a gang before any pod exists; None otherwise. The Queued entry is then
+    # at this time, and an admitted gang's wait is judged from it to `at` (the admission's time).
+    queued_at: datetime | None = None
     # A value the scheduler wrote that gangweb does not know (a phase, a condition type), said as it is, e.g.
     # "Volcano reports phase Draining, which gangweb does not know"; "" otherwise. Never mapped to a known reason:
     # `reason` then holds the value itself and `admitted` stays None.

@@ -165,7 +165,10 @@ class KueueV1beta2(SchedulerBackend):
         if wl is None:
             return GangStatus()
         conds = _by_type(wl)
-        result = GangStatus(source=object_source(wl), conditions=_conditions(wl), quota_only=True)
+        # queued_at: when the Workload entered its LocalQueue (its creation), the Queued time of a gang Kueue holds
+        # before any pod exists.
+        result = GangStatus(source=object_source(wl), conditions=_conditions(wl), quota_only=True,
+                            queued_at=parse_time((wl.get("metadata") or {}).get("creationTimestamp")))
         reserved, admitted = conds.get(QUOTA_RESERVED), conds.get(ADMITTED)
         if _true(conds, FINISHED):
             return self._said(result, conds[FINISHED], admitted=None)
