@@ -12,9 +12,12 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
 - spec: `queueName` = the job's queue policy (a LocalQueue of that name in the job's namespace, written by the queue
   sync); one `podSets[]` entry per pod set: `name`, `count` = replicas, `template` = the stamped pod template
   (the Indexed Job's); `minCount` is never set (partial admission is not used: `per_set_minimums` False);
-  `priorityClassRef` {group scheduling.k8s.io, kind PriorityClass, name} with `priority` = the class's value when
-  the job has a priority class (the CRD requires `priority` beside `priorityClassRef`; Kueue's job framework fills
-  it the same way, from the PriorityClass). Pods keep the default scheduler: kube-scheduler places admitted pods.
+  `priorityClassRef` {group scheduling.k8s.io, kind PriorityClass, name} when the job has a priority class, and
+  always `priority` = the value its pods get (the class's; without one the cluster's globalDefault class's, else 0),
+  read when the Workload is created: the CRD requires it beside `priorityClassRef`, Kueue orders and preempts by it
+  (its visibility API fails on a Workload without it), and Kueue's job framework fills it the same way
+  (`pkg/util/priority`). Without a class gangweb names no `priorityClassRef` (the job framework would name the
+  globalDefault class): the value is the same. Pods keep the default scheduler: kube-scheduler places admitted pods.
 - The Indexed Jobs are created suspended; gangweb un-suspends them once the Workload is admitted (`pods_allowed`)
   and suspends them again when Kueue evicts it; once their pods are gone it clears the quota reservation
   (`status_writes`: `status.admission` removed, `QuotaReserved=False` reason `Pending`, `Admitted=False`, the
@@ -27,8 +30,9 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
   validation rules (apis/kueue/v1beta2/workload_types.go): `podSets` cannot change once quota is reserved
   (`validateImmutablePodSets`), nor `queueName` or `priorityClassRef` while it is (CEL rules "queueName is
   immutable while workload quota reserved", "priorityClassRef is immutable ..."). gangweb never patches `podSets`
-  (its Jobs' templates are made from the same template): a drift there replaces the gang under new names;
-  `queueName` and `priorityClassRef` are patched in place while no quota is reserved, and replace otherwise.
+  (its Jobs' templates are made from the same template) or `priorityClassRef` (its `priority` goes with it): a drift
+  there replaces the gang under new names; `queueName` is patched in place while no quota is reserved, and
+  replaces otherwise.
 
 Status (`read_status`), from the Workload's conditions as Kueue writes them (pkg/workload, pkg/scheduler): admitted
 True only when `QuotaReserved` and `Admitted` are True and `Evicted` is not; `Evicted=True` is a disruption (its
@@ -118,7 +122,9 @@ class KueueV1beta2(SchedulerBackend):
     gang_refs = ("WORKLOAD",)
     status_refs = ("WORKLOAD",)
     immutable_spec = False
-    mutable_fields = ("queueName", "priorityClassRef")  # only while no quota is reserved (module docstring)
+    # Only while no quota is reserved (module docstring). `priorityClassRef` is not: its `priority` is set with it at
+    # create, so a change of class replaces the Workload (a patch of the ref alone would leave the old value).
+    mutable_fields = ("queueName",)
     # Fields that the webhook or CRD freeze once QuotaReserved=True.
     frozen_when_reserved = ("podSets", "queueName", "priorityClassRef")
     max_pod_sets = 8  # WorkloadSpec.podSets +kubebuilder:validation:MaxItems=8
@@ -141,8 +147,8 @@ class KueueV1beta2(SchedulerBackend):
         if spec.priority_class_name:
             body["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass",
                                         "name": spec.priority_class_name}
-            if spec.priority is not None:
-                body["priority"] = int(spec.priority)
+        if spec.priority is not None:  # always at create: Kueue orders and preempts by it
+            body["priority"] = int(spec.priority)
         return [self.new_gang_object(self.WORKLOAD, spec, body)]
 
     def stamp_pod_template(self, template: dict, spec: GangSpec, pod_set: PodSetSpec) -> dict:
@@ -320,7 +326,7 @@ class KueueV1beta2(SchedulerBackend):
 
     # ---- drift ------------------------------------------------------------------------------------------------
     def diff(self, desired: dict, observed: dict) -> Drift:
-        """The base comparison (queueName and priorityClassRef patched in place, anything else replaced), but a
+        """The base comparison (queueName patched in place, anything else replaced), but a
         patch of a field Kueue freezes while quota is reserved (`frozen_when_reserved`) is a replace then. The
         observed `spec.priority` (filled at create from the PriorityClass) is not compared: gangweb sets it only
         when it creates the Workload."""

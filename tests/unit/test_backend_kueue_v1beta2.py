@@ -92,9 +92,11 @@ def test_one_workload_per_job_one_pod_set_each_with_its_count_the_stamped_templa
     assert set(body) == {"queueName", "podSets", "priorityClassRef", "priority"}
 
 
-def test_without_a_priority_class_no_priority_fields():
-    [wl] = KUEUE.build_gang_objects(gpu_spec(priority_class_name=""))
-    assert "priorityClassRef" not in wl["spec"] and "priority" not in wl["spec"]
+def test_without_a_priority_class_the_priority_its_pods_get_and_no_class_reference():
+    [wl] = KUEUE.build_gang_objects(gpu_spec(priority_class_name="", priority=0))
+    assert "priorityClassRef" not in wl["spec"] and wl["spec"]["priority"] == 0
+    [later] = KUEUE.build_gang_objects(gpu_spec(priority_class_name=""))  # a pass that does not create reads none
+    assert "priority" not in later["spec"]
 
 
 def test_kueue_admits_the_whole_job_so_a_pod_set_minimum_is_refused_with_a_sentence():
@@ -220,6 +222,12 @@ def test_drift_queue_name_is_patched_before_quota_is_reserved_and_replaces_after
     moved_admitted = copy.deepcopy(served(ADMITTED, ADMISSION))
     moved_admitted["spec"]["queueName"] = "team-b"
     assert KUEUE.diff(want, moved_admitted).replace  # "queueName is immutable while workload quota reserved"
+
+
+def test_a_changed_priority_class_replaces_the_workload_its_priority_goes_with_it():
+    [want] = KUEUE.build_gang_objects(gpu_spec(priority_class_name="urgent"))
+    drift = KUEUE.diff(want, served(WAITING))  # no quota reserved, still not a patch of the reference alone
+    assert drift.replace and drift.fields == ["podSets", "priorityClassRef"]  # the pods' priorityClassName too
 
 
 def test_drift_in_pod_sets_replaces_and_the_priority_kueue_keeps_is_not_compared():

@@ -93,11 +93,12 @@ class AdmissionSteps:
         self.write_gang_status(wanted, ended=(str(self.job.phase), self.job.phase_message or ""))
 
     def with_priority(self, spec: GangSpec, wanted: list[dict]) -> GangSpec:
-        """`spec` with `priority` = the value of the job's PriorityClass, read from the cluster (one LIST), when the
-        backend needs it (`needs_priority_value`) and a gang object is about to be created; else `spec` unchanged.
+        """`spec` with `priority` = the value of the job's PriorityClass (without one: the cluster's globalDefault
+        class's value, else 0, as its pods get), read from the cluster (one LIST), when the backend needs it
+        (`needs_priority_value`) and a gang object is about to be created; else `spec` unchanged.
         Raises CreateRefused (the job fails, as a create the API server refused) when the cluster has no such
         PriorityClass: the gang object could not carry its priority, and its pods would be refused too."""
-        if not (self.backend.needs_priority_value and spec.priority_class_name):
+        if not self.backend.needs_priority_value:
             return spec
         if all(w["metadata"]["name"] in self.observed.gang_of(ref_of(self.backend, w)) for w in wanted):
             return spec
