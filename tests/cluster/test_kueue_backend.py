@@ -262,3 +262,38 @@ def test_an_evicted_workload_suspends_its_jobs_goes_back_to_queued_with_kueues_r
     assert len(running(world, victim)) == 3
     assert objects.get(world.api, WORKLOAD, world.namespace, evicted["metadata"]["name"])["metadata"]["uid"] == \
         evicted["metadata"]["uid"]  # the same Workload, requeued by Kueue, not a replacement
+
+
+def queued_since(enqueued, start: int, job) -> bool:
+    """True when a pass of `job` was queued after the first `start` entries of `enqueued`."""
+    return [job.pk] in enqueued[start:]
+
+
+@pytest.mark.django_db(transaction=True)  # the watch observes from its own threads
+def test_the_watch_queues_a_pass_when_kueue_admits_and_when_it_evicts(kueue_world, kueue_queue, enqueued,
+                                                                      priority_classes):
+    """Acting stays with the reconciler, but the watch sees Kueue's admission (the Jobs must be un-suspended) and its
+    eviction (they must be suspended) and queues the job's pass at once (`watching.backend_wants_pass`), not at the
+    resync's turn."""
+    from scheduling.reconcile import watching
+
+    world = kueue_world
+    queue = kueue_queue(gpus=3, preemption={"withinClusterQueue": "LowerPriority"})
+    w = watching.watcher_for(world.cluster, api=world.api).start()
+    try:
+        assert w.wait_synced(30)
+        job = submit_gang(world, queue, priority_class=priority_classes(100))
+        start = len(enqueued)  # the submit's own dispatch is before this
+        assert world.reconcile(job).error is None
+        wait_for(lambda: said(workload(world, job), "Admitted"), 90, "Kueue admits the Workload")
+        wait_for(lambda: queued_since(enqueued, start, job), 60, "the watch queues the job's pass on the admission")
+        assert all(j["spec"]["suspend"] is True for j in owner_jobs(world, job))  # the pass acts, not the watch
+        reconciled_until(world, job, GangPhase.RUNNING)
+
+        start = len(enqueued)  # running whole and admitted: nothing asks for a pass of it from here
+        urgent = submit_gang(world, queue, priority_class=priority_classes(1000))
+        assert world.reconcile(urgent).error is None
+        wait_for(lambda: said(workload(world, job), "Evicted"), 90, "Kueue evicts the job")
+        wait_for(lambda: queued_since(enqueued, start, job), 60, "the watch queues the job's pass on the eviction")
+    finally:
+        w.stop()
