@@ -64,12 +64,23 @@ def kueue_queue(kueue_world):
                                                   {"name": GPU, "nominalQuota": str(gpus)}]}]}]}
         if preemption:
             spec["preemption"] = preemption
-        custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+        try:
+            custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", body)
+        except ApiException as exc:  # made by the queue sync already: this test's quota on it
+            if exc.status != 409:
+                raise
+            have = custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
+            custom.replace_cluster_custom_object(GROUP, VERSION, "clusterqueues", name, {
+                **body, "metadata": {"name": name, "resourceVersion": have["metadata"]["resourceVersion"]}})
         made.append(name)
-        custom.create_namespaced_custom_object(GROUP, VERSION, kueue_world.namespace, "localqueues", {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue", "metadata": {"name": name},
-            "spec": {"clusterQueue": name}})
+        try:
+            custom.create_namespaced_custom_object(GROUP, VERSION, kueue_world.namespace, "localqueues", {
+                "apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue", "metadata": {"name": name},
+                "spec": {"clusterQueue": name}})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
         return name
 
     yield make
