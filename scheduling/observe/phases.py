@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ..backends.base import GangStatus
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from . import leftovers
 from .evidence import Evidence, JobShape
@@ -110,7 +111,7 @@ def _maybe_requeue(obs: Observation, ev: Evidence, recorded: dict[str, datetime]
     attempt (no earlier than `last_at`) and whatever of `again` (the pods' own evidence) moves that attempt on."""
     since = recorded.get(GangPhase.SCHEDULED) or next(
         (e.at for e in obs.entries if e.phase == GangPhase.SCHEDULED), None) or last_at
-    entry = requeue_entry(ev.shape, since, ev.pods, obs.attempt + 1)
+    entry = requeue_entry(ev.shape, since, ev.pods, obs.attempt + 1, ev.gang)
     if entry is None:
         return
     if last_at is not None and entry.at < last_at:
@@ -138,10 +139,15 @@ def _advance(obs: Observation, found: dict[str, Entry], recorded: dict[str, date
     return last_at
 
 
-def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts], attempt: int) -> Entry | None:
+def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts], attempt: int,
+                  gang: GangStatus | None = None) -> Entry | None:
     """The Queued entry that starts attempt `attempt` when a gang scheduled at `since` (the Scheduled entry of its
     current attempt) was taken apart: fewer than minMember of the pods it was scheduled with (live pods created no
     later than `since`) are left, and the cluster says when, in this order:
+
+    - the gang object says its scheduler disrupted the gang since (`gang.disruption_reason` with
+      `gang.disrupted_at`, e.g. Kueue's Workload `Evicted=True` reason `Preempted`): at that time, source the gang
+      object, reason its own, message its words (for Kueue's preemption, who preempted: reconcile/kueue_preemptors);
 
     - a member disrupted since (`DisruptionTarget=True`, e.g. `PreemptionByScheduler`, `EvictionByEvictionAPI`):
       at its lastTransitionTime, source that pod, reason the condition's, message who did it;
@@ -161,7 +167,19 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
     if len(kept) >= shape.min_member:
         return None
     tail = bound_of(sum(1 for p in live if p.bound), shape.min_member)
-    return _disrupted_entry(pods, since, tail, attempt) or _replacement_entry(live, since, tail, attempt)
+    return (_gang_disrupted_entry(gang, since, tail, attempt) or _disrupted_entry(pods, since, tail, attempt)
+            or _replacement_entry(live, since, tail, attempt))
+
+
+def _gang_disrupted_entry(gang: GangStatus | None, since: datetime | None, tail: str, attempt: int) -> Entry | None:
+    """`requeue_entry`'s first case: the gang object's own disruption statement since `since`, at its time."""
+    if gang is None or not gang.disruption_reason or gang.disrupted_at is None:
+        return None
+    if since is not None and gang.disrupted_at < since:
+        return None
+    said = f"; {gang.source}: {gang.disruption_message}" if gang.disruption_message else ""
+    return Entry(GangPhase.QUEUED, gang.disrupted_at, gang.source, gang.disruption_reason,
+                 f"gang disrupted: {tail}{said}", attempt)
 
 
 def _disrupted_entry(pods: list[PodFacts], since: datetime | None, tail: str, attempt: int) -> Entry | None:
@@ -200,6 +218,11 @@ def _requeued(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
     if obs.bound >= ev.shape.min_member:
         return None
     tail = bound_of(obs.bound, ev.shape.min_member)
+    gang = ev.gang
+    if gang.disruption_reason and gang.disrupted_at is not None and not any(p.disruption_reason for p in ev.pods):
+        # The scheduler disrupted the gang as a whole (Kueue's eviction): its words, with who preempted.
+        said = f"; {gang.source}: {gang.disruption_message}" if gang.disruption_message else ""
+        return gang.disruption_reason, f"gang disrupted: {tail}{said}"
     disrupted = next((p for p in ev.pods if p.disruption_reason), None)
     if disrupted is not None:
         said = f"; {disrupted.ref}: {disrupted.disruption_message}" if disrupted.disruption_message else ""
@@ -294,9 +317,14 @@ def _waiting_reason(obs: Observation, ev: Evidence, tail: str) -> tuple[str, str
     if waiting:
         return waiting[0].waiting_reason, f"{waiting[0].waiting_message} ({tail})" if waiting[0].waiting_message \
             else tail
+    if gang.admitted and gang.quota_only:  # admitted by its queue manager (Kueue): the pods are being made
+        return gang.reason or "Admitted", f"{gang.message}; pods being created ({tail})" if gang.message else tail
     if phase == GangPhase.QUEUED:
         return REASON_PENDING, tail
     if phase == GangPhase.DISPATCHED:
+        if not live_pods and gang.quota_only and gang.admitted is None:  # Kueue has not looked at it yet
+            return REASON_WAITING_FOR_SCHEDULER, (f"waiting for the queue manager to admit {gang.source}; its Jobs "
+                                                  f"are suspended until then (0 of {shape.total} pods created)")
         if not live_pods:
             return REASON_WAITING_FOR_PODS, f"0 of {shape.total} pods created"
         return REASON_WAITING_FOR_SCHEDULER, f"{len(live_pods)} of {shape.total} pods created; {tail}"
