@@ -16,6 +16,7 @@ from datetime import datetime
 from django.utils.dateparse import parse_datetime
 from kubernetes.utils import parse_quantity
 
+from ..constants import LABEL_POD_SET
 from ..kube.refs import ObjectRef  # lives in kube/ (kube/ takes any ref); plugins may name it from here too
 
 
@@ -65,6 +66,10 @@ class GangStatus:
     # "Volcano reports phase Draining, which gangweb does not know"; "" otherwise. Never mapped to a known reason:
     # `reason` then holds the value itself and `admitted` stays None.
     unknown: str = ""
+    # True when `admitted` says a queue manager reserved quota for the whole gang (Kueue's `Admitted`), not that its
+    # pods were placed: kube-scheduler places them after, so the Scheduled entry comes from the pods alone
+    # (observe/phase_entries.py `_scheduled`).
+    quota_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,10 @@ class GangSpec:
     - `durations`: KAI v0.17 `{"preemptionDelay": "5m", "stalenessGracePeriod": "-1s"}` from the template's gang
       (Go duration strings, validated), only the keys it sets;
     - `scheduler_name`: the pods' `schedulerName` on the job's cluster (`Cluster.scheduler_names`), "" for the
-      plugin's default.
+      plugin's default;
+    - `priority`: the value of the job's PriorityClass (`scheduling.k8s.io/v1` PriorityClass `value`), read from the
+      cluster by the reconciler only for a plugin that sets `needs_priority_value`, when it creates the gang; None
+      otherwise.
     """
 
     job_name: str
@@ -136,6 +144,7 @@ class GangSpec:
     disruption_mode: str = ""
     durations: dict = field(default_factory=dict)
     scheduler_name: str = ""
+    priority: int | None = None
 
     @property
     def total_replicas(self) -> int:
@@ -299,6 +308,21 @@ class SchedulerBackend:
     per_set_minimums: bool = False
     # Why a plugin without `per_set_minimums` cannot express one, for the refusal's words.
     set_minimum_refusal: str = "its gang is one group with one count"
+    # A queue manager that admits the gang before any pod may exist (Kueue): the Indexed Jobs are created suspended
+    # (`spec.suspend: true`, no pods) and the reconciler un-suspends them only while `pods_allowed` says so, and
+    # suspends them again when it stops saying so (an eviction).
+    holds_pods_until_admitted: bool = False
+    # Deleting the gang objects releases what the scheduler holds for the job (Kueue's quota): they are deleted only
+    # once no pod of the job is left (a cancel, a clean-up, an earlier generation), never beside running pods.
+    gang_deleted_after_pods: bool = False
+    # The gang object needs the job's PriorityClass value itself (Kueue's Workload `spec.priority`, required beside
+    # `priorityClassRef`): the reconciler reads it from the cluster into `GangSpec.priority` before creating it.
+    needs_priority_value: bool = False
+    # The most pod sets the gang object can hold (Kueue's Workload: `podSets` MaxItems=8), or None: a template with
+    # more is refused at write (services/templates/specs.py).
+    max_pod_sets: int | None = None
+    # Names of the gang refs whose `status` subresource gangweb writes (`status_writes`), for the RBAC rules.
+    status_refs: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         """Compute `gang_kinds` from `gang_refs` (the subclass's own refs, inherited or overridden), unless the
@@ -331,6 +355,22 @@ class SchedulerBackend:
             out.setdefault("spec", {})["schedulerName"] = spec.scheduler_name or self.scheduler_name
         return out
 
+    def job_pod_template(self, spec: GangSpec, pod_set: PodSetSpec) -> dict:
+        """The pod template of one pod set as its Indexed Job carries it (reconcile/desired.py `owners`): a copy of
+        the pod set's template with the job's labels and `gangweb.io/pod-set`, the rendezvous subdomain (the
+        Service), restartPolicy Never unless the template says OnFailure, the job's priorityClassName, then this
+        plugin's stamp (`stamp_pod_template`). Pure; the pod set's template is not mutated."""
+        template = copy.deepcopy(pod_set.template)
+        meta = template.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), **spec.labels, LABEL_POD_SET: pod_set.name}
+        pod = template.setdefault("spec", {})
+        pod["subdomain"] = spec.service_name
+        if pod.get("restartPolicy") not in ("Never", "OnFailure"):
+            pod["restartPolicy"] = "Never"
+        if spec.priority_class_name:
+            pod["priorityClassName"] = spec.priority_class_name
+        return self.stamp_pod_template(template, spec, pod_set)
+
     def owner_metadata(self, spec: GangSpec) -> dict:
         """Extra {"labels": {...}, "annotations": {...}} for the pods' owners (the Indexed Jobs)."""
         return {"labels": {}, "annotations": {}}
@@ -348,6 +388,27 @@ class SchedulerBackend:
         """{pod set name: minimum} as the gang objects `objects` (as built) express them, or None when this plugin
         cannot express a per-set minimum (`per_set_minimums` False: the base)."""
         return None
+
+    def pods_allowed(self, objects: list[dict]) -> bool:
+        """True when the job's Indexed Jobs may have pods now, given its observed gang objects of the current
+        generation (`objects`). The base: always (its scheduler gates the pods themselves); a plugin that
+        `holds_pods_until_admitted` says True only while its queue manager admits the gang."""
+        return True
+
+    def status_writes(self, objects: list[dict], *, pods_gone: bool, ended: tuple[str, str] | None,
+                      now: datetime) -> list[tuple[ObjectRef, dict, dict]]:
+        """The status writes gangweb owes the scheduler about the job's gang objects (`objects`, the current
+        generation as observed), as [(ref, the object as read, merge patch of its `status` subresource)]; [] when
+        none. `pods_gone`: no pod of the job is left (terminating ones count as left); `ended`: (reason, message)
+        once the job Succeeded or Failed ("Succeeded"/"Failed"), else None; `now`: the time to stamp conditions
+        with. The base writes nothing (the scheduler owns its status)."""
+        return []
+
+    def wants_pass(self, objects: list[dict], owners: list[dict], pods: list[dict]) -> bool:
+        """True when what the watch sees of a job (its gang objects, owner Jobs and pods, as cached) asks the
+        reconciler to act although nothing was deleted or edited: the base never; a plugin that
+        `holds_pods_until_admitted` when a Job's `suspend` disagrees with `pods_allowed`, or a status write is due."""
+        return False
 
     def mutable_paths(self, kind: str) -> tuple[str, ...]:
         """The spec paths of gang kind `kind` a merge patch may change: `mutable_by_kind[kind]`, else

@@ -1,6 +1,6 @@
 """The backend registry: a plain mapping from plugin name to plugin class.
 
-Templates name a backend *family* ("kai", "k8s-workload", "coscheduling", "volcano"); each family has one
+Templates name a backend *family* ("kai", "k8s-workload", "coscheduling", "volcano", "kueue"); each family has one
 plugin per API version, and `select` picks the highest version the cluster serves (KubeRay-style discovery), as
 each plugin's own `available(served)` says. This module is the only place that picks a plugin (`select`,
 `plugin_for`, `newest`) or lists a cluster's gang kinds (`gang_kinds`); reconcile/, the watch and the views ask it. The
@@ -20,6 +20,7 @@ FAMILIES: dict[str, list[str]] = {
                      "scheduling.backends.k8s_workload_v1alpha2.K8sWorkloadV1alpha2"],
     "coscheduling": ["scheduling.backends.coscheduling_v1alpha1.CoschedulingV1alpha1"],
     "volcano": ["scheduling.backends.volcano_v1beta1.VolcanoV1beta1"],
+    "kueue": ["scheduling.backends.kueue_v1beta2.KueueV1beta2"],
 }
 
 
@@ -49,6 +50,12 @@ def expresses_set_minimums(family: str) -> bool:
     runs a job depends on its cluster, so the family can only promise what all of them do. Raises KeyError for an
     unknown family."""
     return all(cls.per_set_minimums for cls in plugins(family))
+
+
+def max_pod_sets(family: str) -> int | None:
+    """The most pod sets every plugin of `family` can hold (the lowest `max_pod_sets` among them), or None when none
+    limits them (which plugin runs a job depends on its cluster). Raises KeyError for an unknown family."""
+    return min((cls.max_pod_sets for cls in plugins(family) if cls.max_pod_sets), default=None)
 
 
 def select(family: str, served: Iterable[str]):

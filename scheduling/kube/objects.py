@@ -17,6 +17,7 @@ large results sets in chunks".
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -206,6 +207,17 @@ def merge_patch(api: client.ApiClient, ref: ObjectRef, namespace: str, name: str
     if resource_version:
         patch = {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": resource_version}}
     return _request(api, "PATCH", ref, "PATCH", _path(ref, namespace, name), body=patch,
+                    content_type="application/merge-patch+json")
+
+
+def patch_status(api: client.ApiClient, ref: ObjectRef, namespace: str, name: str, patch: dict,
+                 resource_version: str | None = None) -> dict:
+    """JSON merge patch of the object's `status` subresource (`.../<name>/status`), with the optimistic-concurrency
+    `resource_version` as `merge_patch`. Counted and checked against the RBAC rules as "<plural>/status"."""
+    if resource_version:
+        patch = {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": resource_version}}
+    sub = dataclasses.replace(ref, plural=f"{ref.plural}/status")
+    return _request(api, "PATCH", sub, "PATCH", _path(ref, namespace, name) + "/status", body=patch,
                     content_type="application/merge-patch+json")
 
 

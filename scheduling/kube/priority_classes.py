@@ -29,3 +29,22 @@ def read(api: client.ApiClient) -> list[str]:
             names.add(name)
     return sorted(names)
 
+
+
+def value_of(api: client.ApiClient, name: str) -> int | None:
+    """The `value` (int32) a pod of PriorityClass `name` gets, from one LIST of the cluster (gangweb's rights list
+    PriorityClasses, never get them one by one: kube/rbac.py): that class's value, or None when the cluster has
+    no class of that name (or its value is not an integer). With `name` "", the value of a pod that names no class:
+    the lowest value among the `globalDefault` classes, else 0 (the Priority admission plugin's rule; Kueue's
+    `pkg/util/priority` `getDefaultPriority` takes the same). Raises what `kube.objects.list_objects` raises."""
+    defaults = []
+    for item in objects.list_objects(api, PRIORITY_CLASS, None, ""):
+        value = item.get("value")
+        value = value if isinstance(value, int) and not isinstance(value, bool) else None
+        if name and (item.get("metadata") or {}).get("name") == name:
+            return value
+        if not name and item.get("globalDefault") is True and value is not None:
+            defaults.append(value)
+    if name:
+        return None
+    return min(defaults) if defaults else 0

@@ -11,6 +11,8 @@ Where each verb comes from (issue 32 row 8):
   Services (`reconcile/jobs/reconciler.py` create and owner-reference merge-patch, `cleanup.py` delete and finalizer
   patch, `reconcile/cluster_watcher.py` list and watch, `conflicts.py` and `reconcile/left_behind.py` get): get, list,
   watch, create, patch, delete;
+- Kueue Workloads' status subresource (`backends/kueue_v1beta2.py` `status_writes`, written by
+  `reconcile/jobs/admission.py`: a reservation cleared after an eviction, Finished): patch;
 - pods: get, list, watch only (`reconcile/cluster_watcher.py`, `services/jobs/events.py`, `kube/node_pods.py`: what
   other pods request per node, for the capacity view); gangweb never creates, updates, patches or
   deletes a pod (the Job controller does; pods go with their Job's propagation);
@@ -44,6 +46,8 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("scheduling.run.ai", ("podgroups",), GANG_VERBS),
     ("scheduling.volcano.sh", ("podgroups",), GANG_VERBS),
     ("scheduling.x-k8s.io", ("podgroups",), GANG_VERBS),
+    ("kueue.x-k8s.io", ("workloads",), GANG_VERBS),
+    ("kueue.x-k8s.io", ("workloads/status",), ("patch",)),
     ("scheduling.run.ai", ("queues",), ("get", "list", "create", "update", "delete")),
     ("scheduling.volcano.sh", ("queues",), ("get", "list", "create", "update", "delete")),
     ("visibility.kueue.x-k8s.io", ("localqueues/pendingworkloads",), ("get",)),

@@ -216,7 +216,9 @@ def _scheduled(ev: Evidence, pods_only: bool) -> Entry | None:
     # with one count (k8s-workload's minCount) admits "5 of 3 bound" with 0 of 2 GPU workers (issue 30). A gang
     # admitted under a minimum someone lowered by hand is not the job's gang either: only its pods can say so.
     edited = ev.shape.min_edited and len(bound) < required
-    said = gang.admitted is True and gang.at is not None and not gated and not ev.short_sets and not edited
+    # A queue manager's admission (`quota_only`, Kueue) reserves quota; only the pods say the gang is placed.
+    said = gang.admitted is True and gang.at is not None and not gated and not ev.short_sets and not edited \
+        and not gang.quota_only
     if said and gang.scheduled_at_admission and not pods_only:
         return Entry(GangPhase.SCHEDULED, gang.at, gang.source, gang.reason or "Scheduled",
                      gang.message or bound_of(len(bound), required))

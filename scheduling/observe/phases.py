@@ -317,9 +317,14 @@ def _waiting_reason(obs: Observation, ev: Evidence, tail: str) -> tuple[str, str
     if waiting:
         return waiting[0].waiting_reason, f"{waiting[0].waiting_message} ({tail})" if waiting[0].waiting_message \
             else tail
+    if gang.admitted and gang.quota_only:  # admitted by its queue manager (Kueue): the pods are being made
+        return gang.reason or "Admitted", f"{gang.message}; pods being created ({tail})" if gang.message else tail
     if phase == GangPhase.QUEUED:
         return REASON_PENDING, tail
     if phase == GangPhase.DISPATCHED:
+        if not live_pods and gang.quota_only and gang.admitted is None:  # Kueue has not looked at it yet
+            return REASON_WAITING_FOR_SCHEDULER, (f"waiting for the queue manager to admit {gang.source}; its Jobs "
+                                                  f"are suspended until then (0 of {shape.total} pods created)")
         if not live_pods:
             return REASON_WAITING_FOR_PODS, f"0 of {shape.total} pods created"
         return REASON_WAITING_FOR_SCHEDULER, f"{len(live_pods)} of {shape.total} pods created; {tail}"

@@ -62,9 +62,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, fmean, pstdev
 
-from ..amounts import in_people_units
 from .allocation import ClusterState, Job, QueueSpec, allocate, lines_of, smallest_asks
 from .arrivals import Arrival, ArrivalModel, window_words
+from .estimate_words import amount as _amount
+from .estimate_words import arrival_work, span
+from .estimate_words import number as _num
 
 MIN_RUNS = 5  # finished runs needed before run times are trusted
 MIN_TAIL = 3  # runs longer than the elapsed time needed to draw among them; fewer: the fitted lognormal's tail
@@ -444,52 +446,6 @@ def _thin(out: Estimate, job: Job, runs: Runs) -> Estimate:
 
 
 # --- words ------------------------------------------------------------------------------------------------------
-
-NOUNS = {"gpu": ("GPU", "GPUs"), "cpu": ("CPU core", "CPU cores"), "memory": ("GiB", "GiB")}
-
-
-def _amount(resource: str, amount: float) -> str:
-    """A KAI amount in the pages' units (scheduling/amounts.py): 3 -> "3 GPUs", 1 -> "1 GPU", 8000 (millicores) ->
-    "8 CPU cores", 4295 (MB) -> "4 GiB"."""
-    n = _num(resource, amount)
-    one, many = NOUNS[resource]
-    return f"{n} {one if n == '1' else many}"
-
-
-def _num(resource: str, amount: float) -> str:
-    """A KAI amount as a bare number in the unit `_amount` names (amounts.in_people_units)."""
-    return in_people_units(resource, amount)
-
-
-WORK_NOUNS = {"gpu": "GPU·h", "cpu": "CPU core·h", "memory": "GiB·h"}
-
-
-def arrival_work(resource: str, amount_seconds: float) -> str:
-    """Work (a KAI amount x seconds) in people's units per hour: 43200 GPU-seconds -> "12 GPU·h", 1800 -> "0.5
-    GPU·h"; 8000 millicores for 1 h -> "8 CPU core·h"."""
-    return f"{_num(resource, amount_seconds / 3600)} {WORK_NOUNS[resource]}"
-
-
-def minutes(seconds: float) -> int:
-    """Whole minutes, rounded up (a start 30 s away is "in 1 min")."""
-    return int(math.ceil(max(seconds, 0.0) / 60 - 1e-9))
-
-
-def span(seconds: float) -> str:
-    """A duration for people: "21 s" under 2 minutes (a 21-s run is not "1 min"), else "42 min", "3 h 10 min",
-    "2 d 4 h" (to the nearest minute)."""
-    seconds = max(seconds, 0.0)
-    if seconds < 120:
-        return f"{int(math.floor(seconds + 0.5))} s"
-    m = int(math.floor(seconds / 60 + 0.5))
-    if m < 120:
-        return f"{m} min"
-    h, m = divmod(m, 60)
-    if h < 48:
-        return f"{h} h {m} min" if m else f"{h} h"
-    d, h = divmod(h, 24)
-    return f"{d} d {h} h" if h else f"{d} d"
-
 
 def evidence(est: Estimate, queue: str) -> str:
     """The estimate's reasons as one sentence, e.g. "similar jobs ran 42 min (p50) over 37 runs and train-7 has

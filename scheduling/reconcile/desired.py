@@ -73,18 +73,9 @@ def job_labels_from(job_name: str, uid: str) -> dict:
 
 
 def pod_template(backend: SchedulerBackend, spec: GangSpec, pod_set: PodSetSpec) -> dict:
-    """The pod template of one pod set: the job's labels, the rendezvous subdomain, restartPolicy Never unless
-    the template says OnFailure, then the backend's stamp (scheduler, group link)."""
-    template = copy.deepcopy(pod_set.template)
-    meta = template.setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), **spec.labels, LABEL_POD_SET: pod_set.name}
-    pod = template.setdefault("spec", {})
-    pod["subdomain"] = spec.service_name
-    if pod.get("restartPolicy") not in ("Never", "OnFailure"):
-        pod["restartPolicy"] = "Never"
-    if spec.priority_class_name:
-        pod["priorityClassName"] = spec.priority_class_name
-    return backend.stamp_pod_template(template, spec, pod_set)
+    """The pod template of one pod set (`SchedulerBackend.job_pod_template`): the job's labels, the rendezvous
+    subdomain, restartPolicy Never unless the template says OnFailure, then the backend's stamp."""
+    return backend.job_pod_template(spec, pod_set)
 
 
 # A member that fails because it was disrupted (preempted, evicted by the Eviction API, its node drained or lost:
@@ -96,9 +87,11 @@ IGNORE_DISRUPTIONS = {"rules": [{"action": "Ignore",
                                   "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
 
 
-def owners(backend: SchedulerBackend, spec: GangSpec) -> list[dict]:
+def owners(backend: SchedulerBackend, spec: GangSpec, suspend: bool = False) -> list[dict]:
     """One Indexed Job per pod set, in pod-set order. backoffLimit 0: a gang with a failed member has failed,
-    unless the member was disrupted (`IGNORE_DISRUPTIONS`, with restartPolicy Never): then it is replaced."""
+    unless the member was disrupted (`IGNORE_DISRUPTIONS`, with restartPolicy Never): then it is replaced. With
+    `suspend` (a backend that holds pods until its queue manager admits the gang, and it has not), `spec.suspend:
+    true`: the Job controller makes no pod until gangweb un-suspends it (reconcile/jobs/admission.py)."""
     extra = backend.owner_metadata(spec)
     jobs = []
     for ps in spec.pod_sets:
@@ -111,6 +104,8 @@ def owners(backend: SchedulerBackend, spec: GangSpec) -> list[dict]:
                     "backoffLimit": 0, "template": template}
         if template["spec"]["restartPolicy"] == "Never":
             job_spec["podFailurePolicy"] = copy.deepcopy(IGNORE_DISRUPTIONS)
+        if suspend:
+            job_spec["suspend"] = True
         jobs.append({"apiVersion": JOB.api_version, "kind": JOB.kind, "metadata": meta, "spec": job_spec})
     return jobs
 

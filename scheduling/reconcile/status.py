@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
 
-from django.db import connections, router, transaction
+from django.db import router, transaction
 from django.utils import timezone
 
 from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from ..db import cluster_usage
-from ..db.statements import columns, fetch, joined, joined_instance, select_list
+from ..db.statements import fetch, joined, joined_instance
 from ..db.statements import update as update_row
 from ..kube.errors import NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
@@ -50,6 +50,7 @@ from .derive import (  # noqa: F401 - re-exported: what callers and tests read o
     read_gang_status,
     scheduler_of,
 )
+from .timeline_reads import read_timeline
 
 log = logging.getLogger(__name__)
 
@@ -108,50 +109,6 @@ def _locked_statement(alias: str) -> tuple[str, tuple]:
     """(SQL, columns) reading the job with a given primary key joined with its cluster and queue, locking the job's
     row alone where the database locks rows (`statements.joined`)."""
     return joined(alias, GangJob, RELATED, "id", lock=True)
-
-
-@functools.lru_cache(maxsize=8)
-def _timeline_statement(alias: str) -> tuple[str, tuple]:
-    """(SQL, columns) of a job's recorded entries: phase, at, attempt, inferred."""
-    qn = connections[alias].ops.quote_name
-    cols = tuple(columns(PhaseTransition, "t", ["phase", "at", "attempt", "inferred"]))
-    return (f"SELECT {select_list(alias, list(cols))} FROM {qn(PhaseTransition._meta.db_table)} t "
-            f"WHERE t.{qn(PhaseTransition._meta.get_field('job').column)} = %s"), cols
-
-
-def read_timeline(job: GangJob) -> list[tuple]:
-    """The job's recorded entries [(phase, at, attempt, inferred)], any order: one statement of fixed text
-    (`_timeline_statement`), the values as `values_list("phase", "at", "attempt", "inferred")` gives them."""
-    alias = router.db_for_read(PhaseTransition)
-    sql, cols = _timeline_statement(alias)
-    return [tuple(r) for r in fetch(alias, sql, [job.pk], cols)]
-
-
-@functools.lru_cache(maxsize=8)
-def _row_and_timeline_statement(alias: str) -> tuple[str, tuple]:
-    """(SQL, columns) of a job's phase, desired_state and cleaned_up_at with its recorded entries (phase, at,
-    attempt, inferred), one result row per entry (a LEFT JOIN: one row of NULL entry columns when it has none)."""
-    qn = connections[alias].ops.quote_name
-    cols = tuple(columns(GangJob, "j", ["phase", "desired_state", "cleaned_up_at"])
-                 + columns(PhaseTransition, "t", ["phase", "at", "attempt", "inferred"]))
-    job_fk = qn(PhaseTransition._meta.get_field("job").column)
-    return (f"SELECT {select_list(alias, list(cols))} FROM {qn(GangJob._meta.db_table)} j "
-            f"LEFT JOIN {qn(PhaseTransition._meta.db_table)} t ON t.{job_fk} = j.{qn(GangJob._meta.pk.column)} "
-            f"WHERE j.{qn(GangJob._meta.pk.column)} = %s"), cols
-
-
-def read_row_and_timeline(job: GangJob) -> tuple[dict | None, list[tuple]]:
-    """({"phase", "desired_state", "cleaned_up_at"} of the job's row as it is now, its recorded entries [(phase,
-    at, attempt, inferred)] as `read_timeline` gives them), in one statement: a pass's check for a cancel or an end
-    that came while its creates were in flight, and the timeline its observation reads next
-    (`JobReconciler.cancelled_meanwhile`). (None, []) when the row is gone."""
-    alias = router.db_for_read(GangJob)
-    sql, cols = _row_and_timeline_statement(alias)
-    rows = fetch(alias, sql, [job.pk], cols)
-    if not rows:
-        return None, []
-    row = dict(zip(("phase", "desired_state", "cleaned_up_at"), rows[0][:3], strict=True))
-    return row, [tuple(r[3:7]) for r in rows if r[3] is not None]
 
 
 def _entries(recorded: list) -> list[tuple]:

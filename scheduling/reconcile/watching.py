@@ -1,7 +1,8 @@
 """Glue between the cluster watches and the jobs: what to watch in a cluster, and what to do on a change.
 
 `observe_job` is the watcher's `on_change`: it records the job's phase from the watch cache at once (no API call,
-`status.apply_observation`); when one of the job's gang objects or Jobs was deleted under a running job it
+`status.apply_observation`); when one of the job's gang objects or Jobs was deleted under a running job, or its
+backend plugin asks for a pass (`backend_wants_pass`: Kueue admitted or evicted it), it
 enqueues `scheduling.reconcile_job`, which recreates what is missing, and when the job ended or is being cancelled,
 the same task marked `cleanup` (its shard's clean-up queue), which deletes what the job no longer needs. Acting
 stays with the reconciler; the watch only observes, and only the job's own objects (`select`,
@@ -80,7 +81,7 @@ def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> bool:
     again = awaiting_record(job, job_objects)
     ended = job.phase in TERMINAL_PHASES and job.cleaned_up_at is None  # `_observe` skips jobs that had ended
     cleanup = ended or job.desired_state == DesiredState.CANCEL
-    if not (cleanup or deleted or job.phase_reason in ACT_ON):
+    if not (cleanup or deleted or job.phase_reason in ACT_ON or backend_wants_pass(job, job_objects)):
         return again
     if not (cleanup or deleted) and repairs.holding(job):
         return again  # a repair that does not hold waits out its backoff: its pass is queued already (jobs/repairs.py)
@@ -90,6 +91,23 @@ def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> bool:
         log.warning("watch: could not queue a reconcile of job %s (%s: %s); the resync will", job.pk,
                     type(exc).__name__, exc)
     return again
+
+
+def backend_wants_pass(job: GangJob, job_objects: JobObjects) -> bool:
+    """True when the job's backend plugin asks the reconciler to act on what the watch sees (`wants_pass`: Kueue
+    admitted or evicted the Workload, so its Jobs must be un-suspended or suspended, or an evicted Workload's pods
+    are gone and its reservation is to be cleared). A finished or unknown-plugin job: False."""
+    if job.phase in TERMINAL_PHASES or not job.backend_plugin:
+        return False
+    try:
+        plugin = registry.by_name(job.backend_plugin)()
+    except KeyError:
+        return False
+    if not plugin.holds_pods_until_admitted:
+        return False
+    name = status.current_gang_name(job)
+    gang = [g for g in job_objects.gang if (g.get("metadata") or {}).get("name") == name]
+    return plugin.wants_pass(gang, job_objects.owners, job_objects.pods)
 
 
 def awaiting_record(job: GangJob, job_objects: JobObjects) -> bool:

@@ -16,14 +16,14 @@ EXAMPLE_UID = uuid.UUID("00000000-0000-4000-8000-000000000000")  # stable names 
 
 
 def build_objects(job, plugin_cls) -> list[dict]:
-    """Gang objects, then one Indexed Job per pod set, then the headless Service, as reconcile creates them.
-
-    """
+    """Gang objects, then one Indexed Job per pod set, then the headless Service, as reconcile creates them (the
+    Jobs of a backend that holds pods until its queue manager admits the gang, Kueue, as created: suspended)."""
     from ..reconcile import desired
 
     backend = plugin_cls()
     spec = desired.gang_spec(job)
-    return [*backend.build_gang_objects(spec), *desired.owners(backend, spec), desired.service(spec)]
+    owners = desired.owners(backend, spec, suspend=backend.holds_pods_until_admitted)
+    return [*backend.build_gang_objects(spec), *owners, desired.service(spec)]
 
 
 def objects_sent(job) -> list[dict]:

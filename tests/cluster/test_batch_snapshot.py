@@ -76,7 +76,7 @@ def test_a_batch_dispatch_costs_a_fixed_number_of_sql_statements_per_job(world):
     # exceptions, read once for the batch before its first owner Job is created (reconcile/jobs/reconciler.py
     # check_pod_policy; was once per job). Then per job: the row read again before its first create (it may have
     # ended since the batch loaded it: JobReconciler.refuse_when_over), the cancel check after its creates together
-    # with the timeline its observation derives from (one statement: status.read_row_and_timeline; were two), its
+    # with the timeline its observation derives from (one statement, timeline_reads.read_row_and_timeline), its
     # row locked (on PostgreSQL), the Dispatched entry, the row's update and the attempt row. (Before issue 36: 8
     # per job; before issue 9: 10.)
     assert len(per_size[5]) - len(per_size[2]) == 3 * 6

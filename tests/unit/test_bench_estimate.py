@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from bench.estimate import calibrate, calibrate_z, covered, fit_level, fits_aware_figures, spread, z_needed
+from bench.estimate_scoring import calibrate, calibrate_z, covered, fit_level, fits_aware_figures, spread, z_needed
 from scheduling.queueing.estimate import ESTIMATED, NOW, Estimate
 
 MIN = 60.0

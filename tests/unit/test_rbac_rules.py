@@ -21,6 +21,9 @@ def kinds_the_code_names() -> set[tuple[str, str]]:
         for value in list(vars(module).values()):
             candidates = [value] + (list(vars(value).values()) if isinstance(value, type) else [])
             found |= {(c.group, c.plural) for c in candidates if isinstance(c, ObjectRef)}
+    from scheduling.backends import registry
+    for cls in registry.all_plugins():  # the status subresources a plugin's `status_writes` patch
+        found |= {(getattr(cls, attr).group, f"{getattr(cls, attr).plural}/status") for attr in cls.status_refs}
     return found
 
 
@@ -51,6 +54,7 @@ def test_row8_no_pod_writes_and_no_priority_class_writes():
                          ("node.k8s.io", "runtimeclasses"), ("scheduling.k8s.io", "priorityclasses"),
                          ("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads")}
     assert not any("*" in resources or "*" in verbs for _, resources, verbs in rbac.RULES)
+    assert rules[("kueue.x-k8s.io", "workloads/status")] == {"patch"}  # Kueue's Workload status: patched only
 
 
 def test_row8_a_request_outside_the_rules_is_recorded_and_logged(caplog):

@@ -102,7 +102,12 @@ class JobCleanup:
         for name, obj in list(self.observed.services.items()):
             if name != svc["metadata"]["name"] and not is_terminating(obj):
                 self.delete(SERVICE, obj)
-        self.delete_gang(keep={(obj_key(w), w["metadata"]["name"]) for w in wanted})
+        current = {(obj_key(w), w["metadata"]["name"]) for w in wanted}
+        stale_gang = any((kind_key(ref), name) not in current
+                         for ref in self.backend.gang_kinds for name in self.observed.gang_of(ref))
+        if stale_gang and self.hold_gang_for_pods(owner_names):
+            return  # Kueue: an earlier generation's Workload holds the quota until its pods are gone
+        self.delete_gang(keep=current)
 
     def delete_all(self) -> bool:
         """Delete every object of the job (Jobs with their pods, Service, gang objects). Returns True when the
@@ -123,6 +128,8 @@ class JobCleanup:
         for name, svc in list(self.observed.services.items()):
             if not is_terminating(svc):
                 self.observed.services[name] = self.delete(SERVICE, svc) or svc
+        if self.hold_gang_for_pods():
+            return False  # Kueue: the Workload (the quota) goes only after every pod; the pass comes back
         self.delete_gang()
         return self.sweep_recorded() and nothing_left
 
@@ -211,6 +218,8 @@ class JobCleanup:
             job.remove_after = retention.remove_after(job)
         if job.objects_removed_at:
             return
+        if not job.cleaned_up_at:
+            self.write_ended()  # Kueue: Finished=True releases the quota at once (its job framework does so)
         if any((p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES for p in self.observed.pods):
             return
         if not job.cleaned_up_at:

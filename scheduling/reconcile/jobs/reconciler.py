@@ -24,9 +24,10 @@ from ...observe.objects import created_at as o_created_at
 from ...observe.pods import owner_facts
 from ...podspec import rules as pod_rules
 from .. import desired as desired_mod
-from .. import owner_refs, refusals, retention, status, volcano_queues, waiting_events
+from .. import owner_refs, refusals, retention, status, timeline_reads, volcano_queues, waiting_events
 from ..observed import Observed, adopt_names, read
 from . import repairs
+from .admission import AdmissionSteps
 from .backend import backend_for
 from .cleanup import JobCleanup
 from .common import (
@@ -64,7 +65,7 @@ def over_because(row: dict | None) -> str | None:
     return None
 
 
-class JobReconciler(ObjectWrites, JobCleanup):
+class JobReconciler(ObjectWrites, JobCleanup, AdmissionSteps):
     """One pass over one job. Create with the job (cluster and queue loaded), an ApiClient and optionally the
     Observed slice from a resync; call `run()`."""
 
@@ -197,13 +198,17 @@ class JobReconciler(ObjectWrites, JobCleanup):
             wanted = self.backend.build_gang_objects(spec)
         if any(w["metadata"]["name"] not in self.observed.gang_of(ref_of(self.backend, w)) for w in wanted):
             self.ensure_volcano_queue(spec.queue)  # a Volcano PodGroup (the root there) only once its queue exists
+            spec = self.with_priority(spec, wanted)  # Kueue's Workload carries its PriorityClass's value
+            wanted = self.backend.build_gang_objects(spec)
         root = self.ensure_root(wanted)
-        owners = [owner_refs.with_owner(o, root) for o in desired_mod.owners(self.backend, spec)]
+        owners = [owner_refs.with_owner(o, root)
+                  for o in desired_mod.owners(self.backend, spec, suspend=self.owners_held(wanted))]
         svc = owner_refs.with_owner(desired_mod.service(spec), root)
         self.put_back_labels(wanted, owners, svc)
         missing = self.align_existing(wanted, owners, svc, root)
         self.create_members(missing, owners, svc)
         self.record_own(wanted, svc)
+        self.write_gang_status(wanted)  # Kueue: an evicted gang's reservation cleared once its pods are gone
         self.delete_stale(wanted, owners, svc)
         if self.cancelled_meanwhile():
             return
@@ -457,13 +462,13 @@ class JobReconciler(ObjectWrites, JobCleanup):
         raises Done when it ended.
 
         When the pass has not read the job's timeline yet (a batch's, an event's pass; a resync's rows come with
-        theirs), the row is read with it, in one statement (`status.read_row_and_timeline`), and the timeline is
+        theirs), the row is read with it, in one statement (`timeline_reads.read_row_and_timeline`), and the timeline is
         the one the pass's observation then derives from (`StatusUpdate.recorded`: read after the row the pass
         holds, as it requires)."""
         if not any(a.startswith("create ") for a in self.actions):
             return False
         if self.update.recorded is None and self.job.phase not in TERMINAL_PHASES:
-            row, recorded = status.read_row_and_timeline(self.job)
+            row, recorded = timeline_reads.read_row_and_timeline(self.job)
             if row is not None and over_because(row) is None:
                 self.update.recorded = recorded
                 return False

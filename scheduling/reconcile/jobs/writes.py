@@ -64,7 +64,8 @@ def owner_job_patch(want: dict, have: dict, root: dict) -> tuple[dict, list[str]
     scaled-down gang never gets all its members) together with `completions` (Indexed Jobs let completions change
     only in tandem with parallelism, to the same value: k8s.io/kubernetes pkg/apis/batch/validation
     `validateCompletions`, 1.36 and 1.37; a completions left higher than parallelism runs extra pods later, outside
-    the gang), `suspend` (gangweb never suspends) and `metadata.ownerReferences` (the root alone, `owner_refs`).
+    the gang), `suspend` (as `want` says: False unless the backend holds the pods until its queue manager admits
+    the gang, reconcile/jobs/admission.py) and `metadata.ownerReferences` (the root alone, `owner_refs`).
     ({}, []) when the Job is as wanted."""
     spec = have.get("spec") or {}
     patch, fields = {}, []
@@ -72,8 +73,9 @@ def owner_job_patch(want: dict, have: dict, root: dict) -> tuple[dict, list[str]
     if spec.get("parallelism") != count or spec.get("completions") != want["spec"]["completions"]:
         patch["spec"] = {"parallelism": count, "completions": want["spec"]["completions"]}
         fields += ["completions", "parallelism"]
-    if spec.get("suspend"):
-        patch.setdefault("spec", {})["suspend"] = False
+    suspend = bool(want["spec"].get("suspend"))
+    if bool(spec.get("suspend")) != suspend:
+        patch.setdefault("spec", {})["suspend"] = suspend
         fields.append("suspend")
     if owner_refs.verdict(have, root) == owner_refs.PATCH:
         patch.update(owner_refs.patch_body(root))
@@ -215,7 +217,8 @@ class ObjectWrites:
         for owner in list(self.observed.owners.values()):
             self.delete(JOB, owner)
         self.observed.owners = {}
-        for ref in reversed(self.backend.gang_kinds):
+        # A backend whose gang objects hold quota (Kueue) keeps them until their pods are gone (`delete_stale`).
+        for ref in () if self.backend.gang_deleted_after_pods else reversed(self.backend.gang_kinds):
             kind = self.observed.gang_of(ref)
             for name, obj in list(kind.items()):
                 if not is_terminating(obj):

@@ -50,6 +50,7 @@ from ...observe.causes import NODES_FRAGMENTED
 from ...observe.why_pending import QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA
 from ...queueing import allocation, arrivals
 from ...queueing import estimate as model
+from ...queueing import estimate_words as words
 from ...unavailable import DEPENDENCY_ERRORS
 from ..access import roles as access
 from ..queues import line as queue_line
@@ -270,7 +271,7 @@ def _at(now, seconds):
 
 def _when(now, seconds) -> str:
     at = _at(now, seconds)
-    return f"in {model.span(seconds)} ({at:%H:%M} UTC)" if seconds >= 60 else f"within a minute ({at:%H:%M} UTC)"
+    return f"in {words.span(seconds)} ({at:%H:%M} UTC)" if seconds >= 60 else f"within a minute ({at:%H:%M} UTC)"
 
 
 def state_version(job: GangJob) -> str:
@@ -364,8 +365,8 @@ def _payload(job: GangJob, user=None, now=None) -> dict | None:
     return {
         "status": est.status, "p50": _at(now, est.p50), "p90": _at(now, est.p90),
         "p50_seconds": est.p50, "p90_seconds": est.p90,
-        "p50_in_minutes": model.minutes(est.p50) if est.p50 is not None else None,
-        "p90_in_minutes": model.minutes(est.p90) if est.p90 is not None else None,
+        "p50_in_minutes": words.minutes(est.p50) if est.p50 is not None else None,
+        "p90_in_minutes": words.minutes(est.p90) if est.p90 is not None else None,
         "text": text, "evidence": model.evidence(est, queue) if timed else "", "reason": est.reason,
         "ahead_in_queue": est.ahead,
         "needs": {"resource": est.resource, "amount": est.needs, "free_now": est.free_now},

@@ -168,6 +168,11 @@ def validate_template_spec(spec, field: str = "spec") -> dict:
     pod_sets = spec.get("podSets")
     if not isinstance(pod_sets, list) or not pod_sets:
         raise ValidationError({f"{field}.podSets": "at least one pod set is required"})
+    most = registry.max_pod_sets(backend)
+    if most is not None and len(pod_sets) > most:
+        raise ValidationError({f"{field}.podSets": f"the '{backend}' backend takes at most {most} pod sets (its gang "
+                                                   f"object holds one entry per pod set); this spec has "
+                                                   f"{len(pod_sets)}"})
     names: set[str] = set()
     for i, ps in enumerate(pod_sets):
         f = f"{field}.podSets[{i}]"
