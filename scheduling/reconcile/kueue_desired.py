@@ -13,7 +13,8 @@ Mapping (docs/queues.md "Kueue"; field names from Kueue v0.17.0 `apis/kueue/v1be
   quota (absent when the limit is -1, and always without a parent: Kueue allows borrowing only within a Cohort);
   `namespaceSelector` = `kubernetes.io/metadata.name In` the namespaces the policy and every ancestor allow;
   `preemption` = reclaimWithinCohort Any (a queue under its quota takes back what others borrowed, as KAI reclaims
-  over-quota usage) and withinClusterQueue LowerPriority (inside a queue, a higher-priority job may preempt);
+  over-quota usage), withinClusterQueue LowerPriority (inside a queue, a higher-priority job may preempt) and
+  borrowWithinCohort Never (a borrowing queue never preempts to borrow more: over quota, it only takes what is idle);
 - the GPU over-quota weight -> `spec.fairSharing.weight` (Cohort and ClusterQueue; weight 0 is Kueue's "always at
   a disadvantage", as KAI's "no share of the surplus");
 - a **LocalQueue** named after a leaf policy in each allowed namespace, `spec.clusterQueue` = the policy's name.
@@ -49,7 +50,8 @@ DEFAULT_PRIORITY = qd.DEFAULT_PRIORITY  # KAI's: a policy at it loses nothing to
 COVERED = ("cpu", "memory", "gpu")  # covered resources, in this order (Kueue: every flavor lists them so)
 # "No bound" for a resource the policy leaves unbounded, in KAI units: 100000 GPUs, 100000 cores, 100 TB.
 UNBOUNDED = {"gpu": 100000, "cpu": 100_000_000, "memory": 100_000_000}
-PREEMPTION = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+PREEMPTION = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
+              "borrowWithinCohort": {"policy": "Never"}}  # the last is the CRD's default, said so it reads back as sent
 DEFAULT_PREEMPTION = "Never"  # the CRD's default of both
 DEFAULT_WEIGHT = 1.0  # the CRD's default fairSharing.weight
 OWNED_KEYS = ("cohortName", "parentName", "resourceGroups", "namespaceSelector", "fairSharing", "preemption")
@@ -219,7 +221,7 @@ def desired(policy, parent_name: str, children: list, namespaces: list[str]) -> 
     else:
         spec = {"resourceGroups": _resources(_leaf_amounts(policy, parent_name, warnings)),
                 "namespaceSelector": namespace_selector(namespaces), "fairSharing": {"weight": weight},
-                "preemption": dict(PREEMPTION)}
+                "preemption": copy.deepcopy(PREEMPTION)}
         if parent_name:
             spec["cohortName"] = parent_name
         kind = CLUSTER_QUEUE
@@ -267,8 +269,12 @@ def flat_fields(spec: dict | None) -> dict:
     out = {"parentName": str(spec.get("parentName") or ""), "cohortName": str(spec.get("cohortName") or ""),
            "fairSharing.weight": _weight(fair.get("weight")),
            "namespaceSelector": "" if selector is None else json.dumps(selector, sort_keys=True)[:2000]}
-    for key in PREEMPTION:
+    for key in ("reclaimWithinCohort", "withinClusterQueue"):
         out[f"preemption.{key}"] = str(preemption.get(key) or DEFAULT_PREEMPTION)
+    borrow = preemption.get("borrowWithinCohort") if isinstance(preemption.get("borrowWithinCohort"), dict) else {}
+    out["preemption.borrowWithinCohort.policy"] = str(borrow.get("policy") or DEFAULT_PREEMPTION)
+    if borrow.get("maxPriorityThreshold") is not None:
+        out["preemption.borrowWithinCohort.maxPriorityThreshold"] = str(borrow["maxPriorityThreshold"])[:32]
     groups = spec.get("resourceGroups") if isinstance(spec.get("resourceGroups"), list) else []
     for i, group in enumerate(groups[:16]):
         group = group if isinstance(group, dict) else {}
@@ -413,18 +419,11 @@ def workloads_held(obj: dict) -> str:
 
 # --- LocalQueue and ResourceFlavor ----------------------------------------------------------------------------------
 
-def local_queue_body(name: str, namespace: str, existing: dict | None = None) -> dict:
-    """A LocalQueue `name` in `namespace` pointing at ClusterQueue `name` (or the existing one with gangweb's
-    `spec.clusterQueue` and labels put back)."""
-    if existing is None:
-        return {"apiVersion": API_VERSION, "kind": LOCAL_QUEUE,
-                "metadata": {"name": name, "namespace": namespace, "labels": qd.owner_labels()},
-                "spec": {"clusterQueue": name}}
-    out = copy.deepcopy(existing)
-    out.pop("status", None)
-    out.setdefault("metadata", {}).setdefault("labels", {}).update(qd.owner_labels())
-    out["spec"] = {**(existing.get("spec") or {}), "clusterQueue": name}
-    return out
+def local_queue_body(name: str, namespace: str) -> dict:
+    """A LocalQueue `name` in `namespace` pointing at ClusterQueue `name` (`spec.clusterQueue` is immutable)."""
+    return {"apiVersion": API_VERSION, "kind": LOCAL_QUEUE,
+            "metadata": {"name": name, "namespace": namespace, "labels": qd.owner_labels()},
+            "spec": {"clusterQueue": name}}
 
 
 def flavor_body(existing: dict | None = None) -> dict:

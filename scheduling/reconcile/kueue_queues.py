@@ -12,8 +12,8 @@ a parent policy is a Cohort, a leaf a ClusterQueue, both named after the policy.
    back and recorded as drift when edited by hand (spec hash), never adopted; a leaf that became a parent has its
    ClusterQueue deleted and its Cohort created once it is gone;
 4. `_local_queues`: a LocalQueue named after each leaf in each namespace it allows (only beside a ClusterQueue that
-   is gangweb's); gangweb's LocalQueues of a namespace that left the policy deleted, unless workloads still hold
-   quota through them; a same-named LocalQueue not gangweb's never adopted;
+   is gangweb's; `spec.clusterQueue` is immutable, so it cannot drift); gangweb's LocalQueues of a namespace that
+   left the policy deleted, unless workloads still hold quota through them; a same-named one never adopted;
 5. the engine's `delete_stale`: gangweb's Cohorts and ClusterQueues no policy wants, children first, with a UID
    precondition; a ClusterQueue whose status counts admitted or quota-reserving workloads is kept and reported
    (its jobs keep running), a Cohort with member queues too;
@@ -286,22 +286,8 @@ class KueueQueues(queue_sync.Family):
             st.message = _note(st.message, f"a LocalQueue named '{name}' already exists in namespace {ns} and is "
                                            "not managed by this gangweb; it is not adopted")
             ctx.result.errors.append(f"{policy.name}: LocalQueue {ns}/{name} exists, not ours")
-        elif not obj["metadata"].get("deletionTimestamp") and (obj.get("spec") or {}).get("clusterQueue") != name:
-            try:
-                made = ctx.api.replace_namespaced_custom_object(G, V, ns, LQ, name, kd.local_queue_body(name, ns, obj),
-                                                                _request_timeout=REQUEST_TIMEOUT)
-            except (ApiException, OSError) as exc:
-                st.state, st.message = SyncState.ERROR, _note(st.message, _sort_error(
-                    ctx, f"{policy.name}: LocalQueue {ns}/{name}: update", exc))
-                return
-            self.local_queues[key] = made
-            drift = {"field": f"LocalQueue {ns}: spec.clusterQueue", "expected": name,
-                     "found": (obj.get("spec") or {}).get("clusterQueue")}
-            st.last_drift = ([*st.last_drift, drift] if st.state == SyncState.DRIFTED and st.last_drift_at == ctx.now
-                             else [drift])
-            st.state, st.last_drift_at = SyncState.DRIFTED, ctx.now
-            st.message = _note(st.message, f"LocalQueue {ns}/{name} edited in the cluster; put back")
-            ctx.result.actions.append(f"revert drift on LocalQueue {ns}/{name}: clusterQueue")
+        # gangweb's own: its spec.clusterQueue is immutable (the CRD says so), so a hand edit cannot point it
+        # elsewhere; deleted by hand, it is created again by the next pass.
 
     def _drop_local_queue(self, ctx, key: tuple[str, str], obj: dict) -> None:
         ns, name = key

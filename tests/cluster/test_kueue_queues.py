@@ -1,0 +1,284 @@
+"""Queue policies as Kueue objects (`kueue.x-k8s.io/v1beta2`: Cohort, ClusterQueue, LocalQueue, ResourceFlavor) in
+the real control plane: what the sync writes, a hand edit put back, a foreign ClusterQueue never adopted, a removed
+policy's objects deleted but a ClusterQueue kept while a workload is admitted to it.
+
+Kueue's CRDs alone are enough here (the API server validates, stores and serves them; no Kueue manager runs): they
+are installed from the Kueue v0.17.0 module (`kueue_crds`), and a Workload's admission is said the way the manager
+says it, through the ClusterQueue's status subresource."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from localcluster.crds import install_crds
+from scheduling.choices import QueueFamily, SyncState
+from scheduling.constants import LABEL_INSTANCE
+from scheduling.models import Cluster, QueueClusterState, ReconcileAttempt
+from scheduling.reconcile import kueue_desired as kd
+from scheduling.reconcile import kueue_queues as kueue_sync
+from scheduling.reconcile import probe
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
+G, V = kd.GROUP, kd.VERSION
+CQ, COHORTS, LQ, RF = (kd.PLURALS[k] for k in (kd.CLUSTER_QUEUE, kd.COHORT, kd.LOCAL_QUEUE, kd.FLAVOR_KIND))
+INSTANCE = "gangweb-kueue-queue-tests"  # its own owner label value: never touches other tests' objects
+NAMES = ("kq-dept", "kq-team-a", "kq-team-b", "kq-team-c")
+KUEUE_CRDS = ("cohorts", "clusterqueues", "localqueues", "resourceflavors")
+STATES = QueueClusterState.objects.filter(family=QueueFamily.KUEUE)
+
+
+@pytest.fixture(scope="session")
+def kueue_crds(kube_api):
+    """Kueue v0.17.0's Cohort, ClusterQueue, LocalQueue and ResourceFlavor CRDs, from the Go module cache."""
+    try:
+        cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.fail(f"the Kueue CRDs come from the Go module cache (go env GOMODCACHE): {exc}", pytrace=False)
+    bases = Path(cache) / "sigs.k8s.io" / "kueue@v0.17.0" / "config" / "components" / "crd" / "bases"
+    paths = [bases / f"kueue.x-k8s.io_{name}.yaml" for name in KUEUE_CRDS]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        pytest.fail(f"Kueue CRDs missing (go mod download sigs.k8s.io/kueue@v0.17.0): {', '.join(missing)}",
+                    pytrace=False)
+    import yaml
+
+    install_crds(kube_api, [yaml.safe_load(p.read_text()) for p in paths])
+
+
+def custom_objects(custom, plural, namespace=None) -> dict:
+    """This test's objects of one kind by name (namespaced: by (namespace, name))."""
+    items = custom.list_cluster_custom_object(G, V, plural)["items"]
+    ours = [o for o in items if (o["metadata"].get("labels") or {}).get(LABEL_INSTANCE) == INSTANCE]
+    if plural == LQ:
+        return {o["metadata"]["name"]: o for o in ours if o["metadata"]["namespace"] == namespace}
+    return {o["metadata"]["name"]: o for o in ours}
+
+
+def clean(custom) -> None:
+    for plural in (CQ, COHORTS):
+        for name in NAMES:
+            try:
+                custom.delete_cluster_custom_object(G, V, plural, name)
+            except client.ApiException as exc:
+                assert exc.status == 404
+
+
+@pytest.fixture
+def east(kube_cluster, kueue_crds, kube_namespace, settings, api, queue_syncs):
+    """The session's control plane as cluster "kq-east" (probed: it serves Kueue v1beta2), no test objects before
+    or after; the test runs the Kueue sync itself. Yields (cluster, CustomObjectsApi, the test's namespace)."""
+    settings.GANGWEB_INSTANCE = INSTANCE
+    custom = client.CustomObjectsApi(kube_cluster.api_client())
+    clean(custom)
+    cluster = Cluster.objects.create(name="kq-east", kubeconfig=Path(kube_cluster.kubeconfig).read_text())
+    probe.probe_cluster(cluster)
+    cluster.refresh_from_db()
+    assert kd.API_VERSION in cluster.served_apis
+    yield cluster, custom, kube_namespace
+    clean(custom)
+    try:
+        custom.delete_cluster_custom_object(G, V, RF, kd.FLAVOR)
+    except client.ApiException as exc:
+        assert exc.status == 404
+
+
+def make_tree(api, namespace):
+    """kq-dept with two leaves, quota 4 GPUs and limit 8 each, jobs allowed in the test's namespace."""
+    bodies = [
+        {"name": "kq-dept", "gpu_quota": 8, "allowed_namespaces": [namespace]},
+        {"name": "kq-team-a", "parent": "kq-dept", "gpu_quota": 4, "gpu_limit": 8, "gpu_over_quota_weight": 2,
+         "cpu_over_quota_weight": 2, "memory_over_quota_weight": 2, "allowed_namespaces": [namespace]},
+        {"name": "kq-team-b", "parent": "kq-dept", "gpu_quota": 4, "gpu_limit": 8, "allowed_namespaces": [namespace]},
+    ]
+    for body in bodies:
+        r = api.post("/api/v1/queues/", {**body, "clusters": ["kq-east"]}, format="json")
+        assert r.status_code == 201, r.data
+
+
+def leaf_spec(name, namespace, weight="1") -> dict:
+    return {
+        "cohortName": "kq-dept",
+        "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
+            {"name": "gangweb-default", "resources": [
+                {"name": "cpu", "nominalQuota": "100000"},  # quota 0, limit -1: not held back by Kueue
+                {"name": "memory", "nominalQuota": "100000000M"},
+                {"name": "nvidia.com/gpu", "nominalQuota": "4", "borrowingLimit": "4"}]}]}],
+        "namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}]},
+        "fairSharing": {"weight": weight},
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
+                       "borrowWithinCohort": {"policy": "Never"}},
+    }
+
+
+def owned(spec: dict) -> dict:
+    """The spec keys gangweb writes (the CRD's defaults, e.g. queueingStrategy, left out)."""
+    return {k: v for k, v in spec.items() if k in kd.OWNED_KEYS}
+
+
+def last_actions(cluster) -> list[str]:
+    return ReconcileAttempt.objects.filter(cluster=cluster, reason=kueue_sync.REASON).first().actions
+
+
+def test_two_queues_under_one_parent_become_a_cohort_two_cluster_queues_their_local_queues_and_the_flavor(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+
+    from scheduling.reconcile import queues as queue_tasks
+    queue_tasks.sync_cluster_id(cluster.id)  # what the beat and every policy write run: KAI, Volcano, then Kueue
+
+    cohorts, queues, local = custom_objects(custom, COHORTS), custom_objects(custom, CQ), custom_objects(custom, LQ, ns)
+    assert sorted(cohorts) == ["kq-dept"]
+    assert owned(cohorts["kq-dept"]["spec"]) == {"fairSharing": {"weight": "1"}}  # 8 = 4 + 4: no pool of its own
+    assert sorted(queues) == ["kq-team-a", "kq-team-b"]
+    assert owned(queues["kq-team-a"]["spec"]) == leaf_spec("kq-team-a", ns, weight="2")
+    assert owned(queues["kq-team-b"]["spec"]) == leaf_spec("kq-team-b", ns)
+    assert {n: q["spec"]["clusterQueue"] for n, q in local.items()} == {"kq-team-a": "kq-team-a",
+                                                                         "kq-team-b": "kq-team-b"}
+    flavor = custom.get_cluster_custom_object(G, V, RF, kd.FLAVOR)
+    assert (flavor["metadata"]["labels"][LABEL_INSTANCE], flavor.get("spec") or {}) == (INSTANCE, {})
+    assert [a for a in last_actions(cluster) if " create " in a or a.startswith("create ")] == [
+        "kueue: create ResourceFlavor gangweb-default", "kueue: create Cohort kq-dept",
+        "kueue: create ClusterQueue kq-team-a", "kueue: create ClusterQueue kq-team-b",
+        f"kueue: create LocalQueue {ns}/kq-team-a", f"kueue: create LocalQueue {ns}/kq-team-b"]
+    state = STATES.get(policy__name="kq-team-a", cluster=cluster)
+    assert (state.state, [w["code"] for w in state.warnings]) == (SyncState.IN_SYNC, ["kueue_unbounded"])
+    assert state.status["kind"] == "ClusterQueue"
+    assert state.status["local_queues"] == [{"namespace": ns, "pending_workloads": None, "reserving_workloads": None,
+                                             "admitted_workloads": None}]  # no manager: nothing reported, unknown
+
+    # Level-triggered: a second pass writes nothing.
+    rv = queues["kq-team-a"]["metadata"]["resourceVersion"]
+    kueue_sync.sync_cluster(cluster)
+    assert [a for a in last_actions(cluster) if "import" not in a] == []
+    assert custom.get_cluster_custom_object(G, V, CQ, "kq-team-a")["metadata"]["resourceVersion"] == rv
+
+
+def edit(custom, plural, name, change) -> None:
+    """A hand edit of the test's own, retried on 409."""
+    for attempt in range(5):
+        obj = custom.get_cluster_custom_object(G, V, plural, name)
+        change(obj)
+        try:
+            custom.replace_cluster_custom_object(G, V, plural, name, obj)
+            return
+        except client.ApiException as exc:
+            assert exc.status == 409 and attempt < 4
+
+
+def test_a_hand_edit_of_a_cluster_queues_nominal_quota_is_put_back_and_recorded_as_drift(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+    kueue_sync.sync_cluster(cluster)
+
+    def six_gpus_and_strict(obj):
+        obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = "6"
+        obj["spec"]["queueingStrategy"] = "StrictFIFO"  # not a field gangweb manages: kept
+    edit(custom, CQ, "kq-team-b", six_gpus_and_strict)
+
+    kueue_sync.sync_cluster(cluster)
+
+    spec = custom.get_cluster_custom_object(G, V, CQ, "kq-team-b")["spec"]
+    assert owned(spec) == leaf_spec("kq-team-b", ns)
+    assert spec["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] == "4"
+    assert spec["queueingStrategy"] == "StrictFIFO"
+    state = STATES.get(policy__name="kq-team-b", cluster=cluster)
+    assert state.state == SyncState.DRIFTED
+    assert state.last_drift == [{"field": "gangweb-default/nvidia.com/gpu.nominalQuota", "expected": 4.0,
+                                 "found": 6.0}]
+    assert "kueue: revert drift on ClusterQueue kq-team-b: gangweb-default/nvidia.com/gpu.nominalQuota 6.0 → 4.0" \
+        in last_actions(cluster)
+
+    # A LocalQueue deleted by hand is created again (its spec.clusterQueue is immutable: it cannot be edited).
+    custom.delete_namespaced_custom_object(G, V, ns, LQ, "kq-team-a")
+    kueue_sync.sync_cluster(cluster)
+    assert custom.get_namespaced_custom_object(G, V, ns, LQ, "kq-team-a")["spec"]["clusterQueue"] == "kq-team-a"
+    assert f"kueue: create LocalQueue {ns}/kq-team-a" in last_actions(cluster)
+
+
+def test_a_foreign_same_named_cluster_queue_is_not_adopted(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+    foreign = {"apiVersion": kd.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": "kq-team-c"},
+               "spec": {"cohortName": "elsewhere", "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                   {"name": "other", "resources": [{"name": "cpu", "nominalQuota": "3"}]}]}]}}
+    custom.create_cluster_custom_object(G, V, CQ, foreign)
+    try:
+        r = api.post("/api/v1/queues/", {"name": "kq-team-c", "parent": "kq-dept", "gpu_quota": 1,
+                                         "allowed_namespaces": [ns], "clusters": ["kq-east"]}, format="json")
+        assert r.status_code == 201, r.data
+
+        kueue_sync.sync_cluster(cluster)
+
+        theirs = custom.get_cluster_custom_object(G, V, CQ, "kq-team-c")
+        assert theirs["spec"]["cohortName"] == "elsewhere"
+        assert theirs["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [{"name": "cpu", "nominalQuota": "3"}]
+        assert LABEL_INSTANCE not in (theirs["metadata"].get("labels") or {})
+        state = STATES.get(policy__name="kq-team-c", cluster=cluster)
+        assert state.state == SyncState.ERROR
+        assert "already exists in the cluster and is not managed by this gangweb; it is not adopted" in state.message
+        assert "kq-team-c" not in custom_objects(custom, LQ, ns)  # no LocalQueue sends jobs to someone else's queue
+        assert custom_objects(custom, CQ).keys() == {"kq-team-a", "kq-team-b"}  # the others are made as usual
+    finally:
+        custom.delete_cluster_custom_object(G, V, CQ, "kq-team-c")
+
+
+def admitted(custom, name, count) -> None:
+    """Say on the ClusterQueue's status subresource what Kueue's manager says when `count` workloads are admitted."""
+    custom.patch_cluster_custom_object_status(G, V, CQ, name, {"status": {
+        "admittedWorkloads": count, "reservingWorkloads": count, "pendingWorkloads": 0,
+        "flavorsUsage": [{"name": kd.FLAVOR, "resources": [{"name": "nvidia.com/gpu", "total": str(4 * count),
+                                                            "borrowed": "0"}]}]}})
+
+
+def test_a_removed_policys_cluster_queue_stays_while_a_workload_is_admitted_then_goes(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+    kueue_sync.sync_cluster(cluster)
+    admitted(custom, "kq-team-b", 1)
+
+    assert api.delete("/api/v1/queues/kq-team-b/").status_code == 204
+    result = kueue_sync.sync_cluster(cluster)
+
+    assert "kq-team-b: kept, 1 workload admitted, 1 workload reserving quota in its ClusterQueue" in result.errors
+
+    assert "kq-team-b" in custom_objects(custom, CQ)
+    attempt = ReconcileAttempt.objects.filter(cluster=cluster, reason=kueue_sync.REASON).first()
+    assert "kq-team-b: kept, 1 workload admitted, 1 workload reserving quota in its ClusterQueue" in attempt.message
+    assert f"kueue: delete LocalQueue {ns}/kq-team-b" in attempt.actions  # its LocalQueue holds nothing: it goes
+    assert custom_objects(custom, CQ)["kq-team-b"]["status"]["admittedWorkloads"] == 1
+
+    admitted(custom, "kq-team-b", 0)  # the workload finished
+    kueue_sync.sync_cluster(cluster)
+
+    assert sorted(custom_objects(custom, CQ)) == ["kq-team-a"]
+    assert sorted(custom_objects(custom, LQ, ns)) == ["kq-team-a"]
+    assert last_actions(cluster) == ["kueue: delete ClusterQueue kq-team-b"]
+    assert custom.get_cluster_custom_object(G, V, RF, kd.FLAVOR)  # kq-team-a still uses it
+
+
+def test_a_namespace_leaving_a_policy_takes_its_local_queue_and_the_last_policy_takes_the_flavor(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+    kueue_sync.sync_cluster(cluster)
+
+    r = api.patch("/api/v1/queues/kq-team-a/", {"allowed_namespaces": []}, format="json")
+    assert r.status_code == 200, r.data
+    kueue_sync.sync_cluster(cluster)
+
+    assert sorted(custom_objects(custom, LQ, ns)) == ["kq-team-b"]
+    assert custom.get_cluster_custom_object(G, V, CQ, "kq-team-a")["spec"]["namespaceSelector"] == {
+        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"}]}  # admits none
+
+    for name in ("kq-team-a", "kq-team-b", "kq-dept"):
+        assert api.delete(f"/api/v1/queues/{name}/").status_code == 204
+    kueue_sync.sync_cluster(cluster)
+
+    assert custom_objects(custom, CQ) == custom_objects(custom, COHORTS) == custom_objects(custom, LQ, ns) == {}
+    with pytest.raises(client.ApiException) as gone:
+        custom.get_cluster_custom_object(G, V, RF, kd.FLAVOR)
+    assert gone.value.status == 404
+    assert last_actions(cluster)[-1] == "kueue: delete ResourceFlavor gangweb-default"  # after the last ClusterQueue
