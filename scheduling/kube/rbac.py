@@ -20,7 +20,10 @@ Where each verb comes from (issue 32 row 8):
 - nodes: list, watch (capacity, `reconcile/cluster_watcher.py`); limitranges, runtimeclasses, priorityclasses: list
   (submit checks: `kube/limit_ranges.py`, `runtime_classes.py`, `priority_classes.py`) - never written;
 - KAI and Volcano Queues (cluster-scoped; `reconcile/queue_sync.py`, `volcano_queues.py`): get, list, create,
-  update (replace), delete.
+  update (replace), delete;
+- Kueue's queue objects (`reconcile/kueue_queues.py`): Cohorts and ClusterQueues list, create, update (replace),
+  delete; LocalQueues list (every namespace), create, delete (their `spec.clusterQueue` is immutable: never
+  updated); the ResourceFlavor `gangweb-default` get, list, create, update, delete.
 """
 from __future__ import annotations
 
@@ -44,6 +47,9 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("scheduling.x-k8s.io", ("podgroups",), GANG_VERBS),
     ("scheduling.run.ai", ("queues",), ("get", "list", "create", "update", "delete")),
     ("scheduling.volcano.sh", ("queues",), ("get", "list", "create", "update", "delete")),
+    ("kueue.x-k8s.io", ("cohorts", "clusterqueues"), ("list", "create", "update", "delete")),
+    ("kueue.x-k8s.io", ("localqueues",), ("list", "create", "delete")),
+    ("kueue.x-k8s.io", ("resourceflavors",), ("get", "list", "create", "update", "delete")),
 )
 
 # objects.py's request names -> the RBAC verb they need.
