@@ -282,3 +282,37 @@ def test_a_namespace_leaving_a_policy_takes_its_local_queue_and_the_last_policy_
         custom.get_cluster_custom_object(G, V, RF, kd.FLAVOR)
     assert gone.value.status == 404
     assert last_actions(cluster)[-1] == "kueue: delete ResourceFlavor gangweb-default"  # after the last ClusterQueue
+
+
+def test_a_leaf_that_gets_a_child_becomes_a_cohort_once_its_cluster_queue_holds_nothing(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+    kueue_sync.sync_cluster(cluster)
+    admitted(custom, "kq-team-a", 1)
+    r = api.post("/api/v1/queues/", {"name": "kq-team-c", "parent": "kq-team-a", "gpu_quota": 2,
+                                     "allowed_namespaces": [ns], "clusters": ["kq-east"]}, format="json")
+    assert r.status_code == 201, r.data
+
+    kueue_sync.sync_cluster(cluster)  # kq-team-a's ClusterQueue holds a workload: kept, not yet a Cohort
+
+    assert "kq-team-a" in custom_objects(custom, CQ) and "kq-team-a" not in custom_objects(custom, COHORTS)
+    state = STATES.get(policy__name="kq-team-a", cluster=cluster)
+    assert (state.state, state.message) == (SyncState.ERROR, "its ClusterQueue is kept (1 workload admitted, 1 "
+                                            "workload reserving quota in its ClusterQueue); it is replaced once "
+                                            "that is over")
+    assert custom_objects(custom, CQ)["kq-team-c"]["spec"]["cohortName"] == "kq-team-a"
+
+    admitted(custom, "kq-team-a", 0)
+    kueue_sync.sync_cluster(cluster)  # deleted now; its LocalQueue too (a parent has none)
+    assert "kq-team-a" not in custom_objects(custom, CQ)
+    assert STATES.get(policy__name="kq-team-a", cluster=cluster).state == SyncState.PENDING
+    kueue_sync.sync_cluster(cluster)  # gone: the Cohort is created
+
+    cohort = custom_objects(custom, COHORTS)["kq-team-a"]["spec"]
+    assert (cohort["parentName"], cohort["fairSharing"]) == ("kq-dept", {"weight": "2"})
+    # quota 4 of which kq-team-c holds 2: a pool of 2; limit 8: the subtree borrows up to 4 more
+    assert cohort["resourceGroups"][0]["flavors"][0]["resources"] == [
+        {"name": "cpu", "nominalQuota": "0"}, {"name": "memory", "nominalQuota": "0M"},
+        {"name": "nvidia.com/gpu", "nominalQuota": "2", "borrowingLimit": "4"}]
+    assert sorted(custom_objects(custom, LQ, ns)) == ["kq-team-b", "kq-team-c"]
+    assert STATES.get(policy__name="kq-team-a", cluster=cluster).state == SyncState.IN_SYNC

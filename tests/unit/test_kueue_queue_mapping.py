@@ -204,3 +204,15 @@ def test_nothing_reported_is_unknown_never_zero():
 ])
 def test_a_cluster_queue_holding_workloads_is_kept(status, reason):
     assert kd.workloads_held({"kind": "ClusterQueue", "status": status}) == reason
+
+
+@pytest.mark.parametrize("served, synced", [
+    (["kueue.x-k8s.io/v1beta2", "batch/v1"], True),
+    (["kueue.x-k8s.io/v1beta1", "batch/v1"], False),  # gangweb writes v1beta2 only
+    ([], None),  # never probed: the LIST decides (a 404 means no Kueue, nothing recorded)
+])
+def test_the_kueue_sync_runs_where_the_cluster_serves_kueue_v1beta2(served, synced):
+    from scheduling.models import Cluster
+    from scheduling.reconcile import kueue_queues
+
+    assert kueue_queues.serves_kueue(Cluster(name="c", served_apis=served)) is synced
