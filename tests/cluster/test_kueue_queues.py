@@ -20,6 +20,8 @@ from scheduling.models import Cluster, QueueClusterState, ReconcileAttempt
 from scheduling.reconcile import kueue_desired as kd
 from scheduling.reconcile import kueue_queues as kueue_sync
 from scheduling.reconcile import probe
+from scheduling.reconcile import queue_desired as kai_desired
+from scheduling.reconcile import volcano_desired as vd
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 G, V = kd.GROUP, kd.VERSION
@@ -58,10 +60,14 @@ def custom_objects(custom, plural, namespace=None) -> dict:
 
 
 def clean(custom) -> None:
-    for plural in (CQ, COHORTS):
-        for name in NAMES:
+    """The test's Kueue objects, and the KAI and Volcano Queues `sync_cluster_id` also makes of its policies (other
+    tests' syncs would import them)."""
+    kinds = ((G, V, CQ), (G, V, COHORTS), (kai_desired.GROUP, kai_desired.VERSION, kai_desired.PLURAL),
+             (vd.GROUP, vd.VERSION, vd.PLURAL))
+    for group, version, plural in kinds:
+        for name in reversed(NAMES):
             try:
-                custom.delete_cluster_custom_object(G, V, plural, name)
+                custom.delete_cluster_custom_object(group, version, plural, name)
             except client.ApiException as exc:
                 assert exc.status == 404
 
