@@ -185,13 +185,16 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
     volcano_sync = serializers.SerializerMethodField(
         help_text="the queue as a Volcano Queue, per cluster that serves Volcano: sync state, drift, warnings for "
                   "what Volcano cannot express, and Volcano's status")
+    kueue_sync = serializers.SerializerMethodField(
+        help_text="the queue as a Kueue Cohort or ClusterQueue, per cluster that serves Kueue: sync state, drift, "
+                  "warnings for what Kueue cannot express, and Kueue's status (reconcile/kueue_desired.py)")
     decayed_usage = serializers.SerializerMethodField(
         help_text="what the queue and every queue below it used, each second weighed 0.5^(age / half-life) (KAI "
                   "time-based fair share): gpu device-seconds, cpu core-seconds, memory byte-seconds, "
                   "half_life_seconds; services/queues/decayed_usage.py")
 
     class Meta(QueuePolicySerializer.Meta):
-        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "decayed_usage"]
+        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "kueue_sync", "decayed_usage"]
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
@@ -199,6 +202,9 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
 
     def get_volcano_sync(self, obj) -> list[dict]:
         return [queue_payloads.volcano_sync_payload(s) for s in obj.volcano_states]
+
+    def get_kueue_sync(self, obj) -> list[dict]:
+        return [queue_payloads.volcano_sync_payload(s) for s in obj.kueue_states]  # the same keys, with warnings
 
     def get_decayed_usage(self, obj) -> dict:
         tree = self.context.get("tree") or queue_service.QueueTree.load_rows()

@@ -322,3 +322,15 @@ def test_a_leaf_that_gets_a_child_becomes_a_cohort_once_its_cluster_queue_holds_
         {"name": "nvidia.com/gpu", "nominalQuota": "2", "borrowingLimit": "4"}]
     assert sorted(custom_objects(custom, LQ, ns)) == ["kq-team-b", "kq-team-c"]
     assert STATES.get(policy__name="kq-team-a", cluster=cluster).state == SyncState.IN_SYNC
+
+
+def test_the_queue_detail_shows_the_kueue_state_with_its_warnings(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+    kueue_sync.sync_cluster(cluster)
+
+    [state] = api.get("/api/v1/queues/kq-team-a/").data["kueue_sync"]
+
+    assert (state["cluster"], state["state"], state["status"]["kind"]) == ("kq-east", SyncState.IN_SYNC,
+                                                                           "ClusterQueue")
+    assert [(w["code"], w["field"]) for w in state["warnings"]] == [("kueue_unbounded", "cpu_limit")]
