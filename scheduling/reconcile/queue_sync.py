@@ -255,7 +255,8 @@ def apply_desired(ctx: SyncContext) -> None:
 def _replace_kind(ctx: SyncContext, policy, obj: dict, st) -> None:
     """The policy's object is of another kind than the one it needs now (a Kueue ClusterQueue whose policy got
     children): deleted with a UID precondition unless the family keeps it; the new one is created by a later pass,
-    once the old one is gone."""
+    once the old one is gone. (No child check here, unlike `delete_stale`: the new kind's children name the policy
+    too, and a Kueue Cohort whose members are going is harmless to delete: Kueue treats a missing one as implicit.)"""
     old = ctx.family.kind_name(obj)
     reason = ctx.family.keep_reason(obj)
     if reason:
