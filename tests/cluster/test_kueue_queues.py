@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from localcluster.crds import install_crds
+from localcluster.processes import wait_until
 from scheduling.choices import QueueFamily, SyncState
 from scheduling.constants import LABEL_INSTANCE
 from scheduling.models import Cluster, QueueClusterState, ReconcileAttempt
@@ -51,7 +52,7 @@ def kueue_crds(kube_api):
 
 
 def custom_objects(custom, plural, namespace=None) -> dict:
-    """This test's objects of one kind by name (namespaced: by (namespace, name))."""
+    """This test's objects of one kind by name (LocalQueues: those in `namespace`)."""
     items = custom.list_cluster_custom_object(G, V, plural)["items"]
     ours = [o for o in items if (o["metadata"].get("labels") or {}).get(LABEL_INSTANCE) == INSTANCE]
     if plural == LQ:
@@ -85,10 +86,12 @@ def east(kube_cluster, kueue_crds, kube_namespace, settings, api, queue_syncs):
     assert kd.API_VERSION in cluster.served_apis
     yield cluster, custom, kube_namespace
     clean(custom)
+    gone(custom, CQ, *NAMES)  # before the flavor they use (Kueue's manager keeps a flavor in use)
     try:
         custom.delete_cluster_custom_object(G, V, RF, kd.FLAVOR)
     except client.ApiException as exc:
         assert exc.status == 404
+    gone(custom, RF, kd.FLAVOR)
 
 
 def make_tree(api, namespace):
@@ -123,6 +126,13 @@ def leaf_spec(name, namespace, weight="1") -> dict:
 def owned(spec: dict) -> dict:
     """The spec keys gangweb writes (the CRD's defaults, e.g. queueingStrategy, left out)."""
     return {k: v for k, v in spec.items() if k in kd.OWNED_KEYS}
+
+
+def gone(custom, plural, *names, namespace=None) -> None:
+    """Wait until the objects are gone (Kueue's manager, where it runs, holds a deleted ClusterQueue or
+    ResourceFlavor with its finalizer until nothing uses it)."""
+    wait_until(lambda: not set(names) & set(custom_objects(custom, plural, namespace)), 60,
+               f"{plural} {', '.join(names)} gone")
 
 
 def last_actions(cluster) -> list[str]:
@@ -260,6 +270,7 @@ def test_a_removed_policys_cluster_queue_stays_while_a_workload_is_admitted_then
     admitted(custom, "kq-team-b", 0)  # the workload finished
     kueue_sync.sync_cluster(cluster)
 
+    gone(custom, CQ, "kq-team-b")
     assert sorted(custom_objects(custom, CQ)) == ["kq-team-a"]
     assert sorted(custom_objects(custom, LQ, ns)) == ["kq-team-a"]
     assert last_actions(cluster) == ["kueue: delete ClusterQueue kq-team-b"]
@@ -283,10 +294,9 @@ def test_a_namespace_leaving_a_policy_takes_its_local_queue_and_the_last_policy_
         assert api.delete(f"/api/v1/queues/{name}/").status_code == 204
     kueue_sync.sync_cluster(cluster)
 
+    gone(custom, CQ, "kq-team-a", "kq-team-b")
+    gone(custom, RF, kd.FLAVOR)
     assert custom_objects(custom, CQ) == custom_objects(custom, COHORTS) == custom_objects(custom, LQ, ns) == {}
-    with pytest.raises(client.ApiException) as gone:
-        custom.get_cluster_custom_object(G, V, RF, kd.FLAVOR)
-    assert gone.value.status == 404
     assert last_actions(cluster)[-1] == "kueue: delete ResourceFlavor gangweb-default"  # after the last ClusterQueue
 
 
@@ -310,8 +320,8 @@ def test_a_leaf_that_gets_a_child_becomes_a_cohort_once_its_cluster_queue_holds_
 
     admitted(custom, "kq-team-a", 0)
     kueue_sync.sync_cluster(cluster)  # deleted now; its LocalQueue too (a parent has none)
-    assert "kq-team-a" not in custom_objects(custom, CQ)
     assert STATES.get(policy__name="kq-team-a", cluster=cluster).state == SyncState.PENDING
+    gone(custom, CQ, "kq-team-a")
     kueue_sync.sync_cluster(cluster)  # gone: the Cohort is created
 
     cohort = custom_objects(custom, COHORTS)["kq-team-a"]["spec"]
