@@ -53,6 +53,11 @@ GANGWEB_FINISHED_RETENTION_SECONDS = int(os.environ.get("GANGWEB_FINISHED_RETENT
 # A queue's decayed usage (services/queues/decayed_usage.py): past use weighs half as much per this many seconds of
 # age (KAI time-based fair share `usageDBConfig.usageParams.halfLifePeriod`; default 7 days).
 GANGWEB_USAGE_HALF_LIFE_SECONDS = float(os.environ.get("GANGWEB_USAGE_HALF_LIFE_SECONDS", str(7 * 24 * 3600)))
+# Clusters (names) whose scheduler orders sibling queues by decayed usage: KAI with time-based fair share on (its
+# SchedulingShard's usageDBConfig), Kueue with admission fair sharing (ClusterQueue admissionScope). gangweb reads
+# neither setting from the cluster, so the line order uses decayed usage only where this list says so
+# (services/queues/usage_order.py).
+GANGWEB_USAGE_ORDERED_CLUSTERS = env_list("GANGWEB_USAGE_ORDERED_CLUSTERS", "")
 # GET /api/v1/jobs/<id>/logs/ (services/jobs/logs.py): at most this many bytes of a container's log per answer (the
 # rest is cut and the answer says so), and a `follow` stream ends after this many seconds.
 GANGWEB_LOG_MAX_BYTES = int(os.environ.get("GANGWEB_LOG_MAX_BYTES", str(1024 * 1024)))

@@ -11,6 +11,7 @@ urlpatterns = [
     path("queues/new/", views.queue_create, name="queue-new"),
     path("queues/<slug:name>/", views.queue_detail, name="queue"),
     path("queues/<slug:name>/children/", views.queue_children, name="queue-children"),
+    path("queues/<slug:name>/usage/", views.queue_usage, name="queue-usage"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/cancel/", views.jobs_cancel, name="jobs-cancel"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),

@@ -6,27 +6,25 @@ request per level), so the page costs the same with 10 queues or 1,000 (bench/: 
 bars took seconds). A search box finds a queue anywhere in the tree by name, server-side."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 
 from ..choices import QueueWarning
 from ..forms.queues import QueueForm
 from ..kube.kai_units import RESOURCES
-from ..models import Cluster, QueuePolicy, QueueUsageSample
+from ..models import Cluster, QueuePolicy
 from ..services.access import roles as access
 from ..services.queues import counts as queue_counts
-from ..services.queues import decayed_usage as decayed_usage_service
 from ..services.queues import fair_share as fair_share_service
 from ..services.queues import line as queue_line
 from ..services.queues import payloads as queue_payloads
 from ..services.queues import policies as queue_service
+from ..services.queues import usage_order
+from . import queue_usage
 from .common import allowed, page_or_fragment
-from .display import for_people, quota_bar, step_chart
+from .display import for_people, quota_bar
 
 UNIT_LABELS = {"gpu": "GPU", "cpu": "millicores", "memory": "MB"}
 SEARCH_SHOWN = 50
@@ -130,78 +128,38 @@ def queue_children(request, name: str):
     })
 
 
-WINDOWS = {"6h": timedelta(hours=6), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
-MAX_SAMPLES = 5000
-
-
-def usage_series(samples) -> dict[str, list]:
-    """Sum per-cluster readings into one series per measure: at each reading, the latest value of every cluster.
-
-    `samples`: (at, cluster_id, allocated_gpu, requested_gpu) in time order. Returns {"allocated": [(at, gpus)],
-    "requested": [...]}.
-    """
-    latest: dict[int, tuple[float, float]] = {}
-    out = {"allocated": [], "requested": []}
-    for at, cluster_id, allocated, requested in samples:
-        latest[cluster_id] = (allocated, requested)
-        out["allocated"].append((at, sum(a for a, _ in latest.values())))
-        out["requested"].append((at, sum(r for _, r in latest.values())))
-    return out
-
-
-def decayed_display(decayed: dict) -> dict:
-    """The page's words for a `decayed_usage` answer: GPU·h, CPU core·h, memory GB·h (10^9 bytes), and the
-    half-life in days (or hours when under a day)."""
-    half = decayed["half_life_seconds"]
-    half_life = f"{half / 86400:g}-day" if half >= 86400 else f"{half / 3600:g}-hour"
-    return {"gpu_hours": decayed["gpu"] / 3600, "cpu_hours": decayed["cpu"] / 3600,
-            "memory_gb_hours": decayed["memory"] / 3600 / 10**9, "half_life": half_life}
-
-
 @login_required
 def queue_detail(request, name: str):
-    """GET /queues/<name>/[?window=24h&cluster=]: one queue's bars, warnings, sync and job counts; its fair share
+    """GET /queues/<name>/[?window=7d&cluster=]: one queue's bars, warnings, sync and job counts; its fair share
     per cluster and resource as a bar next to its quota and limit; its wait order (for a parent, its subtree's);
-    and its GPU use over time (QueueUsageSample, read back from KAI's Queue status) as a step chart against its
-    quota and limit."""
+    and its allocation and decayed usage over 24 h / 7 d / 30 d per resource (views/queue_usage.py), with KAI's
+    reported GPU allocation where a cluster reports it, against its quota and limit."""
     policy = get_object_or_404(QueuePolicy.objects.select_related("parent"), name=name)
     allowed(access.check_read_queue, request.user, policy)
     cluster = request.GET.get("cluster") or None
-    window = request.GET.get("window") if request.GET.get("window") in WINDOWS else "24h"
-    now = timezone.now()
-    start = now - WINDOWS[window]
     visible = access.queue_tree_filter(request.user)  # its warnings name only queues the reader may see
     tree = queue_service.QueueTree.load_rows()
     node = queue_payloads.queue_tree(cluster, ids=[policy.id], depth=0, visible=visible, tree=tree)[0]
     decorate([node])
     queue_counts.attach([node], queue_counts.rolled_up(tree, queue_counts.job_counts(cluster)))
+    # Allocation and decayed usage over the window (the same service as GET .../usage-history/), with KAI's
+    # reported allocation on the GPU panel: views/queue_usage.py. Its read of what the jobs held covers the
+    # queue's siblings too, for the fair-share sentences.
+    siblings = [q.id for q in usage_order.siblings(tree.by_id[policy.id], tree)]
+    usage = queue_usage.usage_context(policy, tree, request.GET.get("window"), cluster, also=siblings)
     # Fair share per cluster (the same service as GET /api/v1/queues/<name>/fair-share/) and the wait order (as
     # .../line/): a fixed number of queries whatever the number of queues and jobs.
     shares = fair_share_service.seen_by(request.user, fair_share_service.fair_shares(
-        [policy.id], cluster, tree=tree, visible=visible)[policy.id])
+        [policy.id], cluster, tree=tree, visible=visible, attempts=usage["attempts"])[policy.id])
     for c in shares:  # each resource's bar: quota, limit and fair share marked over what is allocated and requested
         for r, x in (c["resources"] or {}).items():
             x["bar"] = quota_bar(r, UNIT_LABELS[r], x["quota"], x["limit"], x["allocated"], x["requested"],
                                  x["fair_share"])
     cluster_ids = [c.id for c in Cluster.objects.filter(name=cluster)] if cluster else None
     waiting = queue_line.line_payload(request.user, policy, cluster_ids, tree=tree)
-    samples = QueueUsageSample.objects.filter(policy=policy)
-    if cluster:
-        samples = samples.filter(cluster__name=cluster)
-    # The last reading before the window sets the level at its start; then every reading inside it.
-    before = samples.filter(at__lt=start).order_by("-at").values_list("at", "cluster_id", "allocated_gpu",
-                                                                         "requested_gpu")[:50]
-    inside = samples.filter(at__gte=start).order_by("at").values_list("at", "cluster_id", "allocated_gpu",
-                                                                        "requested_gpu")[:MAX_SAMPLES]
-    series = usage_series([*reversed(list(before)), *inside])
-    chart = step_chart(series, start, now, lines={"quota": policy.gpu_quota, "limit": policy.gpu_limit})
-    # What the queue (and its subtree) used, decayed by age: the same service as the API's `decayed_usage`.
-    decayed = decayed_usage_service.decayed_usage([policy.id], tree)[policy.id]
     return render(request, "scheduling/queue_detail.html", {
-        "section": "queues", "policy": policy, "node": node, "chart": chart, "window": window, "windows": WINDOWS,
-        "cluster": cluster, "start": start, "now": now, "readings": len(series["allocated"]),
-        "shares": shares, "line": waiting, "line_order": queue_line.ORDER,
-        "line_shown": queue_line.LINE_SHOWN, "decayed": decayed_display(decayed),
+        "section": "queues", "policy": policy, "node": node, "shares": shares, "line": waiting,
+        "line_order": queue_line.ORDER, "line_shown": queue_line.LINE_SHOWN, **usage,
     })
 
 

@@ -50,12 +50,14 @@ def test_screenshots_of_overview_queue_tree_and_job(admin_page, admin_user, monk
                               ("/submit/?template=llm-pretrain", "submit", "worker: nvidia.com/gpu per pod"),
                               ("/templates/llm-pretrain/", "template", "creates 5 pods"),
                               ("/clusters/local/", "cluster", "scheduling.k8s.io/v1alpha2"),
-                              ("/queues/nlp-pretrain/", "queue-usage", "GPU use over time")):
+                              ("/queues/nlp-pretrain/", "queue-page", "Usage over time")):
         page.goto(url)
         assert expect in page.inner_text("main")
         screenshot(page, name, docs=False)
 
-    assert page.locator("polyline.chart-allocated").count() == 1  # the last page visited: the usage chart
+    # The last page visited: the usage chart, a panel per resource, and KAI's readings on the GPU panel.
+    assert page.locator("polyline.chart-allocated").count() == 3
+    assert page.locator("[data-resource=gpu] polyline.chart-reported").count() == 1
 
     # Narrow screen: nothing wider than the viewport except inside scrolling tables and code blocks.
     page.set_viewport_size({"width": 390, "height": 844})

@@ -21,6 +21,7 @@ from ...services.queues import fair_share as fair_share_service
 from ...services.queues import line as queue_line
 from ...services.queues import payloads as queue_payloads
 from ...services.queues import policies as queue_service
+from ...services.queues import usage_history as usage_history_service
 from ...work import dispatch
 from .. import serializers as s
 from .common import VisibleObjectMixin
@@ -160,6 +161,28 @@ class QueuePolicyViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
                 samples = samples.filter(**{lookup: v.date_time(params[key], key)})
         rows = list(samples.order_by("-at")[:5000])[::-1]
         return Response({"units": UNITS, "samples": s.QueueUsageSampleSerializer(rows, many=True).data})
+
+    @extend_schema(parameters=[OpenApiParameter("window", str, enum=list(usage_history_service.WINDOWS),
+                                               description="24h (15-minute buckets), 7d (hours; the default) or "
+                                                           "30d (6 hours)"),
+                               OpenApiParameter("cluster", str, description="this cluster's jobs only")],
+                   responses={200: dict})
+    @action(detail=True, methods=["get"], url_path="usage-history")
+    def usage_history(self, request, name=None):
+        """The queue's (and its subtree's) allocation and decayed usage over a window, in buckets, from gangweb's
+        own job timelines on every backend (services/queues/usage_history.py; the queue page's chart): per bucket
+        `allocated` (time-average: GPU devices, CPU cores, memory bytes), `used` and `decayed` (at the bucket's
+        end), in device-, core- and byte-seconds."""
+        policy = self._named(name)
+        params = request.query_params
+        key = params.get("window") or usage_history_service.DEFAULT_WINDOW
+        if key not in usage_history_service.WINDOWS:
+            raise DjangoValidationError({"window": f"'{key[:16]}' is not one of "
+                                                   f"{', '.join(usage_history_service.WINDOWS)}"})
+        clusters = [_visible_cluster_id(request.user, params["cluster"])] if params.get("cluster") else None
+        got = usage_history_service.usage_history(policy.id, queue_service.QueueTree.load_rows(), key,
+                                                  cluster_ids=clusters)
+        return Response({"queue": policy.name, **usage_history_service.for_api_answer(got)})
 
     @extend_schema(parameters=[OpenApiParameter("cluster", str, description="this cluster only")],
                    responses={200: dict})

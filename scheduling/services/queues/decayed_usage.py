@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db.models import Q
@@ -32,7 +33,8 @@ from ...models.jobs import GangJob, PhaseTransition
 ENTRY_CHUNK = 10_000  # job ids per statement of timeline entries
 HORIZON_HALF_LIVES = 20  # left-out jobs weigh < 2^-20 (one part in a million) of what they used
 MILLICORES_PER_CORE = 1000
-JOB_FIELDS = ("id", "queue_id", "phase", "phase_changed_at", "finished_at", "requested_gpu",
+RESOURCES = ("gpu", "cpu", "memory")  # the Held rates' names: devices, cores, bytes
+JOB_FIELDS = ("id", "queue_id", "cluster_id", "phase", "phase_changed_at", "finished_at", "requested_gpu",
               "requested_cpu_millicores", "requested_memory_bytes")
 
 
@@ -54,9 +56,22 @@ def decayed_integral(rate: float, start: datetime, end: datetime, now: datetime,
     return rate / lam * math.exp(-lam * age_end) * -math.expm1(-lam * length)
 
 
-def _intervals(jobs: dict[int, dict], entries) -> list[tuple[dict, datetime, datetime | None]]:
-    """(job row, start, end or None for "still running") per Running attempt; `jobs` by id, `entries`
-    (job id, phase, attempt, at) of their Running and re-queue (Queued, attempt > 0) timeline entries."""
+class Held(NamedTuple):
+    """One Running attempt of one job: what it held and when. `end` None = still running. Rates: `gpu` devices,
+    `cpu` cores, `memory` bytes (the job's requested totals)."""
+
+    queue_id: int
+    cluster_id: int
+    start: datetime
+    end: datetime | None
+    gpu: float
+    cpu: float
+    memory: float
+
+
+def _intervals(jobs: dict[int, dict], entries) -> list[Held]:
+    """A `Held` per Running attempt; `jobs` by id, `entries` (job id, phase, attempt, at) of their Running and
+    re-queue (Queued, attempt > 0) timeline entries."""
     running: dict[int, dict[int, datetime]] = {}
     queued: dict[int, dict[int, datetime]] = {}
     for job_id, phase, attempt, at in entries:
@@ -68,48 +83,95 @@ def _intervals(jobs: dict[int, dict], entries) -> list[tuple[dict, datetime, dat
         if ended is None and job["phase"] in TERMINAL_PHASES:
             ended = job["phase_changed_at"]  # rows finished before finished_at was written
         requeued = queued.get(job_id, {})
+        rates = (float(job["requested_gpu"] or 0), (job["requested_cpu_millicores"] or 0) / MILLICORES_PER_CORE,
+                 float(job["requested_memory_bytes"] or 0))
         for attempt, start in attempts.items():
             later = [at for a, at in requeued.items() if a > attempt]
-            out.append((job, start, min(later) if later else ended))
+            out.append(Held(job["queue_id"], job["cluster_id"], start, min(later) if later else ended, *rates))
     return out
 
 
-def decayed_usage(queue_ids, tree, *, now: datetime | None = None, half_life: float | None = None) -> dict[int, dict]:
+def subtrees(queue_ids, tree) -> dict[int, list[int]]:
+    """{queue id: [it and every queue below it]} (`tree`: a queueing.tree.QueueTree); an unknown id is alone."""
+    out: dict[int, list[int]] = {}
+    for qid in queue_ids:
+        node = tree.by_id.get(qid)
+        out[qid] = [qid, *(q.id for q in tree.descendants(node))] if node is not None else [qid]
+    return out
+
+
+def held(members, since: datetime, cluster_ids=None) -> list[Held]:
+    """What the jobs of queues `members` (ids; not their descendants) held: a `Held` per Running attempt of every
+    job unfinished or finished at or after `since` (of `cluster_ids` only, when given). Two queries (one more per
+    ENTRY_CHUNK jobs), no join: the jobs (from the queue index), then their Running and re-queue entries (from the
+    (job, phase, attempt) key); a join of the timeline with the jobs loops per row under stale statistics
+    (issue 14)."""
+    members = sorted(set(members))
+    if not members:
+        return []
+    rows = GangJob.objects.order_by().filter(Q(finished_at__isnull=True) | Q(finished_at__gte=since),
+                                             queue_id__in=members)
+    if cluster_ids is not None:
+        rows = rows.filter(cluster_id__in=sorted(cluster_ids))
+    jobs = {row["id"]: row for row in rows.values(*JOB_FIELDS)}
+    # The ids go in chunks: a queue may have more jobs in the horizon than a statement takes parameters
+    # (PostgreSQL 65,535; SQLite 32,766), so one statement per ENTRY_CHUNK jobs.
+    ids = sorted(jobs)
+    entries = itertools.chain.from_iterable(PhaseTransition.objects.order_by().filter(
+        Q(phase=GangPhase.RUNNING) | Q(phase=GangPhase.QUEUED, attempt__gt=0),
+        job_id__in=ids[i:i + ENTRY_CHUNK]).values_list("job_id", "phase", "attempt", "at")
+        for i in range(0, len(ids), ENTRY_CHUNK))
+    return _intervals(jobs, entries)
+
+
+def horizon(now: datetime, half_life: float) -> datetime:
+    """The oldest end a job may have and still count at `now` (HORIZON_HALF_LIVES half-lives before it)."""
+    return now - timedelta(seconds=half_life * HORIZON_HALF_LIVES)
+
+
+def sums(attempts, now: datetime, half_life: float) -> dict[tuple[int, int], dict[str, float]]:
+    """{(queue id, cluster id): {"gpu": device-s, "cpu": core-s, "memory": byte-s}} decayed to `now` over
+    `attempts` (`Held`s): each queue's own jobs, per cluster (no descendants)."""
+    out: dict[tuple[int, int], dict[str, float]] = {}
+    for h in attempts:
+        end = now if h.end is None else h.end
+        acc = out.setdefault((h.queue_id, h.cluster_id), {"gpu": 0.0, "cpu": 0.0, "memory": 0.0})
+        for r in RESOURCES:
+            acc[r] += decayed_integral(getattr(h, r), h.start, end, now, half_life)
+    return out
+
+
+def rolled(own: dict[tuple[int, int], dict[str, float]], subtree: dict[int, list[int]], half_life: float,
+           cluster_id: int | None = None) -> dict[int, dict]:
+    """`decayed_usage`'s answer from `sums` (`own`) and `subtrees` (`subtree`): each queue's and its
+    descendants' sums, of every cluster or of `cluster_id` only."""
+    by_queue: dict[int, list[dict[str, float]]] = {}
+    for (q, c), s in own.items():
+        if cluster_id is None or c == cluster_id:
+            by_queue.setdefault(q, []).append(s)
+    out = {}
+    for qid, ids in subtree.items():  # linear in the subtrees' sizes, whatever the number of queues with use
+        acc = {"gpu": 0.0, "cpu": 0.0, "memory": 0.0}
+        for q in ids:
+            for s in by_queue.get(q, ()):
+                for r in RESOURCES:
+                    acc[r] += s[r]
+        out[qid] = {**acc, "half_life_seconds": half_life}
+    return out
+
+
+def decayed_usage(queue_ids, tree, *, now: datetime | None = None, half_life: float | None = None,
+                  attempts: list[Held] | None = None) -> dict[int, dict]:
     """{queue id: {"gpu": device-seconds, "cpu": core-seconds, "memory": byte-seconds, "half_life_seconds": s}} for
     each of `queue_ids`, its descendants' included (`tree`: a queueing.tree.QueueTree). Queues with no use get 0.0.
 
-    Two queries: the jobs of those queues that are unfinished or finished within HORIZON_HALF_LIVES half-lives,
-    then their Running (and re-queue) timeline entries (one statement per ENTRY_CHUNK jobs). `now` defaults to the
-    database's clock; `half_life` to the setting."""
+    Two queries (`held`): the jobs of those queues that are unfinished or finished within HORIZON_HALF_LIVES
+    half-lives, then their Running (and re-queue) timeline entries; none when the caller passes `attempts` it
+    already read (`held` over at least these subtrees, since at most `horizon(now, half_life)`). `now` defaults
+    to the database's clock; `half_life` to the setting."""
     half_life = half_life if half_life is not None else half_life_seconds()
     now = now or clock.now()
-    subtree: dict[int, list[int]] = {}
-    for qid in queue_ids:
-        node = tree.by_id.get(qid)
-        subtree[qid] = [qid, *(q.id for q in tree.descendants(node))] if node is not None else [qid]
-    members = sorted({q for ids in subtree.values() for q in ids})
-    own: dict[int, dict[str, float]] = {q: {"gpu": 0.0, "cpu": 0.0, "memory": 0.0} for q in members}
-    if members:
-        cutoff = now - timedelta(seconds=half_life * HORIZON_HALF_LIVES)
-        # Two queries, no join (a join of the timeline with the jobs loops per row under stale statistics: issue 14):
-        # the jobs (from the queue index), then their Running and re-queue entries (from the (job, phase, attempt) key).
-        jobs = {row["id"]: row for row in GangJob.objects.order_by().filter(
-            Q(finished_at__isnull=True) | Q(finished_at__gte=cutoff), queue_id__in=members).values(*JOB_FIELDS)}
-        # The ids go in chunks: a queue may have more jobs in the horizon than a statement takes parameters
-        # (PostgreSQL 65,535; SQLite 32,766), so one statement per ENTRY_CHUNK jobs.
-        ids = sorted(jobs)
-        entries = itertools.chain.from_iterable(PhaseTransition.objects.order_by().filter(
-            Q(phase=GangPhase.RUNNING) | Q(phase=GangPhase.QUEUED, attempt__gt=0),
-            job_id__in=ids[i:i + ENTRY_CHUNK]).values_list("job_id", "phase", "attempt", "at")
-            for i in range(0, len(ids), ENTRY_CHUNK))
-        for job, start, end in _intervals(jobs, entries):
-            end = now if end is None else end
-            sums = own[job["queue_id"]]
-            sums["gpu"] += decayed_integral(float(job["requested_gpu"] or 0), start, end, now, half_life)
-            sums["cpu"] += decayed_integral((job["requested_cpu_millicores"] or 0) / MILLICORES_PER_CORE,
-                                            start, end, now, half_life)
-            sums["memory"] += decayed_integral(float(job["requested_memory_bytes"] or 0), start, end, now,
-                                               half_life)
-    return {qid: {"gpu": sum(own[q]["gpu"] for q in ids), "cpu": sum(own[q]["cpu"] for q in ids),
-                  "memory": sum(own[q]["memory"] for q in ids), "half_life_seconds": half_life}
-            for qid, ids in subtree.items()}
+    subtree = subtrees(queue_ids, tree)
+    if attempts is None:
+        attempts = held({q for ids in subtree.values() for q in ids}, horizon(now, half_life))
+    return rolled(sums(attempts, now, half_life), subtree, half_life)

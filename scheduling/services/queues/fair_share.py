@@ -26,6 +26,8 @@ from ...kube.kai_units import RESOURCES, UNITS
 from ...models import Cluster, GangJob, QueuePolicy
 from ...queueing import fair_share_model as model
 from ..access import roles as access
+from . import decayed_usage as du
+from . import usage_order
 from .policies import QueueTree
 from .usage import ACTIVE, COLUMNS, RUNNING_PHASES, _kai
 
@@ -92,7 +94,7 @@ def _members(tree: QueueTree, cluster_id: int, links: dict[int, set[int]]) -> li
 HIDDEN = "another queue"
 
 
-def _payload(share: model.Share, resource: str, hidden: set[str]) -> dict:
+def _payload(share: model.Share, resource: str, hidden: set[str], history: str = "") -> dict:
     if hidden:  # the sentence never names a queue the reader may not see (as warnings, issue 15 L5)
         def seen(names):
             shown = [n for n in names if n not in hidden]
@@ -104,11 +106,56 @@ def _payload(share: model.Share, resource: str, hidden: set[str]) -> dict:
             "allocated": a(share.allocated), "requested": a(share.requested), "borrowed": a(share.borrowed),
             "lent": a(share.lent), "idle_after_quotas": a(share.surplus), "weight_total": share.weight_total,
             "divided": a(share.pool), "oversubscribed": share.oversubscribed,
-            "text": model.explain(share, _fmt(resource), PEOPLE_UNITS[resource][0], _num(resource))}
+            "text": model.explain(share, _fmt(resource), PEOPLE_UNITS[resource][0], _num(resource)) + history}
+
+
+def _sibling_usage(wanted, tree: QueueTree, cluster_ids, attempts=None):
+    """What the fair-share sentences need of decayed usage: ({queue id: [its siblings' ids, itself included]},
+    {(queue id, cluster id): its and its subtree's {"gpu", "cpu", "memory"} decayed usage}, half-life) for the
+    `wanted` queues that have siblings. Two queries (decayed_usage.held), none when no wanted queue has a sibling
+    or when `attempts` (held over at least those subtrees and clusters, since at most the horizon) are given."""
+    groups = {}
+    for qid in wanted:
+        sibs = usage_order.siblings(tree.by_id[qid], tree)
+        if len(sibs) > 1:
+            groups[qid] = [q.id for q in sibs]
+    half_life = du.half_life_seconds()
+    if not groups:
+        return groups, {}, half_life
+    from ...db import clock
+
+    now = clock.now()
+    needed = {q for ids in groups.values() for q in ids}
+    subtree = du.subtrees(needed, tree)
+    if attempts is None:
+        attempts = du.held({q for ids in subtree.values() for q in ids}, du.horizon(now, half_life), cluster_ids)
+    own = du.sums(attempts, now, half_life)
+    usage = {}
+    for cid in cluster_ids:
+        for qid, u in du.rolled(own, subtree, half_life, cluster_id=cid).items():
+            usage[(qid, cid)] = u
+    return groups, usage, half_life
+
+
+def _history(qid: int, cid: int, cname: str, resource: str, members: set[int], tree: QueueTree, groups, usage,
+             half_life: float, hidden: set[str]) -> str:
+    """The decayed-usage clause of queue `qid`'s sentence on cluster `cid` (usage_order.sentence)."""
+    sibs = [s for s in groups.get(qid, []) if s != qid and s in members]
+    if not sibs:
+        return ""
+    zero = {"gpu": 0.0, "cpu": 0.0, "memory": 0.0}
+
+    def name(s):
+        n = tree.by_id[s].name
+        return HIDDEN if n in hidden else n
+    return usage_order.sentence(
+        tree.by_id[qid].name, resource, usage.get((qid, cid), zero)[resource],
+        [(name(s), usage.get((s, cid), zero)[resource]) for s in sibs],
+        cname in usage_order.ordered_clusters(), half_life)
 
 
 def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree | None = None,
-                visible: set[int] | None = None) -> dict[int, list]:
+                visible: set[int] | None = None, attempts: list | None = None) -> dict[int, list]:
     """{queue id: [{"cluster": name, "capacity": {r: amount} | None, "resources": {r: {...}} | None}, ...]} for
     the queues `queue_ids` (every queue when None), in every cluster they are in (or only `cluster`, a name), by
     cluster name. Per resource::
@@ -116,9 +163,12 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
         {"quota", "limit", "over_quota_weight", "fair_share", "deserved", "over_quota", "allocated", "requested",
          "borrowed", "lent", "idle_after_quotas", "weight_total", "divided", "oversubscribed", "text"}
 
-    (model.Share's fields under API names; `text` is `model.explain`). `resources` is None while the cluster's
-    capacity is unknown (never probed). `visible` (queue ids, access.queue_tree_filter; None = all): the sentences
-    say "another queue" for the others. At most four queries (three with `tree`).
+    (model.Share's fields under API names; `text` is `model.explain`, then, where the queue has siblings that
+    used anything, its decayed usage against theirs on that cluster and what it means for who goes first:
+    `usage_order.sentence`). `resources` is None while the cluster's capacity is unknown (never probed).
+    `visible` (queue ids, access.queue_tree_filter; None = all): the sentences say "another queue" for the
+    others. At most six queries (five with `tree`; four more with `attempts`, `decayed_usage.held` of the
+    siblings' subtrees and these clusters, which the queue page already read).
     """
     tree = tree or QueueTree.load_rows()
     clusters = Cluster.objects.order_by("name")
@@ -130,6 +180,8 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
         links.setdefault(qid, set()).add(cid)
     usage = usage_by_cluster([c[0] for c in clusters]) if clusters else {}
     wanted = set(tree.by_id) if queue_ids is None else {i for i in queue_ids if i in tree.by_id}
+    groups, decayed, half_life = _sibling_usage(wanted, tree, [c[0] for c in clusters], attempts) if clusters \
+        else ({}, {}, 0.0)
     out: dict[int, list] = {i: [] for i in wanted}
     hidden = set() if visible is None else {q.name for q in tree.by_id.values() if q.id not in visible}
     for cid, cname, capacity in clusters:
@@ -149,11 +201,13 @@ def fair_shares(queue_ids=None, cluster: str | None = None, *, tree: QueueTree |
                     requested=used.get(q.id, {}).get("requested", {}).get(r, 0),
                     allocated=used.get(q.id, {}).get("allocated", {}).get(r, 0)) for q in members]
                 divisions[r] = model.divide(cap[r], inputs)
+        ids = {m.id for m in members}
         for q in here:
             out[q.id].append({"cluster": cname, "capacity": None if cap is None else {r: for_api(x) for r, x in
                                                                                  cap.items()},
-                              "resources": {r: _payload(divisions[r][q.name], r, hidden) for r in RESOURCES}
-                              if cap is not None else None})
+                              "resources": {r: _payload(divisions[r][q.name], r, hidden, _history(
+                                  q.id, cid, cname, r, ids, tree, groups, decayed, half_life, hidden))
+                                            for r in RESOURCES} if cap is not None else None})
     return out
 
 

@@ -24,6 +24,12 @@ Positions:
   within the parent ignoring which queue is served first: a guide, not a promise. None for a top-level queue and
   on a parent queue's line.
 
+**Decayed usage** (services/queues/usage_order.py): on the clusters named in `GANGWEB_USAGE_ORDERED_CLUSTERS` (KAI
+with time-based fair share, Kueue with admission fair sharing: gangweb cannot read whether a cluster's scheduler
+does), the KAI and Kueue jobs of sibling queues are ordered first by their queue's decayed usage on that cluster,
+least first (a parent's line: by the decayed usage of the child queue each job is under), then as above. Elsewhere
+the order is the one above and ignores past use. Two more queries when such a cluster is in the line.
+
 "Queued" is the job's submit time (`created_at`): its gang object is created when gangweb dispatches it, in
 submit order. Pending means Submitted, Dispatched or Queued, and not being cancelled. One aggregate query for one
 job; one window-function query for a queue's whole line (plus the queue tree for a parent's, unless given).
@@ -40,6 +46,8 @@ from ...choices import DesiredState, GangPhase
 from ...models import Cluster, GangJob, QueuePolicy
 from ...unavailable import DEPENDENCY_ERRORS
 from ..access import roles as access
+from . import decayed_usage as du
+from . import usage_order
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +59,10 @@ DEFAULT_PRIORITY = 50
 OTHER_PRIORITY = 0  # what a job of another backend counts with: gangweb reads no PriorityClass values
 ORDER = ("per cluster and scheduler: KAI jobs by priority (KAI built-in PriorityClass values; other classes count "
          "as 50), then submit time, then id; Volcano, Kubernetes Workload and coscheduling jobs by submit time, "
-         "then id (their schedulers take pod priority first, whose values gangweb does not read)")
+         "then id (their schedulers take pod priority first, whose values gangweb does not read); on the clusters "
+         "named in GANGWEB_USAGE_ORDERED_CLUSTERS, KAI and Kueue jobs of sibling queues go by their queue's decayed "
+         "usage first, least used first (time-based fair share, admission fair sharing); elsewhere gangweb does "
+         "not know whether the scheduler weighs past use, and the line ignores it")
 LINE_SHOWN = 100
 HIDDEN = "(hidden)"
 
@@ -87,6 +98,47 @@ def priority_expr():
     return Case(*(When(family=KAI, priority_class_name=name, then=Value(v)) for name, v in KAI_PRIORITY_VALUES.items()),
                 When(family=KAI, then=Value(DEFAULT_PRIORITY)), default=Value(OTHER_PRIORITY),
                 output_field=IntegerField())
+
+
+def _ordered_cluster_ids(cluster_ids=None) -> list[int]:
+    """Ids of the clusters named in GANGWEB_USAGE_ORDERED_CLUSTERS (among `cluster_ids` when given): one query,
+    none when the setting is empty."""
+    names = usage_order.ordered_clusters()
+    if not names:
+        return []
+    rows = Cluster.objects.filter(name__in=sorted(names))
+    if cluster_ids is not None:
+        rows = rows.filter(pk__in=sorted(cluster_ids))
+    return list(rows.values_list("pk", flat=True))
+
+
+def usage_ranks(groups: dict[int, list[int]], cluster_ids=None) -> dict[tuple[int, int], int]:
+    """{(cluster id, queue id): usage rank} (0 = its group used the least; module docstring) on the clusters that
+    order by decayed usage (among `cluster_ids` when given): `groups` maps each sibling queue id to the queue ids
+    whose jobs stand for it (its subtree). {} with fewer than two groups or no such cluster. At most three queries
+    (the clusters, then `decayed_usage.held`), none when the setting is empty."""
+    if len(groups) < 2:
+        return {}
+    return usage_order.line_ranks(groups, _ordered_cluster_ids(cluster_ids))
+
+
+def rank_expr(ranks: dict[tuple[int, int], int]):
+    """SQL for a pending job's usage rank from `usage_ranks`: 0 for jobs of other clusters and families. Needs a
+    `family` annotation."""
+    by_rank: dict[tuple[int, int], list[int]] = {}
+    for (cid, qid), rank in ranks.items():
+        if rank:
+            by_rank.setdefault((cid, rank), []).append(qid)
+    if not by_rank:
+        return Value(0, output_field=IntegerField())
+    return Case(*(When(cluster_id=cid, queue_id__in=sorted(qids), family__in=usage_order.FAMILIES, then=Value(rank))
+                  for (cid, rank), qids in sorted(by_rank.items())), default=Value(0), output_field=IntegerField())
+
+
+def _groups(parent_id, tree) -> dict[int, list[int]]:
+    """{child id: its subtree's ids} for the children of queue `parent_id` (`tree`: a QueueTree)."""
+    kids = tree.children.get(parent_id, [])
+    return du.subtrees([k.id for k in kids], tree)
 
 
 def pending(cluster_id: int):
@@ -130,6 +182,15 @@ def _position(job: GangJob) -> dict:
     same = Q(queue_id=job.queue_id)
     rows = pending(job.cluster_id).annotate(family=family_expr()).filter(family=family).annotate(
         prio=priority_expr())
+    if queue.parent_id is not None and family in usage_order.FAMILIES and usage_order.ordered_clusters():
+        # Sibling queues by decayed usage first, where the cluster's scheduler does it (module docstring).
+        from .policies import QueueTree
+
+        ranks = usage_ranks(_groups(queue.parent_id, QueueTree.load_rows()), [job.cluster_id])
+        if ranks:
+            urank = ranks.get((job.cluster_id, job.queue_id), 0)
+            rows = rows.annotate(urank=rank_expr(ranks))
+            ahead = Q(urank__lt=urank) | (Q(urank=urank) & ahead)
     if queue.parent_id is not None:
         rows = rows.filter(queue_id__in=QueuePolicy.objects.filter(parent_id=queue.parent_id).values("id"))
     else:
@@ -170,13 +231,24 @@ def line(policy, cluster_ids=None, limit: int = LINE_SHOWN, tree=None) -> list[d
     For a parent queue, the jobs of every queue below it, with `queue` their place among them and `queue_name` the
     leaf each is in. One query whatever the number of jobs (two for a parent without `tree`, a
     services.queues.policies.QueueTree): the positions are window functions over the pending jobs."""
-    order = [F("prio").desc(), F("created_at").asc(), F("id").asc()]
+    order = [F("urank").asc(), F("prio").desc(), F("created_at").asc(), F("id").asc()]
     lane = [F("cluster_id"), F("family")]
     rows = GangJob.objects.filter(phase__in=PENDING, desired_state=DesiredState.RUN)
     if cluster_ids is not None:
         rows = rows.filter(cluster_id__in=sorted(cluster_ids))
     below = _subtree_ids(policy, tree)
     rows = rows.annotate(family=family_expr(), prio=priority_expr())
+    # Sibling queues by decayed usage first where the cluster's scheduler does it: a parent's children, or a
+    # leaf's siblings (module docstring). The tree is needed only then.
+    scope = policy.id if below else policy.parent_id
+    groups = {}
+    if scope is not None and usage_order.ordered_clusters():
+        if tree is None:
+            from .policies import QueueTree
+
+            tree = QueueTree.load_rows()
+        groups = _groups(scope, tree)
+    rows = rows.annotate(urank=rank_expr(usage_ranks(groups, cluster_ids)))
     if below:  # a parent: its subtree's line; no place across its own parent
         rows = rows.filter(queue_id__in=below).annotate(
             queue_pos=Window(RowNumber(), partition_by=lane, order_by=order),
