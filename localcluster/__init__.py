@@ -2,7 +2,9 @@
 gangweb's test and default cluster.
 
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler are built from the Go module proxy by
-``localcluster/build.sh``; kwok simulates GPU nodes and the pods bound to them. See ``docs/local-cluster.md``.
+``localcluster/build.sh``; kwok simulates GPU nodes and the pods bound to them; the Kueue manager runs beside them
+when asked (``ClusterConfig(kueue=True)``, ``start_kueue``; the CLI's ``up`` by default). See
+``docs/local-cluster.md``.
 
     >>> cluster = up(ClusterConfig(nodes=4, gpus_per_node=8))   # returns once ready
     >>> cluster.kubeconfig
@@ -21,8 +23,10 @@ from .binaries import (
     BinariesMissing,
     find_binaries,
     find_helm,
+    find_kueue,
     k8s_versions,
     require_binaries,
+    require_kueue,
     resolve_k8s_version,
 )
 from .cluster import (
@@ -33,6 +37,7 @@ from .cluster import (
     LocalCluster,
     attach,
     down,
+    start_kueue,
     status,
     switch_version,
     up,
@@ -78,10 +83,13 @@ __all__ = [
     "down",
     "find_binaries",
     "find_helm",
+    "find_kueue",
     "k8s_versions",
     "remove_node",
     "require_binaries",
+    "require_kueue",
     "resolve_k8s_version",
+    "start_kueue",
     "status",
     "switch_version",
     "up",

@@ -134,3 +134,34 @@ def find_helm(versions: dict[str, str] | None = None) -> Path:
     cluster must start without it."""
     v = versions or read_versions()
     return cache_dir() / f"helm-v{v['HELM_VERSION']}" / "bin" / "helm"
+
+
+def kueue_dir(versions: dict[str, str] | None = None) -> Path:
+    """The cache directory of the pinned Kueue (``KUEUE_VERSION`` of versions.env): ``<cache>/kueue-v<version>``,
+    holding ``bin/kueue`` (the manager) and ``config/components/{crd,webhook}`` (copied from the Go module by
+    `build.sh`), built or not."""
+    v = versions or read_versions()
+    return cache_dir() / f"kueue-v{v['KUEUE_VERSION']}"
+
+
+def find_kueue(versions: dict[str, str] | None = None) -> Path:
+    """Where `build.sh` puts the pinned Kueue manager, built or not: ``<cache>/kueue-v<KUEUE_VERSION>/bin/kueue``.
+    Not one of `Binaries`: a cluster starts without Kueue unless asked for it (``ClusterConfig.kueue``)."""
+    return kueue_dir(versions) / "bin" / "kueue"
+
+
+def require_kueue(versions: dict[str, str] | None = None) -> Path:
+    """Return the Kueue cache directory (`kueue_dir`) once the manager and its copied manifests are there; raise
+    `BinariesMissing` naming what is missing and `build.sh` otherwise."""
+    top = kueue_dir(versions)
+    wanted = [find_kueue(versions), top / "config" / "components" / ".complete"]
+    missing = [p for p in wanted if not p.is_file() or (p.name == "kueue" and not os.access(p, os.X_OK))]
+    if missing:
+        listing = "\n  ".join(str(p) for p in missing)
+        raise BinariesMissing(
+            f"Kueue {top.name.removeprefix('kueue-v')} is not built:\n  {listing}\n"
+            f"Build it with `{BUILD_SCRIPT.relative_to(REPO_DIR)}` (any arguments: it always builds Kueue beside the "
+            "rest; about 25 minutes cold on a loaded 2-core machine, under a second warm), or start the cluster "
+            "without Kueue (`python -m localcluster up --no-kueue`)."
+        )
+    return top

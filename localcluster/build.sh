@@ -11,8 +11,10 @@
 #   localcluster/build.sh --regen ...      rewrite the wrapper go.mod files from upstream (k8s staging list
 #                                          read from k8s.io/kubernetes' own go.mod), then build
 #
-# Binaries land in $GANGWEB_CACHE/localcluster/{k8s-vX,etcd-vY,kwok-vZ,helm-vW}/bin. Build logs sit beside them.
-# Helm (for the chart's tests) builds in parallel with the Kubernetes releases; it needs no wrapper module.
+# Binaries land in $GANGWEB_CACHE/localcluster/{k8s-vX,etcd-vY,kwok-vZ,helm-vW,kueue-vU}/bin. Build logs sit beside
+# them. Helm (for the chart's tests) builds in parallel with the Kubernetes releases; it needs no wrapper module.
+# The Kueue manager builds in parallel too (the longest single build: ~25 min cold at the lowest priority on a loaded
+# machine); its CRDs and webhook manifests are copied from the module into kueue-vU/config/components/ beside it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
@@ -75,6 +77,10 @@ kwok_regen() {
   (cd "$here/go/kwok" && rm -f go.mod go.sum && go mod init gangweb.invalid/localcluster/kwok >/dev/null 2>&1 &&
     go mod edit -go=1.26 && go get "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" && go mod tidy)
 }
+kueue_regen() {
+  (cd "$here/go/kueue" && rm -f go.mod go.sum && go mod init gangweb.invalid/localcluster/kueue >/dev/null 2>&1 &&
+    go mod edit -go=1.26 && go get "sigs.k8s.io/kueue/cmd/kueue@v$KUEUE_VERSION" && go mod tidy)
+}
 
 build_k8s() {
   local K8S_VERSION=$1; local d; d=$(k8s_dir "$K8S_VERSION")
@@ -125,12 +131,43 @@ build_kwok() {
   mv "$out/kwok.tmp" "$out/kwok"
   echo "localcluster: built kwok v$KWOK_VERSION in $SECONDS s from the start"
 }
+# Kueue's CRDs (config/components/crd: bases, the conversion-webhook patches and their kustomization) and webhook
+# manifests (config/components/webhook), copied from the module of the wrapper's go.mod (downloaded if needed) into
+# the cache beside the binary: localcluster/kueue.py installs them, rewritten for the local API server.
+kueue_manifests() {
+  local top=$1 src
+  [ -f "$top/config/components/.complete" ] && return 0
+  src=$(cd "$here/go/kueue" && go mod download -json sigs.k8s.io/kueue |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])') || return 1
+  rm -rf "$top/config.tmp" && mkdir -p "$top/config.tmp/components" &&
+    cp -r "$src/config/components/crd" "$src/config/components/webhook" "$top/config.tmp/components/" &&
+    chmod -R u+w "$top/config.tmp" &&  # the module cache is read-only; a later rm -rf must work
+    touch "$top/config.tmp/components/.complete" &&
+    rm -rf "$top/config" && mv "$top/config.tmp" "$top/config"
+}
+build_kueue() {
+  local top=$CACHE/kueue-v$KUEUE_VERSION
+  local out=$top/bin
+  mkdir -p "$out"
+  kueue_manifests "$top" || { echo "localcluster: copying Kueue's manifests from its module failed" >&2; exit 1; }
+  [ -x "$out/kueue" ] && return 0
+  echo "localcluster: building the Kueue manager v$KUEUE_VERSION (cold: ~25 min at the lowest priority on a loaded machine)"
+  local start; start=$(date +%s)
+  (cd "$here/go/kueue" && go build -trimpath \
+     -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=v$KUEUE_VERSION" \
+     -o "$out/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue) >"$top/build.log" 2>&1 || { cat "$top/build.log" >&2; exit 1; }
+  mv "$out/kueue.tmp" "$out/kueue"
+  echo "localcluster: built Kueue v$KUEUE_VERSION in $(( $(date +%s) - start )) s" | tee -a "$top/build.log"
+}
 
-if [ $regen = 1 ]; then for v in "${versions[@]}"; do k8s_regen "$v"; done; etcd_regen; kwok_regen; fi
+if [ $regen = 1 ]; then
+  for v in "${versions[@]}"; do k8s_regen "$v"; done
+  etcd_regen; kwok_regen; kueue_regen
+fi
 # Everything at once: each `go build` has serial stretches (loading, linking) that the others fill, and a cold build
 # overlaps best with whatever else runs (make test runs the tests that need no binary beside it).
 pids=()
-for part in build_etcd build_kwok build_helm; do
+for part in build_etcd build_kwok build_helm build_kueue; do
   $part &
   pids+=($!)
 done
@@ -144,4 +181,5 @@ for p in "${pids[@]}"; do wait "$p" || failed=1; done
 for v in "${versions[@]}"; do "$CACHE/k8s-v$v/bin/kube-apiserver" --version; done
 "$CACHE/helm-v$HELM_VERSION/bin/helm" version --short
 "$CACHE/etcd-v$ETCD_VERSION/bin/etcd" --version | sed -n 1p  # reads all of it: head would close the pipe early, and pipefail turns SIGPIPE into exit 141
+ls -l "$CACHE/kueue-v$KUEUE_VERSION/bin/kueue"  # the manager has no --version flag
 echo "localcluster: binaries in $CACHE"

@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kube-scheduler-only gates (default SchedulerPopFromBackoffQ=false; pass '' for none)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds allowed per readiness step")
     parser.add_argument("--keep-on-failure", action="store_true", help="leave processes running if up fails")
+    parser.add_argument("--no-kueue", dest="kueue", action="store_false",
+                        help="up: do not run the Kueue manager (it runs by default; docs/local-cluster.md, Kueue)")
     parser.add_argument("--purge-logs", action="store_true", help="down: also delete the component logs")
 
 
@@ -54,6 +56,18 @@ def parse_gates(text: str) -> dict[str, bool]:
             raise argparse.ArgumentTypeError(f"feature gate {item!r} is not NAME=true|false")
         gates[name] = value.lower() == "true"
     return gates
+
+
+def kueue_summary(kueue: dict) -> str:
+    """One line on Kueue for `status`: version, readiness, its 127.0.0.1 ports and Configuration file; or that it
+    does not run here."""
+    if not kueue:
+        return "kueue:      not started (python -m localcluster up starts it unless --no-kueue)"
+    ports = kueue.get("ports", {})
+    listeners = ", ".join(f"{name} {port}" for name, port in ports.items())
+    return (f"kueue:      v{kueue.get('version', '?')} {'ready' if kueue.get('ready') else 'NOT READY'}; "
+            f"127.0.0.1 ports: {listeners}; config {kueue.get('config')}; "
+            f"Lease {kueue.get('namespace')}/{kueue.get('lease')}")
 
 
 def _print(out: TextIO, msg: str) -> None:
@@ -96,6 +110,7 @@ def run(options: dict, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
             state = f"running  rss {comp.rss_bytes / 2**20:7.1f} MiB" if comp.alive else "NOT RUNNING"
             _print(out, f"  {comp.name:24} pid {comp.pid:<8} {state}  log {comp.log}")
         _print(out, f"total RSS: {st.total_rss_bytes / 2**20:.1f} MiB")
+        _print(out, kueue_summary(st.kueue))
         return 0 if st.running else 1
     config = ClusterConfig(
         state_dir=Path(state_dir),
@@ -109,6 +124,7 @@ def run(options: dict, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> in
         timeout=options.get("timeout", 180.0),
         feature_gates=options.get("feature_gates") or {},
         keep_on_failure=options.get("keep_on_failure", False),
+        kueue=options.get("kueue", True),
     )
     if options.get("scheduler_feature_gates") is not None:
         config.scheduler_feature_gates = options["scheduler_feature_gates"]

@@ -1,7 +1,8 @@
 """Bring a local Kubernetes control plane (1.37 or 1.36) up, tear it down, upgrade it in place, report on it.
 
 `up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as plain processes on
-127.0.0.1, installs the CRDs, creates the fake nodes and returns once the cluster is usable. The state file is
+127.0.0.1, installs the CRDs, creates the fake nodes and returns once the cluster is usable; with
+``ClusterConfig.kueue`` it also runs the Kueue manager (`start_kueue` adds it to a running cluster). The state file is
 rewritten after every process start, so `down` (from any process) stops whatever was started, whether `up`
 finished, failed or was killed half-way. `switch_version` replaces kube-apiserver, kube-controller-manager,
 kube-scheduler and kwok by those of another release over the same etcd, ports and certificates: an in-place
@@ -22,7 +23,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from . import components as c
-from .binaries import Binaries, require_binaries, resolve_k8s_version
+from . import kueue as kq
+from .binaries import Binaries, require_binaries, require_kueue, resolve_k8s_version
 from .crds import install_crds
 from .kubeconfig import admin_ssl_context, api_client, write_kubeconfig
 from .nodes import add_node, create_node, default_node_specs, remove_node, wait_nodes_ready
@@ -73,6 +75,9 @@ class ClusterConfig:
     # kube-scheduler only; default components.SCHEDULER_FEATURE_GATES (SchedulerPopFromBackoffQ=false, see there)
     scheduler_feature_gates: dict[str, bool] = field(default_factory=lambda: dict(c.SCHEDULER_FEATURE_GATES))
     install_crds: bool = True
+    # Run the Kueue manager too (localcluster/kueue.py): `make run` and `python -m localcluster up` do by default;
+    # the test fixture `kube_cluster` does not (the `kueue_cluster` fixture adds it with `start_kueue`).
+    kueue: bool = False
     timeout: float = 180.0  # per readiness step, seconds; apiserver /readyz can take 10-30 s on 2 cores
     die_with_parent: bool = False  # components get SIGTERM if the starting thread dies (test fixture)
     keep_on_failure: bool = False  # leave processes running after a failed `up`, for debugging
@@ -100,6 +105,7 @@ class ClusterStatus:
     ready: bool
     components: list[ComponentStatus]
     k8s_version: str = ""
+    kueue: dict = field(default_factory=dict)  # ClusterState.kueue: ports, config path, ... ({} without Kueue)
 
     @property
     def running(self) -> bool:
@@ -156,6 +162,22 @@ class LocalCluster:
         """Return `status` of this cluster, or None for an attached one."""
         return status(self.state.state_dir) if self.state else None
 
+    @property
+    def kueue(self) -> dict:
+        """What `start_kueue` recorded (``ports``: webhook/metrics/health/visibility, ``config``, ``namespace``,
+        ``lease``, ``version``, ``ready``), or {} when Kueue was not started here (or the cluster is attached)."""
+        return dict(self.state.kueue) if self.state else {}
+
+    def start_kueue(self, progress: Progress | None = None, *, timeout: float = 180.0,
+                    die_with_parent: bool = False) -> LocalCluster:
+        """Run Kueue on this cluster unless it already runs (see the module function `start_kueue`); refreshes
+        this handle's state. Returns self."""
+        if self.state is None:
+            raise ValueError("cannot start Kueue on an attached cluster")
+        self.state = start_kueue(self.state.state_dir, progress, timeout=timeout,
+                                 die_with_parent=die_with_parent).state
+        return self
+
 
 def attach(kubeconfig: Path | str) -> LocalCluster:
     """Return a handle on an existing cluster given by ``kubeconfig``; nothing is started or stopped."""
@@ -179,6 +201,8 @@ class _Starter:
         self.config = config
         self.progress = progress
         self.binaries = config.binaries or require_binaries(config.k8s_version)
+        if config.kueue:
+            require_kueue()  # BinariesMissing before anything starts
         self.k8s_version = self.binaries.k8s_version or resolve_k8s_version(config.k8s_version)
         self.state = ClusterState(state_dir=Path(config.state_dir).resolve(), k8s_version=self.k8s_version,
                                   feature_gates=dict(config.feature_gates),
@@ -277,6 +301,8 @@ class _Starter:
             self._timed("default_sa_s", lambda: wait_until(
                 lambda: _has_default_sa(api, "default"), self.config.timeout, "ServiceAccount default/default",
                 check=self._check_alive))
+        if self.config.kueue:
+            kq.start_manager(self)
         self._check_alive()
         state.ready = True
         state.timings["up_s"] = round(time.monotonic() - start, 2)
@@ -310,6 +336,8 @@ def up(config: ClusterConfig | None = None, progress: Progress | None = None) ->
         if existing is not None:
             if existing.ready and existing.processes and all(is_running(p) for p in existing.processes):
                 progress("already running")
+                if config.kueue and existing.process(c.KUEUE) is None:
+                    return _start_kueue_locked(state_dir, progress, config.timeout, config.die_with_parent)
                 return LocalCluster(existing.kubeconfig, existing)
             progress("cleaning up a stale cluster state")
             _down_locked(state_dir, progress)
@@ -320,11 +348,53 @@ def up(config: ClusterConfig | None = None, progress: Progress | None = None) ->
             tails = format_log_tails(starter.state, 25)
             if not config.keep_on_failure:
                 _down_locked(state_dir, progress, popens=starter.popens)
-            if isinstance(exc, (ClusterStartError, TimeoutError, ApiException, OSError)):
+            if isinstance(exc, (ClusterStartError, TimeoutError, ApiException, OSError, kq.KueueSetupError)):
                 raise ClusterStartError(
                     f"local cluster failed while {starter.step}: {exc}\n{tails}", starter.state.processes
                 ) from exc
             raise
+
+
+def start_kueue(state_dir: Path | str, progress: Progress | None = None, *, timeout: float = 180.0,
+                die_with_parent: bool = False) -> LocalCluster:
+    """Add the Kueue manager to the running, ready cluster of ``state_dir`` (nothing happens when it already runs)
+    and return once Kueue serves (`kueue.start_manager`); `down` stops it with the rest.
+
+    Raises ValueError for a state dir without a ready cluster, `binaries.BinariesMissing` when Kueue is not built
+    (naming build.sh), and `ClusterStartError` naming the step and Kueue's log when it does not come up (the
+    manager is stopped again; the rest of the cluster keeps running).
+    """
+    state_dir = Path(state_dir).resolve()
+    with locked(state_dir):
+        return _start_kueue_locked(state_dir, progress or (lambda msg: None), timeout, die_with_parent)
+
+
+def _start_kueue_locked(state_dir: Path, progress: Progress, timeout: float, die_with_parent: bool) -> LocalCluster:
+    state = load_state(state_dir)
+    if state is None or not state.ready:
+        raise ValueError(f"no ready local cluster in {state_dir}")
+    running = state.process(c.KUEUE)
+    if running is not None and is_running(running):
+        return LocalCluster(state.kubeconfig, state)
+    state.processes = [p for p in state.processes if p.name != c.KUEUE]
+    config = ClusterConfig(state_dir=state_dir, k8s_version=state.k8s_version, timeout=timeout,
+                           die_with_parent=die_with_parent)
+    starter = _Starter(config, progress)
+    starter.state = state
+    try:
+        kq.start_manager(starter)
+    except (ClusterStartError, TimeoutError, OSError, ApiException, kq.KueueSetupError) as exc:
+        log = state.logs_dir / f"{c.KUEUE}.log"
+        record = state.process(c.KUEUE)
+        if record is not None:
+            stop(record, starter.popens.get(c.KUEUE))
+            state.processes.remove(record)
+        state.kueue = {}
+        state.save()
+        raise ClusterStartError(f"Kueue did not start while {starter.step}: {exc}\n"
+                                f"----- the Kueue manager's log {log} -----\n{tail(log, 40) or '(empty)'}",
+                                state.processes) from exc
+    return LocalCluster(state.kubeconfig, state)
 
 
 KUBE_COMPONENTS = (c.APISERVER, c.CONTROLLER_MANAGER, c.SCHEDULER, c.KWOK)
@@ -380,14 +450,16 @@ def _down_locked(state_dir: Path, progress: Progress, popens: dict | None = None
     state = load_state(state_dir)
     stopped: list[ProcessRecord] = []
     if state is not None:
-        for record in reversed(state.processes):
+        # Kueue first, while the API server still answers: it releases its Lease on the way out (ReleaseOnCancel)
+        # instead of waiting out the grace period for an API server that is gone.
+        for record in sorted(reversed(state.processes), key=lambda r: r.name != c.KUEUE):
             gone = stop(record, (popens or {}).get(record.name))
             progress(f"stopped {record.name} (pid {record.pid})" if gone else f"could not stop {record.name}")
             stopped.append(record)
         for temp in state.temp_dirs:
             shutil.rmtree(temp, ignore_errors=True)
     shutil.rmtree(state_dir / "pki", ignore_errors=True)
-    for name in ("kubeconfig", "kwok-stages.yaml", POD_LOG_NAME, "state.json", "state.tmp"):
+    for name in ("kubeconfig", "kwok-stages.yaml", kq.CONFIG_FILE, POD_LOG_NAME, "state.json", "state.tmp"):
         (state_dir / name).unlink(missing_ok=True)
     if purge_logs:
         shutil.rmtree(state_dir / "logs", ignore_errors=True)
@@ -417,4 +489,5 @@ def status(state_dir: Path | str | None = None) -> ClusterStatus:
         alive = is_running(record)
         comps.append(ComponentStatus(record.name, record.pid, alive, rss_bytes(record.pid) if alive else 0,
                                      record.log))
-    return ClusterStatus(state_dir, state.kubeconfig, state.server, state.ready, comps, state.k8s_version)
+    return ClusterStatus(state_dir, state.kubeconfig, state.server, state.ready, comps, state.k8s_version,
+                         dict(state.kueue))

@@ -1,4 +1,5 @@
-"""Command lines and health endpoints of the five control-plane components.
+"""Command lines and health endpoints of the five control-plane components, and of the Kueue manager (the sixth,
+started only when asked for: `ClusterConfig.kueue`, localcluster/kueue.py).
 
 The flags merge controller-runtime envtest (``pkg/internal/testing/controlplane``) and kwokctl's binary runtime
 (``pkg/kwokctl/components``), see ``docs/upstream.md``, "The local control plane's components". Everything listens on
@@ -12,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .binaries import Binaries, minor_of, resolve_k8s_version
-from .pki import PKIPaths
+from .pki import FRONT_PROXY_CLIENT, PKIPaths
 from .processes import free_port
 
 # Component names, in start order. `down` stops them in reverse.
@@ -21,7 +22,8 @@ APISERVER = "kube-apiserver"
 CONTROLLER_MANAGER = "kube-controller-manager"
 SCHEDULER = "kube-scheduler"
 KWOK = "kwok"
-START_ORDER = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, KWOK)
+KUEUE = "kueue"
+START_ORDER = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, KWOK, KUEUE)
 
 # Workload-aware scheduling (KEP-4671 / KEP-5832) per Kubernetes minor release, on every component. Read from
 # k8s.io/kubernetes pkg/features/kube_features.go of each release:
@@ -157,6 +159,23 @@ def apiserver_args(
         "--kubelet-preferred-address-types=InternalIP",
         f"--feature-gates={_gates(version, feature_gates)}",
         "--runtime-config=" + ",".join(f"{k}={v}" for k, v in runtime_config_for(version).items()),
+        *aggregation_args(pki),
+    ]
+
+
+def aggregation_args(pki: PKIPaths) -> list[str]:
+    """The aggregation layer's front-proxy flags (kubeadm's values): kube-apiserver proxies an APIService's requests
+    (Kueue's visibility API) presenting the front-proxy client certificate, with the caller's identity in the
+    X-Remote-* headers; the extension server trusts those headers only from a certificate of the front-proxy CA
+    with that CN, both of which it reads from kube-system/extension-apiserver-authentication."""
+    return [
+        f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
+        f"--proxy-client-key-file={pki.front_proxy_client_key}",
     ]
 
 
@@ -254,6 +273,51 @@ def kwok_args(binaries: Binaries, kubeconfig: Path, stages_file: Path, ports: Po
         f"--server-address=127.0.0.1:{ports.kwok}",
         f"--node-port={ports.kwok}",  # the nodes' kubelet port: kube-apiserver asks kwok for pod logs
     ]
+
+
+@dataclass
+class KueuePorts:
+    """The Kueue manager's listeners, all on 127.0.0.1: webhook server (TLS, the cluster CA), metrics (TLS),
+    health probes (plain HTTP: /healthz, /readyz) and the visibility API server (TLS, behind the aggregator)."""
+
+    webhook: int
+    metrics: int
+    health: int
+    visibility: int
+
+    @classmethod
+    def allocate(cls, taken: set[int] = frozenset()) -> KueuePorts:
+        """Pick four distinct free ports, none of them in ``taken``."""
+        chosen: set[int] = set(taken)
+        values = []
+        for _ in range(4):
+            port = free_port()
+            while port in chosen:
+                port = free_port()
+            chosen.add(port)
+            values.append(port)
+        return cls(*values)
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict (for the state file)."""
+        return asdict(self)
+
+
+def kueue_args(binary: Path, kubeconfig: Path, config_file: Path, ports: KueuePorts) -> list[str]:
+    """The Kueue manager: everything but the kubeconfig and the visibility port comes from its Configuration file
+    (`kueue.manager_config`). ``--visibility-server-port`` too, because Kueue takes the file's
+    ``visibilityServer.bindPort`` only when it differs from its default 8082 (pkg/visibility/server.go)."""
+    return [
+        str(binary),
+        f"--config={config_file}",
+        f"--kubeconfig={kubeconfig}",
+        f"--visibility-server-port={ports.visibility}",
+    ]
+
+
+def kueue_health_url(ports: KueuePorts) -> str:
+    """The manager's readiness probe: 200 once its webhook server listens (cmd/kueue/main.go setupProbeEndpoints)."""
+    return f"http://127.0.0.1:{ports.health}/readyz"
 
 
 def health_url(name: str, ports: Ports) -> str:

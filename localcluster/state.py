@@ -6,6 +6,7 @@ Layout of a state directory (default ``$GANGWEB_STATE_DIR/localcluster/``, else 
     kubeconfig          admin kubeconfig (certificates embedded)
     pki/                CA, serving and client certificates, SA key pair; per-component cert dirs
     kwok-stages.yaml    the Stage objects kwok runs
+    kueue-config.yaml   the Kueue manager's Configuration (when Kueue runs; localcluster/kueue.py)
     logs/<component>.log  one log per component; kept by `down` so a failure can still be read
     lock                serialises `up` and `down` on the same directory
 
@@ -50,6 +51,8 @@ class ClusterState:
     k8s_version: str = ""  # the Kubernetes release the kube-* components run
     feature_gates: dict = field(default_factory=dict)  # extra gates `up` was given (kept for `switch_version`)
     scheduler_feature_gates: dict = field(default_factory=dict)
+    # Kueue, once started: {"version", "ports": KueuePorts.to_dict(), "config", "namespace", "lease", "ready"}
+    kueue: dict = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -80,6 +83,7 @@ class ClusterState:
             "k8s_version": self.k8s_version,
             "feature_gates": self.feature_gates,
             "scheduler_feature_gates": self.scheduler_feature_gates,
+            "kueue": self.kueue,
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2))
@@ -106,6 +110,7 @@ def load_state(state_dir: Path) -> ClusterState | None:
         k8s_version=data.get("k8s_version", ""),
         feature_gates=data.get("feature_gates", {}),
         scheduler_feature_gates=data.get("scheduler_feature_gates", {}),
+        kueue=data.get("kueue", {}),
     )
 
 

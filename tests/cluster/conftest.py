@@ -14,6 +14,11 @@ names that release (it needs both releases' binaries).
 - ``kube_namespace`` (function): a fresh namespace per test, whose ``default`` ServiceAccount exists (pods can be
   created at once); deleted after the test without waiting.
 - ``local_binaries`` (session): the built binaries, for tests that start clusters of their own.
+- ``kueue_cluster`` (session): the same `LocalCluster` as ``kube_cluster``, with the Kueue manager running on it
+  (CRDs, webhooks, visibility API; localcluster/kueue.py). Kueue starts the first time a test asks for it (~10-30
+  s under load), then stays for the rest of the session (of that xdist worker); tests that do not ask pay nothing.
+  Fails (never skips) when Kueue is not built, naming localcluster/build.sh. With ``GANGWEB_TEST_KUBECONFIG``, that
+  cluster must already run Kueue (its Lease held).
 
 Tests that need the cluster carry ``@pytest.mark.cluster``. When such a test fails, the tails of the component logs
 are added to its report.
@@ -123,6 +128,24 @@ def kube_cluster(tmp_path_factory) -> localcluster.LocalCluster:
     finally:
         _started.remove(cluster)
         localcluster.down(state_dir)
+
+
+@pytest.fixture(scope="session")
+def kueue_cluster(kube_cluster) -> localcluster.LocalCluster:
+    """`kube_cluster` with Kueue running on it; ``kueue_cluster.kueue`` holds its ports and Configuration path."""
+    from localcluster import kueue
+
+    if kube_cluster.state is None:  # an external cluster (GANGWEB_TEST_KUBECONFIG): Kueue must already run there
+        with kube_cluster.api_client() as api:
+            if kueue.lease_holder(api) is None:
+                pytest.fail(f"the cluster of GANGWEB_TEST_KUBECONFIG runs no Kueue (no Lease {kueue.NAMESPACE}/"
+                            f"{kueue.LEASE_NAME} held)", pytrace=False)
+        return kube_cluster
+    try:
+        kube_cluster.start_kueue(timeout=180, die_with_parent=True)
+    except (localcluster.BinariesMissing, localcluster.ClusterStartError) as e:
+        pytest.fail(f"Kueue did not start on the local control plane: {e}", pytrace=False)
+    return kube_cluster
 
 
 @pytest.fixture(scope="session")

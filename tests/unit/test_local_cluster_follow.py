@@ -72,3 +72,21 @@ def test_a_deleted_local_cluster_is_not_registered_again(tmp_path):
     rewrite(path, kubeconfig(port=2))
     assert follower.check() is None
     assert not Cluster.objects.filter(name="local").exists()
+
+
+def test_make_run_starts_the_local_cluster_with_kueue(tmp_path, monkeypatch):
+    import io
+
+    import localcluster
+
+    asked = []
+    kubeconfig_path = tmp_path / "kubeconfig"
+    kubeconfig_path.write_text(kubeconfig(port=1))
+
+    def fake_up(config, progress):
+        asked.append(config)
+        return localcluster.LocalCluster(kubeconfig_path)
+
+    monkeypatch.setattr(localcluster, "up", fake_up)
+    local_cluster.start_and_register(io.StringIO())
+    assert [c.kueue for c in asked] == [True]

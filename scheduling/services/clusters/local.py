@@ -71,14 +71,15 @@ def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
 
 
 def start_and_register(stdout) -> Cluster:
-    """Start the local control plane (reusing a running one) and register it. Raises localcluster's
-    BinariesMissing / ClusterStartError when it cannot start; runstack reports that and carries on."""
+    """Start the local control plane with Kueue (reusing a running one; Kueue is added to one started without it)
+    and register it. Raises localcluster's BinariesMissing (naming localcluster/build.sh) / ClusterStartError when
+    it cannot start; runstack reports that and carries on."""
     import localcluster
 
     def progress(message: str) -> None:
         stdout.write(f"local cluster: {message}\n")
 
-    cluster = localcluster.up(localcluster.ClusterConfig(), progress=progress)
+    cluster = localcluster.up(localcluster.ClusterConfig(kueue=True), progress=progress)
     return register(cluster.kubeconfig, stdout)
 
 
