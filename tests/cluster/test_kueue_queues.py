@@ -1,19 +1,14 @@
-"""Queue policies as Kueue objects (`kueue.x-k8s.io/v1beta2`: Cohort, ClusterQueue, LocalQueue, ResourceFlavor) in
-the real control plane: what the sync writes, a hand edit put back, a foreign ClusterQueue never adopted, a removed
-policy's objects deleted but a ClusterQueue kept while a workload is admitted to it.
-
-Kueue's CRDs alone are enough here (the API server validates, stores and serves them; no Kueue manager runs): they
-are installed from the Kueue v0.17.0 module (`kueue_crds`), and a Workload's admission is said the way the manager
-says it, through the ClusterQueue's status subresource."""
+"""Queue policies as Kueue objects (`kueue.x-k8s.io/v1beta2`: Cohort, ClusterQueue, LocalQueue, ResourceFlavor) on
+the local control plane with Kueue v0.17.0 running (`kueue_cluster`: its CRDs, webhooks and manager): what the sync
+writes, a hand edit put back, a foreign ClusterQueue never adopted, a removed policy's objects deleted but a
+ClusterQueue kept while a Workload is admitted to it."""
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 
-from localcluster.crds import install_crds
 from localcluster.processes import wait_until
 from scheduling.choices import QueueFamily, SyncState
 from scheduling.constants import LABEL_INSTANCE
@@ -29,26 +24,8 @@ G, V = kd.GROUP, kd.VERSION
 CQ, COHORTS, LQ, RF = (kd.PLURALS[k] for k in (kd.CLUSTER_QUEUE, kd.COHORT, kd.LOCAL_QUEUE, kd.FLAVOR_KIND))
 INSTANCE = "gangweb-kueue-queue-tests"  # its own owner label value: never touches other tests' objects
 NAMES = ("kq-dept", "kq-team-a", "kq-team-b", "kq-team-c")
-KUEUE_CRDS = ("cohorts", "clusterqueues", "localqueues", "resourceflavors")
+ADMIT_TIMEOUT = 120  # seconds: Kueue's manager admits within a few under load
 STATES = QueueClusterState.objects.filter(family=QueueFamily.KUEUE)
-
-
-@pytest.fixture(scope="session")
-def kueue_crds(kube_api):
-    """Kueue v0.17.0's Cohort, ClusterQueue, LocalQueue and ResourceFlavor CRDs, from the Go module cache."""
-    try:
-        cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.fail(f"the Kueue CRDs come from the Go module cache (go env GOMODCACHE): {exc}", pytrace=False)
-    bases = Path(cache) / "sigs.k8s.io" / "kueue@v0.17.0" / "config" / "components" / "crd" / "bases"
-    paths = [bases / f"kueue.x-k8s.io_{name}.yaml" for name in KUEUE_CRDS]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        pytest.fail(f"Kueue CRDs missing (go mod download sigs.k8s.io/kueue@v0.17.0): {', '.join(missing)}",
-                    pytrace=False)
-    import yaml
-
-    install_crds(kube_api, [yaml.safe_load(p.read_text()) for p in paths])
 
 
 def custom_objects(custom, plural, namespace=None) -> dict:
@@ -74,17 +51,19 @@ def clean(custom) -> None:
 
 
 @pytest.fixture
-def east(kube_cluster, kueue_crds, kube_namespace, settings, api, queue_syncs):
+def east(kueue_cluster, kube_namespace, settings, api, queue_syncs):
     """The session's control plane as cluster "kq-east" (probed: it serves Kueue v1beta2), no test objects before
     or after; the test runs the Kueue sync itself. Yields (cluster, CustomObjectsApi, the test's namespace)."""
     settings.GANGWEB_INSTANCE = INSTANCE
-    custom = client.CustomObjectsApi(kube_cluster.api_client())
+    custom = client.CustomObjectsApi(kueue_cluster.api_client())
     clean(custom)
-    cluster = Cluster.objects.create(name="kq-east", kubeconfig=Path(kube_cluster.kubeconfig).read_text())
+    cluster = Cluster.objects.create(name="kq-east", kubeconfig=Path(kueue_cluster.kubeconfig).read_text())
     probe.probe_cluster(cluster)
     cluster.refresh_from_db()
     assert kd.API_VERSION in cluster.served_apis
     yield cluster, custom, kube_namespace
+    # The test's Workloads first: Kueue's manager keeps a ClusterQueue that still counts one.
+    custom.delete_collection_namespaced_custom_object(G, V, kube_namespace, "workloads")
     clean(custom)
     gone(custom, CQ, *NAMES)  # before the flavor they use (Kueue's manager keeps a flavor in use)
     try:
@@ -123,6 +102,10 @@ def leaf_spec(name, namespace, weight="1") -> dict:
     }
 
 
+def gpu_quota(obj: dict) -> dict:
+    return obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+
+
 def owned(spec: dict) -> dict:
     """The spec keys gangweb writes (the CRD's defaults, e.g. queueingStrategy, left out)."""
     return {k: v for k, v in spec.items() if k in kd.OWNED_KEYS}
@@ -150,8 +133,10 @@ def test_two_queues_under_one_parent_become_a_cohort_two_cluster_queues_their_lo
     assert sorted(cohorts) == ["kq-dept"]
     assert owned(cohorts["kq-dept"]["spec"]) == {"fairSharing": {"weight": "1"}}  # 8 = 4 + 4: no pool of its own
     assert sorted(queues) == ["kq-team-a", "kq-team-b"]
-    assert owned(queues["kq-team-a"]["spec"]) == leaf_spec("kq-team-a", ns, weight="2")
-    assert owned(queues["kq-team-b"]["spec"]) == leaf_spec("kq-team-b", ns)
+    # by value: Kueue's webhook writes quantities back in canonical form ("100000000M" is stored as "100T")
+    assert kd.flat_fields(queues["kq-team-a"]["spec"]) == kd.flat_fields(leaf_spec("kq-team-a", ns, weight="2"))
+    assert kd.flat_fields(queues["kq-team-b"]["spec"]) == kd.flat_fields(leaf_spec("kq-team-b", ns))
+    assert gpu_quota(queues["kq-team-b"]) == {"name": "nvidia.com/gpu", "nominalQuota": "4", "borrowingLimit": "4"}
     assert {n: q["spec"]["clusterQueue"] for n, q in local.items()} == {"kq-team-a": "kq-team-a",
                                                                          "kq-team-b": "kq-team-b"}
     flavor = custom.get_cluster_custom_object(G, V, RF, kd.FLAVOR)
@@ -163,8 +148,7 @@ def test_two_queues_under_one_parent_become_a_cohort_two_cluster_queues_their_lo
     state = STATES.get(policy__name="kq-team-a", cluster=cluster)
     assert (state.state, [w["code"] for w in state.warnings]) == (SyncState.IN_SYNC, ["kueue_unbounded"])
     assert state.status["kind"] == "ClusterQueue"
-    assert state.status["local_queues"] == [{"namespace": ns, "pending_workloads": None, "reserving_workloads": None,
-                                             "admitted_workloads": None}]  # no manager: nothing reported, unknown
+    assert [lq["namespace"] for lq in state.status["local_queues"]] == [ns]
 
     # Level-triggered: a second pass writes nothing.
     rv = queues["kq-team-a"]["metadata"]["resourceVersion"]
@@ -198,7 +182,7 @@ def test_a_hand_edit_of_a_cluster_queues_nominal_quota_is_put_back_and_recorded_
     kueue_sync.sync_cluster(cluster)
 
     spec = custom.get_cluster_custom_object(G, V, CQ, "kq-team-b")["spec"]
-    assert owned(spec) == leaf_spec("kq-team-b", ns)
+    assert kd.flat_fields(spec) == kd.flat_fields(leaf_spec("kq-team-b", ns))
     assert spec["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] == "4"
     assert spec["queueingStrategy"] == "StrictFIFO"
     state = STATES.get(policy__name="kq-team-b", cluster=cluster)
@@ -242,19 +226,41 @@ def test_a_foreign_same_named_cluster_queue_is_not_adopted(api, east):
         custom.delete_cluster_custom_object(G, V, CQ, "kq-team-c")
 
 
-def admitted(custom, name, count) -> None:
-    """Say on the ClusterQueue's status subresource what Kueue's manager says when `count` workloads are admitted."""
-    custom.patch_cluster_custom_object_status(G, V, CQ, name, {"status": {
-        "admittedWorkloads": count, "reservingWorkloads": count, "pendingWorkloads": 0,
-        "flavorsUsage": [{"name": kd.FLAVOR, "resources": [{"name": "nvidia.com/gpu", "total": str(4 * count),
-                                                            "borrowed": "0"}]}]}})
+def admit_one(custom, namespace, queue) -> str:
+    """A Workload of one pod asking 1 GPU in LocalQueue `queue`, waited for until Kueue admits it and the
+    ClusterQueue's status counts it; returns its name. (`spec.priority` set as Kueue's job integrations do: its
+    visibility API needs it.)"""
+    name = f"w-{queue}"
+    custom.create_namespaced_custom_object(G, V, namespace, "workloads", {
+        "apiVersion": kd.API_VERSION, "kind": "Workload", "metadata": {"name": name},
+        "spec": {"queueName": queue, "priority": 0, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.example/train:1",
+                                                      "resources": {"requests": {"nvidia.com/gpu": "1"},
+                                                                    "limits": {"nvidia.com/gpu": "1"}}}]}}}]}})
+    wait_until(lambda: counts(custom, namespace, queue) == [1, 1, 1, 1], ADMIT_TIMEOUT,
+               f"Kueue admits {name} to ClusterQueue {queue}, both queues counting it")
+    return name
+
+
+def counts(custom, namespace, queue) -> list:
+    """[admitted, reserving] of the ClusterQueue, then of the LocalQueue, as Kueue's status says."""
+    cq = custom.get_cluster_custom_object(G, V, CQ, queue).get("status") or {}
+    lq = custom.get_namespaced_custom_object(G, V, namespace, LQ, queue).get("status") or {}
+    return [st.get(k) for st in (cq, lq) for k in ("admittedWorkloads", "reservingWorkloads")]
+
+
+def finish(custom, namespace, queue, name) -> None:
+    """The Workload goes (as when its job ends and is cleaned up); wait until the ClusterQueue counts none."""
+    custom.delete_namespaced_custom_object(G, V, namespace, "workloads", name)
+    wait_until(lambda: not any(counts(custom, namespace, queue)), ADMIT_TIMEOUT,
+               f"ClusterQueue {queue} and its LocalQueue hold no workload")
 
 
 def test_a_removed_policys_cluster_queue_stays_while_a_workload_is_admitted_then_goes(api, east):
     cluster, custom, ns = east
     make_tree(api, ns)
     kueue_sync.sync_cluster(cluster)
-    admitted(custom, "kq-team-b", 1)
+    workload = admit_one(custom, ns, "kq-team-b")
 
     assert api.delete("/api/v1/queues/kq-team-b/").status_code == 204
     result = kueue_sync.sync_cluster(cluster)
@@ -264,16 +270,18 @@ def test_a_removed_policys_cluster_queue_stays_while_a_workload_is_admitted_then
     assert "kq-team-b" in custom_objects(custom, CQ)
     attempt = ReconcileAttempt.objects.filter(cluster=cluster, reason=kueue_sync.REASON).first()
     assert "kq-team-b: kept, 1 workload admitted, 1 workload reserving quota in its ClusterQueue" in attempt.message
-    assert f"kueue: delete LocalQueue {ns}/kq-team-b" in attempt.actions  # its LocalQueue holds nothing: it goes
-    assert custom_objects(custom, CQ)["kq-team-b"]["status"]["admittedWorkloads"] == 1
+    assert (f"LocalQueue {ns}/kq-team-b: kept, 1 workload admitted, 1 workload reserving quota through it"
+            in attempt.message)  # its LocalQueue counts the workload too
+    assert sorted(custom_objects(custom, LQ, ns)) == ["kq-team-a", "kq-team-b"]
 
-    admitted(custom, "kq-team-b", 0)  # the workload finished
+    finish(custom, ns, "kq-team-b", workload)
     kueue_sync.sync_cluster(cluster)
 
     gone(custom, CQ, "kq-team-b")
     assert sorted(custom_objects(custom, CQ)) == ["kq-team-a"]
     assert sorted(custom_objects(custom, LQ, ns)) == ["kq-team-a"]
-    assert last_actions(cluster) == ["kueue: delete ClusterQueue kq-team-b"]
+    assert set(last_actions(cluster)) == {"kueue: delete ClusterQueue kq-team-b",
+                                          f"kueue: delete LocalQueue {ns}/kq-team-b"}
     assert custom.get_cluster_custom_object(G, V, RF, kd.FLAVOR)  # kq-team-a still uses it
 
 
@@ -304,7 +312,7 @@ def test_a_leaf_that_gets_a_child_becomes_a_cohort_once_its_cluster_queue_holds_
     cluster, custom, ns = east
     make_tree(api, ns)
     kueue_sync.sync_cluster(cluster)
-    admitted(custom, "kq-team-a", 1)
+    workload = admit_one(custom, ns, "kq-team-a")
     r = api.post("/api/v1/queues/", {"name": "kq-team-c", "parent": "kq-team-a", "gpu_quota": 2,
                                      "allowed_namespaces": [ns], "clusters": ["kq-east"]}, format="json")
     assert r.status_code == 201, r.data
@@ -313,12 +321,14 @@ def test_a_leaf_that_gets_a_child_becomes_a_cohort_once_its_cluster_queue_holds_
 
     assert "kq-team-a" in custom_objects(custom, CQ) and "kq-team-a" not in custom_objects(custom, COHORTS)
     state = STATES.get(policy__name="kq-team-a", cluster=cluster)
-    assert (state.state, state.message) == (SyncState.ERROR, "its ClusterQueue is kept (1 workload admitted, 1 "
-                                            "workload reserving quota in its ClusterQueue); it is replaced once "
-                                            "that is over")
+    assert state.state == SyncState.ERROR
+    assert state.message.startswith("its ClusterQueue is kept (1 workload admitted, 1 workload reserving quota in its "
+                                    "ClusterQueue); it is replaced once that is over")
     assert custom_objects(custom, CQ)["kq-team-c"]["spec"]["cohortName"] == "kq-team-a"
 
-    admitted(custom, "kq-team-a", 0)
+    assert state.status["admitted_workloads"] == 1  # read back from Kueue's status
+
+    finish(custom, ns, "kq-team-a", workload)
     kueue_sync.sync_cluster(cluster)  # deleted now; its LocalQueue too (a parent has none)
     assert STATES.get(policy__name="kq-team-a", cluster=cluster).state == SyncState.PENDING
     gone(custom, CQ, "kq-team-a")
