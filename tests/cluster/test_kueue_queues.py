@@ -226,17 +226,21 @@ def test_a_foreign_same_named_cluster_queue_is_not_adopted(api, east):
         custom.delete_cluster_custom_object(G, V, CQ, "kq-team-c")
 
 
-def admit_one(custom, namespace, queue) -> str:
-    """A Workload of one pod asking 1 GPU in LocalQueue `queue`, waited for until Kueue admits it and the
-    ClusterQueue's status counts it; returns its name. (`spec.priority` set as Kueue's job integrations do: its
-    visibility API needs it.)"""
-    name = f"w-{queue}"
+def submit(custom, namespace, queue, name, gpus=1) -> None:
+    """A Workload of one pod asking `gpus` GPUs in LocalQueue `queue` (`spec.priority` set as Kueue's job
+    integrations do: its visibility API needs it)."""
     custom.create_namespaced_custom_object(G, V, namespace, "workloads", {
         "apiVersion": kd.API_VERSION, "kind": "Workload", "metadata": {"name": name},
         "spec": {"queueName": queue, "priority": 0, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
             "restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.example/train:1",
-                                                      "resources": {"requests": {"nvidia.com/gpu": "1"},
-                                                                    "limits": {"nvidia.com/gpu": "1"}}}]}}}]}})
+                                                      "resources": {"requests": {"nvidia.com/gpu": str(gpus)},
+                                                                    "limits": {"nvidia.com/gpu": str(gpus)}}}]}}}]}})
+
+
+def admit_one(custom, namespace, queue) -> str:
+    """A Workload of 1 GPU in `queue`, waited for until Kueue admits it and both its queues count it; its name."""
+    name = f"w-{queue}"
+    submit(custom, namespace, queue, name)
     wait_until(lambda: counts(custom, namespace, queue) == [1, 1, 1, 1], ADMIT_TIMEOUT,
                f"Kueue admits {name} to ClusterQueue {queue}, both queues counting it")
     return name
@@ -354,3 +358,39 @@ def test_the_queue_detail_shows_the_kueue_state_with_its_warnings(api, east):
     assert (state["cluster"], state["state"], state["status"]["kind"]) == ("kq-east", SyncState.IN_SYNC,
                                                                            "ClusterQueue")
     assert [(w["code"], w["field"]) for w in state["warnings"]] == [("kueue_unbounded", "cpu_limit")]
+
+
+def conditions(custom, namespace, name) -> dict:
+    wl = custom.get_namespaced_custom_object(G, V, namespace, "workloads", name)
+    return {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
+
+
+def admitted(custom, namespace, name) -> bool:
+    return (conditions(custom, namespace, name).get("Admitted") or {}).get("status") == "True"
+
+
+def test_team_a_borrows_up_to_its_limit_and_a_job_of_team_b_within_its_quota_reclaims(api, east):
+    cluster, custom, ns = east
+    make_tree(api, ns)
+    kueue_sync.sync_cluster(cluster)
+
+    submit(custom, ns, "kq-team-a", "a-own", gpus=4)  # team-a's quota
+    wait_until(lambda: admitted(custom, ns, "a-own"), ADMIT_TIMEOUT, "a-own admitted")
+    submit(custom, ns, "kq-team-a", "a-borrows", gpus=4)  # team-b's idle quota, up to team-a's limit of 8
+    wait_until(lambda: admitted(custom, ns, "a-borrows"), ADMIT_TIMEOUT, "a-borrows admitted")
+    submit(custom, ns, "kq-team-a", "a-over-limit", gpus=1)  # 9 > limit 8: waits
+    submit(custom, ns, "kq-team-b", "b-own", gpus=4)  # within team-b's quota: reclaims what team-a borrowed
+
+    # team-a as a whole uses more than its quota: Kueue evicts one of its workloads (the same priority, admitted
+    # together: which one is Kueue's choice) to give team-b its quota back
+    def evicted() -> list[str]:
+        return [w for w in ("a-own", "a-borrows")
+                if (conditions(custom, ns, w).get("Evicted") or {}).get("status") == "True"]
+    wait_until(lambda: evicted(), ADMIT_TIMEOUT, "one of team-a's workloads evicted by Kueue")
+    [victim] = evicted()
+    said = conditions(custom, ns, victim)
+    assert (said["Evicted"]["reason"], said["Preempted"]["reason"]) == ("Preempted", "InCohortReclamation")
+    assert "preemptor path: /kq-dept/kq-team-b; preemptee path: /kq-dept/kq-team-a" in said["Preempted"]["message"]
+    assert not admitted(custom, ns, "a-over-limit")
+    quota = conditions(custom, ns, "a-over-limit")["QuotaReserved"]
+    assert (quota["status"], quota["reason"]) == ("False", "Pending")
