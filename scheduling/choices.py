@@ -76,10 +76,11 @@ class SyncState(models.TextChoices):
 
 class QueueFamily(models.TextChoices):
     """Which scheduler's queue object a queue state row is about (QueueClusterState.family): a cluster may serve
-    both, and each is synced on its own (reconcile/queues.py, reconcile/volcano_queues.py)."""
+    several, and each is synced on its own (reconcile/queues.py, volcano_queues.py, kueue_queues.py)."""
 
     KAI = "kai", "KAI"  # KAI Queue, scheduling.run.ai
     VOLCANO = "volcano", "Volcano"  # Volcano Queue, scheduling.volcano.sh
+    KUEUE = "kueue", "Kueue"  # Kueue Cohort (a parent) or ClusterQueue (a leaf), kueue.x-k8s.io
 
 
 class QueueWarning(models.TextChoices):

@@ -190,13 +190,16 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
         help_text="the queue as Kueue reports it, per cluster where it is a Kueue ClusterQueue or Cohort: reserved "
                   "and borrowed amounts (queue units), Workload counts and Kueue's fair share "
                   "(services/queues/kueue_usage.py)")
+    kueue_sync = serializers.SerializerMethodField(
+        help_text="the queue as a Kueue Cohort or ClusterQueue, per cluster that serves Kueue: sync state, drift, "
+                  "warnings for what Kueue cannot express, and Kueue's status (reconcile/kueue_desired.py)")
     decayed_usage = serializers.SerializerMethodField(
         help_text="what the queue and every queue below it used, each second weighed 0.5^(age / half-life) (KAI "
                   "time-based fair share): gpu device-seconds, cpu core-seconds, memory byte-seconds, "
                   "half_life_seconds; services/queues/decayed_usage.py")
 
     class Meta(QueuePolicySerializer.Meta):
-        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "kueue", "decayed_usage"]
+        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "kueue", "kueue_sync", "decayed_usage"]
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
@@ -208,6 +211,9 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
     def get_kueue(self, obj) -> list[dict]:
         # Prefetched (api.views.queues.queue_states, one Prefetch per QueueFamily) once the family is known.
         return [kueue_usage.kueue_payload(s) for s in getattr(obj, f"{kueue_usage.FAMILY}_states", [])]
+
+    def get_kueue_sync(self, obj) -> list[dict]:
+        return [queue_payloads.volcano_sync_payload(s) for s in obj.kueue_states]  # the same keys, with warnings
 
     def get_decayed_usage(self, obj) -> dict:
         tree = self.context.get("tree") or queue_service.QueueTree.load_rows()

@@ -25,6 +25,9 @@ Where each verb comes from (issue 32 row 8):
   update (replace), delete;
 - Kueue's visibility API (`kube/kueue_visibility.py`: a pending job's place in line): get on the LocalQueue
   subresource `pendingworkloads` only (a read of what Kueue computes; never a list of Kueue's objects).
+- Kueue's queue objects (`reconcile/kueue_queues.py`): Cohorts and ClusterQueues list, create, update (replace),
+  delete; LocalQueues list (every namespace), create, delete (their `spec.clusterQueue` is immutable: never
+  updated); the ResourceFlavor `gangweb-default` get, list, create, update, delete.
 """
 from __future__ import annotations
 
@@ -51,6 +54,9 @@ RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("scheduling.run.ai", ("queues",), ("get", "list", "create", "update", "delete")),
     ("scheduling.volcano.sh", ("queues",), ("get", "list", "create", "update", "delete")),
     ("visibility.kueue.x-k8s.io", ("localqueues/pendingworkloads",), ("get",)),
+    ("kueue.x-k8s.io", ("cohorts", "clusterqueues"), ("list", "create", "update", "delete")),
+    ("kueue.x-k8s.io", ("localqueues",), ("list", "create", "delete")),
+    ("kueue.x-k8s.io", ("resourceflavors",), ("get", "list", "create", "update", "delete")),
 )
 
 # objects.py's request names -> the RBAC verb they need.

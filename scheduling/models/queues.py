@@ -59,8 +59,9 @@ class QueuePolicy(models.Model):
 
 class QueueClusterState(models.Model):
     """How one queue policy stands as one scheduler's queue object in one cluster, written by the queue sync of
-    its `family` (QueueFamily): the KAI Queue (scheduling.reconcile.queues) or the Volcano Queue
-    (`scheduling.volcano.sh/v1beta1`, scheduling.reconcile.volcano_queues). A cluster may serve both: one row each.
+    its `family` (QueueFamily): the KAI Queue (scheduling.reconcile.queues), the Volcano Queue
+    (`scheduling.volcano.sh/v1beta1`, scheduling.reconcile.volcano_queues) or the Kueue Cohort/ClusterQueue
+    (`kueue.x-k8s.io/v1beta2`, scheduling.reconcile.kueue_queues). A cluster may serve several: one row each.
 
     - `state`: SyncState. Pending until the first pass; InSync; Drifted for the pass that found a hand edit and
       put it back; Error with `message`; Imported for a cluster queue gangweb does not manage; Deleted once the
@@ -72,9 +73,10 @@ class QueueClusterState(models.Model):
       ``{"allocated": {"gpu": 2.0, "cpu": 4000, "memory": 8000}, "requested": {...}, "child_queues": ["a"]}``
       (GPUs in devices, CPU in millicores, memory in decimal MB), with `status_at`. For a Volcano Queue:
       ``{"state": "Open", "allocated": {"gpu", "cpu", "memory"} (KAI units), "pending": 1, "running": 2,
-      "inqueue": 0}``.
-    - `warnings` (Volcano only): what the policy says that Volcano cannot express, ``[{"code", "field", "message"}]``
-      (scheduling.reconcile.volcano_desired).
+      "inqueue": 0}``. For Kueue: scheduling.reconcile.kueue_desired.status_payload (ClusterQueue counts, fair
+      share, flavor usage raw and in KAI units, its LocalQueues' counts; Cohort fair share).
+    - `warnings` (Volcano and Kueue): what the policy says that the scheduler cannot express,
+      ``[{"code", "field", "message"}]`` (scheduling.reconcile.volcano_desired, kueue_desired).
     """
 
     policy = models.ForeignKey(QueuePolicy, on_delete=models.CASCADE, related_name="cluster_states")

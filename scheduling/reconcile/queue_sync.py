@@ -1,5 +1,5 @@
-"""One queue-sync engine for both queue families: KAI Queues (reconcile/queues.py) and Volcano Queues
-(reconcile/volcano_queues.py).
+"""One queue-sync engine for every queue family: KAI Queues (reconcile/queues.py), Volcano Queues
+(reconcile/volcano_queues.py) and Kueue Cohorts/ClusterQueues (reconcile/kueue_queues.py).
 
 A pass over one cluster is a row of small steps over one `SyncContext`, each level-triggered and idempotent:
 
@@ -15,7 +15,12 @@ A pass over one cluster is a row of small steps over one `SyncContext`, each lev
 6. `save`: the touched per-(policy, cluster) state rows in one transaction.
 
 What differs between the families (API group, the state model, desired spec and diff, the body, messages) is a
-`Family` adapter; one adapter instance serves one pass. Every pass leaves a ReconcileAttempt row (kind "queue").
+`Family` adapter; one adapter instance serves one pass. A family whose policies become objects of two kinds (Kueue:
+a parent is a Cohort, a leaf a ClusterQueue) lists both (`list_objects`), names each write's resource
+(`plural_of`), says when a policy's object must change kind (`replaced_kind`) and when an object must be kept
+although no policy wants it (`keep_reason`: a ClusterQueue with admitted workloads); a family with further objects
+(Kueue's ResourceFlavor and LocalQueues) adds its own steps (`steps`).
+Every pass leaves a ReconcileAttempt row (kind "queue"). The adapter and the `Pass` live in reconcile/queue_family.py.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ from ..kube.errors import TransientKubeError, classify, describe
 from ..models import Cluster, QueueClusterState, QueuePolicy, ReconcileAttempt
 from ..queueing.tree import QueueTree
 from . import queue_desired as qd
+from .queue_family import STATE_FIELDS, Family, Pass  # noqa: F401 - the engine's adapter, re-exported for families
 
 log = logging.getLogger(__name__)
 
@@ -44,75 +50,6 @@ log = logging.getLogger(__name__)
 WRITES_FAILED = "QueueWritesFailed"
 # Drift entry for a Queue deleted by hand (and created again by the sync).
 DELETED_BY_HAND = {"field": "(the Queue)", "expected": "present", "found": "deleted"}
-STATE_FIELDS = ("state", "message", "last_synced_at", "resource_version", "last_drift", "last_drift_at", "status",
-                "status_at")
-
-
-@dataclass
-class Pass:
-    """What one sync pass did: actions (short strings), errors (terminal) and transient errors."""
-
-    cluster: Cluster
-    actions: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    transient: list[str] = field(default_factory=list)
-
-
-class Family:
-    """What one queue family supplies to the engine. Subclasses set the class attributes and the spec hooks; one
-    instance serves one pass (a family may keep per-pass data on it, e.g. the KAI usage samples)."""
-
-    group = version = plural = ""
-    reason = "QueueSync"  # ReconcileAttempt.reason of a pass that listed the cluster
-    noun = "Queue"  # in state messages: "a Queue named 'x' already exists ..."
-    write_label = ""  # after the verb in write errors: "create: 409 Conflict" / "create Volcano Queue: 409 ..."
-    detail_statuses: tuple[int, ...] = ()  # write errors whose API message is added to the state's message
-    pending_message = "the Queue is being deleted; it is created again once gone"
-    action_prefix = ""  # before each action on the attempt row
-    absent_on_404 = False  # a 404 on the LIST means the cluster does not serve this family: no pass, nothing recorded
-    parent_key = "parentQueue"  # spec key naming the parent Queue
-    queue_family = ""  # QueueFamily: the `family` of its QueueClusterState rows
-    state_fields: tuple[str, ...] = STATE_FIELDS
-
-    def list_failed_message(self, exc: BaseException) -> str:
-        return describe(exc, 2000)
-
-    def desired(self, policy, parent_name: str, children: list) -> tuple[dict, list[dict] | None]:
-        """(spec, warnings or None when the family's state has no warnings) of a managed policy; `children` are the
-        policy's children that are desired in the same cluster."""
-        raise NotImplementedError
-
-    def flat(self, spec: dict | None) -> dict:
-        raise NotImplementedError
-
-    def diff(self, want: dict, found: dict) -> list[dict]:
-        return qd.diff_fields(want, found)
-
-    def body(self, name: str, spec: dict, existing: dict | None) -> dict:
-        raise NotImplementedError
-
-    def import_fields(self, spec: dict | None) -> dict:
-        raise NotImplementedError
-
-    def status(self, obj: dict) -> dict:
-        raise NotImplementedError
-
-    def protected_imports(self) -> set[int]:
-        """Unmanaged policies whose fields another family's import owns (not refreshed by this one)."""
-        return set()
-
-    def still_linked(self, cluster: Cluster) -> set[int]:
-        """Unmanaged policies that stay linked to `cluster` when this family's Queue of theirs is gone."""
-        return set()
-
-    def on_status(self, ctx: SyncContext, policy, previous: dict, status: dict) -> None:
-        """Called for each policy whose status was read back (`previous` = the status stored before)."""
-
-    def save_extra(self, ctx: SyncContext) -> None:
-        """Further writes inside the state rows' transaction."""
-
-    def parent_of(self, obj: dict) -> str:
-        return ((obj.get("spec") or {}).get(self.parent_key)) or ""
 
 
 @dataclass
@@ -144,11 +81,13 @@ class SyncContext:
         return self.touched[policy.id]
 
     def write(self, policy: QueuePolicy, what: str, fn, *args):
-        """Call a create/replace method of CustomObjectsApi; on failure, sort the error (transient or terminal),
-        put it on the policy's state and return None."""
+        """Call a create/replace method of CustomObjectsApi (the last argument is the body: its resource is the
+        family's `plural_of` it); on failure, sort the error (transient or terminal), put it on the policy's state
+        and return None."""
         family = self.family
         try:
-            return fn(family.group, family.version, family.plural, *args, _request_timeout=REQUEST_TIMEOUT)
+            return fn(family.group, family.version, family.plural_of(args[-1]), *args,
+                      _request_timeout=REQUEST_TIMEOUT)
         except ApiException as exc:
             message = f"{what}{family.write_label}: {exc.status} {exc.reason}"
             detail = describe(exc, 300) if exc.status in family.detail_statuses else ""
@@ -225,7 +164,7 @@ def run(cluster: Cluster, family: Family, api: client.CustomObjectsApi | None = 
         return None
     try:
         ctx = SyncContext(cluster, api, family, observed, Pass(cluster))
-        for step in STEPS:
+        for step in family.steps(STEPS):
             step(ctx)
     except Exception as exc:  # no exception leaves a pass unrecorded (e.g. a malformed object from the cluster)
         _record_failure(cluster, family, started, exc)
@@ -271,15 +210,14 @@ def list_observed(cluster: Cluster, family: Family, api, started: float) -> dict
     """Step 1: the family's Queues in the cluster by name, or None when the family's API is absent (404 with
     `absent_on_404`). A failed LIST is recorded and raised, classified."""
     try:
-        listing = api.list_cluster_custom_object(family.group, family.version, family.plural,
-                                                 _request_timeout=REQUEST_TIMEOUT)
+        items = family.list_objects(api)
     except ApiException as exc:
         if exc.status == 404 and family.absent_on_404:
             return None
         _list_failed(cluster, family, started, exc)
     except Exception as exc:  # recorded on the attempt row, then re-raised, classified
         _list_failed(cluster, family, started, exc)
-    return {o["metadata"]["name"]: o for o in listing.get("items", [])}
+    return {o["metadata"]["name"]: o for o in items}
 
 
 # --- step 2: create, update, put back --------------------------------------------------------------------------
@@ -308,8 +246,27 @@ def apply_desired(ctx: SyncContext) -> None:
             ctx.result.errors.append(f"{policy.name}: exists, not ours")
         elif obj["metadata"].get("deletionTimestamp"):
             st.state, st.message = SyncState.PENDING, ctx.family.pending_message
+        elif ctx.family.replaced_kind(policy.name, obj):
+            _replace_kind(ctx, policy, obj, st)
         else:
             _update(ctx, policy, spec, obj, st)
+
+
+def _replace_kind(ctx: SyncContext, policy, obj: dict, st) -> None:
+    """The policy's object is of another kind than the one it needs now (a Kueue ClusterQueue whose policy got
+    children): deleted with a UID precondition unless the family keeps it; the new one is created by a later pass,
+    once the old one is gone. (No child check here, unlike `delete_stale`: the new kind's children name the policy
+    too, and a Kueue Cohort whose members are going is harmless to delete: Kueue treats a missing one as implicit.)"""
+    old = ctx.family.kind_name(obj)
+    reason = ctx.family.keep_reason(obj)
+    if reason:
+        st.state, st.message = SyncState.ERROR, f"its {old} is kept ({reason}); it is replaced once that is over"
+        ctx.result.errors.append(f"{policy.name}: {old} kept, {reason}")
+        return
+    if _delete(ctx, policy.name):
+        ctx.observed.pop(policy.name, None)
+        st.state = SyncState.PENDING
+        st.message = f"its {old} is deleted (the policy needs another kind now); the new one is created once it is gone"
 
 
 def _create(ctx: SyncContext, policy, spec: dict, st) -> None:
@@ -317,15 +274,16 @@ def _create(ctx: SyncContext, policy, spec: dict, st) -> None:
     created = ctx.write(policy, "create", ctx.api.create_cluster_custom_object, body)
     if created is None:
         return
+    kind = ctx.family.kind_name(created)
     ctx.observed[policy.name] = created
     # It was there at the last pass and gangweb did not delete it: someone deleted it by hand.
     if st.pk is not None and st.resource_version and st.state in (SyncState.IN_SYNC, SyncState.DRIFTED):
         st.state, st.last_drift, st.last_drift_at = SyncState.DRIFTED, [DELETED_BY_HAND], ctx.now
         st.message = "deleted in the cluster; created again"
-        ctx.result.actions.append(f"recreate Queue {policy.name} (deleted in the cluster)")
+        ctx.result.actions.append(f"recreate {kind} {policy.name} (deleted in the cluster)")
     else:
         st.state, st.message = SyncState.IN_SYNC, ""
-        ctx.result.actions.append(f"create Queue {policy.name}")
+        ctx.result.actions.append(f"create {kind} {policy.name}")
     st.resource_version = created["metadata"].get("resourceVersion", "")
 
 
@@ -346,20 +304,21 @@ def _update(ctx: SyncContext, policy, spec: dict, obj: dict, st) -> None:
     replaced.setdefault("status", obj.get("status"))
     ctx.observed[policy.name] = replaced
     st.resource_version = replaced["metadata"].get("resourceVersion", "")
-    said = qd.describe_changes(changes)
+    said, kind = qd.describe_changes(changes), family.kind_name(obj)
     if hand_edit:
         st.state, st.last_drift, st.last_drift_at = SyncState.DRIFTED, changes, ctx.now
         st.message = f"edited in the cluster; put back: {said}"
-        ctx.result.actions.append(f"revert drift on Queue {policy.name}: {said}")
+        ctx.result.actions.append(f"revert drift on {kind} {policy.name}: {said}")
     else:
         st.state, st.message = SyncState.IN_SYNC, ""
-        ctx.result.actions.append(f"update Queue {policy.name}: {said or 'owner annotation'}")
+        ctx.result.actions.append(f"update {kind} {policy.name}: {said or 'owner annotation'}")
 
 
 # --- step 3: delete ----------------------------------------------------------------------------------------------
 
 def delete_stale(ctx: SyncContext) -> None:
-    """Step 3: delete gangweb's Queues no policy wants here, children first; never one that still has children."""
+    """Step 3: delete gangweb's Queues no policy wants here, children first; never one that still has children
+    or that the family keeps (`keep_reason`)."""
     stale = sorted((n for n, o in ctx.observed.items() if qd.is_ours(o) and n not in ctx.desired_names),
                    key=lambda n: (-ctx.depth(n), n))
     gone: set[str] = set()
@@ -372,6 +331,13 @@ def delete_stale(ctx: SyncContext) -> None:
             if policy is not None:
                 st = ctx.state_of(policy)
                 st.state, st.message = SyncState.ERROR, f"not deleted: child queues {', '.join(kids)} still use it"
+            continue
+        reason = ctx.family.keep_reason(ctx.observed[name])
+        if reason:
+            ctx.result.errors.append(f"{name}: kept, {reason}")
+            if policy is not None:
+                st = ctx.state_of(policy)
+                st.state, st.message = SyncState.ERROR, f"not deleted: {reason}"
             continue
         if not _delete(ctx, name):
             continue
@@ -390,7 +356,7 @@ def _delete(ctx: SyncContext, name: str) -> bool:
     if obj["metadata"].get("deletionTimestamp"):
         return True
     try:
-        ctx.api.delete_cluster_custom_object(family.group, family.version, family.plural, name,
+        ctx.api.delete_cluster_custom_object(family.group, family.version, family.plural_of(obj), name,
                                              body=client.V1DeleteOptions(preconditions=client.V1Preconditions(
                                                  uid=obj["metadata"]["uid"])), _request_timeout=REQUEST_TIMEOUT)
     except ApiException as exc:
@@ -398,7 +364,7 @@ def _delete(ctx: SyncContext, name: str) -> bool:
             (ctx.result.transient if _transient(exc) or exc.status == 409 else ctx.result.errors).append(
                 f"{name}: delete{family.write_label}: {exc.status} {exc.reason}")
             return False
-    ctx.result.actions.append(f"delete Queue {name}")
+    ctx.result.actions.append(f"delete {family.kind_name(obj)} {name}")
     return True
 
 

@@ -35,7 +35,7 @@ from ..choices import QueueFamily
 from ..kube.errors import KubeError, TerminalKubeError, TransientKubeError
 from ..models import Cluster, QueueClusterState, QueuePolicy, QueueUsageSample
 from ..queueing.tree import QueueTree
-from . import queue_sync, volcano_queues
+from . import kueue_queues, queue_sync, volcano_queues
 from .queue_desired import (  # noqa: F401 - the KAI Queue's pure helpers, also read from here by callers and tests
     DEFAULT_PRIORITY,
     GROUP,
@@ -122,16 +122,17 @@ def sync_cluster(cluster: Cluster, api: client.CustomObjectsApi | None = None) -
 # --- entry points the tasks call ---------------------------------------------------------------------------------
 
 def sync_cluster_id(cluster_id: int) -> Pass | None:
-    """Sync one cluster by id: its KAI Queues, then its Volcano Queues (reconcile/volcano_queues.py; skipped where
-    Volcano is not served), each pass on its own, so one failing never stops the other. Returns the KAI Pass;
-    raises the first KubeError of the two after both ran. A cluster deleted meanwhile is logged and skipped."""
+    """Sync one cluster by id: its KAI Queues, then its Volcano Queues (reconcile/volcano_queues.py), then its Kueue
+    Cohorts and ClusterQueues (reconcile/kueue_queues.py; each skipped where its API is not served), each pass on its
+    own, so one failing never stops the others. Returns the KAI Pass; raises the first KubeError after all ran.
+    A cluster deleted meanwhile is logged and skipped."""
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None:
         log.info("queue sync: cluster %s no longer exists", cluster_id)
         return None
     errors: list[KubeError] = []
     result = None
-    for sync in (sync_cluster, volcano_queues.sync_cluster):
+    for sync in (sync_cluster, volcano_queues.sync_cluster, kueue_queues.sync_cluster):
         try:
             done = sync(cluster)
         except KubeError as exc:

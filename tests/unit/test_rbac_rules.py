@@ -6,14 +6,15 @@ import pkgutil
 import scheduling
 from scheduling.kube import kueue_visibility, rbac
 from scheduling.kube.refs import ObjectRef
-from scheduling.reconcile import queue_desired, volcano_desired
+from scheduling.reconcile import kueue_desired, queue_desired, volcano_desired
 
 
 def kinds_the_code_names() -> set[tuple[str, str]]:
     """(group, plural) of every ObjectRef defined in scheduling's modules (module constants and class attributes),
-    the KAI and Volcano Queue families (CustomObjectsApi calls) and Events (CoreV1Api list)."""
+    the KAI, Volcano and Kueue queue families (CustomObjectsApi calls) and Events (CoreV1Api list)."""
     found = {(queue_desired.GROUP, queue_desired.PLURAL), (volcano_desired.GROUP, volcano_desired.PLURAL),
-             ("", "events"), (kueue_visibility.GROUP, kueue_visibility.RESOURCE)}
+             ("", "events"), (kueue_visibility.GROUP, kueue_visibility.RESOURCE),
+             *((kueue_desired.GROUP, plural) for plural in kueue_desired.PLURALS.values())}
     for info in pkgutil.walk_packages(scheduling.__path__, "scheduling."):
         if ".migrations" in info.name or info.name.endswith((".tests", ".urls")):
             continue

@@ -27,8 +27,8 @@ from .common import VisibleObjectMixin
 
 
 def queue_states() -> list[Prefetch]:
-    """The queue detail's KAI Queue states (`kai_states`) and Volcano Queue states (`volcano_states`), each with
-    their clusters, by cluster name (one query each)."""
+    """The queue detail's KAI Queue states (`kai_states`), Volcano Queue states (`volcano_states`) and Kueue states
+    (`kueue_states`), each with their clusters, by cluster name (one query each)."""
     return [Prefetch("cluster_states", to_attr=f"{family}_states", queryset=QueueClusterState.objects.filter(
         family=family).select_related("cluster").order_by("cluster__name")) for family in QueueFamily]
 

@@ -113,10 +113,11 @@ class Lookups:
 
     def queue_sync_warnings(self, queue: QueuePolicy, cluster: Cluster, family: str) -> list[dict]:
         """The submit warning when the job's queue object is not in sync in its cluster: the KAI Queue for the
-        "kai" family, the Volcano Queue for "volcano" (QueueClusterState rows of that family), in state Error or
-        Pending; other families have no queue object. ``[{"code": "queue_not_in_sync", "field": "queue",
-        "queue", "cluster", "state", "message"}]`` or []. The job is accepted (the sync retries, the job waits for
-        the queue): a warning, not a refusal. One statement per request, on first use."""
+        "kai" family, the Volcano Queue for "volcano", the Kueue ClusterQueue for "kueue" (QueueClusterState rows of
+        that family), in state Error or Pending; other families have no queue object.
+        ``[{"code": "queue_not_in_sync", "field": "queue", "queue", "cluster", "state", "message"}]`` or []. The job
+        is accepted (the sync retries, the job waits for the queue): a warning, not a refusal. One statement per
+        request, on first use."""
         if family not in QUEUE_STATE_FAMILIES:
             return []
         if self.sync_problems is None:
@@ -126,7 +127,7 @@ class Lookups:
         if problem is None:
             return []
         state, detail = problem
-        kind = "KAI Queue" if family == "kai" else "Volcano Queue"
+        kind = QUEUE_OBJECT_WORDS[family]
         why = f": {detail[:300]}" if detail else ""
         return [{"code": QUEUE_NOT_IN_SYNC, "field": "queue", "queue": queue.name, "cluster": cluster.name,
                  "state": state,
@@ -225,7 +226,8 @@ class Lookups:
             if folded:  # the views and sync problems of every named cluster came with this statement
                 self.sync_problems = {} if self.sync_problems is None else self.sync_problems
                 self.views = {} if self.views is None else self.views
-            for view, (linked, *problems) in zip(views, zip(*[iter(per_cluster)] * 3, strict=True), strict=True):
+            per_view = zip(*[iter(per_cluster)] * (1 + len(QUEUE_STATE_FAMILIES)), strict=True)
+            for view, (linked, *problems) in zip(views, per_view, strict=True):
                 cid = view[_VIEW_FIELDS.index("id")]
                 if cid is None:
                     continue
@@ -248,7 +250,9 @@ class Lookups:
 
 
 QUEUE_NOT_IN_SYNC = "queue_not_in_sync"
-QUEUE_STATE_FAMILIES = ("kai", "volcano")  # backend families whose scheduler needs a queue object in the cluster
+# Backend families whose scheduler needs a queue object in the cluster (each is also a QueueFamily value).
+QUEUE_STATE_FAMILIES = ("kai", "volcano", "kueue")
+QUEUE_OBJECT_WORDS = {"kai": "KAI Queue", "volcano": "Volcano Queue", "kueue": "Kueue ClusterQueue"}
 
 
 def load_sync_problems(queue_ids: list[int], cluster_ids: list[int]) -> dict[tuple[str, int, int], tuple[str, str]]:
