@@ -131,7 +131,8 @@ def test_gangweb_holds_releases_and_suspends_the_jobs_as_the_workloads_owner(crd
     requeued = reconciled_until(world, job, GangPhase.QUEUED, attempt=1)
     assert [j["spec"]["suspend"] for j in owner_jobs(world, job)] == [True, True]
     entry = requeued.transitions.get(phase=GangPhase.QUEUED, attempt=1)
-    assert entry.reason == "Preempted" and "UID: 6d1c2a4e-0000-4000-8000-000000000001" in entry.message
+    assert entry.reason == "Preempted"
+    assert "a workload gangweb did not create, UID 6d1c2a4e-0000-4000-8000-000000000001" in entry.message
 
     def cleared():
         assert world.reconcile(job).error is None

@@ -57,6 +57,7 @@ def east(kueue_cluster, kube_namespace, settings, api, queue_syncs):
     settings.GANGWEB_INSTANCE = INSTANCE
     custom = client.CustomObjectsApi(kueue_cluster.api_client())
     clean(custom)
+    reset_kueue(custom)
     cluster = Cluster.objects.create(name="kq-east", kubeconfig=Path(kueue_cluster.kubeconfig).read_text())
     probe.probe_cluster(cluster)
     cluster.refresh_from_db()
@@ -66,6 +67,32 @@ def east(kueue_cluster, kube_namespace, settings, api, queue_syncs):
     custom.delete_collection_namespaced_custom_object(G, V, kube_namespace, "workloads")
     clean(custom)
     gone(custom, CQ, *NAMES)  # before the flavor they use (Kueue's manager keeps a flavor in use)
+    drop_flavor(custom)
+
+
+def reset_kueue(custom) -> None:
+    """Nothing of Kueue's queues left on this worker's control plane by an earlier test (the tests that write
+    Kueue objects by hand leave their ClusterQueues terminating while their namespace's Workloads go, and those hold
+    the flavor): every Workload, ClusterQueue and Cohort deleted, then the flavor, and each waited for until the API
+    server answers 404 (a terminating object counts as present)."""
+    for wl in custom.list_cluster_custom_object(G, V, "workloads")["items"]:
+        meta = wl["metadata"]
+        try:
+            custom.delete_namespaced_custom_object(G, V, meta["namespace"], "workloads", meta["name"])
+        except client.ApiException as exc:
+            assert exc.status == 404
+    for plural in (CQ, COHORTS, RF):
+        for obj in custom.list_cluster_custom_object(G, V, plural)["items"]:
+            try:
+                custom.delete_cluster_custom_object(G, V, plural, obj["metadata"]["name"])
+            except client.ApiException as exc:
+                assert exc.status == 404
+        wait_until(lambda plural=plural: not custom.list_cluster_custom_object(G, V, plural)["items"], 120,
+                   f"every {plural} gone, terminating ones too")
+
+
+def drop_flavor(custom) -> None:
+    """Delete the ResourceFlavor the sync makes and wait until it is gone."""
     try:
         custom.delete_cluster_custom_object(G, V, RF, kd.FLAVOR)
     except client.ApiException as exc:
