@@ -170,3 +170,8 @@ def _fresh_cache():
     # whether a test reads the database does not depend on which test ran before it in the same process.
     dbclock.forget()
     yield
+    # The reconcile batch threads keep their database connections between batches (reconcile/jobs/batch.py): closed
+    # after the test that used them, so none is left open on the test database when the suite drops it.
+    from scheduling.reconcile.jobs import batch
+
+    batch.close_threads()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, connections
 
 from ...backends import discovery
 from ...choices import ReconcileOutcome
@@ -158,6 +159,29 @@ def _forget_pool() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_pool)
+
+
+def close_threads() -> None:
+    """Close every batch thread's database connections and stop the pool (the next batch makes a new one): before
+    a database the threads are connected to is dropped (the test suite's end) or when a process stops using them.
+    Each thread takes exactly one closing task (they meet at a barrier, at most 10 s), so none is missed."""
+    global _pool, _pool_size
+    pool, size = _pool, _pool_size
+    _pool, _pool_size = None, 0
+    if pool is None:
+        return
+    barrier = threading.Barrier(size)
+
+    def close() -> None:
+        connections.close_all()
+        try:
+            barrier.wait(timeout=10)
+        except threading.BrokenBarrierError:
+            pass
+
+    for future in [pool.submit(close) for _ in range(size)]:
+        future.result()
+    pool.shutdown(wait=True)
 
 
 def _threads(count: int) -> ThreadPoolExecutor:
