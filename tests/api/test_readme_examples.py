@@ -58,9 +58,29 @@ def test_the_queue_template_and_job_examples_run_in_order_on_the_local_cluster(a
     assert annotations == {"gangweb.io/sim-duration": "10m"}
 
 
-def test_the_readme_says_who_enforces_queue_limits_and_that_the_local_cluster_does_not_run_it():
+def test_the_readme_says_who_enforces_queue_limits_and_that_the_local_cluster_runs_kueue_only():
     text = " ".join(README.read_text().split())
-    assert "quota and limit are enforced by KAI. The local cluster does not run KAI" in text
+    assert "quota and limit are enforced by the backend's queue manager: KAI, Volcano or Kueue" in text
+    assert "The local cluster runs Kueue, so there the quota and limit of a Kueue-backed queue are enforced" in text
+    assert "It does not run KAI or Volcano, so there the jobs of a KAI- or Volcano-backed queue may" in text
+
+
+def test_the_readmes_kueue_job_is_accepted_into_the_demo_queue_make_run_installs(api, enqueued, local_world):
+    """The README's Kueue curl POST, as written, against the queue and template `ensure_kueue_demo` installs: a
+    4-GPU job of backend family kueue into kueue-demo (quota 4, limit 8) under kueue-pool (8)."""
+    leaf = local_cluster.ensure_kueue_demo(local_world)
+    assert (leaf.parent.name, leaf.gpu_quota, leaf.gpu_limit, leaf.parent.gpu_quota) == ("kueue-pool", 4, 8, 8)
+    assert leaf.allowed_namespaces == leaf.parent.allowed_namespaces == [local_cluster.SAMPLE_NAMESPACE]
+    assert list(leaf.clusters.all()) == list(leaf.parent.clusters.all()) == [local_world]
+    assert local_cluster.ensure_kueue_demo(local_world) == leaf  # again: nothing new
+    [(path, body)] = readme_bodies('"name": "hello-kueue"', README)
+    r = api.post(path, body, format="json")
+    assert r.status_code == 201, r.data
+    job = GangJob.objects.get(pk=r.data["id"])
+    assert (job.template_version.template.name, job.queue.name, job.namespace) == ("sample-kueue", "kueue-demo",
+                                                                                    "default")
+    assert job.resolved_spec["backend"] == "kueue"
+    assert [(ps["name"], ps["replicas"]) for ps in job.resolved_spec["podSets"]] == [("launcher", 1), ("worker", 3)]
 
 
 def test_the_schema_needs_a_login_and_the_readme_says_so(client, db):

@@ -284,6 +284,8 @@ def test_the_registered_local_cluster_takes_a_sample_job_at_once(kube_cluster, k
     expected = registry.select("k8s-workload", set(cluster.served_apis)).name
     assert cluster.health == "Healthy" and expected in cluster.available_backends
     assert QueuePolicy.objects.get(name="default").allowed_namespaces == ["default"]
+    demo = QueuePolicy.objects.get(name="kueue-demo")  # and the Kueue demo, its limit held by Kueue (test_kueue_demo)
+    assert (demo.parent.name, list(demo.clusters.all())) == ("kueue-pool", [cluster])
     QueuePolicy.objects.filter(name="default").update(allowed_namespaces=[kube_namespace])  # this test's namespace
     job, _ = job_service.submit(admin_user, {"name": "first", "namespace": kube_namespace,
                                              "template": "sample-gang", "queue": "default", "cluster": "local"})

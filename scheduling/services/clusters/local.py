@@ -2,7 +2,9 @@
 
 `start_and_register(stdout)` starts (or reuses) the `localcluster` control plane in the default state directory,
 then `register(kubeconfig_path)` creates or updates Cluster "local" with its kubeconfig, probes it, and makes sure
-a leaf queue "default" (allowed namespace "default") and a sample runtime template "sample-gang" exist. The
+a leaf queue "default" (allowed namespace "default") and a sample runtime template "sample-gang" exist, and the
+Kueue demo (`ensure_kueue_demo`): leaf queue "kueue-demo" (4 GPUs quota, limit 8) under parent "kueue-pool" (8 GPUs)
+and template "sample-kueue" (backend family `kueue`), whose limit the Kueue manager on the local cluster enforces. The
 cluster keeps running after `runstack` stops; `python manage.py localcluster down` stops it.
 
 `localcluster down` then `up` writes a new kubeconfig (another API server port, new certificates). runstack keeps a
@@ -11,6 +13,7 @@ watcher (which build their clients from the Cluster row) follow without a restar
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import yaml
@@ -44,10 +47,53 @@ SAMPLE_SPEC = {
     "overridable": ["podSets.*.replicas", "podSets.*.resources", "podSets.*.env", "priorityClassName"],
 }
 
+# The Kueue demo. The queue sync makes "kueue-pool" a Cohort holding 8 - 4 = 4 GPUs of its own and "kueue-demo" a
+# ClusterQueue in it with nominalQuota 4 and borrowingLimit 4 (reconcile/kueue_desired.py): Kueue admits its jobs up
+# to 4 GPUs on its quota and 4 more borrowed from the pool, never more. A leaf without a parent would get no
+# borrowingLimit (Kueue lends only within a Cohort), so its limit would not hold: hence the parent.
+KUEUE_PARENT = "kueue-pool"
+KUEUE_QUEUE = "kueue-demo"
+KUEUE_TEMPLATE = "sample-kueue"
+KUEUE_PARENT_FIELDS = {"display_name": "Kueue pool", "gpu_quota": 8, "gpu_limit": 8}
+KUEUE_QUEUE_FIELDS = {"display_name": "Kueue demo", "gpu_quota": 4, "gpu_limit": 8}
+_KUEUE_POD = {"metadata": {"annotations": {"gangweb.io/sim-duration": "300s"}},
+              "spec": {"containers": [{"name": "main", "image": "registry.example/train:1",
+                                       "command": ["python", "train.py"],
+                                       "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                                                     "limits": {"nvidia.com/gpu": "1"}}}]}}
+# A 4-GPU gang of two pod sets (1 launcher + 3 workers, 1 GPU each) for the kueue family: one Workload per job,
+# admitted whole by Kueue, placed by kube-scheduler; kwok ends each pod 5 minutes after it starts.
+KUEUE_SPEC = {
+    "backend": "kueue",
+    "podSets": [{"name": "launcher", "replicas": 1, "template": copy.deepcopy(_KUEUE_POD)},
+                {"name": "worker", "replicas": 3, "template": copy.deepcopy(_KUEUE_POD)}],
+    "overridable": ["podSets.*.replicas", "podSets.*.resources", "podSets.*.env", "priorityClassName"],
+}
+
+
+def ensure_kueue_demo(cluster: Cluster, namespace: str = SAMPLE_NAMESPACE) -> QueuePolicy:
+    """Make sure queue "kueue-pool" (8 GPUs) with its leaf "kueue-demo" (quota 4, limit 8 GPUs), both on `cluster`
+    and allowing `namespace`, and template "sample-kueue" exist; existing ones are left as an admin edited them
+    (only the cluster and namespace are added). Returns the leaf. The queue sync writes them as Kueue objects on a
+    cluster serving kueue.x-k8s.io/v1beta2."""
+    parent, _ = QueuePolicy.objects.get_or_create(name=KUEUE_PARENT, defaults={
+        **KUEUE_PARENT_FIELDS, "allowed_namespaces": [namespace]})
+    leaf, _ = QueuePolicy.objects.get_or_create(name=KUEUE_QUEUE, defaults={
+        **KUEUE_QUEUE_FIELDS, "parent": parent, "allowed_namespaces": [namespace]})
+    for queue in (parent, leaf):
+        if namespace not in (queue.allowed_namespaces or []):
+            queue.allowed_namespaces = [*(queue.allowed_namespaces or []), namespace]
+            queue.save(update_fields=["allowed_namespaces"])
+        queue.clusters.add(cluster)
+    if not RuntimeTemplate.objects.filter(name=KUEUE_TEMPLATE).exists():
+        template_versions.create_template(None, KUEUE_TEMPLATE, "2-pod-set gang of 4 GPUs, admitted by Kueue",
+                                         KUEUE_SPEC)
+    return leaf
+
 
 def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
     """Create or update Cluster "local" from a kubeconfig file, probe it, and ensure queue "default" (synced to
-    it) and template "sample-gang" exist. Returns the probed Cluster."""
+    it) and template "sample-gang" exist, and the Kueue demo (`ensure_kueue_demo`). Returns the probed Cluster."""
     text = Path(kubeconfig_path).read_text()
     with transaction.atomic():
         cluster, _ = Cluster.objects.update_or_create(
@@ -62,6 +108,7 @@ def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
         if not RuntimeTemplate.objects.filter(name=SAMPLE_TEMPLATE).exists():
             template_versions.create_template(None, SAMPLE_TEMPLATE, "2-pod gang that runs for 2 minutes",
                                              SAMPLE_SPEC)
+        ensure_kueue_demo(cluster)
     kube_client.forget(cluster.pk)
     cluster = probe.probe_cluster(cluster)
     if stdout is not None:
