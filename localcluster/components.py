@@ -90,19 +90,24 @@ class Ports:
     @classmethod
     def allocate(cls) -> Ports:
         """Pick a free port for each listener. Distinct ports are guaranteed; freeness only at the moment of asking."""
-        chosen: set[int] = set()
-        values = []
-        for _ in range(6):
-            port = free_port()
-            while port in chosen:
-                port = free_port()
-            chosen.add(port)
-            values.append(port)
-        return cls(*values)
+        return cls(*distinct_free_ports(6))
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (for the state file)."""
         return asdict(self)
+
+
+def distinct_free_ports(count: int, taken: set[int] = frozenset()) -> list[int]:
+    """`count` distinct ports free at the moment of asking, none of them in `taken`."""
+    chosen: set[int] = set(taken)
+    values = []
+    for _ in range(count):
+        port = free_port()
+        while port in chosen:
+            port = free_port()
+        chosen.add(port)
+        values.append(port)
+    return values
 
 
 def _gates(k8s_version: str, extra: dict[str, bool] | None = None) -> str:
@@ -288,15 +293,7 @@ class KueuePorts:
     @classmethod
     def allocate(cls, taken: set[int] = frozenset()) -> KueuePorts:
         """Pick four distinct free ports, none of them in ``taken``."""
-        chosen: set[int] = set(taken)
-        values = []
-        for _ in range(4):
-            port = free_port()
-            while port in chosen:
-                port = free_port()
-            chosen.add(port)
-            values.append(port)
-        return cls(*values)
+        return cls(*distinct_free_ports(4, taken))
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (for the state file)."""

@@ -228,15 +228,8 @@ class KueueQueues(queue_sync.Family):
         if ctx.desired_names or any(_kind(o) == kd.CLUSTER_QUEUE and any(
                 k.startswith(f"{kd.FLAVOR}/") for k in kd.flat_fields(o.get("spec"))) for o in ctx.observed.values()):
             return
-        try:
-            ctx.api.delete_cluster_custom_object(G, V, RF, kd.FLAVOR, body=client.V1DeleteOptions(
-                preconditions=client.V1Preconditions(uid=flavor["metadata"]["uid"])), _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status != 404:
-                _sort_error(ctx, f"ResourceFlavor {kd.FLAVOR}: delete", exc)
-                return
-        except OSError as exc:
-            _sort_error(ctx, f"ResourceFlavor {kd.FLAVOR}: delete", exc)
+        if not _deleted(ctx, f"ResourceFlavor {kd.FLAVOR}", flavor, ctx.api.delete_cluster_custom_object,
+                        G, V, RF, kd.FLAVOR):
             return
         ctx.result.actions.append(f"delete ResourceFlavor {kd.FLAVOR}")
 
@@ -299,18 +292,27 @@ class KueueQueues(queue_sync.Family):
                 st = ctx.state_of(policy)
                 st.message = _note(st.message, f"LocalQueue {ns}/{name} kept: {held} through it")
             return
-        try:
-            ctx.api.delete_namespaced_custom_object(G, V, ns, LQ, name, body=client.V1DeleteOptions(
-                preconditions=client.V1Preconditions(uid=obj["metadata"]["uid"])), _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status != 404:
-                _sort_error(ctx, f"LocalQueue {ns}/{name}: delete", exc)
-                return
-        except OSError as exc:
-            _sort_error(ctx, f"LocalQueue {ns}/{name}: delete", exc)
+        if not _deleted(ctx, f"LocalQueue {ns}/{name}", obj, ctx.api.delete_namespaced_custom_object,
+                        G, V, ns, LQ, name):
             return
         self.local_queues.pop(key, None)
         ctx.result.actions.append(f"delete LocalQueue {ns}/{name}")
+
+
+def _deleted(ctx: queue_sync.SyncContext, what: str, obj: dict, delete, *args) -> bool:
+    """Delete `obj` by `delete(*args)` with a UID precondition (never a same-named successor); True when it is gone
+    or was already (404), False after recording the error on the pass (`_sort_error`)."""
+    try:
+        delete(*args, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=obj["metadata"]["uid"])),
+               _request_timeout=REQUEST_TIMEOUT)
+    except ApiException as exc:
+        if exc.status != 404:
+            _sort_error(ctx, f"{what}: delete", exc)
+            return False
+    except OSError as exc:
+        _sort_error(ctx, f"{what}: delete", exc)
+        return False
+    return True
 
 
 def _note(message: str, more: str) -> str:
