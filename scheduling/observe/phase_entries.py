@@ -46,6 +46,10 @@ REASON_COMPLETED = "Completed"
 REASON_POD_FAILED = "PodFailed"
 
 REASON_REQUEUED = "Requeued"  # a scheduled gang fell below minMember bound and its pods wait in the scheduler again
+# A scheduled gang fell below minMember because members were deleted (no DisruptionTarget: a plain DELETE, by hand or
+# by a controller) or are gone without a trace, and nothing waits in their place yet.
+REASON_MEMBER_DELETED = "MemberDeleted"
+REASON_MEMBERS_LOST = "MembersLost"
 
 GATED = "SchedulingGated"  # PodScheduled=False reason the API server sets on pods with scheduling gates
 

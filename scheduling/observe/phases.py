@@ -56,6 +56,8 @@ from . import leftovers
 from .evidence import Evidence, JobShape
 from .phase_entries import (
     REASON_CANCELLING,
+    REASON_MEMBER_DELETED,
+    REASON_MEMBERS_LOST,
     REASON_OBJECTS_MISSING,
     REASON_PARTIAL_GANG,
     REASON_PENDING,
@@ -111,11 +113,11 @@ def _maybe_requeue(obs: Observation, ev: Evidence, recorded: dict[str, datetime]
     attempt (no earlier than `last_at`) and whatever of `again` (the pods' own evidence) moves that attempt on."""
     since = recorded.get(GangPhase.SCHEDULED) or next(
         (e.at for e in obs.entries if e.phase == GangPhase.SCHEDULED), None) or last_at
-    entry = requeue_entry(ev.shape, since, ev.pods, obs.attempt + 1, ev.gang)
+    entry = requeue_entry(ev.shape, since, ev.pods, obs.attempt + 1, ev.gang, owners=ev.owners, now=ev.now)
     if entry is None:
         return
     if last_at is not None and entry.at < last_at:
-        entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message, entry.attempt)
+        entry = Entry(entry.phase, last_at, entry.source, entry.reason, entry.message, entry.attempt, entry.inferred)
     obs.entries.append(entry)
     obs.phase, obs.attempt = GangPhase.QUEUED, entry.attempt
     # The same evidence may show the new attempt already whole again (a resync that only sees the
@@ -140,7 +142,8 @@ def _advance(obs: Observation, found: dict[str, Entry], recorded: dict[str, date
 
 
 def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts], attempt: int,
-                  gang: GangStatus | None = None) -> Entry | None:
+                  gang: GangStatus | None = None, *, owners: list | None = None,
+                  now: datetime | None = None) -> Entry | None:
     """The Queued entry that starts attempt `attempt` when a gang scheduled at `since` (the Scheduled entry of its
     current attempt) was taken apart: fewer than minMember of the pods it was scheduled with (live pods created no
     later than `since`) are left, and the cluster says when, in this order:
@@ -153,7 +156,13 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
       at its lastTransitionTime, source that pod, reason the condition's, message who did it;
     - else a live pod created after `since` (a replacement: waiting for the scheduler, or already bound when
       the observation comes late, e.g. a resync after the disrupted pod is gone, or after the job's objects were
-      recreated): at its creationTimestamp, source that pod, reason `Requeued`.
+      recreated): at its creationTimestamp, source that pod, reason `Requeued`;
+    - else, while gangweb itself is not taking the gang down (no gang object missing or terminating, no owner Job
+      terminating: a replacement or a cancel has its own entries), a member deleted (no DisruptionTarget: a plain
+      DELETE): at the time its deletion was asked, source that pod, reason `MemberDeleted`; with no such pod
+      visible (gone before gangweb looked) and `now` given: at `now`, `inferred`, source gangweb, reason
+      `MembersLost`. A gang short of members is never left Running: the first rule (never call a gang Running
+      that is not whole) outranks the wish for a cluster time.
 
     None while the gang as scheduled is whole, or when nothing with a cluster time says it was taken apart.
     Pods created after `since` while the original ones still make minMember (a Job creating a large gang's pods
@@ -168,7 +177,31 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
         return None
     tail = bound_of(sum(1 for p in live if p.bound), shape.min_member)
     return (_gang_disrupted_entry(gang, since, tail, attempt) or _disrupted_entry(pods, since, tail, attempt)
-            or _replacement_entry(live, since, tail, attempt))
+            or _replacement_entry(live, since, tail, attempt)
+            or _lost_entry(shape, pods, owners, since, tail, attempt, now))
+
+
+def _lost_entry(shape: JobShape, pods: list[PodFacts], owners: list | None, since: datetime | None, tail: str,
+                attempt: int, now: datetime | None) -> Entry | None:
+    """`requeue_entry`'s last case: members deleted without a DisruptionTarget, or gone without a trace, while
+    nothing of gangweb's own takes the gang down."""
+    if shape.gang_gone or owners is None or any(w.terminating for w in owners):
+        return None
+    deleted = sorted((p for p in pods if p.terminating and p.deleted_at is not None
+                      and (since is None or p.created_at is None or p.created_at <= since)),
+                     key=lambda p: p.deleted_at)
+    if deleted:
+        first = deleted[0]
+        at = first.deleted_at if since is None else max(first.deleted_at, since)
+        return Entry(GangPhase.QUEUED, at, first.ref, REASON_MEMBER_DELETED,
+                     f"gang taken apart: {tail}; {first.ref} was deleted", attempt)
+    reported = [w.reported for w in owners]
+    if now is None or not owners or any(r is None for r in reported) or \
+            sum(r["active"] + r["succeeded"] for r in reported) >= shape.min_member:
+        return None  # the Job controller still counts the members (its report may lag the pods, or lead them)
+    return Entry(GangPhase.QUEUED, now, "gangweb", REASON_MEMBERS_LOST,
+                 f"gang taken apart: {tail}; members are gone and the cluster says neither when nor why", attempt,
+                 True)
 
 
 def _gang_disrupted_entry(gang: GangStatus | None, since: datetime | None, tail: str, attempt: int) -> Entry | None:
@@ -231,6 +264,13 @@ def _requeued(obs: Observation, ev: Evidence) -> tuple[str, str] | None:
         return disrupted.disruption_reason, f"gang disrupted: {tail}{said}"
     waiting = next((p for p in ev.live_pods if not p.bound), None)
     if waiting is None:
+        if gang.admitted is False:
+            return None  # the gang object says why it waits (e.g. Kueue's Pending): `_waiting_reason` gives its words
+        deleted = next((p for p in ev.pods if p.terminating), None)
+        if deleted is not None and obs.phase == GangPhase.QUEUED and obs.attempt:
+            return REASON_MEMBER_DELETED, f"gang taken apart: {tail}; {deleted.ref} is being deleted"
+        if obs.phase == GangPhase.QUEUED and obs.attempt and ev.live_owners:
+            return REASON_MEMBERS_LOST, f"gang taken apart: {tail}; no pod waits in the lost members' place yet"
         return None  # no pod waits: nothing says the gang is back in the queue (objects missing, or finishing)
     said = f"; {waiting.waiting_message}" if waiting.waiting_message else ""
     return REASON_REQUEUED, f"requeued: {tail}{said}"

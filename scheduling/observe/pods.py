@@ -15,7 +15,7 @@ Sources of semantics (core/v1 Pod, batch/v1 Job):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..constants import LABEL_POD_SET
 from . import objects as o
@@ -52,6 +52,7 @@ class PodFacts:
     scheduling_gates: tuple[str, ...] = ()
     pod_set: str = ""  # the `gangweb.io/pod-set` label gangweb puts on its pod templates ("" without one)
     owner_uid: str = ""  # the UID of the batch/v1 Job its controller reference names ("" without one)
+    deleted_at: datetime | None = None  # when its deletion was asked: deletionTimestamp - deletionGracePeriodSeconds
 
     @property
     def bound(self) -> bool:
@@ -117,6 +118,17 @@ def _run_times(pod: dict, st: dict) -> tuple:
     return started_at, max(ends) if ends else None, inferred
 
 
+def _deleted_at(pod: dict) -> datetime | None:
+    """When the pod's deletion was asked (cluster time): its `metadata.deletionTimestamp` is that moment plus the
+    grace period it was given (`metadata.deletionGracePeriodSeconds`, core/v1 ObjectMeta). None when not deleted."""
+    meta = o.meta(pod)
+    at = o.parse_time(meta.get("deletionTimestamp"))
+    grace = meta.get("deletionGracePeriodSeconds")
+    if at is None or not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
+        return at
+    return at - timedelta(seconds=grace)
+
+
 def pod_facts(pod: dict) -> PodFacts:
     """Reduce a Pod dict to `PodFacts`."""
     st = o.status(pod)
@@ -132,7 +144,7 @@ def pod_facts(pod: dict) -> PodFacts:
         disruption_message=disrupted.get("message") or "",
         disrupted_at=o.parse_time(disrupted.get("lastTransitionTime")),
         scheduled_inferred=scheduled_inferred, started_inferred=started_inferred, scheduling_gates=_gates(pod),
-        pod_set=_pod_set(pod), owner_uid=controller_job_uid(pod),
+        pod_set=_pod_set(pod), owner_uid=controller_job_uid(pod), deleted_at=_deleted_at(pod),
     )
 
 

@@ -109,6 +109,17 @@ def queue_numbers(details: dict | None) -> tuple[dict | None, dict]:
     return {"name": details.get("name", ""), "resources": resources}, job
 
 
+def _kueue_queue(queue_name: str, kueue_facts: list[dict]) -> dict:
+    """`queue` for a Workload Kueue keeps waiting: its queue's name and, per resource its pending message gives a
+    "maximum capacity" for (`kueue_reasons.QUOTA_EXCEEDED`: the ClusterQueue's nominal quota plus what it may borrow,
+    i.e. gangweb's limit), that number as `limit`. Kueue states no other queue numbers in a Workload's status."""
+    resources: dict[str, dict] = {}
+    for fact in kueue_facts:
+        if fact.get("code") == kueue_reasons.QUOTA_EXCEEDED and fact.get("resource"):
+            resources.setdefault(str(fact["resource"]), {})["limit"] = fact.get("available")
+    return {"name": queue_name, "resources": resources}
+
+
 def job_requests(resolved_spec: dict, runtime_classes: resources.RuntimeClasses | None = None) -> dict:
     """What the whole job asks per resource, in base units (cores, bytes, devices): {resource: amount}.
 
@@ -386,7 +397,10 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
     if queue_fact is not None:
         blocking.append(queue_fact)
     if gang.admitted is False:  # Kueue's pending message read into numbers (only its exact wordings)
-        blocking += kueue_reasons.facts(gang.message, [r.get("message", "") for r in said], amount, queue_name)
+        kueue_facts = kueue_reasons.facts(gang.message, [r.get("message", "") for r in said], amount, queue_name)
+        blocking += kueue_facts
+        if queue is None and gang.quota_only and queue_name:
+            queue = _kueue_queue(queue_name, kueue_facts)
     if not blocking and (reason in GANG_UNSCHEDULABLE or any(
             c["reason"] in GANG_UNSCHEDULABLE for c in pod_conditions)):
         blocking = _room_facts(own or asks, capacity, in_use, bound, waiting, nodes)

@@ -104,6 +104,7 @@ def test_the_kueue_demo_queue_holds_its_limit_and_admits_the_next_job_when_one_i
     assert (fact["resource"], fact["flavor"]) == (GPU, kd.FLAVOR), fact
     assert fact["more_needed"] > 0, fact
     assert "more needed" in row["why_pending"]["summary"], row["why_pending"]
+    assert row["why_pending"]["queue"]["name"] == row["why_pending"]["queue_name"] != ""
     wl = world.get(WORKLOAD, world.names(third).gang_name)
     assert {c["type"]: c["status"] for c in wl["status"]["conditions"]}.get("QuotaReserved") == "False"
     for _ in range(3):  # still waiting, nothing of it placed, the limit held

@@ -77,7 +77,7 @@ def test_other_wordings_yield_no_fact(message):
 def kueue_pending(message: str) -> GangStatus:
     """What the Kueue backend reads from a Workload with QuotaReserved=False reason Pending."""
     return GangStatus(admitted=False, reason="Pending", message=message, at=t(3), source="Workload default/j",
-                      reasons=[{"reason": "Pending", "message": message}])
+                      reasons=[{"reason": "Pending", "message": message}], quota_only=True)
 
 
 def test_why_pending_of_a_kueue_job_leads_with_kueues_numbers_and_names_the_queue():
@@ -88,13 +88,16 @@ def test_why_pending_of_a_kueue_job_leads_with_kueues_numbers_and_names_the_queu
     assert why["summary"] == ("Pod set workers: insufficient quota for nvidia.com/gpu in flavor gangweb-default: "
                               "6 GPUs requested, 4 available within the limit, 2 more needed. Queue: team-a.")
     assert why["message"] == GPU_OVER_LIMIT and why["source"] == "Workload default/j"
+    # Kueue states the queue's limit in its message ("maximum capacity"): the queue object carries it.
+    assert why["queue"] == {"name": "team-a", "resources": {"nvidia.com/gpu": {"limit": 4}}}
+    assert why["queue_name"] == "team-a"
 
 
 def test_a_kueue_message_gangweb_cannot_read_is_shown_as_kueue_wrote_it():
     why = why_pending.explain(P.QUEUED, seen(JobShape(min_member=2, total=2),
                                              kueue_pending("The workload has failed admission checks"), []),
                               queue_name="team-a")
-    assert why["blocking"] == []
+    assert why["blocking"] == [] and why["queue"] == {"name": "team-a", "resources": {}}
     assert why["summary"] == "Pending: The workload has failed admission checks (0 of 2 bound). Queue: team-a."
 
 

@@ -275,3 +275,52 @@ def test_a_member_evicted_within_the_second_the_gang_was_scheduled_still_starts_
     obs = run(GangStatus(), [pod(name="p-0", bound=5, started=5), p], current=P.RUNNING, recorded=recorded,
               shape=phases.JobShape(min_member=2, total=2))
     assert entries(obs) == [(P.QUEUED, 1, t(5.4), "EvictionByEvictionAPI", "Pod default/p-1")]
+
+
+def reporting_job(active: int, succeeded: int = 0, failed: int = 0) -> dict:
+    """The Indexed Job of the gang with the counts its controller reports (batch/v1 JobStatus)."""
+    job = batch_job()
+    job["status"].update({"startTime": at(1), "active": active, "succeeded": succeeded, "failed": failed})
+    return job
+
+
+def test_a_running_gang_with_a_member_deleted_by_hand_is_requeued_at_the_deletion_never_left_running():
+    # A plain DELETE of one member (no DisruptionTarget): the pod is terminating with a 30 s grace period, and no
+    # replacement exists yet. deletionTimestamp = t(102) = asked at t(72) + 30 s.
+    gone = pod(name="p-2", bound=5, started=6, terminating=True)
+    gone["metadata"]["deletionGracePeriodSeconds"] = 30
+    pods = [pod(name="p-0", bound=5, started=6), pod(name="p-1", bound=5, started=6), gone]
+    obs = run(GangStatus(), pods, owners=(reporting_job(active=3),), current=P.RUNNING, recorded=RAN)
+    assert entries(obs) == [(P.QUEUED, 1, t(72), "MemberDeleted", "Pod default/p-2")]
+    assert obs.entries[0].message == "gang taken apart: 2 of 3 bound; Pod default/p-2 was deleted"
+    assert (obs.phase, obs.attempt, obs.reason, obs.message) == (
+        P.QUEUED, 1, "MemberDeleted", "gang taken apart: 2 of 3 bound; Pod default/p-2 is being deleted")
+
+
+def test_a_running_gang_whose_member_vanished_unseen_is_requeued_at_gangwebs_clock_marked_inferred():
+    # The deleted member is gone before gangweb looked; its Job controller counts it failed (2 active, 1 failed).
+    pods = [pod(name="p-0", bound=5, started=6), pod(name="p-1", bound=5, started=6)]
+    obs = run(GangStatus(), pods, owners=(reporting_job(active=2, failed=1),), current=P.RUNNING, recorded=RAN)
+    assert entries(obs) == [(P.QUEUED, 1, LATER, "MembersLost", "gangweb")]
+    assert obs.entries[0].inferred is True
+    assert (obs.phase, obs.reason) == (P.QUEUED, "MembersLost")
+    assert obs.message == "gang taken apart: 2 of 3 bound; no pod waits in the lost members' place yet"
+
+
+def test_a_member_the_job_controller_still_counts_is_no_requeue_when_the_pods_run_ahead_of_its_report():
+    # One pod finished (Succeeded) before the Job controller counted it: it is left out of the count for now
+    # (cross_check), but the controller's report (3 active) says the members are all there: no new attempt.
+    pods = [pod(name="p-0", bound=5, started=6), pod(name="p-1", bound=5, started=6),
+            pod(name="p-2", bound=5, started=6, finished=50)]
+    obs = run(GangStatus(), pods, owners=(reporting_job(active=3),), current=P.RUNNING, recorded=RAN)
+    assert obs.entries == [] and (obs.phase, obs.attempt) == (P.RUNNING, 0)
+
+
+def test_a_gang_gangweb_is_taking_down_gets_no_member_deleted_entry():
+    # The owner Job is being deleted (a replacement or a clean-up by gangweb): those entries are its own.
+    job = reporting_job(active=3)
+    job["metadata"]["deletionTimestamp"] = at(70)
+    pods = [pod(name="p-0", bound=5, started=6), pod(name="p-1", bound=5, started=6),
+            pod(name="p-2", bound=5, started=6, terminating=True)]
+    obs = run(GangStatus(), pods, owners=(job,), current=P.RUNNING, recorded=RAN)
+    assert obs.entries == [] and obs.phase == P.RUNNING

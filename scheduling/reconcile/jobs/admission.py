@@ -13,14 +13,19 @@ import dataclasses
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
-from ...backends.base import GangSpec
+from ...backends.base import GangSpec, parse_time
 from ...choices import GangPhase
 from ...kube import objects, priority_classes
 from ...kube.errors import CreateRefused, TerminalKubeError
-from .. import names
+from .. import names, status
 from .common import JOB_NAME_LABEL, LIVE_POD_PHASES, is_terminating, ref_of
 
 PRIORITY_CLASS_MISSING = "PriorityClassMissing"
+RESUMED_WITHOUT_ADMISSION = "ResumedWithoutAdmission"
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class AdmissionSteps:
@@ -87,10 +92,44 @@ class AdmissionSteps:
         reason Succeeded or Failed, the job's message), on its current gang objects, before they are deleted."""
         if self.job.phase not in (GangPhase.SUCCEEDED, GangPhase.FAILED) or not self.backend.status_refs:
             return
+        self.write_gang_status(self._named_gang(), ended=(str(self.job.phase), self.job.phase_message or ""))
+
+    def _named_gang(self) -> list[dict]:
+        """The current generation's gang objects as names only (apiVersion, kind, metadata.name), for lookups."""
         name = names.gang_name(self.job.name, self.uid, self.job.gang_generation)
-        wanted = [{"apiVersion": ref.api_version, "kind": ref.kind, "metadata": {"name": name}}
-                  for ref in self.backend.gang_kinds]
-        self.write_gang_status(wanted, ended=(str(self.job.phase), self.job.phase_message or ""))
+        return [{"apiVersion": ref.api_version, "kind": ref.kind, "metadata": {"name": name}}
+                for ref in self.backend.gang_kinds]
+
+    def note_resumed_by_hand(self, before: dict, after: dict | None) -> None:
+        """gangweb just suspended again an Indexed Job (`before`: as read; `after`: as the patch answered) that
+        someone else un-suspended while the queue manager had not admitted the gang (no eviction on the gang
+        object: an eviction's suspend is gangweb's own). When the Job controller had started pods meanwhile
+        (its status counts any, batch/v1 JobStatus `active`, `ready`, `succeeded`, `failed`), the job starts
+        again: a Dispatched entry of a new attempt at the Job's resume time (its `Suspended=False` condition,
+        reason `JobResumed`, written by the Job controller), source the Job, reason `ResumedWithoutAdmission`,
+        saying how many pods ran outside the admission. Nothing when the Job controller had not acted on the
+        resume yet (no pod can have existed)."""
+        if not self.backend.holds_pods_until_admitted or before.get("spec", {}).get("suspend"):
+            return
+        if self.backend.read_status(self.current_gang(self._named_gang())).disruption_reason:
+            return
+        statuses = [s for s in ((before.get("status") or {}), ((after or {}).get("status") or {}))]
+        resumed = next((c for s in statuses for c in (s.get("conditions") or [])
+                        if isinstance(c, dict) and c.get("type") == "Suspended" and c.get("status") == "False"), None)
+        at = parse_time((resumed or {}).get("lastTransitionTime"))
+        counts = {k: max((_count(s.get(k)) for s in statuses), default=0)
+                  for k in ("active", "ready", "succeeded", "failed")}
+        if at is None or not (counts["active"] or counts["succeeded"] or counts["failed"]):
+            return
+        name = (before.get("metadata") or {}).get("name", "")
+        gang = self.backend.root_ref.kind
+        self.update.restart_at(self.job, status.Decision(GangPhase.DISPATCHED, at, f"Job {self.ns}/{name}",
+                                                         RESUMED_WITHOUT_ADMISSION, (
+            f"Job {self.ns}/{name} was un-suspended by someone else while {gang} "
+            f"{self.ns}/{names.gang_name(self.job.name, self.uid, self.job.gang_generation)} was not admitted: "
+            f"its controller counted {counts['active']} active ({counts['ready']} ready), {counts['succeeded']} "
+            f"succeeded, {counts['failed']} failed pods outside the admission; gangweb suspended it again (its "
+            "pods are deleted) and the gang waits for admission")))
 
     def with_priority(self, spec: GangSpec, wanted: list[dict]) -> GangSpec:
         """`spec` with `priority` = the value of the job's PriorityClass (without one: the cluster's globalDefault

@@ -209,20 +209,21 @@ class JobCleanup:
                 self.left_behind(), "waiting for the job's objects to be deleted"))
 
     def clean_up_finished(self) -> None:
-        """After Succeeded/Failed: once none of the job's pods is alive, delete its gang objects and Service (the
-        root with propagation Orphan: the Indexed Jobs and finished pods stay for inspection; they hold no quota)
-        and set `cleaned_up_at`; once the retention has passed (`remove_after`, reconcile/retention.py), delete
-        the Indexed Jobs and pods too (`remove_retained`)."""
+        """After Succeeded/Failed: once none of the job's pods is alive, write the backend's end status (Kueue:
+        `Finished=True`; never while a pod of the job still runs, or its quota would be released under it), delete
+        its gang objects and Service (the root with propagation Orphan: the Indexed Jobs and finished pods stay for
+        inspection; they hold no quota) and set `cleaned_up_at`; once the retention has passed (`remove_after`,
+        reconcile/retention.py), delete the Indexed Jobs and pods too (`remove_retained`)."""
         job = self.job
         if job.remove_after is None:
             job.remove_after = retention.remove_after(job)
         if job.objects_removed_at:
             return
-        if not job.cleaned_up_at:
-            self.write_ended()  # Kueue: Finished=True releases the quota at once (its job framework does so)
         if any((p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES for p in self.observed.pods):
-            return
+            return  # a pod of the ended job still runs (another pod set's, after one Job failed): it holds quota
         if not job.cleaned_up_at:
+            # Kueue: Finished=True releases the quota at once (as its job framework does, once no pod is active).
+            self.write_ended()
             if any(self.observed.gang.values()) or self.observed.services:
                 for svc in self.observed.services.values():
                     if not is_terminating(svc):

@@ -301,6 +301,8 @@ class ObjectWrites:
             return True
         if patched is not None:
             self.actions.append(f"update Job {self.ns}/{name}: {', '.join(fields)}")
+            if "suspend" in fields and want["spec"].get("suspend"):
+                self.note_resumed_by_hand(last[0], patched)
         self.observed.owners[name] = patched if patched is not None else current
         return False
 
