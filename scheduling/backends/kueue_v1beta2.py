@@ -11,7 +11,8 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
 
 - spec: `queueName` = the job's queue policy (a LocalQueue of that name in the job's namespace, written by the queue
   sync); one `podSets[]` entry per pod set: `name`, `count` = replicas, `template` = the stamped pod template
-  (the Indexed Job's); `minCount` is never set (partial admission is not used: `per_set_minimums` False);
+  (the Indexed Job's); `minCount` is never set (partial admission is not used: `per_set_minimums` False), and
+  one set by someone else is a drift that replaces the Workload (`diff`);
   `priorityClassRef` {group scheduling.k8s.io, kind PriorityClass, name} when the job has a priority class, and
   always `priority` = the value its pods get (the class's; without one the cluster's globalDefault class's, else 0),
   read when the Workload is created: the CRD requires it beside `priorityClassRef`, Kueue orders and preempts by it
@@ -35,7 +36,9 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
   replaces otherwise.
 
 Status (`read_status`), from the Workload's conditions as Kueue writes them (pkg/workload, pkg/scheduler): admitted
-True only when `QuotaReserved` and `Admitted` are True and `Evicted` is not; `Evicted=True` is a disruption (its
+True only when `QuotaReserved` and `Admitted` are True and `Evicted` is not, and the admission is the whole gang in
+the job's queue (`admission_refused`: a pod set admitted in part after someone set `minCount`, or a ClusterQueue
+other than the job's queue's, is not admitted); `Evicted=True` is a disruption (its
 reason, e.g. `Preempted`, with the `Preempted` condition's message naming the preemptor's UID); `QuotaReserved=False`
 says why it waits (reason `Pending` or `Inadmissible`, message e.g. "couldn't assign flavors to pod set workers:
 insufficient quota for nvidia.com/gpu in flavor gangweb-default, ..."). A condition type gangweb does not know is said
@@ -63,6 +66,8 @@ REQUEUE_TRUE_REASONS = {"Preempted", "NodeFailures"}
 MESSAGE_MAX = 32768  # metav1.Condition message maxLength (Kueue's api.TruncateConditionMessage)
 CONDITION_REASON_MAX = 1024
 POD_SET_CLAUSE = "couldn't assign flavors to pod set "
+# gangweb's reasons for an admission it does not act on (`admission_refused`).
+ADMITTED_ELSEWHERE, PARTIAL_ADMISSION = "AdmittedToAnotherQueue", "PartialAdmission"
 
 
 def _conditions(obj: dict) -> list[dict]:
@@ -82,6 +87,68 @@ def _true(conds: dict[str, dict], kind: str) -> bool:
 def has_quota_reservation(obj: dict) -> bool:
     """pkg/workload `HasQuotaReservation`: QuotaReserved=True."""
     return _true(_by_type(obj), QUOTA_RESERVED)
+
+
+def _pod_sets(obj: dict) -> list[dict]:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    sets = spec.get("podSets")
+    return [ps for ps in sets if isinstance(ps, dict)] if isinstance(sets, list) else []
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def lowered_minimums(obj: dict) -> list[str]:
+    """The pod sets of a Workload that carry `minCount` (gangweb never sets it: someone else did), by name. With
+    Kueue's PartialAdmission (beta, on by default since v0.5) such a pod set may be admitted with fewer pods than
+    its `count`, while gangweb's Indexed Job runs them all."""
+    return [str(ps.get("name"))[:63] for ps in _pod_sets(obj) if ps.get("minCount") is not None]
+
+
+def admission_refused(obj: dict) -> tuple[str, str] | None:
+    """(reason, message) when a Workload Kueue says is admitted (QuotaReserved and Admitted True) is not admitted
+    as gangweb runs the gang, else None:
+
+    - ADMITTED_ELSEWHERE: `status.admission.clusterQueue` is not the ClusterQueue named after the job's queue
+      (`spec.queueName`: the queue sync names a policy's LocalQueue and ClusterQueue alike, docs/queues.md), e.g. a
+      LocalQueue of that name made by someone else points at another team's ClusterQueue: the quota is another
+      queue's, so gangweb starts no pod;
+    - PARTIAL_ADMISSION: a pod set assigned fewer pods than its `count` (`podSetAssignments[].count`, Kueue's partial
+      admission after someone set `minCount`), or none: Kueue reserved quota for part of the gang, and the Indexed
+      Jobs would run every pod. A missing `count` is the pod set's, as Kueue's job framework reads it
+      (`ptr.Deref(psa.Count, ps.Count)`).
+
+    Names and numbers quoted from the cluster are bounded."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    where = f"Workload {str(meta.get('namespace', ''))[:63]}/{str(meta.get('name', ''))[:253]}"
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    admission = status.get("admission") if isinstance(status.get("admission"), dict) else {}
+    queue = str((obj.get("spec") or {}).get("queueName") or "")[:253] if isinstance(obj.get("spec"), dict) else ""
+    held = str(admission.get("clusterQueue") or "")[:253]
+    if held != queue:
+        return ADMITTED_ELSEWHERE, (
+            f"Kueue admitted {where} to ClusterQueue '{held}', not '{queue}' (the job's queue): LocalQueue "
+            f"'{queue}' of the namespace points there. The quota is another queue's, so gangweb starts no pod of it")
+    assigned = {str(a.get("name")): a for a in admission.get("podSetAssignments") or [] if isinstance(a, dict)}
+    short = []
+    for ps in _pod_sets(obj):
+        name, count = str(ps.get("name")), _int(ps.get("count"))
+        if count is None:
+            continue
+        given = assigned.get(name)
+        got = 0 if given is None else _int(given.get("count"))
+        got = count if got is None else got
+        if got < count:
+            short.append(f"pod set {name[:63]} {got} of {count}")
+    if short:
+        lowered = lowered_minimums(obj)
+        why = (f" (minCount set by someone else on pod set {', '.join(lowered)}: gangweb replaces the Workload)"
+               if lowered else "")
+        return PARTIAL_ADMISSION, (
+            f"Kueue admitted {where} only in part: {'; '.join(short)} pods; gangweb runs a gang only whole, so it "
+            f"starts no pod{why}")
+    return None
 
 
 def _stamp(now: datetime) -> str:
@@ -195,6 +262,12 @@ class KueueV1beta2(SchedulerBackend):
             result.reasons = [{"reason": result.reason, "message": result.message}]
             return result
         if _true(conds, QUOTA_RESERVED) and _true(conds, ADMITTED):
+            refused = admission_refused(wl)
+            if refused is not None:  # Kueue admitted something else than the whole gang in the job's queue
+                self._said(result, admitted, admitted=False)
+                result.reason, result.message = refused
+                result.reasons = [{"reason": result.reason, "message": result.message}]
+                return result
             self._said(result, admitted, admitted=True)
             result.reason = str(admitted.get("reason") or ADMITTED)[:CONDITION_REASON_MAX]
             result.message = str(reserved.get("message") or admitted.get("message") or "")[:MESSAGE_MAX]
@@ -329,10 +402,13 @@ class KueueV1beta2(SchedulerBackend):
         """The base comparison (queueName patched in place, anything else replaced), but a
         patch of a field Kueue freezes while quota is reserved (`frozen_when_reserved`) is a replace then. The
         observed `spec.priority` (filled at create from the PriorityClass) is not compared: gangweb sets it only
-        when it creates the Workload."""
+        when it creates the Workload. A `minCount` on any pod set (never gangweb's) is a drift of podSets."""
         want = copy.deepcopy(desired)
         (want.get("spec") or {}).pop("priority", None)
         drift = super().diff(want, observed)
+        if lowered_minimums(observed) and "podSets" not in drift.fields:
+            # minCount (never gangweb's) lets Kueue admit part of the gang: a drift of podSets, which is replaced.
+            return Drift(fields=sorted([*drift.fields, "podSets"]), replace=True)
         if drift.patch and has_quota_reservation(observed):
             if any(f.split(".")[0] in self.frozen_when_reserved for f in drift.fields):
                 return Drift(fields=drift.fields, replace=True)

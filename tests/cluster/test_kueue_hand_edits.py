@@ -11,6 +11,8 @@ from scheduling.choices import GangPhase
 
 from .reconcile_support import reconciled_until, wait_for
 from .test_kueue_backend import (  # noqa: F401 (fixtures)
+    GROUP,
+    VERSION,
     conditions,
     fresh,
     kueue_queue,
@@ -102,3 +104,63 @@ def test_a_job_unsuspended_by_hand_while_its_workload_waits_is_suspended_again_a
     wait_for(lambda: live_pods(world, job) == [] or None, 60, "the pods of the un-suspended Job gone")
     back = reconciled_until(world, job, GangPhase.QUEUED, attempt=1)
     assert back.phase_reason == "Pending" and pods(world, job) == []
+
+
+def edit_workload(world, job, change) -> None:
+    """`change(spec)` applied to the job's Workload by hand (a read and an update, as `kubectl edit` does)."""
+    custom = client.CustomObjectsApi(world.api)
+    wl = workload(world, job)
+    change(wl["spec"])
+    custom.replace_namespaced_custom_object(GROUP, VERSION, world.namespace, "workloads", wl["metadata"]["name"], wl)
+
+
+def test_a_min_count_set_by_hand_never_runs_more_than_kueue_admitted_and_the_workload_is_replaced(
+        kueue_world, kueue_queue):  # noqa: F811 (fixtures imported above)
+    world = kueue_world
+    queue = kueue_queue(gpus=2)  # the 3-GPU gang does not fit; with minCount 1 on the workers, 2 GPUs would
+    job = submit_gang(world, queue)
+    reconciled_until(world, job, GangPhase.QUEUED)
+    first = workload(world, job)["metadata"]["name"]
+    edit_workload(world, job, lambda spec: spec["podSets"][1].__setitem__("minCount", 1))
+    custom = client.CustomObjectsApi(world.api)
+    edited = wait_for(lambda: said(w := custom.get_namespaced_custom_object(
+        GROUP, VERSION, world.namespace, "workloads", first), "Admitted") and w, 60, "Kueue admitting it in part")
+    assert [a["count"] for a in edited["status"]["admission"]["podSetAssignments"]] == [1, 1]  # 2 GPUs of 3
+
+    for _ in range(5):
+        result = world.reconcile(job)
+        assert result.error is None or result.requeue_after, result.message
+        assert live_pods(world, job) == [], "pods ran beyond what Kueue admitted"
+        assert fresh(job).phase in (GangPhase.DISPATCHED, GangPhase.QUEUED)
+    row = fresh(job)
+    assert row.gang_generation == 1  # replaced under new names: the new Workload has no minCount and waits
+    wl = workload(world, job)
+    assert wl["metadata"]["name"] != first and [ps.get("minCount") for ps in wl["spec"]["podSets"]] == [None, None]
+    back = reconciled_until(world, job, GangPhase.QUEUED)
+    assert back.phase_reason == "Pending" and pods(world, job) == []
+
+
+def test_a_local_queue_of_the_jobs_queue_made_by_someone_else_for_another_cluster_queue_runs_nothing(
+        kueue_world, kueue_queue):  # noqa: F811 (fixtures imported above)
+    world = kueue_world
+    ours, theirs = kueue_queue(gpus=2), kueue_queue(gpus=8)
+    custom = client.CustomObjectsApi(world.api)
+    custom.delete_namespaced_custom_object(GROUP, VERSION, world.namespace, "localqueues", ours)
+    wait_for(lambda: all(q["metadata"]["name"] != ours for q in custom.list_namespaced_custom_object(
+        GROUP, VERSION, world.namespace, "localqueues")["items"]), 60, "gangweb's LocalQueue gone")
+    custom.create_namespaced_custom_object(GROUP, VERSION, world.namespace, "localqueues", {
+        "apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue", "metadata": {"name": ours},
+        "spec": {"clusterQueue": theirs}})
+    job = submit_gang(world, ours)
+    assert world.reconcile(job).error is None
+    wait_for(lambda: said(workload(world, job), "Admitted"), 60, "Kueue admitting it through the other LocalQueue")
+    assert workload(world, job)["status"]["admission"]["clusterQueue"] == theirs
+
+    for _ in range(3):
+        result = world.reconcile(job)
+        assert result.error is None or result.requeue_after, result.message
+    row = fresh(job)
+    assert pods(world, job) == [] and all(j["spec"]["suspend"] is True for j in owner_jobs(world, job))
+    assert (row.phase, row.phase_reason) == (GangPhase.QUEUED, "AdmittedToAnotherQueue")
+    assert f"to ClusterQueue '{theirs}', not '{ours}'" in row.phase_message
+
