@@ -27,6 +27,8 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
   `SyncAdmittedCondition`, `SetRequeuedCondition`), so Kueue requeues it. When the job ends, `Finished=True`
   (reason Succeeded or Failed, pkg/workload `Finish`) releases the quota at once. Cancel and clean-up delete the
   Workload only once no pod of the job is left (`gang_deleted_after_pods`).
+- `priority` is put back to the class's value when edited by hand (patched: Kueue allows it at any time), since
+  Kueue orders and preempts by it.
 - Mutability, from Kueue's webhook (pkg/webhooks/workload_webhook.go `ValidateWorkloadUpdate`) and the CRD's
   validation rules (apis/kueue/v1beta2/workload_types.go): `podSets` cannot change once quota is reserved
   (`validateImmutablePodSets`), nor `queueName` or `priorityClassRef` while it is (CEL rules "queueName is
@@ -189,9 +191,10 @@ class KueueV1beta2(SchedulerBackend):
     gang_refs = ("WORKLOAD",)
     status_refs = ("WORKLOAD",)
     immutable_spec = False
-    # Only while no quota is reserved (module docstring). `priorityClassRef` is not: its `priority` is set with it at
+    # queueName only while no quota is reserved (module docstring); `priority` always (Kueue has no rule on it), put
+    # back to the class's value when edited by hand. `priorityClassRef` is not: its `priority` is set with it at
     # create, so a change of class replaces the Workload (a patch of the ref alone would leave the old value).
-    mutable_fields = ("queueName",)
+    mutable_fields = ("queueName", "priority")
     # Fields that the webhook or CRD freeze once QuotaReserved=True.
     frozen_when_reserved = ("podSets", "queueName", "priorityClassRef")
     max_pod_sets = 8  # WorkloadSpec.podSets +kubebuilder:validation:MaxItems=8
@@ -399,12 +402,19 @@ class KueueV1beta2(SchedulerBackend):
 
     # ---- drift ------------------------------------------------------------------------------------------------
     def diff(self, desired: dict, observed: dict) -> Drift:
-        """The base comparison (queueName patched in place, anything else replaced), but a
-        patch of a field Kueue freezes while quota is reserved (`frozen_when_reserved`) is a replace then. The
-        observed `spec.priority` (filled at create from the PriorityClass) is not compared: gangweb sets it only
-        when it creates the Workload. A `minCount` on any pod set (never gangweb's) is a drift of podSets."""
+        """The base comparison (queueName and priority patched in place, anything else replaced), but a
+        patch of a field Kueue freezes while quota is reserved (`frozen_when_reserved`) is a replace then.
+        `spec.priority` is compared only when `desired` carries it (the value of the job's PriorityClass as the
+        cluster defines it, `AdmissionSteps.known_priority`): a value raised by hand would make Kueue order and
+        preempt by it, so it is put back; without a known value the observed one is kept. A `minCount` on any pod
+        set (never gangweb's) is a drift of podSets."""
         want = copy.deepcopy(desired)
-        (want.get("spec") or {}).pop("priority", None)
+        want_spec = want.setdefault("spec", {})
+        if want_spec.get("priority") is None:
+            want_spec.pop("priority", None)
+            have = (observed.get("spec") or {}).get("priority") if isinstance(observed.get("spec"), dict) else None
+            if have is not None:
+                want_spec["priority"] = have
         drift = super().diff(want, observed)
         if lowered_minimums(observed) and "podSets" not in drift.fields:
             # minCount (never gangweb's) lets Kueue admit part of the gang: a drift of podSets, which is replaced.

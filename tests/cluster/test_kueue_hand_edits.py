@@ -164,3 +164,19 @@ def test_a_local_queue_of_the_jobs_queue_made_by_someone_else_for_another_cluste
     assert (row.phase, row.phase_reason) == (GangPhase.QUEUED, "AdmittedToAnotherQueue")
     assert f"to ClusterQueue '{theirs}', not '{ours}'" in row.phase_message
 
+
+def test_a_priority_raised_by_hand_is_put_back_to_its_classs_value(
+        kueue_world, kueue_queue, priority_classes):  # noqa: F811 (fixtures imported above)
+    world = kueue_world
+    queue = kueue_queue(gpus=2)  # the gang never fits: it waits, and Kueue orders it by its priority
+    job = submit_gang(world, queue, priority_class=priority_classes(100))
+    reconciled_until(world, job, GangPhase.QUEUED)
+
+    edit_workload(world, job, lambda spec: spec.__setitem__("priority", 100000))  # Kueue accepts it at any time
+    assert workload(world, job)["spec"]["priority"] == 100000
+    result = world.reconcile(job)  # the watch queues this pass on the edit (the Workload's generation changed)
+    assert result.error is None or result.requeue_after, result.message
+    wl = workload(world, job)
+    assert wl["spec"]["priority"] == 100  # the class's value again, on the same Workload
+    assert fresh(job).gang_generation == 0
+    assert any("priority" in a for a in result.actions), result.actions

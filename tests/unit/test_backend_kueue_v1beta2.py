@@ -370,3 +370,15 @@ def test_a_workload_admitted_to_another_teams_cluster_queue_is_not_admitted():
     assert KUEUE.pods_allowed([served(ADMITTED, elsewhere)]) is False
     assert KUEUE.pods_allowed([served(ADMITTED)]) is False  # admitted with no admission at all: no ClusterQueue
 
+
+def test_a_priority_raised_by_hand_is_put_back_to_the_classs_value_even_while_admitted():
+    [want] = KUEUE.build_gang_objects(gpu_spec(priority=1000))  # the class's value, known to the pass
+    for conditions, admission in ((WAITING, None), (ADMITTED, ADMISSION)):
+        raised = copy.deepcopy(served(conditions, admission))
+        raised["spec"]["priority"] = 100000  # Kueue would order and preempt by it
+        drift = KUEUE.diff(want, raised)
+        assert (drift.fields, drift.patch, drift.replace) == (["priority"], {"spec": {"priority": 1000}}, False)
+    [unknown] = KUEUE.build_gang_objects(gpu_spec())  # the class is gone, or the LIST failed: nothing compared
+    raised = copy.deepcopy(served(WAITING))
+    raised["spec"]["priority"] = 100000
+    assert KUEUE.diff(unknown, raised).in_sync
