@@ -35,7 +35,7 @@ from ..db import cluster_usage
 from ..db.statements import fetch, joined, joined_instance
 from ..db.statements import update as update_row
 from ..db.storable import storable
-from ..kube.errors import NAMESPACE_NOT_FOUND
+from ..kube.errors import NAME_CONFLICT, NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import metrics, timeline, why_pending
 from ..observe.evidence import JobObjects
@@ -404,8 +404,8 @@ def _decide(locked: GangJob, decision: Decision, recorded: list) -> PhaseTransit
 
 def _error_summary(cluster: str, reason: str, message: str, status: int | None) -> str:
     """The why-pending sentence for a reconcile error: a refusal (an HTTP status) is not an unreachable cluster."""
-    if reason in (NAMESPACE_NOT_FOUND, VOLCANO_QUEUE_MISSING):
-        return message  # names what is missing, the cluster and the fix
+    if reason in (NAMESPACE_NOT_FOUND, VOLCANO_QUEUE_MISSING, NAME_CONFLICT):
+        return message  # names what is missing (or whose the object in the way is), the cluster and the fix
     if status:
         return f"Cluster {cluster} refused the job's objects (HTTP {status}, {reason}): {message}"
     return f"gangweb cannot reach cluster {cluster}: {message}"
