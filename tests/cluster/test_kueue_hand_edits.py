@@ -4,10 +4,15 @@ waits until no pod of the job runs; an Indexed Job un-suspended by hand while it
 and pods it ran outside the admission start a new attempt on the timeline."""
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 from kubernetes import client
 
 from scheduling.choices import GangPhase
+from scheduling.observe import presence
+from scheduling.reconcile import probe
 
 from .reconcile_support import reconciled_until, wait_for
 from .test_kueue_backend import (  # noqa: F401 (fixtures)
@@ -180,3 +185,39 @@ def test_a_priority_raised_by_hand_is_put_back_to_its_classs_value(
     assert wl["spec"]["priority"] == 100  # the class's value again, on the same Workload
     assert fresh(job).gang_generation == 0
     assert any("priority" in a for a in result.actions), result.actions
+
+
+def why_codes(job) -> list[str]:
+    return [f["code"] for f in (fresh(job).why_pending or {}).get("blocking") or []]
+
+
+def test_while_kueues_manager_is_stopped_a_waiting_job_says_so_before_kueues_last_words(
+        kueue_world, kueue_queue, kueue_cluster, settings):  # noqa: F811 (fixtures imported above)
+    if kueue_cluster.state is None:
+        pytest.skip("Kueue runs outside this test's control (GANGWEB_TEST_KUBECONFIG)")
+    world = kueue_world
+    job = submit_gang(world, kueue_queue(gpus=2))  # never fits: Kueue's Pending words stay on the Workload
+    reconciled_until(world, job, GangPhase.QUEUED)
+    assert "QueueManagerNotSeen" not in why_codes(job)
+    settings.GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS = 5  # Kueue's leader renews its Lease every 2 s (RETRY_PERIOD)
+
+    def probed(state):
+        probe.probe_cluster(world.cluster)
+        world.cluster.refresh_from_db()
+        return presence.presence(world.cluster, "kueue").state == state
+
+    pid = kueue_cluster.state.process("kueue").pid
+    os.kill(pid, signal.SIGSTOP)  # the manager of this test's own control plane: it renews nothing, admits nothing
+    try:
+        wait_for(lambda: probed(presence.NOT_SEEN), 60, "Kueue's Lease no longer renewed", interval=2)
+        world.reconcile(job)
+        row = fresh(job)
+        assert why_codes(job)[0] == "QueueManagerNotSeen"
+        assert row.why_pending["summary"].startswith(
+            f"Kueue's manager has not been seen acting on cluster {world.cluster.name} for ")
+        assert (row.phase, row.phase_reason) == (GangPhase.QUEUED, "Pending")  # Kueue's last word, not a guess
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: probed(presence.SEEN), 90, "Kueue's Lease renewed again", interval=2)
+    world.reconcile(job)
+    assert "QueueManagerNotSeen" not in why_codes(job)
