@@ -70,6 +70,7 @@ CONDITION_REASON_MAX = 1024
 POD_SET_CLAUSE = "couldn't assign flavors to pod set "
 # gangweb's reasons for an admission it does not act on (`admission_refused`).
 ADMITTED_ELSEWHERE, PARTIAL_ADMISSION = "AdmittedToAnotherQueue", "PartialAdmission"
+WORKLOAD_FINISHED = "WorkloadFinished"  # Finished=True while the job's Jobs run: not written by gangweb
 
 
 def _conditions(obj: dict) -> list[dict]:
@@ -235,8 +236,10 @@ class KueueV1beta2(SchedulerBackend):
         False while Evicted is True (reason its reason, message the Preempted condition's when there is one, which
         names the preemptor; `disruption_*` and `disrupted_at` set), while QuotaReserved is False (its reason and
         message; `reasons` one per pod set Kueue names), or while Admitted is False under a reservation (admission
-        checks); Finished=True says so; None when Kueue wrote nothing yet. Only condition types gangweb does not
-        know: `unknown`, said as it is."""
+        checks), or while the admission is not the whole gang in the job's queue (`admission_refused`);
+        Finished=True says so, as a disruption (WORKLOAD_FINISHED: it matters only while the job's Jobs have not
+        ended, since an ended job's phase comes from them); None when Kueue wrote nothing yet. Only condition types
+        gangweb does not know: `unknown`, said as it is."""
         wl = self.gang_object(self.WORKLOAD, objects)
         if wl is None:
             return GangStatus()
@@ -247,7 +250,17 @@ class KueueV1beta2(SchedulerBackend):
                             queued_at=parse_time((wl.get("metadata") or {}).get("creationTimestamp")))
         reserved, admitted = conds.get(QUOTA_RESERVED), conds.get(ADMITTED)
         if _true(conds, FINISHED):
-            return self._said(result, conds[FINISHED], admitted=None)
+            # gangweb writes Finished only once the job's Jobs ended (`status_writes`), and then the job's phase
+            # comes from them; while they still run, it was written by someone else: Kueue released the quota and
+            # admits this Workload no more, so the gang is taken apart (its Jobs suspended), said as such.
+            self._said(result, conds[FINISHED], admitted=None)
+            result.disruption_reason = WORKLOAD_FINISHED
+            result.disruption_message = (
+                f"Finished=True ({result.reason}: {result.message[:1000]}) was written while the job's Jobs had not "
+                "ended: Kueue released its quota and admits it no more, so gangweb stopped its pods; cancel or "
+                "resubmit the job to run it again")[:MESSAGE_MAX]
+            result.disrupted_at = result.at
+            return result
         if _true(conds, EVICTED):
             evicted = conds[EVICTED]
             preempted = conds.get(PREEMPTED) if _true(conds, PREEMPTED) else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+from datetime import UTC, datetime
 
 import pytest
 from kubernetes import client
@@ -221,3 +222,27 @@ def test_while_kueues_manager_is_stopped_a_waiting_job_says_so_before_kueues_las
     wait_for(lambda: probed(presence.SEEN), 90, "Kueue's Lease renewed again", interval=2)
     world.reconcile(job)
     assert "QueueManagerNotSeen" not in why_codes(job)
+
+
+def test_finished_written_by_hand_while_the_job_runs_stops_its_pods_and_says_why(
+        kueue_world, kueue_queue):  # noqa: F811 (fixtures imported above)
+    world = kueue_world
+    job = submit_gang(world, kueue_queue(gpus=3))
+    reconciled_until(world, job, GangPhase.RUNNING)
+    wl = workload(world, job)
+    forged = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "by hand",
+              "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}  # as a person writes it
+    client.CustomObjectsApi(world.api).patch_namespaced_custom_object_status(
+        GROUP, VERSION, world.namespace, "workloads", wl["metadata"]["name"],
+        {"status": {"conditions": [*wl["status"]["conditions"], forged]}})  # Kueue releases the quota at once
+
+    row = reconciled_until(world, job, GangPhase.QUEUED, attempt=1)
+    assert all(j["spec"]["suspend"] is True for j in owner_jobs(world, job))  # nothing runs without quota
+    wait_for(lambda: live_pods(world, job) == [] or None, 60, "the pods of the suspended Jobs gone")
+    entry = row.transitions.get(phase=GangPhase.QUEUED, attempt=1)
+    assert entry.reason == "WorkloadFinished" and "Finished=True (Succeeded: by hand) was written" in entry.message
+    assert not row.transitions.filter(reason="ResumedWithoutAdmission").exists()  # nobody resumed anything
+    world.reconcile(job)
+    row = fresh(job)
+    assert (row.phase, row.phase_reason) == (GangPhase.QUEUED, "WorkloadFinished")
+    assert "cancel or resubmit the job" in row.phase_message

@@ -382,3 +382,24 @@ def test_a_priority_raised_by_hand_is_put_back_to_the_classs_value_even_while_ad
     raised = copy.deepcopy(served(WAITING))
     raised["spec"]["priority"] = 100000
     assert KUEUE.diff(unknown, raised).in_sync
+
+
+def test_finished_written_by_someone_else_while_the_jobs_run_takes_the_gang_apart_and_says_so():
+    forged = served([*ADMITTED, cond("Finished", "True", "Succeeded", "forged", 50)], ADMISSION)
+    status = KUEUE.read_status([forged])
+    assert KUEUE.pods_allowed([forged]) is False  # Kueue released the quota: the pods must stop
+    assert (status.disruption_reason, status.disrupted_at) == ("WorkloadFinished", t(50))
+    ran = {P.SUBMITTED: t(0), P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(12), P.RUNNING: t(13)}
+    going = observe(status, [pod(name=f"p-{i}", bound=12, started=13) for i in range(3)], current=P.RUNNING,
+                    recorded=ran)
+    assert going.entries == [] and (going.phase, going.reason) == (P.RUNNING, "WorkloadFinished")
+    gone = observe(status, [], current=P.RUNNING, recorded=ran)
+    [entry] = gone.entries
+    assert (entry.phase, entry.attempt, entry.at, entry.reason) == (P.QUEUED, 1, t(50), "WorkloadFinished")
+    assert entry.message == (
+        "gang disrupted: 0 of 3 bound; Workload ml/train-abcd1234: Finished=True (Succeeded: forged) was written "
+        "while the job's Jobs had not ended: Kueue released its quota and admits it no more, so gangweb stopped its "
+        "pods; cancel or resubmit the job to run it again")
+    # An ended job's phase comes from its Jobs: gangweb's own Finished changes nothing there.
+    ended = observe(status, [], current=P.SUCCEEDED, recorded={**ran, P.SUCCEEDED: t(49)})
+    assert ended.entries == [] and ended.phase == P.SUCCEEDED
