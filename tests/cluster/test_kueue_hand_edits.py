@@ -63,17 +63,22 @@ def test_a_member_deleted_by_hand_never_leaves_the_gang_running_and_finished_wai
         return [p["metadata"]["labels"]["kueue.x-k8s.io/podset"] for p in live] == ["launcher"] and live
     launcher = wait_for(only_the_launcher, 60, "the launcher the only pod left running")
     for _ in range(3):
-        world.reconcile(job)
-        assert not said(workload(world, job), "Finished"), "Finished=True while the launcher runs"
+        result = world.reconcile(job)
+        wl = workload(world, job)
+        states = [(p["metadata"]["name"], p["status"].get("phase"), bool(p["metadata"].get("deletionTimestamp")))
+                  for p in pods(world, job)]
+        assert wl is not None and not said(wl, "Finished"), (result.actions, states)
     client.CoreV1Api(world.api).delete_namespaced_pod(launcher[0]["metadata"]["name"], world.namespace)
 
     def finished():
         world.reconcile(job)
         wl = workload(world, job)
-        return (wl is None or said(wl, "Finished")) and wl
+        if wl is None:  # written Finished=True, then deleted in the same pass: only once no pod was live
+            return "gone"
+        return said(wl, "Finished") and wl
     wl = wait_for(finished, 90, "Finished=True once the launcher is gone", interval=1)
-    if wl:
-        assert live_pods(world, job) == []
+    assert live_pods(world, job) == []
+    if wl != "gone":
         assert conditions(wl)["Finished"]["reason"] == "Failed"
 
 
