@@ -24,8 +24,9 @@ from tests import builders
 LAST = keyset.encode(None, keyset.LAST)
 # Page -> the most queries it may run (session and user lookups included).
 BUDGETS = {
-    "/": 13,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours; + gangweb's use per
-    # cluster for the clusters' capacity totals (one GROUP BY)
+    "/": 15,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours; + the clusters side by
+    # side (services/clusters/summary.py: gangweb's use and waiting jobs per cluster in one GROUP BY, the queue
+    # parents and the queue states the schedulers' reports are read from)
     "/queues/": 7,  # jobs pending / running / finished in 24 h per queue read with the usage: one GROUP BY
     "/queues/?q=team&cluster=local": 7,
     "/queues/org/children/": 6,
