@@ -69,7 +69,7 @@ def reported_gpus() -> dict[int, float]:
     return out
 
 
-CLUSTER_RESOURCES = (("gpu", "GPUs"), ("cpu", "CPU"), ("memory", "Memory"))
+CLUSTER_RESOURCES = (("gpu", "GPUs"), ("cpu", "CPU cores"), ("memory", "Memory, GiB"))  # the answer's units
 
 
 def figure_rows(summary: dict) -> list[dict]:

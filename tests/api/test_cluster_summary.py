@@ -83,7 +83,7 @@ def test_each_cluster_says_its_capacity_use_free_and_waiting_jobs(api, world):
     assert east["free"] == {"gpu": 4, "cpu": 56, "memory": 224}
     assert east["waiting"] == {"jobs": 2, "requested": {"gpu": 8, "cpu": 16, "memory": 64}}
     assert east["in_use"]["reported"]["known"] is False
-    assert east["in_use"]["reported"]["message"].startswith("unknown: no scheduler on this cluster has reported")
+    assert east["in_use"]["reported"]["message"].startswith("unknown: no scheduler here has reported")
     assert east["schedulers"] == {} and east["kubernetes_version"] == "v1.36.3"
 
 
@@ -100,26 +100,28 @@ def test_the_overview_shows_the_same_figures_side_by_side(client, admin_user, wo
     west = west[:west.index("</article>")]
     gpu = west[west.index('<tr data-resource="gpu">'):]
     gpu = gpu[:gpu.index("</tr>")]
-    assert '<td class="num capacity">32 GPUs</td>' in gpu
-    assert '<td class="num in-use">12 GPUs<div class="small muted reported">reported 12 GPUs</div></td>' in gpu
-    assert '<td class="num free">≤ 20 GPUs</td>' in gpu and '<td class="num waiting">4 GPUs</td>' in gpu
-    assert '<td class="num capacity">1,024 GiB</td>' in west and "3 running</a>" in west and "1 waiting</a>" in west
+    assert '<td class="num capacity">32</td>' in gpu
+    assert '<td class="num in-use">12</td>' in gpu
+    assert '<td class="num free">≤ 20</td>' in gpu and '<td class="num waiting">4</td>' in gpu
+    memory = west[west.index('<tr data-resource="memory"><th scope="row">Memory, GiB</th>'):]
+    assert '<td class="num capacity">1,024</td>' in memory and '<td class="num free">≤ 928</td>' in memory
+    assert "3 running</a>" in west and "1 waiting</a>" in west
     assert "kai: API served · scheduler seen" in west and "Kubernetes <span class=\"mono\">v1.37.2</span>" in west
     east = html[html.index('id="cluster-east"'):]
     east = east[:east.index("</article>")]
-    assert '<td class="num free">≤ 4 GPUs</td>' in east and '<td class="num waiting">8 GPUs</td>' in east
-    assert "2 waiting</a>" in east and "Reported use unknown: no scheduler on this cluster has reported" in east
-    assert escape("from KAI queue status") in west
+    assert '<td class="num free">≤ 4</td>' in east and '<td class="num waiting">8</td>' in east
+    assert "2 waiting</a>" in east and "Reported use unknown: no scheduler here has reported" in east
+    assert ("The schedulers report 12 GPUs, 24 CPU cores and 96 GiB allocated to gangweb's queues (KAI queue "
+            "status, ") in west
 
 
-@pytest.mark.parametrize("case", ["stale", "unreachable", "never probed", "nodes never listed"])
+@pytest.mark.parametrize("case", ["stale", "unreachable", "nodes never listed"])
 def test_a_cluster_gangweb_cannot_know_now_is_unknown_and_says_why(api, client, admin_user, world, case):
     west = world["west"]
     long_ago = timezone.now() - timedelta(minutes=20)
     changes = {
         "stale": {"last_probe_at": long_ago},
         "unreachable": {"health": ClusterHealth.UNREACHABLE, "health_message": "connection refused (10.0.0.9:6443)"},
-        "never probed": {"health": ClusterHealth.UNKNOWN, "last_probe_at": None},
         "nodes never listed": {"capacity": {}},
     }[case]
     Cluster.objects.filter(pk=west.pk).update(**changes)
@@ -132,8 +134,6 @@ def test_a_cluster_gangweb_cannot_know_now_is_unknown_and_says_why(api, client, 
                   "unknown: gangweb's data of it is stale; the figures are as last listed"),
         "unreachable": ("unreachable", "unreachable at the last probe, 0 s ago: connection refused (10.0.0.9:6443)",
                         "unknown: the cluster is unreachable; the figures are as last listed"),
-        "never probed": ("unknown", "unknown: gangweb has not probed this cluster yet",
-                         "unknown: the cluster has not been probed yet; the figures are as last listed"),
         "nodes never listed": ("reachable", None, "unknown: gangweb's watcher has not listed this cluster's nodes yet"),
     }[case]
     state, reach_message, capacity_message = expected
@@ -154,8 +154,17 @@ def test_a_cluster_gangweb_cannot_know_now_is_unknown_and_says_why(api, client, 
     card = html[html.index('id="cluster-west"'):]
     card = card[:card.index("</article>")]
     assert f'<span class="badge r-{state}">{state}</span>' in card
-    assert '<td class="num capacity">unknown</td>' in card and '<td class="num free">unknown</td>' in card
+    unknown = '<span class="muted small">unknown</span></td>'
+    assert f'<td class="num capacity">{unknown}' in card and f'<td class="num free">{unknown}' in card
     assert escape(f"Capacity {capacity_message}") in card
+
+
+def test_before_the_first_probe_the_watchers_listing_is_shown_and_reachability_is_unknown(api, world):
+    Cluster.objects.filter(pk=world["west"].pk).update(health=ClusterHealth.UNKNOWN, last_probe_at=None)
+    west = by_name(api.get("/api/v1/clusters/summary/").data)["west"]
+    assert west["reachability"] == {"state": "unknown", "last_probe_at": None,
+                                    "message": "unknown: gangweb has not probed this cluster yet"}
+    assert west["capacity"]["known"] is True and west["free"]["gpu"] == 20
 
 
 def test_a_reader_sees_only_the_clusters_their_queues_take_jobs_on(world):
@@ -195,3 +204,26 @@ def test_the_summary_and_the_overview_cost_the_same_queries_for_8_jobs_as_for_80
     assert large == small, (small, large)
     # The clusters, gangweb's jobs grouped by cluster, the queue parents, the queue states with a status.
     assert small["api"] == 4, small
+
+
+NOW = timezone.now()
+
+
+@pytest.mark.parametrize("health, probed, message, expected", [
+    (ClusterHealth.HEALTHY, NOW - timedelta(seconds=30), "", ("reachable", "probed 30 s ago")),
+    (ClusterHealth.HEALTHY, NOW + timedelta(seconds=5), "", ("reachable", "probed 0 s ago")),  # a skewed clock
+    (ClusterHealth.HEALTHY, NOW - timedelta(hours=3), "", (
+        "stale", "unknown: last probed 3 h ago (Healthy); the probe runs every minute, so gangweb's worker or its "
+                 "beat is not running")),
+    (ClusterHealth.HEALTHY, None, "", ("unknown", "unknown: no probe time recorded")),
+    (ClusterHealth.FORBIDDEN, NOW - timedelta(minutes=3), "Unauthorized", (
+        "forbidden", "gangweb's credentials were refused at the last probe, 3 min ago: Unauthorized")),
+    (ClusterHealth.UNREACHABLE, None, "connection refused", ("unreachable",
+                                                             "unreachable at the last probe: connection refused")),
+    (ClusterHealth.UNKNOWN, None, "", ("unknown", "unknown: gangweb has not probed this cluster yet")),
+])
+def test_reachability_reads_the_last_probe_and_its_age(health, probed, message, expected):
+    from scheduling.services.clusters.summary import reachability
+
+    found = reachability(Cluster(name="c", health=health, last_probe_at=probed, health_message=message), NOW)
+    assert (found["state"], found["message"]) == expected

@@ -11,7 +11,7 @@ Per cluster (amounts in the units of every answer about use, `amounts.base_in_an
 - `capacity`: allocatable CPU cores, memory and GPUs of the schedulable nodes (Ready, not cordoned;
   `Cluster.capacity`, written by the cluster watcher, observe/capacity.summarize). Unknown (and why) until the
   watcher listed the nodes, and while the cluster is unreachable or its data stale (then `last_known` keeps what
-  was last listed);
+  was last listed; before the first probe, the watcher's listing is shown);
 - `in_use.gangweb`: what gangweb's Scheduled and Running jobs there request (their stored gang totals,
   `GangJob.requested_*`, the same count as `db.cluster_usage.in_use`), and `in_use.jobs` how many;
 - `in_use.reported`: what the cluster's schedulers report as allocated to gangweb's queues: the sum over the leaf
@@ -49,6 +49,9 @@ from ..access import roles as access
 STALE_AFTER = timedelta(minutes=5)
 RESOURCES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}  # answer key -> Cluster.capacity key
 REACHABLE, UNREACHABLE, FORBIDDEN, STALE, UNKNOWN = "reachable", "unreachable", "forbidden", "stale", "unknown"
+# What the watcher and the queue sync recorded is not current: the cluster did not answer the last probe, or the probe
+# itself stopped. Before the first probe (UNKNOWN) the watcher's listing is as current as it gets: shown.
+NOT_CURRENT = (UNREACHABLE, STALE)
 REPORTING_FAMILIES = {QueueFamily.KAI: "KAI", QueueFamily.VOLCANO: "Volcano", QueueFamily.KUEUE: "Kueue"}
 
 
@@ -69,21 +72,24 @@ def reachability(cluster: Cluster, now: datetime) -> dict:
     `last_probe_at`)."""
     at = cluster.last_probe_at
     detail = (cluster.health_message or "").strip()[:300]
-    if at is None or cluster.health == ClusterHealth.UNKNOWN:
+    if cluster.health not in (ClusterHealth.HEALTHY, ClusterHealth.UNREACHABLE, ClusterHealth.FORBIDDEN):
         return {"state": UNKNOWN, "last_probe_at": at,
                 "message": "unknown: gangweb has not probed this cluster yet" + (f" ({detail})" if detail else "")}
-    age = (now - at).total_seconds()
-    if age > STALE_AFTER.total_seconds():
+    age = (now - at).total_seconds() if at is not None else None
+    when = f", {_ago(age)}" if age is not None else ""
+    if age is not None and age > STALE_AFTER.total_seconds():
         return {"state": STALE, "last_probe_at": at,
                 "message": f"unknown: last probed {_ago(age)} ({cluster.health}); the probe runs every minute, "
                            "so gangweb's worker or its beat is not running"}
     if cluster.health == ClusterHealth.UNREACHABLE:
         return {"state": UNREACHABLE, "last_probe_at": at,
-                "message": f"unreachable at the last probe, {_ago(age)}" + (f": {detail}" if detail else "")}
+                "message": f"unreachable at the last probe{when}" + (f": {detail}" if detail else "")}
     if cluster.health == ClusterHealth.FORBIDDEN:
         return {"state": FORBIDDEN, "last_probe_at": at,
-                "message": f"gangweb's credentials were refused at the last probe, {_ago(age)}"
+                "message": f"gangweb's credentials were refused at the last probe{when}"
                            + (f": {detail}" if detail else "")}
+    if age is None:  # Healthy without a probe time: a row written by hand; nothing says how current it is
+        return {"state": UNKNOWN, "last_probe_at": None, "message": "unknown: no probe time recorded"}
     return {"state": REACHABLE, "last_probe_at": at, "message": f"probed {_ago(age)}"}
 
 
@@ -106,7 +112,7 @@ def _capacity(cluster: Cluster, reach: dict) -> dict:
     if listed is None:
         return {"known": False, "message": "unknown: gangweb's watcher has not listed this cluster's nodes yet",
                 "nodes": None, "allocatable": None, "last_known": None}
-    if reach["state"] in (UNREACHABLE, STALE, UNKNOWN):
+    if reach["state"] in NOT_CURRENT:
         return {"known": False, "message": f"unknown: {_why_not_now(reach)}; the figures are as last listed",
                 "nodes": None, "allocatable": None, "last_known": {"nodes": nodes, "allocatable": listed}}
     return {"known": True, "message": "" if nodes else "no schedulable nodes (Ready and not cordoned)",
@@ -114,8 +120,7 @@ def _capacity(cluster: Cluster, reach: dict) -> dict:
 
 
 def _why_not_now(reach: dict) -> str:
-    return {UNREACHABLE: "the cluster is unreachable", STALE: "gangweb's data of it is stale",
-            UNKNOWN: "the cluster has not been probed yet"}[reach["state"]]
+    return {UNREACHABLE: "the cluster is unreachable", STALE: "gangweb's data of it is stale"}[reach["state"]]
 
 
 def _job_figures(cluster_ids: list[int]) -> dict[int, dict]:
@@ -186,11 +191,11 @@ def _reported(cluster_ids: list[int]) -> dict[int, dict]:
 def _reported_answer(found: dict | None, reach: dict) -> dict:
     if found is None:
         return {"known": False, "amounts": None, "by": "", "at": None,
-                "message": "unknown: no scheduler on this cluster has reported what gangweb's queues hold "
-                           "(KAI and Volcano Queue status, Kueue ClusterQueue status)"}
+                "message": "unknown: no scheduler here has reported what gangweb's queues hold (KAI or Volcano "
+                           "Queue, Kueue ClusterQueue status)"}
     by = ", ".join(f"{REPORTING_FAMILIES[f]} queue status" for f in sorted(found["families"]))
     amounts = {r: in_answer(r, v) for r, v in found["amounts"].items()}
-    if reach["state"] in (UNREACHABLE, STALE, UNKNOWN):
+    if reach["state"] in NOT_CURRENT:
         return {"known": False, "amounts": None, "by": by, "at": found["at"],
                 "message": f"unknown: {_why_not_now(reach)}; the last report is not current"}
     return {"known": True, "amounts": amounts, "by": by, "at": found["at"], "message": ""}
