@@ -45,6 +45,8 @@ def represent(serializer_class, instance, many: bool = False):
     return serializer.to_representation(instance)
 
 
+# Paths under /api/v1/clusters/ that are not a cluster (the viewset's list actions): no cluster may take these names.
+RESERVED_CLUSTER_NAMES = frozenset({"summary"})
 # Shown to platform admins only (ClusterSerializer.to_representation): a cluster's shard queue and client rate limit.
 ADMIN_ONLY_CLUSTER_FIELDS = ("work_shard", "api_qps", "api_burst")
 
@@ -99,6 +101,13 @@ class ClusterSerializer(serializers.ModelSerializer):
             for field in ADMIN_ONLY_CLUSTER_FIELDS:
                 data.pop(field, None)
         return data
+
+    def validate_name(self, value):
+        """Not a name the cluster routes take for themselves: GET /api/v1/clusters/summary/ is the clusters side by
+        side, so a cluster named `summary` would have no detail URL (RESERVED_CLUSTER_NAMES)."""
+        if value in RESERVED_CLUSTER_NAMES:
+            raise serializers.ValidationError(f"'{value}' is reserved: /api/v1/clusters/{value}/ is another endpoint")
+        return value
 
     def validate_work_shard(self, value):
         """A shard queue that exists: 0 to GANGWEB_RECONCILE_SHARDS - 1 (scheduling/work/routing.py), or null."""

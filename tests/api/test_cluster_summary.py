@@ -179,6 +179,12 @@ def test_a_reader_sees_only_the_clusters_their_queues_take_jobs_on(world):
     assert APIClient().get("/api/v1/clusters/summary/").status_code in (401, 403)
 
 
+def test_no_cluster_may_take_the_summarys_name(api):
+    r = api.post("/api/v1/clusters/", {"name": "summary", "in_cluster": False}, format="json")
+    assert r.status_code == 400 and list(r.data) == ["name"], r.data
+    assert not Cluster.objects.filter(name="summary").exists()
+
+
 def test_a_hostile_scheduler_report_is_not_counted_and_never_a_500(api, world):
     QueueClusterState.objects.filter(policy=world["team"]).update(status={"allocated": {"gpu": "lots"}})
     r = api.get("/api/v1/clusters/summary/")
