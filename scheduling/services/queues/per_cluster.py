@@ -79,7 +79,7 @@ def per_cluster(policy: QueuePolicy, tree, user) -> list[dict]:
     jobs = _jobs(members)
     clusters = Cluster.objects.only("id", "name", "health").order_by("name")
     if aims is not EVERY_CLUSTER:
-        clusters = clusters.filter(pk__in=sorted(aims | set(jobs)))
+        clusters = clusters.filter(pk__in=sorted(aims | {cid for cid in jobs if cid is not None}))
     clusters = list(access.visible_clusters(user, clusters))
     reported: dict[int, dict] = {}
     states = QueueClusterState.objects.filter(policy=policy, family__in=list(REPORTING_FAMILIES)).exclude(status={})
