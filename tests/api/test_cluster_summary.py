@@ -185,11 +185,22 @@ def test_no_cluster_may_take_the_summarys_name(api):
     assert not Cluster.objects.filter(name="summary").exists()
 
 
-def test_a_hostile_scheduler_report_is_not_counted_and_never_a_500(api, world):
-    QueueClusterState.objects.filter(policy=world["team"]).update(status={"allocated": {"gpu": "lots"}})
+@pytest.mark.parametrize("allocated", [{"gpu": "lots"}, {"gpu": "inf"}, {"gpu": "nan"}, {"gpu": -4}, "12", None])
+def test_a_hostile_scheduler_report_is_not_counted_and_never_a_500(api, world, allocated):
+    QueueClusterState.objects.filter(policy=world["team"]).update(status={"allocated": allocated})
     r = api.get("/api/v1/clusters/summary/")
     assert r.status_code == 200
     assert by_name(r.data)["west"]["in_use"]["reported"]["known"] is False
+
+
+def test_hostile_capacity_figures_read_as_none_and_never_a_500(api, world):
+    Cluster.objects.filter(pk=world["west"].pk).update(capacity={"nodes": "four", "allocatable": {
+        "nvidia.com/gpu": "inf", "cpu": "lots", "memory": -5}})
+    r = api.get("/api/v1/clusters/summary/")
+    assert r.status_code == 200
+    west = by_name(r.data)["west"]
+    assert west["capacity"]["allocatable"] == {"gpu": 0, "cpu": 0, "memory": 0} and west["capacity"]["nodes"] is None
+    assert west["free"] == {"gpu": 0, "cpu": 0, "memory": 0}
 
 
 def test_the_summary_and_the_overview_cost_the_same_queries_for_8_jobs_as_for_80(api, client, admin_user, world):

@@ -32,6 +32,7 @@ status, and the queue parents: the same whatever the number of jobs, queues or c
 """
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 from django.db.models import Count, Q, Sum
@@ -98,9 +99,10 @@ def _base_amounts(values: dict) -> dict:
     out = {}
     for key, name in RESOURCES.items():
         try:
-            out[key] = base_in_answer(key, float(values.get(name) or 0))
+            value = float(values.get(name) or 0)
         except (TypeError, ValueError):
-            out[key] = 0
+            value = 0.0
+        out[key] = base_in_answer(key, value if math.isfinite(value) and value > 0 else 0.0)
     return out
 
 
@@ -158,7 +160,7 @@ def allocated_of(family: str, status) -> dict | None:
             value = float(allocated.get(r) or 0)
         except (TypeError, ValueError):
             return None  # a figure that is not a number: the report is unreadable, never counted as 0
-        if value != value or value < 0:
+        if not math.isfinite(value) or value < 0:  # NaN or infinity would not even be valid JSON
             return None
         out[r] = value
     return out
