@@ -1,4 +1,5 @@
 """API serializers. Write paths validate through scheduling.services, so the API and forms say the same."""
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..amounts import for_api
@@ -18,9 +19,11 @@ from ..models.tokens import TOKEN_PREFIX
 from ..services.queues import decayed_usage as decayed_usage_service
 from ..services.queues import kueue_usage
 from ..services.queues import payloads as queue_payloads
+from ..services.queues import per_cluster as per_cluster_service
 from ..services.queues import policies as queue_service
 from ..services.queues import warnings as queue_warnings
 from ..services.templates import specs as template_service
+from .summary_serializers import QueueClusterUseSerializer
 
 # One bound serializer per (class, many), per process: see represent().
 _SHARED: dict[tuple[type, bool], serializers.BaseSerializer] = {}
@@ -42,6 +45,8 @@ def represent(serializer_class, instance, many: bool = False):
     return serializer.to_representation(instance)
 
 
+# Paths under /api/v1/clusters/ that are not a cluster (the viewset's list actions): no cluster may take these names.
+RESERVED_CLUSTER_NAMES = frozenset({"summary"})
 # Shown to platform admins only (ClusterSerializer.to_representation): a cluster's shard queue and client rate limit.
 ADMIN_ONLY_CLUSTER_FIELDS = ("work_shard", "api_qps", "api_burst")
 
@@ -96,6 +101,13 @@ class ClusterSerializer(serializers.ModelSerializer):
             for field in ADMIN_ONLY_CLUSTER_FIELDS:
                 data.pop(field, None)
         return data
+
+    def validate_name(self, value):
+        """Not a name the cluster routes take for themselves: GET /api/v1/clusters/summary/ is the clusters side by
+        side, so a cluster named `summary` would have no detail URL (RESERVED_CLUSTER_NAMES)."""
+        if value in RESERVED_CLUSTER_NAMES:
+            raise serializers.ValidationError(f"'{value}' is reserved: /api/v1/clusters/{value}/ is another endpoint")
+        return value
 
     def validate_work_shard(self, value):
         """A shard queue that exists: 0 to GANGWEB_RECONCILE_SHARDS - 1 (scheduling/work/routing.py), or null."""
@@ -197,9 +209,14 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
         help_text="what the queue and every queue below it used, each second weighed 0.5^(age / half-life) (KAI "
                   "time-based fair share): gpu device-seconds, cpu core-seconds, memory byte-seconds, "
                   "half_life_seconds; services/queues/decayed_usage.py")
+    per_cluster = extend_schema_field(QueueClusterUseSerializer(many=True))(serializers.SerializerMethodField(
+        help_text="the queue's use per cluster it (or a queue below it) takes jobs on, of the clusters the reader "
+                  "may see: quota, limit, in use (gangweb's count), reported (the scheduler's) and waiting per "
+                  "resource in queue units, and its running and waiting jobs; services/queues/per_cluster.py"))
 
     class Meta(QueuePolicySerializer.Meta):
-        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "kueue", "kueue_sync", "decayed_usage"]
+        fields = QueuePolicySerializer.Meta.fields + ["sync", "volcano_sync", "kueue", "kueue_sync", "decayed_usage",
+                                                      "per_cluster"]
         read_only_fields = fields
 
     def get_sync(self, obj) -> list[dict]:
@@ -214,6 +231,11 @@ class QueuePolicyDetailSerializer(QueuePolicySerializer):
 
     def get_kueue_sync(self, obj) -> list[dict]:
         return [queue_payloads.volcano_sync_payload(s) for s in obj.kueue_states]  # the same keys, with warnings
+
+    def get_per_cluster(self, obj) -> list[dict]:
+        request = self.context.get("request")
+        tree = self.context.get("tree") or queue_service.QueueTree.load_rows()
+        return per_cluster_service.per_cluster(obj, tree, request.user if request is not None else None)
 
     def get_decayed_usage(self, obj) -> dict:
         tree = self.context.get("tree") or queue_service.QueueTree.load_rows()

@@ -158,9 +158,10 @@ def requeue_entry(shape: JobShape, since: datetime | None, pods: list[PodFacts],
       the observation comes late, e.g. a resync after the disrupted pod is gone, or after the job's objects were
       recreated): at its creationTimestamp, source that pod, reason `Requeued`;
     - else, while gangweb itself is not taking the gang down (no gang object missing or terminating, no owner Job
-      terminating: a replacement or a cancel has its own entries), a member deleted (no DisruptionTarget: a plain
-      DELETE): at the time its deletion was asked, source that pod, reason `MemberDeleted`; with no such pod
-      visible (gone before gangweb looked) and `now` given: at `now`, `inferred`, source gangweb, reason
+      terminating, no owner Job newer than `since`: a replacement or a cancel has its own entries), a member of a
+      live owner Job deleted (no DisruptionTarget: a plain DELETE): at the time its deletion was asked, source
+      that pod, reason `MemberDeleted`; with no such pod visible (gone before gangweb looked), its Job controller
+      no longer counting it either, and `now` given: at `now`, `inferred`, source gangweb, reason
       `MembersLost`. A gang short of members is never left Running: the first rule (never call a gang Running
       that is not whole) outranks the wish for a cluster time.
 
@@ -185,9 +186,12 @@ def _lost_entry(shape: JobShape, pods: list[PodFacts], owners: list | None, sinc
                 attempt: int, now: datetime | None) -> Entry | None:
     """`requeue_entry`'s last case: members deleted without a DisruptionTarget, or gone without a trace, while
     nothing of gangweb's own takes the gang down."""
-    if shape.gang_gone or owners is None or any(w.terminating for w in owners):
+    if shape.gang_gone or not owners or any(w.terminating for w in owners):
         return None
-    deleted = sorted((p for p in pods if p.terminating and p.deleted_at is not None
+    if since is not None and any(w.created_at is not None and w.created_at > since for w in owners):
+        return None  # Jobs made after the gang was scheduled: gangweb recreated or replaced them (`note_restart`)
+    live_owner_uids = {w.uid for w in owners if w.uid}
+    deleted = sorted((p for p in pods if p.terminating and p.deleted_at is not None and p.owner_uid in live_owner_uids
                       and (since is None or p.created_at is None or p.created_at <= since)),
                      key=lambda p: p.deleted_at)
     if deleted:

@@ -68,6 +68,7 @@ class SyncContext:
     states: dict[int, object] = field(default_factory=dict)  # stored state rows by policy id
     touched: dict[int, object] = field(default_factory=dict)  # state rows this pass changes, by policy id
     desired_names: set[str] = field(default_factory=set)
+    last_status: int | None = None  # the HTTP status of the latest write that failed (`write`)
 
     def __post_init__(self):
         self.states = {s.policy_id: s for s in QueueClusterState.objects.filter(cluster=self.cluster,
@@ -91,7 +92,8 @@ class SyncContext:
         except ApiException as exc:
             message = f"{what}{family.write_label}: {exc.status} {exc.reason}"
             detail = describe(exc, 300) if exc.status in family.detail_statuses else ""
-            # 409: changed under us, the next pass sees the new version.
+            # 409: changed under us (`_update` reads it again and retries), else the next pass sees the new version.
+            self.last_status = exc.status
             (self.result.transient if exc.status == 409 or _transient(exc) else self.result.errors).append(
                 f"{policy.name}: {message}")
             st = self.state_of(policy)
@@ -287,7 +289,13 @@ def _create(ctx: SyncContext, policy, spec: dict, st) -> None:
     st.resource_version = created["metadata"].get("resourceVersion", "")
 
 
-def _update(ctx: SyncContext, policy, spec: dict, obj: dict, st) -> None:
+CONFLICT_RETRIES = 3  # a replace answered 409 (the scheduler wrote the object's status meanwhile): read, try again
+
+
+def _update(ctx: SyncContext, policy, spec: dict, obj: dict, st, retries: int = CONFLICT_RETRIES) -> None:
+    """Put the observed object `obj` of `policy` back to `spec` when its managed fields differ (a replace carrying
+    its resourceVersion). A 409 (its scheduler, e.g. Kueue's ClusterQueue controller, wrote its status since the
+    LIST) is read again and retried up to `retries` times within the pass, so a hand edit is reverted in one pass."""
     family = ctx.family
     want, found = family.flat(spec), family.flat(obj.get("spec"))
     changes = family.diff(want, found)
@@ -297,9 +305,14 @@ def _update(ctx: SyncContext, policy, spec: dict, obj: dict, st) -> None:
         st.resource_version = obj["metadata"].get("resourceVersion", "")
         return
     hand_edit = bool(changes) and stamped != qd.spec_hash(found)
+    ctx.last_status = None
     replaced = ctx.write(policy, "update", ctx.api.replace_cluster_custom_object, policy.name,
                          family.body(policy.name, spec, obj))
     if replaced is None:
+        fresh = _read_again(ctx, obj) if ctx.last_status == 409 and retries > 0 else None
+        if fresh is not None:
+            ctx.result.transient.pop()  # the conflict is resolved here, not left to the next pass
+            _update(ctx, policy, spec, fresh, st, retries - 1)
         return
     replaced.setdefault("status", obj.get("status"))
     ctx.observed[policy.name] = replaced
@@ -312,6 +325,18 @@ def _update(ctx: SyncContext, policy, spec: dict, obj: dict, st) -> None:
     else:
         st.state, st.message = SyncState.IN_SYNC, ""
         ctx.result.actions.append(f"update {kind} {policy.name}: {said or 'owner annotation'}")
+
+
+def _read_again(ctx: SyncContext, obj: dict) -> dict | None:
+    """The cluster-scoped object `obj` as it is now (GET), or None when it cannot be read (gone, or an error: the
+    conflict then stays recorded for the next pass)."""
+    family = ctx.family
+    try:
+        fresh = ctx.api.get_cluster_custom_object(family.group, family.version, family.plural_of(obj),
+                                                  obj["metadata"]["name"], _request_timeout=REQUEST_TIMEOUT)
+    except (ApiException, OSError):
+        return None
+    return fresh if isinstance(fresh, dict) and fresh.get("kind") == obj.get("kind") else None
 
 
 # --- step 3: delete ----------------------------------------------------------------------------------------------

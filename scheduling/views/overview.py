@@ -1,5 +1,5 @@
-"""The overview page: cluster health and versions, GPU quota against use per queue, jobs by phase, recent
-failures and stuck jobs."""
+"""The overview page: the clusters side by side (capacity, in use, waiting, schedulers, version, how current),
+GPU quota against use per queue, jobs by phase, recent failures and stuck jobs."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -12,10 +12,9 @@ from django.utils import timezone
 
 from ..choices import ACTIVE_PHASES, TERMINAL_PHASES, GangPhase, QueueFamily
 from ..db import related
-from ..models import Cluster, GangJob, QueueClusterState
-from ..observe import presence
+from ..models import GangJob, QueueClusterState
 from ..services.access import roles as access
-from ..services.clusters import capacity as cluster_capacity
+from ..services.clusters import summary as cluster_summary
 from ..services.queues import payloads as queue_payloads
 from ..services.queues import policies as queue_service
 from ..services.queues import usage as queue_usage
@@ -70,6 +69,19 @@ def reported_gpus() -> dict[int, float]:
     return out
 
 
+CLUSTER_RESOURCES = (("gpu", "GPUs"), ("cpu", "CPU cores"), ("memory", "Memory, GiB"))  # the answer's units
+
+
+def figure_rows(summary: dict) -> list[dict]:
+    """A cluster card's table, one row per resource: {"resource", "label", "capacity", "in_use", "reported", "free",
+    "waiting"}, amounts as the summary gives them (answer units; None when unknown). Pure."""
+    cap, reported = summary["capacity"]["allocatable"] or {}, summary["in_use"]["reported"]["amounts"] or {}
+    free = summary["free"] or {}
+    return [{"resource": r, "label": label, "capacity": cap.get(r), "in_use": summary["in_use"]["gangweb"][r],
+             "reported": reported.get(r), "free": free.get(r), "waiting": summary["waiting"]["requested"][r]}
+            for r, label in CLUSTER_RESOURCES]
+
+
 def overview_context(user) -> dict:
     """Everything the overview draws, in a fixed number of queries whatever the number of jobs, queues or
     clusters (pinned by tests/dashboard/test_query_budgets.py). Queues: the top level and the BUSIEST_SHOWN
@@ -112,11 +124,11 @@ def overview_context(user) -> dict:
     # (objects, pods) is never loaded for a list.
     failures = related.attach(listed.filter(phase=GangPhase.FAILED).annotate(failure_summary=KT(
         "observed__failure__summary")).order_by("-phase_changed_at", "-id")[:RECENT_FAILURES], LISTED_RELATED)
-    clusters = list(access.visible_clusters(user, Cluster.objects.all()))
-    totals = cluster_capacity.totals_for(clusters)  # one query for every cluster; no cluster is read
-    for c in clusters:  # per served backend: "API served · scheduler seen 2 min ago" (observe/presence.py)
-        c.presence_rows = list(presence.all_presence(c, now).items())
-        c.capacity_totals = totals.get(c.pk)
+    # The clusters side by side: the answer of GET /api/v1/clusters/summary/ (services/clusters/summary.py), a fixed
+    # number of queries for every cluster; no cluster is read.
+    clusters = cluster_summary.summaries(user, now)["clusters"]
+    for c in clusters:
+        c["rows"] = figure_rows(c)
     return {
         "section": "overview",
         "clusters": clusters,

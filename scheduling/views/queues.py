@@ -20,6 +20,7 @@ from ..services.queues import fair_share as fair_share_service
 from ..services.queues import kueue_usage, usage_order
 from ..services.queues import line as queue_line
 from ..services.queues import payloads as queue_payloads
+from ..services.queues import per_cluster as per_cluster_service
 from ..services.queues import policies as queue_service
 from . import queue_usage
 from .common import allowed, page_or_fragment
@@ -128,7 +129,8 @@ def queue_children(request, name: str):
 
 @login_required
 def queue_detail(request, name: str):
-    """GET /queues/<name>/[?window=7d&cluster=]: one queue's bars, warnings, sync and job counts; its fair share
+    """GET /queues/<name>/[?window=7d&cluster=]: one queue's bars, warnings, sync and job counts; its use per cluster
+    (in use, quota, limit per resource, running and waiting jobs: services/queues/per_cluster.py); its fair share
     per cluster and resource as a bar next to its quota and limit; its wait order (for a parent, its subtree's);
     and its allocation and decayed usage over 24 h / 7 d / 30 d per resource (views/queue_usage.py), with KAI's
     reported GPU allocation where a cluster reports it, against its quota and limit."""
@@ -169,9 +171,12 @@ def queue_detail(request, name: str):
             state.cluster = clusters[state.cluster_id]
     kueue = [kueue_usage.kueue_payload(s) for s in sorted(states, key=lambda s: s.cluster.name)]
     kueue = fair_share_service.seen_by(request.user, kueue) if kueue else []  # only the clusters it may see
+    # Its use per cluster (the API detail's `per_cluster`): a fixed number of queries whatever the jobs.
+    per_cluster = per_cluster_service.per_cluster(policy, tree, request.user)
     return render(request, "scheduling/queue_detail.html", {
         "section": "queues", "policy": policy, "node": node, "shares": shares, "line": waiting,
-        "line_order": queue_line.ORDER, "line_shown": queue_line.LINE_SHOWN, "kueue": kueue, **usage,
+        "line_order": queue_line.ORDER, "line_shown": queue_line.LINE_SHOWN, "kueue": kueue,
+        "per_cluster": per_cluster, **usage,
     })
 
 

@@ -24,15 +24,18 @@ from tests import builders
 LAST = keyset.encode(None, keyset.LAST)
 # Page -> the most queries it may run (session and user lookups included).
 BUDGETS = {
-    "/": 13,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours; + gangweb's use per
-    # cluster for the clusters' capacity totals (one GROUP BY)
+    "/": 15,  # jobs by phase is two counts: active jobs, and jobs finished in the last 24 hours; + the clusters side by
+    # side (services/clusters/summary.py: gangweb's use and waiting jobs per cluster in one GROUP BY, the queue
+    # parents and the queue states the schedulers' reports are read from)
     "/queues/": 7,  # jobs pending / running / finished in 24 h per queue read with the usage: one GROUP BY
     "/queues/?q=team&cluster=local": 7,
     "/queues/org/children/": 6,
     # + fair share (clusters, queue-cluster links, usage by cluster) + wait order + decayed usage (2: the subtree's
-    # recent jobs, then their Running entries; no join, issue 14) + Kueue's report (its kueue queue states)
-    "/queues/team-a/?window=7d": 17,
-    "/queues/org/": 17,  # a parent: its subtree's wait order
+    # recent jobs, then their Running entries; no join, issue 14) + Kueue's report (its kueue queue states) + its use
+    # per cluster (services/queues/per_cluster.py: the subtree's cluster links, its jobs grouped by cluster, its queue
+    # states with a status, the clusters)
+    "/queues/team-a/?window=7d": 21,
+    "/queues/org/": 21,  # a parent: its subtree's wait order
     "/jobs/": 6,
     "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 6,  # a keyset page: the last one
     "/jobs/?group=queue&name=job": 8,  # + jobs per group and the groups' names
@@ -49,15 +52,15 @@ BUDGETS = {
 # A user who is not a platform admin also has their queue roles, visible queue ids and cluster grants read (once
 # per request each, services/access/roles.py memoizes them): a few more queries, still independent of the row counts.
 NON_ADMIN_BUDGETS = {
-    "/": 19,
+    "/": 21,
     "/queues/": 14,
     "/queues/?q=team&cluster=local": 14,
     "/queues/org/children/": 13,
     # + fair share (3 queries) + wait order (1) + decayed usage (2), as for an admin; + the clusters it
     # may see (3: its queue roles, their clusters, their parents), so the fair share names no other cluster; + Kueue's
-    # report (1)
-    "/queues/team-a/?window=7d": 24,
-    "/queues/org/": 24,
+    # report (1); + its use per cluster (4, as for an admin: the clusters it may see are already known)
+    "/queues/team-a/?window=7d": 28,
+    "/queues/org/": 28,
     "/jobs/": 12,
     "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 12,
     "/jobs/?group=queue&name=job": 14,

@@ -150,7 +150,8 @@ def test_the_overviews_lists_look_up_each_relation_by_index_under_empty_table_st
 API_LISTS = ["/api/v1/jobs/", "/api/v1/jobs/?phase=Failed", "/api/v1/jobs/?ordering=-phase_changed_at",
              "/api/v1/jobs/{job}/", "/api/v1/queues/", "/api/v1/queues/tree/", "/api/v1/queues/tree/?depth=0",
              "/api/v1/queues/tree/?parent=org&depth=0", "/api/v1/templates/", "/api/v1/clusters/",
-             "/api/v1/jobs/?group=queue&name=job", "/api/v1/jobs/groups/?group=cluster", "/api/v1/queues/org/line/"]
+             "/api/v1/jobs/?group=queue&name=job", "/api/v1/jobs/groups/?group=cluster", "/api/v1/queues/org/line/",
+             "/api/v1/clusters/summary/"]
 
 
 def test_no_page_of_the_query_budget_test_nor_api_list_scans_a_table_per_row_under_empty_table_statistics(

@@ -74,7 +74,11 @@ def test_the_cluster_page_shows_capacity_by_gpu_type_and_node(admin_page, admin_
     page.goto("/")
     # The overview reads no cluster: from the placed (Scheduled and Running) jobs' requests, an upper bound.
     (overview,) = cluster_capacity.totals_for([Cluster.objects.get(name="local")]).values()
-    shown = page.inner_text("#h-clusters >> xpath=..")
-    assert f"≤ {overview['free']['gpu']} of 40 GPUs free" in shown
-    assert f"7 nodes · gangweb's placed jobs request {overview['in_use_gangweb']['gpu']} GPUs" in shown
+    card = page.locator("#cluster-local")
+    assert card.locator("tr[data-resource=gpu] td.capacity").inner_text() == "40"
+    assert card.locator("tr[data-resource=gpu] td.free").inner_text() == f"≤ {overview['free']['gpu']}"
+    assert card.locator("tr[data-resource=gpu] td.in-use").inner_text() == f"{overview['in_use_gangweb']['gpu']}"
+    # The demo's KAI report of the leaf queues adds up to its top-level queue's 16 GPUs.
+    assert card.locator(".reported-by").inner_text().startswith("The schedulers report 16 GPUs, ")
+    assert "7 schedulable nodes" in card.inner_text()
     assert not page.js_errors

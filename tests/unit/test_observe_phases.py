@@ -284,12 +284,36 @@ def reporting_job(active: int, succeeded: int = 0, failed: int = 0) -> dict:
     return job
 
 
+def owned(p: dict, job: str = "j-worker") -> dict:
+    """`p` with the controller reference its Job controller writes (batch/v1 Job `uid-<job>`)."""
+    p["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": f"uid-{job}",
+                                         "controller": True}]
+    return p
+
+
+def test_a_terminating_pod_no_live_job_owns_is_no_member_deleted():
+    # The pods of Jobs gangweb already deleted (a replacement under new names): not this gang's members any more.
+    gone = owned(pod(name="p-2", bound=5, started=6, terminating=True), job="old-worker")
+    pods = [owned(pod(name="p-0", bound=5, started=6)), owned(pod(name="p-1", bound=5, started=6)), gone]
+    obs = run(GangStatus(), pods, owners=(reporting_job(active=3),), current=P.RUNNING, recorded=RAN)
+    assert obs.entries == [] and obs.phase == P.RUNNING
+
+
+def test_jobs_made_after_the_gang_was_scheduled_are_a_restart_not_lost_members():
+    # gangweb replaced the gang under new names: the new Job (created at t(60), after the gang was scheduled at
+    # t(5)) reports no pod yet. That attempt is `note_restart`'s (Replaced), not a loss.
+    new = reporting_job(active=0)
+    new["metadata"]["creationTimestamp"] = at(60)
+    obs = run(GangStatus(), [], owners=(new,), current=P.RUNNING, recorded=RAN)
+    assert all(e.reason != "MembersLost" for e in obs.entries)
+
+
 def test_a_running_gang_with_a_member_deleted_by_hand_is_requeued_at_the_deletion_never_left_running():
     # A plain DELETE of one member (no DisruptionTarget): the pod is terminating with a 30 s grace period, and no
     # replacement exists yet. deletionTimestamp = t(102) = asked at t(72) + 30 s.
-    gone = pod(name="p-2", bound=5, started=6, terminating=True)
+    gone = owned(pod(name="p-2", bound=5, started=6, terminating=True))
     gone["metadata"]["deletionGracePeriodSeconds"] = 30
-    pods = [pod(name="p-0", bound=5, started=6), pod(name="p-1", bound=5, started=6), gone]
+    pods = [owned(pod(name="p-0", bound=5, started=6)), owned(pod(name="p-1", bound=5, started=6)), gone]
     obs = run(GangStatus(), pods, owners=(reporting_job(active=3),), current=P.RUNNING, recorded=RAN)
     assert entries(obs) == [(P.QUEUED, 1, t(72), "MemberDeleted", "Pod default/p-2")]
     assert obs.entries[0].message == "gang taken apart: 2 of 3 bound; Pod default/p-2 was deleted"

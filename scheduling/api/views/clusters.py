@@ -13,7 +13,9 @@ from ...services.access import audit
 from ...services.access import roles as access
 from ...services.clusters import capacity as cluster_capacity
 from ...services.clusters import checks as cluster_service
+from ...services.clusters import summary as cluster_summary
 from .. import serializers as s
+from ..summary_serializers import ClusterSummaryListSerializer
 from .common import VisibleObjectMixin, changed_fields, redacted
 
 
@@ -57,6 +59,17 @@ class ClusterViewSet(VisibleObjectMixin, viewsets.ModelViewSet):
         cluster = self.get_object()
         offset, limit = cluster_capacity.parse_page(request.query_params)
         return Response(cluster_capacity.capacity(cluster, offset, limit))
+
+    @extend_schema(responses=ClusterSummaryListSerializer)
+    @action(detail=False, methods=["get"])
+    def summary(self, request):
+        """The clusters the reader may see, side by side: per cluster its capacity (allocatable GPUs, CPU cores and
+        memory of its schedulable nodes), what gangweb's running jobs request there and what its schedulers report
+        as allocated, what is free (an upper bound), gangweb's jobs waiting there and their requests, whether each
+        backend's scheduler is seen, its Kubernetes version and whether its data is current (`reachability`;
+        `unknown` with why when gangweb cannot know). Amounts in GPUs, CPU cores and GiB (`units`). The overview
+        page shows the same answer (services/clusters/summary.py); no cluster is read to make it."""
+        return Response(cluster_summary.summaries(request.user))
 
     @transaction.atomic
     def perform_create(self, serializer):

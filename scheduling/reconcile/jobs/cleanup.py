@@ -8,12 +8,23 @@ from kubernetes.client.rest import ApiException
 
 from ...choices import GangPhase
 from ...kube import objects
+from ...kube.errors import TerminalKubeError
 from ...kube.objects import JOB, POD, SERVICE
 from ...kube.refs import ObjectRef
 from ...observe import leftovers
 from .. import ownership, retention, status
 from ..observed_set import kind_key, obj_key
 from .common import CANCELLING, LIVE_POD_PHASES, REMOVING, WAIT_SECONDS, Requeue, is_terminating
+from .conflicts import merge_patch_retrying
+
+
+def _runs(job: dict) -> bool:
+    """True for an Indexed Job that may still run pods: not being deleted, not suspended, no `Complete` or `Failed`
+    condition True (batch/v1 JobStatus.conditions)."""
+    if is_terminating(job) or (job.get("spec") or {}).get("suspend"):
+        return False
+    return not any(isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                   for c in ((job.get("status") or {}).get("conditions") or []))
 
 
 def ref_line(obj: dict) -> str:
@@ -219,8 +230,9 @@ class JobCleanup:
             job.remove_after = retention.remove_after(job)
         if job.objects_removed_at:
             return
+        self.stop_failed_gang()
         if any((p.get("status") or {}).get("phase", "Pending") in LIVE_POD_PHASES for p in self.observed.pods):
-            return  # a pod of the ended job still runs (another pod set's, after one Job failed): it holds quota
+            return  # a pod of the ended job still runs (being stopped, `stop_failed_gang`): it holds quota
         if not job.cleaned_up_at:
             # Kueue: Finished=True releases the quota at once (as its job framework does, once no pod is active).
             self.write_ended()
@@ -236,6 +248,37 @@ class JobCleanup:
             job.cleaned_up_at = timezone.now()
         if retention.due(job):
             self.remove_retained()
+
+    def stop_failed_gang(self) -> None:
+        """A Failed job's members that still run are stopped: a gang with a failed member has failed whole (its Jobs
+        have `backoffLimit: 0`), and pods of its other pod sets would hold nodes, GPUs and queue quota for nothing.
+        Each of its Indexed Jobs that has not finished (no `Complete` or `Failed` condition), is not suspended or
+        being deleted, and whose UID gangweb recorded is suspended (`spec.suspend: true`, merge patch with the read
+        resourceVersion): its Job controller deletes its active pods and keeps the Job, and the pods already
+        finished, for inspection (batch/v1 JobSpec.suspend). The same as JobSet does with the active child Jobs of a
+        failed JobSet."""
+        if self.job.phase != GangPhase.FAILED:
+            return
+        recorded = set((self.job.owner_uids or {}).values())
+        for name, owner in list(self.observed.owners.items()):
+            uid = (owner.get("metadata") or {}).get("uid")
+            if uid not in recorded or not _runs(owner):
+                continue
+
+            def plan(current: dict, uid=uid) -> dict | None:
+                same = (current.get("metadata") or {}).get("uid") == uid
+                return {"spec": {"suspend": True}} if same and _runs(current) else None
+
+            try:
+                patched, _ = merge_patch_retrying(self.api, JOB, self.ns, name, owner, plan,
+                                                  lambda name=name: self.read_ours(JOB, name))
+            except TerminalKubeError as exc:
+                self.actions.append(f"suspend of Job {self.ns}/{name} refused ({exc.status}): {exc.message}")
+                continue
+            if patched is not None:
+                self.actions.append(f"update Job {self.ns}/{name}: suspend (the gang failed: its running members "
+                                    "stop)")
+                self.observed.owners[name] = patched
 
     def remove_retained(self) -> None:
         """Retention over: delete the finished job's Indexed Jobs (Foreground: each goes after its pods), then any
