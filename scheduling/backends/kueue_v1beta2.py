@@ -11,7 +11,8 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
 
 - spec: `queueName` = the job's queue policy (a LocalQueue of that name in the job's namespace, written by the queue
   sync); one `podSets[]` entry per pod set: `name`, `count` = replicas, `template` = the stamped pod template
-  (the Indexed Job's); `minCount` is never set (partial admission is not used: `per_set_minimums` False);
+  (the Indexed Job's); `minCount` is never set (partial admission is not used: `per_set_minimums` False), and
+  one set by someone else is a drift that replaces the Workload (`diff`);
   `priorityClassRef` {group scheduling.k8s.io, kind PriorityClass, name} when the job has a priority class, and
   always `priority` = the value its pods get (the class's; without one the cluster's globalDefault class's, else 0),
   read when the Workload is created: the CRD requires it beside `priorityClassRef`, Kueue orders and preempts by it
@@ -26,6 +27,8 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
   `SyncAdmittedCondition`, `SetRequeuedCondition`), so Kueue requeues it. When the job ends, `Finished=True`
   (reason Succeeded or Failed, pkg/workload `Finish`) releases the quota at once. Cancel and clean-up delete the
   Workload only once no pod of the job is left (`gang_deleted_after_pods`).
+- `priority` is put back to the class's value when edited by hand (patched: Kueue allows it at any time), since
+  Kueue orders and preempts by it.
 - Mutability, from Kueue's webhook (pkg/webhooks/workload_webhook.go `ValidateWorkloadUpdate`) and the CRD's
   validation rules (apis/kueue/v1beta2/workload_types.go): `podSets` cannot change once quota is reserved
   (`validateImmutablePodSets`), nor `queueName` or `priorityClassRef` while it is (CEL rules "queueName is
@@ -35,7 +38,9 @@ the jobs it owns, and no Kueue job integration is needed (docs/backends.md).
   replaces otherwise.
 
 Status (`read_status`), from the Workload's conditions as Kueue writes them (pkg/workload, pkg/scheduler): admitted
-True only when `QuotaReserved` and `Admitted` are True and `Evicted` is not; `Evicted=True` is a disruption (its
+True only when `QuotaReserved` and `Admitted` are True and `Evicted` is not, and the admission is the whole gang in
+the job's queue (`admission_refused`: a pod set admitted in part after someone set `minCount`, or a ClusterQueue
+other than the job's queue's, is not admitted); `Evicted=True` is a disruption (its
 reason, e.g. `Preempted`, with the `Preempted` condition's message naming the preemptor's UID); `QuotaReserved=False`
 says why it waits (reason `Pending` or `Inadmissible`, message e.g. "couldn't assign flavors to pod set workers:
 insufficient quota for nvidia.com/gpu in flavor gangweb-default, ..."). A condition type gangweb does not know is said
@@ -63,6 +68,9 @@ REQUEUE_TRUE_REASONS = {"Preempted", "NodeFailures"}
 MESSAGE_MAX = 32768  # metav1.Condition message maxLength (Kueue's api.TruncateConditionMessage)
 CONDITION_REASON_MAX = 1024
 POD_SET_CLAUSE = "couldn't assign flavors to pod set "
+# gangweb's reasons for an admission it does not act on (`admission_refused`).
+ADMITTED_ELSEWHERE, PARTIAL_ADMISSION = "AdmittedToAnotherQueue", "PartialAdmission"
+WORKLOAD_FINISHED = "WorkloadFinished"  # Finished=True while the job's Jobs run: not written by gangweb
 
 
 def _conditions(obj: dict) -> list[dict]:
@@ -82,6 +90,68 @@ def _true(conds: dict[str, dict], kind: str) -> bool:
 def has_quota_reservation(obj: dict) -> bool:
     """pkg/workload `HasQuotaReservation`: QuotaReserved=True."""
     return _true(_by_type(obj), QUOTA_RESERVED)
+
+
+def _pod_sets(obj: dict) -> list[dict]:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    sets = spec.get("podSets")
+    return [ps for ps in sets if isinstance(ps, dict)] if isinstance(sets, list) else []
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def lowered_minimums(obj: dict) -> list[str]:
+    """The pod sets of a Workload that carry `minCount` (gangweb never sets it: someone else did), by name. With
+    Kueue's PartialAdmission (beta, on by default since v0.5) such a pod set may be admitted with fewer pods than
+    its `count`, while gangweb's Indexed Job runs them all."""
+    return [str(ps.get("name"))[:63] for ps in _pod_sets(obj) if ps.get("minCount") is not None]
+
+
+def admission_refused(obj: dict) -> tuple[str, str] | None:
+    """(reason, message) when a Workload Kueue says is admitted (QuotaReserved and Admitted True) is not admitted
+    as gangweb runs the gang, else None:
+
+    - ADMITTED_ELSEWHERE: `status.admission.clusterQueue` is not the ClusterQueue named after the job's queue
+      (`spec.queueName`: the queue sync names a policy's LocalQueue and ClusterQueue alike, docs/queues.md), e.g. a
+      LocalQueue of that name made by someone else points at another team's ClusterQueue: the quota is another
+      queue's, so gangweb starts no pod;
+    - PARTIAL_ADMISSION: a pod set assigned fewer pods than its `count` (`podSetAssignments[].count`, Kueue's partial
+      admission after someone set `minCount`), or none: Kueue reserved quota for part of the gang, and the Indexed
+      Jobs would run every pod. A missing `count` is the pod set's, as Kueue's job framework reads it
+      (`ptr.Deref(psa.Count, ps.Count)`).
+
+    Names and numbers quoted from the cluster are bounded."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    where = f"Workload {str(meta.get('namespace', ''))[:63]}/{str(meta.get('name', ''))[:253]}"
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    admission = status.get("admission") if isinstance(status.get("admission"), dict) else {}
+    queue = str((obj.get("spec") or {}).get("queueName") or "")[:253] if isinstance(obj.get("spec"), dict) else ""
+    held = str(admission.get("clusterQueue") or "")[:253]
+    if held != queue:
+        return ADMITTED_ELSEWHERE, (
+            f"Kueue admitted {where} to ClusterQueue '{held}', not '{queue}' (the job's queue): LocalQueue "
+            f"'{queue}' of the namespace points there. The quota is another queue's, so gangweb starts no pod of it")
+    assigned = {str(a.get("name")): a for a in admission.get("podSetAssignments") or [] if isinstance(a, dict)}
+    short = []
+    for ps in _pod_sets(obj):
+        name, count = str(ps.get("name")), _int(ps.get("count"))
+        if count is None:
+            continue
+        given = assigned.get(name)
+        got = 0 if given is None else _int(given.get("count"))
+        got = count if got is None else got
+        if got < count:
+            short.append(f"pod set {name[:63]} {got} of {count}")
+    if short:
+        lowered = lowered_minimums(obj)
+        why = (f" (minCount set by someone else on pod set {', '.join(lowered)}: gangweb replaces the Workload)"
+               if lowered else "")
+        return PARTIAL_ADMISSION, (
+            f"Kueue admitted {where} only in part: {'; '.join(short)} pods; gangweb runs a gang only whole, so it "
+            f"starts no pod{why}")
+    return None
 
 
 def _stamp(now: datetime) -> str:
@@ -122,9 +192,10 @@ class KueueV1beta2(SchedulerBackend):
     gang_refs = ("WORKLOAD",)
     status_refs = ("WORKLOAD",)
     immutable_spec = False
-    # Only while no quota is reserved (module docstring). `priorityClassRef` is not: its `priority` is set with it at
+    # queueName only while no quota is reserved (module docstring); `priority` always (Kueue has no rule on it), put
+    # back to the class's value when edited by hand. `priorityClassRef` is not: its `priority` is set with it at
     # create, so a change of class replaces the Workload (a patch of the ref alone would leave the old value).
-    mutable_fields = ("queueName",)
+    mutable_fields = ("queueName", "priority")
     # Fields that the webhook or CRD freeze once QuotaReserved=True.
     frozen_when_reserved = ("podSets", "queueName", "priorityClassRef")
     max_pod_sets = 8  # WorkloadSpec.podSets +kubebuilder:validation:MaxItems=8
@@ -165,8 +236,10 @@ class KueueV1beta2(SchedulerBackend):
         False while Evicted is True (reason its reason, message the Preempted condition's when there is one, which
         names the preemptor; `disruption_*` and `disrupted_at` set), while QuotaReserved is False (its reason and
         message; `reasons` one per pod set Kueue names), or while Admitted is False under a reservation (admission
-        checks); Finished=True says so; None when Kueue wrote nothing yet. Only condition types gangweb does not
-        know: `unknown`, said as it is."""
+        checks), or while the admission is not the whole gang in the job's queue (`admission_refused`);
+        Finished=True says so, as a disruption (WORKLOAD_FINISHED: it matters only while the job's Jobs have not
+        ended, since an ended job's phase comes from them); None when Kueue wrote nothing yet. Only condition types
+        gangweb does not know: `unknown`, said as it is."""
         wl = self.gang_object(self.WORKLOAD, objects)
         if wl is None:
             return GangStatus()
@@ -177,7 +250,17 @@ class KueueV1beta2(SchedulerBackend):
                             queued_at=parse_time((wl.get("metadata") or {}).get("creationTimestamp")))
         reserved, admitted = conds.get(QUOTA_RESERVED), conds.get(ADMITTED)
         if _true(conds, FINISHED):
-            return self._said(result, conds[FINISHED], admitted=None)
+            # gangweb writes Finished only once the job's Jobs ended (`status_writes`), and then the job's phase
+            # comes from them; while they still run, it was written by someone else: Kueue released the quota and
+            # admits this Workload no more, so the gang is taken apart (its Jobs suspended), said as such.
+            self._said(result, conds[FINISHED], admitted=None)
+            result.disruption_reason = WORKLOAD_FINISHED
+            result.disruption_message = (
+                f"Finished=True ({result.reason}: {result.message[:1000]}) was written while the job's Jobs had not "
+                "ended: Kueue released its quota and admits it no more, so gangweb stopped its pods; cancel or "
+                "resubmit the job to run it again")[:MESSAGE_MAX]
+            result.disrupted_at = result.at
+            return result
         if _true(conds, EVICTED):
             evicted = conds[EVICTED]
             preempted = conds.get(PREEMPTED) if _true(conds, PREEMPTED) else None
@@ -195,6 +278,12 @@ class KueueV1beta2(SchedulerBackend):
             result.reasons = [{"reason": result.reason, "message": result.message}]
             return result
         if _true(conds, QUOTA_RESERVED) and _true(conds, ADMITTED):
+            refused = admission_refused(wl)
+            if refused is not None:  # Kueue admitted something else than the whole gang in the job's queue
+                self._said(result, admitted, admitted=False)
+                result.reason, result.message = refused
+                result.reasons = [{"reason": result.reason, "message": result.message}]
+                return result
             self._said(result, admitted, admitted=True)
             result.reason = str(admitted.get("reason") or ADMITTED)[:CONDITION_REASON_MAX]
             result.message = str(reserved.get("message") or admitted.get("message") or "")[:MESSAGE_MAX]
@@ -326,13 +415,23 @@ class KueueV1beta2(SchedulerBackend):
 
     # ---- drift ------------------------------------------------------------------------------------------------
     def diff(self, desired: dict, observed: dict) -> Drift:
-        """The base comparison (queueName patched in place, anything else replaced), but a
-        patch of a field Kueue freezes while quota is reserved (`frozen_when_reserved`) is a replace then. The
-        observed `spec.priority` (filled at create from the PriorityClass) is not compared: gangweb sets it only
-        when it creates the Workload."""
+        """The base comparison (queueName and priority patched in place, anything else replaced), but a
+        patch of a field Kueue freezes while quota is reserved (`frozen_when_reserved`) is a replace then.
+        `spec.priority` is compared only when `desired` carries it (the value of the job's PriorityClass as the
+        cluster defines it, `AdmissionSteps.known_priority`): a value raised by hand would make Kueue order and
+        preempt by it, so it is put back; without a known value the observed one is kept. A `minCount` on any pod
+        set (never gangweb's) is a drift of podSets."""
         want = copy.deepcopy(desired)
-        (want.get("spec") or {}).pop("priority", None)
+        want_spec = want.setdefault("spec", {})
+        if want_spec.get("priority") is None:
+            want_spec.pop("priority", None)
+            have = (observed.get("spec") or {}).get("priority") if isinstance(observed.get("spec"), dict) else None
+            if have is not None:
+                want_spec["priority"] = have
         drift = super().diff(want, observed)
+        if lowered_minimums(observed) and "podSets" not in drift.fields:
+            # minCount (never gangweb's) lets Kueue admit part of the gang: a drift of podSets, which is replaced.
+            return Drift(fields=sorted([*drift.fields, "podSets"]), replace=True)
         if drift.patch and has_quota_reservation(observed):
             if any(f.split(".")[0] in self.frozen_when_reserved for f in drift.fields):
                 return Drift(fields=drift.fields, replace=True)

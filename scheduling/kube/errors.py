@@ -45,6 +45,9 @@ SERVER_ERROR = "ServerError"
 INVALID = "Invalid"
 REJECTED = "Rejected"
 NAMESPACE_NOT_FOUND = "NamespaceNotFound"
+# An object under a name gangweb must use exists and is not gangweb's (reconcile/jobs/writes.py): not an error of
+# reaching the cluster, and its message names the object, its UID and the way out.
+NAME_CONFLICT = "NameConflict"
 CREATE_REFUSED = "CreateRefused"
 QUOTA_EXCEEDED = "QuotaExceeded"
 # The server answered 3xx: gangweb never follows a redirect (scheduling/security/outbound.py, issue 32 row 1);

@@ -29,6 +29,7 @@ from .pods import PodFacts
 POD_CREATE_REFUSED = "PodCreateRefused"
 FOREIGN_GATE = "ForeignSchedulingGate"
 SCHEDULER_SILENT = "SchedulerSilent"
+QUEUE_MANAGER_NOT_SEEN = "QueueManagerNotSeen"
 NODES_FRAGMENTED = "NodesFragmented"
 MAX_QUOTE = 400
 MAX_REFUSALS = 3
@@ -155,6 +156,19 @@ def silent_scheduler(scheduler: str, pods: list[PodFacts], now: datetime, window
     return [{"code": SCHEDULER_SILENT, "scheduler": who, "seconds": int(window_s), "pods": len(live),
              "message": f"no scheduler named `{who}` has acted on these pods in {_duration(window_s)} — is it "
                         "running in this cluster?"}]
+
+
+def queue_manager_absent(family: str, by: str, seen_at: datetime | None, cluster: str, now: datetime) -> list[dict]:
+    """QueueManagerNotSeen: the queue manager that admits the job's gang before any pod exists (Kueue) was not
+    seen acting on the cluster lately (observe/presence.py: its leader's Lease not renewed, e.g. the manager
+    stopped or hung), so its last words on the gang object are as of then and nothing is admitted, evicted or
+    released until it runs again. {"code", "family", "seen_at" (ISO or None), "message"}."""
+    when = f"for {_duration((now - seen_at).total_seconds())} (last seen by {quote(by, 120)})" if seen_at else \
+        "at all"
+    return [{"code": QUEUE_MANAGER_NOT_SEEN, "family": family, "seen_at": seen_at.isoformat() if seen_at else None,
+             "message": f"{family.capitalize()}'s manager has not been seen acting on cluster {quote(cluster, 63)} "
+                        f"{when}: what it last said below is as of then, and nothing is admitted until it runs "
+                        "again"}]
 
 
 def node_span(names: list[str]) -> str:

@@ -82,7 +82,7 @@ UNITS = {"nvidia.com/gpu": "GPUs", "gpu": "GPUs", "cpu": "CPU cores", "memory": 
 QUEUE_OVER_LIMIT = "QueueOverLimit"
 QUEUE_OVER_QUOTA = "QueueOverQuota"
 # Facts whose sentence says all (the reason's own sentence would repeat it or contradict it).
-OWN_WORDS = (causes.POD_CREATE_REFUSED, causes.FOREIGN_GATE, causes.SCHEDULER_SILENT)
+OWN_WORDS = (causes.POD_CREATE_REFUSED, causes.FOREIGN_GATE, causes.SCHEDULER_SILENT, causes.QUEUE_MANAGER_NOT_SEEN)
 REASON_FAILED_CREATE = "FailedCreate"
 
 
@@ -350,7 +350,7 @@ def _room_facts(needs: dict, capacity: dict | None, in_use, bound: int, waiting:
 def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, scheduler_name: str = "",
             capacity: dict | None = None, per_pod: list[dict] | None = None, in_use=None, queue_name: str = "", *,
             template_gates: set[str] | None = None, waiting: list | None = None, nodes=None,
-            silence_s: float | None = None) -> dict | None:
+            silence_s: float | None = None, absent: list[dict] | None = None) -> dict | None:
     """The why-pending object for a job in `phase`, or None when it is not pending (Scheduled or later, or at
     least minMember pods bound).
 
@@ -373,6 +373,8 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
     - `silence_s`: when every pod exists longer than `silence_s` seconds (at the evidence's `now`) and no scheduler
       said anything,
       a `SchedulerSilent` fact naming `scheduler_name` (GANGWEB_SCHEDULER_SILENCE_SECONDS).
+    - `absent`: a `QueueManagerNotSeen` fact (causes.queue_manager_absent) when the queue manager that holds the
+      gang is not seen acting on the cluster: it leads, since every word of that manager below may be stale.
 
     Facts lead in this order: pods refused by the API server, foreign scheduling gates, the capacity facts, the
     queue's numbers, then (only when nothing else blocks) ClusterBusy or NodesFragmented, or SchedulerSilent.
@@ -391,7 +393,7 @@ def explain(phase: str, evidence: Evidence, job_requests: dict | None = None, sc
     refused = causes.refused(refusals, len(live), shape.total)
     if refused and reason == REASON_WAITING_FOR_PODS:
         reason, message, source = REASON_FAILED_CREATE, refused[0]["server_message"], refused[0]["object"]
-    blocking = [*refused, *causes.foreign_gates(live, template_gates)]
+    blocking = [*(absent or []), *refused, *causes.foreign_gates(live, template_gates)]
     blocking += _capacity_facts(own or asks, per_pod or [], capacity)
     queue_fact = _queue_fact(reason, queue, asks)
     if queue_fact is not None:

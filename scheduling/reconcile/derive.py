@@ -16,7 +16,7 @@ from ..constants import ANNOTATION_MIN_EDITED, LABEL_POD_SET
 from ..db import cluster_usage
 from ..kube import runtime_classes
 from ..models import GangJob
-from ..observe import capacity, causes, failure, phase_entries, phases, timeline, why_pending
+from ..observe import capacity, causes, failure, phase_entries, phases, presence, timeline, why_pending
 from ..observe import objects as o
 from ..observe.evidence import Evidence, JobObjects, SetShape
 from . import kueue_preemptors, names, ownership
@@ -246,6 +246,18 @@ def _waiting(resolved_spec: dict, per_pod: list[dict], shape: phases.JobShape) -
 
 
 
+def _queue_manager_absent(row: GangJob, backend, now) -> list[dict]:
+    """The QueueManagerNotSeen fact for a job whose backend's queue manager admits the gang before any pod exists
+    (`holds_pods_until_admitted`: Kueue) while the cluster probe saw it not acting (observe/presence.py, from the
+    row's cluster as read: no query); [] otherwise, or when that is unknown."""
+    if backend is None or not getattr(backend, "holds_pods_until_admitted", False):
+        return []
+    seen = presence.presence(row.cluster, backend.family, now)
+    if not seen.silent:
+        return []
+    return causes.queue_manager_absent(backend.family, seen.by, seen.seen_at, row.cluster.name, now)
+
+
 def _said_before(row: GangJob) -> list[dict] | None:
     """The Events the row's why-pending answer carries (`said`), for an observation that did not read them (the
     watch, a read that failed, reading turned off): kept, so the answer does not flip between reads; None when none."""
@@ -277,7 +289,8 @@ def derive(row: GangJob, sighting: Sighting, recorded: list, *, backend_plugin: 
                               template_gates=causes.template_gates(row.resolved_spec),
                               waiting=_waiting(row.resolved_spec, per_pod, evidence.shape),
                               nodes=lambda: cluster_usage.nodes_and_use(row.cluster_id),
-                              silence_s=settings.GANGWEB_SCHEDULER_SILENCE_SECONDS)
+                              silence_s=settings.GANGWEB_SCHEDULER_SILENCE_SECONDS,
+                              absent=_queue_manager_absent(row, sighting.backend, evidence.now))
     changes = {
         "phase": obs.phase,
         "phase_reason": obs.reason[:REASON_MAX],

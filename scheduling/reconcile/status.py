@@ -34,7 +34,8 @@ from ..choices import PHASE_ORDER, TERMINAL_PHASES, GangPhase
 from ..db import cluster_usage
 from ..db.statements import fetch, joined, joined_instance
 from ..db.statements import update as update_row
-from ..kube.errors import NAMESPACE_NOT_FOUND
+from ..db.storable import storable
+from ..kube.errors import NAME_CONFLICT, NAMESPACE_NOT_FOUND
 from ..models import GangJob, PhaseTransition
 from ..observe import metrics, timeline, why_pending
 from ..observe.evidence import JobObjects
@@ -65,6 +66,8 @@ WRITTEN_FIELDS = ("phase", "phase_reason", "phase_message", "phase_changed_at", 
 
 
 RELATED = ("cluster", "queue")  # what a locked row comes with
+# Fields that may hold the cluster's own words (made storable before a write: `_storable`).
+CLUSTER_TEXT_FIELDS = ("phase_reason", "phase_message", "why_pending", "observed")
 
 
 @contextmanager
@@ -259,6 +262,7 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         inferred = {(r[0], r[2]) for r in timeline_rows if len(r) > 3 and r[3]}
         entries, observed = _record_phases(locked, job, update, recorded)
         _record_fields(locked, job, update, entries)
+        _storable(locked, as_read, entries)
         changed = [f for f in WRITTEN_FIELDS if getattr(locked, f) != as_read[f]]
         if "phase" in changed and cluster_usage.moves_usage(as_read["phase"], locked.phase):
             # what the cluster's placed jobs hold changed: the ClusterBusy and NodesFragmented facts of the
@@ -275,6 +279,19 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
         log.info("job %s: %s", locked.pk, " -> ".join(f"{e.phase}#{e.attempt}" if e.attempt else e.phase
                                                        for e in entries))
     return changed
+
+
+def _storable(locked: GangJob, as_read: dict, entries: list) -> None:
+    """The fields that carry the cluster's words (CLUSTER_TEXT_FIELDS, the new entries' source, reason and
+    message) made storable (`db.storable`: a NUL, which PostgreSQL refuses, replaced), so a hostile condition
+    message or annotation never makes the job's status write fail. Only values set by this write are looked at."""
+    for name in CLUSTER_TEXT_FIELDS:
+        value = getattr(locked, name)
+        if value is not as_read[name]:
+            setattr(locked, name, storable(value))
+    for entry in entries:
+        entry.source, entry.reason, entry.message = (storable(entry.source), storable(entry.reason),
+                                                     storable(entry.message))
 
 
 def _timeline_under_lock(locked: GangJob, update: StatusUpdate) -> list[tuple]:
@@ -387,8 +404,8 @@ def _decide(locked: GangJob, decision: Decision, recorded: list) -> PhaseTransit
 
 def _error_summary(cluster: str, reason: str, message: str, status: int | None) -> str:
     """The why-pending sentence for a reconcile error: a refusal (an HTTP status) is not an unreachable cluster."""
-    if reason in (NAMESPACE_NOT_FOUND, VOLCANO_QUEUE_MISSING):
-        return message  # names what is missing, the cluster and the fix
+    if reason in (NAMESPACE_NOT_FOUND, VOLCANO_QUEUE_MISSING, NAME_CONFLICT):
+        return message  # names what is missing (or whose the object in the way is), the cluster and the fix
     if status:
         return f"Cluster {cluster} refused the job's objects (HTTP {status}, {reason}): {message}"
     return f"gangweb cannot reach cluster {cluster}: {message}"

@@ -327,3 +327,79 @@ def test_the_watch_queues_a_pass_for_the_current_generations_workload_only():
                                            JobObjects(gang=[current], owners=[suspended]))
     assert not watching.backend_wants_pass(SimpleNamespace(**{**vars(job), "backend_plugin": "kai-v2alpha2"}),
                                            JobObjects(gang=[current], owners=[suspended]))
+
+
+# ---- hand edits and hostile tenants (issue 37's hostile pass) -----------------------------------------------------
+def test_a_min_count_set_by_someone_else_is_drift_that_replaces_the_workload():
+    [want] = KUEUE.build_gang_objects(gpu_spec())
+    edited = copy.deepcopy(served(WAITING))
+    edited["spec"]["podSets"][1]["minCount"] = 1  # Kueue's PartialAdmission would admit 1 of 2 workers
+    drift = KUEUE.diff(want, edited)
+    assert drift.replace and drift.fields == ["podSets"]
+    moved = copy.deepcopy(edited)
+    moved["spec"]["queueName"] = "team-b"
+    assert KUEUE.diff(want, moved).replace and KUEUE.diff(want, moved).fields == ["podSets", "queueName"]
+
+
+def test_a_workload_admitted_in_part_is_not_admitted_and_its_pods_are_held():
+    part = copy.deepcopy(ADMISSION)
+    part["podSetAssignments"][1]["count"] = 1
+    edited = served(ADMITTED, part)
+    edited["spec"]["podSets"][1]["minCount"] = 1
+    status = KUEUE.read_status([edited])
+    assert (status.admitted, status.reason) == (False, "PartialAdmission")
+    assert status.message == ("Kueue admitted Workload ml/train-abcd1234 only in part: pod set worker 1 of 2 pods; "
+                              "gangweb runs a gang only whole, so it starts no pod (minCount set by someone else "
+                              "on pod set worker: gangweb replaces the Workload)")
+    assert KUEUE.pods_allowed([edited]) is False
+    missing = copy.deepcopy(ADMISSION)
+    del missing["podSetAssignments"][1]
+    assert KUEUE.read_status([served(ADMITTED, missing)]).reason == "PartialAdmission"
+    no_count = copy.deepcopy(ADMISSION)  # Kueue's job framework reads a missing count as the pod set's
+    del no_count["podSetAssignments"][1]["count"]
+    assert KUEUE.pods_allowed([served(ADMITTED, no_count)]) is True
+
+
+def test_a_workload_admitted_to_another_teams_cluster_queue_is_not_admitted():
+    elsewhere = {**ADMISSION, "clusterQueue": "team-b"}  # a LocalQueue team-a made by someone else points there
+    status = KUEUE.read_status([served(ADMITTED, elsewhere)])
+    assert (status.admitted, status.reason) == (False, "AdmittedToAnotherQueue")
+    assert status.message == ("Kueue admitted Workload ml/train-abcd1234 to ClusterQueue 'team-b', not 'team-a' (the "
+                              "job's queue): LocalQueue 'team-a' of the namespace points there. The quota is another "
+                              "queue's, so gangweb starts no pod of it")
+    assert KUEUE.pods_allowed([served(ADMITTED, elsewhere)]) is False
+    assert KUEUE.pods_allowed([served(ADMITTED)]) is False  # admitted with no admission at all: no ClusterQueue
+
+
+def test_a_priority_raised_by_hand_is_put_back_to_the_classs_value_even_while_admitted():
+    [want] = KUEUE.build_gang_objects(gpu_spec(priority=1000))  # the class's value, known to the pass
+    for conditions, admission in ((WAITING, None), (ADMITTED, ADMISSION)):
+        raised = copy.deepcopy(served(conditions, admission))
+        raised["spec"]["priority"] = 100000  # Kueue would order and preempt by it
+        drift = KUEUE.diff(want, raised)
+        assert (drift.fields, drift.patch, drift.replace) == (["priority"], {"spec": {"priority": 1000}}, False)
+    [unknown] = KUEUE.build_gang_objects(gpu_spec())  # the class is gone, or the LIST failed: nothing compared
+    raised = copy.deepcopy(served(WAITING))
+    raised["spec"]["priority"] = 100000
+    assert KUEUE.diff(unknown, raised).in_sync
+
+
+def test_finished_written_by_someone_else_while_the_jobs_run_takes_the_gang_apart_and_says_so():
+    forged = served([*ADMITTED, cond("Finished", "True", "Succeeded", "forged", 50)], ADMISSION)
+    status = KUEUE.read_status([forged])
+    assert KUEUE.pods_allowed([forged]) is False  # Kueue released the quota: the pods must stop
+    assert (status.disruption_reason, status.disrupted_at) == ("WorkloadFinished", t(50))
+    ran = {P.SUBMITTED: t(0), P.DISPATCHED: t(1), P.QUEUED: t(2), P.SCHEDULED: t(12), P.RUNNING: t(13)}
+    going = observe(status, [pod(name=f"p-{i}", bound=12, started=13) for i in range(3)], current=P.RUNNING,
+                    recorded=ran)
+    assert going.entries == [] and (going.phase, going.reason) == (P.RUNNING, "WorkloadFinished")
+    gone = observe(status, [], current=P.RUNNING, recorded=ran)
+    [entry] = gone.entries
+    assert (entry.phase, entry.attempt, entry.at, entry.reason) == (P.QUEUED, 1, t(50), "WorkloadFinished")
+    assert entry.message == (
+        "gang disrupted: 0 of 3 bound; Workload ml/train-abcd1234: Finished=True (Succeeded: forged) was written "
+        "while the job's Jobs had not ended: Kueue released its quota and admits it no more, so gangweb stopped its "
+        "pods; cancel or resubmit the job to run it again")
+    # An ended job's phase comes from its Jobs: gangweb's own Finished changes nothing there.
+    ended = observe(status, [], current=P.SUCCEEDED, recorded={**ran, P.SUCCEEDED: t(49)})
+    assert ended.entries == [] and ended.phase == P.SUCCEEDED

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 
+from django.core.cache import cache
 from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
 from ...backends.base import GangSpec, parse_time
 from ...choices import GangPhase
 from ...kube import objects, priority_classes
-from ...kube.errors import CreateRefused, TerminalKubeError
+from ...kube.errors import CreateRefused, KubeError, TerminalKubeError
 from .. import names, status
 from .common import JOB_NAME_LABEL, LIVE_POD_PHASES, is_terminating, ref_of
 
 PRIORITY_CLASS_MISSING = "PriorityClassMissing"
+PRIORITY_CACHE_SECONDS = 60
+_NO_CLASS = "-"  # cached "no such PriorityClass"
 RESUMED_WITHOUT_ADMISSION = "ResumedWithoutAdmission"
 
 
@@ -130,6 +133,28 @@ class AdmissionSteps:
             f"its controller counted {counts['active']} active ({counts['ready']} ready), {counts['succeeded']} "
             f"succeeded, {counts['failed']} failed pods outside the admission; gangweb suspended it again (its "
             "pods are deleted) and the gang waits for admission")))
+
+    def known_priority(self, spec: GangSpec) -> GangSpec:
+        """`spec` with `priority` = the value of the job's PriorityClass as the cluster defines it now (without one:
+        the globalDefault class's, else 0), when the backend needs it (`needs_priority_value`), for the drift check
+        of an existing gang object (a priority edited by hand is put back). Read with one LIST of the cluster's
+        PriorityClasses, kept PRIORITY_CACHE_SECONDS per cluster and class (a class's value is immutable; a class
+        deleted and made again under the same name is seen within that time). `spec` unchanged when the class is
+        missing or the LIST fails: the observed priority is then not compared (a create still reads it afresh,
+        `with_priority`)."""
+        if not self.backend.needs_priority_value:
+            return spec
+        key = f"gangweb:priority-class:{self.job.cluster_id}:{spec.priority_class_name}"
+        value = cache.get(key)
+        if value is None:
+            try:
+                value = priority_classes.value_of(self.api, spec.priority_class_name)
+            except (KubeError, ApiException):
+                return spec
+            cache.set(key, _NO_CLASS if value is None else value, PRIORITY_CACHE_SECONDS)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return spec
+        return dataclasses.replace(spec, priority=value)
 
     def with_priority(self, spec: GangSpec, wanted: list[dict]) -> GangSpec:
         """`spec` with `priority` = the value of the job's PriorityClass (without one: the cluster's globalDefault

@@ -6,6 +6,7 @@ from ...backends.base import SchedulerBackend
 from ...constants import LABEL_JOB_UID
 from ...kube.errors import (
     CREATE_REFUSED,
+    NAME_CONFLICT,
     NAMESPACE_NOT_FOUND,
     QUOTA_EXCEEDED,
     STORED_VERSION_UNREADABLE,
@@ -19,7 +20,6 @@ MAX_CONFLICT_RETRIES = 3
 WAIT_SECONDS = 5  # countdown while the world catches up (an object terminating, pods going away)
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set on pods by the Job controller
 LIVE_POD_PHASES = ("Pending", "Running", "Unknown")
-NAME_CONFLICT = "NameConflict"
 RECREATED = "Recreated"  # a Scheduled/Running job's vanished objects were created again: a new attempt
 REPLACED = "Replaced"  # a Scheduled/Running job's gang was replaced under a new generation: a new attempt
 BACKEND_UNAVAILABLE = "BackendUnavailable"
