@@ -134,6 +134,13 @@ class AdmissionSteps:
             f"succeeded, {counts['failed']} failed pods outside the admission; gangweb suspended it again (its "
             "pods are deleted) and the gang waits for admission")))
 
+    def with_known_priority(self, spec: GangSpec, wanted: list[dict]) -> list[dict]:
+        """`wanted` built again with the priority value the gang objects must carry (`known_priority`) once they all
+        exist, so that a value edited by hand (Kueue's Workload `spec.priority`) is put back; else `wanted`."""
+        if not all(w["metadata"]["name"] in self.observed.gang_of(ref_of(self.backend, w)) for w in wanted):
+            return wanted
+        return self.backend.build_gang_objects(self.known_priority(spec))
+
     def known_priority(self, spec: GangSpec) -> GangSpec:
         """`spec` with `priority` = the value of the job's PriorityClass as the cluster defines it now (without one:
         the globalDefault class's, else 0), when the backend needs it (`needs_priority_value`), for the drift check

@@ -192,9 +192,7 @@ class JobReconciler(ObjectWrites, JobCleanup, AdmissionSteps):
         spec = desired_mod.gang_spec(self.job, self.limit_defaults())
         wanted = self.backend.build_gang_objects(spec)
         self.stop_when_ended(wanted)
-        if all(w["metadata"]["name"] in self.observed.gang_of(ref_of(self.backend, w)) for w in wanted):
-            # Kueue: the priority the Workload must carry, so that a value edited by hand is put back.
-            wanted = self.backend.build_gang_objects(self.known_priority(spec))
+        wanted = self.with_known_priority(spec, wanted)
         replaced = self.fix_gang_drift(wanted)
         if replaced:
             spec = desired_mod.gang_spec(self.job, self.limit_defaults())
