@@ -26,9 +26,17 @@ WORK_NOUNS = {"gpu": "GPU·h", "cpu": "CPU core·h", "memory": "GiB·h"}
 
 
 def arrival_work(resource: str, amount_seconds: float) -> str:
-    """Work (a KAI amount x seconds) in people's units per hour: 43200 GPU-seconds -> "12 GPU·h", 1800 -> "0.5
-    GPU·h"; 8000 millicores for 1 h -> "8 CPU core·h"."""
-    return f"{number(resource, amount_seconds / 3600)} {WORK_NOUNS[resource]}"
+    """Expected work (a KAI amount x seconds) in people's units per hour, to two significant digits (it is an
+    expectation: "~16", never "~15.99"): 43200 GPU-seconds -> "12 GPU·h", 1800 -> "0.5 GPU·h", 57564 -> "16 GPU·h";
+    8000 millicores for 1 h -> "8 CPU core·h"."""
+    return f"{number(resource, _two_digits(amount_seconds / 3600))} {WORK_NOUNS[resource]}"
+
+
+def _two_digits(x: float) -> float:
+    """`x` rounded to two significant digits (0 stays 0)."""
+    if not math.isfinite(x) or x == 0:
+        return x
+    return round(x, 1 - int(math.floor(math.log10(abs(x)))))
 
 
 def minutes(seconds: float) -> int:

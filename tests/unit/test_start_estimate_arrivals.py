@@ -31,6 +31,8 @@ def came(n, gpu=2, queue="team-a", priority=100, template="t", every=None):
 def test_six_two_gpu_jobs_an_hour_of_one_hour_bring_twelve_gpu_hours_over_a_one_hour_wait():
     assert a.expected_work(6 / HOUR, HOUR, 2, HOUR) == pytest.approx(12 * HOUR)
     assert e.arrival_work("gpu", a.expected_work(6 / HOUR, HOUR, 2, HOUR)) == "12 GPU·h"
+    # An expectation reads to two significant digits: a wait a few seconds short of 40 min still brings "~16".
+    assert e.arrival_work("gpu", a.expected_work(6 / HOUR, 40 * 60 - 3, 4, HOUR)) == "16 GPU·h"
     assert a.expected_work(6 / HOUR, 30 * MIN, 2, HOUR) == pytest.approx(6 * HOUR)  # half the wait, half the work
 
 
