@@ -40,10 +40,16 @@ def is_reserved_priority_class(priority_class) -> bool:
 
 # ---- namespaces ----------------------------------------------------------------------------------------------------
 
+# The namespaces the gang schedulers gangweb drives install themselves in by default (their Helm charts and
+# manifests): a job there would run beside the scheduler, under its ServiceAccounts and Secrets.
+SCHEDULER_NAMESPACES = frozenset({"kai-scheduler", "kueue-system", "volcano-system", "scheduler-plugins"})
+
+
 def reserved_namespaces() -> frozenset[str]:
-    """Namespaces no queue may use besides the `kube-` prefix: GANGWEB_NAMESPACE (where gangweb itself runs, when
-    set) and GANGWEB_RESERVED_NAMESPACES (comma-separated, e.g. the scheduler's own namespaces)."""
-    names = set(getattr(settings, "GANGWEB_RESERVED_NAMESPACES", ()) or ())
+    """Namespaces no queue may use besides the `kube-` prefix: the schedulers' own (`SCHEDULER_NAMESPACES`),
+    GANGWEB_NAMESPACE (where gangweb itself runs, when set) and GANGWEB_RESERVED_NAMESPACES (comma-separated, e.g.
+    a scheduler installed elsewhere)."""
+    names = set(SCHEDULER_NAMESPACES) | set(getattr(settings, "GANGWEB_RESERVED_NAMESPACES", ()) or ())
     own = getattr(settings, "GANGWEB_NAMESPACE", "")
     if own:
         names.add(own)

@@ -157,6 +157,12 @@ def test_gangweb_s_own_and_configured_namespaces_are_reserved(settings):
     assert not pod_rules.is_reserved_namespace("team-a")
 
 
+@pytest.mark.parametrize("namespace", ["kai-scheduler", "kueue-system", "volcano-system", "scheduler-plugins"])
+def test_the_schedulers_own_namespaces_are_reserved_without_configuration(settings, namespace):
+    settings.GANGWEB_NAMESPACE, settings.GANGWEB_RESERVED_NAMESPACES = "", []
+    assert pod_rules.is_reserved_namespace(namespace)
+
+
 def test_an_empty_list_allows_no_namespace_and_ancestors_bound_the_queue():
     parent = QueuePolicy(name="org", allowed_namespaces=["team-a"])
     child = QueuePolicy(name="team", allowed_namespaces=["team-a", "team-b"], parent=parent)
