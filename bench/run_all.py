@@ -35,9 +35,10 @@ from .stack import REPO, Stack, log
 # memory, which builds the 10,000-job dataset in the cluster and takes the resync benchmark's measurements on it
 # (the dataset is built once for both). The watch churn last: it starts a fresh control plane of its own and leaves
 # 1,600 running pods in it. The repair benchmark after it, on that control plane (its 3 jobs need little room).
-# Issue 36: pages over HTTP beside the other cluster-free ones (its own gunicorn, as the chart runs it).
+# Issue 36: pages over HTTP beside the other cluster-free ones (its own gunicorn, as the chart runs it); submit to
+# Running against a raw client last, on a fresh control plane of its own.
 BENCHMARKS = ["submit", "pages", "http_pages", "running", "reconcile", "memory", "resync", "watch_churn", "repair",
-              "resync_scale"]
+              "resync_scale", "running_raw"]
 
 
 def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, str]:
@@ -226,6 +227,11 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int, args=None):
                                 queues=1000 if scale == 1 else 200, active=10_000 // scale,
                                 samples=args.http_pages_samples if scale == 1 else 40)
         return result, http_pages.report(result)
+    if name == "running_raw":
+        from . import running_raw
+
+        result = running_raw.run(stack, base_url, jobs=max(10, running_raw.JOBS // scale))
+        return result, running_raw.report(result)
     if name == "watch_churn":
         from . import watch_churn
 
