@@ -36,9 +36,9 @@ from .stack import REPO, Stack, log
 # (the dataset is built once for both). The watch churn last: it starts a fresh control plane of its own and leaves
 # 1,600 running pods in it. The repair benchmark after it, on that control plane (its 3 jobs need little room).
 # Issue 36: pages over HTTP beside the other cluster-free ones (its own gunicorn, as the chart runs it); submit to
-# Running against a raw client last, on a fresh control plane of its own.
+# Running against a raw client and the watch replay last, each on a fresh control plane of its own.
 BENCHMARKS = ["submit", "pages", "http_pages", "running", "reconcile", "memory", "resync", "watch_churn", "repair",
-              "resync_scale", "running_raw"]
+              "resync_scale", "running_raw", "watch_replay"]
 
 
 def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, str]:
@@ -232,6 +232,12 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int, args=None):
 
         result = running_raw.run(stack, base_url, jobs=max(10, running_raw.JOBS // scale))
         return result, running_raw.report(result)
+    if name == "watch_replay":
+        from . import watch_replay
+
+        result = watch_replay.run(stack, base_url, jobs=max(20, 200 // scale),
+                                  seconds=30 if scale == 1 else 15, record_seconds=30 if scale == 1 else 15)
+        return result, watch_replay.report(result)
     if name == "watch_churn":
         from . import watch_churn
 
