@@ -18,15 +18,17 @@ Both sides' pods are watched (`RunningWatch`: first seen, first seen bound, firs
 clock) so each job's interval splits into stages: gangweb: POST -> Dispatched recorded (its gang objects and Jobs
 created: the status write follows the creates) -> the gang's last pod seen (the Job controller) -> last pod bound
 (kube-scheduler) -> last pod Running (kwok) -> Running recorded (the watcher); raw: first create -> last create
-answered -> last pod seen -> bound -> Running. The ratio (goal <= 1.5x on an otherwise idle machine) is gangweb's
-p50 over the raw client's p50, overall and per round, with the load average and CPU busy of each side.
+answered -> last pod seen -> bound -> Running. What the worker's log says of gangweb's batches (single submits that
+wait are dispatched together: `reconcile/jobs/coalesce.py`) is given per round (`bench.batch_log`). The ratio (goal
+<= 1.5x on an otherwise idle machine) is gangweb's p50 over the raw client's p50, overall and per round, with the
+load average and CPU busy of each side.
 """
 from __future__ import annotations
 
 import math
 import time
 
-from . import cpu, raw_clients
+from . import batch_log, cpu, raw_clients
 from .common import load_average, logged_in_session, ms, percentile, reset_client_limits, reset_jobs, rotated, spread
 from .running import POST_THREADS, PodWatch, _timeline, submit_paced
 from .stack import log
@@ -143,9 +145,10 @@ def run(stack, base_url: str, jobs: int = JOBS, rounds: int = ROUNDS, rate: floa
             totals.append(entry["running"] - began)
             per_job.append(stage_intervals(began, entry.get("dispatched"), gangs.get(entry["uid"]) or {},
                                            entry["running"]))
+        batches = batch_log.for_jobs(batch_log.read(stack.workdir / "worker.log"), ids, posted[0][0])
         return {"jobs": count, "running": len(totals), "complete": done, "seconds": totals, "stages": per_job,
                 "cpu": cpu.spent(before, cpu.snapshot(stack)), "load_average_before": load0,
-                "load_average_after": load_average()}
+                "load_average_after": load_average(), "batches": batches}
 
     def raw_side(count: int) -> dict:
         names = [f"raw-{next(counter)}" for _ in range(count)]
@@ -252,6 +255,11 @@ def report(result: dict) -> list[str]:
              f"  gangweb's extra by stage (p50 ms, largest first; start_to_created is POST -> Dispatched recorded "
              f"against the raw client's creates): {result['gangweb_extra_p50_ms']}",
              f"  stages p50, gangweb: {g['stages_p50_ms']}",
+             "  gangweb's batches by round (the worker's log: count, longest wait to start, snapshot, passes, "
+             "requests per job): " + "; ".join(
+                 f"{b['batches']}, {b['waited_s_max']} s, {b['read_s_max']} s, {b['passes_s_max']} s, "
+                 f"{b['requests_per_job']}" for b in (x["gangweb"].get("batches") or {} for x in result["rounds"])
+                 if b),
              f"  stages p50, raw    : {r['stages_p50_ms']}"]
     for i, x in enumerate(result["rounds"], 1):
         lines.append(f"  round {i} ({x['first']} first): gangweb {x['gangweb']['p50_ms']} ms (load "
