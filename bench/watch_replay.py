@@ -33,6 +33,8 @@ import sys
 import threading
 import time
 
+import urllib3
+
 from . import cpu
 from .common import latency_summary, load_average, logged_in_session, reset_client_limits, reset_jobs
 from .stack import REPO, log
@@ -128,10 +130,14 @@ def record(stack, base_url: str, jobs: int, seconds: float, rate: int) -> dict:
 
         def watch_pods():
             fn, args = probe._list_call(POD)
-            for _ in stream.stream(fn, *args, label_selector=probe.selector, resource_version=pod_rv,
-                                   timeout_seconds=int(seconds) + 30, _request_timeout=(5, seconds + 60)):
-                if stop.is_set():
-                    break
+            try:
+                for _ in stream.stream(fn, *args, label_selector=probe.selector, resource_version=pod_rv,
+                                       timeout_seconds=int(seconds) + 30, _request_timeout=(5, seconds + 60)):
+                    if stop.is_set():
+                        break
+            except urllib3.exceptions.HTTPError:
+                if not stop.is_set():  # cut by `stream.stop()` at the end: the recording is complete
+                    raise
 
         watcher = threading.Thread(target=watch_pods, daemon=True)
         watcher.start()
