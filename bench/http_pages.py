@@ -62,6 +62,7 @@ PHASES = ("Running", "Queued", "Succeeded", "Failed", "Cancelled", "Submitted")
 SORTS = ("-created", "name", "-name", "phase", "-phase", "in_phase", "-in_phase", "queue", "-queue")
 ORDERINGS = ("created_at", "name", "-name", "phase", "-phase", "phase_changed_at", "-phase_changed_at")
 WEB = "web-chart"
+SLOWEST = 5  # the slowest warm requests kept per user and kind, with their paths (what the p99 is made of)
 
 
 def _random_cursors(queryset, total: int, rng: random.Random, count: int) -> list[str]:
@@ -157,6 +158,7 @@ def measure(stack, port: int, users: dict, pages: dict[str, Pages], rounds: int,
     warm = {(u, k): [] for u in users for k in KINDS}
     cold = {(u, k): [] for u in users for k in KINDS}
     round_p50 = {(u, k): [] for u in users for k in KINDS}
+    slowest = {(u, k): [] for u in users for k in KINDS}  # the warm requests that made the tail: (seconds, path)
     rounds_out = []
     for i in range(rounds):
         base_url = _restart(stack, port)
@@ -172,7 +174,9 @@ def measure(stack, port: int, users: dict, pages: dict[str, Pages], rounds: int,
             rng.shuffle(order)
             mine = {k: [] for k in KINDS}
             for kind in order:
-                mine[kind].append(_get(sessions[u], base_url, pages[u].path(kind)))
+                path = pages[u].path(kind)
+                mine[kind].append(_get(sessions[u], base_url, path))
+                slowest[(u, kind)] = sorted([*slowest[(u, kind)], (mine[kind][-1], path)], reverse=True)[:SLOWEST]
             requests += len(order)
             for kind, values in mine.items():
                 warm[(u, kind)] += values
@@ -194,6 +198,7 @@ def measure(stack, port: int, users: dict, pages: dict[str, Pages], rounds: int,
             figures[u][kind] = {
                 "warm": w, "cold": latency_summary(cold[(u, kind)]),
                 "spread_round_p50_ms": spread(round_p50[(u, kind)]),
+                "slowest": [[round(t * 1000, 1), p] for t, p in slowest[(u, kind)]],
                 "ok": w["p50_ms"] <= GOAL_P50_MS and w["p99_ms"] is not None and w["p99_ms"] <= GOAL_P99_MS}
         pooled_cold = [t for kind in KINDS for t in cold[(u, kind)]]
         figures[u]["cold, every kind"] = {"cold": latency_summary(pooled_cold)}
