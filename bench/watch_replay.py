@@ -148,7 +148,11 @@ def record(stack, base_url: str, jobs: int, seconds: float, rate: int) -> dict:
         t0 = time.monotonic()
         churn = subprocess.run([sys.executable, "-m", "bench.churn", str(config)], cwd=REPO, capture_output=True,
                                text=True, timeout=seconds + 300)
-        time.sleep(2)  # the last events
+        settled = time.monotonic() + 30  # the last events: until none came for 2 s (a loaded server's watch lags)
+        seen = -1
+        while len(lines) != seen and time.monotonic() < settled:
+            seen = len(lines)
+            time.sleep(2)
         stop.set()
         stream.stop()
         took = time.monotonic() - t0
