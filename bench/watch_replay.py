@@ -199,7 +199,11 @@ def replay(cluster, lists, events: list[str], rate: float, seconds: float) -> di
     def on_change(job_uid, objects, deleted):
         taken = getattr(watcher.local, "taken", [])
         watcher.local.taken = []
-        again = watching.observe_job(job_uid, objects, deleted)
+        try:
+            again = watching.observe_job(job_uid, objects, deleted)
+        except Exception:
+            lost[0] += len(taken)  # never recorded by this observation; the dispatcher logs the error
+            raise
         done = time.monotonic()
         lags.extend(done - due for due in taken)
         observations[0] += 1  # under the GIL; a lost count of one would not matter here
@@ -216,7 +220,7 @@ def replay(cluster, lists, events: list[str], rate: float, seconds: float) -> di
     while not watcher.idle() and time.monotonic() < deadline:
         time.sleep(0.2)
     lags.clear()
-    observations[0] = 0
+    observations[0] = lost[0] = 0
     parser = _DictWatch()
     count = int(rate * seconds)
     load0, busy0, cpu0 = load_average(), cpu.machine(), time.process_time()
@@ -238,7 +242,7 @@ def replay(cluster, lists, events: list[str], rate: float, seconds: float) -> di
         time.sleep(0.1)
     drained = time.monotonic() - start
     busy1, cpu1 = cpu.machine(), time.process_time()
-    lost[0] = sum(len(v) for v in watcher.pending.values())
+    lost[0] += sum(len(v) for v in watcher.pending.values())
     mismatches = _check_rows(watcher)
     watcher.stop()
     summary = latency_summary(lags)
