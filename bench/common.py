@@ -22,6 +22,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+P99_MIN_SAMPLES = 200  # below this a p99 is one or two samples of the tail (with 20 it was the maximum): not reported
+
+
+def latency_summary(seconds: list[float]) -> dict:
+    """p50, p99 and max (ms, nearest-rank `percentile`) of latencies in seconds, with `n`. The p99 is None when
+    there are fewer than P99_MIN_SAMPLES samples: nearest-rank p99 of 20 values is their maximum, of 200 the
+    198th (two samples above it), which is what the page goal's p99 means."""
+    n = len(seconds)
+    return {"n": n, "p50_ms": ms(percentile(seconds, 50)),
+            "p99_ms": ms(percentile(seconds, 99)) if n >= P99_MIN_SAMPLES else None,
+            "max_ms": ms(max(seconds)) if seconds else 0.0}
+
+
 def ms(seconds: float) -> float:
     """Seconds -> milliseconds, rounded to 0.1 ms."""
     return round(seconds * 1000, 1)

@@ -87,3 +87,76 @@ def run(cluster, root_ref, jobs: list, clients: int) -> dict:
     objects = sum(o[2] for o in outcomes)
     return {"clients": clients, "jobs": len(jobs), "objects": objects, "seconds": round(seconds, 3),
             "jobs_per_s": round(len(jobs) / seconds, 1), "objects_per_s": round(objects / seconds, 1)}
+
+
+def _paced_client(cluster, barrier, start_at, root_ref, jobs: list, results) -> None:
+    """One paced client process: connect, wait at `barrier`, then create each job of `jobs` ([(index, [(ObjectRef,
+    body)])]) at its turn (`start_at.value` + index / rate, the parent's epoch seconds), putting (index, first
+    create's epoch, last create answered's epoch, error or None) on `results` per job."""
+    try:
+        from kubernetes import client
+
+        from scheduling.kube import client as kube_client
+        from scheduling.kube import throttle
+
+        from .common import create_owned
+
+        # Forked while the parent's pod-watch threads use the same (unsaved: pk None) cluster's bucket: its lock
+        # may have been copied held. A bucket of this process's own, never shared with a thread of the parent's.
+        throttle._buckets.clear()
+        api = kube_client.build_client(cluster)
+        client.VersionApi(api).get_code()
+        barrier.wait(READY_TIMEOUT)
+        while start_at.value == 0:
+            time.sleep(0.001)
+        for index, due, job_objects in jobs:
+            delay = start_at.value + due - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            began = time.time()
+            create_owned(api, root_ref, job_objects)
+            results.put((index, began, time.time(), None))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        try:
+            barrier.abort()
+        except Exception:  # noqa: BLE001, S110 - already broken or passed
+            pass
+        results.put((-1, 0.0, 0.0, f"{type(exc).__name__}: {exc}"[:500]))
+
+
+def run_paced(cluster, root_ref, jobs: list, clients: int, rate: float) -> list[tuple[float, float]]:
+    """Create `jobs` ([[(ObjectRef, body)] per job]) at `rate` jobs per second, the i-th due at start + i / rate,
+    from `clients` forked processes (job i by process i mod clients), each job root first and then the rest with
+    its ownerReference (`common.create_owned`). Returns [(epoch seconds of the job's first create, of its last
+    create answered)] in job order. Raises RuntimeError naming the first client error."""
+    clients = max(1, min(clients, len(jobs)))
+    context = multiprocessing.get_context("fork")
+    barrier, results, start_at = context.Barrier(clients + 1), context.Queue(), context.Value("d", 0.0)
+    from scheduling.kube import throttle
+
+    raw = unthrottled(cluster)
+    throttle.bucket_for(raw)
+    share = [[(i, i / rate, jobs[i]) for i in range(k, len(jobs), clients)] for k in range(clients)]
+    procs = [context.Process(target=_paced_client, args=(raw, barrier, start_at, root_ref, share[k], results),
+                             daemon=True) for k in range(clients)]
+    for proc in procs:
+        proc.start()
+    try:
+        barrier.wait(READY_TIMEOUT)
+    except Exception:  # noqa: BLE001, S110 - a client failed before the start: its error comes on the queue
+        pass
+    start_at.value = time.time() + 0.05
+    out: dict[int, tuple[float, float]] = {}
+    error = None
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while len(out) < len(jobs) and error is None and time.monotonic() < deadline:
+        index, began, ended, failure = results.get(timeout=max(1.0, deadline - time.monotonic()))
+        if failure:
+            error = failure
+        else:
+            out[index] = (began, ended)
+    for proc in procs:
+        proc.join(timeout=30)
+    if error or len(out) < len(jobs):
+        raise RuntimeError(f"paced raw clients: {error or f'{len(out)} of {len(jobs)} jobs created'}")
+    return [out[i] for i in range(len(jobs))]

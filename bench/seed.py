@@ -195,3 +195,45 @@ def analyze() -> None:
     with connection.cursor() as cur:
         cur.execute(f"VACUUM ANALYZE {GangJob._meta.db_table}, {PhaseTransition._meta.db_table}, "
                     f"{QueuePolicy._meta.db_table}")
+
+
+# Ageing (issue 36): a table that has been in use is not the seed's. Rows are picked by a fixed hash of their id
+# (`picked`), the same in SQL and in Python, so a test can count what an ageing must have touched.
+AGE_UPDATE_SALT = 17
+AGE_DELETE_SALT = 71
+AGE_UPDATED_PERMILLE = 300  # 30 % of the jobs updated (status writes, clean-up records) after the indexes exist
+AGE_DELETED_PERMILLE = 100  # 10 % of the finished jobs deleted (by hand, by retention) scattered over the table
+_PICKED_SQL = "((id * 7919 + %s) %% 1000) < %s"  # parameters: salt, permille
+
+
+def picked(job_id: int, permille: int, salt: int) -> bool:
+    """Whether `age_jobs` picks job `job_id` for the ageing step of this `salt`: the hash its SQL computes,
+    ((id * 7919 + salt) mod 1000) < permille, i.e. about permille / 1000 of any run of consecutive ids."""
+    return (job_id * 7919 + salt) % 1000 < permille
+
+
+def age_jobs(now, updated_permille: int = AGE_UPDATED_PERMILLE, deleted_permille: int = AGE_DELETED_PERMILLE) -> dict:
+    """Age the jobs table after a seed, as months of use leave it: run after `insert_jobs` built the indexes and
+    after `analyze` (so the statistics and visibility map are the seed's, then go stale as in production).
+
+    - UPDATE every job `picked` with AGE_UPDATE_SALT (about `updated_permille`/1000 of them): `updated_at = now`
+      (a datetime). The seed's heap pages are full (fillfactor 100), so every new row version goes to another page
+      (no HOT update): the table loses its `created_at` order and every index of the table gets a dead entry per row.
+    - DELETE the finished jobs `picked` with AGE_DELETE_SALT (about `deleted_permille`/1000), their phase history
+      first: holes scattered over the heap and the indexes.
+
+    No VACUUM and no ANALYZE here: what cleans up after it is autovacuum as the server is configured (the caller
+    records `pg_stat_user_tables`). Works on SQLite too (tests). Returns {"updated", "deleted",
+    "history_deleted"} (rows)."""
+    jobs, history = GangJob._meta.db_table, PhaseTransition._meta.db_table
+    doomed = f"SELECT id FROM {jobs} WHERE finished_at IS NOT NULL AND {_PICKED_SQL}"
+    delete_params = [AGE_DELETE_SALT, int(deleted_permille)]
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(f"UPDATE {jobs} SET updated_at = %s WHERE {_PICKED_SQL}",
+                    [now, AGE_UPDATE_SALT, int(updated_permille)])
+        updated = cur.rowcount
+        cur.execute(f"DELETE FROM {history} WHERE job_id IN ({doomed})", delete_params)
+        history_deleted = cur.rowcount
+        cur.execute(f"DELETE FROM {jobs} WHERE id IN ({doomed})", delete_params)
+        deleted = cur.rowcount
+    return {"updated": updated, "deleted": deleted, "history_deleted": history_deleted}

@@ -40,6 +40,14 @@ DB_NAME = os.environ.get("BENCH_DB_NAME", "gangweb_bench")  # distinct per engin
 DB_USER = DB_NAME
 
 
+# charts/gangweb/templates/web.yaml with values.yaml's defaults (web.gunicornWorkers 2, web.gunicornThreads 16,
+# web.waitsPerUser 4, database.connMaxAge 60, config.logLevel INFO).
+CHART_GUNICORN_ARGS = ["--workers", "2", "--worker-class", "gthread", "--threads", "16", "--worker-tmp-dir", "/tmp",
+                       "--graceful-timeout", "30"]
+CHART_WEB_ENV = {"GANGWEB_WAITS_PER_PROCESS": "8", "GANGWEB_WAITS_PER_USER": "4", "DATABASE_CONN_MAX_AGE": "60",
+                 "LOG_LEVEL": "INFO", "SECURE_COOKIES": "0"}
+
+
 def db_password(role: str) -> str:
     """The bench role's password: fixed per role name (a local database of benchmark data only)."""
     return hashlib.sha256(f"gangweb-bench-only:{role}".encode()).hexdigest()[:24]
@@ -212,6 +220,26 @@ class Stack:
                             "warning", "--backlog", "256"])
         base = f"http://127.0.0.1:{self.web_port}"
         self.wait_for_process("web", lambda: _answers(f"{base}/api/v1/"), "gunicorn")
+        return base
+
+    def start_chart_web(self, name: str = "web-chart", port: int = 0) -> str:
+        """Start gunicorn as the Helm chart's web Deployment runs it (charts/gangweb/templates/web.yaml with the
+        default values: 2 gthread workers of 16 threads, heartbeat files in /tmp, 30-s graceful timeout; the
+        chart's environment: GANGWEB_WAITS_PER_PROCESS half the threads, GANGWEB_WAITS_PER_USER 4,
+        DATABASE_CONN_MAX_AGE 60, LOG_LEVEL INFO) as process `name` on `port` (a free one when 0); return its base
+        URL. Plain HTTP on loopback, so cookies are not marked Secure (the chart's SECURE_COOKIES is for TLS)."""
+        port = port or free_port()
+        saved = dict(self.env)
+        self.env = {**saved, **CHART_WEB_ENV}
+        try:
+            # The control socket in this run's directory: its default path is one per machine user, and other
+            # engineers' gunicorns on this machine use it too (a stopped server removes it).
+            self._spawn(name, [sys.executable, "-m", "gunicorn", "gangweb.wsgi", "--bind", f"127.0.0.1:{port}",
+                               *CHART_GUNICORN_ARGS, "--control-socket", str(self.workdir / f"{name}.ctl")])
+        finally:
+            self.env = saved
+        base = f"http://127.0.0.1:{port}"
+        self.wait_for_process(name, lambda: _answers(f"{base}/api/v1/"), "gunicorn (chart)")
         return base
 
     def wait_for_process(self, name: str, check, what: str, timeout: float = 180) -> None:

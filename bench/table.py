@@ -118,6 +118,54 @@ def rows(results: dict) -> list[tuple[str, str, str, str, str]]:
                     f"{w['window_s']} s; {w['per_update']['job_row_writes']} job-row writes per update",
                     f"goal rate {w['goal_rate']} updates/s", f"p99 {lag['p99_s']} s (goal <= {w['goal_p99_s']} s)",
                     _ok(w["ok"])))
+    out += _issue36_rows(results)
+    return out
+
+
+def _load(values: list) -> str:
+    """"load a-b" of 1-minute load averages (lists as `os.getloadavg()` gives them)."""
+    ones = [v[0] for v in values if v]
+    return f"load {min(ones)}-{max(ones)}" if ones else "load ?"
+
+
+def _issue36_rows(results: dict) -> list[tuple[str, str, str, str, str]]:
+    """Rows of issue 36's benchmarks: pages over HTTP per seed, user and page kind (goals judged on the team users),
+    submit to Running against a raw client, the watch replay; each figure with the load it was measured at."""
+    out = []
+    h = results.get("http_pages") or {}
+    for state, seed in (h.get("seeds") or {}).items():
+        rounds = seed["rounds"]
+        load = _load([r["load_average_before"] for r in rounds] + [r["load_average_after"] for r in rounds])
+        busy = f"busy {min(r['machine_busy_pct'] for r in rounds)}-{max(r['machine_busy_pct'] for r in rounds)} %"
+        for user, kinds in seed["users"].items():
+            for kind, f in kinds.items():
+                if "warm" not in f:
+                    continue
+                w, c, sp = f["warm"], f["cold"], f["spread_round_p50_ms"]
+                team = user != "superuser"
+                out.append((f"HTTP page ({state} table, {h['jobs']:,} jobs): {kind}, {user}",
+                            f"warm p50 {w['p50_ms']} ms, p99 {w['p99_ms']} ms (n={w['n']}, round p50s "
+                            f"{sp['min']}-{sp['max']}); cold p50 {c['p50_ms']} ms, max {c['max_ms']} ms (n={c['n']})",
+                            f"{load}, {busy}", "goal p50 <= 100 ms, p99 <= 300 ms" + ("" if team else " (reported)"),
+                            _ok(f["ok"]) if team else "-"))
+    r = results.get("running_raw") or {}
+    if "sides" in r:
+        g, raw, sp = r["sides"]["gangweb"], r["sides"]["raw client"], r["ratio_spread"]
+        loads = [x[side]["load_average_before"] for x in r["rounds"] for side in ("gangweb", "raw client")]
+        out.append((f"Submit to Running against a raw client, {len(r['rounds'])} rounds x {r['jobs_per_round']} jobs "
+                    f"x {r['pods_per_job']} pods at {r['rate_per_s']:g}/s",
+                    f"POST to Running recorded: p50 {g['p50_ms']} ms, p99 {g['p99_ms']} ms",
+                    f"raw client, create to last pod Running: p50 {raw['p50_ms']} ms, p99 {raw['p99_ms']} ms; "
+                    f"{_load(loads)}", f"{r['ratio_p50']}x (rounds {sp['min']}-{sp['max']}; goal <= "
+                    f"{r['goal_ratio']}x on an idle machine)", _ok(r["ok"])))
+    v = results.get("watch_replay") or {}
+    for x in v.get("replays") or []:
+        lag = x["lag"]
+        out.append((f"Watch replay, {v['jobs']} gangs x 8 pods, asked {x['rate_asked']} updates/s",
+                    f"event to recorded state p50 {lag['p50_s']} s, p99 {lag['p99_s']} s at {x['rate_reached']} "
+                    f"updates/s; {x['lost']} lost, {x['rows_not_matching_cache']} rows wrong",
+                    f"{_load([x['load_average_before'], x['load_average_after']])}, busy {x['machine_busy_pct']} %",
+                    f"p99 {lag['p99_s']} s (goal <= {v['goal_p99_s']} s at >= {v['goal_rate']}/s)", _ok(x["ok"])))
     return out
 
 
