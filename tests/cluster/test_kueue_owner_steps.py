@@ -176,6 +176,10 @@ def test_a_finished_job_marks_its_workload_finished_before_it_is_deleted(crd_wor
     assert world.reconcile(job).error is None
     kueue_writes(world, job, admitted(), ADMISSION)
     name = world.names(job).gang_name
+    # Kueue's manager puts this finalizer on every Workload it admits and lifts it once the Workload is finished:
+    # a deletion then leaves the Workload readable, with what gangweb wrote before deleting it.
+    objects.merge_patch(world.api, WORKLOAD, world.namespace, name,
+                        {"metadata": {"finalizers": ["kueue.x-k8s.io/resource-in-use"]}})
     seen = {}
 
     def finished():
@@ -187,6 +191,8 @@ def test_a_finished_job_marks_its_workload_finished_before_it_is_deleted(crd_wor
 
     wait_for(finished, 120, "Succeeded with Finished=True on the Workload", interval=1)
     assert (seen["status"], seen["reason"]) == ("True", "Succeeded")
-    wait_for(lambda: (world.reconcile(job), world.get(WORKLOAD, name) is None)[1], 60,
-             "the finished job's Workload deleted once its pods ended", interval=1)
+    wait_for(lambda: (world.reconcile(job), (world.get(WORKLOAD, name) or {}).get("metadata", {}).get(
+        "deletionTimestamp"))[1], 60, "the finished job's Workload deleted once its pods ended", interval=1)
+    objects.merge_patch(world.api, WORKLOAD, world.namespace, name, {"metadata": {"finalizers": None}})
+    wait_for(lambda: world.get(WORKLOAD, name) is None, 30, "the Workload gone once Kueue's finalizer is lifted")
     assert len(owner_jobs(world, job)) == 2  # the Indexed Jobs stay for the retention
