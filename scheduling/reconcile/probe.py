@@ -150,9 +150,12 @@ def probe_cluster(cluster: Cluster) -> Cluster:
             ClusterHealth.UNREACHABLE)
         cluster.health_message = describe(failure, 2000)
     cluster.last_probe_at = timezone.now()
+    # Since when it has been unreachable: the first failed probe in a row (placement and lost clusters read it).
+    cluster.unreachable_since = ((cluster.unreachable_since or cluster.last_probe_at)
+                                 if cluster.health == ClusterHealth.UNREACHABLE else None)
     cluster.save(update_fields=["health", "health_message", "server_version", "served_apis", "available_backends",
                                 "runtime_classes", "priority_classes", "scheduler_presence", "last_probe_at",
-                                "updated_at"])
+                                "unreachable_since", "updated_at"])
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_PROBE, cluster=cluster, outcome=outcome,
                                     reason=reason, message=message[:2000],
                                     duration_ms=int((time.monotonic() - started) * 1000),
