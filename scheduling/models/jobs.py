@@ -211,6 +211,7 @@ class StrandedObjects(models.Model):
     job = models.ForeignKey(GangJob, on_delete=models.CASCADE, related_name="stranded")
     namespace = models.CharField(max_length=63)
     owner_uids = models.JSONField(default=dict, blank=True)
+    backend_plugin = models.CharField(max_length=64, blank=True, help_text="the plugin whose kinds the objects are")
     recorded_at = models.DateTimeField(auto_now_add=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
 

@@ -152,7 +152,7 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         name=name, namespace=namespace, template_version=version, overrides=data.get("overrides", {}), queue=queue,
         cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
         resolved_spec=resolved, submitted_by=user if user and user.is_authenticated else None,
-        placement=decision.as_dict() if decision is not None else None,
+        placement={**decision.as_dict(), "among": wanted} if decision is not None else None,
     )
     if decision is None and lookups.placing:
         placing.count_named(lookups, queue, cluster, resolved)  # the request's placed jobs see it there
