@@ -27,6 +27,7 @@ from ..backends import discovery
 from ..choices import ClusterHealth, ReconcileOutcome
 from ..kube import client as kube_client
 from ..kube import priority_classes, runtime_classes, scheduler_presence
+from ..kube.client import REQUEST_TIMEOUT
 from ..kube.errors import (
     FORBIDDEN,
     UNAUTHORIZED,
@@ -51,7 +52,9 @@ def _version(api: client.ApiClient) -> str:
     Kubernetes version document (kubernetes VersionInfo with a gitVersion like "v1.36.3"), and what
     `kube.errors.call` raises."""
     try:
-        version = call(client.VersionApi(api).get_code)
+        # Bounded like every other request: a stalled (SIGSTOPped) API server must make the probe say Unreachable,
+        # not hang it until the task's time limit.
+        version = call(client.VersionApi(api).get_code, _request_timeout=REQUEST_TIMEOUT)
     except (ValueError, TypeError, AttributeError) as exc:  # the client could not read the answer as VersionInfo
         raise TerminalKubeError(NOT_KUBERNETES, NOT_A_VERSION) from exc
     git_version = getattr(version, "git_version", None)
