@@ -171,3 +171,16 @@ def test_the_dashboard_form_left_on_gangweb_chooses_places_the_job(two, admin_us
     assert job is not None, form.errors
     assert job.cluster == c1  # both fit, neither is used: the name decides
     assert job.placement["text"] == "placed on c1: 8 GPUs free; c2 has 16 GPUs free"
+
+
+def test_a_queues_move_setting_is_set_checked_and_cleared_through_the_api(api, two):
+    _template, queue, _c1, _c2 = two
+    r = api.patch(f"/api/v1/queues/{queue.name}/", {"move_after_seconds": 10}, format="json")
+    assert r.status_code == 400 and "move_after_seconds" in r.data
+    r = api.patch(f"/api/v1/queues/{queue.name}/", {"move_after_seconds": 300}, format="json")
+    assert r.status_code == 200, r.data
+    assert r.data["move_after_seconds"] == 300
+    queue.refresh_from_db()
+    assert queue.move_after_seconds == 300
+    r = api.patch(f"/api/v1/queues/{queue.name}/", {"move_after_seconds": None}, format="json")
+    assert r.status_code == 200 and r.data["move_after_seconds"] is None
