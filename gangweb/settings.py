@@ -105,6 +105,11 @@ GANGWEB_LIST_PAGE_SIZE = int(os.environ.get("GANGWEB_LIST_PAGE_SIZE", "500"))
 # is the resync's at once (reconcile/jobs/claims.py).
 GANGWEB_RESYNC_GRACE_SECONDS = float(os.environ.get("GANGWEB_RESYNC_GRACE_SECONDS",
                                                     str(max(60, 2 * GANGWEB_RESYNC_SECONDS))))
+# Placement and moves (issue 38; docs/queues.md, "Where a job runs"): a cluster not probed for
+# GANGWEB_PLACEMENT_STALE_SECONDS is not chosen while another is known; one unreachable for
+# GANGWEB_CLUSTER_LOST_SECONDS is lost: its waiting jobs gangweb placed move to another cluster.
+GANGWEB_PLACEMENT_STALE_SECONDS = float(os.environ.get("GANGWEB_PLACEMENT_STALE_SECONDS", "300"))
+GANGWEB_CLUSTER_LOST_SECONDS = float(os.environ.get("GANGWEB_CLUSTER_LOST_SECONDS", "600"))
 # Passes of one bulk-reconcile batch run from this many threads per worker process, each with a database
 # connection of its own while the batch runs (bench/: reconcile). 1 runs them one after the other.
 GANGWEB_RECONCILE_THREADS = int(os.environ.get("GANGWEB_RECONCILE_THREADS", "4"))

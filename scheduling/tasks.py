@@ -15,7 +15,7 @@ from django.conf import settings
 
 from .constants import RESYNC_SOFT_TIME_LIMIT, RESYNC_TIME_LIMIT
 from .kube.errors import TransientKubeError
-from .reconcile import jobs, probe, queues, resync
+from .reconcile import jobs, moves, probe, queues, resync
 from .reconcile import row_retention as job_history
 from .services.webhooks import delivery as webhook_delivery
 from .services.webhooks.delivery import DeliveryRetry
@@ -89,9 +89,19 @@ def reconcile_jobs(self, job_ids: list[int]) -> None:
 @shared_task(name="scheduling.resync_all_clusters", ignore_result=True, acks_late=False, soft_time_limit=60,
              time_limit=90)
 def resync_all_clusters() -> None:
-    """Beat: queue one `resync_cluster` per cluster."""
+    """Beat: queue one `resync_cluster` per cluster, then decide the round's moves of waiting jobs (reconcile/
+    moves.py: a job waiting past its queue's `move_after_seconds` while another cluster fits it, the waiting jobs
+    of a lost cluster); each move is carried out by a pass on the job's own shard. A failure of the moves is
+    logged: the next period decides again."""
     for cluster_id in queues.cluster_ids():
         resync_cluster.delay(cluster_id)
+    try:
+        stats = moves.decide()
+    except Exception:  # noqa: BLE001 - the resync fan-out above stands; the next period decides again
+        log.exception("moves: the round failed")
+        return
+    if any(stats.get(k) for k in ("claimed", "moved_from_lost", "reported")):
+        log.info("moves: %s", stats)
 
 
 @shared_task(name="scheduling.resync_cluster", ignore_result=True, acks_late=False,

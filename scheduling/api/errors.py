@@ -30,7 +30,9 @@ def exception_handler(exc, context):
             return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)
         return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, ServiceError):
-        return Response({k: [v] for k, v in exc.errors.items()}, status=exc.status)
+        retry = getattr(exc, "retry_after", None)
+        return Response({k: [v] for k, v in exc.errors.items()}, status=exc.status,
+                        headers={"Retry-After": str(retry)} if retry else None)
     if isinstance(exc, Http404):
         return Response({"detail": not_found_message(context.get("view"))}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, RequestDataTooBig):

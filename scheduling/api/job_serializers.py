@@ -247,10 +247,15 @@ class GangJobDetailSerializer(GangJobSerializer):
         "disruption, or its objects recreated after they were lost (Recreated) or replaced (Replaced); it is the "
         "latest timeline attempt's number, and durations read that attempt")
 
+    placement = serializers.JSONField(read_only=True, help_text="where gangweb placed the job and why, when its "
+        "submit named no cluster or several: {cluster, rule: fits | earliest, text, clusters: [{cluster, known, why, "
+        "fits, free: {gpu, cpu, memory} (GPUs, CPU cores, GiB), wait_share, queue_share, queue_waiting}], moves: "
+        "[{from, to, at, text}]}; null when its submit named its cluster and it never moved")
+
     class Meta(GangJobSerializer.Meta):
         fields = GangJobSerializer.Meta.fields + ["resolved_spec", "observed", "failure", "timeline", "timeline_total",
                                                   "timeline_omitted", "durations", "requeues", "position",
-                                                  "estimated_start"]
+                                                  "estimated_start", "placement"]
         read_only_fields = fields
 
     def _transitions(self, obj):
@@ -366,7 +371,9 @@ class JobSubmitSerializer(serializers.Serializer):
     template = serializers.CharField(help_text="runtime template name")
     template_version = serializers.IntegerField(required=False, help_text="default: latest")
     queue = serializers.CharField()
-    cluster = serializers.CharField()
+    cluster = serializers.JSONField(required=False, help_text="a cluster name; or a list of names, or left out: "
+                                    "gangweb places the job among them (or among every cluster of the queue) and "
+                                    "says why on its timeline and in `placement`")
     priority_class_name = serializers.CharField(required=False, allow_blank=True)
     overrides = serializers.JSONField(required=False, help_text="fields the template allows, e.g. "
                                       '{"podSets": {"worker": {"replicas": 4, "resources": {"nvidia.com/gpu": "1"}}}}')

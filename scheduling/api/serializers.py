@@ -179,7 +179,7 @@ class QueuePolicySerializer(serializers.ModelSerializer):
                   "gpu_over_quota_weight", "cpu_quota", "cpu_limit", "cpu_over_quota_weight", "memory_quota",
                   "memory_limit", "memory_over_quota_weight", "preempt_min_runtime", "reclaim_min_runtime",
                   "clusters", "allowed_namespaces", "allowed_service_accounts", "pod_security_level", "managed",
-                  "warnings", "quantities", "created_at", "updated_at"]
+                  "move_after_seconds", "warnings", "quantities", "created_at", "updated_at"]
         read_only_fields = fields
 
     def get_warnings(self, obj) -> list[dict]:
@@ -273,6 +273,10 @@ class QueuePolicyWriteSerializer(serializers.Serializer):
     pod_security_level = serializers.ChoiceField(["baseline", "restricted"], required=False,
                                                  help_text="Pod Security Standard of its jobs (default baseline); "
                                                            "the strictest along the queue's ancestors applies")
+    move_after_seconds = serializers.IntegerField(required=False, allow_null=True, min_value=30,
+                                                  help_text="move a job gangweb placed that has waited this long on "
+                                                            "one cluster to one of the queue's where it fits now; "
+                                                            "null (default): never")
 
 
 class QueueUsageSampleSerializer(serializers.ModelSerializer):

@@ -9,6 +9,7 @@ import re
 
 from kubernetes import client
 
+from ..kube.client import REQUEST_TIMEOUT
 from ..kube.errors import call
 from . import registry
 
@@ -24,7 +25,7 @@ def served_versions(api: client.ApiClient) -> set[str]:
 
     Raises kube.errors.TransientKubeError / TerminalKubeError as `kube.errors.call` classifies the failure.
     """
-    groups = call(client.ApisApi(api).get_api_versions)
+    groups = call(client.ApisApi(api).get_api_versions, _request_timeout=REQUEST_TIMEOUT)  # a stalled server: bounded
     served = {"v1"}
     for group in groups.groups or []:
         for version in group.versions or []:

@@ -104,7 +104,8 @@ class SubmitForm(forms.Form):
     name = forms.CharField(max_length=63, help_text="DNS-1123 label, unique among active jobs of the namespace")
     namespace = forms.CharField(max_length=63, initial="default")
     queue = NameField(help_text="only leaf queues take jobs")
-    cluster = NameField()
+    cluster = NameField(required=False, help_text="leave it to gangweb: it places the job where it fits now, else "
+                                                   "where it should start first, and says why on the timeline")
     overrides_extra = forms.CharField(
         required=False, label="Other overrides (YAML or JSON)",
         widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false",
@@ -116,7 +117,7 @@ class SubmitForm(forms.Form):
         self.version = version
         self.fields["template"].set_names(templates, "— pick a template —")
         self.fields["queue"].set_names(queues, "— pick a queue —")
-        self.fields["cluster"].set_names(clusters, "— pick a cluster —")
+        self.fields["cluster"].set_names(clusters, "— gangweb chooses —")
         self.inputs: list[OverrideInput] = []
         if version is not None:
             for spec_input, field in _override_inputs(version.spec):
@@ -144,7 +145,9 @@ class SubmitForm(forms.Form):
             value = int(raw) if spec_input.integer and INTEGER.fullmatch(raw) else raw
             _merge(overrides, _nest(spec_input, value))
         body = {"name": data["name"], "namespace": data.get("namespace") or "default", "template": data["template"],
-                "queue": data["queue"], "cluster": data["cluster"]}
+                "queue": data["queue"]}
+        if data.get("cluster"):  # left empty: gangweb places the job (services/jobs/placing.py)
+            body["cluster"] = data["cluster"]
         if self.version is not None and self.version.template.name == data["template"]:
             body["template_version"] = self.version.version
         if overrides:

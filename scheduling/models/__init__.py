@@ -3,7 +3,7 @@ from .audit import AuditEvent
 from .clusters import Cluster, ClusterNodes
 from .grants import ClusterGrant, QueueGrant
 from .idempotency import BulkSubmitKey
-from .jobs import GangJob, PhaseTransition
+from .jobs import GangJob, PhaseTransition, StrandedObjects
 from .leases import Lease
 from .notifications import DeliveryStatus, WebhookDelivery, WebhookSubscription
 from .queues import QueueClusterState, QueuePolicy, QueueUsageSample
@@ -27,6 +27,7 @@ __all__ = [
     "QueuePolicy",
     "QueueUsageSample",
     "ReconcileAttempt",
+    "StrandedObjects",
     "RuntimeTemplate",
     "RuntimeTemplateVersion",
     "WebhookDelivery",

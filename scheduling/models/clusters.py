@@ -68,6 +68,10 @@ class Cluster(models.Model):
     api_burst = models.PositiveIntegerField(null=True, blank=True,
                                             validators=[MinValueValidator(1), MaxValueValidator(100000)],
                                             help_text="requests allowed at once above api_qps; empty: the default")
+    # Since when the probe has found the cluster unreachable (its first failed probe in a row; null while healthy):
+    # placement does not choose it, and once GANGWEB_CLUSTER_LOST_SECONDS have passed its waiting jobs are moved
+    # (reconcile/moves.py).
+    unreachable_since = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

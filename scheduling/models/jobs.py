@@ -98,6 +98,15 @@ class GangJob(models.Model):
     # back again (database clock). Empty until a pass repairs something.
     repairs = models.JSONField(default=dict, blank=True,
                                help_text="latest repair of drifted gang objects and its backoff")
+    # Where gangweb placed the job and why, when its submit named no cluster or several (placement/rule.py
+    # `Decision.as_dict`), with each move after it under "moves": [{"from", "to", "at", "text"}]. Null for a job
+    # whose submit named its cluster and that never moved.
+    placement = models.JSONField(null=True, blank=True, help_text="where gangweb placed the job, and why")
+    # A move decided and not done yet (reconcile/moves.py): the cluster the job goes to once its objects on `cluster`
+    # are confirmed gone, and the sentence for its timeline. Null/empty when no move is under way.
+    move_to = models.ForeignKey("scheduling.Cluster", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    move_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -190,6 +199,27 @@ def fill_requested_totals(jobs) -> None:
             # RuntimeClass overhead on top is held to what they take rather than failing the insert.
             seen[key] = (gpu, min(cpu, BIGINT_MAX), min(memory, BIGINT_MAX))
         job.requested_gpu, job.requested_cpu_millicores, job.requested_memory_bytes = seen[key]
+
+
+class StrandedObjects(models.Model):
+    """Objects of a job left on a cluster that was lost (unreachable for GANGWEB_CLUSTER_LOST_SECONDS) when the job
+    moved away: their keys and UIDs as gangweb recorded them (`GangJob.owner_uids`), in `namespace`. When the
+    cluster answers again its resync deletes them first, each by name with a UID precondition
+    (reconcile/stranded.py), and sets `deleted_at` once none is left."""
+
+    cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.CASCADE, related_name="stranded")
+    job = models.ForeignKey(GangJob, on_delete=models.CASCADE, related_name="stranded")
+    namespace = models.CharField(max_length=63)
+    owner_uids = models.JSONField(default=dict, blank=True)
+    backend_plugin = models.CharField(max_length=64, blank=True, help_text="the plugin whose kinds the objects are")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["cluster", "deleted_at"], name="stranded_cluster_open")]
+
+    def __str__(self):
+        return f"objects of job {self.job_id} left on cluster {self.cluster_id}"
 
 
 class PhaseTransitionQuerySet(models.QuerySet):

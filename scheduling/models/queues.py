@@ -46,6 +46,11 @@ class QueuePolicy(models.Model):
                                           help_text="Pod Security Standard of its jobs; the strictest of the "
                                                     "queue's, its ancestors' and the template's applies")
     managed = models.BooleanField(default=True)
+    # gangweb's own (issue 38): a job of this queue that has waited longer than this on one cluster, never started,
+    # while another cluster of the queue could run it now, is moved there (reconcile/moves.py). Null: never moved.
+    move_after_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="move a job that waited this long to a cluster of the queue where it fits "
+                                         "now; empty: never")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -27,6 +27,7 @@ from ..backends import discovery
 from ..choices import ClusterHealth, ReconcileOutcome
 from ..kube import client as kube_client
 from ..kube import priority_classes, runtime_classes, scheduler_presence
+from ..kube.client import REQUEST_TIMEOUT
 from ..kube.errors import (
     FORBIDDEN,
     UNAUTHORIZED,
@@ -51,7 +52,9 @@ def _version(api: client.ApiClient) -> str:
     Kubernetes version document (kubernetes VersionInfo with a gitVersion like "v1.36.3"), and what
     `kube.errors.call` raises."""
     try:
-        version = call(client.VersionApi(api).get_code)
+        # Bounded like every other request: a stalled (SIGSTOPped) API server must make the probe say Unreachable,
+        # not hang it until the task's time limit.
+        version = call(client.VersionApi(api).get_code, _request_timeout=REQUEST_TIMEOUT)
     except (ValueError, TypeError, AttributeError) as exc:  # the client could not read the answer as VersionInfo
         raise TerminalKubeError(NOT_KUBERNETES, NOT_A_VERSION) from exc
     git_version = getattr(version, "git_version", None)
@@ -150,9 +153,12 @@ def probe_cluster(cluster: Cluster) -> Cluster:
             ClusterHealth.UNREACHABLE)
         cluster.health_message = describe(failure, 2000)
     cluster.last_probe_at = timezone.now()
+    # Since when it has been unreachable: the first failed probe in a row (placement and lost clusters read it).
+    cluster.unreachable_since = ((cluster.unreachable_since or cluster.last_probe_at)
+                                 if cluster.health == ClusterHealth.UNREACHABLE else None)
     cluster.save(update_fields=["health", "health_message", "server_version", "served_apis", "available_backends",
                                 "runtime_classes", "priority_classes", "scheduler_presence", "last_probe_at",
-                                "updated_at"])
+                                "unreachable_since", "updated_at"])
     ReconcileAttempt.objects.create(kind=ReconcileAttempt.KIND_PROBE, cluster=cluster, outcome=outcome,
                                     reason=reason, message=message[:2000],
                                     duration_ms=int((time.monotonic() - started) * 1000),

@@ -51,7 +51,7 @@ from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
 from . import jobs as job_reconcile
-from . import left_behind
+from . import left_behind, stranded
 from .jobs import claims
 from .observed import Snapshot, snapshot  # noqa: F401 -- snapshot: named from here by the batch and bench code
 from .spilled import SpilledSnapshot, spilled_snapshot
@@ -229,6 +229,8 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
     stack = ExitStack()  # the snapshot's file, removed however the pass ends
     try:
         api = kube_client.api_client(cluster)
+        # What moved jobs left here while the cluster could not be asked goes first (reconcile/stranded.py).
+        stats["stranded_left"] = stranded.clean(cluster, api)
         snap = stack.enter_context(cluster_snapshot(cluster, api))
         # Objects of this install whose job row is gone: reported, never deleted (deleting needs a human); and
         # finished jobs whose clean-up left objects behind (a pass that created after it): cleaned up again, first.

@@ -256,6 +256,10 @@ def write(job: GangJob, update: StatusUpdate) -> list[str]:
     if not update.needs_writing(job):
         return []
     with locked_row(job) as locked:
+        if locked.cluster_id != job.cluster_id:  # moved to another cluster since (reconcile/moves.py): not ours
+            log.info("job %s: moved to cluster %s meanwhile; what was seen in %s is not written", locked.pk,
+                     locked.cluster_id, job.cluster_id)
+            return []
         as_read = {f: getattr(locked, f) for f in WRITTEN_FIELDS}
         timeline_rows = _timeline_under_lock(locked, update)
         recorded = _entries(timeline_rows)

@@ -33,7 +33,7 @@ def _row_and_timeline_statement(alias: str) -> tuple[str, tuple]:
     """(SQL, columns) of a job's phase, desired_state and cleaned_up_at with its recorded entries (phase, at,
     attempt, inferred), one result row per entry (a LEFT JOIN: one row of NULL entry columns when it has none)."""
     qn = connections[alias].ops.quote_name
-    cols = tuple(columns(GangJob, "j", ["phase", "desired_state", "cleaned_up_at"])
+    cols = tuple(columns(GangJob, "j", ["phase", "desired_state", "cleaned_up_at", "cluster"])
                  + columns(PhaseTransition, "t", ["phase", "at", "attempt", "inferred"]))
     job_fk = qn(PhaseTransition._meta.get_field("job").column)
     return (f"SELECT {select_list(alias, list(cols))} FROM {qn(GangJob._meta.db_table)} j "
@@ -42,14 +42,14 @@ def _row_and_timeline_statement(alias: str) -> tuple[str, tuple]:
 
 
 def read_row_and_timeline(job: GangJob) -> tuple[dict | None, list[tuple]]:
-    """({"phase", "desired_state", "cleaned_up_at"} of the job's row as it is now, its recorded entries [(phase,
-    at, attempt, inferred)] as `read_timeline` gives them), in one statement: a pass's check for a cancel or an end
-    that came while its creates were in flight, and the timeline its observation reads next
-    (`JobReconciler.cancelled_meanwhile`). (None, []) when the row is gone."""
+    """({"phase", "desired_state", "cleaned_up_at", "cluster_id"} of the job's row as it is now, its recorded
+    entries [(phase, at, attempt, inferred)] as `read_timeline` gives them), in one statement: a pass's check for a
+    cancel, an end or a move that came while its creates were in flight, and the timeline its observation reads
+    next (`JobReconciler.cancelled_meanwhile`). (None, []) when the row is gone."""
     alias = router.db_for_read(GangJob)
     sql, cols = _row_and_timeline_statement(alias)
     rows = fetch(alias, sql, [job.pk], cols)
     if not rows:
         return None, []
-    row = dict(zip(("phase", "desired_state", "cleaned_up_at"), rows[0][:3], strict=True))
-    return row, [tuple(r[3:7]) for r in rows if r[3] is not None]
+    row = dict(zip(("phase", "desired_state", "cleaned_up_at", "cluster_id"), rows[0][:4], strict=True))
+    return row, [tuple(r[4:8]) for r in rows if r[4] is not None]

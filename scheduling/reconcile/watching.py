@@ -62,7 +62,7 @@ def select(job_objects: JobObjects, backend, job: GangJob) -> JobObjects:
 ACT_ON = frozenset({phase_entries.REASON_REPLACING, phase_entries.REASON_PARTIAL_GANG})
 
 
-def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> bool:
+def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool, cluster_id: int | None = None) -> bool:
     """Record what the watch cache holds of one job; enqueue a reconcile when its gang objects or Jobs were deleted,
     started terminating or had their spec edited (`deleted`, reconcile/cluster_watcher.py `edited`), or when the
     observation says the reconciler has to act (ACT_ON: a gang being replaced, a partial gang; not while a repair of the
@@ -75,7 +75,7 @@ def observe_job(job_uid: str, job_objects: JobObjects, deleted: bool) -> bool:
     Returns True when the job must be observed again soon although nothing changes in the cluster (the watcher
     does, reconcile/cluster_watcher.py `LOOK_AGAIN_SECONDS`): `awaiting_record`, the cache holds a Job of the job's that
     its row does not record yet, so its pods were left out of this observation."""
-    job = with_database(lambda: _observe(job_uid, job_objects))
+    job = with_database(lambda: _observe(job_uid, job_objects, cluster_id))
     if job is None:
         return False
     again = awaiting_record(job, job_objects)
@@ -182,10 +182,12 @@ def job_with_cluster(job_uid: str) -> GangJob | None:
     return joined_instance(alias, GangJob, ("cluster",), rows[0])
 
 
-def _observe(job_uid: str, job_objects: JobObjects) -> GangJob | None:
+def _observe(job_uid: str, job_objects: JobObjects, cluster_id: int | None = None) -> GangJob | None:
     job = job_with_cluster(job_uid)
     if job is None or job.phase in TERMINAL_PHASES:
         return None
+    if cluster_id is not None and job.cluster_id != cluster_id:
+        return None  # the job moved to another cluster (reconcile/moves.py): what is left here is not its state
     backend = backend_of(job)
     objects = select(job_objects, backend, job)
     # The cache's objects go along (`raw`): the status write selects them again against the row as locked, whose
@@ -224,6 +226,8 @@ def watcher_for(cluster: Cluster, api=None, on_change=observe_job, may_write=Non
         from ..kube.client import api_client
 
         api = api_client(cluster)
+    if on_change is observe_job:  # a job that moved to another cluster is not observed from this one
+        on_change = functools.partial(observe_job, cluster_id=cluster.pk)
     return ClusterWatcher(cluster.name, api, gang_kinds(cluster), settings.GANGWEB_INSTANCE, on_change,
                           on_capacity=functools.partial(save_capacity, cluster.pk), on_exit=close_thread_connections,
                           finished_with=finished_with, may_write=may_write, observers=observers())

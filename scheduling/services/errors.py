@@ -28,6 +28,14 @@ class IdempotencyMismatch(ServiceError):
     status = 422
 
 
+class NotKnownNow(ServiceError):
+    """What the request needs to know is not known now and will be (a job with no cluster named while no candidate
+    cluster's numbers are fresh): 503 with Retry-After `retry_after` seconds; nothing was changed."""
+
+    status = 503
+    retry_after = 30
+
+
 class PermissionDenied(ServiceError):
     """The user or token may not do this to this queue or cluster: 403."""
 

@@ -111,7 +111,9 @@ def test_a_bulk_body_with_an_unknown_key_is_400_naming_it_and_creates_nothing(ap
 
 
 @pytest.mark.parametrize("changes,field,message", [
-    ({"cluster": None}, "cluster", "is required"),
+    # null or left out: gangweb places the job (tests/api/test_job_placement.py); another type is named
+    ({"cluster": 7}, "cluster", "must be a cluster name, a non-empty list of cluster names, or left out (gangweb "
+                                "chooses)"),
     ({"overrides": ["replicas", 3]}, "overrides", "must be an object, got an array"),
 ])
 def test_a_missing_or_mistyped_field_is_named_in_json_terms(api, setup, changes, field, message):
@@ -122,7 +124,7 @@ def test_a_missing_or_mistyped_field_is_named_in_json_terms(api, setup, changes,
 
 def test_every_bad_field_of_a_submit_is_named_in_one_answer(api, setup):
     """Not only the first (a new user's pass): unknown fields, names and types, each with what is wrong."""
-    body = {"name": "BAD NAME", "namespace": "Also_Bad", "template": 5, "queue": ["x"], "cluster": None,
+    body = {"name": "BAD NAME", "namespace": "Also_Bad", "template": 5, "queue": ["x"], "cluster": [],
             "template_version": 0, "priority_class_name": "Not.Valid", "priority": 1, "gpus": 2}
     r = api.post("/api/v1/jobs/", body, format="json")
     assert r.status_code == 400

@@ -33,6 +33,7 @@ LAYERS = {
     "scheduling.work": (*WEB, "scheduling.tasks", "scheduling.reconcile"),
     "scheduling.kube": (*WEB, "scheduling.tasks", "scheduling.reconcile", "scheduling.observe"),
     "scheduling.models": (*WEB, "scheduling.tasks", "scheduling.reconcile"),
+    "scheduling.placement": (*WEB, "scheduling.tasks", "scheduling.reconcile"),
 }
 
 

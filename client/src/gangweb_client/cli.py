@@ -122,7 +122,9 @@ def _load_jobs(path: str) -> list[dict]:
 @click.option("--template", help="runtime template name")
 @click.option("--template-version", type=int, help="template version (default latest)")
 @click.option("--queue", help="queue name")
-@click.option("--cluster", help="cluster name")
+@click.option("--cluster", "clusters", multiple=True,
+              help="cluster name; repeat it to let gangweb choose among several, leave it out to let gangweb choose "
+                   "among every cluster of the queue (`gangweb get` says where and why)")
 @click.option("--namespace", help="namespace (default: the server's, 'default')")
 @click.option("--priority-class", "priority_class_name", help="priority class name")
 @click.option("--overrides", help='JSON object of overrides the template allows, e.g. \'{"podSets": {...}}\'')
@@ -132,9 +134,11 @@ def _load_jobs(path: str) -> list[dict]:
 @timeout_option
 @output_option
 @click.pass_obj
-def submit(state, files, name, template, template_version, queue, cluster, namespace, priority_class_name,
+def submit(state, files, name, template, template_version, queue, clusters, namespace, priority_class_name,
            overrides, idempotency_key, do_wait, timeout, fmt):
-    """Submit jobs from flags or files (several: one bulk request, all or none), optionally --wait."""
+    """Submit jobs from flags or files (several: one bulk request, all or none), optionally --wait. Without
+    --cluster (or with several) the server places each job and records why."""
+    cluster = None if not clusters else clusters[0] if len(clusters) == 1 else list(clusters)
     flags = {"name": name, "template": template, "template_version": template_version, "queue": queue,
              "cluster": cluster, "namespace": namespace, "priority_class_name": priority_class_name}
     if overrides:

@@ -196,10 +196,23 @@ def job_detail(data):
     rows = data if isinstance(data, list) else [data]
     extra = []
     for job in rows:
-        lines = failure_lines(job)
+        lines = placement_lines(job) + failure_lines(job)
         if lines:
             extra.append(Text(f"job {job.get('id')} {job.get('name', '')}: " + "\n".join(lines)))
     return Group(jobs_table(rows), *extra) if extra else jobs_table(rows)
+
+
+def placement_lines(job: dict) -> list[str]:
+    """Where the job runs and why, when gangweb chose (`placement`: its sentence, then each move's); a job whose
+    submit named its cluster, or a server without placement, gives none."""
+    placement = job.get("placement")
+    if not isinstance(placement, dict):
+        return []
+    lines = [f"on {job.get('cluster', '?')}: {placement.get('text', '')}"]
+    for move in placement.get("moves") or []:
+        if isinstance(move, dict):
+            lines.append(f"  {str(move.get('at', ''))[:19].replace('T', ' ')} {move.get('text', '')}")
+    return lines
 
 
 def _estimate_lines(job: dict) -> list[str]:

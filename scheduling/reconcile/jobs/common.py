@@ -30,8 +30,12 @@ API_VERSION_REMOVED = "APIVersionRemoved"  # ... and the family has no served ve
 UNEXPECTED_ERROR = "UnexpectedError"  # an exception no handler expected; recorded on the job, never a bare traceback
 WAITING = "WaitingForDeletion"
 CANCELLING = "Cancelling"  # phase_reason of a job whose cancel is deleting its objects (observe/phases.py too)
-ERROR_REASONS = frozenset({"ClusterUnreachable", "Forbidden", "Unauthorized", "Throttled", "ServerError", "Invalid",
-                           "Rejected", "InvalidKubeconfig", NAME_CONFLICT, BACKEND_UNAVAILABLE, "Conflict",
+# A placed job's cluster was lost while the job ran there (reconcile/moves.py): its phase is unknown until a pass of
+# that cluster reads it again, which clears it as it clears an error.
+CLUSTER_LOST = "ClusterLost"
+ERROR_REASONS = frozenset({"ClusterUnreachable", CLUSTER_LOST, "Forbidden", "Unauthorized", "Throttled",
+                           "ServerError", "Invalid", "Rejected", "InvalidKubeconfig", NAME_CONFLICT,
+                           BACKEND_UNAVAILABLE, "Conflict",
                            NAMESPACE_NOT_FOUND, QUOTA_EXCEEDED, STORED_VERSION_UNREADABLE, UNEXPECTED_ERROR,
                            "Redirected", "AddressNotAllowed"})
 REMOVING = "RemovingObjects"  # a finished job's retained Jobs and pods are being deleted (retention)

@@ -9,7 +9,7 @@ from kubernetes.client.rest import ApiException
 
 from ...backends import discovery, registry
 from ...backends.base import SchedulerBackend, object_source
-from ...choices import TERMINAL_PHASES, DesiredState, GangPhase
+from ...choices import DesiredState, GangPhase
 from ...kube import limit_ranges
 from ...kube.errors import (
     CREATE_REFUSED,
@@ -24,7 +24,7 @@ from ...observe.objects import created_at as o_created_at
 from ...observe.pods import owner_facts
 from ...podspec import rules as pod_rules
 from .. import desired as desired_mod
-from .. import owner_refs, refusals, retention, status, timeline_reads, volcano_queues, waiting_events
+from .. import owner_refs, refusals, retention, status, volcano_queues, waiting_events
 from ..observed import Observed, adopt_names, read
 from . import repairs
 from .admission import AdmissionSteps
@@ -46,26 +46,13 @@ from .common import (
     is_terminating,
     ref_of,
 )
+from .moving import MovingSteps
 from .partial import release_partial
+from .raced import RacedSteps
 from .writes import ObjectWrites
 
 
-def over_because(row: dict | None) -> str | None:
-    """Why a job's row (`phase`, `desired_state`, `cleaned_up_at`, as read now; None when the row is gone) forbids
-    making anything for it: it ended (Succeeded, Failed, Cancelled), a cancel was asked for, or its clean-up ran.
-    None when the job still wants its gang."""
-    if row is None:
-        return "the job was deleted"
-    if row["phase"] in TERMINAL_PHASES:
-        return f"the job is {row['phase']}"
-    if row["desired_state"] == DesiredState.CANCEL:
-        return "the job's cancel was asked for"
-    if row["cleaned_up_at"] is not None:
-        return "the job was cleaned up"
-    return None
-
-
-class JobReconciler(ObjectWrites, JobCleanup, AdmissionSteps):
+class JobReconciler(ObjectWrites, JobCleanup, AdmissionSteps, MovingSteps, RacedSteps):
     """One pass over one job. Create with the job (cluster and queue loaded), an ApiClient and optionally the
     Observed slice from a resync; call `run()`."""
 
@@ -176,6 +163,8 @@ class JobReconciler(ObjectWrites, JobCleanup, AdmissionSteps):
             self.discard()
         elif job.is_terminal:
             self.clean_up_finished()
+        elif job.move_to_id:
+            self.move()  # reconcile/moves.py decided it; jobs/moving.py carries it out
         else:
             self.ensure()
 
@@ -429,72 +418,3 @@ class JobReconciler(ObjectWrites, JobCleanup, AdmissionSteps):
             reason, message = RECREATED, f"recreated what was missing from the cluster: {names}"
         self.update.restart_at(self.job, status.Decision(GangPhase.DISPATCHED, at, object_source(jobs[0]), reason,
                                                          message))
-
-    def refuse_when_over(self, making: str) -> None:
-        """Before this pass first creates anything, or replaces the gang to create it anew: read the job's row again
-        (one query, three columns) and end the pass (Done), creating nothing, when since the pass loaded it the job
-        ended (Succeeded, Failed, Cancelled), a cancel was asked for, or its clean-up ran (`cleaned_up_at`;
-        `over_because`). `making` names what would have been made, for the pass's actions.
-
-        A pass's row may be older than the job's end: a resync loads its rows up to a pass's length before their
-        turn, and a pass may wait on a stopped API server. Its clean-up may then have deleted the gang and set
-        `cleaned_up_at` already, and a gang made again now would stay for good. So a pass creates nothing for a job
-        whose end, cancel or clean-up was committed before this read. Read once per pass (`_row_checked`), before
-        its first create (every create goes through `ensure_root` or `create_round`); what ends the job while the
-        pass's creates are in flight is found by the read after them (`cancelled_meanwhile`), and a clean-up that
-        commits after that read, having listed before the creates, by the next resync (reconcile/left_behind.py)."""
-        if getattr(self, "_row_checked", False):
-            return
-        row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
-        why = over_because(row)
-        if why is None:
-            self._row_checked = True
-            return
-        # Read before the pass's first create: nothing this pass made is in the cluster to hand back.
-        self.actions.append(f"{why} since this pass loaded it: {making} not created")
-        raise Done
-
-    def cancelled_meanwhile(self) -> bool:
-        """After this pass created objects, read the job's row again: when since the pass loaded it the job was
-        cancelled, ended or cleaned up (`over_because`; a clean-up that ran while this pass's creates were in
-        flight may have found the cluster empty), nothing would ever delete what this pass just made: it is handed
-        back (`hand_back`). Our creates finished before this read, so a clean-up or cancel committed after it is
-        seen by its own pass's LIST. Returns True when the job was cancelled (and its objects are being deleted);
-        raises Done when it ended.
-
-        When the pass has not read the job's timeline yet (a batch's, an event's pass; a resync's rows come with
-        theirs), the row is read with it, in one statement (`timeline_reads.read_row_and_timeline`), and the timeline is
-        the one the pass's observation then derives from (`StatusUpdate.recorded`: read after the row the pass
-        holds, as it requires)."""
-        if not any(a.startswith("create ") for a in self.actions):
-            return False
-        if self.update.recorded is None and self.job.phase not in TERMINAL_PHASES:
-            row, recorded = timeline_reads.read_row_and_timeline(self.job)
-            if row is not None and over_because(row) is None:
-                self.update.recorded = recorded
-                return False
-        else:
-            row = GangJob.objects.filter(pk=self.job.pk).values("phase", "desired_state", "cleaned_up_at").first()
-        if row is None or over_because(row) is None:
-            return False
-        return self.hand_back(row)
-
-    def hand_back(self, row: dict) -> bool:
-        """This pass made objects for a job that, since the pass loaded it, was cancelled, ended or cleaned up (`row`:
-        phase, desired_state, cleaned_up_at as read now). `cleaned_up_at` and `objects_removed_at` are cleared at once
-        (one UPDATE: the resync takes the job again whatever happens to this pass), then: a cancelled job is cancelled
-        by this pass (its objects deleted; returns True); an ended one ends the pass (Done) and is left to its
-        clean-up (a resync's rows are loaded up to a pass's length before their turn: a fault run left 4 finished
-        jobs holding gang objects so)."""
-        GangJob.objects.filter(pk=self.job.pk).update(cleaned_up_at=None, objects_removed_at=None)
-        self.job.cleaned_up_at = self.job.objects_removed_at = None  # not cleaned up: what this pass made is there
-        if row["desired_state"] == DesiredState.CANCEL or row["phase"] == GangPhase.CANCELLED:
-            self.job.desired_state = row["desired_state"]
-            if row["phase"] == GangPhase.CANCELLED:
-                self.job.phase = GangPhase.CANCELLED  # already recorded by the other pass: not recorded twice
-            self.cancel()
-            return True
-        self.actions.append(f"{over_because(row)} since this pass loaded it: what it made is left to its clean-up")
-        raise Done
-
-

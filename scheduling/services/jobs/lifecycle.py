@@ -32,11 +32,13 @@ from ..queues import limits as queue_limits
 from ..templates import policy
 from ..templates import specs as template_service
 from ..templates import versions as template_versions
+from . import placing
 from .lookups import Lookups
 
 SUBMIT_FIELDS = ("name", "namespace", "template", "template_version", "queue", "cluster", "priority_class_name",
                  "overrides")
 MAX_BULK = 5000
+PLACED = "Placed"  # the Submitted entry's reason when gangweb chose the cluster (its message says why)
 
 
 # Related rows the job list form shows: what a replayed bulk submit loads with its jobs (as the first answer had).
@@ -107,7 +109,12 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     if version_no is not None:
         shapes.run(v.integer, version_no, "template_version", minimum=1)
     queue_name = shapes.run(v.string, data.get("queue"), "queue", max_length=63)
-    cluster_name = shapes.run(v.string, data.get("cluster"), "cluster", max_length=63)
+    # A name: that cluster, as always. Left out, null or a list of names: gangweb chooses (placing.py).
+    placing_it = not isinstance(data.get("cluster"), str)
+    if placing_it:
+        wanted = shapes.run(placing.choices, data.get("cluster"))
+    else:
+        cluster_name = shapes.run(v.string, data.get("cluster"), "cluster", max_length=63)
     priority = data.get("priority_class_name") or ""
     if priority:
         shapes.run(v.dns_subdomain, priority, "priority_class_name")
@@ -129,7 +136,12 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
     queue = access.named_queue(user, lookups.queues.get(queue_name), queue_name)
     if queue.id in lookups.parents:
         raise ValidationError({"queue": f"queue '{queue_name}' has child queues; only leaf queues take jobs"})
-    cluster = access.named_cluster(user, lookups.clusters.get(cluster_name), cluster_name)
+    decision = None
+    if placing_it:
+        access.check_submit(user, queue)  # who may not submit to the queue learns nothing of its clusters
+        cluster, decision = placing.place(user, queue, version, data.get("overrides", {}), wanted, lookups)
+    else:
+        cluster = access.named_cluster(user, lookups.clusters.get(cluster_name), cluster_name)
     check_queue_takes(queue, cluster, namespace, lookups)
     if priority:
         policy.check_priority_class(user, priority)
@@ -140,7 +152,10 @@ def build_job(user, data, lookups: Lookups) -> GangJob:
         name=name, namespace=namespace, template_version=version, overrides=data.get("overrides", {}), queue=queue,
         cluster=cluster, priority_class_name=priority or resolved.get("priorityClassName", ""),
         resolved_spec=resolved, submitted_by=user if user and user.is_authenticated else None,
+        placement={**decision.as_dict(), "among": wanted} if decision is not None else None,
     )
+    if decision is None and lookups.placing:
+        placing.count_named(lookups, queue, cluster, resolved)  # the request's placed jobs see it there
     # The job's class, or the one a template version stored before this check gave it (an override's: in render).
     template_service.check_gang_priority_class(version.backend, job.priority_class_name,
                                                "priority_class_name" if priority else "template_version")
@@ -171,8 +186,9 @@ def _persist(jobs: list[GangJob], message: str, user=None, action: str = "job.su
                 _claim_key(user, key, bulk)
             created = insert_rows(GangJob, jobs) if bulk else GangJob.objects.bulk_create(jobs)
             transitions = new_instances(PhaseTransition, [
-                {"job_id": j.id, "phase": GangPhase.SUBMITTED, "at": now, "source": "gangweb", "reason": "Submitted",
-                 "message": message} for j in created])
+                {"job_id": j.id, "phase": GangPhase.SUBMITTED, "at": now, "source": "gangweb",
+                 "reason": PLACED if j.placement else "Submitted",
+                 "message": f"{message}; {j.placement['text']}" if j.placement else message} for j in created])
             if bulk:  # the bulk answer has no timeline: the transitions' ids are not needed
                 insert_rows(PhaseTransition, transitions, need_pk=False)
             else:

@@ -74,6 +74,16 @@ class Lookups:
     limits: dict[tuple, list[dict]] = field(default_factory=dict)
     sync_problems: dict[tuple[str, int, int], tuple[str, str]] | None = None  # (family, queue, cluster) -> state
     views: dict[int, Cluster] | None = None  # cluster id -> cluster_warnings view, loaded at first use
+    placing: bool = False  # some body names no cluster, or several: every cluster and the queues' links are loaded
+    numbers: object | None = None  # placement.numbers.Numbers, at the first placement (placing.place)
+
+    def placement_numbers(self):
+        """The placement numbers of every cluster loaded (one statement, at the first placement of the request)."""
+        if self.numbers is None:
+            from .placing import load_numbers
+
+            self.numbers = load_numbers(list(self.clusters.values()))
+        return self.numbers
 
     def render(self, version: RuntimeTemplateVersion, overrides) -> dict:
         """The resolved spec of `version` with `overrides`, rendered once per distinct pair (the pod-spec policy
@@ -156,6 +166,8 @@ class Lookups:
         lk = cls()
         lk._load_versions(items, names("template"))
         lk._load_queues(names("queue"), names("cluster"))
+        if any(isinstance(i, dict) and not isinstance(i.get("cluster"), str) for i in items):
+            lk._load_placement()
         lk.tree = queue_service.QueueTree.load(with_ancestors(lk.queues.values()))
         # Usage only matters against a finite limit (check_job_limits skips unlimited ones): read it for those.
         limited = {a.id for q in lk.queues.values() for a in [q, *lk.tree.ancestors(lk.tree.by_id.get(q.id, q))]
@@ -164,6 +176,23 @@ class Lookups:
             lk.allocations = Allocations(limited, {c.id for c in lk.clusters.values()},
                                          parents={q.id: q.parent_id for q in lk.tree.by_id.values()})
         return lk
+
+    def _load_placement(self) -> None:
+        """For bodies that leave the cluster to gangweb: every cluster (the submit-warning view and what placement
+        reads; never credentials) and every cluster link of the named queues. Two statements."""
+        self.placing = True
+        from ...placement.numbers import FIELDS
+
+        fields = sorted(set(_VIEW_FIELDS) | set(FIELDS))
+        self.views = {} if self.views is None else self.views
+        for cluster in Cluster.objects.only(*fields).order_by("name"):
+            self.clusters[cluster.name] = cluster  # with every field placement reads
+            self.views[cluster.id] = cluster
+        if self.queues:
+            for qid, cid in QueuePolicy.clusters.through.objects.filter(
+                    queuepolicy_id__in=[q.id for q in self.queues.values()]).values_list("queuepolicy_id",
+                                                                                        "cluster_id"):
+                self.queue_clusters.setdefault(qid, set()).add(cid)
 
     def _load_versions(self, items: list[dict], template_names: list[str]) -> None:
         if not template_names:

@@ -46,7 +46,8 @@ from ..errors import Conflict, PermissionDenied
 from .warnings import warnings_for
 
 WRITABLE = ("name", "display_name", "parent", "priority", *QUOTA_FIELDS, *WEIGHT_FIELDS, "preempt_min_runtime",
-            "reclaim_min_runtime", "clusters", "allowed_namespaces", "allowed_service_accounts", "pod_security_level")
+            "reclaim_min_runtime", "clusters", "allowed_namespaces", "allowed_service_accounts", "pod_security_level",
+            "move_after_seconds")
 # Fields the API returns; a client that PUTs back what it read is not refused for them.
 READ_ONLY = ("id", "managed", "created_at", "updated_at", "warnings", "quantities", "sync", "units")
 # Go `time.ParseDuration` as metav1.Duration accepts it: "0", "20s", "1h30m", "1.5h".
@@ -125,6 +126,10 @@ def _apply_shares(policy: QueuePolicy, data: dict) -> None:
     for name in ("preempt_min_runtime", "reclaim_min_runtime"):
         if name in data:
             setattr(policy, name, _duration(data[name], name))
+    if "move_after_seconds" in data:  # gangweb's own: reconcile/moves.py (docs/queues.md, "Where a job runs")
+        value = data["move_after_seconds"]
+        policy.move_after_seconds = None if value is None else v.integer(
+            value, "move_after_seconds", minimum=30, maximum=30 * 24 * 3600)
 
 
 def _weight(value, field_name: str) -> float:

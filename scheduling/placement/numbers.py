@@ -1,0 +1,135 @@
+"""The numbers the placement rule (`placement.rule`) reads, gathered from what gangweb already recorded: no request
+to any cluster.
+
+- a cluster's size: `Cluster.capacity["allocatable"]` (its Ready, uncordoned nodes, written by the cluster watcher;
+  base units: cores, bytes, devices);
+- whether they can be trusted: `Cluster.health` and `last_probe_at` (the probe, every 60 s), `unreachable_since`;
+- which backend families it serves: `Cluster.available_backends` (registry names, from the probe);
+- what gangweb's jobs hold and will take there, and each queue's share: ONE `SUM ... GROUP BY cluster, queue,
+  phase` over the active jobs of the candidate clusters (`usage`), whatever the number of jobs placed with it.
+
+Settings: `GANGWEB_PLACEMENT_STALE_SECONDS` (default 300: five probe periods): a cluster not probed for longer is
+not chosen while another is known.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.db.models import Count, Sum
+
+from ..backends import registry
+from ..choices import ACTIVE_PHASES, PENDING_PHASES, ClusterHealth
+from ..constants import GPU_RESOURCE
+from ..kube.quantities import to_millicores
+from ..models import Cluster, GangJob
+from .rule import Amounts, QueueThere, Where
+
+# The Cluster fields the placement reads (loaded with `only`: never the credentials).
+FIELDS = ("id", "name", "capacity", "health", "health_message", "last_probe_at", "available_backends",
+          "unreachable_since")
+
+
+def stale_seconds() -> float:
+    """GANGWEB_PLACEMENT_STALE_SECONDS (default 300)."""
+    return float(getattr(settings, "GANGWEB_PLACEMENT_STALE_SECONDS", 300))
+
+
+def allocatable(cluster: Cluster) -> Amounts | None:
+    """The cluster's schedulable nodes' allocatable as Amounts (devices, millicores, bytes), or None when never
+    read, empty (no schedulable node) or unreadable (a hostile or broken row)."""
+    cap = cluster.capacity if isinstance(cluster.capacity, dict) else {}
+    alloc = cap.get("allocatable")
+    if not isinstance(alloc, dict) or not cap.get("nodes"):
+        return None
+    try:
+        gpu = Decimal(str(alloc.get(GPU_RESOURCE, 0)))
+        cpu = Decimal(str(alloc.get("cpu", 0)))
+        memory = Decimal(str(alloc.get("memory", 0)))
+    except (InvalidOperation, ValueError):
+        return None
+    if not all(x.is_finite() and x >= 0 for x in (gpu, cpu, memory)):
+        return None
+    return Amounts(gpu, to_millicores(cpu), int(memory))
+
+
+def unknown_because(cluster: Cluster, now: datetime) -> str:
+    """Why the cluster's numbers cannot be trusted now ("" when they can): not healthy at its last probe (with
+    since when it is unreachable), not probed for GANGWEB_PLACEMENT_STALE_SECONDS, its nodes or backends never
+    read."""
+    if cluster.health == ClusterHealth.UNREACHABLE:
+        since = f" since {cluster.unreachable_since:%H:%M:%S} UTC" if cluster.unreachable_since else ""
+        return f"unreachable{since}"
+    if cluster.health != ClusterHealth.HEALTHY:
+        return f"health {cluster.health} at its last probe"
+    if cluster.last_probe_at is None:
+        return "never probed"
+    age = (now - cluster.last_probe_at).total_seconds()
+    if age > stale_seconds():
+        return f"its numbers are stale (last probed {int(age)} s ago)"
+    if allocatable(cluster) is None:
+        return "no schedulable nodes seen yet"
+    if not cluster.available_backends:
+        return "its schedulers were never probed"
+    return ""
+
+
+def serves(cluster: Cluster, family: str) -> bool | None:
+    """True when the cluster's last probe found a plugin of backend `family`, False when it found others only, None
+    when it found none at all (never probed: unknown, not "no")."""
+    names = cluster.available_backends or []
+    if not names:
+        return None
+    for name in names:
+        try:
+            if registry.by_name(name).family == family:
+                return True
+        except KeyError:  # a plugin this version no longer has
+            continue
+    return False
+
+
+def usage(cluster_ids: list[int]) -> tuple[dict[int, tuple[Amounts, Amounts]], dict[tuple[int, int], QueueThere]]:
+    """({cluster id: (held, waiting)}, {(queue id, cluster id): QueueThere}) from gangweb's active jobs in those
+    clusters: held = what Scheduled and Running jobs request, waiting = what Submitted, Dispatched and Queued ones
+    request (they will take it). One statement."""
+    rows = (GangJob.objects.filter(cluster_id__in=sorted(cluster_ids), phase__in=sorted(ACTIVE_PHASES)).order_by()
+            .values("cluster_id", "queue_id", "phase")
+            .annotate(n=Count("id"), gpu=Sum("requested_gpu"), cpu=Sum("requested_cpu_millicores"),
+                      memory=Sum("requested_memory_bytes")))
+    per_cluster: dict[int, tuple[Amounts, Amounts]] = {}
+    per_queue: dict[tuple[int, int], QueueThere] = {}
+    for row in rows:
+        asks = Amounts(Decimal(str(row["gpu"] or 0)), int(row["cpu"] or 0), int(row["memory"] or 0))
+        held, waiting = per_cluster.get(row["cluster_id"], (Amounts(), Amounts()))
+        pending = row["phase"] in PENDING_PHASES
+        per_cluster[row["cluster_id"]] = (held, waiting + asks) if pending else (held + asks, waiting)
+        there = per_queue.setdefault((row["queue_id"], row["cluster_id"]), QueueThere())
+        there.asks = there.asks + asks
+        there.waiting_jobs += row["n"] if pending else 0
+    return per_cluster, per_queue
+
+
+class Numbers:
+    """The numbers of a set of clusters for one placement run (a submit, a bulk, a pass of moves): each cluster's
+    `Where` and each queue's `QueueThere`, loaded with one statement (`usage`) and updated in memory as jobs are
+    placed (`rule.take`)."""
+
+    def __init__(self, clusters: list[Cluster], now: datetime):
+        self.clusters = {c.id: c for c in clusters}
+        held_waiting, self.theres = usage(list(self.clusters))
+        self.wheres = {}
+        for c in clusters:
+            held, waiting = held_waiting.get(c.id, (Amounts(), Amounts()))
+            self.wheres[c.id] = Where(c.id, c.name, allocatable(c), held, waiting, unknown_because(c, now))
+
+    def there(self, queue_id: int, cluster_id: int) -> QueueThere:
+        """The queue's use of the cluster (created empty the first time)."""
+        return self.theres.setdefault((queue_id, cluster_id), QueueThere())
+
+
+def demand_of(job: GangJob) -> Amounts:
+    """A job's gang totals (its `requested_*` columns) as Amounts."""
+    return Amounts(Decimal(str(job.requested_gpu or 0)), int(job.requested_cpu_millicores or 0),
+                   int(job.requested_memory_bytes or 0))
