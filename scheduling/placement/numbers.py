@@ -17,7 +17,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 
 from ..backends import registry
 from ..choices import ACTIVE_PHASES, PENDING_PHASES, ClusterHealth
@@ -90,11 +90,20 @@ def serves(cluster: Cluster, family: str) -> bool | None:
     return False
 
 
-def usage(cluster_ids: list[int]) -> tuple[dict[int, tuple[Amounts, Amounts]], dict[tuple[int, int], QueueThere]]:
+def usage(cluster_ids: list[int], sizes: dict[int, Amounts | None] | None = None,
+          ) -> tuple[dict[int, tuple[Amounts, Amounts]], dict[tuple[int, int], QueueThere]]:
     """({cluster id: (held, waiting)}, {(queue id, cluster id): QueueThere}) from gangweb's active jobs in those
     clusters: held = what Scheduled and Running jobs request, waiting = what Submitted, Dispatched and Queued ones
-    request (they will take it). One statement."""
-    rows = (GangJob.objects.filter(cluster_id__in=sorted(cluster_ids), phase__in=sorted(ACTIVE_PHASES)).order_by()
+    request (they will take it). A waiting job that asks for more of a resource than its cluster's whole allocatable
+    (`sizes`: {cluster id: Amounts}, None when unknown) is left out: it never takes any room there. One statement."""
+    never = Q()
+    for cid, size in (sizes or {}).items():
+        if size is not None:
+            never |= Q(cluster_id=cid, phase__in=sorted(PENDING_PHASES)) & (
+                Q(requested_gpu__gt=float(size.gpu)) | Q(requested_cpu_millicores__gt=size.cpu)
+                | Q(requested_memory_bytes__gt=size.memory))
+    active = GangJob.objects.filter(cluster_id__in=sorted(cluster_ids), phase__in=sorted(ACTIVE_PHASES))
+    rows = ((active.exclude(never) if never else active).order_by()
             .values("cluster_id", "queue_id", "phase")
             .annotate(n=Count("id"), gpu=Sum("requested_gpu"), cpu=Sum("requested_cpu_millicores"),
                       memory=Sum("requested_memory_bytes")))
@@ -118,7 +127,7 @@ class Numbers:
 
     def __init__(self, clusters: list[Cluster], now: datetime):
         self.clusters = {c.id: c for c in clusters}
-        held_waiting, self.theres = usage(list(self.clusters))
+        held_waiting, self.theres = usage(list(self.clusters), {c.id: allocatable(c) for c in clusters})
         self.wheres = {}
         for c in clusters:
             held, waiting = held_waiting.get(c.id, (Amounts(), Amounts()))

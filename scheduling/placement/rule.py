@@ -176,7 +176,9 @@ def _numbers(c: Candidate, demand: Amounts) -> dict:
            "queue_waiting": c.queue.waiting_jobs}
     if known:
         free = w.free()
-        out["free"] = {"gpu": float(free.gpu), "cpu": free.cpu / 1000, "memory": round(free.memory / 2**30, 6)}
+        # Never below 0: what is asked beyond the room is in `wait_share` and the sentence ("... more asked").
+        out["free"] = {"gpu": max(0.0, float(free.gpu)), "cpu": max(0.0, free.cpu / 1000),
+                       "memory": max(0.0, round(free.memory / 2**30, 6))}
         out["wait_share"] = round(w.wait_share(demand), 6)
     return out
 

@@ -57,6 +57,31 @@ def test_a_job_without_a_cluster_goes_where_it_fits_and_says_why(api, two, admin
     assert detail["placement"]["clusters"][1]["free"]["gpu"] == 2
 
 
+def test_a_waiting_job_that_can_never_fit_its_cluster_takes_no_room_there(api, two, admin_user):
+    template, queue, c1, c2 = two
+    # c2 has 16 GPUs: a 40-GPU job waiting there never takes any of them; a 14-GPU one waiting will.
+    builders.make_job(template, queue, c2, name="huge", phase="Queued", requested_gpu=40, user=admin_user)
+    builders.make_job(template, queue, c1, name="waits", phase="Queued", requested_gpu=6, user=admin_user)
+    r = api.post("/api/v1/jobs/", body(template, queue, "train-2"), format="json")
+    assert r.status_code == 201, r.data
+    job = GangJob.objects.get(name="train-2")
+    assert job.cluster == c2
+    assert job.placement["text"] == "placed on c2: 16 GPUs free; c1 has 2 GPUs free"
+    assert {c["cluster"]: c["free"]["gpu"] for c in job.placement["clusters"]} == {"c1": 2, "c2": 16}
+
+
+def test_free_room_is_never_below_zero_in_the_numbers(api, two, admin_user):
+    template, queue, c1, c2 = two
+    for cluster, name in ((c1, "a"), (c2, "b")):  # more waiting than each has, each job fitting alone
+        for i in range(3):
+            builders.make_job(template, queue, cluster, name=f"{name}-{i}", phase="Queued", requested_gpu=8,
+                              user=admin_user)
+    r = api.post("/api/v1/jobs/", body(template, queue, "train-3"), format="json")
+    assert r.status_code == 201, r.data
+    frees = [c["free"]["gpu"] for c in GangJob.objects.get(name="train-3").placement["clusters"]]
+    assert frees == [0, 0]
+
+
 def test_a_list_of_clusters_is_chosen_among_and_a_named_cluster_is_respected(api, two):
     template, queue, c1, c2 = two
     r = api.post("/api/v1/jobs/", body(template, queue, "only-c1", cluster=["c1"]), format="json")
