@@ -126,6 +126,30 @@ def parse(message: str) -> list[dict]:
         for _, fact in sorted(found, key=lambda f: f[0]):
             out.append({"pod_set": quote(pod_set, 253), **{k: quote(v, 253) if isinstance(v, str) else v
                                                           for k, v in fact.items()}})
+    return _cumulative(out)
+
+
+def _cumulative(found: list[dict]) -> list[dict]:
+    """Kueue assigns a Workload's pod sets in order and checks each against the quota with the requests of the pod
+    sets before it added (`flavorassigner`: the assumed usage of earlier pod sets plus this one's request), so the
+    "N more needed" of a later pod set already counts the earlier ones. Of the QUOTA_IN_USE facts of one resource and
+    flavor only the last is kept, naming the pod sets it covers in `earlier_pod_sets`: said per pod set, "1 more
+    needed" then "4 more needed" would read as 5."""
+    last: dict[tuple, int] = {}
+    for i, fact in enumerate(found):
+        if fact["code"] == QUOTA_IN_USE:
+            last[(fact.get("resource"), fact.get("flavor"))] = i
+    out = []
+    for i, fact in enumerate(found):
+        key = (fact.get("resource"), fact.get("flavor"))
+        if fact["code"] == QUOTA_IN_USE and last[key] != i:
+            continue
+        if fact["code"] == QUOTA_IN_USE:
+            earlier = [f["pod_set"] for f in found[:i] if f["code"] == QUOTA_IN_USE
+                       and (f.get("resource"), f.get("flavor")) == key and f["pod_set"] != fact["pod_set"]]
+            if earlier:
+                fact = {**fact, "earlier_pod_sets": list(dict.fromkeys(earlier))}
+        out.append(fact)
     return out
 
 
@@ -145,8 +169,11 @@ def sentence(fact: dict, amount, queue: str = "") -> str:
                 f"{_bare(amount(res, fact['available']), res)} available within the limit, "
                 f"{_bare(amount(res, fact['more_needed']), res)} more needed")
     if code == QUOTA_IN_USE:
+        together = fact.get("earlier_pod_sets") or []
+        counted = f" (with pod set{'s' if len(together) > 1 else ''} {', '.join(together)} before it)" \
+            if together else ""
         said = (f"insufficient unused quota {where}: {amount(res, fact['more_needed'])} more needed than is "
-                "unused now; it fits the limit, so it waits for room")
+                f"unused now{counted}; it fits the limit, so it waits for room")
         n = fact.get("preempting") or 0
         return said + (f" (Kueue is preempting {n} workload{'' if n == 1 else 's'} for it)" if n else "")
     cq = f"ClusterQueue {queue}" if queue else "the queue's ClusterQueue"

@@ -18,10 +18,12 @@ README = REPO / "README.md"
 API_DOC = REPO / "docs" / "api.md"
 
 
-def readme_bodies(marker: str, page: Path = API_DOC) -> list[tuple[str, dict]]:
-    """[(path, JSON body)] of the curl POSTs in the page's bash block that contains `marker`."""
+def readme_bodies(marker: str, page: Path = API_DOC, loop: str = "") -> list[tuple[str, dict]]:
+    """[(path, JSON body)] of the curl POSTs in the page's bash block that contains `marker`; `loop`: the value of a
+    shell loop's `$i` spliced into the body (`'$i'`)."""
     blocks = re.findall(r"```bash\n(.*?)```", page.read_text(), re.S)
     (block,) = [b for b in blocks if marker in b]
+    block = block.replace("'$i'", loop)
     return [(path, json.loads(body)) for path, body in re.findall(r"-X POST \$GW(/\S+) .*?-d '(.*?)'", block, re.S)]
 
 
@@ -73,10 +75,15 @@ def test_the_readmes_kueue_job_is_accepted_into_the_demo_queue_make_run_installs
     assert leaf.allowed_namespaces == leaf.parent.allowed_namespaces == [local_cluster.SAMPLE_NAMESPACE]
     assert list(leaf.clusters.all()) == list(leaf.parent.clusters.all()) == [local_world]
     assert local_cluster.ensure_kueue_demo(local_world) == leaf  # again: nothing new
-    [(path, body)] = readme_bodies('"name": "hello-kueue"', README)
-    r = api.post(path, body, format="json")
-    assert r.status_code == 201, r.data
-    job = GangJob.objects.get(pk=r.data["id"])
+    ids = []
+    for i in ("1", "2", "3"):  # the README's loop: three jobs, each its own name
+        [(path, body)] = readme_bodies('"name": "hello-kueue-', README, loop=i)
+        r = api.post(path, body, format="json")
+        assert r.status_code == 201, r.data
+        ids.append(r.data["id"])
+    assert sorted(GangJob.objects.filter(pk__in=ids).values_list("name", flat=True)) == [
+        "hello-kueue-1", "hello-kueue-2", "hello-kueue-3"]
+    job = GangJob.objects.get(pk=ids[0])
     assert (job.template_version.template.name, job.queue.name, job.namespace) == ("sample-kueue", "kueue-demo",
                                                                                     "default")
     assert job.resolved_spec["backend"] == "kueue"

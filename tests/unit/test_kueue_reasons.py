@@ -105,5 +105,21 @@ def test_the_backends_per_pod_set_parts_read_as_the_whole_message():
     first, second = UNUSED.replace("workers", "launcher").split(". Pending")[0], UNUSED
     whole = f"{first}; {second}"
     from_parts = kueue_reasons.facts("", [first, second], why_pending.amount)
-    assert [(f["pod_set"], f["preempting"]) for f in from_parts] == [("launcher", 1), ("workers", 1)]
+    # The later pod set's shortfall counts the earlier one's (`_cumulative`): one fact, Kueue's preemption on it.
+    assert [(f["pod_set"], f["preempting"], f["earlier_pod_sets"]) for f in from_parts] == [
+        ("workers", 1, ["launcher"])]
     assert from_parts == kueue_reasons.facts(whole, [first, second], why_pending.amount)
+
+
+def test_a_later_pod_sets_unused_quota_shortfall_counts_the_earlier_ones_and_is_said_once():
+    # Kueue's flavor assigner adds each pod set's request to those before it: the worker's "4 more needed" (its 3
+    # GPUs + the launcher's 1) already holds the launcher's "1 more needed". Said once, not as 1 + 4.
+    message = ("couldn't assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu in flavor "
+               "gangweb-default, 1 more needed; couldn't assign flavors to pod set worker: insufficient unused quota "
+               "for nvidia.com/gpu in flavor gangweb-default, 4 more needed")
+    found = kueue_reasons.parse(message)
+    assert [(f["pod_set"], f["more_needed"], f.get("earlier_pod_sets")) for f in found] == [
+        ("worker", 4, ["launcher"])]
+    said = kueue_reasons.sentence(found[0], lambda r, v: f"{v} GPUs")
+    assert said == ("insufficient unused quota for nvidia.com/gpu in flavor gangweb-default: 4 GPUs more needed "
+                    "than is unused now (with pod set launcher before it); it fits the limit, so it waits for room")
