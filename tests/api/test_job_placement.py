@@ -185,3 +185,27 @@ def test_a_queues_move_setting_is_set_checked_and_cleared_through_the_api(api, t
     assert queue.move_after_seconds == 300
     r = api.patch(f"/api/v1/queues/{queue.name}/", {"move_after_seconds": None}, format="json")
     assert r.status_code == 200 and r.data["move_after_seconds"] is None
+
+
+def test_a_refusal_names_no_cluster_the_submitter_cannot_see(db, enqueued, queue_syncs):
+    """The submitter's queue takes jobs on `mine` only, which does not run the template's backend; the clusters of
+    another team's queue stay unnamed in the 400 (before, it said "queue 'pinned' does not take jobs on
+    secret-gpu-farm"), as a submit naming one of them answers "no cluster named ..."."""
+    from rest_framework.test import APIClient
+
+    mine = known_cluster("mine", 8, available_backends=["kai-v2"])
+    secret = known_cluster("secret-gpu-farm", 64)
+    builders.make_queue("hidden-q", clusters=[secret])
+    pinned = builders.make_queue("pinned", clusters=[mine])
+    template = builders.make_template("gpu4", pod_sets=[builders.pod_set(replicas=2, containers=[
+        builders.container(gpu="2")])])
+    user = builders.make_user("pin")
+    builders.grant(pinned, "submitter", user=user)
+    client = APIClient()
+    client.force_authenticate(user)
+    r = client.post("/api/v1/jobs/", body(template, pinned, "j"), format="json")
+    assert r.status_code == 400
+    assert r.data == {"cluster": ["no cluster to place the job on: mine does not run backend 'k8s-workload'"]}
+    r = client.post("/api/v1/jobs/", body(template, pinned, "j", cluster=["mine", "secret-gpu-farm"]), format="json")
+    assert r.data == {"cluster": ["no cluster named 'secret-gpu-farm'"]}
+    assert GangJob.objects.count() == 0

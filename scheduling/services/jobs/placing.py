@@ -51,13 +51,13 @@ def _pool(user, queue: QueuePolicy, family: str, wanted: list[str] | None, looku
         clusters = [by_name[name] for name in sorted(wanted)]
     pool, refused = [], []
     for c in clusters:
-        if not lookups.takes(queue, c):
-            refused.append(f"queue '{queue.name}' does not take jobs on {c.name}")
-            continue
-        try:
+        try:  # first: a cluster the user may not see is never named, not even in why another was refused
             access.named_cluster(user, c, c.name)
         except ValidationError:
             continue  # not the user's to know of
+        if not lookups.takes(queue, c):
+            refused.append(f"queue '{queue.name}' does not take jobs on {c.name}")
+            continue
         if placement_numbers.serves(c, family) is False:
             refused.append(f"{c.name} does not run backend '{family}'")
             continue
