@@ -209,3 +209,17 @@ def test_a_refusal_names_no_cluster_the_submitter_cannot_see(db, enqueued, queue
     r = client.post("/api/v1/jobs/", body(template, pinned, "j", cluster=["mine", "secret-gpu-farm"]), format="json")
     assert r.data == {"cluster": ["no cluster named 'secret-gpu-farm'"]}
     assert GangJob.objects.count() == 0
+
+
+def test_a_bulk_counts_its_named_jobs_before_placing_the_others(api, two):
+    """Jobs of a bulk that name c1 fill it (2 x 4 of its 8 GPUs) before the request places any job: the placed jobs
+    after them see c1 full and go to c2 (before, the named jobs were counted only once a placement had loaded the
+    numbers, so the first placed job read "placed on c1: 8 GPUs free" and c1 got 12 GPUs of jobs)."""
+    template, queue, c1, c2 = two
+    jobs = [body(template, queue, "named-1", cluster="c1"), body(template, queue, "named-2", cluster="c1"),
+            body(template, queue, "placed-1"), body(template, queue, "placed-2", cluster=["c1", "c2"])]
+    r = api.post("/api/v1/jobs/bulk/", {"jobs": jobs}, format="json")
+    assert r.status_code == 201, r.data
+    where = dict(GangJob.objects.values_list("name", "cluster__name"))
+    assert where == {"named-1": "c1", "named-2": "c1", "placed-1": "c2", "placed-2": "c2"}
+    assert GangJob.objects.get(name="placed-1").placement["text"] == "placed on c2: 16 GPUs free; c1 has 0 GPUs free"

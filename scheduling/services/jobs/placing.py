@@ -98,10 +98,11 @@ def _totals(resolved: dict) -> tuple:
 
 
 def count_named(lookups, queue: QueuePolicy, cluster: Cluster, resolved: dict) -> None:
-    """A job of the same request placed by name: counted where it goes, so the request's placed jobs see it (only
-    when the request places any: the numbers are loaded then)."""
-    numbers = lookups.numbers
-    if numbers is None or cluster.id not in numbers.wheres:
+    """A job of the same request placed by name: counted where it goes, so the request's placed jobs see it, those
+    before it in the request and those after (call it only when the request places any, `lookups.placing`: the
+    numbers are loaded here if no job was placed yet, once per request)."""
+    numbers = lookups.placement_numbers()
+    if cluster.id not in numbers.wheres:
         return
     demand = rule.Amounts(*_totals(resolved))
     rule.take(rule.Candidate(numbers.wheres[cluster.id], numbers.there(queue.id, cluster.id)), demand)
