@@ -5,8 +5,9 @@ to any cluster.
   base units: cores, bytes, devices);
 - whether they can be trusted: `Cluster.health` and `last_probe_at` (the probe, every 60 s), `unreachable_since`;
 - which backend families it serves: `Cluster.available_backends` (registry names, from the probe);
-- what gangweb's jobs hold and will take there, and each queue's share: ONE `SUM ... GROUP BY cluster, queue,
-  phase` over the active jobs of the candidate clusters (`usage`), whatever the number of jobs placed with it.
+- what gangweb's jobs hold and will take there, and each queue's share: ONE `SUM ... GROUP BY cluster, move
+  target, queue, phase` over the active jobs of the candidate clusters and those moving to one (`usage`),
+  whatever the number of jobs placed with it.
 
 Settings: `GANGWEB_PLACEMENT_STALE_SECONDS` (default 300: five probe periods): a cluster not probed for longer is
 not chosen while another is known.
@@ -17,7 +18,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 
 from ..backends import registry
 from ..choices import ACTIVE_PHASES, PENDING_PHASES, ClusterHealth
@@ -93,21 +94,33 @@ def serves(cluster: Cluster, family: str) -> bool | None:
 def usage(cluster_ids: list[int]) -> tuple[dict[int, tuple[Amounts, Amounts]], dict[tuple[int, int], QueueThere]]:
     """({cluster id: (held, waiting)}, {(queue id, cluster id): QueueThere}) from gangweb's active jobs in those
     clusters: held = what Scheduled and Running jobs request, waiting = what Submitted, Dispatched and Queued ones
-    request (they will take it). One statement."""
-    rows = (GangJob.objects.filter(cluster_id__in=sorted(cluster_ids), phase__in=sorted(ACTIVE_PHASES)).order_by()
-            .values("cluster_id", "queue_id", "phase")
+    request (they will take it), a waiting job with a move under way counted both where it is (its objects are
+    there until the move deletes them) and where it goes. One statement."""
+    ids = sorted(cluster_ids)
+    rows = (GangJob.objects.filter(Q(cluster_id__in=ids) | Q(move_to_id__in=ids), phase__in=sorted(ACTIVE_PHASES))
+            .order_by().values("cluster_id", "move_to_id", "queue_id", "phase")
             .annotate(n=Count("id"), gpu=Sum("requested_gpu"), cpu=Sum("requested_cpu_millicores"),
                       memory=Sum("requested_memory_bytes")))
     per_cluster: dict[int, tuple[Amounts, Amounts]] = {}
     per_queue: dict[tuple[int, int], QueueThere] = {}
-    for row in rows:
-        asks = Amounts(Decimal(str(row["gpu"] or 0)), int(row["cpu"] or 0), int(row["memory"] or 0))
-        held, waiting = per_cluster.get(row["cluster_id"], (Amounts(), Amounts()))
-        pending = row["phase"] in PENDING_PHASES
-        per_cluster[row["cluster_id"]] = (held, waiting + asks) if pending else (held + asks, waiting)
-        there = per_queue.setdefault((row["queue_id"], row["cluster_id"]), QueueThere())
+
+    def count(cluster_id: int, row: dict, asks: Amounts, pending: bool) -> None:
+        held, waiting = per_cluster.get(cluster_id, (Amounts(), Amounts()))
+        per_cluster[cluster_id] = (held, waiting + asks) if pending else (held + asks, waiting)
+        there = per_queue.setdefault((row["queue_id"], cluster_id), QueueThere())
         there.asks = there.asks + asks
         there.waiting_jobs += row["n"] if pending else 0
+
+    wanted = set(ids)
+    for row in rows:
+        asks = Amounts(Decimal(str(row["gpu"] or 0)), int(row["cpu"] or 0), int(row["memory"] or 0))
+        pending = row["phase"] in PENDING_PHASES
+        if row["cluster_id"] in wanted:
+            count(row["cluster_id"], row, asks, pending)
+        # A move under way (reconcile/moves.py) will take its room at the target too: counted there as waiting
+        # from its claim, so the next round or a submit meanwhile does not give that room away a second time.
+        if pending and row["move_to_id"] in wanted and row["move_to_id"] != row["cluster_id"]:
+            count(row["move_to_id"], row, asks, True)
     return per_cluster, per_queue
 
 

@@ -127,3 +127,23 @@ def test_a_lost_clusters_waiting_jobs_move_at_once_and_its_running_ones_are_repo
     assert (running.cluster_id, running.phase, running.phase_reason) == (c1.id, "Running", "ClusterLost")
     assert running.phase_message.startswith("phase unknown: cluster c1 has been unreachable for 70")
     assert moves.decide()["moved_from_lost"] == 0  # idempotent
+
+
+def test_a_move_under_way_holds_its_room_at_the_target_for_the_next_round(world, enqueued):
+    """c1 full, c2 with room for one 4-GPU job: the first round claims the oldest waiting job for c2; while that
+    move is under way (the job still on c1, its objects being deleted), the next round claims no other job for c2
+    (before, the claimed job was counted only on c1, so round two sent a second job into the same 4 GPUs)."""
+    _t, _q, c1, c2, _u = world
+    placed(world, "b1", c1, phase="Running")
+    placed(world, "b2", c1, phase="Running")
+    placed(world, "c2-half", c2, phase="Running")
+    first = placed(world, "first", c1, waited_s=500)
+    second = placed(world, "second", c1, waited_s=400)
+    assert moves.decide()["claimed"] == 1
+    assert moves.decide()["claimed"] == 0
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.cluster_id, first.move_to_id, second.move_to_id) == (c1.id, c2.id, None)
+    from scheduling.placement.numbers import Numbers
+    where = Numbers([c1, c2], timezone.now()).wheres[c2.id]
+    assert (where.held.gpu, where.waiting.gpu) == (4, 4)  # what a submit meanwhile reads of c2: full
