@@ -180,7 +180,8 @@ def drop(job: GangJob, why: str) -> None:
 
 def switch(job: GangJob, target: Cluster, text: str, *, stranded: bool = False) -> bool:
     """Move `job` to `target` (module docstring) if its row, locked, still agrees: on the cluster `job` has in
-    memory, waiting, never started, not being cancelled, and (unless `stranded`) with this move claimed. With
+    memory, waiting, never started, not being cancelled, and (unless `stranded`) with this move claimed; with
+    `stranded`, its cluster still lost now (`still_lost`). With
     `stranded` (a lost cluster) what it recorded there is kept as StrandedObjects first. Returns False, changing
     nothing, when the row disagrees or the target has an active job of the same namespace and name."""
     try:
@@ -189,7 +190,8 @@ def switch(job: GangJob, target: Cluster, text: str, *, stranded: bool = False) 
                 if (row.cluster_id != job.cluster_id or row.phase not in PENDING_PHASES or row.is_terminal
                         or row.desired_state != DesiredState.RUN
                         or (not stranded and row.move_to_id != target.pk)
-                        or PhaseTransition.objects.filter(job_id=row.pk, phase__in=list(RUNNING_PHASES)).exists()):
+                        or PhaseTransition.objects.filter(job_id=row.pk, phase__in=list(RUNNING_PHASES)).exists()
+                        or (stranded and not still_lost(row.cluster_id))):
                     return False
                 if stranded and row.backend_plugin:
                     StrandedObjects.objects.create(cluster_id=row.cluster_id, job=row, namespace=row.namespace,
@@ -201,6 +203,14 @@ def switch(job: GangJob, target: Cluster, text: str, *, stranded: bool = False) 
     routing.remember({job.pk: target.pk})
     job.cluster_id, job.move_to_id = target.pk, None
     return True
+
+
+def still_lost(cluster_id: int) -> bool:
+    """True when the cluster's probe still finds it unreachable for GANGWEB_CLUSTER_LOST_SECONDS (read now: a round
+    of moves read its clusters at its start, and a cluster that answered again meanwhile must not lose its jobs to
+    another while their objects there may start)."""
+    return Cluster.objects.filter(pk=cluster_id, unreachable_since__lte=timezone.now() - timedelta(
+        seconds=lost_seconds())).exists()
 
 
 def _switch_row(row: GangJob, target: Cluster, text: str) -> None:

@@ -147,3 +147,16 @@ def test_a_move_under_way_holds_its_room_at_the_target_for_the_next_round(world,
     from scheduling.placement.numbers import Numbers
     where = Numbers([c1, c2], timezone.now()).wheres[c2.id]
     assert (where.held.gpu, where.waiting.gpu) == (4, 4)  # what a submit meanwhile reads of c2: full
+
+
+def test_a_cluster_that_answered_again_since_the_round_began_keeps_its_waiting_job(world, enqueued):
+    """The round read c1 as lost; its probe found it healthy again before the switch (unreachable_since cleared):
+    the job stays on c1 and nothing is recorded as stranded (before, it was moved while its objects on c1 could
+    start)."""
+    _t, _q, c1, c2, _u = world
+    job = placed(world, "waiting", c1, waited_s=60, backend_plugin="k8s-workload-v1beta1",
+                 owner_uids={"waiting-abc-worker": "uid-1"})
+    job = GangJob.objects.select_related("cluster").get(pk=job.pk)
+    assert not moves.switch(job, c2, "moved from c1 to c2: c1 has been unreachable for 700 s", stranded=True)
+    job.refresh_from_db()
+    assert (job.cluster_id, StrandedObjects.objects.count()) == (c1.id, 0)
