@@ -25,6 +25,7 @@ from ..choices import ACTIVE_PHASES, PENDING_PHASES, ClusterHealth
 from ..constants import GPU_RESOURCE
 from ..kube.quantities import to_millicores
 from ..models import Cluster, GangJob
+from ..observe.capacity import pod_requests
 from .rule import Amounts, QueueThere, Where
 
 # The Cluster fields the placement reads (loaded with `only`: never the credentials).
@@ -53,6 +54,37 @@ def allocatable(cluster: Cluster) -> Amounts | None:
     if not all(x.is_finite() and x >= 0 for x in (gpu, cpu, memory)):
         return None
     return Amounts(gpu, to_millicores(cpu), int(memory))
+
+
+def largest(cluster: Cluster) -> Amounts | None:
+    """The most one schedulable node of the cluster offers of each resource (`Cluster.capacity["largest"]`, the
+    watcher's), as Amounts; None when not recorded or unreadable."""
+    cap = cluster.capacity if isinstance(cluster.capacity, dict) else {}
+    big = cap.get("largest")
+    if not isinstance(big, dict) or not cap.get("nodes"):
+        return None
+    try:
+        gpu, cpu, memory = (Decimal(str(big.get(k, 0))) for k in (GPU_RESOURCE, "cpu", "memory"))
+    except (InvalidOperation, ValueError):
+        return None
+    if not all(x.is_finite() and x >= 0 for x in (gpu, cpu, memory)):
+        return None
+    return Amounts(gpu, to_millicores(cpu), int(memory))
+
+
+def pod_asks(resolved_spec: dict | None) -> Amounts | None:
+    """The most any one pod of the job asks of each resource (devices, millicores, bytes; `observe.capacity.
+    pod_requests`, without RuntimeClass overhead), None when the spec names no pod that can be read."""
+    pods = pod_requests(resolved_spec or {}) if isinstance(resolved_spec, dict) else []
+    if not any(pods):
+        return None
+    try:
+        gpu = max(Decimal(str(p.get(GPU_RESOURCE, 0))) for p in pods)
+        cpu = max(to_millicores(Decimal(str(p.get("cpu", 0)))) for p in pods)
+        memory = max(int(Decimal(str(p.get("memory", 0)))) for p in pods)
+    except (InvalidOperation, ValueError, OverflowError):
+        return None
+    return Amounts(gpu, cpu, memory)
 
 
 def unknown_because(cluster: Cluster, now: datetime) -> str:
@@ -135,7 +167,8 @@ class Numbers:
         self.wheres = {}
         for c in clusters:
             held, waiting = held_waiting.get(c.id, (Amounts(), Amounts()))
-            self.wheres[c.id] = Where(c.id, c.name, allocatable(c), held, waiting, unknown_because(c, now))
+            self.wheres[c.id] = Where(c.id, c.name, allocatable(c), held, waiting, unknown_because(c, now),
+                                      largest(c))
 
     def there(self, queue_id: int, cluster_id: int) -> QueueThere:
         """The queue's use of the cluster (created empty the first time)."""

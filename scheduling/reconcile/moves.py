@@ -131,11 +131,12 @@ def decide(now: datetime | None = None) -> dict:
         if not from_lost and seconds < after.get(job.queue_id, float("inf")):
             continue
         candidates = _candidates(job, clusters, links, taken, numbers)
-        demand = placement_numbers.demand_of(job)
+        demand, pod = placement_numbers.demand_of(job), placement_numbers.pod_asks(job.resolved_spec)
         if not from_lost:
-            candidates = [c for c in candidates if not c.where.unknown and c.where.fits(demand)]
+            candidates = [c for c in candidates if not c.where.unknown and c.where.fits(demand)
+                          and not c.where.pod_too_big(pod)]
         try:
-            decision = rule.choose(demand, candidates)
+            decision = rule.choose(demand, candidates, pod)
         except rule.Unplaceable:
             continue  # nowhere to go now: the next round looks again
         target = next(c for c in candidates if c.where.id == decision.cluster_id)

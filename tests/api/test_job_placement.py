@@ -223,3 +223,27 @@ def test_a_bulk_counts_its_named_jobs_before_placing_the_others(api, two):
     where = dict(GangJob.objects.values_list("name", "cluster__name"))
     assert where == {"named-1": "c1", "named-2": "c1", "placed-1": "c2", "placed-2": "c2"}
     assert GangJob.objects.get(name="placed-1").placement["text"] == "placed on c2: 16 GPUs free; c1 has 0 GPUs free"
+
+
+def test_a_cluster_whose_nodes_are_all_smaller_than_a_pod_is_not_chosen(api, db, enqueued, queue_syncs):
+    """c1 has 8 GPUs in all on nodes of 1 GPU each; c2 one node of 4 GPUs. A gang of 2 pods x 2 GPUs can never be
+    bound on c1: it goes to c2 (before: "placed on c1: 8 GPUs free", where it would wait for ever), and a gang
+    only c1 could take in total is a 400 naming the node size."""
+    small = known_cluster("c1", 8)
+    small.capacity = {**small.capacity, "nodes": 8, "largest": {"nvidia.com/gpu": 1, "cpu": 8, "memory": 64 * GIB}}
+    small.save()
+    big = known_cluster("c2", 4)
+    big.capacity = {**big.capacity, "nodes": 1, "largest": dict(big.capacity["allocatable"])}
+    big.save()
+    queue = builders.make_queue("team-a", clusters=[small, big])
+    template = builders.make_template("gpu4", pod_sets=[builders.pod_set(replicas=2, containers=[
+        builders.container(gpu="2")])])
+    r = api.post("/api/v1/jobs/", body(template, queue, "j1"), format="json")
+    assert r.status_code == 201, r.data
+    job = GangJob.objects.get(name="j1")
+    assert job.cluster == big
+    assert job.placement["text"] == "placed on c2: 4 GPUs free; c1 is too small for it"
+    r = api.post("/api/v1/jobs/", body(template, queue, "j2", cluster=["c1"]), format="json")
+    assert r.status_code == 400
+    assert r.data == {"cluster": ["no cluster to place the job on: it asks more than any candidate cluster has in "
+                                  "all or on one node: c1's largest node has 1 GPU, a pod asks 2 GPUs"]}

@@ -77,11 +77,12 @@ def place(user, queue: QueuePolicy, version, overrides, wanted: list[str] | None
     stale); what `lookups.render` raises for bad overrides."""
     family = version.backend
     pool = _pool(user, queue, family, wanted, lookups)
-    demand = rule.Amounts(*_totals(lookups.render(version, overrides)))
+    resolved = lookups.render(version, overrides)
+    demand = rule.Amounts(*_totals(resolved))
     numbers = lookups.placement_numbers()
     candidates = [rule.Candidate(numbers.wheres[c.id], numbers.there(queue.id, c.id)) for c in pool]
     try:
-        decision = rule.choose(demand, candidates)
+        decision = rule.choose(demand, candidates, placement_numbers.pod_asks(resolved))
     except rule.Unplaceable as exc:
         if exc.code == rule.NONE_KNOWN:
             raise NotKnownNow({"cluster": f"gangweb cannot place the job now: {exc.message}. Retry later, or name "
