@@ -113,8 +113,10 @@ def decide(now: datetime | None = None) -> dict:
     if not after and not lost:
         return stats
     waited = Q(cluster_id__in=lost)
-    if after:
-        waited |= Q(queue_id__in=list(after), created_at__lte=now - timedelta(seconds=min(after.values())))
+    for queue_id, seconds in sorted(after.items()):  # each queue by its own setting, a moved job from its move
+        cut = now - timedelta(seconds=seconds)
+        waited |= Q(queue_id=queue_id, created_at__lte=cut) & ~Exists(PhaseTransition.objects.filter(
+            job_id=OuterRef("pk"), reason=MOVED, at__gt=cut))
     jobs = list(GangJob.objects.filter(waited, phase__in=list(PENDING_PHASES), desired_state=DesiredState.RUN,
                                        move_to__isnull=True, placement__isnull=False, cleaned_up_at__isnull=True)
                 .exclude(started_entries()).exclude(claims.held()).select_related("cluster")

@@ -160,3 +160,25 @@ def test_a_cluster_that_answered_again_since_the_round_began_keeps_its_waiting_j
     assert not moves.switch(job, c2, "moved from c1 to c2: c1 has been unreachable for 700 s", stranded=True)
     job.refresh_from_db()
     assert (job.cluster_id, StrandedObjects.objects.count()) == (c1.id, 0)
+
+
+def test_jobs_not_due_yet_do_not_take_the_rounds_places_of_those_that_are(world, enqueued, monkeypatch):
+    """A round looks at MAX_MOVES jobs, the oldest first. Older jobs of a queue with a longer setting, and a job
+    that moved a moment ago (submitted long before), are not due: they must not fill those places while a job of
+    a queue with a short setting is (before, the candidates were every job older than the smallest setting, so
+    the same not-yet-due jobs were looked at and skipped every round, and the due one never moved)."""
+    template, queue, c1, c2, user = world
+    monkeypatch.setattr(moves, "MAX_MOVES", 2)
+    placed(world, "b1", c1, phase="Running")
+    placed(world, "b2", c1, phase="Running")
+    patient = builders.make_queue("patient", clusters=[c1, c2], move_after_seconds=7 * 24 * 3600)
+    for name in ("old-1", "old-2"):
+        job = builders.make_job(template, patient, c1, name=name, phase="Queued", user=user)
+        GangJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(days=1),
+                                                 placement={"cluster": "c1", "text": "placed"})
+    just_moved = placed(world, "just-moved", c1, waited_s=86000)
+    PhaseTransition.objects.create(job=just_moved, phase="Submitted", at=timezone.now() - timedelta(seconds=5),
+                                   attempt=1, source="gangweb", reason=moves.MOVED, message="moved")
+    due = placed(world, "due", c1, waited_s=400)
+    assert moves.decide()["claimed"] == 1
+    assert GangJob.objects.get(pk=due.pk).move_to_id == c2.id
