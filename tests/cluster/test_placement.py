@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import signal
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from kubernetes import client
 
 import localcluster
@@ -280,6 +282,8 @@ def test_a_returning_cluster_loses_what_gangweb_made_there_and_keeps_what_others
     client.CoreV1Api(api).create_namespace({"metadata": {"name": other_ns}})
     try:
         elsewhere = batch.create_namespaced_job(other_ns, labelled_job("waiter-x", other_ns, waiter.uid, mark=True))
+        # gangweb's probe has not reached c1 for an hour (the objects above were left as it went away)
+        Cluster.objects.filter(name="c1").update(unreachable_since=timezone.now() - timedelta(hours=1))
         job = GangJob.objects.select_related("cluster").get(pk=waiter.pk)
         assert moves.switch(job, two.rows["c2"], "moved from c1 to c2: c1 has been unreachable", stranded=True)
         wait_for(lambda: stranded.clean(Cluster.objects.get(name="c1"), api) == 0, 120, "the stranded row closed")
