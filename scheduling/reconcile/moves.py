@@ -112,13 +112,15 @@ def decide(now: datetime | None = None) -> dict:
     stats = {"claimed": 0, "moved_from_lost": 0, "lost_clusters": len(lost), "reported": report_lost(lost, now)}
     if not after and not lost:
         return stats
-    waited = Q(cluster_id__in=lost)
+    due = Q(pk__in=[])
     for queue_id, seconds in sorted(after.items()):  # each queue by its own setting, a moved job from its move
         cut = now - timedelta(seconds=seconds)
-        waited |= Q(queue_id=queue_id, created_at__lte=cut) & ~Exists(PhaseTransition.objects.filter(
+        due |= Q(queue_id=queue_id, created_at__lte=cut) & ~Exists(PhaseTransition.objects.filter(
             job_id=OuterRef("pk"), reason=MOVED, at__gt=cut))
+    # A lost cluster's job is taken up even with a move claimed: that move's pass cannot delete anything there.
+    waited = Q(cluster_id__in=lost) | (due & Q(move_to__isnull=True))
     jobs = list(GangJob.objects.filter(waited, phase__in=list(PENDING_PHASES), desired_state=DesiredState.RUN,
-                                       move_to__isnull=True, placement__isnull=False, cleaned_up_at__isnull=True)
+                                       placement__isnull=False, cleaned_up_at__isnull=True)
                 .exclude(started_entries()).exclude(claims.held()).select_related("cluster")
                 .defer("observed", "why_pending").order_by("created_at", "id")[:MAX_MOVES])
     if not jobs:
@@ -132,8 +134,12 @@ def decide(now: datetime | None = None) -> dict:
         seconds = (now - arrived_at(job)).total_seconds()
         if not from_lost and seconds < after.get(job.queue_id, float("inf")):
             continue
-        candidates = _candidates(job, clusters, links, taken, numbers)
         demand, pod = placement_numbers.demand_of(job), placement_numbers.pod_asks(job.resolved_spec)
+        if job.move_to_id in numbers.wheres:  # its claimed move counted it there (placement.numbers): not twice
+            numbers.wheres[job.move_to_id].waiting -= demand
+            there = numbers.there(job.queue_id, job.move_to_id)
+            there.asks, there.waiting_jobs = there.asks - demand, there.waiting_jobs - 1
+        candidates = _candidates(job, clusters, links, taken, numbers)
         if not from_lost:
             candidates = [c for c in candidates if not c.where.unknown and c.where.fits(demand)
                           and not c.where.pod_too_big(pod)]

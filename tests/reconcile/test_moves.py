@@ -182,3 +182,20 @@ def test_jobs_not_due_yet_do_not_take_the_rounds_places_of_those_that_are(world,
     due = placed(world, "due", c1, waited_s=400)
     assert moves.decide()["claimed"] == 1
     assert GangJob.objects.get(pk=due.pk).move_to_id == c2.id
+
+
+def test_a_job_whose_claimed_move_is_stuck_on_a_cluster_that_is_then_lost_is_taken_up(world, enqueued):
+    """A move was claimed while c1 answered; c1 then stopped answering, so the pass that deletes there cannot
+    finish. Once c1 counts as lost, the job goes to c2 with what it left on c1 kept as stranded (before, the lost
+    path skipped jobs with a move under way: it waited on c1 until c1 came back)."""
+    _t, _q, c1, c2, _u = world
+    job = placed(world, "waiting", c1, backend_plugin="k8s-workload-v1beta1", owner_uids={"waiting-abc-worker": "u"},
+                 move_to=c2, move_reason="moved from c1 to c2 after 400 s waiting")
+    c1.health, c1.unreachable_since = "Unreachable", timezone.now() - timedelta(seconds=700)
+    c1.save()
+    assert moves.decide()["moved_from_lost"] == 1
+    job.refresh_from_db()
+    assert (job.cluster_id, job.move_to_id, job.phase_reason) == (c2.id, None, "Moved")
+    assert job.phase_message.startswith("moved from c1 to c2: c1 has been unreachable for 70")
+    assert job.phase_message.endswith("(c2 has 8 GPUs free)")  # its own claimed room is not counted twice
+    assert StrandedObjects.objects.get(job=job).owner_uids == {"waiting-abc-worker": "u"}
