@@ -9,7 +9,8 @@ The rule (docs/queues.md, "Where a job runs"), among the candidate clusters:
 1. a cluster whose numbers are unknown (unreachable, stale, capacity or backends never read: `Where.unknown`) is
    never chosen while another is known; with none known the placement fails (`Unplaceable`, code NONE_KNOWN);
 2. a cluster where the gang can never fit (it asks more of a resource than all the cluster's schedulable nodes
-   offer) is not chosen; with none left, NEVER_FITS;
+   offer, or one of its pods asks more of one than its largest node offers: `Where.largest`) is not chosen; with
+   none left, NEVER_FITS;
 3. **fits now** first: the free room, the schedulable nodes' allocatable minus what gangweb's Scheduled and
    Running jobs there hold **and what its not-yet-running jobs there will take**, covers the gang's total GPU,
    CPU and memory;
@@ -67,7 +68,8 @@ class Where:
 
     `allocatable`: the schedulable nodes' allocatable (None when unknown); `held`: what gangweb's Scheduled and
     Running jobs there request; `waiting`: what its not-yet-running jobs there request (they will take it);
-    `unknown`: why the numbers cannot be trusted ("" when they can)."""
+    `unknown`: why the numbers cannot be trusted ("" when they can); `largest`: the most one schedulable node offers
+    of each resource (None when not read)."""
 
     id: int
     name: str
@@ -75,6 +77,7 @@ class Where:
     held: Amounts = field(default_factory=Amounts)
     waiting: Amounts = field(default_factory=Amounts)
     unknown: str = ""
+    largest: Amounts | None = None
 
     def free(self) -> Amounts:
         """allocatable - held - waiting (negative when more is asked than the cluster has)."""
@@ -89,6 +92,14 @@ class Where:
         """The first resource the gang asks more of than the whole cluster has ("" when none)."""
         alloc = self.allocatable or Amounts()
         return next((r for r in RESOURCES if demand.get(r) > alloc.get(r)), "")
+
+    def pod_too_big(self, pod: Amounts | None) -> str:
+        """The first resource one pod of the gang (`pod`: the most any of its pods asks, per resource) asks more of
+        than the cluster's largest node offers ("" when none, or when either is not known): kube-scheduler can
+        never bind that pod there, whatever is free in all."""
+        if pod is None or self.largest is None:
+            return ""
+        return next((r for r in RESOURCES if pod.get(r) > 0 and pod.get(r) > self.largest.get(r)), "")
 
     def wait_share(self, demand: Amounts) -> float:
         """(held + waiting + demand - allocatable) / allocatable, the largest over the resources the gang asks:
@@ -183,21 +194,34 @@ def _numbers(c: Candidate, demand: Amounts) -> dict:
     return out
 
 
-def choose(demand: Amounts, candidates: list[Candidate]) -> Decision:
-    """The candidate the rule (module docstring) picks for a gang asking `demand`, with the sentence and numbers.
-    Raises Unplaceable when none can take it."""
+def too_small(where: Where, demand: Amounts, pod: Amounts | None = None) -> str:
+    """Why the gang can never fit on `where` ("" when it can): "c2 has 16 GPUs of the 40 GPUs it asks", or "c2's
+    largest node has 1 GPU, a pod asks 4 GPUs"."""
+    r = where.never_fits(demand)
+    if r:
+        return (f"{where.name} has {for_people(PEOPLE[r], (where.allocatable or Amounts()).base(r), 'base')} of "
+                f"the {for_people(PEOPLE[r], demand.base(r), 'base')} it asks")
+    r = where.pod_too_big(pod)
+    if r:
+        return (f"{where.name}'s largest node has {for_people(PEOPLE[r], where.largest.base(r), 'base')}, a pod "
+                f"asks {for_people(PEOPLE[r], pod.base(r), 'base')}")
+    return ""
+
+
+def choose(demand: Amounts, candidates: list[Candidate], pod: Amounts | None = None) -> Decision:
+    """The candidate the rule (module docstring) picks for a gang asking `demand` whose largest pod asks `pod` (the
+    most of each resource any one pod asks; None: not checked), with the sentence and numbers. Raises Unplaceable
+    when none can take it."""
     if not candidates:
         raise Unplaceable(NO_CANDIDATE, "no cluster to choose from")
     known = [c for c in candidates if not c.where.unknown]
     if not known:
         raise Unplaceable(NONE_KNOWN, "no candidate cluster is known now: " + "; ".join(
             f"{c.where.name}: {c.where.unknown}" for c in candidates))
-    able = [c for c in known if not c.where.never_fits(demand)]
+    able = [c for c in known if not too_small(c.where, demand, pod)]
     if not able:
-        raise Unplaceable(NEVER_FITS, "it asks more than any candidate cluster has in all: " + "; ".join(
-            f"{c.where.name} has {for_people(PEOPLE[r], (c.where.allocatable or Amounts()).base(r), 'base')} of "
-            f"the {for_people(PEOPLE[r], demand.base(r), 'base')} it asks"
-            for c in known for r in [c.where.never_fits(demand)]))
+        raise Unplaceable(NEVER_FITS, "it asks more than any candidate cluster has in all or on one node: "
+                          + "; ".join(too_small(c.where, demand, pod) for c in known))
     best = min(able, key=lambda c: _key(c, demand))
     fits = best.where.fits(demand)
     head = f"placed on {best.where.name}: {room_words(best.where, demand)}"
@@ -210,7 +234,7 @@ def choose(demand: Amounts, candidates: list[Candidate]) -> Decision:
             continue
         if c.where.unknown:
             others.append(f"{c.where.name} not considered: {c.where.unknown}")
-        elif c.where.never_fits(demand):
+        elif too_small(c.where, demand, pod):
             others.append(f"{c.where.name} is too small for it")
         else:
             others.append(f"{c.where.name} has {room_words(c.where, demand)}")

@@ -112,11 +112,15 @@ def decide(now: datetime | None = None) -> dict:
     stats = {"claimed": 0, "moved_from_lost": 0, "lost_clusters": len(lost), "reported": report_lost(lost, now)}
     if not after and not lost:
         return stats
-    waited = Q(cluster_id__in=lost)
-    if after:
-        waited |= Q(queue_id__in=list(after), created_at__lte=now - timedelta(seconds=min(after.values())))
+    due = Q(pk__in=[])
+    for queue_id, seconds in sorted(after.items()):  # each queue by its own setting, a moved job from its move
+        cut = now - timedelta(seconds=seconds)
+        due |= Q(queue_id=queue_id, created_at__lte=cut) & ~Exists(PhaseTransition.objects.filter(
+            job_id=OuterRef("pk"), reason=MOVED, at__gt=cut))
+    # A lost cluster's job is taken up even with a move claimed: that move's pass cannot delete anything there.
+    waited = Q(cluster_id__in=lost) | (due & Q(move_to__isnull=True))
     jobs = list(GangJob.objects.filter(waited, phase__in=list(PENDING_PHASES), desired_state=DesiredState.RUN,
-                                       move_to__isnull=True, placement__isnull=False, cleaned_up_at__isnull=True)
+                                       placement__isnull=False, cleaned_up_at__isnull=True)
                 .exclude(started_entries()).exclude(claims.held()).select_related("cluster")
                 .defer("observed", "why_pending").order_by("created_at", "id")[:MAX_MOVES])
     if not jobs:
@@ -130,12 +134,17 @@ def decide(now: datetime | None = None) -> dict:
         seconds = (now - arrived_at(job)).total_seconds()
         if not from_lost and seconds < after.get(job.queue_id, float("inf")):
             continue
+        demand, pod = placement_numbers.demand_of(job), placement_numbers.pod_asks(job.resolved_spec)
+        if job.move_to_id in numbers.wheres:  # its claimed move counted it there (placement.numbers): not twice
+            numbers.wheres[job.move_to_id].waiting -= demand
+            there = numbers.there(job.queue_id, job.move_to_id)
+            there.asks, there.waiting_jobs = there.asks - demand, there.waiting_jobs - 1
         candidates = _candidates(job, clusters, links, taken, numbers)
-        demand = placement_numbers.demand_of(job)
         if not from_lost:
-            candidates = [c for c in candidates if not c.where.unknown and c.where.fits(demand)]
+            candidates = [c for c in candidates if not c.where.unknown and c.where.fits(demand)
+                          and not c.where.pod_too_big(pod)]
         try:
-            decision = rule.choose(demand, candidates)
+            decision = rule.choose(demand, candidates, pod)
         except rule.Unplaceable:
             continue  # nowhere to go now: the next round looks again
         target = next(c for c in candidates if c.where.id == decision.cluster_id)
@@ -180,7 +189,8 @@ def drop(job: GangJob, why: str) -> None:
 
 def switch(job: GangJob, target: Cluster, text: str, *, stranded: bool = False) -> bool:
     """Move `job` to `target` (module docstring) if its row, locked, still agrees: on the cluster `job` has in
-    memory, waiting, never started, not being cancelled, and (unless `stranded`) with this move claimed. With
+    memory, waiting, never started, not being cancelled, and (unless `stranded`) with this move claimed; with
+    `stranded`, its cluster still lost now (`still_lost`). With
     `stranded` (a lost cluster) what it recorded there is kept as StrandedObjects first. Returns False, changing
     nothing, when the row disagrees or the target has an active job of the same namespace and name."""
     try:
@@ -189,7 +199,8 @@ def switch(job: GangJob, target: Cluster, text: str, *, stranded: bool = False) 
                 if (row.cluster_id != job.cluster_id or row.phase not in PENDING_PHASES or row.is_terminal
                         or row.desired_state != DesiredState.RUN
                         or (not stranded and row.move_to_id != target.pk)
-                        or PhaseTransition.objects.filter(job_id=row.pk, phase__in=list(RUNNING_PHASES)).exists()):
+                        or PhaseTransition.objects.filter(job_id=row.pk, phase__in=list(RUNNING_PHASES)).exists()
+                        or (stranded and not still_lost(row.cluster_id))):
                     return False
                 if stranded and row.backend_plugin:
                     StrandedObjects.objects.create(cluster_id=row.cluster_id, job=row, namespace=row.namespace,
@@ -201,6 +212,14 @@ def switch(job: GangJob, target: Cluster, text: str, *, stranded: bool = False) 
     routing.remember({job.pk: target.pk})
     job.cluster_id, job.move_to_id = target.pk, None
     return True
+
+
+def still_lost(cluster_id: int) -> bool:
+    """True when the cluster's probe still finds it unreachable for GANGWEB_CLUSTER_LOST_SECONDS (read now: a round
+    of moves read its clusters at its start, and a cluster that answered again meanwhile must not lose its jobs to
+    another while their objects there may start)."""
+    return Cluster.objects.filter(pk=cluster_id, unreachable_since__lte=timezone.now() - timedelta(
+        seconds=lost_seconds())).exists()
 
 
 def _switch_row(row: GangJob, target: Cluster, text: str) -> None:

@@ -210,3 +210,65 @@ def test_a_queues_move_setting_is_set_checked_and_cleared_through_the_api(api, t
     assert queue.move_after_seconds == 300
     r = api.patch(f"/api/v1/queues/{queue.name}/", {"move_after_seconds": None}, format="json")
     assert r.status_code == 200 and r.data["move_after_seconds"] is None
+
+
+def test_a_refusal_names_no_cluster_the_submitter_cannot_see(db, enqueued, queue_syncs):
+    """The submitter's queue takes jobs on `mine` only, which does not run the template's backend; the clusters of
+    another team's queue stay unnamed in the 400 (before, it said "queue 'pinned' does not take jobs on
+    secret-gpu-farm"), as a submit naming one of them answers "no cluster named ..."."""
+    from rest_framework.test import APIClient
+
+    mine = known_cluster("mine", 8, available_backends=["kai-v2"])
+    secret = known_cluster("secret-gpu-farm", 64)
+    builders.make_queue("hidden-q", clusters=[secret])
+    pinned = builders.make_queue("pinned", clusters=[mine])
+    template = builders.make_template("gpu4", pod_sets=[builders.pod_set(replicas=2, containers=[
+        builders.container(gpu="2")])])
+    user = builders.make_user("pin")
+    builders.grant(pinned, "submitter", user=user)
+    client = APIClient()
+    client.force_authenticate(user)
+    r = client.post("/api/v1/jobs/", body(template, pinned, "j"), format="json")
+    assert r.status_code == 400
+    assert r.data == {"cluster": ["no cluster to place the job on: mine does not run backend 'k8s-workload'"]}
+    r = client.post("/api/v1/jobs/", body(template, pinned, "j", cluster=["mine", "secret-gpu-farm"]), format="json")
+    assert r.data == {"cluster": ["no cluster named 'secret-gpu-farm'"]}
+    assert GangJob.objects.count() == 0
+
+
+def test_a_bulk_counts_its_named_jobs_before_placing_the_others(api, two):
+    """Jobs of a bulk that name c1 fill it (2 x 4 of its 8 GPUs) before the request places any job: the placed jobs
+    after them see c1 full and go to c2 (before, the named jobs were counted only once a placement had loaded the
+    numbers, so the first placed job read "placed on c1: 8 GPUs free" and c1 got 12 GPUs of jobs)."""
+    template, queue, c1, c2 = two
+    jobs = [body(template, queue, "named-1", cluster="c1"), body(template, queue, "named-2", cluster="c1"),
+            body(template, queue, "placed-1"), body(template, queue, "placed-2", cluster=["c1", "c2"])]
+    r = api.post("/api/v1/jobs/bulk/", {"jobs": jobs}, format="json")
+    assert r.status_code == 201, r.data
+    where = dict(GangJob.objects.values_list("name", "cluster__name"))
+    assert where == {"named-1": "c1", "named-2": "c1", "placed-1": "c2", "placed-2": "c2"}
+    assert GangJob.objects.get(name="placed-1").placement["text"] == "placed on c2: 16 GPUs free; c1 has 0 GPUs free"
+
+
+def test_a_cluster_whose_nodes_are_all_smaller_than_a_pod_is_not_chosen(api, db, enqueued, queue_syncs):
+    """c1 has 8 GPUs in all on nodes of 1 GPU each; c2 one node of 4 GPUs. A gang of 2 pods x 2 GPUs can never be
+    bound on c1: it goes to c2 (before: "placed on c1: 8 GPUs free", where it would wait for ever), and a gang
+    only c1 could take in total is a 400 naming the node size."""
+    small = known_cluster("c1", 8)
+    small.capacity = {**small.capacity, "nodes": 8, "largest": {"nvidia.com/gpu": 1, "cpu": 8, "memory": 64 * GIB}}
+    small.save()
+    big = known_cluster("c2", 4)
+    big.capacity = {**big.capacity, "nodes": 1, "largest": dict(big.capacity["allocatable"])}
+    big.save()
+    queue = builders.make_queue("team-a", clusters=[small, big])
+    template = builders.make_template("gpu4", pod_sets=[builders.pod_set(replicas=2, containers=[
+        builders.container(gpu="2")])])
+    r = api.post("/api/v1/jobs/", body(template, queue, "j1"), format="json")
+    assert r.status_code == 201, r.data
+    job = GangJob.objects.get(name="j1")
+    assert job.cluster == big
+    assert job.placement["text"] == "placed on c2: 4 GPUs free; c1 is too small for it"
+    r = api.post("/api/v1/jobs/", body(template, queue, "j2", cluster=["c1"]), format="json")
+    assert r.status_code == 400
+    assert r.data == {"cluster": ["no cluster to place the job on: it asks more than any candidate cluster has in "
+                                  "all or on one node: c1's largest node has 1 GPU, a pod asks 2 GPUs"]}

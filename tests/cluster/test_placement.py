@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import signal
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from kubernetes import client
 
 import localcluster
@@ -23,7 +25,7 @@ from scheduling.kube import objects
 from scheduling.kube.refs import JOB, NODE, POD
 from scheduling.models import Cluster, GangJob, StrandedObjects
 from scheduling.observe import capacity
-from scheduling.reconcile import jobs, moves, probe, resync
+from scheduling.reconcile import jobs, moves, ownership, probe, resync, stranded
 from scheduling.services.jobs import lifecycle as job_service
 from tests import builders
 
@@ -248,3 +250,46 @@ def test_a_bulk_of_200_spreads_without_overfilling_a_cluster_while_the_other_has
     assert over_while_room == []
     assert [j.placement["rule"] for j in made].count("fits") == 24  # exactly the room of both
     assert placed == {"c1": 133, "c2": 67} or abs(placed["c1"] - 2 * placed["c2"]) <= 3, placed
+
+
+def labelled_job(name: str, ns: str, job_uid, mark: bool) -> dict:
+    """A suspended batch/v1 Job carrying the job's label, with gangweb's creation mark for it when `mark`."""
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": name, "namespace": ns, "labels": {LABEL_JOB_UID: str(job_uid)}},
+           "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "c", "image": "registry.example/x:1"}]}}}}
+    return ownership.stamp(job, str(job_uid)) if mark else job
+
+
+def test_a_returning_cluster_loses_what_gangweb_made_there_and_keeps_what_others_made(two):
+    """A lost cluster's moved job left: its recorded objects; a Job gangweb made whose UID it never learnt (the
+    create's answer lost as the cluster went away: gangweb's creation mark, nothing recorded); a Job someone else
+    made under the name of a recorded one (the job's label, another UID); a Job with the job's label and mark in
+    another namespace. The cleanup deletes the first two only (before, the unrecorded one stayed and the row
+    closed as "nothing left")."""
+    two.add_nodes("c1", 1, gpus=4)
+    blocker = two.submit("blocker", cluster="c1")
+    two.until(blocker, running, "the blocker Running on c1")
+    waiter = two.until(two.submit("waiter", cluster="c1"), lambda j: j.phase == "Queued", "the waiter Queued on c1")
+    api, batch = two.apis["c1"], client.BatchV1Api(two.apis["c1"])
+    replaced = two.of_job("c1", waiter, JOB)[0]["metadata"]["name"]
+    batch.delete_namespaced_job(replaced, two.ns, propagation_policy="Foreground")
+    wait_for(lambda: replaced not in {o["metadata"]["name"] for o in two.of_job("c1", waiter, JOB)}, 120,
+             "the recorded Job gone")
+    theirs = batch.create_namespaced_job(two.ns, labelled_job(replaced, two.ns, waiter.uid, mark=False))
+    batch.create_namespaced_job(two.ns, labelled_job("waiter-lost-answer", two.ns, waiter.uid, mark=True))
+    other_ns = f"{two.ns}-other"
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": other_ns}})
+    try:
+        elsewhere = batch.create_namespaced_job(other_ns, labelled_job("waiter-x", other_ns, waiter.uid, mark=True))
+        # gangweb's probe has not reached c1 for an hour (the objects above were left as it went away)
+        Cluster.objects.filter(name="c1").update(unreachable_since=timezone.now() - timedelta(hours=1))
+        job = GangJob.objects.select_related("cluster").get(pk=waiter.pk)
+        assert moves.switch(job, two.rows["c2"], "moved from c1 to c2: c1 has been unreachable", stranded=True)
+        wait_for(lambda: stranded.clean(Cluster.objects.get(name="c1"), api) == 0, 120, "the stranded row closed")
+        left = {(o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["uid"])
+                for o in objects.list_objects(api, JOB, None, f"{LABEL_JOB_UID}={waiter.uid}")}
+        assert left == {(two.ns, replaced, theirs.metadata.uid), (other_ns, "waiter-x", elsewhere.metadata.uid)}
+        assert [o for o in two.gang_objects("c1", waiter) if o["kind"] != "Job"] == []
+    finally:
+        client.CoreV1Api(api).delete_namespace(other_ns)

@@ -127,3 +127,75 @@ def test_a_lost_clusters_waiting_jobs_move_at_once_and_its_running_ones_are_repo
     assert (running.cluster_id, running.phase, running.phase_reason) == (c1.id, "Running", "ClusterLost")
     assert running.phase_message.startswith("phase unknown: cluster c1 has been unreachable for 70")
     assert moves.decide()["moved_from_lost"] == 0  # idempotent
+
+
+def test_a_move_under_way_holds_its_room_at_the_target_for_the_next_round(world, enqueued):
+    """c1 full, c2 with room for one 4-GPU job: the first round claims the oldest waiting job for c2; while that
+    move is under way (the job still on c1, its objects being deleted), the next round claims no other job for c2
+    (before, the claimed job was counted only on c1, so round two sent a second job into the same 4 GPUs)."""
+    _t, _q, c1, c2, _u = world
+    placed(world, "b1", c1, phase="Running")
+    placed(world, "b2", c1, phase="Running")
+    placed(world, "c2-half", c2, phase="Running")
+    first = placed(world, "first", c1, waited_s=500)
+    second = placed(world, "second", c1, waited_s=400)
+    assert moves.decide()["claimed"] == 1
+    assert moves.decide()["claimed"] == 0
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.cluster_id, first.move_to_id, second.move_to_id) == (c1.id, c2.id, None)
+    from scheduling.placement.numbers import Numbers
+    where = Numbers([c1, c2], timezone.now()).wheres[c2.id]
+    assert (where.held.gpu, where.waiting.gpu) == (4, 4)  # what a submit meanwhile reads of c2: full
+
+
+def test_a_cluster_that_answered_again_since_the_round_began_keeps_its_waiting_job(world, enqueued):
+    """The round read c1 as lost; its probe found it healthy again before the switch (unreachable_since cleared):
+    the job stays on c1 and nothing is recorded as stranded (before, it was moved while its objects on c1 could
+    start)."""
+    _t, _q, c1, c2, _u = world
+    job = placed(world, "waiting", c1, waited_s=60, backend_plugin="k8s-workload-v1beta1",
+                 owner_uids={"waiting-abc-worker": "uid-1"})
+    job = GangJob.objects.select_related("cluster").get(pk=job.pk)
+    assert not moves.switch(job, c2, "moved from c1 to c2: c1 has been unreachable for 700 s", stranded=True)
+    job.refresh_from_db()
+    assert (job.cluster_id, StrandedObjects.objects.count()) == (c1.id, 0)
+
+
+def test_jobs_not_due_yet_do_not_take_the_rounds_places_of_those_that_are(world, enqueued, monkeypatch):
+    """A round looks at MAX_MOVES jobs, the oldest first. Older jobs of a queue with a longer setting, and a job
+    that moved a moment ago (submitted long before), are not due: they must not fill those places while a job of
+    a queue with a short setting is (before, the candidates were every job older than the smallest setting, so
+    the same not-yet-due jobs were looked at and skipped every round, and the due one never moved)."""
+    template, queue, c1, c2, user = world
+    monkeypatch.setattr(moves, "MAX_MOVES", 2)
+    placed(world, "b1", c1, phase="Running")
+    placed(world, "b2", c1, phase="Running")
+    patient = builders.make_queue("patient", clusters=[c1, c2], move_after_seconds=7 * 24 * 3600)
+    for name in ("old-1", "old-2"):
+        job = builders.make_job(template, patient, c1, name=name, phase="Queued", user=user)
+        GangJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(days=1),
+                                                 placement={"cluster": "c1", "text": "placed"})
+    just_moved = placed(world, "just-moved", c1, waited_s=86000)
+    PhaseTransition.objects.create(job=just_moved, phase="Submitted", at=timezone.now() - timedelta(seconds=5),
+                                   attempt=1, source="gangweb", reason=moves.MOVED, message="moved")
+    due = placed(world, "due", c1, waited_s=400)
+    assert moves.decide()["claimed"] == 1
+    assert GangJob.objects.get(pk=due.pk).move_to_id == c2.id
+
+
+def test_a_job_whose_claimed_move_is_stuck_on_a_cluster_that_is_then_lost_is_taken_up(world, enqueued):
+    """A move was claimed while c1 answered; c1 then stopped answering, so the pass that deletes there cannot
+    finish. Once c1 counts as lost, the job goes to c2 with what it left on c1 kept as stranded (before, the lost
+    path skipped jobs with a move under way: it waited on c1 until c1 came back)."""
+    _t, _q, c1, c2, _u = world
+    job = placed(world, "waiting", c1, backend_plugin="k8s-workload-v1beta1", owner_uids={"waiting-abc-worker": "u"},
+                 move_to=c2, move_reason="moved from c1 to c2 after 400 s waiting")
+    c1.health, c1.unreachable_since = "Unreachable", timezone.now() - timedelta(seconds=700)
+    c1.save()
+    assert moves.decide()["moved_from_lost"] == 1
+    job.refresh_from_db()
+    assert (job.cluster_id, job.move_to_id, job.phase_reason) == (c2.id, None, "Moved")
+    assert job.phase_message.startswith("moved from c1 to c2: c1 has been unreachable for 70")
+    assert job.phase_message.endswith("(c2 has 8 GPUs free)")  # its own claimed room is not counted twice
+    assert StrandedObjects.objects.get(job=job).owner_uids == {"waiting-abc-worker": "u"}

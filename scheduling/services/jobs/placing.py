@@ -51,13 +51,13 @@ def _pool(user, queue: QueuePolicy, family: str, wanted: list[str] | None, looku
         clusters = [by_name[name] for name in sorted(wanted)]
     pool, refused = [], []
     for c in clusters:
-        if not lookups.takes(queue, c):
-            refused.append(f"queue '{queue.name}' does not take jobs on {c.name}")
-            continue
-        try:
+        try:  # first: a cluster the user may not see is never named, not even in why another was refused
             access.named_cluster(user, c, c.name)
         except ValidationError:
             continue  # not the user's to know of
+        if not lookups.takes(queue, c):
+            refused.append(f"queue '{queue.name}' does not take jobs on {c.name}")
+            continue
         if placement_numbers.serves(c, family) is False:
             refused.append(f"{c.name} does not run backend '{family}'")
             continue
@@ -77,11 +77,12 @@ def place(user, queue: QueuePolicy, version, overrides, wanted: list[str] | None
     stale); what `lookups.render` raises for bad overrides."""
     family = version.backend
     pool = _pool(user, queue, family, wanted, lookups)
-    demand = rule.Amounts(*_totals(lookups.render(version, overrides)))
+    resolved = lookups.render(version, overrides)
+    demand = rule.Amounts(*_totals(resolved))
     numbers = lookups.placement_numbers()
     candidates = [rule.Candidate(numbers.wheres[c.id], numbers.there(queue.id, c.id)) for c in pool]
     try:
-        decision = rule.choose(demand, candidates)
+        decision = rule.choose(demand, candidates, placement_numbers.pod_asks(resolved))
     except rule.Unplaceable as exc:
         if exc.code == rule.NONE_KNOWN:
             raise NotKnownNow({"cluster": f"gangweb cannot place the job now: {exc.message}. Retry later, or name "
@@ -98,10 +99,11 @@ def _totals(resolved: dict) -> tuple:
 
 
 def count_named(lookups, queue: QueuePolicy, cluster: Cluster, resolved: dict) -> None:
-    """A job of the same request placed by name: counted where it goes, so the request's placed jobs see it (only
-    when the request places any: the numbers are loaded then)."""
-    numbers = lookups.numbers
-    if numbers is None or cluster.id not in numbers.wheres:
+    """A job of the same request placed by name: counted where it goes, so the request's placed jobs see it, those
+    before it in the request and those after (call it only when the request places any, `lookups.placing`: the
+    numbers are loaded here if no job was placed yet, once per request)."""
+    numbers = lookups.placement_numbers()
+    if cluster.id not in numbers.wheres:
         return
     demand = rule.Amounts(*_totals(resolved))
     rule.take(rule.Candidate(numbers.wheres[cluster.id], numbers.there(queue.id, cluster.id)), demand)
