@@ -12,9 +12,9 @@ does not manage are not counted: what is left free is an upper bound.
 from __future__ import annotations
 
 from django.core.cache import cache
-from django.db.models import Sum
+from django.db.models import Count, Q, Sum
 
-from ..choices import RUNNING_PHASES, TERMINAL_PHASES
+from ..choices import PENDING_PHASES, RUNNING_PHASES, TERMINAL_PHASES
 from ..kube import runtime_classes
 from ..models import Cluster, ClusterNodes, GangJob
 from ..models.jobs import REQUESTED_COLUMNS as COLUMNS
@@ -23,6 +23,21 @@ from ..observe import capacity
 REMEMBER_SECONDS = 5
 IN_USE_KEY = "gangweb:cluster-in-use:{}"
 NODES_USE_KEY = "gangweb:cluster-nodes-use:{}"
+
+
+def active_sums_by_cluster(**filters) -> dict[int, dict]:
+    """{cluster id: row} of gangweb's running (Scheduled, Running) and waiting (Submitted, Dispatched, Queued) jobs
+    matching `filters` (e.g. `cluster_id__in=[...]`, `queue_id__in=[...]`), one `GROUP BY cluster_id` query; each row
+    has "running" and "waiting" (job counts) and "use_<r>" / "wait_<r>" for r in gpu, cpu, memory (the gang totals
+    of `GangJob.requested_*`: GPU devices, CPU millicores, memory bytes; None when no job counts)."""
+    running, waiting = Q(phase__in=RUNNING_PHASES), Q(phase__in=PENDING_PHASES)
+    sums = {"running": Count("id", filter=running), "waiting": Count("id", filter=waiting)}
+    for r, column in COLUMNS.items():
+        sums[f"use_{r}"] = Sum(column, filter=running)
+        sums[f"wait_{r}"] = Sum(column, filter=waiting)
+    rows = (GangJob.objects.filter(phase__in=[*RUNNING_PHASES, *PENDING_PHASES], **filters)
+            .order_by().values("cluster_id").annotate(**sums))
+    return {row["cluster_id"]: row for row in rows}
 
 
 def in_use(cluster_id: int) -> dict:

@@ -35,14 +35,13 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from ...amounts import base_in_answer, for_api, in_answer, unit_of
-from ...choices import PENDING_PHASES, RUNNING_PHASES, ClusterHealth, QueueFamily
+from ...choices import ClusterHealth, QueueFamily
+from ...db import cluster_usage
 from ...kube import kueue_status
-from ...models import Cluster, GangJob, QueueClusterState, QueuePolicy
-from ...models.jobs import REQUESTED_COLUMNS
+from ...models import Cluster, QueueClusterState, QueuePolicy
 from ...observe import presence
 from ..access import roles as access
 
@@ -130,13 +129,7 @@ def _job_figures(cluster_ids: list[int]) -> dict[int, dict]:
     of gangweb's active jobs per cluster: one `GROUP BY cluster_id` query (the job_active_usage index)."""
     if not cluster_ids:
         return {}
-    running, waiting = Q(phase__in=RUNNING_PHASES), Q(phase__in=PENDING_PHASES)
-    sums = {"running": Count("id", filter=running), "waiting": Count("id", filter=waiting)}
-    for r, column in REQUESTED_COLUMNS.items():
-        sums[f"use_{r}"] = Sum(column, filter=running)
-        sums[f"wait_{r}"] = Sum(column, filter=waiting)
-    rows = (GangJob.objects.filter(cluster_id__in=sorted(cluster_ids), phase__in=[*RUNNING_PHASES, *PENDING_PHASES])
-            .order_by().values("cluster_id").annotate(**sums))
+    rows = cluster_usage.active_sums_by_cluster(cluster_id__in=sorted(cluster_ids)).values()
 
     def base(row, prefix):  # the columns hold GPU devices, CPU millicores and memory bytes
         return {"nvidia.com/gpu": row[f"{prefix}_gpu"] or 0, "cpu": (row[f"{prefix}_cpu"] or 0) / 1000,

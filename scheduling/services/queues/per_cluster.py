@@ -21,13 +21,10 @@ the reader's access queries): the same whatever the number of jobs or clusters.
 """
 from __future__ import annotations
 
-from django.db.models import Count, Q, Sum
-
 from ...amounts import for_api
-from ...choices import PENDING_PHASES, RUNNING_PHASES
+from ...db import cluster_usage
 from ...kube.kai_units import RESOURCES
-from ...models import Cluster, GangJob, QueueClusterState, QueuePolicy
-from ...models.jobs import REQUESTED_COLUMNS
+from ...models import Cluster, QueueClusterState, QueuePolicy
 from ..access import roles as access
 from ..clusters.summary import REPORTING_FAMILIES, allocated_of
 from . import decayed_usage as du
@@ -50,14 +47,7 @@ def targeted(policy, tree, links: dict[int, set[int]]) -> set[int] | None:
 
 
 def _jobs(members: list[int]) -> dict[int, dict]:
-    running, waiting = Q(phase__in=RUNNING_PHASES), Q(phase__in=PENDING_PHASES)
-    sums = {"running": Count("id", filter=running), "waiting": Count("id", filter=waiting)}
-    for r, column in REQUESTED_COLUMNS.items():
-        sums[f"use_{r}"] = Sum(column, filter=running)
-        sums[f"wait_{r}"] = Sum(column, filter=waiting)
-    rows = (GangJob.objects.filter(queue_id__in=sorted(members), phase__in=[*RUNNING_PHASES, *PENDING_PHASES])
-            .order_by().values("cluster_id").annotate(**sums))
-    return {row["cluster_id"]: row for row in rows}
+    return cluster_usage.active_sums_by_cluster(queue_id__in=sorted(members))
 
 
 def per_cluster(policy: QueuePolicy, tree, user) -> list[dict]:
