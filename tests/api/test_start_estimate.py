@@ -255,3 +255,13 @@ def test_jobs_submitted_lately_to_a_queue_served_first_are_expected_ahead(api, w
             "priority in team-a, or queues further below their fair share) at the last hour's rate"
             in data["evidence"]), data["evidence"]
     assert "jobs submitted meanwhile" in data["method"]
+
+
+def test_a_job_whose_objects_the_cluster_refused_is_unknown_never_could_start_now(api, world):
+    """A fresh user's job named a missing PriorityClass: the API server refused its pods (Forbidden) and it stayed
+    Submitted; its estimate said "could start now". gangweb cannot know when it starts: unknown, and why."""
+    message = 'pods "x" is forbidden: no PriorityClass with name gold was found'
+    GangJob.objects.filter(pk=world["waiting"].pk).update(phase_reason="Forbidden", phase_message=message)
+    data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert (data["status"], data["p50"]) == ("unknown", None)
+    assert data["text"] == f"unknown: gangweb could not make its objects in the cluster (Forbidden: {message})"

@@ -51,6 +51,7 @@ from ...observe.why_pending import QUEUE_OVER_LIMIT, QUEUE_OVER_QUOTA
 from ...queueing import allocation, arrivals
 from ...queueing import estimate as model
 from ...queueing import estimate_words as words
+from ...reconcile.jobs.common import ERROR_REASONS
 from ...unavailable import DEPENDENCY_ERRORS
 from ..access import roles as access
 from ..queues import line as queue_line
@@ -248,6 +249,10 @@ def compute(job: GangJob, user=None, now=None) -> model.Estimate | None:
     if job.phase not in queue_line.PENDING or job.desired_state != DesiredState.RUN:
         return None
     now = now or timezone.now()
+    if job.phase_reason in ERROR_REASONS:  # its objects were refused or not written: any time would be made up
+        said = f": {job.phase_message}" if job.phase_message else ""
+        return model.Estimate(status=model.UNKNOWN,
+                              reason=f"gangweb could not make its objects in the cluster ({job.phase_reason}{said})")
     seen = presence.presence(job.cluster, queue_line.family_of(job), now)
     if seen.silent:  # nothing will place it: any time would be made up
         return model.Estimate(status=model.UNKNOWN, reason=f"no {seen.scheduler} seen on this cluster")
