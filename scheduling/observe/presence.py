@@ -18,13 +18,17 @@ from .objects import parse_time
 SEEN, NOT_SEEN, UNKNOWN = "seen", "not_seen", "unknown"
 
 
-def _ago(seconds: float) -> str:
+def ago(seconds: float) -> str:
+    """How long ago, for people: "42 s ago" under 2 min, "17 min ago" under 2 h, "5 h ago" under 2 days, then
+    "3 days ago" (whole units, rounded down; a negative age reads as 0 s)."""
     seconds = max(0, int(seconds))
     if seconds < 120:
         return f"{seconds} s ago"
     if seconds < 7200:
         return f"{seconds // 60} min ago"
-    return f"{seconds // 3600} h ago"
+    if seconds < 172800:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,10 @@ def presence(cluster, family: str, now: datetime | None = None) -> Presence:
     seen_at = parse_time(entry.get("seen_at"))
     if seen_at is not None and now - seen_at <= timedelta(seconds=settings.GANGWEB_SCHEDULER_SEEN_WITHIN_SECONDS):
         return Presence(SEEN, name, seen_at, str(entry.get("by") or ""),
-                        f"scheduler seen {_ago((now - seen_at).total_seconds())}")
+                        f"scheduler seen {ago((now - seen_at).total_seconds())}")
     text = f"no {name} seen" if name else "no scheduler seen"
     if seen_at is not None:
-        text += f" (last {_ago((now - seen_at).total_seconds())})"
+        text += f" (last {ago((now - seen_at).total_seconds())})"
     return Presence(NOT_SEEN, name, seen_at, str(entry.get("by") or ""), text)
 
 

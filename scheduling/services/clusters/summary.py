@@ -55,17 +55,6 @@ NOT_CURRENT = (UNREACHABLE, STALE)
 REPORTING_FAMILIES = {QueueFamily.KAI: "KAI", QueueFamily.VOLCANO: "Volcano", QueueFamily.KUEUE: "Kueue"}
 
 
-def _ago(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    if seconds < 172800:
-        return f"{seconds // 3600} h ago"
-    return f"{seconds // 86400} days ago"
-
-
 def reachability(cluster: Cluster, now: datetime) -> dict:
     """{"state": reachable | unreachable | forbidden | stale | unknown, "last_probe_at": datetime | None,
     "message": why, for people} of `cluster` as of `now`, from its last probe (`health`, `health_message`,
@@ -76,10 +65,10 @@ def reachability(cluster: Cluster, now: datetime) -> dict:
         return {"state": UNKNOWN, "last_probe_at": at,
                 "message": "unknown: gangweb has not probed this cluster yet" + (f" ({detail})" if detail else "")}
     age = (now - at).total_seconds() if at is not None else None
-    when = f", {_ago(age)}" if age is not None else ""
+    when = f", {presence.ago(age)}" if age is not None else ""
     if age is not None and age > STALE_AFTER.total_seconds():
         return {"state": STALE, "last_probe_at": at,
-                "message": f"unknown: last probed {_ago(age)} ({cluster.health}); the probe runs every minute, "
+                "message": f"unknown: last probed {presence.ago(age)} ({cluster.health}); the probe runs every minute, "
                            "so gangweb's worker or its beat is not running"}
     if cluster.health == ClusterHealth.UNREACHABLE:
         return {"state": UNREACHABLE, "last_probe_at": at,
@@ -90,7 +79,7 @@ def reachability(cluster: Cluster, now: datetime) -> dict:
                            + (f": {detail}" if detail else "")}
     if age is None:  # Healthy without a probe time: a row written by hand; nothing says how current it is
         return {"state": UNKNOWN, "last_probe_at": None, "message": "unknown: no probe time recorded"}
-    return {"state": REACHABLE, "last_probe_at": at, "message": f"probed {_ago(age)}"}
+    return {"state": REACHABLE, "last_probe_at": at, "message": f"probed {presence.ago(age)}"}
 
 
 def _base_amounts(values: dict) -> dict:
