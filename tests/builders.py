@@ -57,6 +57,18 @@ def make_cluster(name=None, **fields) -> Cluster:
     return Cluster.objects.create(name=name or f"cluster-{next(_seq)}", **fields)
 
 
+def make_known_cluster(name, gpus, **fields) -> Cluster:
+    """A healthy cluster probed just now with `gpus` GPUs (and 8 cores and 64 GiB per GPU) on 2 schedulable nodes,
+    serving the Workload API backend: what placement needs to know of a cluster (`fields` override)."""
+    from django.utils import timezone
+
+    values = dict(health="Healthy", last_probe_at=timezone.now(), available_backends=["k8s-workload-v1beta1"],
+                  capacity={"nodes": 2, "allocatable": {"nvidia.com/gpu": gpus, "cpu": 8 * gpus,
+                                                        "memory": 64 * gpus * 2**30}})
+    values.update(fields)
+    return make_cluster(name, **values)
+
+
 def make_queue(name=None, parent=None, clusters=(), **fields) -> QueuePolicy:
     """A leaf queue with unlimited limits that allows namespace "default" (a queue allows none unless listed)."""
     fields.setdefault("allowed_namespaces", ["default"])

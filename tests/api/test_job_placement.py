@@ -14,14 +14,7 @@ pytestmark = pytest.mark.django_db
 GIB = 2**30
 
 
-def known_cluster(name, gpus, **fields):
-    """A healthy cluster probed just now, with `gpus` GPUs (and 8 cores, 64 GiB per GPU) on 2 nodes, serving the
-    Workload API backend."""
-    values = dict(health="Healthy", last_probe_at=timezone.now(), available_backends=["k8s-workload-v1beta1"],
-                  capacity={"nodes": 2, "allocatable": {"nvidia.com/gpu": gpus, "cpu": 8 * gpus,
-                                                        "memory": 64 * gpus * GIB}})
-    values.update(fields)
-    return builders.make_cluster(name, **values)
+known_cluster = builders.make_known_cluster
 
 
 @pytest.fixture

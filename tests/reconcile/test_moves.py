@@ -13,12 +13,7 @@ pytestmark = pytest.mark.django_db
 GIB = 2**30
 
 
-def known(name, gpus, **fields):
-    values = dict(health="Healthy", last_probe_at=timezone.now(), available_backends=["k8s-workload-v1beta1"],
-                  capacity={"nodes": 2, "allocatable": {"nvidia.com/gpu": gpus, "cpu": 8 * gpus,
-                                                        "memory": 64 * gpus * GIB}})
-    values.update(fields)
-    return builders.make_cluster(name, **values)
+known = builders.make_known_cluster
 
 
 @pytest.fixture
