@@ -243,14 +243,10 @@ def profile(name: str, fn: Callable[[], object]) -> str:
         fn()
     finally:
         profiler.stop()
-    directory = Path(os.environ.get("BENCH_PROFILE_DIR") or RESULTS_DIR)  # --quick: its work directory
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"profile-{name}.txt"
     tree = profiler.output_text(unicode=True, color=False)
     flat = profiler.output_text(unicode=True, color=False, flat=True).splitlines()
     text = tree + "\nTop functions by self time:\n" + "\n".join(flat[:45]) + "\n"
-    path.write_text(text.replace(f"{RESULTS_DIR.parent.parent}/", ""))  # repository paths, not this machine's
-    return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)
+    return _write_profile(name, text.replace(f"{RESULTS_DIR.parent.parent}/", ""))  # repository paths only
 
 
 def profile_threads(name: str, fn: Callable[[], object]) -> str:
@@ -264,10 +260,16 @@ def profile_threads(name: str, fn: Callable[[], object]) -> str:
         fn()
     finally:
         sampler.stop()
-    directory = Path(os.environ.get("BENCH_PROFILE_DIR") or RESULTS_DIR)  # --quick: its work directory
+    return _write_profile(name, sampler.report())
+
+
+def _write_profile(name: str, text: str) -> str:
+    """Write a profile report to results/profile-<name>.txt (BENCH_PROFILE_DIR instead, for --quick: its work
+    directory); return its path, relative to the repository when it is under results/."""
+    directory = Path(os.environ.get("BENCH_PROFILE_DIR") or RESULTS_DIR)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"profile-{name}.txt"
-    path.write_text(sampler.report())
+    path.write_text(text)
     return str(path.relative_to(RESULTS_DIR.parent.parent)) if directory == RESULTS_DIR else str(path)
 
 

@@ -71,12 +71,7 @@ def run(cluster, root_ref, jobs: list, clients: int) -> dict:
     throttle.bucket_for(raw)  # made here, before the fork: no client builds a rate limiter (or its thread) of its own
     procs = [context.Process(target=_client, args=(raw, barrier, root_ref, jobs[i::clients], results), daemon=True)
              for i in range(clients)]
-    for proc in procs:
-        proc.start()
-    try:
-        barrier.wait(READY_TIMEOUT)
-    except Exception:  # noqa: BLE001, S110 - a client failed before the start: its error comes on the queue
-        pass
+    _start_all(procs, barrier)
     outcomes = [results.get(timeout=RUN_TIMEOUT) for _ in procs]
     for proc in procs:
         proc.join(timeout=30)
@@ -139,12 +134,7 @@ def run_paced(cluster, root_ref, jobs: list, clients: int, rate: float) -> list[
     share = [[(i, i / rate, jobs[i]) for i in range(k, len(jobs), clients)] for k in range(clients)]
     procs = [context.Process(target=_paced_client, args=(raw, barrier, start_at, root_ref, share[k], results),
                              daemon=True) for k in range(clients)]
-    for proc in procs:
-        proc.start()
-    try:
-        barrier.wait(READY_TIMEOUT)
-    except Exception:  # noqa: BLE001, S110 - a client failed before the start: its error comes on the queue
-        pass
+    _start_all(procs, barrier)
     start_at.value = time.time() + 0.05
     out: dict[int, tuple[float, float]] = {}
     error = None
@@ -160,3 +150,14 @@ def run_paced(cluster, root_ref, jobs: list, clients: int, rate: float) -> list[
     if error or len(out) < len(jobs):
         raise RuntimeError(f"paced raw clients: {error or f'{len(out)} of {len(jobs)} jobs created'}")
     return [out[i] for i in range(len(jobs))]
+
+
+def _start_all(procs, barrier) -> None:
+    """Start the client processes and wait until all are ready at `barrier` (a client that failed before it sends
+    its error on the results queue, read by the caller)."""
+    for proc in procs:
+        proc.start()
+    try:
+        barrier.wait(READY_TIMEOUT)
+    except Exception:  # noqa: BLE001, S110 - a client failed before the start: its error comes on the queue
+        pass

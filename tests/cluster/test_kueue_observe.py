@@ -23,7 +23,6 @@ from django.utils import timezone
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduling.backends.kueue_v1beta2 import WORKLOAD
 from scheduling.choices import GangPhase, SyncState
 from scheduling.kube.refs import POD
 from scheduling.models import GangJob, QueueClusterState, QueuePolicy
@@ -34,6 +33,7 @@ from tests import builders
 
 from .conftest import POOL_LABEL
 from .reconcile_support import make_world, reconciled_until, wait_for
+from .test_kueue_backend import conditions, said, workload
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -104,18 +104,6 @@ def submit(world, queue: str) -> GangJob:
                                 name=f"job-{uuid.uuid4().hex[:6]}", namespace=world.namespace)
     job, _ = job_service.submit(world.user, body)
     return GangJob.objects.select_related("cluster", "queue").get(pk=job.pk)
-
-
-def workload(world, job) -> dict | None:
-    return world.get(WORKLOAD, world.names(job).gang_name)
-
-
-def conditions(wl: dict | None) -> dict[str, dict]:
-    return {c["type"]: c for c in ((wl or {}).get("status") or {}).get("conditions") or []}
-
-
-def said(wl, kind: str, status: str = "True") -> bool:
-    return conditions(wl).get(kind, {}).get("status") == status
 
 
 def fresh(job) -> GangJob:

@@ -18,6 +18,7 @@ from ...backends.base import GangSpec, parse_time
 from ...choices import GangPhase
 from ...kube import objects, priority_classes
 from ...kube.errors import CreateRefused, KubeError, TerminalKubeError
+from ...observe.pods import REPORTED, reported
 from .. import names, status
 from .common import JOB_NAME_LABEL, LIVE_POD_PHASES, is_terminating, ref_of
 
@@ -25,10 +26,6 @@ PRIORITY_CLASS_MISSING = "PriorityClassMissing"
 PRIORITY_CACHE_SECONDS = 60
 _NO_CLASS = "-"  # cached "no such PriorityClass"
 RESUMED_WITHOUT_ADMISSION = "ResumedWithoutAdmission"
-
-
-def _count(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class AdmissionSteps:
@@ -116,12 +113,12 @@ class AdmissionSteps:
             return
         if self.backend.read_status(self.current_gang(self._named_gang())).disruption_reason:
             return
-        statuses = [s for s in ((before.get("status") or {}), ((after or {}).get("status") or {}))]
-        resumed = next((c for s in statuses for c in (s.get("conditions") or [])
+        seen = (before, after or {})
+        resumed = next((c for job in seen for c in ((job.get("status") or {}).get("conditions") or [])
                         if isinstance(c, dict) and c.get("type") == "Suspended" and c.get("status") == "False"), None)
         at = parse_time((resumed or {}).get("lastTransitionTime"))
-        counts = {k: max((_count(s.get(k)) for s in statuses), default=0)
-                  for k in ("active", "ready", "succeeded", "failed")}
+        reports = [r for r in map(reported, seen) if r is not None]
+        counts = {k: max((r[k] for r in reports), default=0) for k in REPORTED}
         if at is None or not (counts["active"] or counts["succeeded"] or counts["failed"]):
             return
         name = (before.get("metadata") or {}).get("name", "")

@@ -12,6 +12,7 @@ from ...kube.errors import TerminalKubeError
 from ...kube.objects import JOB, POD, SERVICE
 from ...kube.refs import ObjectRef
 from ...observe import leftovers
+from ...observe.objects import condition_true
 from .. import ownership, retention, status
 from ..observed_set import kind_key, obj_key
 from .common import CANCELLING, LIVE_POD_PHASES, REMOVING, WAIT_SECONDS, Requeue, is_terminating
@@ -23,8 +24,7 @@ def _runs(job: dict) -> bool:
     condition True (batch/v1 JobStatus.conditions)."""
     if is_terminating(job) or (job.get("spec") or {}).get("suspend"):
         return False
-    return not any(isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-                   for c in ((job.get("status") or {}).get("conditions") or []))
+    return condition_true(job, "Complete") is None and condition_true(job, "Failed") is None
 
 
 def ref_line(obj: dict) -> str:
