@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import tempfile
 import threading
@@ -69,7 +70,7 @@ def held_after_finish(client: Client, api, samples: list, stop: threading.Event,
                        and any(objects.get(j["uid"], {}).get(kind) for kind in GANG_KINDS)]
             longest = max(((now - datetime.fromisoformat(j["finished_at"])).total_seconds() for j in holding),
                           default=0.0)
-            samples.append((time.monotonic(), len(holding), round(longest, 1)))
+            samples.append((time.monotonic(), len(holding), round(longest, 1), round(os.getloadavg()[0], 1)))
             log(f"finished jobs still holding gang objects: {len(holding)} (longest {longest:.0f} s)")
         except Exception as exc:  # noqa: BLE001 - a sample missed is a gap, not a failed run
             log(f"holding sample failed: {exc}")
@@ -154,9 +155,14 @@ def main(argv: list[str] | None = None) -> int:
         lock = threading.Lock()
         start = time.monotonic()
 
+        latencies: list[float] = []
+
         def submit(i: int) -> None:
             time.sleep(max(0.0, start + i / args.rate - time.monotonic()))  # hold the rate, not a burst
+            asked = time.monotonic()
             job = client.submit(f"soak-{i}", NAMESPACE, "fault-short")
+            with lock:
+                latencies.append(time.monotonic() - asked)  # to the 201, retries on 503 included
             if args.cancel_every and i % args.cancel_every == 0:
                 client.cancel(job["id"])
                 with lock:
@@ -166,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             list(pool.map(submit, range(total)))
         load_end = time.monotonic()
         figures["submits_per_second"] = round(total / (load_end - start), 2)
+        ordered = sorted(latencies)
+        figures["submit_seconds"] = {q: round(ordered[min(len(ordered) - 1, int(len(ordered) * f))], 3)
+                                     for q, f in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))}
         log(f"{total} submits in {load_end - start:.0f} s")
 
         # Drain, reading every cancelled job until it says Cancelled, then listing what of it is left.
@@ -190,8 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
         sampler.join(10)
         holder.join(120)
-        figures["most_finished_jobs_holding_gang_objects"] = max((n for _, n, _ in holding), default=0)
-        figures["longest_finished_job_holding_gang_objects_s"] = max((t for _, _, t in holding), default=0.0)
+        figures["most_finished_jobs_holding_gang_objects"] = max((n for _, n, _, _ in holding), default=0)
+        figures["longest_finished_job_holding_gang_objects_s"] = max((t for _, _, t, _ in holding), default=0.0)
+        figures["holding_each_minute"] = [  # minutes from the first submit: (held, longest s, 1-min load)
+            {"minute": round((at - start) / 60, 1), "holding": n, "longest_s": t, "load1": load}
+            for at, n, t, load in holding]
         figures["drain_seconds_after_load"] = round((done_at or time.monotonic()) - load_end, 1)
         figures["drained"] = done_at is not None
         figures["dispatch_rate_during_load"] = rate_between(samples, start, load_end)
