@@ -265,3 +265,39 @@ def test_a_job_whose_objects_the_cluster_refused_is_unknown_never_could_start_no
     data = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
     assert (data["status"], data["p50"]) == ("unknown", None)
     assert data["text"] == f"unknown: gangweb could not make its objects in the cluster (Forbidden: {message})"
+
+
+def test_the_clusters_placed_and_pending_jobs_are_read_once_per_state_and_shared_by_its_jobs(api, world, monkeypatch):
+    from scheduling.services.jobs import start_estimate
+
+    reads = {"placed": 0, "pending": 0}
+    real_running, real_pending = start_estimate._running_rows, start_estimate._pending_rows
+    monkeypatch.setattr(start_estimate, "_running_rows",
+                        lambda *a: reads.__setitem__("placed", reads["placed"] + 1) or real_running(*a))
+    monkeypatch.setattr(start_estimate, "_pending_rows",
+                        lambda *a: reads.__setitem__("pending", reads["pending"] + 1) or real_pending(*a))
+    other = builders.make_queue("team-b", clusters=[world["cluster"]])
+    GangJob.objects.filter(pk=world["big"].pk).update(queue=other)
+    for i in range(5):
+        finished(world["template"], other, world["cluster"], world["admin"], f"b-done-{i}", 60)
+    later = builders.make_job(world["template"], world["team_a"], world["cluster"], name="later",
+                              user=world["admin"], phase=GangPhase.QUEUED, requested_gpu=8)
+    first = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert first["freed_by"]["name"] == "big" and first["p50_in_minutes"] == 40
+    assert reads == {"placed": 1, "pending": 1}
+    # Another waiting job of the same cluster state: its own replay, from the rows already read.
+    second = api.get(f"/api/v1/jobs/{later.pk}/estimate/").data
+    assert second["ahead_in_queue"] == 1 and second["p50_in_minutes"] == 100
+    assert second["freed_by"]["name"] == "waiting"
+    assert reads == {"placed": 1, "pending": 1}
+    # A reader who may not see team-b's names gets them hidden, from the same shared rows.
+    sam = builders.make_user("sam")
+    builders.grant(world["team_a"], "submitter", user=sam)
+    api.force_authenticate(sam)
+    hidden = api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data
+    assert hidden["freed_by"]["name"] == "a job of another queue" and "big" not in hidden["evidence"]
+    assert reads == {"placed": 1, "pending": 1}
+    # The running job ends: a new state version, so the rows are read again and the answer moves.
+    GangJob.objects.filter(pk=world["big"].pk).update(phase=GangPhase.SUCCEEDED, finished_at=timezone.now())
+    assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data["status"] == "now"
+    assert reads == {"placed": 2, "pending": 2}
