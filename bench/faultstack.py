@@ -314,17 +314,23 @@ class Census:
                 f"orphans {len(self.orphans)}; problems {len(self.problems)}")
 
 
-def cluster_objects(api, namespace: str | None = None) -> dict[str, Counter]:
-    """{job uid: Counter of its objects by kind} of every gangweb-labelled object (of `namespace`, else all):
-    gang kinds of the k8s-workload backend, Jobs, Services, pods (and "live pods": Pending/Running/Unknown).
-    Configures Django in the calling process when it is not (the paginated LIST reads its page size setting)."""
+def client_django() -> None:
+    """Configure Django in a bench's client process when it is not: gangweb's LIST helpers read their page size
+    from its settings. The process signs, stores and serves nothing, so it runs with DEBUG's development keys."""
     import django
     from django.conf import settings
 
     if not settings.configured:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
-        os.environ.setdefault("DEBUG", "1")  # a client process: it signs, stores and serves nothing
+        os.environ.setdefault("DEBUG", "1")
         django.setup()
+
+
+def cluster_objects(api, namespace: str | None = None) -> dict[str, Counter]:
+    """{job uid: Counter of its objects by kind} of every gangweb-labelled object (of `namespace`, else all):
+    gang kinds of the k8s-workload backend, Jobs, Services, pods (and "live pods": Pending/Running/Unknown).
+    Configures Django in the calling process when it is not (`client_django`)."""
+    client_django()
     from scheduling.backends import discovery, registry
     from scheduling.constants import LABEL_INSTANCE, LABEL_JOB_UID
     from scheduling.kube import objects

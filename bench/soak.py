@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-from .faultstack import Client, FaultStack, census, cluster_objects, create_namespace, pods_of
+from .faultstack import Client, FaultStack, census, client_django, create_namespace, pods_of
 from .stack import log
 
 NAMESPACE = "soak"
@@ -57,21 +57,46 @@ def backlog_sampler(database_url: str, samples: list, stop: threading.Event, eve
 GANG_KINDS = ("Workload", "PodGroup", "Service")  # what a finished job must not keep holding (quota, names)
 
 
+def gang_objects_by_job(api) -> dict[str, set[str]]:
+    """{job uid: kinds} of the Workloads, PodGroups and Services in NAMESPACE labelled with a gangweb job uid, listed
+    from the API server (paginated LISTs of those kinds only: no Jobs or pods)."""
+    client_django()
+    from scheduling.backends import discovery, registry
+    from scheduling.constants import LABEL_INSTANCE, LABEL_JOB_UID
+    from scheduling.kube import objects
+    from scheduling.kube.objects import SERVICE
+
+    plugin = registry.select("k8s-workload", discovery.served_versions(api))
+    by_job: dict[str, set[str]] = {}
+    for ref in [*plugin.gang_kinds, SERVICE]:
+        for obj in objects.list_objects(api, ref, NAMESPACE, f"{LABEL_INSTANCE}=gangweb"):
+            uid = (obj["metadata"].get("labels") or {}).get(LABEL_JOB_UID)
+            if uid:
+                by_job.setdefault(uid, set()).add(ref.kind)
+    return by_job
+
+
 def held_after_finish(client: Client, api, samples: list, stop: threading.Event, every: float = 60.0) -> None:
-    """Every `every` seconds until `stop` is set, count the finished jobs (Succeeded, Failed, Cancelled) whose gang
-    objects or Service are still in the cluster, listed from the API server (not gangweb's record), and the longest
-    any of them has been finished: append (monotonic time, count, longest seconds)."""
+    """Every `every` seconds until `stop` is set, the finished jobs (Succeeded, Failed, Cancelled) whose Workload,
+    PodGroup or Service is still in the cluster: the jobs are read first (gangweb's API: phase and `finished_at`),
+    then those kinds are listed from the API server, so a job counts only when its object outlived its recorded end
+    (a job still running when its objects were listed cannot count). Append (monotonic time, count, longest
+    seconds from `finished_at` to the end of the LISTs, 1-min load, seconds the LISTs took): the longest is an upper
+    bound by the LISTs' own duration."""
     while not stop.wait(every):
         try:
-            now = datetime.now().astimezone()
-            objects = cluster_objects(api, NAMESPACE)
-            holding = [j for j in client.jobs(NAMESPACE)
-                       if j["phase"] in ("Succeeded", "Failed", "Cancelled") and j["finished_at"]
-                       and any(objects.get(j["uid"], {}).get(kind) for kind in GANG_KINDS)]
-            longest = max(((now - datetime.fromisoformat(j["finished_at"])).total_seconds() for j in holding),
-                          default=0.0)
-            samples.append((time.monotonic(), len(holding), round(longest, 1), round(os.getloadavg()[0], 1)))
-            log(f"finished jobs still holding gang objects: {len(holding)} (longest {longest:.0f} s)")
+            ended = {j["uid"]: datetime.fromisoformat(j["finished_at"]) for j in client.jobs(NAMESPACE)
+                     if j["phase"] in ("Succeeded", "Failed", "Cancelled") and j["finished_at"]}
+            listing = time.monotonic()
+            present = gang_objects_by_job(api)
+            listed_at = datetime.now().astimezone()
+            holding = [uid for uid in ended if present.get(uid)]
+            longest = max(((listed_at - ended[uid]).total_seconds() for uid in holding), default=0.0)
+            took = time.monotonic() - listing
+            samples.append((time.monotonic(), len(holding), round(longest, 1), round(os.getloadavg()[0], 1),
+                            round(took, 1)))
+            log(f"finished jobs still holding gang objects: {len(holding)} of {len(ended)} finished "
+                f"(longest {longest:.0f} s; LISTs took {took:.1f} s)")
         except Exception as exc:  # noqa: BLE001 - a sample missed is a gap, not a failed run
             log(f"holding sample failed: {exc}")
 
@@ -199,11 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
         sampler.join(10)
         holder.join(120)
-        figures["most_finished_jobs_holding_gang_objects"] = max((n for _, n, _, _ in holding), default=0)
-        figures["longest_finished_job_holding_gang_objects_s"] = max((t for _, _, t, _ in holding), default=0.0)
-        figures["holding_each_minute"] = [  # minutes from the first submit: (held, longest s, 1-min load)
-            {"minute": round((at - start) / 60, 1), "holding": n, "longest_s": t, "load1": load}
-            for at, n, t, load in holding]
+        figures["most_finished_jobs_holding_gang_objects"] = max((n for _, n, _, _, _ in holding), default=0)
+        figures["longest_finished_job_holding_gang_objects_s"] = max((t for _, _, t, _, _ in holding), default=0.0)
+        figures["holding_each_minute"] = [  # minutes from the first submit
+            {"minute": round((at - start) / 60, 1), "holding": n, "longest_s": t, "load1": load, "list_s": took}
+            for at, n, t, load, took in holding]
         figures["drain_seconds_after_load"] = round((done_at or time.monotonic()) - load_end, 1)
         figures["drained"] = done_at is not None
         figures["dispatch_rate_during_load"] = rate_between(samples, start, load_end)
