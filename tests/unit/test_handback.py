@@ -133,14 +133,22 @@ def test_a_clean_up_takes_along_the_other_clean_ups_due_in_its_cluster(setup, ad
     elsewhere = job(P.SUCCEEDED, cluster=other)
     assert claims.claim([held], "another-live-task") == [held]
 
-    assert coalesce.take_cleanups(failed, "t1") == [failed, ended, cancelling]
+    assert coalesce.take_cleanups(failed, "t1") == (coalesce.CLAIMED, [failed, ended, cancelling])
     assert set(GangJob.objects.filter(claimed_by="t1").values_list("pk", flat=True)) == {failed, ended, cancelling}
-    assert coalesce.take_cleanups(held, "t2") == [held]  # its own job, whoever held it; the others are t1's
-    assert coalesce.take_cleanups(10**9, "t3") == []
+    # Held by another live task: that task's pass cleans it up; this one takes nothing and comes back later.
+    assert coalesce.take_cleanups(held, "t2") == (coalesce.TAKEN, [])
+    assert GangJob.objects.get(pk=held).claimed_by == "another-live-task"
+    # Cleaned up since its task was queued: nothing to do for it (the others due are t1's).
+    assert coalesce.take_cleanups(cleaned, "t3") == (coalesce.DISPATCHED, [])
+    assert coalesce.take_cleanups(10**9, "t3") == (coalesce.GONE, [])
     assert GangJob.objects.get(pk=running).claimed_by == GangJob.objects.get(pk=cleaned).claimed_by == ""
     assert GangJob.objects.get(pk=erring).claimed_by == GangJob.objects.get(pk=elsewhere).claimed_by == ""
+    assert coalesce.reconcile_cleanup(held, task_id="t2").requeue_after == coalesce.HELD_SECONDS
+    done = coalesce.reconcile_cleanup(cleaned, task_id="t3")
+    assert (done.requeue_after, done.error, done.actions) == (None, None, [])
 
     # The cluster has no credentials: the batch gives up, and lets go of every job it took.
+    claims.release([failed, ended, cancelling], "t1")
     result = coalesce.reconcile_cleanup(ended, task_id="t4")
     assert result is not None and result.error is not None
     assert not GangJob.objects.filter(claimed_by="t4").exists()

@@ -132,37 +132,65 @@ def cleanups_waiting(cluster_id: int, token: str):
             .exclude(phase_reason__in=sorted(ERROR_REASONS)).filter(claims.free(token)))
 
 
-def take_cleanups(job_id: int, token: str, limit: int = BATCH) -> list[int]:
-    """Claim job `job_id` for task `token` (whoever else holds it: its clean-up is never skipped) with up to
-    `limit` - 1 other jobs of its cluster whose clean-up is due (`cleanups_waiting`, oldest first, skipping rows
-    another transaction holds locked). Returns the claimed ids, `job_id` first; [] when the job no longer exists."""
+HELD_SECONDS = claims.RENEW_SECONDS  # a clean-up whose job another live task holds looks again after this long
+
+
+def take_cleanups(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
+    """Claim job `job_id` for task `token` when its clean-up is due, with up to `limit` - 1 other jobs of its cluster
+    whose clean-up is due (`cleanups_waiting`, oldest first, skipping rows another transaction holds locked).
+
+    Returns (how the job was found, the claimed ids): (GONE, []) when it no longer exists; (CLAIMED, ids with
+    `job_id` first) when its clean-up is due (not cleaned up yet, finished or asked to cancel; an error recorded by
+    an earlier pass does not stop its own task); (TAKEN, ids) when another live task holds it (that task's pass
+    does it; the caller looks again, HELD_SECONDS later); (DISPATCHED, ids) when nothing is left to do for it (its
+    clean-up ran since the task was queued: one task is queued per end and per confirmation, and an earlier batch
+    takes most jobs along). In the last two, `ids` are the other due jobs, taken along all the same, [] when none.
+    One transaction, the job's row locked, the claims' expiry compared on the database's clock."""
     with transaction.atomic():
-        own = GangJob.objects.select_for_update().filter(pk=job_id).values("cluster_id").first()
+        own = (GangJob.objects.select_for_update().filter(pk=job_id).annotate(db_now=Now())
+               .values("cluster_id", "phase", "desired_state", "cleaned_up_at", "claimed_by", "claimed_until",
+                       "db_now").first())
         if own is None:
-            return []
+            return GONE, []
+        due = own["cleaned_up_at"] is None and (
+            own["phase"] in (GangPhase.SUCCEEDED, GangPhase.FAILED) or own["desired_state"] == DesiredState.CANCEL)
+        held = (own["claimed_until"] is not None and own["claimed_until"] >= own["db_now"]
+                and own["claimed_by"] != token)
+        found = CLAIMED if due and not held else TAKEN if due else DISPATCHED
+        mine = [job_id] if found == CLAIMED else []
         others = list(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
-                      .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - 1, 0)])
-        ids = [job_id, *others]
-        GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
-                                                  task_queued_at=None)
-    return ids
+                      .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - len(mine), 0)])
+        ids = [*mine, *others]
+        if ids:
+            GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
+                                                      task_queued_at=None)
+    return found, ids
 
 
 def reconcile_cleanup(job_id: int, *, task_id: str = "", retry: int = 0) -> PassResult | None:
     """What a `reconcile_job` task queued for a clean-up (`cleanup=True`: the watch saw the job end, or a cancel)
     does: the job and up to BATCH - 1 other jobs of its cluster whose clean-up is due, claimed under `task_id` and
     reconciled in one `reconcile_many` batch (the ordinary passes: a finished job's objects go once none of its pods
-    is alive, a cancelled job's all of them). Returns the job's PassResult (a transient error in `error`, a countdown
-    in `requeue_after`, for the task's policy), None when the job is gone."""
+    is alive, a cancelled job's all of them). A job cleaned up since the task was queued costs no pass (a soak of
+    20 submits/s queued ~2 clean-ups per job, each a full pass of a job already done, and starved the dispatches
+    sharing the worker); a job another live task holds comes back after HELD_SECONDS (`requeue_after`). Returns the
+    job's PassResult (a transient error in `error`, a countdown in `requeue_after`, for the task's policy), None when
+    the job is gone."""
     token = claims.token_for(task_id)
-    ids = take_cleanups(job_id, token)
-    if not ids:
+    found, ids = take_cleanups(job_id, token)
+    if found == GONE:
         log.info("reconcile_job: job %s no longer exists", job_id)
         return None
     results: dict[int, PassResult] = {}
-    try:
-        with claims.renewing(token):
-            reconcile_many(ids, results=results)
-    finally:
-        claims.release(ids, token)
+    if ids:
+        try:
+            with claims.renewing(token):
+                reconcile_many(ids, results=results)
+        finally:
+            claims.release(ids, token)
+    if found == TAKEN:
+        return PassResult(reason=found, requeue_after=HELD_SECONDS)
+    if found == DISPATCHED:
+        log.debug("reconcile_job: job %s cleaned up since its clean-up was queued", job_id)
+        return PassResult(reason="done")
     return results.get(job_id, PassResult())
