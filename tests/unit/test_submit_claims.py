@@ -41,8 +41,15 @@ def test_a_take_claims_the_job_and_the_waiting_ones_of_its_cluster_oldest_first(
     GangJob.objects.filter(pk=lapsed).update(claimed_by="dead-task",
                                              claimed_until=timezone.now() - timedelta(seconds=1))
 
-    assert coalesce.take(waiting[2], "t1", limit=4) == (coalesce.CLAIMED, [waiting[2], waiting[0], waiting[1],
-                                                                           waiting[3]])
+    ended = builders.make_job(template, queue, cluster, phase=P.SUCCEEDED, user=admin_user).pk
+    # The clean-ups due in the cluster (an ended job, a cancel asked) ride along first; the waiting fill the rest.
+    assert coalesce.take(waiting[2], "t1", limit=4) == (coalesce.CLAIMED, [waiting[2], waiting[0], cancelling,
+                                                                           ended])
+    assert coalesce.release([ended, cancelling], "t1") == 2
+    assert coalesce.take(waiting[2], "t1", limit=6) == (coalesce.CLAIMED, [waiting[2], waiting[0], waiting[1],
+                                                                           waiting[3], cancelling, ended])
+    assert coalesce.release([ended, cancelling], "t1") == 2
+    GangJob.objects.filter(pk__in=[ended, cancelling]).update(cleaned_up_at=timezone.now())  # done: no more along
     assert set(GangJob.objects.filter(claimed_by="t1").values_list("pk", flat=True)) == set(waiting)
     assert coalesce.take(waiting[0], "t2") == (coalesce.TAKEN, [])  # t1 holds it: t1's batch does it
     assert coalesce.take(waiting[0], "t1", limit=1) == (coalesce.CLAIMED, [waiting[0]])  # t1 redelivered: its own

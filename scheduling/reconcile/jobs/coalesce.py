@@ -61,12 +61,15 @@ def waiting(cluster_id: int, token: str):
 
 
 def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
-    """Claim job `job_id` for task `token` with up to `limit` - 1 other waiting jobs of its cluster (oldest first).
+    """Claim job `job_id` for task `token` with the jobs of its cluster whose clean-up is due (`cleanups_waiting`)
+    and other waiting jobs (oldest first), up to `limit` in all, the clean-ups first: a soak at 20 submits/s, with
+    one of two worker processes in a resync, ran dispatch batches back to back for two minutes while the clean-up
+    queue's tasks waited in the worker's prefetch, and finished jobs held their gang objects for up to 86 s.
 
-    Returns (how the job was found, the claimed ids with `job_id` first): (GONE, []) when it no longer exists,
-    (ASKED, []) when a cancel is asked, (DISPATCHED, []) when it is not Submitted any more, (TAKEN, []) when another
-    live task holds it, else (CLAIMED, ids). One transaction: the job's row locked, the others locked skipping the
-    ones another transaction holds, then one UPDATE writing the claims."""
+    Returns (how the job was found, the claimed ids): (GONE, []) when it no longer exists, (ASKED, []) when a cancel
+    is asked, (DISPATCHED, []) when it is not Submitted any more, (TAKEN, []) when another live task holds it, else
+    (CLAIMED, ids: `job_id`, the other waiting jobs, then the clean-ups). One transaction: the job's row locked,
+    the others locked skipping the ones another transaction holds, then one UPDATE writing the claims."""
     with transaction.atomic():
         # The claim's expiry is compared with the database's clock, read in the same statement.
         own = (GangJob.objects.select_for_update().filter(pk=job_id).annotate(db_now=Now())
@@ -80,9 +83,14 @@ def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
         held = own["claimed_until"] is not None and own["claimed_until"] >= own["db_now"]
         if held and own["claimed_by"] != token:
             return TAKEN, []
+        # The cluster's due clean-ups ride along first (`cleanups_waiting`): whichever task of the cluster a worker
+        # runs next, dispatch or clean-up, finished jobs' gang objects go with it, never behind the dispatches.
+        ended = list(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
+                     .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - 1, 0)])
         others = list(waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
-                      .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - 1, 0)])
-        ids = [job_id, *others]
+                      .select_for_update(skip_locked=True).values_list("pk", flat=True)
+                      [:max(limit - 1 - len(ended), 0)])
+        ids = [job_id, *others, *ended]
         GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
                                                   task_queued_at=None)
     return CLAIMED, ids
