@@ -26,6 +26,8 @@ import argparse
 import json
 import os
 import re
+import signal
+import sys
 import tempfile
 import threading
 import time
@@ -152,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resync-seconds", type=int, default=30, help="GANGWEB_RESYNC_SECONDS of the stack")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
+    # A background run (nohup ... &) ignores SIGINT: SIGTERM must still stop the stack it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     workdir = Path(tempfile.mkdtemp(prefix="gangweb-soak-"))
     figures: dict = {"rate": args.rate, "seconds": args.seconds, "concurrency": args.concurrency}
