@@ -21,6 +21,8 @@ Under a backlog (resync_all from the periodic task):
   resync that finds it held skips that cluster;
 - bounded: at most `max_jobs` job passes and `budget_seconds` of them per run, going on next run from the job id
   where this one stopped (kept in the lease's cursor), so every job's turn comes;
+- it hands a backlog of never-dispatched jobs to batch tasks rather than passing them one by one
+  (reconcile/resync_handoff.py);
 - it leaves to their own task the jobs a task works on now (a live claim) or whose task is surely still queued
   (`task_queued_at` less than `grace_seconds` ago); a task that gave up released its claim, so its jobs are the
   next resync's at once (`jobs_to_resync`);
@@ -51,7 +53,7 @@ from ..kube import objects
 from ..kube.errors import KubeError, TransientKubeError, describe
 from ..models import Cluster, GangJob, PhaseTransition, ReconcileAttempt, leases
 from . import jobs as job_reconcile
-from . import left_behind, stranded
+from . import left_behind, resync_handoff, stranded
 from .jobs import claims
 from .observed import Snapshot, snapshot  # noqa: F401 -- snapshot: named from here by the batch and bench code
 from .spilled import SpilledSnapshot, spilled_snapshot
@@ -243,6 +245,10 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         due, again = set(ids), set(reopened)
         first = [i for i in reopened if i in due]  # not when a task holds the job now: its pass cleans up
         ids = [i for i in ids if i not in again]
+        fresh = resync_handoff.never_dispatched(ids)
+        if len(fresh) >= resync_handoff.HAND_OFF_AT:  # a backlog of submits: batches pass them (resync_handoff.py)
+            stats["handed_off"] = resync_handoff.hand_off(sorted(fresh))
+            ids = [i for i in ids if i not in fresh]
         turn = first + ids[:max_jobs]
         for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):
             if stats["jobs"] and time.monotonic() - started > budget_seconds:

@@ -1,0 +1,54 @@
+"""The resync hands a backlog of never-dispatched jobs to batch tasks (reconcile/resync_handoff.py) instead of
+passing them one by one, and the next resyncs leave them to those tasks for the grace."""
+import pytest
+
+from scheduling.choices import DesiredState
+from scheduling.choices import GangPhase as P
+from scheduling.models import GangJob
+from scheduling.reconcile import resync, resync_handoff
+from scheduling.work import enqueue
+from tests import builders
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def backlog(setup, admin_user):
+    """120 submits whose own tasks are long gone (no `task_queued_at`), and three jobs that are not submits."""
+    template, queue, cluster = setup
+    waiting = [builders.make_job(template, queue, cluster, user=admin_user).pk for _ in range(120)]
+    dispatched = builders.make_job(template, queue, cluster, user=admin_user, phase=P.DISPATCHED).pk
+    erring, cancelling = (builders.make_job(template, queue, cluster, user=admin_user).pk for _ in range(2))
+    GangJob.objects.filter(pk=erring).update(phase_reason="ClusterUnreachable")  # retried by its own task
+    GangJob.objects.filter(pk=cancelling).update(desired_state=DesiredState.CANCEL)
+    GangJob.objects.update(task_queued_at=None)
+    return cluster, waiting, [dispatched, erring, cancelling]
+
+
+def test_never_dispatched_jobs_go_to_batch_tasks_and_the_next_resync_leaves_them_to_those(backlog, sent_tasks):
+    cluster, waiting, others = backlog
+    assert resync_handoff.never_dispatched([*waiting, *others]) == set(waiting)
+    assert resync_handoff.HAND_OFF_AT == enqueue.BATCH == 50
+
+    assert resync_handoff.hand_off(list(reversed(waiting))) == 120
+    assert [(name, len(args[0])) for name, args in sent_tasks] == [(enqueue.RECONCILE_JOBS, 50)] * 2 + [
+        (enqueue.RECONCILE_JOBS, 20)]
+    assert [i for _, args in sent_tasks for i in args[0]] == sorted(waiting)  # ascending, each job once
+    assert not GangJob.objects.filter(pk__in=waiting, task_queued_at__isnull=True).exists()
+    # Within the grace the resync leaves them to their batches; the rest it passes itself.
+    assert {j.pk for j in resync.jobs_to_resync(cluster, grace_seconds=60)} == set(others)
+
+
+def test_a_broker_that_refuses_leaves_the_unsent_jobs_to_the_next_resync(backlog, monkeypatch):
+    cluster, waiting, others = backlog
+    sent = []
+
+    def send(name, *args, **_):
+        if sent:
+            raise ConnectionError("broker down")
+        sent.append(args[0])
+
+    monkeypatch.setattr(enqueue, "send", send)
+    assert resync_handoff.hand_off(waiting) == 50
+    assert sent == [sorted(waiting)[:50]]
+    assert {j.pk for j in resync.jobs_to_resync(cluster, grace_seconds=60)} == {*sorted(waiting)[50:], *others}
