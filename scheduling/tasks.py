@@ -76,10 +76,11 @@ def requeue_countdown(result: jobs.PassResult, waits: int) -> int | None:
 
 @shared_task(name=enqueue.RECONCILE_JOBS, bind=True, acks_late=True, ignore_result=True, soft_time_limit=900,
              time_limit=960)
-def reconcile_jobs(self, job_ids: list[int]) -> None:
+def reconcile_jobs(self, job_ids: list[int], waiting_only: bool = False) -> None:
     """Reconcile a batch of jobs (bulk submit), claimed under the task's id while it runs; errors are recorded per
-    job, and a job given up on is the next resync's at once (reconcile/jobs/batch.py `reconcile_claimed`)."""
-    jobs.reconcile_claimed(job_ids, task_id=self.request.id or "")
+    job, and a job given up on is the next resync's at once (reconcile/jobs/batch.py `reconcile_claimed`).
+    `waiting_only`: a batch the resync handed off, of which only the jobs not dispatched meanwhile are passed."""
+    jobs.reconcile_claimed(job_ids, task_id=self.request.id or "", waiting_only=waiting_only)
 
 
 # Not acknowledged late: beat sends the next one within a period, so a resync lost with its worker is not redelivered

@@ -11,7 +11,9 @@ So, when at least HAND_OFF_AT of the jobs a resync would pass were never dispatc
 recorded by an earlier pass), it queues them as `reconcile_jobs` tasks of up to BATCH jobs on their shard and
 stamps their `task_queued_at` (on the database's clock), so the next resyncs leave them to those tasks for their
 grace, as they do a submit's own task; if those tasks are lost too, the resync after the grace hands them off
-again. Fewer are passed inline as before. A job a live task claims is left to it by the batch (claims.py)."""
+again. Fewer are passed inline as before. A job a live task claims is left to it by the batch (claims.py), and one
+dispatched meanwhile is not passed again (`waiting_only`: a backlog older than the grace is handed off by every
+resync until it is dispatched)."""
 from __future__ import annotations
 
 import logging
@@ -47,7 +49,7 @@ def hand_off(job_ids: list[int]) -> int:
         chunk = ids[start:start + enqueue.BATCH]
         GangJob.objects.filter(pk__in=chunk).update(task_queued_at=Now())
         try:
-            enqueue.send(enqueue.RECONCILE_JOBS, chunk)
+            enqueue.send(enqueue.RECONCILE_JOBS, chunk, kwargs={"waiting_only": True})
         except Exception as exc:  # noqa: BLE001 - Redis down: kombu's OperationalError after its publish retries
             GangJob.objects.filter(pk__in=chunk).update(task_queued_at=None)
             log.warning("resync: could not queue a batch of %s jobs (%s: %s); the next resync will",

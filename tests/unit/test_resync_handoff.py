@@ -34,6 +34,7 @@ def test_never_dispatched_jobs_go_to_batch_tasks_and_the_next_resync_leaves_them
     assert [(name, len(args[0])) for name, args in sent_tasks] == [(enqueue.RECONCILE_JOBS, 50)] * 2 + [
         (enqueue.RECONCILE_JOBS, 20)]
     assert [i for _, args in sent_tasks for i in args[0]] == sorted(waiting)  # ascending, each job once
+    assert [o["kwargs"] for o in sent_tasks.options] == [{"waiting_only": True}] * 3
     assert not GangJob.objects.filter(pk__in=waiting, task_queued_at__isnull=True).exists()
     # Within the grace the resync leaves them to their batches; the rest it passes itself.
     assert {j.pk for j in resync.jobs_to_resync(cluster, grace_seconds=60)} == set(others)
@@ -52,3 +53,15 @@ def test_a_broker_that_refuses_leaves_the_unsent_jobs_to_the_next_resync(backlog
     assert resync_handoff.hand_off(waiting) == 50
     assert sent == [sorted(waiting)[:50]]
     assert {j.pk for j in resync.jobs_to_resync(cluster, grace_seconds=60)} == {*sorted(waiting)[50:], *others}
+
+
+def test_a_handed_off_batch_passes_only_the_jobs_not_dispatched_meanwhile(backlog, monkeypatch):
+    from scheduling.reconcile.jobs import batch
+
+    cluster, waiting, (dispatched, erring, cancelling) = backlog
+    passed = []
+    monkeypatch.setattr(batch, "reconcile_many", lambda ids, **_: passed.append(sorted(ids)) or {"ok": len(ids)})
+    batch.reconcile_claimed([waiting[0], dispatched, cancelling, waiting[1]], task_id="t1", waiting_only=True)
+    assert passed == [sorted([waiting[0], waiting[1]])]
+    batch.reconcile_claimed([waiting[0], dispatched], task_id="t2")  # a bulk submit's own batch: every job
+    assert passed[-1] == sorted([waiting[0], dispatched])

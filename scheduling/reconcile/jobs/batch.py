@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, connections
 
 from ...backends import discovery
-from ...choices import ReconcileOutcome
+from ...choices import DesiredState, GangPhase, ReconcileOutcome
 from ...kube import client as kube_client
 from ...kube import objects, throttle
 from ...kube.errors import CLUSTER_UNREACHABLE, KubeError, TransientKubeError
@@ -38,13 +38,17 @@ def _record_not_attempted(job: GangJob, err: KubeError) -> PassResult:
     return result
 
 
-def reconcile_claimed(job_ids: list[int], *, task_id: str = "") -> dict[str, int]:
+def reconcile_claimed(job_ids: list[int], *, task_id: str = "", waiting_only: bool = False) -> dict[str, int]:
     """A bulk submit's batch as the `scheduling.reconcile_jobs` task runs it: the jobs no other live task holds are
     claimed under `task_id`, kept claimed while `reconcile_many` reconciles them, and released when it ends however it
     ends (reconcile/jobs/claims.py): a job the batch gave up on (its cluster was down: "not attempted") is then the
     next resync's at once, and the jobs of a worker killed mid-batch are the resync's once their claims lapsed. A job
-    another live task holds is left to it. Returns `reconcile_many`'s counts, plus "held" (jobs left to another
-    task)."""
+    another live task holds is left to it. `waiting_only` (a batch the resync handed off, reconcile/resync_handoff.py):
+    only the jobs still never dispatched (Submitted, run asked) are taken; the others were dispatched meanwhile.
+    Returns `reconcile_many`'s counts, plus "held" (jobs left to another task)."""
+    if waiting_only:
+        job_ids = sorted(GangJob.objects.filter(pk__in=job_ids, phase=GangPhase.SUBMITTED,
+                                                desired_state=DesiredState.RUN).values_list("pk", flat=True))
     token = claims.token_for(task_id)
     with claims.holding(job_ids, token) as ids:
         counts = reconcile_many(ids)
