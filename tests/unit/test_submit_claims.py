@@ -111,3 +111,22 @@ def test_a_single_submit_queues_its_task_as_a_submit_and_a_cancel_as_a_change(se
     assert sent_tasks == [(enqueue.RECONCILE_JOB, (job.pk,)), (enqueue.RECONCILE_JOB, (job.pk,))]
     # the cancel's task runs a full pass, on the clean-up queue (never behind the dispatch backlog)
     assert sent_tasks.options == [{"kwargs": {"submitted": True}}, {"kwargs": {"cleanup": True}}]
+
+
+def test_a_flood_of_clean_ups_leaves_half_of_a_submits_batch_to_the_clusters_waiting_submits(setup, admin_user,
+                                                                                               enqueued):
+    """Hostile pass 39: one tenant's jobs ending (or cancelled) by the hundred made every submit's batch all
+    clean-ups (they rode along first, up to the whole batch), so another team's waiting submits were dispatched one
+    per task instead of a batch each, for as long as the flood lasted. Clean-ups take at most half the places
+    besides the task's own job while submits wait; the rest go to the waiting submits, oldest first."""
+    template, queue, cluster = setup
+    ended = [builders.make_job(template, queue, cluster, phase=P.SUCCEEDED, user=admin_user).pk for _ in range(10)]
+    waiting = submits(setup, admin_user, 10)
+    found, ids = coalesce.take(waiting[-1], "t1", limit=10)
+    assert found == coalesce.CLAIMED
+    # The task's own job, 4 waiting submits (oldest first), then 5 clean-ups (oldest first): 9 places, 5 of them.
+    assert ids == [waiting[-1], *waiting[:4], *ended[:5]]
+    coalesce.release(ids, "t1")
+    # With no submit left waiting, the clean-ups fill the batch.
+    GangJob.objects.filter(pk__in=waiting[:-1]).update(phase=P.DISPATCHED)
+    assert coalesce.take(waiting[-1], "t2", limit=10) == (coalesce.CLAIMED, [waiting[-1], *ended[:9]])
