@@ -60,11 +60,19 @@ def waiting(cluster_id: int, token: str):
                                   phase_reason="").filter(claims.free(token))
 
 
+def cleanup_places(limit: int) -> int:
+    """How many of a submit batch's `limit` places (the task's own job's aside) its cluster's due clean-ups may take
+    while other submits wait: half of them, rounded up (25 of 49 at BATCH 50). Fewer submits waiting: all."""
+    return (max(limit - 1, 0) + 1) // 2
+
+
 def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
     """Claim job `job_id` for task `token` with the jobs of its cluster whose clean-up is due (`cleanups_waiting`)
-    and other waiting jobs (oldest first), up to `limit` in all, the clean-ups first: a soak at 20 submits/s, with
-    one of two worker processes in a resync, ran dispatch batches back to back for two minutes while the clean-up
-    queue's tasks waited in the worker's prefetch, and finished jobs held their gang objects for up to 86 s.
+    and other waiting jobs (oldest first), up to `limit` in all: a soak at 20 submits/s, with one of two worker
+    processes in a resync, ran dispatch batches back to back for two minutes while the clean-up queue's tasks waited
+    in the worker's prefetch, and finished jobs held their gang objects for up to 86 s. The clean-ups take at most
+    `cleanup_places(limit)` of the places while other submits wait (hostile pass 39: a flood of one tenant's
+    clean-ups took every place, and another team's submits were dispatched one per task), all of them otherwise.
 
     Returns (how the job was found, the claimed ids): (GONE, []) when it no longer exists, (ASKED, []) when a cancel
     is asked, (DISPATCHED, []) when it is not Submitted any more, (TAKEN, []) when another live task holds it, else
@@ -83,13 +91,17 @@ def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
         held = own["claimed_until"] is not None and own["claimed_until"] >= own["db_now"]
         if held and own["claimed_by"] != token:
             return TAKEN, []
-        # The cluster's due clean-ups ride along first (`cleanups_waiting`): whichever task of the cluster a worker
-        # runs next, dispatch or clean-up, finished jobs' gang objects go with it, never behind the dispatches.
+        # The cluster's due clean-ups ride along (`cleanups_waiting`): whichever task of the cluster a worker runs
+        # next, dispatch or clean-up, finished jobs' gang objects go with it, never behind the dispatches. But at
+        # most CLEANUP_SHARE of the places while submits wait: one tenant's jobs ending (or cancelled) by the
+        # hundred must not turn every other team's submit batch into a batch of one dispatch.
+        room = max(limit - 1, 0)
         ended = list(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
-                     .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - 1, 0)])
+                     .select_for_update(skip_locked=True).values_list("pk", flat=True)[:room])
         others = list(waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
                       .select_for_update(skip_locked=True).values_list("pk", flat=True)
-                      [:max(limit - 1 - len(ended), 0)])
+                      [:room - min(len(ended), cleanup_places(limit))])
+        ended = ended[:room - len(others)]  # the rest of the places when fewer submits wait
         ids = [job_id, *others, *ended]
         GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
                                                   task_queued_at=None)
