@@ -152,3 +152,26 @@ def test_a_clean_up_takes_along_the_other_clean_ups_due_in_its_cluster(setup, ad
     result = coalesce.reconcile_cleanup(ended, task_id="t4")
     assert result is not None and result.error is not None
     assert not GangJob.objects.filter(claimed_by="t4").exists()
+
+
+def test_a_clean_up_task_whose_job_is_cleaned_up_but_due_for_removal_still_passes_it(setup, admin_user, enqueued):
+    """Hostile pass 39: a template with `retentionSeconds: 0` (or a short one) has its Indexed Jobs and pods
+    deleted by the clean-up pass that marks it cleaned up; that pass waits for them (a countdown, `cleanup` kept),
+    and the task that comes back found the job cleaned up and did nothing, so `objects_removed_at` (and a pod left
+    without its Job) waited for the capped resync's turn. A clean-up task whose job's retention is over and whose
+    objects are not removed yet passes it; one whose retention is still running costs no pass, as before."""
+    from scheduling.reconcile.jobs import coalesce
+
+    template, queue, cluster = setup
+    now = timezone.now()
+    removing = builders.make_job(template, queue, cluster, phase=P.SUCCEEDED, user=admin_user).pk
+    GangJob.objects.filter(pk=removing).update(cleaned_up_at=now, remove_after=now - timedelta(seconds=1))
+    kept = builders.make_job(template, queue, cluster, phase=P.SUCCEEDED, user=admin_user).pk
+    GangJob.objects.filter(pk=kept).update(cleaned_up_at=now, remove_after=now + timedelta(hours=1))
+    removed = builders.make_job(template, queue, cluster, phase=P.SUCCEEDED, user=admin_user).pk
+    GangJob.objects.filter(pk=removed).update(cleaned_up_at=now, remove_after=now - timedelta(seconds=1),
+                                              objects_removed_at=now)
+
+    assert coalesce.take_cleanups(removing, "t1") == (coalesce.CLAIMED, [removing])
+    assert coalesce.take_cleanups(kept, "t2") == (coalesce.DISPATCHED, [])
+    assert coalesce.take_cleanups(removed, "t3") == (coalesce.DISPATCHED, [])
