@@ -160,20 +160,25 @@ def take_cleanups(job_id: int, token: str, limit: int = BATCH) -> tuple[str, lis
     whose clean-up is due (`cleanups_waiting`, oldest first, skipping rows another transaction holds locked).
 
     Returns (how the job was found, the claimed ids): (GONE, []) when it no longer exists; (CLAIMED, ids with
-    `job_id` first) when its clean-up is due (not cleaned up yet, finished or asked to cancel; an error recorded by
-    an earlier pass does not stop its own task); (TAKEN, ids) when another live task holds it (that task's pass
+    `job_id` first) when its clean-up is due (not cleaned up yet, finished or asked to cancel; or finished, its
+    retention over and its Jobs and pods not removed yet: reconcile/retention.py; an error recorded by an earlier
+    pass does not stop its own task); (TAKEN, ids) when another live task holds it (that task's pass
     does it; the caller looks again, HELD_SECONDS later); (DISPATCHED, ids) when nothing is left to do for it (its
     clean-up ran since the task was queued: one task is queued per end and per confirmation, and an earlier batch
     takes most jobs along). In the last two, `ids` are the other due jobs, taken along all the same, [] when none.
     One transaction, the job's row locked, the claims' expiry compared on the database's clock."""
     with transaction.atomic():
         own = (GangJob.objects.select_for_update().filter(pk=job_id).annotate(db_now=Now())
-               .values("cluster_id", "phase", "desired_state", "cleaned_up_at", "claimed_by", "claimed_until",
-                       "db_now").first())
+               .values("cluster_id", "phase", "desired_state", "cleaned_up_at", "objects_removed_at",
+                       "remove_after", "claimed_by", "claimed_until", "db_now").first())
         if own is None:
             return GONE, []
-        due = own["cleaned_up_at"] is None and (
-            own["phase"] in (GangPhase.SUCCEEDED, GangPhase.FAILED) or own["desired_state"] == DesiredState.CANCEL)
+        ended = own["phase"] in (GangPhase.SUCCEEDED, GangPhase.FAILED)
+        # Cleaned up, but its retention is over and its Jobs and pods not removed yet (a template's short
+        # `retentionSeconds`: the pass that cleaned it up deletes them and comes back with `cleanup`): a pass is due.
+        removing = (ended and own["objects_removed_at"] is None and own["remove_after"] is not None
+                    and own["remove_after"] <= own["db_now"])
+        due = removing or own["cleaned_up_at"] is None and (ended or own["desired_state"] == DesiredState.CANCEL)
         held = (own["claimed_until"] is not None and own["claimed_until"] >= own["db_now"]
                 and own["claimed_by"] != token)
         found = CLAIMED if due and not held else TAKEN if due else DISPATCHED
