@@ -301,3 +301,19 @@ def test_the_clusters_placed_and_pending_jobs_are_read_once_per_state_and_shared
     GangJob.objects.filter(pk=world["big"].pk).update(phase=GangPhase.SUCCEEDED, finished_at=timezone.now())
     assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data["status"] == "now"
     assert reads == {"placed": 2, "pending": 2}
+
+
+def test_a_pending_jobs_queue_edit_shows_in_the_next_first_look_at_another_job(api, world):
+    """Hostile pass 39: the placed and pending rows are shared per cluster state version, which an edit of a pending
+    job (its queue, its priority class: `lifecycle.update`, which counts `spec_revision` up) did not change, so
+    another job's first look replayed the old line for up to ESTIMATE_SECONDS (and that answer was kept as long
+    again). The edit changes the version: the next first look reads the line afresh."""
+    from django.db.models import F
+
+    later = builders.make_job(world["template"], world["team_a"], world["cluster"], name="later",
+                              user=world["admin"], phase=GangPhase.QUEUED, requested_gpu=8)
+    assert api.get(f"/api/v1/jobs/{world['waiting'].pk}/estimate/").data["ahead_in_queue"] == 0
+    other = builders.make_queue("team-b", clusters=[world["cluster"]])
+    # What `lifecycle.update` writes when `waiting`'s submitter moves it to team-b.
+    GangJob.objects.filter(pk=world["waiting"].pk).update(queue=other, spec_revision=F("spec_revision") + 1)
+    assert api.get(f"/api/v1/jobs/{later.pk}/estimate/").data["ahead_in_queue"] == 0  # `waiting` is not in team-a
