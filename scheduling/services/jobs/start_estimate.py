@@ -21,10 +21,11 @@ its simplifications are in that module's docstring):
 Caching: a replay costs up to about a second of CPU (300 queues, 500 pending jobs) and the job page polls the
 estimate every 2 s, so `payload` keeps each answer in Django's cache for ESTIMATE_SECONDS, keyed by the job, what
 the reader may see (every name, or their queues: `_viewer`) and the cluster's **state version** (`state_version`:
-per phase and desired state of the cluster's pending and placed jobs, their count, id sum and latest phase change;
-and the cluster's capacity). A job that starts, ends, is submitted or cancelled in the cluster changes the version,
-so the next read computes afresh at once; otherwise an answer is reused up to ESTIMATE_SECONDS (so the running
-jobs' elapsed times, queue policy edits and new history show within that long).
+per phase and desired state of the cluster's pending and placed jobs, their count, id sum, spec revision sum and
+latest phase change; and the cluster's capacity). A job that starts, ends, is submitted, edited (queue, priority
+class) or cancelled in the cluster changes the version, so the next read computes afresh at once; otherwise an
+answer is reused up to ESTIMATE_SECONDS (so the running jobs' elapsed times, queue policy edits and new history show
+within that long).
 
 Queries: one for the state version on every read; on a miss up to five more whatever the number of jobs (the queue
 tree, the placed jobs, the pending jobs, the recent submissions, the history). The placed and pending jobs are read
@@ -310,12 +311,14 @@ def _when(now, seconds) -> str:
 
 def state_version(job: GangJob) -> str:
     """A digest that changes when `job`'s cluster's pending or placed jobs change (one enters or leaves a phase, is
-    being cancelled, a phase change is written) or its capacity does: per (phase, desired state) the count, the sum
-    of ids and the latest `phase_changed_at`. One GROUP BY query over the cluster's active jobs."""
+    being cancelled, a phase change is written, one is edited: its queue or priority class, which counts its
+    `spec_revision` up) or its capacity does: per (phase, desired state) the count, the sum of ids, the sum of
+    spec revisions and the latest `phase_changed_at`. One GROUP BY query over the cluster's active jobs."""
     rows = (GangJob.objects.filter(cluster_id=job.cluster_id, phase__in=(*queue_line.PENDING, *RUNNING_PHASES))
             .order_by().values("phase", "desired_state")
-            .annotate(n=Count("id"), ids=Sum("id"), changed=Max("phase_changed_at")))
-    state = sorted((r["phase"], r["desired_state"], r["n"], r["ids"], str(r["changed"])) for r in rows)
+            .annotate(n=Count("id"), ids=Sum("id"), revisions=Sum("spec_revision"), changed=Max("phase_changed_at")))
+    state = sorted((r["phase"], r["desired_state"], r["n"], r["ids"], r["revisions"], str(r["changed"]))
+                   for r in rows)
     return hashlib.sha256(repr((state, job.cluster.capacity)).encode()).hexdigest()[:32]
 
 
