@@ -65,3 +65,29 @@ def test_a_handed_off_batch_passes_only_the_jobs_not_dispatched_meanwhile(backlo
     assert passed == [sorted([waiting[0], waiting[1]])]
     batch.reconcile_claimed([waiting[0], dispatched], task_id="t2")  # a bulk submit's own batch: every job
     assert passed[-1] == sorted([waiting[0], dispatched])
+
+
+def test_jobs_the_broker_would_not_take_are_passed_by_the_resync_itself(backlog, monkeypatch):
+    """Hostile pass 39: when the broker refused a hand-off, the resync dropped every never-dispatched job from its
+    own turn, sent or not, so while the broker stayed down they were neither batched nor passed. Only the jobs
+    whose batch was queued are left out of the resync's turn; the others are passed as before the hand-off."""
+    from contextlib import nullcontext
+
+    cluster, waiting, others = backlog
+    sent, passed = [], []
+
+    def send(name, *args, **_):
+        if sent:
+            raise ConnectionError("broker down")
+        sent.append(args[0])
+
+    monkeypatch.setattr(enqueue, "send", send)
+    monkeypatch.setattr(resync.kube_client, "api_client", lambda c: object())
+    monkeypatch.setattr(resync.stranded, "clean", lambda c, api: 0)
+    monkeypatch.setattr(resync, "cluster_snapshot", lambda c, api: nullcontext(object()))
+    monkeypatch.setattr(resync, "orphans_and_suspects", lambda c, snap: (0, []))
+    monkeypatch.setattr(resync.left_behind, "reopen", lambda c, api, snap, suspects: [])
+    monkeypatch.setattr(resync, "resync_job", lambda job, *_: passed.append(job.pk) or (False, False))
+    stats = resync.resync_cluster(cluster, grace_seconds=60, max_jobs=1000, budget_seconds=600)
+    assert stats["handed_off"] == 50 and sent == [sorted(waiting)[:50]]
+    assert sorted(passed) == sorted([*sorted(waiting)[50:], *others])
