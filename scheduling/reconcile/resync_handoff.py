@@ -42,8 +42,9 @@ def never_dispatched(job_ids: list[int]) -> set[int]:
 
 def hand_off(job_ids: list[int]) -> int:
     """Queue `job_ids` as `reconcile_jobs` tasks of up to BATCH ids each (ascending), each chunk's `task_queued_at`
-    stamped just before it is sent. Returns how many were queued; a chunk the broker refuses gets its stamp cleared
-    (the next resync takes it at once) and the rest are not tried (the broker is down)."""
+    stamped just before it is sent. Returns how many were queued: the first that many of `sorted(job_ids)`; a chunk
+    the broker refuses gets its stamp cleared and the rest are not tried (the broker is down): the resync passes
+    those itself, as it does a backlog smaller than HAND_OFF_AT."""
     ids, sent = sorted(job_ids), 0
     for start in range(0, len(ids), enqueue.BATCH):
         chunk = ids[start:start + enqueue.BATCH]
