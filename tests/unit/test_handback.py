@@ -175,3 +175,32 @@ def test_a_clean_up_task_whose_job_is_cleaned_up_but_due_for_removal_still_passe
     assert coalesce.take_cleanups(removing, "t1") == (coalesce.CLAIMED, [removing])
     assert coalesce.take_cleanups(kept, "t2") == (coalesce.DISPATCHED, [])
     assert coalesce.take_cleanups(removed, "t3") == (coalesce.DISPATCHED, [])
+
+
+def test_a_clean_up_that_cannot_finish_does_not_ride_along_every_batch_ahead_of_newer_ones(setup, admin_user,
+                                                                                          enqueued):
+    """Hostile pass 39: a job whose clean-up cannot finish (a tenant's finalizer on its gang object, pods that take
+    an hour to stop) stays due, and the oldest due clean-ups rode along first: a few such jobs took the ride-along
+    places of every batch of the cluster, each a pass that did nothing, and other teams' newly finished jobs never
+    rode along. A clean-up taken along is not taken along again for RIDE_AGAIN_SECONDS, and those never taken along
+    go first; its own task still takes it whenever it comes."""
+    from scheduling.reconcile.jobs import coalesce
+
+    template, queue, cluster = setup
+    stuck = [builders.make_job(template, queue, cluster, phase=P.SUCCEEDED, user=admin_user).pk for _ in range(2)]
+    first = coalesce.take_cleanups(stuck[0], "t1", limit=2)
+    assert first == (coalesce.CLAIMED, stuck)
+    claims.release(stuck, "t1")  # their passes found the objects still there: still due
+    newer = [builders.make_job(template, queue, cluster, phase=P.FAILED, user=admin_user).pk for _ in range(2)]
+    # The next batches take the newer ones along; the stuck ones wait their turn (or their own task).
+    assert coalesce.take_cleanups(newer[0], "t2", limit=3) == (coalesce.CLAIMED, [newer[0], newer[1]])
+    claims.release(newer, "t2")
+    assert coalesce.take_cleanups(stuck[1], "t3", limit=3) == (coalesce.CLAIMED, [stuck[1], newer[0]])
+    claims.release([stuck[1], newer[0]], "t3")
+    # Once RIDE_AGAIN_SECONDS have passed they ride along again, the least recently taken first (the newer ones
+    # were just taken along: not yet).
+    for pk, late in ((stuck[0], 1), (stuck[1], 5)):
+        GangJob.objects.filter(pk=pk).update(
+            cleanup_rode_at=timezone.now() - timedelta(seconds=coalesce.RIDE_AGAIN_SECONDS + late))
+    waiting = builders.make_job(template, queue, cluster, user=admin_user).pk
+    assert coalesce.take(waiting, "t4", limit=4) == (coalesce.CLAIMED, [waiting, stuck[1], stuck[0]])
