@@ -93,6 +93,10 @@ class GangJob(models.Model):
     # whose task is surely still queued is left to it, and a job whose task took it and gave up (the cluster was
     # down: the pass recorded "not attempted") is the resync's at once. NULL when no task is waiting for it.
     task_queued_at = models.DateTimeField(null=True, blank=True)
+    # When a batch last took the job's clean-up along (reconcile/jobs/coalesce.py `cleanups_waiting`), on the
+    # database's clock: a clean-up that cannot finish yet (a finalizer, pods slow to stop) is not taken along again
+    # for RIDE_AGAIN_SECONDS, and those never taken along go first. NULL until a batch takes it along.
+    cleanup_rode_at = models.DateTimeField(null=True, blank=True)
     # The latest repair of the job's drifted gang objects and its backoff (reconcile/jobs/repairs.py): what was put
     # back, how many times in a row it was changed back since when, and until when gangweb waits before putting it
     # back again (database clock). Empty until a pass repairs something.

@@ -46,6 +46,9 @@ def test_a_take_claims_the_job_and_the_waiting_ones_of_its_cluster_oldest_first(
     assert coalesce.take(waiting[2], "t1", limit=4) == (coalesce.CLAIMED, [waiting[2], waiting[0], cancelling,
                                                                            ended])
     assert coalesce.release([ended, cancelling], "t1") == 2
+    # Taken along again once RIDE_AGAIN_SECONDS have passed (their passes did not finish them).
+    GangJob.objects.filter(pk__in=[ended, cancelling]).update(
+        cleanup_rode_at=timezone.now() - timedelta(seconds=coalesce.RIDE_AGAIN_SECONDS + 1))
     assert coalesce.take(waiting[2], "t1", limit=6) == (coalesce.CLAIMED, [waiting[2], waiting[0], waiting[1],
                                                                            waiting[3], cancelling, ended])
     assert coalesce.release([ended, cancelling], "t1") == 2
@@ -127,6 +130,7 @@ def test_a_flood_of_clean_ups_leaves_half_of_a_submits_batch_to_the_clusters_wai
     # The task's own job, 4 waiting submits (oldest first), then 5 clean-ups (oldest first): 9 places, 5 of them.
     assert ids == [waiting[-1], *waiting[:4], *ended[:5]]
     coalesce.release(ids, "t1")
-    # With no submit left waiting, the clean-ups fill the batch.
+    # With no submit left waiting, the clean-ups fill the batch (not the ones just taken along: RIDE_AGAIN_SECONDS).
     GangJob.objects.filter(pk__in=waiting[:-1]).update(phase=P.DISPATCHED)
-    assert coalesce.take(waiting[-1], "t2", limit=10) == (coalesce.CLAIMED, [waiting[-1], *ended[:9]])
+    GangJob.objects.filter(pk__in=ended[:2]).update(cleanup_rode_at=None)
+    assert coalesce.take(waiting[-1], "t2", limit=10) == (coalesce.CLAIMED, [waiting[-1], *ended[:2], *ended[5:]])

@@ -34,9 +34,10 @@ task then runs a full pass.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Now
 
 from ...choices import DesiredState, GangPhase
@@ -44,7 +45,7 @@ from ...models import GangJob
 from ...work.enqueue import BATCH
 from . import claims
 from .batch import reconcile_many
-from .common import ERROR_REASONS
+from .common import ERROR_REASONS, WAIT_SECONDS
 from .passes import PassResult, reconcile_one
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,7 @@ def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
         # most CLEANUP_SHARE of the places while submits wait: one tenant's jobs ending (or cancelled) by the
         # hundred must not turn every other team's submit batch into a batch of one dispatch.
         room = max(limit - 1, 0)
-        ended = list(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
-                     .select_for_update(skip_locked=True).values_list("pk", flat=True)[:room])
+        ended = _along(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id), room)
         others = list(waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
                       .select_for_update(skip_locked=True).values_list("pk", flat=True)
                       [:room - min(len(ended), cleanup_places(limit))])
@@ -105,6 +105,7 @@ def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
         ids = [job_id, *others, *ended]
         GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
                                                   task_queued_at=None)
+        _rode(ended)
     return CLAIMED, ids
 
 
@@ -143,13 +144,36 @@ def reconcile_submitted(job_id: int, *, task_id: str = "", retry: int = 0) -> Pa
 # finished job, alternating with dispatch batches of 50 on a worker, left 127 finished jobs holding their gang
 # objects for up to 64 s in a soak of 10 submits/s at load 13.
 
+# A clean-up a batch took along is not taken along again for this long (`cleanups_waiting`): one that cannot finish
+# yet (a finalizer someone put on its gang object, pods that take long to stop) stays due, and the oldest due went
+# first: a few such jobs took the ride-along places of every batch of their cluster, each a pass that did nothing,
+# while other jobs' clean-ups waited for their own tasks (hostile pass 39). Its own task's countdown is as long.
+RIDE_AGAIN_SECONDS = WAIT_SECONDS
+
+
 def cleanups_waiting(cluster_id: int, token: str):
-    """The jobs of cluster `cluster_id` whose clean-up is due: finished (Succeeded, Failed) or asked to cancel, their
-    objects not yet cleaned up, no error recorded by an earlier pass, not claimed by a live task other than
-    `token`'s."""
+    """The jobs of cluster `cluster_id` whose clean-up is due and may be taken along: finished (Succeeded, Failed)
+    or asked to cancel, their objects not yet cleaned up, no error recorded by an earlier pass, not claimed by a
+    live task other than `token`'s, not taken along in the last RIDE_AGAIN_SECONDS (`cleanup_rode_at`, database
+    clock)."""
     return (GangJob.objects.filter(cluster_id=cluster_id, cleaned_up_at__isnull=True)
             .filter(Q(phase__in=[GangPhase.SUCCEEDED, GangPhase.FAILED]) | Q(desired_state=DesiredState.CANCEL))
+            .filter(Q(cleanup_rode_at__isnull=True)
+                    | Q(cleanup_rode_at__lt=Now() - timedelta(seconds=RIDE_AGAIN_SECONDS)))
             .exclude(phase_reason__in=sorted(ERROR_REASONS)).filter(claims.free(token)))
+
+
+def _along(rows, limit: int) -> list[int]:
+    """Up to `limit` ids of `rows` (`cleanups_waiting`) to take along: those never taken along first, then the least
+    recently taken, oldest first; locked, skipping rows another transaction holds locked."""
+    return list(rows.order_by(F("cleanup_rode_at").asc(nulls_first=True), "pk")
+                .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit, 0)])
+
+
+def _rode(job_ids: list[int]) -> None:
+    """Note that a batch takes the clean-ups of `job_ids` along now (`cleanup_rode_at`, database clock)."""
+    if job_ids:
+        GangJob.objects.filter(pk__in=job_ids).update(cleanup_rode_at=Now())
 
 
 HELD_SECONDS = claims.RENEW_SECONDS  # a clean-up whose job another live task holds looks again after this long
@@ -183,12 +207,12 @@ def take_cleanups(job_id: int, token: str, limit: int = BATCH) -> tuple[str, lis
                 and own["claimed_by"] != token)
         found = CLAIMED if due and not held else TAKEN if due else DISPATCHED
         mine = [job_id] if found == CLAIMED else []
-        others = list(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id).order_by("pk")
-                      .select_for_update(skip_locked=True).values_list("pk", flat=True)[:max(limit - len(mine), 0)])
+        others = _along(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id), limit - len(mine))
         ids = [*mine, *others]
         if ids:
             GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
                                                       task_queued_at=None)
+        _rode(ids)  # its own job too: just passed, its own countdown follows
     return found, ids
 
 
