@@ -71,8 +71,10 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
 
     The worker log gets two INFO lines per batch, key=value (logger scheduling.reconcile.jobs.batch): "reconcile
     batch start" (jobs, first id, waited_s: from its newest job's creation to the start) and "reconcile batch end"
-    (the counts, read_s for the snapshot and backends, passes_s, total_s, API requests, and throttle_wait_s: the
-    time this process's requests waited for the cluster's client rate limit meanwhile). `at` is epoch seconds.
+    (the counts; fresh: jobs that needed no LIST; read_s for the backends and the snapshot, list_s its LISTs, lists
+    their requests, listed the objects they returned, kinds each LIST as kind:seconds/requests/objects; passes_s,
+    total_s, API requests, and throttle_wait_s: the time this process's requests waited for the cluster's client
+    rate limit meanwhile). `at` is epoch seconds.
     """
     started, requests_before, (waited_before, waits_before) = time.time(), objects.requests.total(), throttle.waited()
     batch = list(load(job_ids).order_by("pk"))
@@ -81,6 +83,7 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
     for job in batch:
         by_cluster.setdefault(job.cluster_id, []).append(job)
     apis, snapshots, broken, down = {}, {}, {}, {}
+    fresh: set[int] = set()  # jobs that need no LIST: this batch recorded their backend
     for cluster_id, jobs in by_cluster.items():
         try:
             api = apis[cluster_id] = kube_client.api_client(jobs[0].cluster)
@@ -129,9 +132,13 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
         outcomes = [o for part in in_threads(one, [batch[i::workers] for i in range(workers)]) for o in part]
     counts = {key: outcomes.count(key) for key in ("ok", "failed", "requeued")}
     waited, waits = throttle.waited()
-    log.info("reconcile batch end: jobs=%d first=%s %s read_s=%.3f passes_s=%.3f total_s=%.3f requests=%d "
-             "throttle_wait_s=%.3f throttle_waits=%d threads=%d pid=%d at=%.3f", len(batch),
-             batch[0].pk if batch else "-", " ".join(f"{k}={v}" for k, v in counts.items()), read - started,
+    reads = [r for snap in snapshots.values() for r in snap.reads]
+    log.info("reconcile batch end: jobs=%d first=%s %s fresh=%d read_s=%.3f list_s=%.3f lists=%d listed=%d "
+             "kinds=%s passes_s=%.3f total_s=%.3f requests=%d throttle_wait_s=%.3f throttle_waits=%d threads=%d "
+             "pid=%d at=%.3f", len(batch), batch[0].pk if batch else "-",
+             " ".join(f"{k}={v}" for k, v in counts.items()), len(fresh), read - started,
+             sum(r["seconds"] for r in reads), sum(r["requests"] for r in reads), sum(r["objects"] for r in reads),
+             ",".join(f"{r['kind']}:{r['seconds']:.3f}/{r['requests']}/{r['objects']}" for r in reads) or "-",
              time.time() - read, time.time() - started, objects.requests.total() - requests_before,
              waited - waited_before, waits - waits_before, max(workers, 1), os.getpid(), time.time())
     return counts
