@@ -18,7 +18,7 @@ from ...kube import objects, throttle
 from ...kube.errors import CLUSTER_UNREACHABLE, KubeError, TransientKubeError
 from ...models import GangJob, ReconcileAttempt
 from .. import status
-from ..observed import snapshot
+from ..observed import Snapshot, snapshot
 from . import claims
 from .backend import backend_for, record_backends
 from .passes import PassResult, load, run_pass
@@ -56,18 +56,25 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
                    results: dict[int, PassResult] | None = None) -> dict[str, int]:
     """Reconcile a batch of jobs (bulk submit), one pass each.
 
-    Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does, selected
-    by the batch's job UIDs) feeds every job's pass, so a batch of N new jobs costs a constant number of reads
-    plus the creates; the backends of the batch's new jobs are recorded before anything is created, one UPDATE
-    per plugin. The passes then run from `threads` threads (default `settings.GANGWEB_RECONCILE_THREADS`), each
-    taking every n-th job of the batch with a database connection of its own, closed when it is done: a pass
-    mostly waits on the API server's creates and on PostgreSQL, and the jobs of a batch are independent (each
-    pass locks only its own row). Inside a transaction (tests) the passes run here, one after the other, since
-    other connections could not see its rows. A job's error is recorded on it and does not stop the batch; when
-    a cluster cannot be reached its remaining jobs get that error without more connection attempts (the periodic
-    resync retries them). Returns counts {"ok", "failed", "requeued"}; when `results` is given, it is filled with
-    each job's PassResult by id (a transient error, the pass's or the batch's, in `error`), for a caller whose retry
-    policy follows one of the jobs (reconcile/jobs/coalesce.py).
+    Reads are shared: per cluster the backends of the batch's new jobs are recorded before anything is created (one
+    UPDATE per plugin), then one snapshot (one LIST per kind across namespaces, as the resync does, selected by the
+    UIDs of the batch's jobs that had a backend already; none when there are none) feeds every job's pass, so a
+    batch of N jobs costs a constant number of reads plus the creates. The passes then run from `threads` threads
+    (default `settings.GANGWEB_RECONCILE_THREADS`), each taking every n-th job of the batch with a database
+    connection of its own, closed when it is done: a pass mostly waits on the API server's creates and on
+    PostgreSQL, and the jobs of a batch are independent (each pass locks only its own row). Inside a transaction
+    (tests) the passes run here, one after the other, since other connections could not see its rows. A job's error
+    is recorded on it and does not stop the batch; when a cluster cannot be reached its remaining jobs get that
+    error without more connection attempts (the periodic resync retries them). Returns counts {"ok", "failed",
+    "requeued"}; when `results` is given, it is filled with each job's PassResult by id (a transient error, the
+    pass's or the batch's, in `error`), for a caller whose retry policy follows one of the jobs
+    (reconcile/jobs/coalesce.py).
+
+    A batch's never-dispatched jobs are not listed: a job whose backend this batch recorded cannot have anything
+    gangweb made in the cluster (`record_backends`), so a batch of new submits sends no LIST at all and starts
+    creating at once (its LISTs were most of a batch's read on a busy 2-core machine: bench/README.md, "Submit to
+    Running against a raw client"). A look-alike someone labelled with such a job's UID under another name is not
+    seen by this first pass; the next read of it reports it (`Observed.foreign`: the periodic resync's, a later pass's).
 
     The worker log gets two INFO lines per batch, key=value (logger scheduling.reconcile.jobs.batch): "reconcile
     batch start" (jobs, first id, waited_s: from its newest job's creation to the start) and "reconcile batch end"
@@ -88,9 +95,15 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
         try:
             api = apis[cluster_id] = kube_client.api_client(jobs[0].cluster)
             served = set(jobs[0].cluster.served_apis or []) or discovery.served_versions(api)
-            # Only this batch's objects: the LISTs cost the batch's size, not the cluster's (bench/).
-            snapshots[cluster_id] = snapshot(api, served, [str(j.uid) for j in jobs])
-            record_backends(jobs, api)
+            # The backends first. A job this batch records one on had none: no pass ever created anything for it
+            # (`backend_for` records the backend before a pass's first create), so the cluster holds nothing
+            # gangweb made for it and its pass starts from an empty slice without a LIST. Whatever it meets under
+            # its names after all (a concurrent pass's object, someone else's) answers its create with 409, which
+            # is read and compared as ever (`create_gang`, `create_plain`, `read_ours`): never taken unseen.
+            fresh |= record_backends(jobs, api)
+            listed = [str(j.uid) for j in jobs if j.pk not in fresh]
+            # Only this batch's other jobs' objects: the LISTs cost the batch's size, not the cluster's (bench/).
+            snapshots[cluster_id] = snapshot(api, served, listed) if listed else Snapshot()
         except KubeError as exc:
             if isinstance(exc, TransientKubeError) or exc.reason == "InvalidKubeconfig":
                 down[cluster_id] = exc
