@@ -145,10 +145,14 @@ def run(stack, base_url: str, jobs: int = JOBS, rounds: int = ROUNDS, rate: floa
             totals.append(entry["running"] - began)
             per_job.append(stage_intervals(began, entry.get("dispatched"), gangs.get(entry["uid"]) or {},
                                            entry["running"]))
-        batches = batch_log.for_jobs(batch_log.read(stack.workdir / "worker.log"), ids, posted[0][0])
+        logged = batch_log.read(stack.workdir / "worker.log")
+        batches = batch_log.for_jobs(logged, ids, posted[0][0])
+        split = batch_log.dispatch_split(batch_log.read_claims(stack.workdir / "worker.log"), logged,
+                                         {job_id: began for began, job_id in posted},
+                                         {k: v["dispatched"] for k, v in timeline.items() if "dispatched" in v})
         return {"jobs": count, "running": len(totals), "complete": done, "seconds": totals, "stages": per_job,
                 "cpu": cpu.spent(before, cpu.snapshot(stack)), "load_average_before": load0,
-                "load_average_after": load_average(), "batches": batches}
+                "load_average_after": load_average(), "batches": batches, "dispatch": list(split.values())}
 
     def raw_side(count: int) -> dict:
         names = [f"raw-{next(counter)}" for _ in range(count)]
@@ -222,7 +226,9 @@ def _result(rounds: list[dict], jobs: int, rate: float, replicas: int, purged: i
         sides[side] = {"p50_ms": ms(percentile(seconds, 50)), "p99_ms": ms(percentile(seconds, 99)),
                        "n": len(seconds), "stages_p50_ms": _stages_p50(stages),
                        "running": sum(r[side]["running"] for r in rounds), "jobs": sum(r[side]["jobs"] for r in rounds)}
+    sides["gangweb"]["dispatch_p50_ms"] = _stages_p50([d for r in rounds for d in r["gangweb"].get("dispatch", [])])
     for r in rounds:
+        r["gangweb"]["dispatch_p50_ms"] = _stages_p50(r["gangweb"].pop("dispatch", []))
         for side in ("gangweb", "raw client"):
             s = r[side]
             s["p50_ms"], s["p99_ms"] = ms(percentile(s["seconds"], 50)), ms(percentile(s["seconds"], 99))
@@ -260,7 +266,14 @@ def report(result: dict) -> list[str]:
                  f"{b['batches']}, {b['waited_s_max']} s, {b['read_s_max']} s, {b['passes_s_max']} s, "
                  f"{b['requests_per_job']}" for b in (x["gangweb"].get("batches") or {} for x in result["rounds"])
                  if b),
-             f"  stages p50, raw    : {r['stages_p50_ms']}"]
+             f"  stages p50, raw    : {r['stages_p50_ms']}",
+             "  gangweb's POST -> Dispatched split (p50 ms; the worker log's claim and batch lines: its task's wait, "
+             f"POST -> claimed into a batch, the claim, the batch's read and its LISTs, its pass): "
+             f"{g.get('dispatch_p50_ms')}",
+             "  gangweb's snapshot LISTs by round (lists, objects listed, jobs read without a LIST, kind:s/requests/"
+             "objects of each batch): " + "; ".join(
+                 f"{b.get('lists')}, {b.get('listed')}, {b.get('fresh')}, {' | '.join(b.get('kinds') or [])}"
+                 for b in (x["gangweb"].get("batches") or {} for x in result["rounds"]) if b)]
     for i, x in enumerate(result["rounds"], 1):
         lines.append(f"  round {i} ({x['first']} first): gangweb {x['gangweb']['p50_ms']} ms (load "
                      f"{x['gangweb']['load_average_before'][0]}, busy {x['gangweb']['cpu']['machine_busy_pct']} %), "

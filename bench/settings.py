@@ -9,7 +9,9 @@ from gangweb.settings import INSTALLED_APPS
 INSTALLED_APPS = [*INSTALLED_APPS, "bench.baseline_app"]
 ROOT_URLCONF = "bench.urls"
 GANGWEB_BENCH = True
-# The worker's per-batch start/end lines (scheduling/reconcile/jobs/batch.py) at INFO whatever LOG_LEVEL says: the
-# reconcile benchmark reads them from the worker's log to say where each round's time went.
+# The worker's per-batch start/end lines (scheduling/reconcile/jobs/batch.py) and a single submit's claim line
+# (reconcile/jobs/coalesce.py) at INFO whatever LOG_LEVEL says: the reconcile and submit-to-Running benchmarks read
+# them from the worker's log to say where each round's time went.
 LOGGING = {**LOGGING, "loggers": {**LOGGING.get("loggers", {}),  # noqa: F405 - gangweb's own LOGGING
-                                  "scheduling.reconcile.jobs.batch": {"level": "INFO"}}}
+                                  "scheduling.reconcile.jobs.batch": {"level": "INFO"},
+                                  "scheduling.reconcile.jobs.coalesce": {"level": "INFO"}}}

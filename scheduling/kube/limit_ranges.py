@@ -16,8 +16,10 @@ CACHE_SECONDS per cluster and namespace in Django's cache) and `with_defaults(po
 whose containers carry those requests, for the request arithmetic (`kube.resources`) only: the pod templates sent
 to the cluster are left as the template wrote them (admission adds the defaults itself). A LimitRange is untrusted
 cluster input: entries that are not resource lists of strings are skipped. A failed read (403: the credentials may
-not list LimitRanges; the cluster down) counts no defaults for CACHE_SECONDS and is logged; nothing fails
-because of it.
+not list LimitRanges; a server error) counts no defaults for CACHE_SECONDS and is logged; nothing fails because of
+it. An unreachable cluster is the exception: raised (TransientKubeError ClusterUnreachable) and not cached, since a
+pass can create nothing then anyway, and defaults cached as "none" would still count when the cluster is back (a
+batch of new jobs sends this LIST before its first create: reconcile/jobs/batch.py reads no snapshot for them).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import logging
 from django.core.cache import cache
 
 from . import objects
+from .errors import CLUSTER_UNREACHABLE, TransientKubeError
 from .refs import ObjectRef
 
 log = logging.getLogger(__name__)
@@ -64,19 +67,29 @@ def cache_key(cluster_pk: int, namespace: str) -> str:
 
 def defaults(api, cluster_pk: int, namespace: str) -> dict[str, dict[str, str]]:
     """The container defaults of `namespace` in the cluster (`from_items` of its LimitRanges), cached for
-    CACHE_SECONDS. Never raises: a failed LIST is logged and counts no defaults (for CACHE_SECONDS too)."""
+    CACHE_SECONDS. A failed LIST is logged and counts no defaults (for CACHE_SECONDS too), except when the cluster
+    cannot be reached: then TransientKubeError(ClusterUnreachable) is raised and nothing is cached."""
     key = cache_key(cluster_pk, namespace)
     found = cache.get(key)
     if found is not None:
         return found
     try:
         found = from_items(objects.list_objects(api, LIMIT_RANGE, namespace, ""))
+    except TransientKubeError as exc:
+        if exc.reason == CLUSTER_UNREACHABLE:
+            raise
+        found = _none_read(namespace, exc)
     except Exception as exc:  # noqa: BLE001 - optional facts: a pass must not fail because they cannot be read
-        log.warning("LimitRanges of namespace %s not read (%s); their default requests are not counted",
-                    namespace, type(exc).__name__)
-        found = {"limits": {}, "requests": {}}  # cached too: a lasting 403 costs one LIST a minute, not one a pass
+        found = _none_read(namespace, exc)
     cache.set(key, found, CACHE_SECONDS)
     return found
+
+
+def _none_read(namespace: str, exc: Exception) -> dict[str, dict[str, str]]:
+    """No defaults, for a LIST that failed with `exc` (logged)."""
+    log.warning("LimitRanges of namespace %s not read (%s); their default requests are not counted", namespace,
+                type(exc).__name__)
+    return {"limits": {}, "requests": {}}  # cached too: a lasting 403 costs one LIST a minute, not one a pass
 
 
 def _fill(container: dict, defaults_: dict[str, dict[str, str]]) -> None:

@@ -113,6 +113,8 @@ class Snapshot:
     unreadable: dict = field(default_factory=dict)  # kind_key -> StoredVersionUnreadable error of its LIST
     limit_defaults: dict = field(default_factory=dict)  # namespace -> LimitRange defaults, read once per snapshot
     pod_policies: dict = field(default_factory=dict)  # template version id -> pod policy, read once per snapshot
+    # what each LIST cost, in order: {"kind": plural, "seconds", "requests" (pages, restarts included), "objects"}
+    reads: list = field(default_factory=list)
 
     def add(self, items: list[dict], ref: ObjectRef) -> None:
         """File LISTed objects of kind `ref` under their job UID and namespace."""
@@ -168,13 +170,18 @@ def snapshot(api, served: set[str], uids=None) -> Snapshot:
     snap = Snapshot()
     kinds = registry.gang_kinds(served)
     for ref in [*kinds, JOB, SERVICE, POD]:
+        began, sent, items = time.time(), objects.requests.total(), []
         # Projected as each LIST is parsed: only one kind's full parse is ever alive (pods, the largest, last).
         try:
-            snap.add(objects.list_objects(api, ref, None, selector, project=projection(ref)), ref)
+            items = objects.list_objects(api, ref, None, selector, project=projection(ref))
+            snap.add(items, ref)
         except TransientKubeError as exc:
             # Objects of a removed API version left in etcd make the kind unlistable cluster-wide: the other kinds'
             # jobs go on; each job of this kind gets the error (JobReconciler.first_read), none is judged absent.
             if ref not in kinds or exc.reason != STORED_VERSION_UNREADABLE:
                 raise
             snap.unreadable[kind_key(ref)] = exc
+        finally:
+            snap.reads.append({"kind": ref.plural, "seconds": time.time() - began,
+                               "requests": objects.requests.total() - sent, "objects": len(items)})
     return snap

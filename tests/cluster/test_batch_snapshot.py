@@ -1,4 +1,6 @@
-"""A bulk-reconcile batch reads only its own jobs' objects, however many other jobs the cluster holds."""
+"""A bulk-reconcile batch reads only its own jobs' objects, however many other jobs the cluster holds, and none of the
+objects of its jobs never dispatched before (nothing of them can exist yet); a create meeting one all the same is read
+and compared."""
 from __future__ import annotations
 
 import uuid
@@ -6,11 +8,17 @@ import uuid
 import pytest
 
 from scheduling.backends import registry
+from scheduling.backends.kai_v2alpha2 import POD_GROUP
 from scheduling.choices import GangPhase
+from scheduling.constants import LABEL_JOB_UID
 from scheduling.kube import objects
+from scheduling.kube.objects import JOB, SERVICE
 from scheduling.models import GangJob
 from scheduling.reconcile import resync
 from scheduling.reconcile.jobs import reconcile_many
+
+from .reconcile_support import wait_for
+from .test_reconcile import stale_copy
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
@@ -28,12 +36,84 @@ def test_a_batch_snapshot_holds_only_the_batch_and_the_batch_is_dispatched(world
 
     objects.requests.reset()
     assert reconcile_many([j.pk for j in batch]) == {"ok": 2, "failed": 0, "requeued": 0}
-    lists = sum(n for verb, n in objects.requests.counts.items() if verb.startswith("LIST "))
-    assert lists == len(registry.gang_kinds(served)) + 3
+    # New jobs only: the batch records their backends and lists nothing (the LimitRanges are the first batch's)
+    assert gang_lists() == 0
     assert set(GangJob.objects.filter(pk__in=[j.pk for j in batch]).values_list("phase", flat=True)) == {
         GangPhase.DISPATCHED}
     assert set(resync.snapshot(world.api, served, [str(j.uid) for j in batch]).by_uid) == {
         str(j.uid) for j in batch}
+
+
+def gang_lists() -> int:
+    """LISTs sent since the last reset, the namespace's LimitRanges not counted (kept a minute per namespace)."""
+    return sum(n for verb, n in objects.requests.counts.items()
+               if verb.startswith("LIST ") and verb != "LIST core/limitranges")
+
+
+def snapshots_taken(monkeypatch) -> list[list[str]]:
+    """The job UIDs of every batch snapshot taken from now on (one list per snapshot)."""
+    from scheduling.reconcile.jobs import batch as batch_module
+
+    taken, real = [], batch_module.snapshot
+
+    def spy(api, served, uids=None):
+        taken.append(sorted(uids or []))
+        return real(api, served, uids)
+
+    monkeypatch.setattr(batch_module, "snapshot", spy)
+    return taken
+
+
+def test_a_batch_lists_only_its_jobs_dispatched_before_and_makes_again_what_they_lost(world, monkeypatch):
+    earlier = world.submit(backend="kai", replicas=1)
+    assert reconcile_many([earlier.pk]) == {"ok": 1, "failed": 0, "requeued": 0}
+    [lost] = world.gang(earlier, SERVICE)
+    objects.delete(world.api, SERVICE, world.namespace, lost["metadata"]["name"], uid=lost["metadata"]["uid"])
+    wait_for(lambda: not world.gang(earlier, SERVICE), 60, "the Service to be gone")
+    new = [world.submit(backend="kai", replicas=1) for _ in range(2)]
+    taken = snapshots_taken(monkeypatch)
+
+    objects.requests.reset()
+    assert reconcile_many([earlier.pk, *(j.pk for j in new)]) == {"ok": 3, "failed": 0, "requeued": 0}
+
+    # One snapshot, of the job that had a backend already: a LIST per gang kind, Jobs, Services, pods.
+    assert taken == [[str(earlier.uid)]]
+    assert gang_lists() == len(registry.gang_kinds(set(world.cluster.served_apis))) + 3
+    [again] = world.gang(earlier, SERVICE)
+    assert again["metadata"]["uid"] != lost["metadata"]["uid"]
+    assert objects.requests.counts["CREATE batch/jobs"] == 2  # the new jobs' only: the earlier one's was listed
+    assert objects.requests.counts["CREATE core/services"] == 3
+    assert set(GangJob.objects.filter(pk__in=[j.pk for j in new]).values_list("phase", flat=True)) == {
+        GangPhase.DISPATCHED}
+
+
+def test_a_new_job_that_meets_an_object_under_its_name_reads_and_compares_it(world, monkeypatch):
+    theirs, ours = world.submit(backend="kai", replicas=3), world.submit(backend="kai", replicas=3)
+    backend = registry.select("kai", set(world.cluster.served_apis))()
+    spec_theirs, spec_ours = world.names(theirs), world.names(ours)
+    [want_theirs], [want_ours] = backend.build_gang_objects(spec_theirs), backend.build_gang_objects(spec_ours)
+    # Under the first job's name, another job's PodGroup; under the second's, one gangweb made for it (its labels
+    # and creation mark) whose UID was never recorded, with a stale minMember.
+    foreign = objects.create(world.api, POD_GROUP, stale_copy(want_theirs, {
+        **spec_theirs.labels, LABEL_JOB_UID: str(uuid.uuid4())}))
+    left = objects.create(world.api, POD_GROUP, stale_copy(want_ours, spec_ours.labels, minMember=4))
+    taken = snapshots_taken(monkeypatch)
+
+    objects.requests.reset()
+    assert reconcile_many([theirs.pk, ours.pk]) == {"ok": 1, "failed": 1, "requeued": 0}
+
+    assert taken == [] and gang_lists() == 0  # new jobs: no snapshot; each create's 409 was read (GET) instead
+    assert objects.requests.counts["GET scheduling.run.ai/podgroups"] == 2
+    theirs.refresh_from_db()
+    assert theirs.phase_reason == "NameConflict" and "not adopted" in theirs.phase_message
+    assert world.get(POD_GROUP, spec_theirs.gang_name)["metadata"]["resourceVersion"] == \
+        foreign["metadata"]["resourceVersion"]
+    assert world.gang(theirs, JOB) == []
+    ours.refresh_from_db()
+    pod_group = world.get(POD_GROUP, spec_ours.gang_name)
+    assert pod_group["metadata"]["uid"] == left["metadata"]["uid"] and pod_group["spec"]["minMember"] == 3
+    assert left["metadata"]["uid"] in ours.owner_uids.values()
+    assert ours.phase == GangPhase.DISPATCHED and len(world.gang(ours, JOB)) == 1
 
 
 def test_listed_objects_come_without_managed_fields(world):

@@ -23,3 +23,16 @@ def test_a_batch_logs_its_start_and_end_with_counts_and_timings(api, dead_cluste
     assert float(end["total_s"]) >= float(end["read_s"]) >= 0
     assert float(end["throttle_wait_s"]) == 0.0 and end["throttle_waits"] == "0"
     assert float(end["at"]) >= float(start["at"])
+
+
+def test_a_single_submits_task_logs_what_it_claimed_and_when(api, dead_cluster, caplog):  # noqa: F811
+    waiting = [submit(api, *dead_cluster, f"claimed-{i}") for i in range(3)]
+    with caplog.at_level(logging.INFO, logger="scheduling.reconcile.jobs.coalesce"):
+        jobs.reconcile_submitted(waiting[1].pk, task_id="task-of-the-second")
+        jobs.reconcile_submitted(waiting[1].pk, task_id="a-later-task")  # its pass failed: it rides in no batch
+    lines = [dict(FIELD.findall(r.getMessage())) for r in caplog.records
+             if r.getMessage().startswith("reconcile claim:")]
+    assert [(x["job"], x["found"], x["jobs"]) for x in lines] == [
+        (str(waiting[1].pk), "claimed", "3"), (str(waiting[1].pk), "claimed", "1")]
+    assert lines[0]["ids"] == ",".join(str(j.pk) for j in (waiting[1], waiting[0], waiting[2]))
+    assert 0 <= float(lines[0]["claim_s"]) < 600 and float(lines[1]["at"]) >= float(lines[0]["at"])

@@ -25,10 +25,40 @@ def test_the_batch_lines_are_read_back_per_first_job_with_numbers():
 
 def test_a_round_sums_its_batches_and_names_the_longest_wait():
     figures = batch_log.for_jobs(batch_log.parse(LOG), list(range(101, 201)), submitted_at=1000.0)
-    assert figures == {"batches": 2, "waited_s_max": 20.25, "read_s_max": 0.3, "passes_s_max": 3.1,
+    assert figures == {"batches": 2, "waited_s_max": 20.25, "read_s_max": 0.3, "list_s_max": 0.0, "lists": 0,
+                       "listed": 0, "fresh": 0, "kinds": [], "passes_s_max": 3.1,
                        "total_s_max": 3.3, "requests": 400, "requests_per_job": 4.0, "throttle_wait_s": 1.25,
                        "throttle_waits": 40, "submit_to_last_start_s": 20.0}
     assert batch_log.for_jobs(batch_log.parse(LOG), [1, 2])["batches"] == 0
+
+
+CLAIMS = """\
+[12:00:00,100: INFO/ForkPoolWorker-1] reconcile claim: job=7 found=claimed claim_s=0.020 jobs=3 ids=7,5,6 pid=12 \
+at=1000.0
+[12:00:00,200: INFO/ForkPoolWorker-2] reconcile claim: job=5 found=dispatched claim_s=0.004 jobs=0 ids=- pid=13 \
+at=1002.0
+[12:00:00,300: INFO/ForkPoolWorker-1] reconcile batch start: jobs=3 first=5 waited_s=0.4 pid=12 at=1000.05
+[12:00:01,000: INFO/ForkPoolWorker-1] reconcile batch end: jobs=3 first=5 ok=3 failed=0 requeued=0 fresh=0 \
+read_s=0.450 list_s=0.400 lists=5 listed=0 kinds=workloads:0.100/1/0,pods:0.300/1/0 passes_s=1.0 total_s=1.45 \
+requests=17 throttle_wait_s=0.000 throttle_waits=0 threads=4 pid=12 at=1001.5
+"""
+
+
+def test_each_submits_time_to_dispatched_is_split_by_the_claim_and_batch_lines():
+    claims = batch_log.parse_claims(CLAIMS)
+    assert claims[7]["ids"] == [7, 5, 6] and claims[5]["ids"] == [] and claims[5]["found"] == "dispatched"
+    split = batch_log.dispatch_split(claims, batch_log.parse(CLAIMS), {5: 999.0, 7: 999.5, 8: 999.9},
+                                     {5: 1001.0, 7: 1001.2})
+    # Job 5: its own task started 3 s after its POST, but job 7's task had claimed it 1 s after; the batch read for
+    # 0.45 s (0.4 of it the LISTs) from its start at 1000.05, so its pass ended 0.5 s after the read.
+    assert split[5] == pytest.approx({"task_wait": 3.0, "to_claimed": 1.0, "claim": 0.02, "read": 0.45,
+                                      "list": 0.4, "pass": 0.5})
+    assert split[7] == pytest.approx({"to_claimed": 0.5, "claim": 0.02, "read": 0.45, "list": 0.4, "pass": 0.7,
+                                      "task_wait": 0.5})
+    assert split[8] == {}  # no line names it: nothing known
+    figures = batch_log.for_jobs(batch_log.parse(CLAIMS), [5, 6, 7])
+    assert (figures["lists"], figures["list_s_max"], figures["kinds"]) == (
+        5, 0.4, ["workloads:0.100/1/0,pods:0.300/1/0"])
 
 
 def _pod(uid, created, scheduled):

@@ -79,3 +79,27 @@ def test_the_task_raises_a_transient_error_for_its_autoretry_and_leaves_the_last
     assert list(job.attempts.order_by("pk").values_list("outcome", "retry", "task_id")) == [
         (ReconcileOutcome.TRANSIENT_ERROR, 0, ""), (ReconcileOutcome.TRANSIENT_ERROR, 8, "last-try")]
     assert tasks.reconcile_job(10 ** 9) is None  # a job that no longer exists: logged and ignored
+
+
+def test_a_batch_records_the_backends_it_decides_and_says_which_jobs_it_decided(api, admin_user, dead_cluster):
+    from django.core.cache import cache
+
+    from scheduling.kube import limit_ranges
+
+    new, decided, cancelled = (submit(api, *dead_cluster, name) for name in ("new", "decided", "cancelled"))
+    GangJob.objects.filter(pk=decided.pk).update(backend_plugin="k8s-workload-v1alpha2")
+    job_service.cancel(admin_user, cancelled)
+    batch = list(GangJob.objects.select_related("cluster").filter(pk__in=[new.pk, decided.pk, cancelled.pk]))
+    # Only `new` had no backend and is not being cancelled: nothing of it can be in the cluster, so a batch reads
+    # no snapshot for it (reconcile/jobs/batch.py). `decided` may have objects from an earlier pass.
+    assert jobs.record_backends(batch, api=None) == {new.pk}
+    assert dict(GangJob.objects.filter(pk__in=[j.pk for j in batch]).values_list("pk", "backend_plugin")) == {
+        new.pk: "k8s-workload-v1alpha2", decided.pk: "k8s-workload-v1alpha2", cancelled.pk: ""}
+    assert jobs.record_backends(batch, api=None) == set()  # decided now: the next batch lists it
+
+    # The batch then sends no snapshot LIST for it: its first request is its namespace's LimitRanges, which an
+    # unreachable cluster fails without leaving "no defaults" cached for when it is back.
+    counts = jobs.reconcile_many([new.pk])
+    assert counts == {"ok": 0, "failed": 1, "requeued": 0}
+    assert GangJob.objects.get(pk=new.pk).phase_reason == "ClusterUnreachable"
+    assert cache.get(limit_ranges.cache_key(new.cluster_id, new.namespace)) is None

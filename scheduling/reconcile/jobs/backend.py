@@ -37,32 +37,47 @@ def backend_for(job: GangJob, api) -> SchedulerBackend:
 
 def _claim_backend(job_ids: list[int], name: str) -> set[int]:
     """Record backend `name` on those of `job_ids` that have none yet and are not being cancelled; returns the
-    ids it was recorded on."""
+    ids whose backend is `name` now (recorded here, or by a concurrent pass choosing the same)."""
+    return _record_backend(job_ids, name)[0]
+
+
+def _record_backend(job_ids: list[int], name: str) -> tuple[set[int], bool]:
+    """`_claim_backend`, also saying whether this call's one UPDATE recorded it on every one of `job_ids` (True:
+    none of them had a backend before it; False: some were decided elsewhere, and which ones this call changed is
+    not known)."""
     rows = GangJob.objects.filter(pk__in=job_ids, backend_plugin="").exclude(desired_state=DesiredState.CANCEL)
     if rows.update(backend_plugin=name) == len(job_ids):
-        return set(job_ids)  # the usual case: one statement
+        return set(job_ids), True  # the usual case: one statement
     if len(job_ids) == 1:
-        return set()
-    return set(GangJob.objects.filter(pk__in=job_ids, backend_plugin=name).values_list("pk", flat=True))
+        return set(), False
+    return set(GangJob.objects.filter(pk__in=job_ids, backend_plugin=name).values_list("pk", flat=True)), False
 
 
-def record_backends(jobs: list[GangJob], api) -> None:
+def record_backends(jobs: list[GangJob], api) -> set[int]:
     """`backend_for` for a batch of one cluster's jobs, before any of them is created: each undecided job's plugin
     is chosen, and recorded with one UPDATE per plugin instead of one per job. A job whose backend cannot be
-    chosen is left undecided (its own pass records the error); a discovery error propagates (KubeError)."""
+    chosen is left undecided (its own pass records the error); a discovery error propagates (KubeError).
+
+    Returns the ids of the jobs this call recorded a backend on: none of them had one before, and no pass creates
+    anything for a job without one (`backend_for` records it first), so the cluster holds nothing gangweb made for
+    them (reconcile/jobs/batch.py reads no snapshot for those)."""
+    recorded: set[int] = set()
     chosen: dict[str, list[GangJob]] = {}
     for job in jobs:
-        if job.backend_plugin:
+        if job.backend_plugin or job.desired_state == DesiredState.CANCEL:  # a cancelled job never gets one
             continue
         try:
             chosen.setdefault(choose_backend(job, api).name, []).append(job)
         except TerminalKubeError:
             continue
     for name, batch in chosen.items():
-        claimed = _claim_backend([j.pk for j in batch], name)
+        claimed, all_here = _record_backend([j.pk for j in batch], name)
+        if all_here:
+            recorded |= claimed
         for job in batch:
             if job.pk in claimed:
                 job.backend_plugin = name  # the others' own passes find out why (backend_for)
+    return recorded
 
 
 def choose_backend(job: GangJob, api) -> type[SchedulerBackend]:

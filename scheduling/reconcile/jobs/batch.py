@@ -18,7 +18,7 @@ from ...kube import objects, throttle
 from ...kube.errors import CLUSTER_UNREACHABLE, KubeError, TransientKubeError
 from ...models import GangJob, ReconcileAttempt
 from .. import status
-from ..observed import snapshot
+from ..observed import Snapshot, snapshot
 from . import claims
 from .backend import backend_for, record_backends
 from .passes import PassResult, load, run_pass
@@ -60,23 +60,32 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
                    results: dict[int, PassResult] | None = None) -> dict[str, int]:
     """Reconcile a batch of jobs (bulk submit), one pass each.
 
-    Reads are shared: per cluster one snapshot (one LIST per kind across namespaces, as the resync does, selected
-    by the batch's job UIDs) feeds every job's pass, so a batch of N new jobs costs a constant number of reads
-    plus the creates; the backends of the batch's new jobs are recorded before anything is created, one UPDATE
-    per plugin. The passes then run from `threads` threads (default `settings.GANGWEB_RECONCILE_THREADS`), each
-    taking every n-th job of the batch with a database connection of its own, closed when it is done: a pass
-    mostly waits on the API server's creates and on PostgreSQL, and the jobs of a batch are independent (each
-    pass locks only its own row). Inside a transaction (tests) the passes run here, one after the other, since
-    other connections could not see its rows. A job's error is recorded on it and does not stop the batch; when
-    a cluster cannot be reached its remaining jobs get that error without more connection attempts (the periodic
-    resync retries them). Returns counts {"ok", "failed", "requeued"}; when `results` is given, it is filled with
-    each job's PassResult by id (a transient error, the pass's or the batch's, in `error`), for a caller whose retry
-    policy follows one of the jobs (reconcile/jobs/coalesce.py).
+    Reads are shared: per cluster the backends of the batch's new jobs are recorded before anything is created (one
+    UPDATE per plugin), then one snapshot (one LIST per kind across namespaces, as the resync does, selected by the
+    UIDs of the batch's jobs that had a backend already; none when there are none) feeds every job's pass, so a
+    batch of N jobs costs a constant number of reads plus the creates. The passes then run from `threads` threads
+    (default `settings.GANGWEB_RECONCILE_THREADS`), each taking every n-th job of the batch with a database
+    connection of its own, closed when it is done: a pass mostly waits on the API server's creates and on
+    PostgreSQL, and the jobs of a batch are independent (each pass locks only its own row). Inside a transaction
+    (tests) the passes run here, one after the other, since other connections could not see its rows. A job's error
+    is recorded on it and does not stop the batch; when a cluster cannot be reached its remaining jobs get that
+    error without more connection attempts (the periodic resync retries them). Returns counts {"ok", "failed",
+    "requeued"}; when `results` is given, it is filled with each job's PassResult by id (a transient error, the
+    pass's or the batch's, in `error`), for a caller whose retry policy follows one of the jobs
+    (reconcile/jobs/coalesce.py).
+
+    A batch's never-dispatched jobs are not listed: a job whose backend this batch recorded cannot have anything
+    gangweb made in the cluster (`record_backends`), so a batch of new submits sends no LIST at all and starts
+    creating at once (its LISTs were most of a batch's read on a busy 2-core machine: bench/README.md, "Submit to
+    Running against a raw client"). A look-alike someone labelled with such a job's UID under another name is not
+    seen by this first pass; the next read of it reports it (`Observed.foreign`: the periodic resync's, a later pass's).
 
     The worker log gets two INFO lines per batch, key=value (logger scheduling.reconcile.jobs.batch): "reconcile
     batch start" (jobs, first id, waited_s: from its newest job's creation to the start) and "reconcile batch end"
-    (the counts, read_s for the snapshot and backends, passes_s, total_s, API requests, and throttle_wait_s: the
-    time this process's requests waited for the cluster's client rate limit meanwhile). `at` is epoch seconds.
+    (the counts; fresh: jobs that needed no LIST; read_s for the backends and the snapshot, list_s its LISTs, lists
+    their requests, listed the objects they returned, kinds each LIST as kind:seconds/requests/objects; passes_s,
+    total_s, API requests, and throttle_wait_s: the time this process's requests waited for the cluster's client
+    rate limit meanwhile). `at` is epoch seconds.
     """
     started, requests_before, (waited_before, waits_before) = time.time(), objects.requests.total(), throttle.waited()
     batch = list(load(job_ids).order_by("pk"))
@@ -85,13 +94,20 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
     for job in batch:
         by_cluster.setdefault(job.cluster_id, []).append(job)
     apis, snapshots, broken, down = {}, {}, {}, {}
+    fresh: set[int] = set()  # jobs that need no LIST: this batch recorded their backend
     for cluster_id, jobs in by_cluster.items():
         try:
             api = apis[cluster_id] = kube_client.api_client(jobs[0].cluster)
             served = set(jobs[0].cluster.served_apis or []) or discovery.served_versions(api)
-            # Only this batch's objects: the LISTs cost the batch's size, not the cluster's (bench/).
-            snapshots[cluster_id] = snapshot(api, served, [str(j.uid) for j in jobs])
-            record_backends(jobs, api)
+            # The backends first. A job this batch records one on had none: no pass ever created anything for it
+            # (`backend_for` records the backend before a pass's first create), so the cluster holds nothing
+            # gangweb made for it and its pass starts from an empty slice without a LIST. Whatever it meets under
+            # its names after all (a concurrent pass's object, someone else's) answers its create with 409, which
+            # is read and compared as ever (`create_gang`, `create_plain`, `read_ours`): never taken unseen.
+            fresh |= record_backends(jobs, api)
+            listed = [str(j.uid) for j in jobs if j.pk not in fresh]
+            # Only this batch's other jobs' objects: the LISTs cost the batch's size, not the cluster's (bench/).
+            snapshots[cluster_id] = snapshot(api, served, listed) if listed else Snapshot()
         except KubeError as exc:
             if isinstance(exc, TransientKubeError) or exc.reason == "InvalidKubeconfig":
                 down[cluster_id] = exc
@@ -133,9 +149,13 @@ def reconcile_many(job_ids: list[int], threads: int | None = None,
         outcomes = [o for part in in_threads(one, [batch[i::workers] for i in range(workers)]) for o in part]
     counts = {key: outcomes.count(key) for key in ("ok", "failed", "requeued")}
     waited, waits = throttle.waited()
-    log.info("reconcile batch end: jobs=%d first=%s %s read_s=%.3f passes_s=%.3f total_s=%.3f requests=%d "
-             "throttle_wait_s=%.3f throttle_waits=%d threads=%d pid=%d at=%.3f", len(batch),
-             batch[0].pk if batch else "-", " ".join(f"{k}={v}" for k, v in counts.items()), read - started,
+    reads = [r for snap in snapshots.values() for r in snap.reads]
+    log.info("reconcile batch end: jobs=%d first=%s %s fresh=%d read_s=%.3f list_s=%.3f lists=%d listed=%d "
+             "kinds=%s passes_s=%.3f total_s=%.3f requests=%d throttle_wait_s=%.3f throttle_waits=%d threads=%d "
+             "pid=%d at=%.3f", len(batch), batch[0].pk if batch else "-",
+             " ".join(f"{k}={v}" for k, v in counts.items()), len(fresh), read - started,
+             sum(r["seconds"] for r in reads), sum(r["requests"] for r in reads), sum(r["objects"] for r in reads),
+             ",".join(f"{r['kind']}:{r['seconds']:.3f}/{r['requests']}/{r['objects']}" for r in reads) or "-",
              time.time() - read, time.time() - started, objects.requests.total() - requests_before,
              waited - waited_before, waits - waits_before, max(workers, 1), os.getpid(), time.time())
     return counts

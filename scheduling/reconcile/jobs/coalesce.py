@@ -34,6 +34,8 @@ task then runs a full pass.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from datetime import timedelta
 
 from django.db import transaction
@@ -119,7 +121,12 @@ def reconcile_submitted(job_id: int, *, task_id: str = "", retry: int = 0) -> Pa
     (a transient error in `error`, for the task's retry policy). `task_id` is the claim's token (a redelivered or
     retried task keeps its id, so takes its own claims back)."""
     token = claims.token_for(task_id)
+    began = time.time()
     found, ids = take(job_id, token)
+    # One line a take, key=value (bench/batch_log.py reads it with the batch's lines): when the task started, what
+    # it found, how long the claim's transaction took and which jobs it claimed (the batch's, `job` first).
+    log.info("reconcile claim: job=%s found=%s claim_s=%.3f jobs=%d ids=%s pid=%d at=%.3f", job_id, found,
+             time.time() - began, len(ids), ",".join(map(str, ids)) or "-", os.getpid(), began)
     if found == GONE:
         log.info("reconcile_job: job %s no longer exists", job_id)
         return None
