@@ -96,7 +96,7 @@ def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
             return TAKEN, []
         # The cluster's due clean-ups ride along (`cleanups_waiting`): whichever task of the cluster a worker runs
         # next, dispatch or clean-up, finished jobs' gang objects go with it, never behind the dispatches. But at
-        # most CLEANUP_SHARE of the places while submits wait: one tenant's jobs ending (or cancelled) by the
+        # most `cleanup_places` of the places while submits wait: one tenant's jobs ending (or cancelled) by the
         # hundred must not turn every other team's submit batch into a batch of one dispatch.
         room = max(limit - 1, 0)
         ended = _along(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id), room)
