@@ -245,7 +245,7 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         due, again = set(ids), set(reopened)
         first = [i for i in reopened if i in due]  # not when a task holds the job now: its pass cleans up
         ids = [i for i in ids if i not in again]
-        fresh = resync_handoff.never_dispatched(ids)
+        fresh = resync_handoff.never_dispatched(ids) if len(ids) >= resync_handoff.HAND_OFF_AT else set()
         if len(fresh) >= resync_handoff.HAND_OFF_AT:  # a backlog of submits: batches pass them (resync_handoff.py)
             stats["handed_off"] = resync_handoff.hand_off(sorted(fresh))
             # Sent in ascending chunks up to the first the broker refused: the rest stay this resync's own.

@@ -42,11 +42,12 @@ def test_waiting_single_submits_are_dispatched_by_one_batch(world):
     assert requests("LIST ") == requests("LIST core/limitranges") == 1
     assert requests("CREATE ") == 4 * 3
     assert objects.requests.total() == requests("LIST ") + requests("CREATE ")
-    # The take (the job's row locked, the other waiting ones, one UPDATE claiming them), the batch as a bulk
-    # submit's (tests/cluster/test_batch_snapshot.py: 2 + 6 a job + the pod-policy read of each template version,
-    # here one per job: world.submit makes a template per job), one UPDATE releasing the claims.
+    # The take (the job's row locked, the clean-ups due to take along, none here, the other waiting ones, one UPDATE
+    # claiming them), the batch as a bulk submit's (tests/cluster/test_batch_snapshot.py: 2 + 6 a job + the
+    # pod-policy read of each template version, here one per job: world.submit makes a template per job), one
+    # UPDATE releasing the claims.
     sql = statements(queries)
-    assert len(sql) == 3 + 2 + 4 * (6 + 1) + 1
+    assert len(sql) == 4 + 2 + 4 * (6 + 1) + 1
     assert sum(q.startswith("UPDATE") and "claimed_by" in q for q in sql) == 2
     assert set(GangJob.objects.filter(pk__in=ids).values_list("phase", "claimed_by", "claimed_until")) == {
         (GangPhase.DISPATCHED, "", None)}
