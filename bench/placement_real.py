@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -333,6 +334,7 @@ def run_one(stack: TwoClusterStack, mode: str, jobs: list[int], targets: list[in
     caps = {"big": float(args.big), "small": float(args.small)}
     client = Client(stack.base_url, stack.token)
     load_before = os.getloadavg()[0]
+    log_from = len(stack.log_text("worker"))
     samples: list = []
     stop = threading.Event()
     t0 = time.time()
@@ -401,6 +403,7 @@ def run_one(stack: TwoClusterStack, mode: str, jobs: list[int], targets: list[in
         placed[row[5]]["jobs"] += 1
         placed[row[5]]["gpus"] += int(row[7] or 0)
     finished = [r[4] for r in rows if r[4] is not None]
+    rounds = move_rounds(stack.log_text("worker")[log_from:])
     per_job_ms = [1000 * q["seconds"] / q["jobs"] for q in requests_]
     figures = {
         "mode": mode, "namespace": namespace, "t0": datetime.fromtimestamp(t0, UTC).isoformat(),
@@ -412,6 +415,7 @@ def run_one(stack: TwoClusterStack, mode: str, jobs: list[int], targets: list[in
         "jobs_complete_on_two_clusters": complete_on.get(2, 0),
         "gangweb_phases": dict(Counter(r[2] for r in rows)), "gangweb_cleaned_up": sum(1 for r in rows if r[3]),
         "placed": placed, "ran": ran, "jobs_moved": sum(1 for r in rows if r[6]), "moves": sum(r[6] for r in rows),
+        "move_rounds": rounds,
         "jobs_with_objects_on_both_clusters": len(on_both),
         "gang_objects_left_after_cleanup": dict(gang_left),
         "bulk_requests": requests_, "request_ms_per_job_median": round(statistics.median(per_job_ms), 3),
@@ -429,6 +433,13 @@ def run_one(stack: TwoClusterStack, mode: str, jobs: list[int], targets: list[in
         f"over capacity {figures['pods']['over_capacity_samples']}; load {load_before:.1f} -> "
         f"{figures['load1_after']}")
     return figures
+
+
+def move_rounds(worker_log: str) -> dict:
+    """From the worker's log: the moves' rounds that claimed any move ("moves: {'claimed': n, ...}", logged by
+    `scheduling.resync_all_clusters`) and the moves they claimed."""
+    claimed = [int(m) for m in re.findall(r"moves: \{'claimed': (\d+)", worker_log)]
+    return {"rounds": sum(1 for n in claimed if n), "claimed": sum(claimed)}
 
 
 def pairs(runs: list[dict]) -> list[dict]:

@@ -85,3 +85,10 @@ def test_each_gangweb_run_is_compared_with_the_baseline_next_to_it():
     assert placement_real.pairs(runs) == [
         {"gangweb": "g1", "baseline": "b0", "ratio": 1.05, "decision_ms_per_job": 0.5},
         {"gangweb": "g2", "baseline": "b3", "ratio": 0.95, "decision_ms_per_job": 0.2}]
+
+
+def test_the_move_rounds_are_read_from_the_workers_log():
+    log = ("[2026-12-06 19:00:00,000: INFO/ForkPoolWorker-1] moves: {'claimed': 3, 'moved_from_lost': 0}\n"
+           "[2026-12-06 19:00:10,000: INFO/ForkPoolWorker-2] moves: {'claimed': 0, 'moved_from_lost': 0, "
+           "'reported': 1}\n[2026-12-06 19:00:20,000: INFO/ForkPoolWorker-1] moves: {'claimed': 2}\n")
+    assert placement_real.move_rounds(log) == {"rounds": 2, "claimed": 5}
