@@ -402,7 +402,7 @@ def run_one(stack: TwoClusterStack, mode: str, jobs: list[int], targets: list[in
     for row in rows:
         placed[row[5]]["jobs"] += 1
         placed[row[5]]["gpus"] += int(row[7] or 0)
-    finished = [r[4] for r in rows if r[4] is not None]
+    finished = [float(r[4]) for r in rows if r[4] is not None]
     rounds = move_rounds(stack.log_text("worker")[log_from:])
     per_job_ms = [1000 * q["seconds"] / q["jobs"] for q in requests_]
     figures = {
@@ -505,6 +505,11 @@ def main(argv=None) -> dict:
         t = time.monotonic()
         stack.start_two(args.big, args.small, args.move_after, args.duration, args.resync_seconds)
         log(f"stack up in {time.monotonic() - t:.0f} s (workdir {workdir}); split p={p}")
+        # This process lists objects with gangweb's own helpers (faultstack.cluster_objects), which read settings.
+        os.environ.update(stack.env)
+        import django
+
+        django.setup()
         for i, mode in enumerate(order):
             run = run_one(stack, mode, jobs, targets if mode == "baseline" else None, f"pr-{i}-{mode}", args)
             result["runs"].append(run)
