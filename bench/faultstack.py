@@ -61,6 +61,22 @@ class FaultStack(Stack):
         """Start PostgreSQL, Redis, migrate, the control plane (or use `kubeconfig`), seed, then gunicorn,
         `workers` Celery workers of `worker_concurrency` processes, beat (resync every `resync_seconds`) and the
         watcher. Returns self."""
+        self.configure(resync_seconds)
+        self.env["DATABASE_URL"] = self.start_private_postgres()
+        self.env["REDIS_URL"] = self.start_redis()
+        self.manage("migrate", "--noinput")
+        if kubeconfig is None:
+            kubeconfig = str(self.start_cluster().kubeconfig)
+        self.kubeconfig = kubeconfig
+        seeded = json.loads(self.manage_output([sys.executable, "-m", "bench.faultstack", "seed", kubeconfig]))
+        self.token, self.password = seeded["token"], seeded["password"]
+        self.start_services(worker_concurrency, workers, watch, beat)
+        return self
+
+    def configure(self, resync_seconds: int) -> None:
+        """The environment of every process of the stack: production settings (DEBUG off), fresh secrets, a state
+        directory in the workdir, resync every `resync_seconds`, submit rate limits no run reaches, loopback
+        clusters allowed."""
         from cryptography.fernet import Fernet
 
         state = self.workdir / "state"
@@ -74,14 +90,11 @@ class FaultStack(Stack):
             # The local control plane listens on loopback, which production installs refuse (docs/security.md).
             "GANGWEB_ALLOW_PRIVATE_CLUSTER_ADDRESSES": "127.0.0.0/8,::1/128",
         })
-        self.env["DATABASE_URL"] = self.start_private_postgres()
-        self.env["REDIS_URL"] = self.start_redis()
-        self.manage("migrate", "--noinput")
-        if kubeconfig is None:
-            kubeconfig = str(self.start_cluster().kubeconfig)
-        self.kubeconfig = kubeconfig
-        seeded = json.loads(self.manage_output([sys.executable, "-m", "bench.faultstack", "seed", kubeconfig]))
-        self.token, self.password = seeded["token"], seeded["password"]
+
+    def start_services(self, worker_concurrency: int = 2, workers: int = 1, watch: bool = True,
+                       beat: bool = True) -> None:
+        """gunicorn, `workers` Celery workers of `worker_concurrency` processes, beat and the watcher (once the
+        database is migrated and seeded)."""
         self.base_url = self.start_web()
         for i in range(workers):  # 0: no worker (a run that only watches)
             self.start_worker(worker_concurrency, name=f"worker{i}" if i else "worker", loglevel="INFO")
@@ -89,7 +102,6 @@ class FaultStack(Stack):
             self.start_beat()
         if watch:
             self.start_watch()
-        return self
 
     def allow_namespace(self, name: str) -> None:
         """Let queue "default" run jobs in namespace `name` (a queue allows only the namespaces it lists)."""

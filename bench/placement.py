@@ -131,19 +131,36 @@ def gangweb_run(jobs: list[int], big: int, small: int, duration: float, move_aft
     return {**out, "spread": spread, "decision_us_per_job": round(cost * 1e6, 1)}
 
 
+def draw_jobs(seed: int, count: int) -> list[int]:
+    """The GPUs of each of `count` jobs, drawn from SIZES with `random.Random(seed)`: the mix of this bench and of
+    bench/placement_real.py (the same seed gives the same jobs in both)."""
+    rnd = random.Random(seed)
+    return [rnd.choice(SIZES) for _ in range(count)]
+
+
+def split(jobs: list[int], p: float, big: int, small: int) -> list[int]:
+    """The split by hand in proportion `p`: for each job (GPUs, in order) 0 (the big cluster) while the big
+    cluster's share of the GPUs assigned so far is below `p`, else 1 (the small one); a job larger than its
+    cluster's GPUs goes to the other."""
+    sizes, out = (big, small), []
+    to_big = total = 0
+    for gpus in jobs:
+        target = 0 if (total == 0 and p > 0) or (total and to_big / total < p) else 1
+        if gpus > sizes[target]:
+            target = 1 - target
+        out.append(target)
+        total += gpus
+        to_big += gpus if target == 0 else 0
+    return out
+
+
 def fixed_split(jobs: list[int], big: int, small: int, duration: float) -> dict:
     best = None
     for step in range(101):
         p = step / 100
         clusters = [Sim("big", big), Sim("small", small)]
-        to_big = total = 0
-        for i, gpus in enumerate(jobs):
-            target = 0 if (total == 0 and p > 0) or (total and to_big / total < p) else 1
-            if gpus > clusters[target].gpus:
-                target = 1 - target
+        for i, (gpus, target) in enumerate(zip(jobs, split(jobs, p, big, small), strict=True)):
             clusters[target].waiting.append((i, gpus, 0.0))
-            total += gpus
-            to_big += gpus if target == 0 else 0
         makespan = run_cluster_pair(clusters, duration, None, 1.0)["makespan"]
         if best is None or makespan < best["makespan"]:
             best = {"makespan": makespan, "proportion_big": p}
@@ -151,8 +168,7 @@ def fixed_split(jobs: list[int], big: int, small: int, duration: float) -> dict:
 
 
 def one_seed(seed: int, args) -> dict:
-    rnd = random.Random(seed)
-    jobs = [rnd.choice(SIZES) for _ in range(args.jobs)]
+    jobs = draw_jobs(seed, args.jobs)
     ours = gangweb_run(jobs, args.big, args.small, args.duration, args.move_after, args.period)
     base = fixed_split(jobs, args.big, args.small, args.duration)
     no_moves = gangweb_run(jobs, args.big, args.small, args.duration, None, args.period)
