@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from bench import placement, placement_real
+from bench import placement, placement_real, two_clusters
 
 
 def epoch(text: str) -> float:
@@ -26,7 +26,7 @@ def test_bodies_name_the_cluster_for_the_baseline_and_leave_it_out_for_gangweb()
     assert [b["cluster"] for b in named] == ["big", "small"]
     assert named[0]["overrides"] == {"podSets": {"worker": {"replicas": 4}}}
     assert all("cluster" not in b for b in placement_real.bodies([4, 1], "ns", None))
-    spec = placement_real.template_spec(20)
+    spec = two_clusters.template_spec(20)
     assert spec["podSets"][0]["template"]["metadata"]["annotations"]["gangweb.io/sim-duration"] == "20s"
 
 
