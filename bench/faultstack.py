@@ -338,10 +338,11 @@ def client_django() -> None:
         django.setup()
 
 
-def cluster_objects(api, namespace: str | None = None) -> dict[str, Counter]:
+def cluster_objects(api, namespace: str | None = None, gang_only: bool = False) -> dict[str, Counter]:
     """{job uid: Counter of its objects by kind} of every gangweb-labelled object (of `namespace`, else all):
-    gang kinds of the k8s-workload backend, Jobs, Services, pods (and "live pods": Pending/Running/Unknown).
-    Configures Django in the calling process when it is not (`client_django`)."""
+    gang kinds of the k8s-workload backend, Jobs, Services, pods (and "live pods": Pending/Running/Unknown);
+    `gang_only`: the gang kinds and Services alone (no LIST of Jobs or pods). Configures Django in the calling
+    process when it is not (`client_django`)."""
     client_django()
     from scheduling.backends import discovery, registry
     from scheduling.constants import LABEL_INSTANCE, LABEL_JOB_UID
@@ -351,7 +352,7 @@ def cluster_objects(api, namespace: str | None = None) -> dict[str, Counter]:
     selector = f"{LABEL_INSTANCE}=gangweb"
     # The version the worker's discovery picks: v1beta1 on 1.37, v1alpha2 on 1.36.
     plugin = registry.select("k8s-workload", discovery.served_versions(api))
-    refs = list(plugin.gang_kinds) + [JOB, SERVICE, POD]
+    refs = list(plugin.gang_kinds) + ([SERVICE] if gang_only else [JOB, SERVICE, POD])
     by_job: dict[str, Counter] = {}
     for ref in refs:
         for obj in objects.list_objects(api, ref, namespace, selector):

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-from .faultstack import Client, FaultStack, census, client_django, create_namespace, pods_of
+from .faultstack import Client, FaultStack, census, cluster_objects, create_namespace, pods_of
 from .stack import log
 
 NAMESPACE = "soak"
@@ -56,28 +56,6 @@ def backlog_sampler(database_url: str, samples: list, stop: threading.Event, eve
         stop.wait(every)
 
 
-GANG_KINDS = ("Workload", "PodGroup", "Service")  # what a finished job must not keep holding (quota, names)
-
-
-def gang_objects_by_job(api) -> dict[str, set[str]]:
-    """{job uid: kinds} of the Workloads, PodGroups and Services in NAMESPACE labelled with a gangweb job uid, listed
-    from the API server (paginated LISTs of those kinds only: no Jobs or pods)."""
-    client_django()
-    from scheduling.backends import discovery, registry
-    from scheduling.constants import LABEL_INSTANCE, LABEL_JOB_UID
-    from scheduling.kube import objects
-    from scheduling.kube.objects import SERVICE
-
-    plugin = registry.select("k8s-workload", discovery.served_versions(api))
-    by_job: dict[str, set[str]] = {}
-    for ref in [*plugin.gang_kinds, SERVICE]:
-        for obj in objects.list_objects(api, ref, NAMESPACE, f"{LABEL_INSTANCE}=gangweb"):
-            uid = (obj["metadata"].get("labels") or {}).get(LABEL_JOB_UID)
-            if uid:
-                by_job.setdefault(uid, set()).add(ref.kind)
-    return by_job
-
-
 def held_after_finish(client: Client, api, samples: list, stop: threading.Event, every: float = 60.0) -> None:
     """Every `every` seconds until `stop` is set, the finished jobs (Succeeded, Failed, Cancelled) whose Workload,
     PodGroup or Service is still in the cluster: the jobs are read first (gangweb's API: phase and `finished_at`),
@@ -90,7 +68,7 @@ def held_after_finish(client: Client, api, samples: list, stop: threading.Event,
             ended = {j["uid"]: datetime.fromisoformat(j["finished_at"]) for j in client.jobs(NAMESPACE)
                      if j["phase"] in ("Succeeded", "Failed", "Cancelled") and j["finished_at"]}
             listing = time.monotonic()
-            present = gang_objects_by_job(api)
+            present = cluster_objects(api, NAMESPACE, gang_only=True)
             listed_at = datetime.now().astimezone()
             holding = [uid for uid in ended if present.get(uid)]
             longest = max(((listed_at - ended[uid]).total_seconds() for uid in holding), default=0.0)

@@ -247,9 +247,8 @@ def _resync_cluster(cluster: Cluster, grace_seconds: float, max_jobs: int, budge
         ids = [i for i in ids if i not in again]
         fresh = resync_handoff.never_dispatched(ids) if len(ids) >= resync_handoff.HAND_OFF_AT else set()
         if len(fresh) >= resync_handoff.HAND_OFF_AT:  # a backlog of submits: batches pass them (resync_handoff.py)
-            stats["handed_off"] = resync_handoff.hand_off(sorted(fresh))
-            # Sent in ascending chunks up to the first the broker refused: the rest stay this resync's own.
-            handed = set(sorted(fresh)[:stats["handed_off"]])
+            handed = resync_handoff.hand_off(fresh)  # what the broker refused stays this resync's own
+            stats["handed_off"] = len(handed)
             ids = [i for i in ids if i not in handed]
         turn = first + ids[:max_jobs]
         for job, recorded in chunked(GangJob.objects.select_related("queue"), ordered=turn):

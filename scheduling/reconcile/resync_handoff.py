@@ -20,9 +20,9 @@ import logging
 
 from django.db.models.functions import Now
 
-from ..choices import DesiredState, GangPhase
 from ..models import GangJob
 from ..work import enqueue
+from .jobs.coalesce import NEVER_DISPATCHED
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +34,17 @@ def never_dispatched(job_ids: list[int]) -> set[int]:
     empty). One query per 10,000 ids."""
     found: set[int] = set()
     for start in range(0, len(job_ids), 10_000):
-        found.update(GangJob.objects.filter(pk__in=job_ids[start:start + 10_000], phase=GangPhase.SUBMITTED,
-                                            desired_state=DesiredState.RUN, phase_reason="")
+        found.update(GangJob.objects.filter(NEVER_DISPATCHED, pk__in=job_ids[start:start + 10_000])
                      .values_list("pk", flat=True))
     return found
 
 
-def hand_off(job_ids: list[int]) -> int:
+def hand_off(job_ids) -> set[int]:
     """Queue `job_ids` as `reconcile_jobs` tasks of up to BATCH ids each (ascending), each chunk's `task_queued_at`
-    stamped just before it is sent. Returns how many were queued: the first that many of `sorted(job_ids)`; a chunk
-    the broker refuses gets its stamp cleared and the rest are not tried (the broker is down): the resync passes
-    those itself, as it does a backlog smaller than HAND_OFF_AT."""
-    ids, sent = sorted(job_ids), 0
+    stamped just before it is sent. Returns the ids queued; a chunk the broker refuses gets its stamp cleared and
+    the rest are not tried (the broker is down): the resync passes those itself, as it does a backlog smaller than
+    HAND_OFF_AT."""
+    ids, sent = sorted(job_ids), set()
     for start in range(0, len(ids), enqueue.BATCH):
         chunk = ids[start:start + enqueue.BATCH]
         GangJob.objects.filter(pk__in=chunk).update(task_queued_at=Now())
@@ -56,5 +55,5 @@ def hand_off(job_ids: list[int]) -> int:
             log.warning("resync: could not queue a batch of %s jobs (%s: %s); the next resync will",
                         len(chunk), type(exc).__name__, exc)
             break
-        sent += len(chunk)
+        sent.update(chunk)
     return sent

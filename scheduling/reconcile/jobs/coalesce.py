@@ -56,11 +56,14 @@ log = logging.getLogger(__name__)
 GONE, ASKED, DISPATCHED, TAKEN, CLAIMED = "gone", "asked", "dispatched", "taken", "claimed"
 
 
+# A job never dispatched: Submitted, run asked, no error recorded by an earlier pass (whose own task retries it).
+NEVER_DISPATCHED = Q(phase=GangPhase.SUBMITTED, desired_state=DesiredState.RUN, phase_reason="")
+
+
 def waiting(cluster_id: int, token: str):
     """The jobs of cluster `cluster_id` a submit's batch may take: never dispatched (Submitted, run asked), no error
     recorded by an earlier pass, and not claimed by a live task other than `token`'s."""
-    return GangJob.objects.filter(cluster_id=cluster_id, phase=GangPhase.SUBMITTED, desired_state=DesiredState.RUN,
-                                  phase_reason="").filter(claims.free(token))
+    return GangJob.objects.filter(NEVER_DISPATCHED, cluster_id=cluster_id).filter(claims.free(token))
 
 
 def cleanup_places(limit: int) -> int:
@@ -105,8 +108,7 @@ def take(job_id: int, token: str, limit: int = BATCH) -> tuple[str, list[int]]:
                       [:room - min(len(ended), cleanup_places(limit))])
         ended = ended[:room - len(others)]  # the rest of the places when fewer submits wait
         ids = [job_id, *others, *ended]
-        GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
-                                                  task_queued_at=None)
+        claims.claim(ids, token, force=True)  # each row locked above: free of other live claims, or its own task's
         _rode(ended)
     return CLAIMED, ids
 
@@ -216,9 +218,7 @@ def take_cleanups(job_id: int, token: str, limit: int = BATCH) -> tuple[str, lis
         mine = [job_id] if found == CLAIMED else []
         others = _along(cleanups_waiting(own["cluster_id"], token).exclude(pk=job_id), limit - len(mine))
         ids = [*mine, *others]
-        if ids:
-            GangJob.objects.filter(pk__in=ids).update(claimed_by=token, claimed_until=claims.expiry(),
-                                                      task_queued_at=None)
+        claims.claim(ids, token, force=True)
         _rode(ids)  # its own job too: just passed, its own countdown follows
     return found, ids
 
