@@ -158,10 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         RESULTS_DIR.mkdir(exist_ok=True)
         (RESULTS_DIR / "latest.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
         log(f"wrote {RESULTS_DIR / 'latest.json'}")
-        from .table import update_readme
+        from .table import TABLE_PAGES, update_readme
 
-        if update_readme(REPO / "docs" / "performance.md", document):
-            log("updated the Performance table in docs/performance.md")
+        for page in TABLE_PAGES:
+            if update_readme(REPO / page, document):
+                log(f"updated the Performance table in {page}")
     elif not args.quick:
         path = RESULTS_DIR / f"partial-{'-'.join(selected)}{f'-scale{scale}' if scale != 1 else ''}.json"
         path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")

@@ -35,7 +35,7 @@ def _document():
 def test_the_table_has_a_row_per_figure_and_names_failed_benchmarks():
     text = render(_document())
     assert "| Resync, nothing changed | 8 requests at 502 jobs (max 1/kind) | 8 requests at 102 jobs |" in text
-    assert "| Page: API job detail | p50 15.7 ms, 4 queries | p50 15.8 ms, 4 queries at 1,000 jobs |" in text
+    assert "| Page, superuser: API job detail | p50 15.7 ms, 4 queries | p50 15.8 ms, 4 queries at 1,000 jobs |" in text
     assert "Failed or skipped benchmarks: reconcile." in text
 
 

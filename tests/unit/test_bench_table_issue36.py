@@ -38,3 +38,45 @@ def test_running_raw_and_watch_replay_rows_carry_ratio_goal_and_load():
     assert raw[3] == "1.29x (rounds 0.94-1.4; goal <= 1.5x on an idle machine)" and raw[4] == "yes"
     assert "load 9.5-12.0" in raw[2]
     assert replay[3] == "p99 1.84 s (goal <= 2.0 s at >= 500/s)" and replay[2] == "load 26.9-28.9, busy 100.0 %"
+
+
+def _submit_user(rate, ratio, queries, low, high):
+    one = {"jobs_per_s": rate, "p50_ms": 50.0, "p99_ms": 80.0, "spread_ratio": {"min": low, "max": high}}
+    bulk = {"jobs_per_s": rate * 20, "p50_ms": 230.0, "spread_jobs_per_s": {"min": rate * 19, "max": rate * 21}}
+    return {"single": one, "bulk": bulk, "single_ratio": ratio, "bulk_ratio": 0.13,
+            "queries": {"single": queries, "bulk": queries + 1}}
+
+
+def test_submit_rows_judge_the_team_submitter_first_and_report_the_superuser_with_load_and_spread():
+    results = {"submit": {
+        "goal_user": "team submitter", "single_ok": False, "bulk_ok": True, "threads": 8, "single_rounds": 20,
+        "bulk_threads": 2, "bulk_batch": 500, "bulk_rounds": 3, "load_average_before": [0.63, 1, 1],
+        "load_average_after": [1.37, 1, 1], "baseline_single": {"jobs_per_s": 375.2, "p50_ms": 20.3},
+        "baseline_bulk": {"jobs_per_s": 26457.6},
+        "users": {"superuser": _submit_user(206.7, 0.55, 9, 0.48, 0.65),
+                  "team submitter": _submit_user(147.1, 0.39, 14, 0.36, 0.44)}}}
+    got = rows(results)
+    assert [(r[0], r[4]) for r in got] == [
+        ("Submit, single (8 clients x 20 rounds), team submitter", "**no**"),
+        ("Submit, bulk (2 clients x 500, 3 rounds), team submitter", "yes"),
+        ("Submit, single (8 clients x 20 rounds), superuser", "-"),
+        ("Submit, bulk (2 clients x 500, 3 rounds), superuser", "-")]
+    assert got[0][1] == "147.1 jobs/s, p50 50.0 ms, p99 80.0 ms, 14 queries"
+    assert got[0][3] == "0.39x (rounds 0.36-0.44; goal >= 0.5x)"
+    assert got[2][3] == "0.55x (rounds 0.48-0.65; goal >= 0.5x, reported)"
+    assert got[0][2].endswith("; load 0.63-1.37")
+
+
+def test_in_process_page_rows_per_user_judge_the_team_viewer():
+    def page(p99, ok, queries):
+        return {"p50_ms": 40.0, "p99_ms": p99, "samples": 60, "queries": queries, "ok": ok,
+                "spread_round_p50_ms": {"min": 35.0, "max": 47.0}}
+    results = {"pages": {"jobs": 1_000_000, "users": {
+        "load_average_before": [4.23, 1, 1], "load_average_after": [2.78, 1, 1],
+        "pages": {"jobs list, deep page": {"superuser": page(261.2, True, 6), "team viewer": page(313.3, False, 11)}}}}}
+    got = rows(results)
+    assert [(r[0], r[4]) for r in got] == [
+        ("Page, per user (1,000,000 jobs): jobs list, deep page, team viewer", "**no**"),
+        ("Page, per user (1,000,000 jobs): jobs list, deep page, superuser", "-")]
+    assert got[0][1] == "p50 40.0 ms, p99 313.3 ms (n=60, round p50s 35.0-47.0), 11 queries"
+    assert got[0][2] == "load 2.78-4.23" and got[1][3].endswith("(reported)")
