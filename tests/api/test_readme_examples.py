@@ -24,7 +24,9 @@ def readme_bodies(marker: str, page: Path = API_DOC, loop: str = "") -> list[tup
     blocks = re.findall(r"```bash\n(.*?)```", page.read_text(), re.S)
     (block,) = [b for b in blocks if marker in b]
     block = block.replace("'$i'", loop)
-    return [(path, json.loads(body)) for path, body in re.findall(r"-X POST \$GW(/\S+) .*?-d '(.*?)'", block, re.S)]
+    # A POST without a body (a cancel) is not followed into the next one's: the gap may not hold another POST.
+    found = re.findall(r"-X POST \$GW(/\S+) (?:(?!-X POST).)*?-d '(.*?)'", block, re.S)
+    return [(path, json.loads(body)) for path, body in found]
 
 
 @pytest.fixture
@@ -104,8 +106,17 @@ def test_the_readmes_first_job_is_accepted_on_the_local_cluster(api, enqueued, l
     from scheduling.services.templates import versions as template_versions
 
     template_versions.create_template(None, local_cluster.SAMPLE_TEMPLATE, "sample", local_cluster.SAMPLE_SPEC)
-    [(path, body)] = readme_bodies('"name": "hello"', README)
+    template_versions.create_template(None, local_cluster.SAMPLE_FAIL_TEMPLATE, "fails",
+                                      local_cluster.SAMPLE_FAIL_SPEC)
+    [(path, body), (fail_path, fail_body)] = readme_bodies('"name": "hello"', README)
     r = api.post(path, body, format="json")
     assert r.status_code == 201, r.data
     job = GangJob.objects.get(pk=r.data["id"])
     assert (job.name, job.queue.name, job.cluster.name, job.namespace) == ("hello", "default", "local", "default")
+    # The README's failing job: the same gang, whose pods exit with code 3 after 20 s (localcluster's stage).
+    r = api.post(fail_path, fail_body, format="json")
+    assert r.status_code == 201, r.data
+    failing = GangJob.objects.get(pk=r.data["id"])
+    assert (failing.name, failing.template_version.template.name) == ("oops", "sample-fails")
+    annotations = failing.resolved_spec["podSets"][0]["template"]["metadata"]["annotations"]
+    assert annotations == {"gangweb.io/sim-duration": "20s", "gangweb.io/sim-exit": "3"}

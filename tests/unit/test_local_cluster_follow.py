@@ -90,3 +90,17 @@ def test_make_run_starts_the_local_cluster_with_kueue(tmp_path, monkeypatch):
     monkeypatch.setattr(localcluster, "up", fake_up)
     local_cluster.start_and_register(io.StringIO())
     assert [c.kueue for c in asked] == [True]
+
+
+def test_registering_installs_the_sample_templates_once_and_keeps_an_admins_edits(tmp_path):
+    from scheduling.models import RuntimeTemplate
+
+    path = tmp_path / "kubeconfig"
+    rewrite(path, kubeconfig(port=1))
+    local_cluster.register(path)
+    names = set(RuntimeTemplate.objects.values_list("name", flat=True))
+    assert names == {"sample-gang", "sample-fails", "sample-kueue"}
+    RuntimeTemplate.objects.filter(name="sample-fails").update(description="edited by an admin")
+    local_cluster.register(path)
+    assert RuntimeTemplate.objects.count() == 3
+    assert RuntimeTemplate.objects.get(name="sample-fails").description == "edited by an admin"

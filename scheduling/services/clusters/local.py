@@ -47,6 +47,13 @@ SAMPLE_SPEC = {
     "overridable": ["podSets.*.replicas", "podSets.*.resources", "podSets.*.env", "priorityClassName"],
 }
 
+# A job that fails, to see what gangweb says of one: the same 2-pod gang, whose containers exit with code 3 after 20
+# s (localcluster's gangweb.io/sim-exit stage); its Indexed Job has backoffLimit 0, so the first exit fails the job.
+SAMPLE_FAIL_TEMPLATE = "sample-fails"
+SAMPLE_FAIL_SPEC = copy.deepcopy(SAMPLE_SPEC)
+SAMPLE_FAIL_SPEC["podSets"][0]["template"]["metadata"]["annotations"] = {
+    "gangweb.io/sim-duration": "20s", "gangweb.io/sim-exit": "3"}
+
 # The Kueue demo. The queue sync makes "kueue-pool" a Cohort holding 8 - 4 = 4 GPUs of its own and "kueue-demo" a
 # ClusterQueue in it with nominalQuota 4 and borrowingLimit 4 (reconcile/kueue_desired.py): Kueue admits its jobs up
 # to 4 GPUs on its quota and 4 more borrowed from the pool, never more. A leaf without a parent would get no
@@ -93,7 +100,8 @@ def ensure_kueue_demo(cluster: Cluster, namespace: str = SAMPLE_NAMESPACE) -> Qu
 
 def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
     """Create or update Cluster "local" from a kubeconfig file, probe it, and ensure queue "default" (synced to
-    it) and template "sample-gang" exist, and the Kueue demo (`ensure_kueue_demo`). Returns the probed Cluster."""
+    it) and templates "sample-gang" and "sample-fails" exist, and the Kueue demo (`ensure_kueue_demo`). Returns
+    the probed Cluster."""
     text = Path(kubeconfig_path).read_text()
     with transaction.atomic():
         cluster, _ = Cluster.objects.update_or_create(
@@ -105,9 +113,11 @@ def register(kubeconfig_path: str | Path, stdout=None) -> Cluster:
             queue.allowed_namespaces = [SAMPLE_NAMESPACE]
             queue.save(update_fields=["allowed_namespaces"])
         queue.clusters.add(cluster)
-        if not RuntimeTemplate.objects.filter(name=SAMPLE_TEMPLATE).exists():
-            template_versions.create_template(None, SAMPLE_TEMPLATE, "2-pod gang that runs for 2 minutes",
-                                             SAMPLE_SPEC)
+        for name, description, spec in (
+                (SAMPLE_TEMPLATE, "2-pod gang that runs for 2 minutes", SAMPLE_SPEC),
+                (SAMPLE_FAIL_TEMPLATE, "2-pod gang whose containers exit with code 3 after 20 s", SAMPLE_FAIL_SPEC)):
+            if not RuntimeTemplate.objects.filter(name=name).exists():
+                template_versions.create_template(None, name, description, spec)
         ensure_kueue_demo(cluster)
     kube_client.forget(cluster.pk)
     cluster = probe.probe_cluster(cluster)
