@@ -49,30 +49,29 @@ BUDGETS = {
     "/clusters/": 4,  # active jobs per cluster: a GROUP BY of its own, not a join (issue 14, stale statistics)
     "/clusters/local/": 5,  # + the capacity section's node list (this cluster's were never listed: nothing more)
 }
-# A user who is not a platform admin also has their queue roles, visible queue ids and cluster grants read (once
-# per request each, services/access/roles.py memoizes them): a few more queries, still independent of the row counts.
+# A user who is not a platform admin also has what the database says of them read: their grants, group membership
+# and the queue tree with its cluster links, in one statement per request (services/access/facts.py; 4 to 6 before).
 NON_ADMIN_BUDGETS = {
-    "/": 21,
-    "/queues/": 14,
-    "/queues/?q=team&cluster=local": 14,
-    "/queues/org/children/": 13,
-    # + fair share (3 queries) + wait order (1) + decayed usage (2), as for an admin; + the clusters it
-    # may see (3: its queue roles, their clusters, their parents), so the fair share names no other cluster; + Kueue's
-    # report (1); + its use per cluster (4, as for an admin: the clusters it may see are already known)
-    "/queues/team-a/?window=7d": 28,
-    "/queues/org/": 28,
-    "/jobs/": 12,
-    "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 12,
-    "/jobs/?group=queue&name=job": 14,
-    "/jobs/?group=phase&sort=name": 13,
-    "/jobs/{job}/": 8,
-    "/jobs/{job}/live/": 8,
-    "/jobs/{job}/objects/": 6,
-    "/submit/?template=base": 12,
-    "/templates/": 8,
-    "/templates/base/": 9,
-    "/clusters/": 9,
-    "/clusters/local/": 11,  # + whether they may change the scheduler names (their roles on the cluster)
+    "/": 17,  # + the access statement, + the queues they may see (for the clusters' queue states)
+    "/queues/": 9,  # + the access statement, + the queues they may see (the tree's filter)
+    "/queues/?q=team&cluster=local": 9,
+    "/queues/org/children/": 8,
+    # + the access statement, + whether they may see the queue, + the queues they may see; the fair share names
+    # only the clusters they may see (known from the access statement: nothing more)
+    "/queues/team-a/?window=7d": 24,
+    "/queues/org/": 24,
+    "/jobs/": 7,
+    "/jobs/?phase=Running&sort=-in_phase&cursor=" + LAST: 7,
+    "/jobs/?group=queue&name=job": 9,
+    "/jobs/?group=phase&sort=name": 8,
+    "/jobs/{job}/": 6,
+    "/jobs/{job}/live/": 6,
+    "/jobs/{job}/objects/": 4,
+    "/submit/?template=base": 7,
+    "/templates/": 5,
+    "/templates/base/": 6,
+    "/clusters/": 5,
+    "/clusters/local/": 7,  # + the access statement, + whether they may change the scheduler names (seen again)
 }
 PHASES = [GangPhase.SUBMITTED, GangPhase.QUEUED, GangPhase.RUNNING, GangPhase.FAILED, GangPhase.SUCCEEDED]
 

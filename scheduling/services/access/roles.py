@@ -28,8 +28,9 @@ One answer everywhere (API and pages) for what a user cannot see or may not use:
 - a queue, template or cluster they cannot see named in a request body is 400 with the message of an unknown
   name (`named_queue`, `named_template`, `named_cluster`), so a body cannot probe for names either.
 
-Platform admins cost no query; others cost two or three per call (grants, then the queue tree), once per request
-inside `cached()`.
+Platform admins cost no query. Others cost one statement per request inside `cached()`: their grants, group
+membership and token scope together with the queue tree and its cluster links (services/access/facts.py). Outside
+`cached()`, one statement per call (two when an admin-group check alone came first).
 """
 from __future__ import annotations
 
@@ -38,10 +39,12 @@ from contextvars import ContextVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from ...choices import ROLE_RANK, GrantRole, TokenAction
 from ..errors import NotFound, PermissionDenied
+from . import facts
+from .facts import strongest as _strongest
 
 # Queue fields that are a queue's share of its parent: changing them needs admin on the parent.
 SHARE_FIELDS = frozenset({
@@ -68,7 +71,8 @@ def cached():
 def _memoized(kind: str, user, compute):
     memo = _memo.get()
     if memo is None:
-        return compute()
+        with cached():  # one call's own reads are shared by its parts (the principal and the tree), then forgotten
+            return compute()
     token = token_of(user)
     key = (kind, getattr(user, "pk", None), token.pk if token is not None else None)
     if key not in memo:
@@ -85,13 +89,46 @@ def token_of(user):
     return getattr(user, "api_token", None)
 
 
+_TREE_KEY = ("tree", None, None)  # the queue tree's memo entry: the same for every user
+
+
+def _admin_group() -> str:
+    return getattr(settings, "GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
+
+
+def _principal(user) -> facts.Principal:
+    """What the database says about `user` (facts.Principal), read once per `cached()` block. Inside a block the
+    same statement brings the queue tree unless it is read already: a role question nearly always follows. A lone
+    call outside any block (an admin-group or cluster-grant check) reads the principal alone."""
+    with_tree = _memo.get() is not None
+    return _memoized("principal", user, lambda: _read_principal(user, with_tree))
+
+
+def _read_principal(user, with_tree: bool) -> facts.Principal:
+    memo = _memo.get()  # set: _memoized runs this inside a block
+    with_tree = with_tree and _TREE_KEY not in memo
+    principal, tree = facts.read(user, token_of(user), _admin_group(), with_tree)
+    if tree is not None:
+        memo[_TREE_KEY] = tree
+    return principal
+
+
+def _tree() -> facts.Tree:
+    """Every queue's parent and named clusters (facts.Tree), read once per `cached()` block."""
+    memo = _memo.get()
+    if memo is None:
+        return facts.read_tree()
+    if _TREE_KEY not in memo:
+        memo[_TREE_KEY] = facts.read_tree()
+    return memo[_TREE_KEY]
+
+
 def _owner_is_platform_admin(user) -> bool:
     if not _authenticated(user) or not user.is_active:
         return False
     if user.is_superuser or user.is_staff:
         return True
-    group = getattr(settings, "GANGWEB_PLATFORM_ADMIN_GROUP", "platform-admins")
-    return bool(group) and _memoized("admin-group", user, lambda: user.groups.filter(name=group).exists())
+    return bool(_admin_group()) and _principal(user).in_admin_group
 
 
 def is_platform_admin(user) -> bool:
@@ -104,14 +141,6 @@ def _token_allows(user, action: str) -> bool:
     return token is None or action in (token.actions or [])
 
 
-def _strongest(a: str | None, b: str | None) -> str | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a if ROLE_RANK[a] >= ROLE_RANK[b] else b
-
-
 def queue_roles(user) -> dict[int, str]:
     """{queue id: effective GrantRole} for `user`, with grants inherited down the queue tree and token scopes applied.
 
@@ -121,50 +150,25 @@ def queue_roles(user) -> dict[int, str]:
     return _memoized("queue-roles", user, lambda: _queue_roles(user))
 
 
-def _queue_parents(user) -> dict[int, int | None]:
-    """{queue id: parent id} of every queue: one query, read once per `cached()` block (roles and visibility both
-    walk it)."""
-    from ...models import QueuePolicy
-
-    return _memoized("queue-parents", user, lambda: dict(QueuePolicy.objects.values_list("id", "parent_id")))
-
-
 def _queue_roles(user) -> dict[int, str]:
-    from ...models import QueueGrant
-
     if not _authenticated(user) or not user.is_active:
         return {}
-    tree = _queue_parents(user)
-    if _owner_is_platform_admin(user):
-        roles = dict.fromkeys(tree, GrantRole.ADMIN.value)
-    else:
-        direct: dict[int, str] = {}
-        for queue_id, role in QueueGrant.objects.filter(
-                Q(user=user) | Q(group__in=user.groups.all())).values_list("queue_id", "role"):
-            direct[queue_id] = _strongest(direct.get(queue_id), role)
-        roles = {}
-        if direct:
-            for queue_id in tree:
-                role, node, seen = None, queue_id, set()
-                while node is not None and node not in seen:  # walk up; `seen` guards against a cycle
-                    seen.add(node)
-                    role = _strongest(role, direct.get(node))
-                    node = tree.get(node)
-                if role is not None:
-                    roles[queue_id] = role
     token = token_of(user)
+    admin = _owner_is_platform_admin(user)
+    principal = _principal(user) if token is not None or not admin else None  # with the tree: one statement
+    if admin:
+        roles = dict.fromkeys(_tree().parents, GrantRole.ADMIN.value)
+    else:
+        roles = {}
+        # A grant reaches its queue and every queue below it (the queues whose walk up meets it; `below` stops
+        # at a cycle); the strongest of those reaching a queue wins.
+        for granted, role in principal.queue_grants.items():
+            for queue_id in _tree().below((granted,)):
+                roles[queue_id] = _strongest(roles.get(queue_id), role)
     if token is not None:
-        scope = set(token.queues.values_list("id", flat=True))
-        if scope:
-            def in_scope(queue_id):
-                node, seen = queue_id, set()
-                while node is not None and node not in seen:
-                    if node in scope:
-                        return True
-                    seen.add(node)
-                    node = tree.get(node)
-                return False
-            roles = {q: r for q, r in roles.items() if in_scope(q)}
+        if principal.token_queues:
+            scope = _tree().below(principal.token_queues)
+            roles = {q: r for q, r in roles.items() if q in scope}
         roles = {q: GrantRole.SUBMITTER.value if r == GrantRole.ADMIN else r for q, r in roles.items()}
     return roles
 
@@ -276,7 +280,7 @@ def visible_queue_ids(user) -> set[int]:
 
 def _visible_queue_ids(user) -> set[int]:
     roles = queue_roles(user)
-    tree = _queue_parents(user) if roles else {}
+    tree = _tree().parents if roles else {}
     ids: set[int] = set()
     for queue_id in roles:
         node = queue_id
@@ -377,17 +381,7 @@ def check_delete_queue(user, queue) -> None:
 # --- clusters ---------------------------------------------------------------------------------------------------
 
 def _cluster_grant_roles(user) -> dict[int, str]:
-    return _memoized("cluster-roles", user, lambda: _compute_cluster_grant_roles(user))
-
-
-def _compute_cluster_grant_roles(user) -> dict[int, str]:
-    from ...models import ClusterGrant
-
-    roles: dict[int, str] = {}
-    for cluster_id, role in ClusterGrant.objects.filter(
-            Q(user=user) | Q(group__in=user.groups.all())).values_list("cluster_id", "role"):
-        roles[cluster_id] = _strongest(roles.get(cluster_id), role)
-    return roles
+    return _principal(user).cluster_grants
 
 
 def visible_clusters(user, queryset: QuerySet) -> QuerySet:
@@ -409,20 +403,21 @@ def sees_every_cluster(user) -> bool:
 
 
 def _visible_cluster_ids(user) -> set[int]:
-    """Ids of the clusters `visible_clusters` shows to a user who is not a platform admin (nor their token): one
-    query for the queue-cluster links, one more only when one of their queues names no cluster."""
-    from ...models import Cluster, QueuePolicy
+    """Ids of the clusters `visible_clusters` shows to a user who is not a platform admin (nor their token): the
+    queue-cluster links come with the queue tree; one more query only when one of their queues names no cluster."""
+    from ...models import Cluster
 
     queue_ids = set(queue_roles(user))
-    links = list(QueuePolicy.clusters.through.objects.filter(queuepolicy_id__in=queue_ids).values_list(
-        "queuepolicy_id", "cluster_id"))
-    parents = set(_queue_parents(user).values())
-    if queue_ids - parents - {queue_id for queue_id, _ in links}:
-        # A leaf queue naming no cluster takes jobs on every cluster: its viewers see them all. A parent naming none
-        # takes no jobs: its viewers see its children's clusters (roles reach the children, so they are in
-        # queue_ids), not every cluster.
-        return set(Cluster.objects.values_list("pk", flat=True))
-    ids = {cluster_id for _, cluster_id in links}
+    ids: set[int] = set()
+    if queue_ids:
+        tree = _tree()
+        if queue_ids - tree.parent_ids - tree.clusters.keys():
+            # A leaf queue naming no cluster takes jobs on every cluster: its viewers see them all. A parent naming
+            # none takes no jobs: its viewers see its children's clusters (roles reach the children, so they are in
+            # queue_ids), not every cluster.
+            return set(Cluster.objects.values_list("pk", flat=True))
+        for queue_id in queue_ids:
+            ids |= tree.clusters.get(queue_id, set())
     if token_of(user) is None:
         ids |= set(_cluster_grant_roles(user))
     return ids
