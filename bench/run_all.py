@@ -33,11 +33,13 @@ from .stack import REPO, Stack, log
 # Order: the cluster-free benchmarks first (the cluster's background work would disturb them), then submit-to-Running
 # on the fresh control plane (its 400 pods need room on the 4 nodes: 440 pods), then reconcile on the same one, then
 # memory, which builds the 10,000-job dataset in the cluster and takes the resync benchmark's measurements on it
-# (the dataset is built once for both). The watch churn last: it starts a fresh control plane of its own and leaves
-# 1,600 running pods in it. The repair benchmark after it, on that control plane (its 3 jobs need little room).
+# (the dataset is built once for both). The repair benchmark on a fresh control plane of its own (~20 s to start).
+# The watch churn after it: it starts a fresh control plane of its own and leaves 1,600 running pods in it (a
+# watcher started on that control plane right after the churn received no watch events within 120 s in the
+# 2026-12-06 runs, so the repair benchmark no longer follows it; see bench/README.md, "Repair after a hand edit").
 # Issue 36: pages over HTTP beside the other cluster-free ones (its own gunicorn, as the chart runs it); submit to
 # Running against a raw client and the watch replay last, each on a fresh control plane of its own.
-BENCHMARKS = ["submit", "pages", "http_pages", "running", "reconcile", "memory", "resync", "watch_churn", "repair",
+BENCHMARKS = ["submit", "pages", "http_pages", "running", "reconcile", "memory", "resync", "repair", "watch_churn",
               "resync_scale", "running_raw", "watch_replay"]
 
 
@@ -153,7 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     took = ", ".join(f"{name} {r['seconds']:.0f} s" for name, r in results.items() if "seconds" in r)
     print(f"\nall benchmarks: {total:.0f} s ({took}; the rest is starting and stopping services)")
     if failed:
-        log(f"failed: {', '.join(failed)}; nothing saved (README and latest.json keep the last complete run)")
+        # The figures of the benchmarks that did run are kept (a full run is an hour), never as latest.json.
+        path = RESULTS_DIR / f"failed-run-{document['generated_at'][:19].replace(':', '')}.json"
+        RESULTS_DIR.mkdir(exist_ok=True)
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        log(f"failed: {', '.join(failed)}; the other figures are in {path} (README and latest.json keep the last "
+            "complete run)")
     elif not args.quick and scale == 1 and set(selected) == set(BENCHMARKS):
         RESULTS_DIR.mkdir(exist_ok=True)
         (RESULTS_DIR / "latest.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
@@ -249,8 +256,12 @@ def _run_one(name: str, stack: Stack, base_url: str, scale: int, args=None):
     if name == "repair":
         from . import repair
 
+        # A fresh control plane, as in the standalone runs: the earlier benchmarks leave thousands of jobs' objects
+        # in theirs (see the order above).
         if stack.cluster is None:
             stack.start_cluster()
+        else:
+            stack.restart_cluster()
         result = repair.run(stack, base_url, edits=60 // scale if scale == 1 else 8)
         return result, repair.report(result)
     raise NotImplementedError(f"benchmark '{name}' is not written yet")
