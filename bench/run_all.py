@@ -59,7 +59,7 @@ def _configure(database_url: str, redis_url: str, workdir: Path) -> dict[str, st
         "GANGWEB_TESTING": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
         "GANGWEB_STATE_DIR": str(workdir / "state"),
-        "LOG_LEVEL": "WARNING",
+        "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
         # Beat is not started: each benchmark triggers resyncs itself, so none runs at a random moment.
         "GANGWEB_RESYNC_SECONDS": "3600",
         # The worker's resync run may cover the whole dataset (production bounds a run at 2,000 jobs, settings.py);
