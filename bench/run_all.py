@@ -35,8 +35,9 @@ from .stack import REPO, Stack, log
 # memory, which builds the 10,000-job dataset in the cluster and takes the resync benchmark's measurements on it
 # (the dataset is built once for both). The repair benchmark on a fresh control plane of its own (~20 s to start).
 # The watch churn after it: it starts a fresh control plane of its own and leaves 1,600 running pods in it (a
-# watcher started on that control plane right after the churn received no watch events within 120 s in the
-# 2026-12-06 runs, so the repair benchmark no longer follows it; see bench/README.md, "Repair after a hand edit").
+# watcher started on that control plane right after the churn made its first LISTs ~4 s late, after the repair
+# benchmark's warm-up edit, which then waited for the resync: the warm-up now waits for the watcher's first LISTs;
+# see bench/README.md, "Repair after a hand edit").
 # Issue 36: pages over HTTP beside the other cluster-free ones (its own gunicorn, as the chart runs it); submit to
 # Running against a raw client and the watch replay last, each on a fresh control plane of its own.
 BENCHMARKS = ["submit", "pages", "http_pages", "running", "reconcile", "memory", "resync", "repair", "watch_churn",
