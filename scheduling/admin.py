@@ -1,5 +1,6 @@
 """Django admin registrations (a fallback for platform admins; the dashboard is the main UI)."""
 from django.contrib import admin
+from django.db import transaction
 
 from .models import (
     ApiToken,
@@ -13,8 +14,25 @@ from .models import (
     ReconcileAttempt,
     RuntimeTemplate,
 )
+from .services.access.tokens import revoke_scoped_only_to
 
-admin.site.register(QueuePolicy)
+
+@admin.register(QueuePolicy)
+class QueuePolicyAdmin(admin.ModelAdmin):
+    """Queues. A delete here revokes the API tokens scoped only to the deleted queues, as the API's delete does
+    (services/access/tokens.py `revoke_scoped_only_to`): an empty scope would mean every queue of the token's owner."""
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            revoke_scoped_only_to(obj)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            revoke_scoped_only_to(*queryset)
+            super().delete_queryset(request, queryset)
+
+
 admin.site.register(RuntimeTemplate)
 admin.site.register(ReconcileAttempt)
 

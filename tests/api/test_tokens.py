@@ -141,3 +141,40 @@ def test_deleting_the_only_queue_of_a_tokens_scope_revokes_it_instead_of_widenin
     assert survivor.revoked_at is None and list(survivor.queues.values_list("name", flat=True)) == [kept.name]
     names = [q["name"] for q in bearer(both.data["token"]).get("/api/v1/queues/").data["results"]]
     assert other.name not in names
+
+
+def test_deleting_a_tokens_queues_together_revokes_it_and_keeps_one_with_a_queue_left(db, admin_user):
+    """The rule for several queues at once (the Django admin's bulk delete): a token whose whole scope is among the
+    deleted queues is revoked; one with a queue left keeps it; an unrelated token is untouched."""
+    from scheduling.services.access.tokens import revoke_scoped_only_to
+
+    a, b, c = (builders.make_queue(name) for name in ("q-a", "q-b", "q-c"))
+    owner = admin_user
+    both = ApiToken.objects.get(lookup=builders.make_token(owner, ["read"], queues=[a, b]).split("_")[1])
+    wider = ApiToken.objects.get(lookup=builders.make_token(owner, ["read"], queues=[a, c]).split("_")[1])
+    other = ApiToken.objects.get(lookup=builders.make_token(owner, ["read"], queues=[c]).split("_")[1])
+    revoke_scoped_only_to(a, b)
+    assert [t.revoked_at is not None for t in ApiToken.objects.filter(pk__in=[both.pk, wider.pk, other.pk])
+            .order_by("pk")] == [True, False, False]
+
+
+def test_deleting_a_tokens_only_queues_in_the_django_admin_revokes_it(db, admin_user, rf):
+    """The Django admin's deletes (one queue, or a selection) revoke as the API's delete does: they bypassed it."""
+    from django.contrib import admin as django_admin
+
+    from scheduling.admin import QueuePolicyAdmin
+    from scheduling.models import QueuePolicy
+
+    a, b, c = (builders.make_queue(name) for name in ("q-a", "q-b", "q-c"))
+    owner = admin_user
+    pair = builders.make_token(owner, ["read", "submit"], queues=[a, b])
+    single = builders.make_token(owner, ["read"], queues=[c])
+    model_admin = QueuePolicyAdmin(QueuePolicy, django_admin.site)
+    request = rf.post("/admin/")
+    request.user = admin_user
+    model_admin.delete_queryset(request, QueuePolicy.objects.filter(name__in=["q-a", "q-b"]))
+    model_admin.delete_model(request, c)
+    assert not QueuePolicy.objects.filter(name__in=["q-a", "q-b", "q-c"]).exists()
+    for plaintext in (pair, single):
+        assert ApiToken.objects.get(lookup=plaintext.split("_")[1]).revoked_at is not None
+        assert bearer(plaintext).get("/api/v1/queues/").status_code == 401

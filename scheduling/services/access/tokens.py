@@ -157,11 +157,27 @@ def revoke(user, token: ApiToken) -> ApiToken:
     return token
 
 
-def revoke_scoped_only_to(policy: QueuePolicy) -> None:
-    """Revoke the live API tokens whose whole queue scope is `policy`: deleting the queue would empty their scope,
-    and an empty scope means every queue of their owner (models.tokens.ApiToken.queues), a widening nobody asked
-    for. Tokens scoped to other queues too just lose this one."""
-    scoped = ApiToken.objects.filter(queues=policy, revoked_at__isnull=True).prefetch_related("queues")
-    only = [t.pk for t in scoped if {q.pk for q in t.queues.all()} == {policy.pk}]
+def revoke_scoped_only_to(*policies: QueuePolicy) -> None:
+    """Revoke the live API tokens whose whole queue scope is among `policies` (queues about to be deleted, in the
+    caller's transaction): deleting them would empty the tokens' scope, and an empty scope means every queue of their
+    owner (models.tokens.ApiToken.queues), a widening nobody asked for. Tokens scoped to other queues too just lose
+    these.
+
+    The candidate tokens are locked (SELECT ... FOR UPDATE, PostgreSQL; SQLite runs one writer at a time) before
+    their scopes are read, so two deletes at once of a token's last two queues run one after the other and the
+    second sees the first's: without the lock each saw the other queue still in the scope, revoked nothing, and the
+    token was left with an empty scope. Raises the database's errors."""
+    ids = {p.pk for p in policies}
+    if not ids:
+        return
+    candidates = set(ApiToken.objects.filter(queues__in=ids, revoked_at__isnull=True).values_list("pk", flat=True))
+    if not candidates:
+        return
+    locked = list(ApiToken.objects.select_for_update().filter(pk__in=candidates, revoked_at__isnull=True)
+                  .order_by("pk").values_list("pk", flat=True))
+    scopes: dict[int, set] = {}
+    for token_id, queue_id in ApiToken.objects.filter(pk__in=locked).values_list("pk", "queues"):
+        scopes.setdefault(token_id, set()).add(queue_id)
+    only = [token_id for token_id, scope in scopes.items() if scope and scope <= ids]
     if only:
         ApiToken.objects.filter(pk__in=only).update(revoked_at=timezone.now())
