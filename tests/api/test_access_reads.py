@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from scheduling.choices import ROLE_RANK
 from scheduling.models import ApiToken, Cluster, ClusterGrant, QueueGrant, QueuePolicy
 from scheduling.services.access import roles as access
-from scheduling.services.errors import PermissionDenied
+from scheduling.services.errors import NotFound, PermissionDenied
 from tests import builders
 
 pytestmark = pytest.mark.django_db
@@ -228,7 +228,7 @@ def rules_roles(user, token) -> dict[int, str]:
 
 def rules_clusters(user, token, roles) -> set[int]:
     """The clusters by the rules: those the queues with a role name, every cluster when one of them is a leaf
-    naming none, and (without a token) the cluster grants."""
+    naming none, and (without a token, for an active user) the cluster grants."""
     links = QueuePolicy.clusters.through.objects.filter(queuepolicy_id__in=roles)
     named = {}
     for queue_id, cluster_id in links.values_list("queuepolicy_id", "cluster_id"):
@@ -237,7 +237,7 @@ def rules_clusters(user, token, roles) -> set[int]:
     if set(roles) - parents - set(named):
         return set(Cluster.objects.values_list("pk", flat=True))
     ids = set().union(*named.values())
-    if token is None:
+    if token is None and user.is_active:
         ids |= set(ClusterGrant.objects.filter(Q(user=user) | Q(group__in=user.groups.all())).values_list(
             "cluster_id", flat=True))
     return ids
@@ -283,3 +283,21 @@ class _no_block:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_an_inactive_user_has_no_cluster_grant_either():
+    """Like their queue grants and the admin group, an inactive user's cluster grants (own or a group's) count for
+    nothing: no cluster seen, named or managed. (Logins refuse inactive users; this holds for any caller passing a
+    stored user, as the webhook scan does.)"""
+    mine, theirs = builders.make_cluster("mine"), builders.make_cluster("theirs")
+    user = builders.make_user("ann", groups=["ops"], is_active=False)
+    builders.grant(mine, "admin", user=user)
+    builders.grant(theirs, "viewer", group="ops")
+
+    for memo in (access.cached(), _no_block()):
+        with memo:
+            assert cluster_ids(user) == set()
+            with pytest.raises(ValidationError):
+                access.named_cluster(user, mine, "mine")
+            with pytest.raises(NotFound):
+                access.check_manage_cluster(user, mine)

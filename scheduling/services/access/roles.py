@@ -381,6 +381,10 @@ def check_delete_queue(user, queue) -> None:
 # --- clusters ---------------------------------------------------------------------------------------------------
 
 def _cluster_grant_roles(user) -> dict[int, str]:
+    """{cluster id: strongest GrantRole} of `user`'s cluster grants (own and groups'); none for an inactive user,
+    as for queue grants."""
+    if not _authenticated(user) or not user.is_active:
+        return {}
     return _principal(user).cluster_grants
 
 
