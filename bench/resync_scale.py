@@ -245,11 +245,17 @@ def run(stack, sizes=SIZES, rounds: int = ROUNDS, old_code: str | None = None, o
     return out
 
 
+FORGET_CHUNK = 5_000  # jobs per DELETE: Django's cascade lists their ids as parameters (PostgreSQL takes <= 65,535)
+
+
 def forget(name: str) -> None:
-    """Delete Cluster `name` and its jobs (their history and attempts by cascade), if any."""
+    """Delete Cluster `name` and its jobs (their history and attempts by cascade), if any, FORGET_CHUNK jobs at a
+    time (50,000 at once failed: "number of parameters must be between 0 and 65535")."""
     from scheduling.models import Cluster, GangJob
 
-    GangJob.objects.filter(cluster__name=name).delete()
+    ids = list(GangJob.objects.filter(cluster__name=name).order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), FORGET_CHUNK):
+        GangJob.objects.filter(pk__in=ids[start:start + FORGET_CHUNK]).delete()
     Cluster.objects.filter(name=name).delete()
 
 
