@@ -125,6 +125,12 @@ def rows(results: dict) -> list[tuple[str, str, str, str, str]]:
                     f"{w['window_s']} s; {w['per_update']['job_row_writes']} job-row writes per update",
                     f"goal rate {w['goal_rate']} updates/s", f"p99 {lag['p99_s']} s (goal <= {w['goal_p99_s']} s)",
                     _ok(w["ok"])))
+    rp = results.get("repair") or {}
+    if "p99_s" in rp:
+        out.append((f"Repair after a hand edit, {rp['edits']} edits (minCount, minResources, KAI subGroup, deletion)",
+                    f"{rp['repaired']}/{rp['edits']} repaired, p50 {rp['p50_s']} s, p99 {rp['p99_s']} s",
+                    f"no resync (the watch alone); {_load([rp.get('load_average')])}",
+                    f"p99 {rp['p99_s']} s (goal <= {rp['goal_p99_s']} s)", _ok(rp["ok"])))
     out += _issue36_rows(results)
     return out
 

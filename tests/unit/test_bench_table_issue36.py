@@ -80,3 +80,11 @@ def test_in_process_page_rows_per_user_judge_the_team_viewer():
         ("Page, per user (1,000,000 jobs): jobs list, deep page, superuser", "-")]
     assert got[0][1] == "p50 40.0 ms, p99 313.3 ms (n=60, round p50s 35.0-47.0), 11 queries"
     assert got[0][2] == "load 2.78-4.23" and got[1][3].endswith("(reported)")
+
+
+def test_the_repair_row_judges_its_p99_with_the_load():
+    results = {"repair": {"edits": 60, "repaired": 60, "p50_s": 0.108, "p99_s": 0.212, "goal_p99_s": 2.0,
+                          "ok": True, "load_average": [2.25, 2.79, 3.12]}}
+    (row,) = rows(results)
+    assert row[1] == "60/60 repaired, p50 0.108 s, p99 0.212 s"
+    assert row[2] == "no resync (the watch alone); load 2.25-2.25" and row[3:] == ("p99 0.212 s (goal <= 2.0 s)", "yes")
