@@ -178,3 +178,22 @@ def test_deleting_a_tokens_only_queues_in_the_django_admin_revokes_it(db, admin_
     for plaintext in (pair, single):
         assert ApiToken.objects.get(lookup=plaintext.split("_")[1]).revoked_at is not None
         assert bearer(plaintext).get("/api/v1/queues/").status_code == 401
+
+
+def test_the_tokens_are_locked_before_their_scopes_are_read(db, admin_user):
+    """The lock that keeps two deletes at once from both missing a token (PostgreSQL; SQLite has one writer at a
+    time and no FOR UPDATE): the scope read comes after a SELECT ... FOR UPDATE of the candidate tokens."""
+    from django.test.utils import CaptureQueriesContext
+
+    from scheduling.services.access.tokens import revoke_scoped_only_to
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SELECT ... FOR UPDATE is PostgreSQL's")
+    a, b = builders.make_queue("q-a"), builders.make_queue("q-b")
+    builders.make_token(admin_user, ["read"], queues=[a, b])
+    with CaptureQueriesContext(connection) as ctx:
+        revoke_scoped_only_to(a)
+    sql = [q["sql"] for q in ctx.captured_queries]
+    locked = [i for i, text in enumerate(sql) if "FOR UPDATE" in text]
+    assert len(locked) == 1 and '"scheduling_apitoken"' in sql[locked[0]]
+    assert any("scheduling_apitoken_queues" in text for text in sql[locked[0] + 1:])  # the scopes, read after it
