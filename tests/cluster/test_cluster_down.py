@@ -62,6 +62,29 @@ def apiserver_restart_after(kube_cluster):
                         return False
 
             wait_for(answers, 120, "the API server to answer again", interval=1)
+            _wait_runs_a_pod(kube_cluster)
+
+
+def _wait_runs_a_pod(kube_cluster) -> None:
+    """Wait until the control plane runs a Job's pod end to end again after the API server's restart (the Job
+    controller makes it, kube-scheduler binds it, kwok runs it: each reconnects on its own backoff), then delete
+    it. Answering is not enough: the next test on this control plane would depend on how soon they reconnect."""
+    import uuid
+
+    name = f"restart-probe-{uuid.uuid4().hex[:8]}"
+    pod = {"containers": [{"name": "main", "image": "registry.invalid/fake:1",
+                           "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+           "restartPolicy": "Never", "terminationGracePeriodSeconds": 0}
+    body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": {"probe": name}}, "spec": pod}}}
+    with kube_cluster.api_client() as api:
+        batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
+        batch.create_namespaced_job("default", body)
+        try:
+            wait_for(lambda: any(p.status.phase == "Running" for p in core.list_namespaced_pod(
+                "default", label_selector=f"probe={name}").items), 180, "a probe Job's pod Running", interval=1)
+        finally:
+            batch.delete_namespaced_job(name, "default", propagation_policy="Background", grace_period_seconds=0)
 
 
 def test_apiserver_stopped_mid_reconcile_is_recorded_and_the_job_converges_after_restart(
